@@ -1,0 +1,46 @@
+"""What the bot tells a channel when something went wrong, as plain data.
+
+The cog renders a `Notice` as an embed; the core never builds one. No notice carries an
+exception's text, a key or a URL, so nothing secret can leak through one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class NoticeColour(StrEnum):
+    WARNING = "warning"
+    ERROR = "error"
+    SUCCESS = "success"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    title: str
+    description: str
+    colour: NoticeColour
+
+
+TIMEOUT_TITLE = "Response Timed Out"
+
+IDLE_TIMEOUT = Notice(
+    TIMEOUT_TITLE,
+    "The AI provider stopped responding and the connection timed out. This can happen when the "
+    "provider is overloaded or experiencing issues. Please try again.",
+    NoticeColour.WARNING,
+)
+
+FIRST_TOKEN_TIMEOUT = Notice(
+    TIMEOUT_TITLE,
+    "The AI provider didn't start responding in time. Its queue may be overloaded. "
+    "Please try again.",
+    NoticeColour.WARNING,
+)
+
+GENERATION_ERROR = Notice(
+    "Generation Error",
+    "An issue while trying to stream the response.",
+    NoticeColour.ERROR,
+)

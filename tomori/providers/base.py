@@ -1,0 +1,156 @@
+"""The provider protocol: what a model backend is asked and what it yields.
+
+A provider knows nothing of Discord or of time. It turns one request into an async stream of
+events and closes its HTTP stream when the consuming task is cancelled; `stream_once` owns every
+timeout and stops a provider only by cancelling the task that reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+JsonObject = Mapping[str, Any]
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One turn of the conversation as the model sees it."""
+
+    role: Role
+    text: str
+    image_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call as the model asked for it.
+
+    `truncated` marks arguments that arrived cut off (the stream ended inside the JSON): such a
+    call is never executed, the model is asked to issue it again.
+    """
+
+    id: str
+    name: str
+    arguments: JsonObject
+    raw_arguments: str = ""
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExchange:
+    """One earlier iteration of the tool loop: the call, its result, and the text before it.
+
+    `pre_tool_text` is the visible text the model wrote in that iteration before calling the
+    tool; providers join its parts with no separator so the model does not repeat it.
+    """
+
+    call: ToolCall
+    result: JsonObject
+    pre_tool_text: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """Everything one provider pass needs; built fresh per pass and never mutated."""
+
+    model: str
+    context: tuple[ContextItem, ...]
+    tool_history: tuple[ToolExchange, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    output_prefill: str | None = None
+    request_notices: tuple[ContextItem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Visible text for the channel."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DetailsDelta:
+    """Reasoning or thinking text: captured for the turn, never posted."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The provider's own word on why it stopped (`stop`, `length`, `tool_calls`, ...)."""
+
+    reason: str | None = None
+    metadata: JsonObject = field(default_factory=dict)
+
+
+ProviderEvent = TextDelta | DetailsDelta | ToolCallEvent | UsageEvent | Finish
+
+
+class ProviderErrorKind(StrEnum):
+    """The few kinds of failure the generation turn acts on differently."""
+
+    AUTHENTICATION = "authentication"
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    BAD_REQUEST = "bad_request"
+    CONNECTION = "connection"
+    CONTENT_BLOCKED = "content_blocked"
+
+
+class ProviderError(Exception):
+    """A provider failure, already classified; `safe_message` may be shown to users."""
+
+    def __init__(self, kind: ProviderErrorKind, safe_message: str, *, status: int | None = None):
+        super().__init__(f"{kind}: {safe_message}")
+        self.kind = kind
+        self.safe_message = safe_message
+        self.status = status
+
+
+class Provider(Protocol):
+    """A model backend. `name` is what metrics and logs call it (`openai`, `gemini`, ...)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """Yield the events of one generation; raise `ProviderError` on a provider failure.
+
+        The iterator is closed (`aclose`) or its task cancelled when the pass ends early; it must
+        close its HTTP stream then.
+        """
+        ...

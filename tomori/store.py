@@ -1,0 +1,175 @@
+"""The SQLite connection tomori-cog keeps its durable state in, and the migration runner.
+
+One aiosqlite connection per registry, in WAL mode (readers never wait for the writer) with a
+busy timeout (two processes on one file wait for each other instead of failing). Statements of
+one transaction must not interleave with another coroutine's statements on the same connection,
+so every use goes through one `asyncio.Lock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+SqlParams = Sequence[Any]
+
+BUSY_TIMEOUT_MS = 5_000
+
+
+class MigrationError(RuntimeError):
+    """A migration could not be applied; the database is as it was before it."""
+
+
+class Store:
+    """A serialised aiosqlite connection: single statements and explicit transactions."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._connection = connection
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Store:
+        """Open (or create) the database file in WAL mode with a busy timeout."""
+        connection = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            connection.row_factory = sqlite3.Row
+            await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await connection.execute("PRAGMA journal_mode = WAL")
+            await connection.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            await connection.close()
+            raise
+        return cls(connection)
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The raw connection, for tracing; use the methods below to read and write."""
+        return self._connection
+
+    async def close(self) -> None:
+        await self._connection.close()
+
+    async def execute(self, sql: str, params: SqlParams = ()) -> int:
+        """Run one statement in its own transaction; return the number of rows it changed."""
+        async with self._lock:
+            cursor = await self._connection.execute(sql, params)
+            return cursor.rowcount
+
+    async def fetchall(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
+        async with self._lock:
+            cursor = await self._connection.execute(sql, params)
+            return list(await cursor.fetchall())
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back if the body raises.
+
+        IMMEDIATE takes the write lock at once, so a read-decide-write sequence is atomic across
+        processes: two registries deciding who holds a channel never both see it free.
+        """
+        async with self._lock, _immediate(self._connection) as connection:
+            yield connection
+
+    async def migrate(self, migrations: Iterable[tuple[str, str]] | None = None) -> int:
+        """Apply the numbered migrations not applied yet, each once; return the schema version.
+
+        `migrations` is (file name, SQL) pairs; by default the package's own `migrations/*.sql`.
+        Each file runs in one transaction together with its `PRAGMA user_version` bump, so a
+        failing file leaves the database exactly as it was and the error names the file.
+        """
+        ordered = _number_migrations(packaged_migrations() if migrations is None else migrations)
+        latest = ordered[-1][0] if ordered else 0
+        async with self._lock:
+            current = await _user_version(self._connection)
+            if current > latest:
+                raise MigrationError(
+                    f"the database is at schema version {current}, newer than this tomori-cog "
+                    f"knows ({latest}); upgrade tomori-cog or use another TOMORI_DB_PATH"
+                )
+            for number, name, sql in ordered:
+                await self._apply(number, name, sql)
+            return await _user_version(self._connection)
+
+    async def _apply(self, number: int, name: str, sql: str) -> None:
+        try:
+            async with _immediate(self._connection) as connection:
+                # Read again inside the write lock: another process may have just applied it.
+                if await _user_version(connection) >= number:
+                    return
+                for statement in split_statements(sql):
+                    await connection.execute(statement)
+                await connection.execute(f"PRAGMA user_version = {number}")
+        except sqlite3.Error as error:
+            raise MigrationError(f"migration {name} failed: {error}") from error
+
+
+@asynccontextmanager
+async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
+    await connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+    except BaseException:
+        await connection.execute("ROLLBACK")
+        raise
+    await connection.execute("COMMIT")
+
+
+def packaged_migrations() -> list[tuple[str, str]]:
+    """The `.sql` files shipped inside the package, as (file name, SQL)."""
+    folder = resources.files("tomori") / "migrations"
+    return [
+        (entry.name, entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".sql")
+    ]
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into complete statements (`executescript` would commit on its own)."""
+    statements: list[str] = []
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if _strip_comments(pending).strip(" \t\r\n;"):
+                statements.append(pending.strip())
+            pending = ""
+    if _strip_comments(pending).strip(" \t\r\n;"):
+        raise MigrationError(f"unterminated statement: {pending.strip()[:80]!r}")
+    return statements
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def _number_migrations(migrations: Iterable[tuple[str, str]]) -> list[tuple[int, str, str]]:
+    numbered: dict[int, tuple[str, str]] = {}
+    for name, sql in migrations:
+        prefix = name.split("_", 1)[0]
+        if not prefix.isdigit():
+            raise MigrationError(f"migration {name} has no number: name it NNNN_what.sql")
+        number = int(prefix)
+        if number in numbered:
+            raise MigrationError(
+                f"migrations {numbered[number][0]} and {name} share number {number}"
+            )
+        numbered[number] = (name, sql)
+    ordered = sorted(numbered.items())
+    for expected, (number, (name, _)) in enumerate(ordered, start=1):
+        if number != expected:
+            raise MigrationError(f"migration {name} is number {number}; expected {expected}")
+    return [(number, name, sql) for number, (name, sql) in ordered]
+
+
+async def _user_version(connection: aiosqlite.Connection) -> int:
+    cursor = await connection.execute("PRAGMA user_version")
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
