@@ -1,0 +1,499 @@
+"""Channel locks: one turn per channel, the rest queued in order, durable in SQLite.
+
+`ChannelLocks` is the single answer to "is this channel busy". A trigger submitted for a free
+channel starts a turn (in a task this registry owns); one for a busy channel is queued and served
+after the running turn, as a reply to its trigger. Lock rows and queued triggers live in SQLite,
+so a restart replays the queue and two registries on one file never both hold a channel; kill
+callbacks, watchdog tokens and stop requests live in memory with the turn they belong to.
+
+Rules kept from TomoriBot (see TOMORIBOT_REFERENCE.md section 3):
+- Stale expiry is lazy (on a new trigger, on /kill): a lock with no watchdog token and no
+  progress for `CHANNEL_LOCK_TIMEOUT_MS` is forcibly released, killing its stream and turn and
+  discarding its queue.
+- Watchdog tokens are per phase, so a phase of a killed turn removing its token can never lift
+  the exemption of the turn that took the channel after it.
+- Kill callbacks are cleared by compare-and-clear, so an old pass never erases a newer one's.
+- While a /kill unwinds, new triggers for the channel are ignored, so the queue it just
+  emptied is not refilled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from tomori.config import Settings
+from tomori.instances import Instance
+from tomori.results import KillReason
+from tomori.store import Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+KillCallback = Callable[[KillReason], None]
+
+PROGRESS_WRITE_INTERVAL_S = 1.0
+"""A channel's progress reaches the database at most this often, however many chunks arrive."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """A message that asked for a reply, with everything needed to replay it after a restart.
+
+    `payload` is the cog's own JSON-serialisable description of the turn to run.
+    """
+
+    channel_id: str
+    message_id: str | None = None
+    requester_id: str | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    received_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A trigger being served under the channel's lock."""
+
+    turn_id: str
+    trigger: Trigger
+    from_queue: bool
+    locked_at: float
+
+    @property
+    def channel_id(self) -> str:
+        return self.trigger.channel_id
+
+
+TurnRunner = Callable[[Turn], Awaitable[None]]
+
+
+class Admission(StrEnum):
+    STARTED = "started"
+    QUEUED = "queued"
+    IGNORED = "ignored"
+
+
+@dataclass(frozen=True, slots=True)
+class KillOutcome:
+    stopped: bool
+    cleared: int
+
+    @property
+    def nothing_to_stop(self) -> bool:
+        return not self.stopped and self.cleared == 0
+
+
+@dataclass(eq=False)
+class _Entry:
+    """A channel this registry holds: the turn, and what only this process can know of it."""
+
+    turn: Turn
+    last_progress_at: float
+    last_written_at: float
+    watchdogs: set[object] = field(default_factory=set)
+    stream_kill: KillCallback | None = None
+    stop_requested_by: str | None = None
+    task: asyncio.Task[None] | None = None
+    pending_writes: set[asyncio.Task[None]] = field(default_factory=set)
+    write_scheduled: bool = False
+    released: bool = False
+
+
+class ChannelLocks:
+    """The channel lock registry of one process (or one bot instance) on one database."""
+
+    def __init__(self, store: Store, settings: Settings, run_turn: TurnRunner) -> None:
+        self._store = store
+        self._settings = settings
+        self._run_turn = run_turn
+        self._instance = Instance(store, heartbeat_interval_s=settings.lock_timeout_s / 3)
+        self._entries: dict[str, _Entry] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+
+    @property
+    def instance_id(self) -> str:
+        return self._instance.instance_id
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register this instance and recover channels whose owner is gone, replaying queues."""
+        await self._instance.register()
+        turns: list[Turn] = []
+        async with self._store.transaction() as db:
+            cursor = await db.execute(
+                "SELECT channel_id, owner FROM channel_locks WHERE owner != ?", (self.instance_id,)
+            )
+            orphaned = [
+                row["channel_id"]
+                for row in await cursor.fetchall()
+                if not await self._instance.is_alive(db, row["owner"])
+            ]
+            cursor = await db.execute(
+                "SELECT DISTINCT channel_id FROM queued_triggers"
+                " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
+            )
+            orphaned += [row["channel_id"] for row in await cursor.fetchall()]
+            for channel_id in orphaned:
+                log.warning("recovering channel %s: its lock owner is gone", channel_id)
+                turn = await self._hand_off(db, channel_id)
+                if turn is not None:
+                    turns.append(turn)
+            await self._instance.forget_dead(db)
+        for turn in turns:
+            self._begin(turn)
+
+    async def close(self) -> None:
+        """Stop every running turn, release its lock (queued triggers stay for the next start)."""
+        self._closing = True
+        for entry in list(self._entries.values()):
+            if entry.task is not None:
+                entry.task.cancel()
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._instance.unregister()
+
+    # -- admission ----------------------------------------------------------------------------
+
+    async def submit(self, trigger: Trigger) -> Admission:
+        """Start a turn for `trigger`, or queue it behind the channel's running turn."""
+        channel_id = trigger.channel_id
+        if self._closing:
+            return Admission.IGNORED
+        payload = json.dumps(dict(trigger.payload))
+        entry = self._entries.get(channel_id)
+        if entry is not None and entry.stop_requested_by is not None:
+            log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+            return Admission.IGNORED
+        if entry is not None and self._is_stale(entry):
+            self._force_release(entry)
+        async with self._store.transaction() as db:
+            held = await self._held_elsewhere_or_here(db, channel_id)
+            if held:
+                await self._enqueue(db, trigger, payload)
+                return Admission.QUEUED
+            queued = await self._pop_next(db, channel_id)
+            if queued is None:
+                turn = Turn(uuid.uuid4().hex, trigger, from_queue=False, locked_at=time.time())
+            else:
+                await self._enqueue(db, trigger, payload)
+                turn = queued
+            await self._write_lock(db, turn)
+        self._begin(turn)
+        return Admission.STARTED if turn.trigger is trigger else Admission.QUEUED
+
+    async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
+        """Clear the channel's queue and stop its running turn, if any (`/kill`)."""
+        entry = self._entries.get(channel_id)
+        if entry is not None and self._is_stale(entry):
+            self._force_release(entry)
+            entry = None
+        stopped = entry is not None
+        if entry is not None:
+            entry.stop_requested_by = requester_id or "system"
+            if entry.stream_kill is not None:
+                entry.stream_kill(KillReason.KILL)
+        async with self._store.transaction() as db:
+            cursor = await db.execute(
+                "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
+            )
+            cleared = cursor.rowcount
+        log.info(
+            "kill in channel %s by %s: stopped=%s cleared=%d",
+            channel_id,
+            requester_id,
+            stopped,
+            cleared,
+        )
+        return KillOutcome(stopped=stopped, cleared=cleared)
+
+    def is_busy(self, channel_id: str) -> bool:
+        """Whether this registry is running a turn in the channel."""
+        return channel_id in self._entries
+
+    async def wait_idle(self, channel_id: str) -> None:
+        """Wait until this registry has no turn running or handed on in the channel."""
+        while (entry := self._entries.get(channel_id)) is not None and entry.task is not None:
+            await asyncio.wait({entry.task})
+
+    # -- used by the running turn -------------------------------------------------------------
+
+    def stop_requested(self, channel_id: str) -> bool:
+        entry = self._entries.get(channel_id)
+        return entry is not None and entry.stop_requested_by is not None
+
+    def touch_channel_lock(self, channel_id: str) -> None:
+        """Record progress; the database hears of it at most once a second per channel."""
+        entry = self._entries.get(channel_id)
+        if entry is not None:
+            entry.last_progress_at = time.time()
+            self._schedule_write(entry)
+
+    async def run_under_watchdog(self, channel_id: str, work: Awaitable[T]) -> T:
+        """Run `work` with a watchdog token: while any token is held the lock is never stale.
+
+        Only wrap work whose every path ends in bounded time; the token removes the lock's last
+        recovery for that phase.
+        """
+        entry = self._entries.get(channel_id)
+        if entry is None:
+            return await work
+        token = object()
+        entry.watchdogs.add(token)
+        self.touch_channel_lock(channel_id)
+        try:
+            return await work
+        finally:
+            entry.watchdogs.discard(token)
+            if not entry.released:
+                entry.last_progress_at = time.time()
+                self._schedule_write(entry)
+
+    def set_channel_stream_kill(self, channel_id: str, kill: KillCallback) -> None:
+        entry = self._entries.get(channel_id)
+        if entry is not None:
+            entry.stream_kill = kill
+
+    def clear_channel_stream_kill(self, channel_id: str, kill: KillCallback) -> None:
+        """Clear the kill callback only if it is still `kill` (compare-and-clear)."""
+        entry = self._entries.get(channel_id)
+        if entry is not None and entry.stream_kill is kill:
+            entry.stream_kill = None
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _is_stale(self, entry: _Entry) -> bool:
+        return (
+            not entry.watchdogs
+            and time.time() - entry.last_progress_at > self._settings.lock_timeout_s
+        )
+
+    async def _held_elsewhere_or_here(self, db: aiosqlite.Connection, channel_id: str) -> bool:
+        """Whether a live turn holds the channel; clear what a stale or dead holder left."""
+        cursor = await db.execute(
+            "SELECT owner, turn_id, last_progress_at, watchdogs FROM channel_locks"
+            " WHERE channel_id = ?",
+            (channel_id,),
+        )
+        row = await cursor.fetchone()
+        if row is None:
+            return False
+        if row["owner"] == self.instance_id:
+            entry = self._entries.get(channel_id)
+            if entry is not None and entry.turn.turn_id == row["turn_id"]:
+                return True
+            # A lock this registry no longer runs: force-released just now, so its queue goes.
+            await self._discard_queue(db, channel_id, "stale lock released")
+            return False
+        if not await self._instance.is_alive(db, row["owner"]):
+            log.warning(
+                "taking over channel %s from instance %s, which is gone", channel_id, row["owner"]
+            )
+            return False
+        stale = (
+            row["watchdogs"] == 0
+            and time.time() - float(row["last_progress_at"]) > self._settings.lock_timeout_s
+        )
+        if not stale:
+            return True
+        log.warning(
+            "superseding the stale lock of channel %s held by instance %s", channel_id, row["owner"]
+        )
+        await self._discard_queue(db, channel_id, "stale lock released")
+        return False
+
+    async def _enqueue(self, db: aiosqlite.Connection, trigger: Trigger, payload: str) -> None:
+        await db.execute(
+            "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+            " received_at) VALUES (?, ?, ?, ?, ?)",
+            (
+                trigger.channel_id,
+                trigger.message_id,
+                trigger.requester_id,
+                payload,
+                trigger.received_at,
+            ),
+        )
+
+    async def _discard_queue(self, db: aiosqlite.Connection, channel_id: str, why: str) -> None:
+        cursor = await db.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+        if cursor.rowcount:
+            log.warning(
+                "discarded %d queued trigger(s) of channel %s: %s", cursor.rowcount, channel_id, why
+            )
+
+    async def _pop_next(self, db: aiosqlite.Connection, channel_id: str) -> Turn | None:
+        """Take the oldest queued trigger still young enough to answer."""
+        cutoff = time.time() - self._settings.queue_max_age_s
+        while True:
+            cursor = await db.execute(
+                "SELECT * FROM queued_triggers WHERE channel_id = ? ORDER BY id LIMIT 1",
+                (channel_id,),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            await db.execute("DELETE FROM queued_triggers WHERE id = ?", (row["id"],))
+            if float(row["received_at"]) < cutoff:
+                log.warning(
+                    "dropped queued message %s of channel %s: older than TOMORI_QUEUE_MAX_AGE_MS",
+                    row["message_id"],
+                    channel_id,
+                )
+                continue
+            trigger = Trigger(
+                channel_id=channel_id,
+                message_id=row["message_id"],
+                requester_id=row["requester_id"],
+                payload=json.loads(row["payload"]),
+                received_at=float(row["received_at"]),
+            )
+            return Turn(uuid.uuid4().hex, trigger, from_queue=True, locked_at=time.time())
+
+    async def _write_lock(self, db: aiosqlite.Connection, turn: Turn) -> None:
+        await db.execute(
+            "INSERT OR REPLACE INTO channel_locks (channel_id, owner, turn_id,"
+            " trigger_message_id, requester_id, locked_at, last_progress_at, watchdogs)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+            (
+                turn.channel_id,
+                self.instance_id,
+                turn.turn_id,
+                turn.trigger.message_id,
+                turn.trigger.requester_id,
+                turn.locked_at,
+                turn.locked_at,
+            ),
+        )
+
+    async def _hand_off(self, db: aiosqlite.Connection, channel_id: str) -> Turn | None:
+        """Give the channel to its next queued trigger, or free it."""
+        turn = None if self._closing else await self._pop_next(db, channel_id)
+        if turn is None:
+            await db.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
+        else:
+            await self._write_lock(db, turn)
+        return turn
+
+    def _begin(self, turn: Turn) -> None:
+        now = time.time()
+        entry = _Entry(turn, last_progress_at=now, last_written_at=now)
+        self._entries[turn.channel_id] = entry
+        task = asyncio.create_task(self._serve(entry), name=f"tomori-turn-{turn.channel_id}")
+        entry.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, entry: _Entry) -> None:
+        try:
+            await self._run_turn(entry.turn)
+        except Exception:
+            log.exception("turn %s in channel %s failed", entry.turn.turn_id, entry.turn.channel_id)
+        finally:
+            await self._release(entry)
+
+    async def _release(self, entry: _Entry) -> None:
+        """Free the channel (or hand it to the next trigger); runs once per entry, always."""
+        if entry.released:
+            return
+        entry.released = True
+        await self._cancel_writes(entry)
+        channel_id = entry.turn.channel_id
+        following: Turn | None = None
+        try:
+            async with self._store.transaction() as db:
+                cursor = await db.execute(
+                    "SELECT turn_id FROM channel_locks WHERE channel_id = ? AND owner = ?",
+                    (channel_id, self.instance_id),
+                )
+                row = await cursor.fetchone()
+                if row is not None and row["turn_id"] == entry.turn.turn_id:
+                    following = await self._hand_off(db, channel_id)
+        except sqlite3.Error:
+            log.exception("could not release channel %s; the stale rule will", channel_id)
+        finally:
+            if self._entries.get(channel_id) is entry:
+                del self._entries[channel_id]
+        if following is not None:
+            self._begin(following)
+
+    def _force_release(self, entry: _Entry) -> None:
+        """End a turn this registry can no longer vouch for; its lock row is taken over next."""
+        turn = entry.turn
+        log.warning(
+            "forcibly releasing the stale lock of channel %s (turn %s, locked %.0fs ago, "
+            "last progress %.0fs ago)",
+            turn.channel_id,
+            turn.turn_id,
+            time.time() - turn.locked_at,
+            time.time() - entry.last_progress_at,
+        )
+        self._abandon(entry)
+
+    def _abandon(self, entry: _Entry) -> None:
+        entry.released = True
+        if self._entries.get(entry.turn.channel_id) is entry:
+            del self._entries[entry.turn.channel_id]
+        if entry.stream_kill is not None:
+            entry.stream_kill(KillReason.STALE)
+        if entry.task is not None:
+            entry.task.cancel()
+        for write in entry.pending_writes:
+            write.cancel()
+
+    def _schedule_write(self, entry: _Entry) -> None:
+        if entry.write_scheduled or entry.released:
+            return
+        entry.write_scheduled = True
+        delay = max(0.0, entry.last_written_at + PROGRESS_WRITE_INTERVAL_S - time.time())
+        write = asyncio.create_task(self._write_progress(entry, delay))
+        entry.pending_writes.add(write)
+        write.add_done_callback(entry.pending_writes.discard)
+
+    async def _write_progress(self, entry: _Entry, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        entry.write_scheduled = False
+        entry.last_written_at = time.time()
+        try:
+            changed = await self._store.execute(
+                "UPDATE channel_locks SET last_progress_at = ?, watchdogs = ?"
+                " WHERE channel_id = ? AND turn_id = ? AND owner = ?",
+                (
+                    entry.last_progress_at,
+                    len(entry.watchdogs),
+                    entry.turn.channel_id,
+                    entry.turn.turn_id,
+                    self.instance_id,
+                ),
+            )
+        except sqlite3.Error:
+            log.warning(
+                "could not record progress of channel %s", entry.turn.channel_id, exc_info=True
+            )
+            return
+        if changed == 0 and not entry.released:
+            log.warning(
+                "channel %s was taken over by another instance; stopping turn %s",
+                entry.turn.channel_id,
+                entry.turn.turn_id,
+            )
+            self._abandon(entry)
+
+    async def _cancel_writes(self, entry: _Entry) -> None:
+        writes = list(entry.pending_writes)
+        for write in writes:
+            write.cancel()
+        await asyncio.gather(*writes, return_exceptions=True)
