@@ -1,0 +1,393 @@
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
+from tests.support.scripted import ScriptedProvider, Step, stall, text
+from tomori.config import Settings
+from tomori.context import StreamingContext
+from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.providers.base import (
+    ContextItem,
+    DetailsDelta,
+    Finish,
+    ProviderError,
+    ProviderErrorKind,
+    Role,
+    StreamRequest,
+    ToolCall,
+    ToolCallEvent,
+    ToolExchange,
+    Usage,
+    UsageEvent,
+)
+from tomori.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.store import Store
+from tomori.stream_once import stream_once
+
+CHANNEL = "200"
+REQUEST = StreamRequest(model="m", context=(ContextItem(Role.USER, "hi"),))
+LONG = 30.0  # a budget no test should ever reach
+
+
+def budgets(first: float = LONG, idle: float = LONG, settle: float = LONG) -> Settings:
+    return Settings(
+        stream_first_token_timeout_ms=int(first * 1000),
+        stream_sdk_call_timeout_ms=int(idle * 1000),
+        stream_abandoned_settle_timeout_ms=int(settle * 1000),
+    )
+
+
+@dataclass
+class PassRun:
+    channel: MemoryChannel
+    ctx: StreamingContext
+    result: StreamResult | None = None
+    error: BaseException | None = None
+    elapsed: float = 0.0
+    leftovers: list[str] = field(default_factory=list)
+
+
+Meanwhile = Callable[[ChannelLocks], Awaitable[None]]
+
+
+class Harness:
+    """Runs a pass inside a real turn of a real lock registry on a real SQLite file."""
+
+    def __init__(self, locks_store: Store) -> None:
+        self._store = locks_store
+        self.locks: ChannelLocks | None = None
+
+    async def run(
+        self,
+        provider: ScriptedProvider,
+        settings: Settings,
+        *,
+        channel: MemoryChannel | None = None,
+        suppress: bool = False,
+        meanwhile: Meanwhile | None = None,
+        request: StreamRequest = REQUEST,
+        left_over_notice: Notice | None = None,
+    ) -> PassRun:
+        channel = channel or MemoryChannel()
+        ctx = StreamingContext(CHANNEL, notices=channel, suppress_user_errors=suppress)
+        ctx.deferred_timeout_notice = left_over_notice
+        run = PassRun(channel, ctx)
+
+        async def turn(_: Turn) -> None:
+            assert self.locks is not None
+            writer = MemoryStreamWriter(run.channel, run.ctx)
+            started = time.monotonic()
+            try:
+                run.result = await stream_once(
+                    provider, request, writer, run.ctx, self.locks, settings
+                )
+            except Exception as error:
+                run.error = error
+            run.elapsed = time.monotonic() - started
+            run.leftovers = live_pass_machinery()
+            entry = self.locks._entries[CHANNEL]
+            if entry.stream_kill is not None:
+                run.leftovers.append("kill callback")
+            await writer.aclose()
+
+        self.locks = ChannelLocks(self._store, settings, turn)
+        await self.locks.start()
+        try:
+            await self.locks.submit(Trigger(CHANNEL, "m1"))
+            if meanwhile is not None:
+                await meanwhile(self.locks)
+            await self.locks.wait_idle(CHANNEL)
+        finally:
+            await self.locks.close()
+        return run
+
+
+def live_pass_machinery() -> list[str]:
+    """Timers and tasks of a pass that are still alive."""
+    loop = asyncio.get_running_loop()
+    scheduled = getattr(loop, "_scheduled", [])
+    leftovers = [
+        "timer"
+        for handle in scheduled
+        if not handle.cancelled() and "_RollingTimer" in repr(handle)
+    ]
+    leftovers += [
+        task.get_name()
+        for task in asyncio.all_tasks()
+        if task.get_name().startswith("tomori-generation") and not task.done()
+    ]
+    return leftovers
+
+
+@pytest.fixture
+async def harness(db_path: Path) -> AsyncIterator[Harness]:
+    store = await Store.open(db_path)
+    await store.migrate()
+    yield Harness(store)
+    await store.close()
+
+
+def kill_after(delay: float) -> Meanwhile:
+    async def meanwhile(locks: ChannelLocks) -> None:
+        await asyncio.sleep(delay)
+        await locks.kill(CHANNEL, requester_id="42")
+
+    return meanwhile
+
+
+async def test_a_completed_pass_returns_the_delivered_text_details_and_usage(
+    harness: Harness,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            Step(event=DetailsDelta("thinking")),
+            text("Hello\n"),
+            text("world"),
+            Step(event=UsageEvent(Usage(12, 3))),
+            Step(event=Finish("stop")),
+        ]
+    )
+    run = await harness.run(provider, budgets())
+    assert run.result == StreamResult(
+        StreamStatus.COMPLETED,
+        text="Hello\nworld",
+        details="thinking",
+        usage=Usage(12, 3),
+        data=Finish("stop"),
+    )
+    assert run.channel.messages == ["Hello\n", "world"]
+    assert run.channel.notices == []
+    assert [message.text for message in run.ctx.delivered] == ["Hello\n", "world"]
+
+
+async def test_the_first_token_budget_is_distinct_from_the_idle_budget(
+    harness: Harness,
+) -> None:
+    slow_start = ScriptedProvider([stall(0.25), text("late but fine")])
+    run = await harness.run(slow_start, budgets(first=1.0, idle=0.08))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.COMPLETED
+
+    stalls_midway = ScriptedProvider([text("begun\n"), stall(0.25), text("never")])
+    run = await harness.run(stalls_midway, budgets(first=1.0, idle=0.08))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.data == TimedOut(TimeoutPhase.IDLE, KillReason.TIMER)
+    assert run.result.text == "begun\n"
+    assert run.channel.notices == [IDLE_TIMEOUT]
+
+
+async def test_no_first_token_in_time_is_a_first_token_timeout(harness: Harness) -> None:
+    provider = ScriptedProvider([stall(LONG), text("never")])
+    run = await harness.run(provider, budgets(first=0.1, idle=0.05))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.data == TimedOut(TimeoutPhase.FIRST_TOKEN, KillReason.TIMER)
+    assert run.channel.notices == [FIRST_TOKEN_TIMEOUT]
+    assert provider.closed == 1
+    assert provider.finished == 0
+
+
+async def test_every_chunk_rearms_the_idle_timer(harness: Harness) -> None:
+    steady = ScriptedProvider([text(f"{n} ", after=0.03) for n in range(15)])
+    run = await harness.run(steady, budgets(idle=0.1))  # 0.45 s of stream, 0.1 s idle budget
+    assert run.result is not None
+    assert run.result.status is StreamStatus.COMPLETED
+    assert run.result.text == "".join(f"{n} " for n in range(15))
+
+
+async def test_a_timeout_with_a_fallback_pending_stashes_the_notice_instead_of_posting_it(
+    harness: Harness,
+) -> None:
+    provider = ScriptedProvider([text("part\n"), stall(LONG)])
+    run = await harness.run(provider, budgets(idle=0.05), suppress=True)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.channel.notices == []
+    assert run.ctx.deferred_timeout_notice == IDLE_TIMEOUT
+
+    run = await harness.run(provider, budgets(idle=0.05), suppress=False)
+    assert run.channel.notices == [IDLE_TIMEOUT]
+    assert run.ctx.deferred_timeout_notice is None
+
+
+async def test_a_new_pass_clears_a_notice_left_by_an_earlier_one(harness: Harness) -> None:
+    provider = ScriptedProvider([text("fine")])
+    run = await harness.run(provider, budgets(), left_over_notice=IDLE_TIMEOUT)
+    assert run.ctx.deferred_timeout_notice is None
+
+
+async def test_kill_during_a_stall_stops_at_once_and_closes_the_provider_stream(
+    harness: Harness,
+) -> None:
+    provider = ScriptedProvider([text("partial\n"), stall(LONG), text("never")])
+    run = await harness.run(provider, budgets(), meanwhile=kill_after(0.1))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.result.text == "partial\n"
+    assert run.elapsed < LONG / 2
+    assert (provider.closed, provider.finished) == (1, 0)
+    assert run.channel.messages == ["partial\n"]
+    assert run.channel.notices == []
+
+
+async def test_kill_during_the_settle_wait_ends_it_at_once(harness: Harness) -> None:
+    channel = MemoryChannel(send_delay=LONG)  # the first send never lands
+    provider = ScriptedProvider([text("on the wire\n"), stall(LONG)])
+    run = await harness.run(
+        provider, budgets(idle=0.05), channel=channel, meanwhile=kill_after(0.3)
+    )
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.elapsed < LONG / 2
+    assert channel.sends_started == 1
+    assert channel.notices == []
+
+
+async def test_the_settle_wait_is_bounded_against_a_send_that_never_lands(
+    harness: Harness,
+) -> None:
+    channel = MemoryChannel(send_delay=LONG)
+    provider = ScriptedProvider([text("on the wire\n"), stall(LONG)])
+    run = await harness.run(provider, budgets(idle=0.05, settle=0.15), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.text == ""
+    assert run.elapsed < LONG / 2
+    assert channel.notices == [IDLE_TIMEOUT]
+
+
+async def test_a_send_on_the_wire_when_the_timer_fires_lands_in_the_timed_out_text(
+    harness: Harness,
+) -> None:
+    channel = MemoryChannel(send_delay=0.2)
+    provider = ScriptedProvider([text("landing\n"), stall(LONG)])
+    run = await harness.run(provider, budgets(idle=0.05, settle=LONG), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.text == "landing\n"
+    assert channel.messages == ["landing\n"]
+
+
+async def test_with_settling_disabled_a_timeout_does_not_wait_for_sends(
+    harness: Harness,
+) -> None:
+    channel = MemoryChannel(send_delay=LONG)
+    provider = ScriptedProvider([text("on the wire\n"), stall(LONG)])
+    run = await harness.run(provider, budgets(idle=0.05, settle=0), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.elapsed < LONG / 2
+
+
+async def test_a_provider_error_is_returned_with_the_text_delivered_before_it(
+    harness: Harness,
+) -> None:
+    failure = ProviderError(ProviderErrorKind.SERVER_ERROR, "the provider failed", status=500)
+    provider = ScriptedProvider([text("some"), Step(error=failure)])
+    run = await harness.run(provider, budgets())
+    assert run.result is not None
+    assert run.result.status is StreamStatus.ERROR
+    assert run.result.data is failure
+    assert run.result.text == "some"
+
+
+async def test_any_other_exception_propagates(harness: Harness) -> None:
+    provider = ScriptedProvider([text("x"), Step(error=RuntimeError("bug"))])
+    run = await harness.run(provider, budgets())
+    assert isinstance(run.error, RuntimeError)
+    assert run.channel.notices == []
+
+
+async def test_a_tool_call_returns_the_call_and_the_text_written_before_it(
+    harness: Harness,
+) -> None:
+    call = ToolCall("call-1", "now", {"timezone": "UTC"}, raw_arguments='{"timezone": "UTC"}')
+    provider = ScriptedProvider(
+        [text("Let me check.\n"), Step(event=ToolCallEvent(call)), Step(event=Finish("tool_calls"))]
+    )
+    run = await harness.run(provider, budgets())
+    assert run.result is not None
+    assert run.result.status is StreamStatus.FUNCTION_CALL
+    assert run.result.data == (call,)
+    assert run.result.text == "Let me check.\n"
+
+
+async def test_a_pass_with_no_text_and_no_tool_call_is_an_empty_response(
+    harness: Harness,
+) -> None:
+    provider = ScriptedProvider([Step(event=Finish("stop"))])
+    run = await harness.run(provider, budgets())
+    assert run.result is not None
+    assert run.result.status is StreamStatus.EMPTY_RESPONSE
+    assert run.result.data == Finish("stop")
+
+
+async def test_the_provider_is_sent_the_prepared_request(harness: Harness) -> None:
+    prefill = "Tomori: Well,"
+    exchange = ToolExchange(ToolCall("1", "now", {}), {"time": "noon"})
+    request = StreamRequest(
+        model="m",
+        context=(ContextItem(Role.USER, "hi"), ContextItem(Role.ASSISTANT, prefill)),
+        tool_history=(exchange,),
+        output_prefill=prefill,
+    )
+    provider = ScriptedProvider([text("ok")])
+    await harness.run(provider, budgets(), request=request)
+    sent = provider.requests[0]
+    assert sent.context == (ContextItem(Role.USER, "hi"),)
+    assert sent.tool_history[0].pre_tool_text == (prefill,)
+
+
+async def test_a_pending_stop_request_ends_the_pass_before_the_provider_is_called(
+    harness: Harness,
+) -> None:
+    provider = ScriptedProvider([text("never")])
+
+    async def kill_before_stream(locks: ChannelLocks) -> None:
+        await locks.kill(CHANNEL, requester_id="42")  # lands before the turn's first step
+
+    run = await harness.run(provider, budgets(), meanwhile=kill_before_stream)
+    assert run.result == StreamResult(StreamStatus.STOPPED_BY_USER)
+    assert provider.requests == []
+
+
+def _steps_for(ending: str) -> list[Step]:
+    failure = ProviderError(ProviderErrorKind.RATE_LIMITED, "slow down", status=429)
+    call = ToolCall("c", "now", {})
+    return {
+        "completed": [text("done")],
+        "function_call": [Step(event=ToolCallEvent(call))],
+        "error": [Step(error=failure)],
+        "exception": [Step(error=RuntimeError("bug"))],
+        "timeout": [text("a\n"), stall(LONG)],
+        "stopped": [text("a\n"), stall(LONG)],
+        "empty": [Step(event=Finish("stop"))],
+    }[ending]
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["completed", "function_call", "error", "exception", "timeout", "stopped", "empty"],
+)
+async def test_every_exit_clears_the_timer_the_progress_hook_and_the_kill_hook(
+    harness: Harness, ending: str
+) -> None:
+    provider = ScriptedProvider(_steps_for(ending))
+    run = await harness.run(
+        provider,
+        budgets(idle=0.05, settle=0.05),
+        meanwhile=kill_after(0.02) if ending == "stopped" else None,
+    )
+    assert run.leftovers == []
+    assert run.ctx.on_stream_progress is None
+    assert run.ctx.abort is None
+    assert provider.closed == 1

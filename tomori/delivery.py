@@ -1,0 +1,64 @@
+"""The protocols between the core and a channel: how streamed text and notices get posted.
+
+The core never talks to a Discord library. The cog gives each pass a `StreamWriter` that owns
+its own sending, so `stream_once` can stop reading from the provider at once while a send that
+is already on the wire finishes and is accounted for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from tomori.notices import Notice
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredMessage:
+    """A message the turn put in the channel, recorded before its send returned."""
+
+    message_id: str
+    text: str
+
+
+class StreamWriter(Protocol):
+    """Delivers one pass's text; every successful send is reported as progress."""
+
+    def feed(self, text: str) -> None:
+        """Accept text from the model. Sends happen in the writer's own time, never here.
+
+        Raises `DestinationUnreachable` once the channel is known to be gone.
+        """
+        ...
+
+    async def finish(self) -> None:
+        """Deliver everything fed so far and wait until it is in the channel."""
+        ...
+
+    async def settle(self) -> None:
+        """Drop what is not sent yet and wait for the sends already on the wire."""
+        ...
+
+    def abandon(self) -> None:
+        """Drop what is not sent yet; a send already on the wire completes on its own."""
+        ...
+
+    @property
+    def delivered_text(self) -> str:
+        """All text this writer got into the channel."""
+        ...
+
+    @property
+    def sprites(self) -> tuple[str, ...]:
+        """Images this writer posted, in order."""
+        ...
+
+
+class NoticeSink(Protocol):
+    async def post_notice(self, notice: Notice) -> None:
+        """Post a notice in the turn's channel (the cog renders it as an embed)."""
+        ...
+
+
+class DestinationUnreachable(Exception):
+    """The channel is gone or the bot may not post there: every model would fail the same way."""

@@ -1,0 +1,284 @@
+"""`stream_once`: one provider pass under a rolling inactivity timeout, killable at once.
+
+The pass reads the provider in a task of its own (the generation task) and hands text to the
+writer, which sends in its own time. One kill callback ends the pass, with a reason: the timer
+(no progress within the budget), `/kill`, or a stale-lock release. Killing cancels the
+generation task, which closes the provider's HTTP stream at once, while a Discord send already
+on the wire may still finish: on a genuine timeout the pass waits a bounded time for such sends
+to land, so the text the fallback continues from is the text the channel really shows.
+
+The timer is a deadline, not a timer object per chunk: progress moves the deadline forward and
+the single pending timer, when it fires early, re-arms itself for the new deadline. That keeps
+the per-chunk cost to a clock read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from tomori.config import Settings
+from tomori.context import StreamingContext
+from tomori.delivery import StreamWriter
+from tomori.locks import ChannelLocks
+from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.prefill import prepare_request
+from tomori.providers.base import (
+    DetailsDelta,
+    Finish,
+    Provider,
+    ProviderError,
+    StreamRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from tomori.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _PassState:
+    """What the generation task gathered, readable however the pass ended."""
+
+    details: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish: Finish | None = None
+
+
+class _KillSwitch:
+    """The pass's kill callback: records why, cancels the generation, wakes the waiter."""
+
+    def __init__(self) -> None:
+        self.reasons: list[KillReason] = []
+        self.fired = asyncio.Event()
+        self.generation: asyncio.Task[StreamResult] | None = None
+
+    def __call__(self, reason: KillReason) -> None:
+        self.reasons.append(reason)
+        if self.generation is not None:
+            self.generation.cancel()
+        self.fired.set()
+
+
+class _RollingTimer:
+    """Calls `expire` once no progress was seen for the current budget."""
+
+    def __init__(
+        self, first_budget_s: float, idle_budget_s: float, expire: Callable[[], None]
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._idle_s = idle_budget_s
+        self._expire = expire
+        self.saw_progress = False
+        self._deadline = self._loop.time() + first_budget_s
+        self._handle: asyncio.TimerHandle | None = self._loop.call_at(self._deadline, self._check)
+
+    def progress(self) -> None:
+        self._deadline = self._loop.time() + self._idle_s
+        if not self.saw_progress:
+            # The idle budget may be shorter than the first-token one: the pending timer would
+            # fire too late, so this once it is moved earlier. Later progress only moves later.
+            self.saw_progress = True
+            if self._handle is not None:
+                self._handle.cancel()
+                self._handle = self._loop.call_at(self._deadline, self._check)
+
+    def _check(self) -> None:
+        if self._loop.time() >= self._deadline:
+            self._handle = None
+            self._expire()
+        else:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+async def stream_once(
+    provider: Provider,
+    request: StreamRequest,
+    writer: StreamWriter,
+    ctx: StreamingContext,
+    locks: ChannelLocks,
+    settings: Settings,
+) -> StreamResult:
+    """Run one provider pass and say how it ended (see BEHAVIOR.md section 3).
+
+    Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
+    propagates to the generation turn, which posts the generic error notice.
+    """
+    ctx.deferred_timeout_notice = None
+    prepared = prepare_request(request)
+    channel_id = ctx.channel_id
+    if locks.stop_requested(channel_id):
+        return StreamResult(StreamStatus.STOPPED_BY_USER)
+
+    kill = _KillSwitch()
+    state = _PassState()
+    timer = _RollingTimer(
+        settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
+    )
+
+    def on_progress() -> None:
+        timer.progress()
+        locks.touch_channel_lock(channel_id)
+
+    locks.set_channel_stream_kill(channel_id, kill)
+    ctx.abort = kill
+    ctx.on_stream_progress = on_progress
+    generation = asyncio.create_task(
+        _generate(provider, prepared, writer, ctx, state), name=f"tomori-generation-{channel_id}"
+    )
+    kill.generation = generation
+    try:
+        await locks.run_under_watchdog(channel_id, _first_of(generation, kill.fired))
+        if generation.done() and not generation.cancelled():
+            return generation.result()
+        timer.cancel()
+        await asyncio.gather(generation, return_exceptions=True)
+        if locks.stop_requested(channel_id):
+            writer.abandon()
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+        phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
+        reason = kill.reasons[0]
+        log.warning(
+            "stream_sdk_timeout provider=%s phase=%s reason=%s channel=%s",
+            provider.name,
+            phase,
+            reason,
+            channel_id,
+            extra={
+                "metric": "stream_sdk_timeout",
+                "provider": provider.name,
+                "phase": str(phase),
+                "reason": str(reason),
+            },
+        )
+        kill.fired.clear()  # from here on, a further kill (a /kill) ends the settle wait
+        await locks.run_under_watchdog(
+            channel_id, settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
+        )
+        if locks.stop_requested(channel_id):
+            writer.abandon()
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+        notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
+        if ctx.suppress_user_errors:
+            ctx.deferred_timeout_notice = notice
+        else:
+            await post_notice_safely(ctx, notice)
+        return _partial(StreamStatus.TIMEOUT, writer, state, TimedOut(phase, reason))
+    finally:
+        timer.cancel()
+        ctx.on_stream_progress = None
+        if ctx.abort is kill:
+            ctx.abort = None
+        locks.clear_channel_stream_kill(channel_id, kill)
+        if not generation.done():
+            generation.cancel()
+            await asyncio.gather(generation, return_exceptions=True)
+
+
+async def settle_abandoned_stream(
+    writer: StreamWriter, budget_s: float, interrupt: asyncio.Event | None = None
+) -> bool:
+    """Wait at most `budget_s` for sends already on the wire; True if they all landed.
+
+    A send that was on the wire when the pass was abandoned must be counted in the text the
+    fallback continues from, or it lands later as an orphaned partial message. The wait is
+    bounded so a hung send cannot hold the fallback back, and a further kill ends it at once.
+    """
+    if budget_s <= 0:
+        writer.abandon()
+        return False
+    settling = asyncio.create_task(writer.settle())
+    waiters: set[asyncio.Task[object]] = {settling}
+    if interrupt is not None:
+        waiters.add(asyncio.create_task(interrupt.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=budget_s, return_when=asyncio.FIRST_COMPLETED)
+        return settling.done() and not settling.cancelled() and settling.exception() is None
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+
+
+async def post_notice_safely(ctx: StreamingContext, notice: Notice) -> None:
+    """Post a notice; a failure to post is logged, never raised over the turn's own outcome."""
+    try:
+        await ctx.notices.post_notice(notice)
+    except Exception:
+        log.warning(
+            "could not post the %r notice in channel %s",
+            notice.title,
+            ctx.channel_id,
+            exc_info=True,
+        )
+
+
+async def _first_of(generation: asyncio.Task[StreamResult], killed_event: asyncio.Event) -> None:
+    """Wait until the generation ends or the pass is killed, whichever is first."""
+    killed = asyncio.create_task(killed_event.wait())
+    try:
+        await asyncio.wait({generation, killed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        killed.cancel()
+        await asyncio.gather(killed, return_exceptions=True)
+
+
+async def _generate(
+    provider: Provider,
+    request: StreamRequest,
+    writer: StreamWriter,
+    ctx: StreamingContext,
+    state: _PassState,
+) -> StreamResult:
+    """Read the provider to its end and deliver its text: the generation task."""
+    try:
+        async with aclosing(provider.stream(request)) as events:
+            async for event in events:
+                ctx.report_progress()
+                if type(event) is TextDelta:
+                    writer.feed(event.text)
+                elif type(event) is DetailsDelta:
+                    state.details.append(event.text)
+                elif type(event) is ToolCallEvent:
+                    state.tool_calls.append(event.call)
+                elif type(event) is UsageEvent:
+                    state.usage = event.usage
+                elif type(event) is Finish:
+                    state.finish = event
+    except ProviderError as error:
+        await writer.finish()
+        return _partial(StreamStatus.ERROR, writer, state, error)
+    await writer.finish()
+    if state.tool_calls:
+        return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
+    status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
+    return _partial(status, writer, state, state.finish)
+
+
+def _partial(
+    status: StreamStatus,
+    writer: StreamWriter,
+    state: _PassState,
+    data: Finish | tuple[ToolCall, ...] | ProviderError | TimedOut | None = None,
+) -> StreamResult:
+    return StreamResult(
+        status=status,
+        text=writer.delivered_text,
+        details="".join(state.details),
+        sprites=writer.sprites,
+        usage=state.usage,
+        data=data,
+    )
