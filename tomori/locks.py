@@ -239,7 +239,8 @@ class ChannelLocks:
         entry = self._entries.get(channel_id)
         if entry is not None:
             entry.last_progress_at = time.time()
-            self._schedule_write(entry)
+            if not entry.write_scheduled:  # checked here too: this runs once per chunk
+                self._schedule_write(entry)
 
     async def run_under_watchdog(self, channel_id: str, work: Awaitable[T]) -> T:
         """Run `work` with a watchdog token: while any token is held the lock is never stale.

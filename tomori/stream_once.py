@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from time import monotonic
 
 from tomori.config import Settings
 from tomori.context import StreamingContext
@@ -69,7 +70,13 @@ class _KillSwitch:
 
 
 class _RollingTimer:
-    """Calls `expire` once no progress was seen for the current budget."""
+    """Calls `expire` once no progress was seen for the current budget.
+
+    The first check is due after the shorter of the two budgets, so the one pending handle is
+    never late for a deadline that the first chunk pulled earlier; from then on every check
+    re-arms for the deadline as it stands, which progress only moves later. Deadlines are on
+    `time.monotonic`, read directly: `progress` runs once per chunk.
+    """
 
     def __init__(
         self, first_budget_s: float, idle_budget_s: float, expire: Callable[[], None]
@@ -78,25 +85,21 @@ class _RollingTimer:
         self._idle_s = idle_budget_s
         self._expire = expire
         self.saw_progress = False
-        self._deadline = self._loop.time() + first_budget_s
-        self._handle: asyncio.TimerHandle | None = self._loop.call_at(self._deadline, self._check)
+        self._deadline = monotonic() + first_budget_s
+        first_check = min(first_budget_s, idle_budget_s)
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(first_check, self._check)
 
     def progress(self) -> None:
-        self._deadline = self._loop.time() + self._idle_s
-        if not self.saw_progress:
-            # The idle budget may be shorter than the first-token one: the pending timer would
-            # fire too late, so this once it is moved earlier. Later progress only moves later.
-            self.saw_progress = True
-            if self._handle is not None:
-                self._handle.cancel()
-                self._handle = self._loop.call_at(self._deadline, self._check)
+        self._deadline = monotonic() + self._idle_s
+        self.saw_progress = True
 
     def _check(self) -> None:
-        if self._loop.time() >= self._deadline:
+        remaining = self._deadline - monotonic()
+        if remaining <= 0:
             self._handle = None
             self._expire()
         else:
-            self._handle = self._loop.call_at(self._deadline, self._check)
+            self._handle = self._loop.call_later(remaining, self._check)
 
     def cancel(self) -> None:
         if self._handle is not None:
@@ -129,9 +132,11 @@ async def stream_once(
         settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
     )
 
+    advance, touch = timer.progress, locks.touch_channel_lock  # looked up once: runs per chunk
+
     def on_progress() -> None:
-        timer.progress()
-        locks.touch_channel_lock(channel_id)
+        advance()
+        touch(channel_id)
 
     locks.set_channel_stream_kill(channel_id, kill)
     ctx.abort = kill
@@ -244,10 +249,11 @@ async def _generate(
     state: _PassState,
 ) -> StreamResult:
     """Read the provider to its end and deliver its text: the generation task."""
+    progress = ctx.on_stream_progress or _no_progress_hook
     try:
         async with aclosing(provider.stream(request)) as events:
             async for event in events:
-                ctx.report_progress()
+                progress()
                 if type(event) is TextDelta:
                     writer.feed(event.text)
                 elif type(event) is DetailsDelta:
@@ -266,6 +272,10 @@ async def _generate(
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
     status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
+
+
+def _no_progress_hook() -> None:
+    pass
 
 
 def _partial(

@@ -41,23 +41,25 @@ class MemoryStreamWriter:
     def __init__(self, channel: MemoryChannel, ctx: StreamingContext) -> None:
         self._channel = channel
         self._ctx = ctx
-        self._buffer = ""
+        self._buffer: list[str] = []
         self._pending: deque[str] = deque()
         self._sender: asyncio.Task[None] | None = None
         self._delivered: list[str] = []
 
     def feed(self, text: str) -> None:
-        self._buffer += text
-        cut = self._buffer.rfind("\n")
-        if cut >= 0:
-            self._pending.append(self._buffer[: cut + 1])
-            self._buffer = self._buffer[cut + 1 :]
-            self._ensure_sender()
+        cut = text.rfind("\n")
+        if cut < 0:
+            self._buffer.append(text)
+            return
+        self._buffer.append(text[: cut + 1])
+        self._pending.append("".join(self._buffer))
+        self._buffer = [text[cut + 1 :]] if cut + 1 < len(text) else []
+        self._ensure_sender()
 
     async def finish(self) -> None:
         if self._buffer:
-            self._pending.append(self._buffer)
-            self._buffer = ""
+            self._pending.append("".join(self._buffer))
+            self._buffer = []
             self._ensure_sender()
         await self._wait_sender()
 
@@ -66,7 +68,7 @@ class MemoryStreamWriter:
         await self._wait_sender()
 
     def abandon(self) -> None:
-        self._buffer = ""
+        self._buffer = []
         self._pending.clear()
 
     async def aclose(self) -> None:
