@@ -391,3 +391,22 @@ async def test_every_exit_clears_the_timer_the_progress_hook_and_the_kill_hook(
     assert run.ctx.on_stream_progress is None
     assert run.ctx.abort is None
     assert provider.closed == 1
+
+
+async def test_a_genuine_timeout_is_counted_as_a_stream_sdk_timeout_with_its_phase(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider([text("a\n"), stall(LONG)], name="slowpoke")
+    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+        await harness.run(provider, budgets(idle=0.05, settle=0.05))
+    metrics = [r for r in caplog.records if getattr(r, "metric", None) == "stream_sdk_timeout"]
+    assert [(r.provider, r.phase, r.reason) for r in metrics] == [("slowpoke", "idle", "timer")]  # type: ignore[attr-defined]
+
+
+async def test_a_kill_is_not_counted_as_a_timeout(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider([text("a\n"), stall(LONG)])
+    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+        await harness.run(provider, budgets(), meanwhile=kill_after(0.05))
+    assert not [r for r in caplog.records if getattr(r, "metric", None)]
