@@ -43,6 +43,8 @@ class ToolCall:
     arguments: JsonObject
     raw_arguments: str = ""
     truncated: bool = False
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """What the provider needs echoed back with the call (Gemini's thought signature)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +134,25 @@ class ProviderErrorKind(StrEnum):
 
 
 class ProviderError(Exception):
-    """A provider failure, already classified; `safe_message` may be shown to users."""
+    """A provider failure, already classified.
 
-    def __init__(self, kind: ProviderErrorKind, safe_message: str, *, status: int | None = None):
+    `safe_message` may be shown to users and logged: it never holds a key, a URL or an SDK's
+    own exception text. `retry_after_s` is the provider's Retry-After, where it sent one.
+    """
+
+    def __init__(
+        self,
+        kind: ProviderErrorKind,
+        safe_message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(f"{kind}: {safe_message}")
         self.kind = kind
         self.safe_message = safe_message
         self.status = status
+        self.retry_after_s = retry_after_s
 
 
 class Provider(Protocol):

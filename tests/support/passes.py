@@ -1,0 +1,120 @@
+"""Run one `stream_once` pass inside a real turn of a real lock registry on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
+from tomori.config import Settings
+from tomori.context import StreamingContext
+from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.notices import Notice
+from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
+from tomori.results import StreamResult
+from tomori.store import Store
+from tomori.stream_once import stream_once
+
+CHANNEL = "200"
+REQUEST = StreamRequest(model="m", context=(ContextItem(Role.USER, "hi"),))
+LONG = 30.0  # a budget no test should ever reach
+
+
+def budgets(first: float = LONG, idle: float = LONG, settle: float = LONG) -> Settings:
+    return Settings(
+        stream_first_token_timeout_ms=int(first * 1000),
+        stream_sdk_call_timeout_ms=int(idle * 1000),
+        stream_abandoned_settle_timeout_ms=int(settle * 1000),
+    )
+
+
+@dataclass
+class PassRun:
+    channel: MemoryChannel
+    ctx: StreamingContext
+    result: StreamResult | None = None
+    error: BaseException | None = None
+    elapsed: float = 0.0
+    leftovers: list[str] = field(default_factory=list)
+
+
+Meanwhile = Callable[[ChannelLocks], Awaitable[None]]
+
+
+class Harness:
+    """Runs a pass inside a real turn of a real lock registry on a real SQLite file."""
+
+    def __init__(self, locks_store: Store) -> None:
+        self._store = locks_store
+        self.locks: ChannelLocks | None = None
+
+    async def run(
+        self,
+        provider: Provider,
+        settings: Settings,
+        *,
+        channel: MemoryChannel | None = None,
+        suppress: bool = False,
+        meanwhile: Meanwhile | None = None,
+        request: StreamRequest = REQUEST,
+        left_over_notice: Notice | None = None,
+    ) -> PassRun:
+        channel = channel or MemoryChannel()
+        ctx = StreamingContext(CHANNEL, notices=channel, suppress_user_errors=suppress)
+        ctx.deferred_timeout_notice = left_over_notice
+        run = PassRun(channel, ctx)
+
+        async def turn(_: Turn) -> None:
+            assert self.locks is not None
+            writer = MemoryStreamWriter(run.channel, run.ctx)
+            started = time.monotonic()
+            try:
+                run.result = await stream_once(
+                    provider, request, writer, run.ctx, self.locks, settings
+                )
+            except Exception as error:
+                run.error = error
+            run.elapsed = time.monotonic() - started
+            run.leftovers = live_pass_machinery()
+            entry = self.locks._entries[CHANNEL]
+            if entry.stream_kill is not None:
+                run.leftovers.append("kill callback")
+            await writer.aclose()
+
+        self.locks = ChannelLocks(self._store, settings, turn)
+        await self.locks.start()
+        try:
+            await self.locks.submit(Trigger(CHANNEL, "m1"))
+            if meanwhile is not None:
+                await meanwhile(self.locks)
+            await self.locks.wait_idle(CHANNEL)
+        finally:
+            await self.locks.close()
+        return run
+
+
+def live_pass_machinery() -> list[str]:
+    """Timers and tasks of a pass that are still alive."""
+    loop = asyncio.get_running_loop()
+    scheduled = getattr(loop, "_scheduled", [])
+    leftovers = [
+        "timer"
+        for handle in scheduled
+        if not handle.cancelled() and "_RollingTimer" in repr(handle)
+    ]
+    leftovers += [
+        task.get_name()
+        for task in asyncio.all_tasks()
+        if task.get_name().startswith("tomori-generation") and not task.done()
+    ]
+    return leftovers
+
+
+def kill_after(delay: float) -> Meanwhile:
+    async def meanwhile(locks: ChannelLocks) -> None:
+        await asyncio.sleep(delay)
+        await locks.kill(CHANNEL, requester_id="42")
+
+    return meanwhile

@@ -1,0 +1,295 @@
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.support.llm_server import LLMServer, Reply, drop, keep_alive, pause, raw, sse, stall
+from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
+from tests.support.passes import CHANNEL, Harness, budgets
+from tomori.locks import ChannelLocks
+from tomori.providers.base import (
+    ContextItem,
+    DetailsDelta,
+    Finish,
+    ProviderError,
+    ProviderErrorKind,
+    ProviderEvent,
+    Role,
+    StreamRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolExchange,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+)
+from tomori.providers.openai import OpenAIProvider
+from tomori.results import StreamStatus, TimeoutPhase
+
+API_KEY = "sk-test-secret-key"
+REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))
+
+
+@pytest.fixture
+async def provider(llm_server: LLMServer) -> AsyncIterator[OpenAIProvider]:
+    opened = OpenAIProvider(api_key=API_KEY, base_url=f"{llm_server.base_url}/v1")
+    yield opened
+    await opened.aclose()
+
+
+async def collect(
+    provider: OpenAIProvider, request: StreamRequest = REQUEST
+) -> list[ProviderEvent]:
+    return [event async for event in provider.stream(request)]
+
+
+def streamed(*actions: object) -> Reply:
+    return Reply(body=[*actions, sse("[DONE]")])  # type: ignore[list-item]
+
+
+async def test_events_arrive_in_order_with_reasoning_as_details_and_usage_last(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        streamed(
+            sse(chunk(reasoning="Thinking")),
+            sse(chunk("Hel")),
+            keep_alive(),
+            sse(chunk("lo")),
+            sse(chunk(finish="stop")),
+            sse(usage_chunk(11, 2)),
+        )
+    )
+    assert await collect(provider) == [
+        DetailsDelta("Thinking"),
+        TextDelta("Hel"),
+        TextDelta("lo"),
+        Finish("stop"),
+        UsageEvent(Usage(11, 2)),
+    ]
+    seen = llm_server.requests[0]
+    assert seen.path == "/v1/chat/completions"
+    assert seen.headers["authorization"] == f"Bearer {API_KEY}"
+    assert seen.body["model"] == "test-model"
+    assert seen.body["stream"] is True
+    assert seen.body["stream_options"] == {"include_usage": True}
+
+
+async def test_a_tool_call_split_over_many_chunks_is_assembled(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    arguments = '{"timezone": "Europe/Paris", "format": "long"}'
+    pieces = [arguments[i : i + 5] for i in range(0, len(arguments), 5)]
+    llm_server.script(
+        streamed(
+            sse(chunk("Checking.")),
+            sse(chunk(tool_calls=[tool_fragment(0, call_id="call_7", name="now")])),
+            *[sse(chunk(tool_calls=[tool_fragment(0, arguments=piece)])) for piece in pieces],
+            sse(chunk(finish="tool_calls")),
+            sse(usage_chunk(5, 9)),
+        )
+    )
+    events = await collect(provider)
+    assert events == [
+        TextDelta("Checking."),
+        ToolCallEvent(
+            ToolCall(
+                "call_7",
+                "now",
+                {"timezone": "Europe/Paris", "format": "long"},
+                raw_arguments=arguments,
+            )
+        ),
+        Finish("tool_calls"),
+        UsageEvent(Usage(5, 9)),
+    ]
+
+
+async def test_arguments_cut_off_mark_the_call_truncated(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        streamed(
+            sse(chunk(tool_calls=[tool_fragment(0, call_id="c", name="now", arguments='{"tim')])),
+            sse(chunk(finish="length")),
+        )
+    )
+    events = await collect(provider)
+    call = next(event.call for event in events if isinstance(event, ToolCallEvent))
+    assert (call.truncated, call.arguments, call.raw_arguments) == (True, {}, '{"tim')
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (401, ProviderErrorKind.AUTHENTICATION),
+        (403, ProviderErrorKind.AUTHENTICATION),
+        (429, ProviderErrorKind.RATE_LIMITED),
+        (500, ProviderErrorKind.SERVER_ERROR),
+        (503, ProviderErrorKind.SERVER_ERROR),
+        (400, ProviderErrorKind.BAD_REQUEST),
+        (404, ProviderErrorKind.BAD_REQUEST),
+    ],
+)
+async def test_http_errors_map_to_their_kind_and_say_nothing_secret(
+    provider: OpenAIProvider, llm_server: LLMServer, status: int, kind: ProviderErrorKind
+) -> None:
+    llm_server.script(
+        Reply(
+            status=status,
+            json_body={"error": {"message": f"bad key {API_KEY} at {llm_server.base_url}"}},
+            headers=[("Retry-After", "7")],
+        )
+    )
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    error = raised.value
+    assert (error.kind, error.status) == (kind, status)
+    assert API_KEY not in error.safe_message
+    assert "127.0.0.1" not in error.safe_message
+    assert error.retry_after_s == (7.0 if status == 429 else None)
+    assert len(llm_server.requests) == 1  # the SDK retried nothing
+
+
+async def test_a_malformed_chunk_is_a_server_error(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(streamed(sse(chunk("fine")), raw("data: {not json\n\n")))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+
+
+async def test_a_connection_dropped_mid_stream_is_a_connection_error(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(Reply(body=[sse(chunk("par")), drop()]))
+    events: list[ProviderEvent] = []
+
+    async def read_all() -> None:
+        async for event in provider.stream(REQUEST):
+            events.append(event)
+
+    with pytest.raises(ProviderError) as raised:
+        await read_all()
+    assert raised.value.kind is ProviderErrorKind.CONNECTION
+    assert events == [TextDelta("par")]
+
+
+async def test_an_unreachable_server_is_a_connection_error() -> None:
+    closed_port = OpenAIProvider(api_key=API_KEY, base_url="http://127.0.0.1:9/v1")
+    try:
+        with pytest.raises(ProviderError) as raised:
+            await collect(closed_port)
+        assert raised.value.kind is ProviderErrorKind.CONNECTION
+    finally:
+        await closed_port.aclose()
+
+
+async def test_the_conversation_is_sent_in_the_openai_format(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    call = ToolCall("call_1", "now", {"timezone": "UTC"}, raw_arguments='{"timezone": "UTC"}')
+    request = StreamRequest(
+        model="test-model",
+        context=(
+            ContextItem(Role.SYSTEM, "Be brief."),
+            ContextItem(Role.USER, "What is this?", image_urls=("https://cdn.example/cat.png",)),
+            ContextItem(Role.ASSISTANT, "A cat."),
+            ContextItem(Role.USER, "And the time?"),
+        ),
+        tool_history=(ToolExchange(call, {"time": "12:00"}, pre_tool_text=("Let me ", "look.")),),
+        tools=(ToolSpec("now", "The current time", {"type": "object", "properties": {}}),),
+    )
+    llm_server.script(streamed(sse(chunk("Noon.")), sse(chunk(finish="stop"))))
+    await collect(provider, request)
+    body = llm_server.requests[0].body
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://cdn.example/cat.png"}},
+            ],
+        },
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": "And the time?"},
+        {
+            "role": "assistant",
+            "content": "Let me look.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "now", "arguments": '{"timezone": "UTC"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"time": "12:00"}'},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "now",
+                "description": "The current time",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
+
+
+async def test_a_kill_mid_stream_closes_the_connection_at_once(
+    provider: OpenAIProvider, llm_server: LLMServer, harness: Harness
+) -> None:
+    llm_server.script(Reply(body=[sse(chunk("partial\n")), stall()]))
+    killed_at: list[float] = []
+
+    async def kill_once_streaming(locks: ChannelLocks) -> None:
+        await llm_server.request_arrived.wait()
+        await asyncio.sleep(0.1)
+        killed_at.append(time.monotonic())
+        await locks.kill(CHANNEL, requester_id="42")
+
+    run = await harness.run(provider, budgets(), meanwhile=kill_once_streaming)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.result.text == "partial\n"
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)
+    assert connection.closed_by_client
+    assert connection.closed_at is not None
+    assert connection.closed_at - killed_at[0] < 0.1
+
+
+@pytest.mark.parametrize(
+    ("reply", "phase"),
+    [
+        (Reply(header_delay=60, body=[sse(chunk("late"))]), TimeoutPhase.FIRST_TOKEN),
+        (Reply(body=[stall()]), TimeoutPhase.FIRST_TOKEN),
+        (Reply(body=[sse(chunk("begun\n")), stall()]), TimeoutPhase.IDLE),
+        (Reply(body=[sse(chunk("a\n")), *[keep_alive(), pause(0.03)] * 20]), TimeoutPhase.IDLE),
+    ],
+    ids=["slow-headers", "silent-body", "mid-stream", "keep-alives-only"],
+)
+async def test_a_stall_is_ended_by_the_rolling_timeout_and_the_connection_closed(
+    provider: OpenAIProvider,
+    llm_server: LLMServer,
+    harness: Harness,
+    reply: Reply,
+    phase: TimeoutPhase,
+) -> None:
+    llm_server.script(reply)
+    run = await harness.run(provider, budgets(first=0.3, idle=0.15, settle=0.05))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.data is not None
+    assert getattr(run.result.data, "phase", None) is phase
+    assert run.elapsed < 5
+    await asyncio.wait_for(llm_server.connections[0].closed.wait(), 1)
+    assert llm_server.connections[0].closed_by_client

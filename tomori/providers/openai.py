@@ -1,0 +1,208 @@
+"""OpenAI and every OpenAI-compatible server (OpenRouter, vLLM, llama.cpp, Ollama) through the
+`openai` SDK's streaming chat completions.
+
+The SDK's own timeouts are set so they never fight `stream_once`'s rolling timeout: no read,
+write or pool timeout (its read timeout is per read, 600 s by default, and would otherwise end
+a healthy slow stream or outlive a dead one), only a connect timeout. Retries are off: a retry
+before the first byte only delays the fallback model that the generation turn would try next.
+The stream is closed on every exit (`async with`): a bare `break` would leave it streaming.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import pydantic
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionChunk
+
+from tomori.providers.base import (
+    ContextItem,
+    DetailsDelta,
+    Finish,
+    ProviderEvent,
+    Role,
+    StreamRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from tomori.providers.errors import connection_error, malformed_response, status_error
+
+CONNECT_TIMEOUT_S = 10.0
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where OpenAI-compatible servers put thinking text: vLLM and DeepSeek, then OpenRouter."""
+
+
+class OpenAIProvider:
+    """Streams chat completions; one instance (one HTTP client) serves every model of it."""
+
+    def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+        self._client = AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
+        )
+
+    @property
+    def name(self) -> str:
+        return "openai"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
+        try:
+            stream = await self._client.chat.completions.create(**request_arguments(request))
+            async with stream:
+                assembler = _ToolCallAssembler()
+                async for chunk in stream:
+                    for event in _events_of(chunk, assembler):
+                        yield event
+                for call in assembler.finish():
+                    yield ToolCallEvent(call)
+        except openai.APIStatusError as error:
+            raise status_error(error.status_code, error.response.headers) from error
+        except openai.APIConnectionError as error:
+            raise connection_error() from error
+        except (openai.APIError, json.JSONDecodeError, pydantic.ValidationError) as error:
+            raise malformed_response() from error
+
+
+def request_arguments(request: StreamRequest) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one pass."""
+    arguments: dict[str, Any] = {
+        "model": request.model,
+        "messages": openai_messages(request),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        arguments["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                },
+            }
+            for tool in request.tools
+        ]
+    return arguments
+
+
+def openai_messages(request: StreamRequest) -> list[dict[str, Any]]:
+    """The conversation, then each earlier tool exchange with the text written before it."""
+    messages = [_message(item) for item in request.context]
+    for exchange in request.tool_history:
+        call = exchange.call
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "".join(exchange.pre_tool_text) or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": call.raw_arguments or json.dumps(dict(call.arguments)),
+                        },
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": call.id, "content": json.dumps(dict(exchange.result))}
+        )
+    return messages
+
+
+def _message(item: ContextItem) -> dict[str, Any]:
+    if item.role is Role.USER and item.image_urls:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": item.text}]
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in item.image_urls]
+        return {"role": "user", "content": parts}
+    return {"role": str(item.role), "content": item.text}
+
+
+def _events_of(chunk: ChatCompletionChunk, assembler: _ToolCallAssembler) -> list[ProviderEvent]:
+    events: list[ProviderEvent] = []
+    if chunk.usage is not None:
+        events.append(
+            UsageEvent(Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0))
+        )
+    for choice in chunk.choices[:1]:
+        delta = choice.delta
+        extra = delta.model_extra or {}
+        for name in REASONING_FIELDS:
+            reasoning = extra.get(name)
+            if isinstance(reasoning, str) and reasoning:
+                events.append(DetailsDelta(reasoning))
+                break
+        if delta.content:
+            events.append(TextDelta(delta.content))
+        for fragment in delta.tool_calls or ():
+            function = fragment.function
+            assembler.add(
+                fragment.index,
+                fragment.id,
+                function.name if function else None,
+                function.arguments if function else None,
+            )
+        if choice.finish_reason is not None:
+            events.extend(ToolCallEvent(call) for call in assembler.finish())
+            events.append(Finish(choice.finish_reason))
+    return events
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ToolCallAssembler:
+    """Builds tool calls from their streamed fragments, keyed by index.
+
+    Arguments that do not parse as a JSON object arrived cut off (or garbled): the call is
+    reported as truncated, so it is never run and the model is asked to issue it again.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PartialCall] = {}
+
+    def add(self, index: int, call_id: str | None, name: str | None, arguments: str | None) -> None:
+        partial = self._calls.setdefault(index, _PartialCall())
+        if call_id:
+            partial.id = call_id
+        if name:
+            partial.name += name
+        if arguments:
+            partial.arguments.append(arguments)
+
+    def finish(self) -> list[ToolCall]:
+        calls = [_complete(index, partial) for index, partial in sorted(self._calls.items())]
+        self._calls.clear()
+        return calls
+
+
+def _complete(index: int, partial: _PartialCall) -> ToolCall:
+    raw = "".join(partial.arguments)
+    call_id = partial.id or f"call_{index}"
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return ToolCall(call_id, partial.name, {}, raw_arguments=raw, truncated=True)
+    return ToolCall(call_id, partial.name, parsed, raw_arguments=raw)
