@@ -1,0 +1,260 @@
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.support.gemini_wire import api_error, call_part, response, text_part
+from tests.support.llm_server import LLMServer, Reply, drop, raw, sse, stall
+from tests.support.passes import CHANNEL, Harness, budgets
+from tomori.locks import ChannelLocks
+from tomori.providers.base import (
+    ContextItem,
+    DetailsDelta,
+    Finish,
+    ProviderError,
+    ProviderErrorKind,
+    ProviderEvent,
+    Role,
+    StreamRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolExchange,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+)
+from tomori.providers.gemini import GeminiProvider
+from tomori.results import StreamStatus, TimeoutPhase
+
+API_KEY = "gemini-test-secret-key"
+REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))
+SIGNATURE = base64.b64encode(b"signed-thought").decode()
+
+
+@pytest.fixture
+async def provider(llm_server: LLMServer) -> AsyncIterator[GeminiProvider]:
+    opened = GeminiProvider(api_key=API_KEY, base_url=llm_server.base_url)
+    yield opened
+    await opened.aclose()
+
+
+async def collect(
+    provider: GeminiProvider, request: StreamRequest = REQUEST
+) -> list[ProviderEvent]:
+    return [event async for event in provider.stream(request)]
+
+
+async def test_events_arrive_in_order_with_thoughts_as_details(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        Reply(
+            body=[
+                sse(response(text_part("Pondering", thought=True))),
+                sse(response(text_part("Hel"))),
+                sse(response(text_part("lo"), finish="STOP", usage=(8, 2))),
+            ]
+        )
+    )
+    assert await collect(provider) == [
+        DetailsDelta("Pondering"),
+        TextDelta("Hel"),
+        TextDelta("lo"),
+        UsageEvent(Usage(8, 2)),
+        Finish("STOP"),
+    ]
+    seen = llm_server.requests[0]
+    assert seen.path.endswith("/models/test-model:streamGenerateContent?alt=sse")
+    assert seen.headers["x-goog-api-key"] == API_KEY
+
+
+async def test_a_function_call_keeps_its_thought_signature(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        Reply(
+            body=[
+                sse(response(text_part("Checking."))),
+                sse(response(call_part("now", {"timezone": "UTC"}, SIGNATURE), finish="STOP")),
+            ]
+        )
+    )
+    events = await collect(provider)
+    calls = [event.call for event in events if isinstance(event, ToolCallEvent)]
+    assert [(c.name, c.arguments, c.truncated) for c in calls] == [
+        ("now", {"timezone": "UTC"}, False)
+    ]
+    assert calls[0].extras == {"thought_signature": b"signed-thought"}
+    assert events[0] == TextDelta("Checking.")
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, ProviderErrorKind.BAD_REQUEST),
+        (401, ProviderErrorKind.AUTHENTICATION),
+        (403, ProviderErrorKind.AUTHENTICATION),
+        (429, ProviderErrorKind.RATE_LIMITED),
+        (500, ProviderErrorKind.SERVER_ERROR),
+        (503, ProviderErrorKind.SERVER_ERROR),
+    ],
+)
+async def test_http_errors_map_to_their_kind_and_say_nothing_secret(
+    provider: GeminiProvider, llm_server: LLMServer, status: int, kind: ProviderErrorKind
+) -> None:
+    llm_server.script(Reply(status=status, json_body=api_error(status, f"key {API_KEY} refused")))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert (raised.value.kind, raised.value.status) == (kind, status)
+    assert API_KEY not in raised.value.safe_message
+    assert len(llm_server.requests) == 1  # nothing was retried
+
+
+@pytest.mark.parametrize("reason", ["SAFETY", "PROHIBITED_CONTENT", "RECITATION"])
+async def test_a_blocking_finish_reason_is_content_blocked(
+    provider: GeminiProvider, llm_server: LLMServer, reason: str
+) -> None:
+    llm_server.script(Reply(body=[sse(response(text_part("Hm"))), sse(response(finish=reason))]))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.CONTENT_BLOCKED
+    assert reason in raised.value.safe_message
+
+
+async def test_a_blocked_prompt_is_content_blocked(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(Reply(body=[sse(response(block_reason="SAFETY"))]))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.CONTENT_BLOCKED
+
+
+async def test_a_malformed_event_is_a_server_error(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(Reply(body=[sse(response(text_part("ok"))), raw("data: {broken\n\n")]))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+
+
+async def test_a_connection_dropped_mid_stream_is_a_connection_error(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(Reply(body=[sse(response(text_part("par"))), drop()]))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.CONNECTION
+
+
+async def test_an_unreachable_server_is_a_connection_error_without_a_hidden_retry() -> None:
+    closed_port = GeminiProvider(api_key=API_KEY, base_url="http://127.0.0.1:9")
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProviderError) as raised:
+            await collect(closed_port)
+    finally:
+        await closed_port.aclose()
+    assert raised.value.kind is ProviderErrorKind.CONNECTION
+    assert time.monotonic() - started < 1  # its implicit retry sleeps 1 to 10 s
+
+
+async def test_the_conversation_is_sent_in_the_gemini_format(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    call = ToolCall("c1", "now", {"timezone": "UTC"}, extras={"thought_signature": b"sig"})
+    request = StreamRequest(
+        model="test-model",
+        context=(
+            ContextItem(Role.SYSTEM, "Be brief."),
+            ContextItem(Role.USER, "Look:", image_urls=("https://cdn.example/cat.png",)),
+            ContextItem(Role.USER, "Well?"),
+            ContextItem(Role.ASSISTANT, "A cat."),
+            ContextItem(Role.USER, "Time?"),
+        ),
+        tool_history=(ToolExchange(call, {"time": "12:00"}, pre_tool_text=("Let me ", "look.")),),
+        tools=(ToolSpec("now", "The current time", {"type": "object", "properties": {}}),),
+    )
+    llm_server.script(Reply(body=[sse(response(text_part("Noon."), finish="STOP"))]))
+    await collect(provider, request)
+    body = llm_server.requests[0].body
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
+    image = body["contents"][0]["parts"][1]["fileData"]  # key case is the SDK's own choice
+    assert sorted(image.values()) == ["https://cdn.example/cat.png", "image/png"]
+    assert body["contents"] == [
+        {
+            "role": "user",
+            "parts": [{"text": "Look:"}, {"fileData": image}, {"text": "Well?"}],
+        },
+        {"role": "model", "parts": [{"text": "A cat."}]},
+        {"role": "user", "parts": [{"text": "Time?"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"text": "Let me look."},
+                {
+                    "functionCall": {"name": "now", "args": {"timezone": "UTC"}},
+                    "thoughtSignature": base64.b64encode(b"sig").decode(),
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"name": "now", "response": {"time": "12:00"}}}],
+        },
+    ]
+    declarations = body["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["now"]
+
+
+async def test_a_kill_mid_stream_closes_the_connection_at_once(
+    provider: GeminiProvider, llm_server: LLMServer, harness: Harness
+) -> None:
+    llm_server.script(Reply(body=[sse(response(text_part("partial\n"))), stall()]))
+    killed_at: list[float] = []
+
+    async def kill_once_streaming(locks: ChannelLocks) -> None:
+        await llm_server.request_arrived.wait()
+        await asyncio.sleep(0.1)
+        killed_at.append(time.monotonic())
+        await locks.kill(CHANNEL, requester_id="42")
+
+    run = await harness.run(provider, budgets(), meanwhile=kill_once_streaming)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.result.text == "partial\n"
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)
+    assert connection.closed_by_client
+    assert connection.closed_at is not None
+    assert connection.closed_at - killed_at[0] < 0.1
+
+
+@pytest.mark.parametrize(
+    ("reply", "phase"),
+    [
+        (Reply(header_delay=60, body=[sse(response(text_part("late")))]), TimeoutPhase.FIRST_TOKEN),
+        (Reply(body=[sse(response(text_part("begun\n"))), stall()]), TimeoutPhase.IDLE),
+    ],
+    ids=["slow-headers", "mid-stream"],
+)
+async def test_a_stall_is_ended_by_the_rolling_timeout_and_the_connection_closed(
+    provider: GeminiProvider,
+    llm_server: LLMServer,
+    harness: Harness,
+    reply: Reply,
+    phase: TimeoutPhase,
+) -> None:
+    llm_server.script(reply)
+    run = await harness.run(provider, budgets(first=0.3, idle=0.15, settle=0.05))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert getattr(run.result.data, "phase", None) is phase
+    await asyncio.wait_for(llm_server.connections[0].closed.wait(), 1)
+    assert llm_server.connections[0].closed_by_client
