@@ -55,6 +55,9 @@ class PreparedEvents:
         self._pace = pace
         self._stall_after = stall_after
 
+    async def aclose(self) -> None:
+        pass
+
     async def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
         for index, event in enumerate(self._events):
             if index == self._stall_after:
@@ -84,6 +87,9 @@ class DecodedEvents:
             )
             for n in range(chunks)
         ]
+
+    async def aclose(self) -> None:
+        pass
 
     async def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
         for line in self._lines:

@@ -40,6 +40,9 @@ class ScriptedProvider:
     def name(self) -> str:
         return self._name
 
+    async def aclose(self) -> None:
+        pass
+
     async def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
         self.requests.append(request)
         try:

@@ -161,6 +161,10 @@ class Provider(Protocol):
     @property
     def name(self) -> str: ...
 
+    async def aclose(self) -> None:
+        """Release the provider's HTTP client (at unload)."""
+        ...
+
     def stream(self, request: StreamRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Yield the events of one generation; raise `ProviderError` on a provider failure.
 

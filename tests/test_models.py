@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tomori.config import ConfigError
+from tomori.models import ModelChain, ModelEntry
+from tomori.providers.gemini import GeminiProvider
+from tomori.providers.openai import OpenAIProvider
+
+KEYS = {"OPENAI_API_KEY": "sk-secret-1", "GEMINI_API_KEY": "gm-secret-2"}
+
+
+def chain(models: str, **extra: str) -> ModelChain:
+    return ModelChain.from_env({**KEYS, "TOMORI_MODELS": models, **extra})
+
+
+def test_the_first_entry_is_primary_and_the_rest_fallbacks_in_order() -> None:
+    parsed = chain(" openai:gpt-4o-mini , gemini:gemini-2.5-flash,OpenAI:llama3:8b ")
+    assert parsed.entries == (
+        ModelEntry("openai", "gpt-4o-mini"),
+        ModelEntry("gemini", "gemini-2.5-flash"),
+        ModelEntry("openai", "llama3:8b"),  # a model name may itself hold a colon (Ollama)
+    )
+    assert set(parsed.credentials) == {"openai", "gemini"}
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        ("", "TOMORI_MODELS is not set"),
+        ("   ", "TOMORI_MODELS is not set"),
+        ("openai:a,,gemini:b", "empty entry"),
+        ("openai:a,", "empty entry"),
+        ("gpt-4o", "'gpt-4o' is not provider:model"),
+        ("openai:", "'openai:' is not provider:model"),
+        (":gpt-4o", "':gpt-4o' is not provider:model"),
+        ("anthropic:claude", "'anthropic:claude' names an unknown provider 'anthropic'"),
+        (",".join(["openai:m"] * 7), "at most 6"),
+    ],
+)
+def test_a_bad_list_stops_start_up_naming_the_entry(models: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        chain(models)
+
+
+def test_a_missing_key_names_the_entry_and_the_variable() -> None:
+    env = {"TOMORI_MODELS": "openai:gpt-4o-mini,gemini:gemini-2.5-flash", "OPENAI_API_KEY": "k"}
+    expected = re.escape("'gemini:gemini-2.5-flash' needs GEMINI_API_KEY")
+    with pytest.raises(ConfigError, match=expected):
+        ModelChain.from_env(env)
+
+
+def test_a_bad_base_url_is_refused_without_echoing_its_credentials() -> None:
+    with pytest.raises(ConfigError) as raised:
+        chain("openai:m", OPENAI_BASE_URL="ftp://user:hunter2@host/v1")
+    assert "OPENAI_BASE_URL" in str(raised.value)
+    assert "hunter2" not in str(raised.value)
+
+
+def test_keys_never_appear_in_the_chains_repr() -> None:
+    parsed = chain("openai:m", OPENAI_BASE_URL="http://user:hunter2@localhost:8000/v1")
+    text = repr(parsed)
+    assert "sk-secret-1" not in text
+    assert "hunter2" not in text
+    assert "localhost:8000" in text
+
+
+async def test_one_provider_is_built_per_provider_named() -> None:
+    providers = chain("openai:a,gemini:b,openai:c").build_providers()
+    try:
+        assert isinstance(providers["openai"], OpenAIProvider)
+        assert isinstance(providers["gemini"], GeminiProvider)
+        assert len(providers) == 2
+    finally:
+        for provider in providers.values():
+            await provider.aclose()
