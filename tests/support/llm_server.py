@@ -64,14 +64,6 @@ class Reply:
 
 
 @dataclass
-class SeenRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
 class SeenConnection:
     opened_at: float
     closed_at: float | None = None
@@ -83,6 +75,15 @@ class SeenConnection:
             self.closed_at = time.monotonic()
             self.closed_by_client = by_client
             self.closed.set()
+
+
+@dataclass
+class SeenRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    connection: SeenConnection | None = None
 
 
 class _ClientGone(Exception):
@@ -131,6 +132,7 @@ class LLMServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
+                request.connection = connection
                 self.requests.append(request)
                 self.request_arrived.set()
                 reply = self._replies.popleft() if self._replies else _unscripted()
