@@ -138,10 +138,15 @@ async def test_a_blocked_prompt_is_content_blocked(
 async def test_a_malformed_event_is_a_server_error(
     provider: GeminiProvider, llm_server: LLMServer
 ) -> None:
-    llm_server.script(Reply(body=[sse(response(text_part("ok"))), raw("data: {broken\n\n")]))
+    llm_server.script(
+        Reply(body=[sse(response(text_part("ok"))), raw("data: {broken\n\n"), stall()])
+    )
     with pytest.raises(ProviderError) as raised:
         await collect(provider)
     assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)  # the stream was not left open
+    assert connection.closed_by_client
 
 
 async def test_a_connection_dropped_mid_stream_is_a_connection_error(

@@ -158,10 +158,13 @@ async def test_http_errors_map_to_their_kind_and_say_nothing_secret(
 async def test_a_malformed_chunk_is_a_server_error(
     provider: OpenAIProvider, llm_server: LLMServer
 ) -> None:
-    llm_server.script(streamed(sse(chunk("fine")), raw("data: {not json\n\n")))
+    llm_server.script(Reply(body=[sse(chunk("fine")), raw("data: {not json\n\n"), stall()]))
     with pytest.raises(ProviderError) as raised:
         await collect(provider)
     assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)  # the stream was not left open
+    assert connection.closed_by_client
 
 
 async def test_a_connection_dropped_mid_stream_is_a_connection_error(
