@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tomori.config import ConfigError, Settings
+from tomori.config import VARIABLES, ConfigError, Delivery, KillPolicy, Settings
 
 INTEGER_VARIABLES = [
     "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -12,6 +12,9 @@ INTEGER_VARIABLES = [
     "STREAM_ABANDONED_SETTLE_TIMEOUT_MS",
     "CHANNEL_LOCK_TIMEOUT_MS",
     "TOMORI_QUEUE_MAX_AGE_MS",
+    "DISCORD_TYPING_KEEPALIVE_INTERVAL_MS",
+    "STREAM_EDIT_INTERVAL_MS",
+    "TOMORI_HISTORY_LIMIT",
 ]
 
 
@@ -22,7 +25,14 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.stream_abandoned_settle_timeout_ms == 5_000
     assert settings.channel_lock_timeout_ms == 180_000
     assert settings.queue_max_age_ms == 600_000
+    assert settings.typing_keepalive_interval_ms == 8_000
+    assert settings.stream_edit_interval_ms == 1_000
+    assert settings.history_limit == 20
     assert settings.db_path == Path("tomori.db")
+    assert settings.delivery is Delivery.MESSAGES
+    assert settings.kill_policy is KillPolicy.ANYONE
+    assert settings.channels == frozenset()
+    assert settings.reply_to_bots is False
 
 
 def test_values_are_read_in_milliseconds() -> None:
@@ -76,3 +86,47 @@ def test_db_path_in_an_existing_folder_is_accepted(tmp_path: Path) -> None:
 def test_an_unusable_db_path_stops_start_up(tmp_path: Path, value: str, why: str) -> None:
     with pytest.raises(ConfigError, match=f"TOMORI_DB_PATH=.*{why}"):
         Settings.from_env({"TOMORI_DB_PATH": value.format(tmp=tmp_path)})
+
+
+def test_the_other_variables_are_read() -> None:
+    settings = Settings.from_env(
+        {
+            "TOMORI_STREAM_DELIVERY": "Edit",
+            "TOMORI_KILL_POLICY": "requester",
+            "TOMORI_CHANNELS": "123, 456,",
+            "TOMORI_REPLY_TO_BOTS": "1",
+            "TOMORI_SYSTEM_PROMPT": "Be a pirate.",
+        }
+    )
+    assert settings.delivery is Delivery.EDIT
+    assert settings.kill_policy is KillPolicy.REQUESTER
+    assert settings.channels == {123, 456}
+    assert settings.reply_to_bots is True
+    assert settings.system_prompt == "Be a pirate."
+
+
+@pytest.mark.parametrize(
+    ("variable", "bad", "allowed"),
+    [
+        ("TOMORI_STREAM_DELIVERY", "stream", "one of messages, edit"),
+        ("TOMORI_KILL_POLICY", "admins", "one of anyone, requester"),
+        ("TOMORI_CHANNELS", "123,general", "channel IDs"),
+        ("TOMORI_REPLY_TO_BOTS", "yes", "1 or 0"),
+        ("TOMORI_SYSTEM_PROMPT", "  ", "some text"),
+    ],
+)
+def test_a_bad_choice_names_the_variable_the_value_and_what_is_allowed(
+    variable: str, bad: str, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({variable: bad})
+    assert str(raised.value).startswith(f"{variable}={bad!r} is not allowed")
+    assert allowed in str(raised.value)
+
+
+def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
+    names = [variable.name for variable in VARIABLES]
+    assert len(names) == len(set(names))
+    for variable in VARIABLES:
+        assert variable.help
+        assert variable.default
