@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from tomori.chunking import MESSAGE_LIMIT, Segmenter, split_message
+
+URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
+EMOJI = "<:tomori_wave:123456789012345678>"
+LINK = "[the docs](https://docs.example.com/page)"
+MENTION = "<@123456789012345678>"
+
+
+def test_short_text_is_one_message() -> None:
+    assert split_message("hello") == ["hello"]
+
+
+def test_a_long_text_is_cut_at_paragraph_ends_first() -> None:
+    paragraph = ("word " * 150).strip()
+    text = f"{paragraph}\n\n{paragraph}\n\n{paragraph}"
+    pieces = split_message(text)
+    assert all(len(piece) <= MESSAGE_LIMIT for piece in pieces)
+    assert "".join(pieces) == text
+    assert pieces[0].endswith("\n\n")
+
+
+@pytest.mark.parametrize("token", [URL, EMOJI, LINK, MENTION, "`inline code here`"])
+def test_protected_spans_are_never_split(token: str) -> None:
+    for offset in range(-len(token), 2):
+        filler = "x" * (MESSAGE_LIMIT + offset)
+        text = f"{filler[:-1]} {token} tail"
+        pieces = split_message(text)
+        assert all(len(piece) <= MESSAGE_LIMIT for piece in pieces)
+        assert "".join(pieces) == text
+        assert any(token in piece for piece in pieces), (offset, pieces)
+
+
+def test_a_code_block_that_fits_is_kept_whole() -> None:
+    code = "```python\n" + "print('hi')\n" * 50 + "```"
+    text = "a" * 1500 + "\n" + code
+    pieces = split_message(text)
+    assert code in pieces[-1]
+
+
+def test_an_oversized_code_block_repeats_its_fence_and_language() -> None:
+    code = "```python\n" + "".join(f"line_{n} = {n}\n" for n in range(400)) + "```"
+    pieces = split_message(code)
+    assert len(pieces) > 1
+    for piece in pieces:
+        assert len(piece) <= MESSAGE_LIMIT
+        assert piece.startswith("```python\n")
+        assert piece.endswith("```")
+    body = "".join(piece.removeprefix("```python\n").removesuffix("```") for piece in pieces)
+    assert body.replace("\n", "") == code.removeprefix("```python\n").removesuffix("```").replace(
+        "\n", ""
+    )
+
+
+def test_a_word_longer_than_a_message_is_cut_hard() -> None:
+    pieces = split_message("z" * 5000)
+    assert [len(piece) for piece in pieces] == [1950, 1950, 1100]
+
+
+def test_random_texts_always_fit_and_lose_nothing_outside_code() -> None:
+    rng = random.Random(7)
+    words = ["a", "word", "longer-word", URL, EMOJI, LINK, MENTION, "\n", "\n\n", "`x`"]
+    for _ in range(200):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 1200)))
+        pieces = split_message(text)
+        assert all(len(piece) <= MESSAGE_LIMIT for piece in pieces)
+        assert "".join(pieces) == text
+
+
+def feed_all(segmenter: Segmenter, text: str, step: int = 7) -> list[str]:
+    out: list[str] = []
+    for at in range(0, len(text), step):
+        out += segmenter.feed(text[at : at + step])
+    return out
+
+
+def test_paragraphs_are_released_as_they_complete() -> None:
+    segmenter = Segmenter()
+    assert segmenter.feed("First paragraph.\n") == []
+    assert segmenter.feed("\nSecond") == ["First paragraph.\n\n"]
+    assert segmenter.finish() == ["Second"]
+
+
+def test_a_code_block_is_released_when_it_closes_and_never_inside() -> None:
+    segmenter = Segmenter()
+    text = "Here:\n```py\nx = 1\n\ny = 2\n```\nDone."
+    released = feed_all(segmenter, text)
+    assert released == ["Here:\n```py\nx = 1\n\ny = 2\n```\n"]
+    assert segmenter.finish() == ["Done."]
+
+
+def test_an_unclosed_code_block_is_closed_at_the_end() -> None:
+    segmenter = Segmenter()
+    assert feed_all(segmenter, "```js\nlet a = 1;\n") == []
+    assert segmenter.finish() == ["```js\nlet a = 1;\n```"]
+
+
+def test_many_lines_without_a_paragraph_end_flush_at_the_soft_limit() -> None:
+    segmenter = Segmenter()
+    text = "".join(f"- item number {n}\n" for n in range(200))
+    released = feed_all(segmenter, text) + segmenter.finish()
+    assert len(released) > 1
+    assert all(len(piece) <= MESSAGE_LIMIT for piece in released)
+    assert "".join(released) == text
+
+
+def test_a_streamed_oversized_code_block_is_split_into_valid_blocks() -> None:
+    segmenter = Segmenter()
+    text = "```py\n" + "".join(f"value_{n} = {n} * 2\n" for n in range(300)) + "```\n"
+    released = feed_all(segmenter, text, step=13) + segmenter.finish()
+    assert len(released) > 1
+    for piece in released:
+        assert len(piece) <= MESSAGE_LIMIT
+        assert piece.startswith("```py\n")
+        assert piece.rstrip("\n").endswith("```")
+    lines = [line for piece in released for line in piece.splitlines() if "value_" in line]
+    assert lines == [f"value_{n} = {n} * 2" for n in range(300)]
+
+
+def test_a_long_line_without_newlines_is_cut_safely_while_streaming() -> None:
+    segmenter = Segmenter()
+    text = " ".join([URL] * 120)
+    released = feed_all(segmenter, text, step=50) + segmenter.finish()
+    assert all(len(piece) <= MESSAGE_LIMIT for piece in released)
+    assert "".join(released) == text
+    assert all(re.fullmatch(rf"( ?{re.escape(URL)})+ ?", piece) for piece in released)
