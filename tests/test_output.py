@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.support.memory_channel import MemoryChannel
+from tests.support.recording_port import RecordingPort
+from tomori.config import Delivery
+from tomori.context import StreamingContext
+from tomori.delivery import DestinationUnreachable
+from tomori.output import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+
+ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
+
+
+def context(*, from_queue: bool = False) -> StreamingContext:
+    return StreamingContext(
+        "300", notices=MemoryChannel(), trigger_message_id="42", from_queue=from_queue
+    )
+
+
+async def stream(writer: DiscordStreamWriter, text: str, step: int = 5, pause: float = 0.0) -> None:
+    for at in range(0, len(text), step):
+        writer.feed(text[at : at + step])
+        await asyncio.sleep(pause)
+    await writer.finish()
+
+
+async def test_messages_mode_sends_each_paragraph_once_and_the_first_as_a_reply() -> None:
+    port = RecordingPort()
+    ctx = context(from_queue=True)
+    progress: list[int] = []
+    ctx.on_stream_progress = lambda: progress.append(1)
+    writer = DiscordStreamWriter(port, ctx)
+    await stream(writer, ANSWER)
+    assert [call.kind for call in port.calls] == ["send", "send", "send"]
+    assert port.channel_text == [
+        "First paragraph.\n\n",
+        "Second paragraph,\nwith two lines.\n\n",
+        "Last.",
+    ]
+    assert [call.reply_to for call in port.calls] == ["42", None, None]
+    assert writer.delivered_text == ANSWER
+    assert [m.text for m in ctx.delivered] == port.channel_text
+    assert len(progress) == 3
+
+
+async def test_a_turn_that_was_not_queued_posts_plain_messages() -> None:
+    port = RecordingPort()
+    await stream(DiscordStreamWriter(port, context()), ANSWER)
+    assert {call.reply_to for call in port.calls} == {None}
+
+
+async def test_edit_mode_grows_one_message_no_faster_than_the_interval() -> None:
+    port = RecordingPort()
+    ctx = context()
+    writer = DiscordStreamWriter(port, ctx, delivery=Delivery.EDIT, edit_interval_s=0.05)
+    words = " ".join(f"word{n}" for n in range(60))
+    started = asyncio.get_running_loop().time()
+    await stream(writer, words, step=6, pause=0.005)
+    elapsed = asyncio.get_running_loop().time() - started
+    assert port.calls[0].kind == "send"
+    assert {call.kind for call in port.calls[1:]} == {"edit"}
+    assert len(port.calls) <= elapsed / 0.05 + 2
+    assert port.channel_text == [words]
+    assert writer.delivered_text == words
+    assert [m.text for m in ctx.delivered] == [words]
+
+
+async def test_edit_mode_goes_on_in_a_new_message_past_the_limit() -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0.001)
+    text = " ".join(["lorem"] * 800)  # 4,799 characters
+    await stream(writer, text, step=200, pause=0.002)
+    assert len(port.messages) == 3
+    assert all(len(content) <= 1950 for content in port.channel_text)
+    assert "".join(port.channel_text) == text
+    assert writer.delivered_text == text
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_rate_limit_is_waited_out(delivery: Delivery) -> None:
+    port = RecordingPort(failures={0: DeliveryRateLimited(0.05)})
+    writer = DiscordStreamWriter(port, context(), delivery=delivery)
+    await stream(writer, "Hello there.")
+    assert port.channel_text == ["Hello there."]
+
+
+async def test_an_unreachable_channel_ends_delivery_and_says_so() -> None:
+    port = RecordingPort(failures={1: DestinationUnreachable("403 Missing Access")})
+    writer = DiscordStreamWriter(port, context())
+    with pytest.raises(DestinationUnreachable):
+        await stream(writer, ANSWER)
+    assert port.channel_text == ["First paragraph.\n\n"]
+    with pytest.raises(DestinationUnreachable):
+        writer.feed("more")
+
+
+async def test_one_failed_message_does_not_stop_the_rest() -> None:
+    port = RecordingPort(failures={0: DeliveryFailed("400 bad request")})
+    writer = DiscordStreamWriter(port, context())
+    await stream(writer, ANSWER)
+    assert port.channel_text == ["Second paragraph,\nwith two lines.\n\n", "Last."]
+    assert writer.delivered_text == "Second paragraph,\nwith two lines.\n\nLast."
+
+
+async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> None:
+    port = RecordingPort(delay=0.1)
+    writer = DiscordStreamWriter(port, context())
+    writer.feed("On the wire.\n\nWaiting.\n\n")
+    await asyncio.sleep(0.01)
+    await writer.settle()
+    assert port.channel_text == ["On the wire.\n\n"]
+    assert writer.delivered_text == "On the wire.\n\n"
