@@ -223,6 +223,20 @@ class ChannelLocks:
         """Whether this registry is running a turn in the channel."""
         return channel_id in self._entries
 
+    def requester_of(self, channel_id: str) -> str | None:
+        """Who asked for the turn running in the channel, if this registry runs one."""
+        entry = self._entries.get(channel_id)
+        return entry.turn.trigger.requester_id if entry is not None else None
+
+    async def queued_message_ids(self, channel_id: str) -> set[str]:
+        """Messages waiting for their own turn: a history built now must leave them out."""
+        rows = await self._store.fetchall(
+            "SELECT message_id FROM queued_triggers"
+            " WHERE channel_id = ? AND message_id IS NOT NULL",
+            (channel_id,),
+        )
+        return {row["message_id"] for row in rows}
+
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until this registry has no turn running or handed on in the channel."""
         while (entry := self._entries.get(channel_id)) is not None and entry.task is not None:

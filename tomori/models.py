@@ -34,6 +34,30 @@ PROVIDER_KINDS = {
 }
 
 
+MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "TOMORI_MODELS",
+        "(required)",
+        "provider:model, comma separated, primary first, then up "
+        "to 5 fallbacks; providers: openai, gemini",
+    ),
+    (
+        "OPENAI_API_KEY",
+        "(none)",
+        "key for openai: entries (any non-empty value for a local server that takes none)",
+    ),
+    (
+        "OPENAI_BASE_URL",
+        "OpenAI's",
+        "any OpenAI-compatible server: OpenRouter, vLLM, "
+        "llama.cpp, Ollama (http://localhost:11434/v1)",
+    ),
+    ("GEMINI_API_KEY", "(none)", "key for gemini: entries"),
+    ("GEMINI_BASE_URL", "Google's", "another Gemini endpoint (a proxy, or a test server)"),
+)
+"""(variable, default, what it does) for `--help` and the README."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelEntry:
     provider: str

@@ -44,3 +44,35 @@ GENERATION_ERROR = Notice(
     "An issue while trying to stream the response.",
     NoticeColour.ERROR,
 )
+
+KILL_DESCRIPTION = "Immediately stop the current stream and clear queued responses in this channel."
+
+KILL_STOPPED = Notice(
+    "Stream Stopped",
+    "Stopped the active response stream (if any) and cleared queued responses in this channel.",
+    NoticeColour.SUCCESS,
+)
+
+KILL_NOTHING_TO_STOP = Notice(
+    "Nothing to Stop",
+    "There is no active response stream or queued response to clear in this channel.",
+    NoticeColour.WARNING,
+)
+
+KILL_CHANNEL_REQUIRED = Notice(
+    "Channel Required",
+    "This command requires a channel to function properly.",
+    NoticeColour.ERROR,
+)
+
+KILL_NOT_ALLOWED = Notice(
+    "Not Allowed",
+    "Only the person this response is for, or someone with Manage Messages, can stop it.",
+    NoticeColour.ERROR,
+)
+
+KILL_FAILED = Notice(
+    "Could Not Stop",
+    "Something went wrong while stopping the response. Please try again.",
+    NoticeColour.ERROR,
+)

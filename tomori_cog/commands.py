@@ -1,0 +1,53 @@
+"""The `/kill` reply, shared by both libraries' cogs.
+
+Discord drops an interaction not answered within 3 seconds. Stopping a stream is immediate,
+but clearing the queue writes to SQLite, which another process may hold for a moment; so if
+the outcome is not known within `REPLY_WITHIN_S`, the reply is deferred and sent when it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from tomori.notices import KILL_FAILED, Notice
+from tomori_cog.discord_io import embed_for
+from tomori_cog.library import Library
+from tomori_cog.service import TomoriService
+
+log = logging.getLogger(__name__)
+
+REPLY_WITHIN_S = 2.0
+
+
+async def respond_to_kill(library: Library, service: TomoriService, interaction: Any) -> None:
+    permissions = interaction.permissions
+    work = asyncio.ensure_future(
+        _outcome(service, interaction.channel_id, interaction.user.id, permissions)
+    )
+    done, _ = await asyncio.wait({work}, timeout=REPLY_WITHIN_S)
+    try:
+        if work in done:
+            await interaction.response.send_message(
+                embed=embed_for(library, work.result()), ephemeral=True
+            )
+        else:
+            await library.defer(interaction)
+            await interaction.followup.send(embed=embed_for(library, await work), ephemeral=True)
+    except library.module.HTTPException as error:
+        log.warning("could not answer /kill in channel %s: %s", interaction.channel_id, error)
+    finally:
+        if not work.done():
+            work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+
+
+async def _outcome(
+    service: TomoriService, channel_id: int | None, user_id: int, permissions: Any
+) -> Notice:
+    try:
+        return await service.kill(channel_id, user_id, bool(permissions.manage_messages))
+    except Exception:
+        log.exception("/kill failed in channel %s", channel_id)
+        return KILL_FAILED

@@ -1,0 +1,117 @@
+"""The core's delivery protocols implemented over a real library channel.
+
+Every send allows user mentions only: never @everyone, @here or roles, whatever the model
+wrote, and a reply does not ping the person replied to. Library exceptions become the core's
+delivery outcomes: a 403 or a missing channel ends the turn as unreachable, a 429 that got
+through the library's own retries is waited out, anything else loses that one message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tomori.delivery import DestinationUnreachable
+from tomori.notices import Notice, NoticeColour
+from tomori.output import DeliveryFailed, DeliveryRateLimited
+from tomori_cog.library import Library
+
+log = logging.getLogger(__name__)
+
+COLOURS = {
+    NoticeColour.WARNING: 0xF1C40F,
+    NoticeColour.ERROR: 0xE74C3C,
+    NoticeColour.SUCCESS: 0x2ECC71,
+}
+
+
+def no_mass_mentions(library: Library) -> Any:
+    return library.module.AllowedMentions(
+        everyone=False, roles=False, users=True, replied_user=False
+    )
+
+
+def embed_for(library: Library, notice: Notice) -> Any:
+    return library.module.Embed(
+        title=notice.title, description=notice.description, colour=COLOURS[notice.colour]
+    )
+
+
+class LibraryPort:
+    """`ChannelPort` over a nextcord or discord.py channel."""
+
+    def __init__(self, library: Library, channel: Any) -> None:
+        self._library = library
+        self._channel = channel
+        self._sent: dict[str, Any] = {}
+
+    async def send(self, content: str, *, reply_to: str | None) -> str:
+        lib = self._library.module
+        reference = None
+        if reply_to is not None:
+            reference = lib.MessageReference(
+                message_id=int(reply_to), channel_id=self._channel.id, fail_if_not_exists=False
+            )
+        with self._translated():
+            message = await self._channel.send(
+                content=_as_shown(content),
+                reference=reference,
+                allowed_mentions=no_mass_mentions(self._library),
+            )
+        self._sent[str(message.id)] = message
+        return str(message.id)
+
+    async def edit(self, message_id: str, content: str) -> None:
+        message = self._sent[message_id]
+        with self._translated():
+            await message.edit(
+                content=_as_shown(content), allowed_mentions=no_mass_mentions(self._library)
+            )
+
+    def _translated(self) -> _Translate:
+        return _Translate(self._library)
+
+
+def _as_shown(content: str) -> str:
+    """Without the blank lines at its ends, which Discord trims from a message anyway."""
+    return content.lstrip("\n").rstrip()
+
+
+class _Translate:
+    """Turns the library's HTTP exceptions into the core's delivery outcomes."""
+
+    def __init__(self, library: Library) -> None:
+        self._lib = library.module
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
+    ) -> None:
+        lib = self._lib
+        if error is None or not isinstance(error, lib.HTTPException):
+            return
+        status = getattr(error, "status", None)
+        if isinstance(error, lib.Forbidden | lib.NotFound):
+            raise DestinationUnreachable(
+                f"{status} {getattr(error, 'text', '')}".strip()
+            ) from error
+        if status == 429:
+            retry_after = float(getattr(error, "retry_after", None) or 1.0)
+            raise DeliveryRateLimited(retry_after) from error
+        raise DeliveryFailed(f"HTTP {status}") from error
+
+
+class EmbedNotices:
+    """`NoticeSink` posting notices as embeds in the turn's channel."""
+
+    def __init__(self, library: Library, channel: Any) -> None:
+        self._library = library
+        self._channel = channel
+
+    async def post_notice(self, notice: Notice) -> None:
+        await self._channel.send(
+            embed=embed_for(self._library, notice),
+            allowed_mentions=self._library.module.AllowedMentions.none(),
+        )

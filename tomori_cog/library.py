@@ -1,0 +1,50 @@
+"""Which Discord library the bot runs on, and the few calls that differ between the two.
+
+nextcord 3 and discord.py 2 share almost all of the surface the cog uses (messages, channels,
+embeds, allowed mentions, interactions, the exception classes); where they differ, this is the
+one place that knows. Only the library the bot is built on is ever imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+
+class UnsupportedBot(TypeError):
+    """The bot is neither a nextcord nor a discord.py bot."""
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    module: ModuleType
+
+    @property
+    def is_nextcord(self) -> bool:
+        return self.name == "nextcord"
+
+    async def trigger_typing(self, channel: Any) -> None:
+        if self.is_nextcord:
+            await channel.trigger_typing()
+        else:
+            await channel.typing()  # awaiting discord.py's Typing triggers it once
+
+    async def defer(self, interaction: Any) -> None:
+        if self.is_nextcord:
+            await interaction.response.defer(ephemeral=True, with_message=True)
+        else:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+
+
+def detect(bot: object) -> Library:
+    """The library `bot`'s class comes from, judged by the modules of its bases."""
+    roots = {cls.__module__.split(".", 1)[0] for cls in type(bot).__mro__}
+    for name in ("nextcord", "discord"):
+        if name in roots:
+            return Library(name, importlib.import_module(name))
+    raise UnsupportedBot(
+        f"tomori-cog needs a nextcord or discord.py bot, not {type(bot).__qualname__}"
+    )

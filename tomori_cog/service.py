@@ -1,0 +1,254 @@
+"""What the cog does, whichever library the bot uses.
+
+The service owns the database, the channel locks and the providers. The library-specific cog
+classes only forward `on_message`, `/kill` and their life cycle to it. Messages arrive as the
+library's own objects; the attributes read here (author, content, mentions, reference,
+attachments, history) are the same in nextcord and discord.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from tomori.config import KillPolicy, Settings
+from tomori.context import StreamingContext
+from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.models import ModelChain
+from tomori.notices import (
+    KILL_CHANNEL_REQUIRED,
+    KILL_NOT_ALLOWED,
+    KILL_NOTHING_TO_STOP,
+    KILL_STOPPED,
+    Notice,
+)
+from tomori.output import DiscordStreamWriter
+from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
+from tomori.store import Store
+from tomori.turn import run_generation_turn
+from tomori_cog.discord_io import EmbedNotices, LibraryPort
+from tomori_cog.library import Library
+
+log = logging.getLogger(__name__)
+
+MAX_ITEM_CHARS = 8_000
+"""A history message longer than this is cut: one huge paste must not crowd out the rest."""
+
+
+class TomoriService:
+    def __init__(self, bot: Any, library: Library, settings: Settings, chain: ModelChain) -> None:
+        self._bot = bot
+        self._library = library
+        self._settings = settings
+        self._chain = chain
+        self._store: Store | None = None
+        self._locks: ChannelLocks | None = None
+        self._providers: dict[str, Provider] = {}
+        self._live_messages: dict[str, Any] = {}
+        self._start_lock = asyncio.Lock()
+        self._started = False
+        self._closed = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def ensure_started(self) -> ChannelLocks:
+        """Open the database, migrate, build the providers, recover locks; once."""
+        async with self._start_lock:
+            if self._locks is None:
+                if self._closed:
+                    raise RuntimeError("the tomori cog was unloaded")
+                store = await Store.open(self._settings.db_path)
+                try:
+                    await store.migrate()
+                    locks = ChannelLocks(store, self._settings, self._run_turn)
+                    self._providers = self._chain.build_providers()
+                    self._store, self._locks = store, locks
+                    await locks.start()
+                except BaseException:
+                    await self._release_resources()
+                    raise
+                log.info("tomori serving with %s", ", ".join(m.label for m in self._chain.entries))
+            return self._locks
+
+    async def close(self) -> None:
+        """Stop every turn, release its lock, close the providers and the database."""
+        async with self._start_lock:
+            self._closed = True
+            await self._release_resources()
+
+    async def _release_resources(self) -> None:
+        locks, self._locks = self._locks, None
+        if locks is not None:
+            await locks.close()
+        providers, self._providers = self._providers, {}
+        for provider in providers.values():
+            await provider.aclose()
+        store, self._store = self._store, None
+        if store is not None:
+            await store.close()
+
+    async def wait_idle(self, channel_id: int) -> None:
+        """Wait until the channel's running and queued turns are done (for tests and tools)."""
+        if self._locks is not None:
+            await self._locks.wait_idle(str(channel_id))
+
+    # -- the listener -------------------------------------------------------------------------
+
+    async def handle_message(self, message: Any) -> None:
+        surface_errors = self._reply_mode(message)
+        if surface_errors is None:
+            return
+        locks = await self.ensure_started()
+        trigger = Trigger(
+            channel_id=str(message.channel.id),
+            message_id=str(message.id),
+            requester_id=str(message.author.id),
+            payload={"surface_errors": surface_errors},
+        )
+        self._live_messages[trigger.message_id or ""] = message
+        admission = await locks.submit(trigger)
+        log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    def _reply_mode(self, message: Any) -> bool | None:
+        """None to ignore the message; else whether errors are shown (direct triggers)."""
+        me = self._bot.user
+        author = message.author
+        if me is None or author.id == me.id:
+            return None
+        if (author.bot or message.webhook_id) and not self._settings.reply_to_bots:
+            return None
+        types = self._library.module.MessageType
+        if message.type not in (types.default, types.reply):
+            return None
+        text = (message.content or "").strip()
+        if (not text and not message.attachments) or text.startswith("!"):
+            return None
+        if message.guild is None or any(user.id == me.id for user in message.mentions):
+            return True
+        replied = message.reference.resolved if message.reference is not None else None
+        if getattr(getattr(replied, "author", None), "id", None) == me.id:
+            return True
+        if message.channel.id in self._settings.channels:
+            return False
+        return None
+
+    # -- a turn -------------------------------------------------------------------------------
+
+    async def _run_turn(self, turn: Turn) -> None:
+        assert self._locks is not None
+        channel = await self._channel(int(turn.channel_id))
+        message = await self._trigger_message(channel, turn) if channel is not None else None
+        if channel is None or message is None:
+            log.warning("skipping turn %s: its channel or message is gone", turn.turn_id)
+            return
+        typing = asyncio.create_task(self._keep_typing(channel))
+        try:
+            ctx = StreamingContext(
+                turn.channel_id,
+                notices=EmbedNotices(self._library, channel),
+                trigger_message_id=turn.trigger.message_id,
+                from_queue=turn.from_queue,
+            )
+            port = LibraryPort(self._library, channel)
+            settings = self._settings
+            await run_generation_turn(
+                chain=self._chain.entries,
+                providers=self._providers,
+                request=StreamRequest(model="", context=await self._context(channel, message)),
+                ctx=ctx,
+                locks=self._locks,
+                settings=settings,
+                open_writer=lambda: DiscordStreamWriter(
+                    port, ctx, delivery=settings.delivery, edit_interval_s=settings.edit_interval_s
+                ),
+                surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
+            )
+        finally:
+            typing.cancel()
+            await asyncio.gather(typing, return_exceptions=True)
+
+    async def _channel(self, channel_id: int) -> Any:
+        channel = self._bot.get_channel(channel_id)
+        if channel is not None:
+            return channel
+        try:
+            return await self._bot.fetch_channel(channel_id)
+        except self._library.module.HTTPException:
+            return None
+
+    async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
+        message_id = turn.trigger.message_id or ""
+        live = self._live_messages.pop(message_id, None)
+        if live is not None:
+            return live
+        try:  # a trigger replayed after a restart: read it again
+            return await channel.fetch_message(int(message_id))
+        except (self._library.module.HTTPException, ValueError):
+            return None
+
+    async def _keep_typing(self, channel: Any) -> None:
+        try:
+            while True:
+                await self._library.trigger_typing(channel)
+                await asyncio.sleep(self._settings.typing_interval_s)
+        except self._library.module.HTTPException as error:
+            log.info("typing indicator stopped in channel %s: %s", channel.id, error)
+
+    async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
+        """System prompt, then recent history oldest first, without messages still queued."""
+        assert self._locks is not None
+        waiting = await self._locks.queued_message_ids(str(channel.id))
+        try:
+            history = [
+                message
+                async for message in channel.history(
+                    limit=self._settings.history_limit, before=trigger
+                )
+            ]
+        except self._library.module.HTTPException as error:
+            log.info("no history for channel %s: %s", channel.id, error)
+            history = []
+        history.sort(key=lambda message: message.id)  # snowflakes order by time
+        items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
+        for message in [*history, trigger]:
+            if str(message.id) in waiting:
+                continue
+            item = self._item(message)
+            if item is not None:
+                items.append(item)
+        return tuple(items)
+
+    def _item(self, message: Any) -> ContextItem | None:
+        me = self._bot.user
+        text = (message.content or "")[:MAX_ITEM_CHARS]
+        if me is not None and message.author.id == me.id:
+            return ContextItem(Role.ASSISTANT, text) if text.strip() else None
+        images = tuple(
+            attachment.url
+            for attachment in message.attachments
+            if (attachment.content_type or "").startswith("image/")
+        )
+        if not text.strip() and not images:
+            return None
+        clean = (message.clean_content or "")[:MAX_ITEM_CHARS]
+        return ContextItem(Role.USER, f"{message.author.display_name}: {clean}", images)
+
+    # -- /kill --------------------------------------------------------------------------------
+
+    async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
+        """Clear the channel's queue and stop its stream; the notice says what happened."""
+        if channel_id is None:
+            return KILL_CHANNEL_REQUIRED
+        locks = await self.ensure_started()
+        channel = str(channel_id)
+        requester = locks.requester_of(channel)
+        if (
+            self._settings.kill_policy is KillPolicy.REQUESTER
+            and requester is not None
+            and requester != str(user_id)
+            and not can_manage_messages
+        ):
+            return KILL_NOT_ALLOWED
+        outcome = await locks.kill(channel, requester_id=str(user_id))
+        return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
