@@ -158,6 +158,10 @@ class ChannelLocks:
     async def close(self) -> None:
         """Stop every running turn, release its lock (queued triggers stay for the next start)."""
         self._closing = True
+        # A submit already inside its transaction begins its turn right after it commits;
+        # waiting for the store once lets every such turn start, so the loop below sees it.
+        async with self._store.transaction():
+            pass
         for entry in list(self._entries.values()):
             if entry.task is not None:
                 entry.task.cancel()

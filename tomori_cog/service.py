@@ -78,15 +78,17 @@ class TomoriService:
             await self._release_resources()
 
     async def _release_resources(self) -> None:
-        locks, self._locks = self._locks, None
-        if locks is not None:
-            await locks.close()
-        providers, self._providers = self._providers, {}
-        for provider in providers.values():
+        # In this order: turns end (and release their locks) while providers and the
+        # database are still open; each is forgotten only once it is closed.
+        if self._locks is not None:
+            await self._locks.close()
+            self._locks = None
+        for provider in self._providers.values():
             await provider.aclose()
-        store, self._store = self._store, None
-        if store is not None:
-            await store.close()
+        self._providers = {}
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done (for tests and tools)."""

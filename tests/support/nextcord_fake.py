@@ -1,0 +1,345 @@
+"""A real nextcord bot on fake Discord: gateway-style payloads in, a REST recorder out.
+
+Everything the cog touches is nextcord's own: the Guild, TextChannel, Member, Message and
+Interaction objects are built by nextcord's ConnectionState from payloads shaped like the
+gateway's, and events go through nextcord's dispatch. Only `HTTPClient.request` and the
+interaction-callback adapter are replaced, by a recorder that answers as Discord's REST API
+does (message objects, history newest first, 403 and 404 errors) and keeps what it was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+import nextcord
+from nextcord.ext import commands
+from nextcord.http import Route
+from nextcord.user import ClientUser
+from nextcord.webhook.async_ import AsyncWebhookAdapter
+
+from tomori.config import Settings
+from tomori.models import ModelChain
+from tomori_cog import add_tomori
+from tomori_cog.service import TomoriService
+
+BOT_ID = 1_000_000_000_000_000_001
+GUILD_ID = 2_000_000_000_000_000_002
+CHANNEL_ID = 4_000_000_000_000_000_004
+ALICE = 3_000_000_000_000_000_003
+BOB = 3_000_000_000_000_000_033
+READ_AND_SEND = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read history
+
+_snowflakes = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
+
+
+def snowflake() -> int:
+    return next(_snowflakes)
+
+
+def user_payload(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": str(user_id),
+        "username": name,
+        "discriminator": "0",
+        "avatar": None,
+        "global_name": None,
+        "bot": bot,
+    }
+
+
+def member_payload(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "user": user_payload(user_id, name, bot=bot),
+        "roles": [],
+        "nick": None,
+        "joined_at": "2024-01-01T00:00:00+00:00",
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
+
+
+def discord_error(kind: type[nextcord.HTTPException], status: int, code: int, text: str) -> Any:
+    response = SimpleNamespace(status=status, reason=text)
+    return kind(response, {"code": code, "message": text})  # type: ignore[arg-type]
+
+
+@dataclass
+class FakeDiscord:
+    """Discord's REST API for one guild, as far as the cog uses it."""
+
+    bot_user: dict[str, Any]
+    messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    typing: int = 0
+    interaction_replies: list[dict[str, Any]] = field(default_factory=list)
+    fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
+    sent_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        path = urlsplit(route.url).path.removeprefix("/api/v10")
+        parts = path.strip("/").split("/")
+        body = kwargs.get("json") or {}
+        if parts[0] == "channels":
+            channel_id = int(parts[1])
+            rest = parts[2:]
+            if rest == ["typing"] and route.method == "POST":
+                self.typing += 1
+                return None
+            if rest == ["messages"] and route.method == "POST":
+                return self._create(channel_id, body)
+            if rest == ["messages"] and route.method == "GET":
+                return self._history(channel_id, kwargs.get("params") or {})
+            if len(rest) == 2 and rest[0] == "messages":
+                return self._one(channel_id, int(rest[1]), route.method, body)
+        raise AssertionError(f"unexpected Discord call {route.method} {path}")
+
+    def add(self, channel_id: int, payload: dict[str, Any]) -> None:
+        self.messages.setdefault(channel_id, []).append(payload)
+
+    def _create(self, channel_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        failure = self.fail_sends(body)
+        if failure is not None:
+            raise failure
+        self.sent.append(body)
+        payload = message_payload(
+            channel_id, self.bot_user, body.get("content") or "", embeds=body.get("embeds", [])
+        )
+        reference = body.get("message_reference")
+        if reference:
+            payload["message_reference"] = reference
+            payload["type"] = 19
+        self.add(channel_id, payload)
+        self.sent_event.set()
+        return payload
+
+    def _history(self, channel_id: int, params: dict[str, Any]) -> list[dict[str, Any]]:
+        stored = self.messages.get(channel_id, [])
+        before = int(params["before"]) if params.get("before") else None
+        older = [m for m in stored if before is None or int(m["id"]) < before]
+        return list(reversed(older))[: int(params.get("limit", 50))]
+
+    def _one(self, channel_id: int, message_id: int, method: str, body: dict[str, Any]) -> Any:
+        for payload in self.messages.get(channel_id, []):
+            if int(payload["id"]) == message_id:
+                if method == "PATCH":
+                    payload["content"] = body.get("content", payload["content"])
+                    payload["edited_timestamp"] = datetime.now(UTC).isoformat()
+                    self.edits.append({"id": message_id, **body})
+                return payload
+        raise discord_error(nextcord.NotFound, 404, 10008, "Unknown Message")
+
+    def contents(self, channel_id: int = CHANNEL_ID) -> list[str]:
+        bot_id = self.bot_user["id"]
+        return [
+            m["content"]
+            for m in self.messages.get(channel_id, [])
+            if m["author"]["id"] == bot_id and m["content"]
+        ]
+
+    def embeds(self, channel_id: int = CHANNEL_ID) -> list[str]:
+        bot_id = self.bot_user["id"]
+        return [
+            embed["title"]
+            for m in self.messages.get(channel_id, [])
+            if m["author"]["id"] == bot_id
+            for embed in m["embeds"]
+        ]
+
+
+def message_payload(
+    channel_id: int,
+    author: dict[str, Any],
+    content: str,
+    *,
+    mentions: list[dict[str, Any]] | None = None,
+    embeds: list[dict[str, Any]] | None = None,
+    referenced: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": str(snowflake()),
+        "channel_id": str(channel_id),
+        "guild_id": str(GUILD_ID),
+        "author": author,
+        "content": content,
+        "timestamp": datetime.now(UTC).isoformat(),
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": mentions or [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": embeds or [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+        "components": [],
+    }
+    if referenced is not None:
+        payload["type"] = 19
+        payload["message_reference"] = {
+            "message_id": referenced["id"],
+            "channel_id": str(channel_id),
+        }
+        payload["referenced_message"] = referenced
+    return payload
+
+
+@dataclass
+class NextcordBot:
+    bot: commands.Bot
+    discord: FakeDiscord
+
+    @property
+    def service(self) -> TomoriService:
+        cog = self.bot.get_cog("Tomori")
+        assert cog is not None
+        return cog.service  # type: ignore[attr-defined, no-any-return]
+
+    def mention(self) -> str:
+        return f"<@{BOT_ID}>"
+
+    def say(
+        self,
+        content: str,
+        *,
+        author: int = ALICE,
+        name: str = "alice",
+        bot: bool = False,
+        replying_to: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A user posts a message: it arrives through nextcord's gateway event path."""
+        mentions = [user_payload(BOT_ID, "Tomori", bot=True)] if self.mention() in content else []
+        payload = message_payload(
+            CHANNEL_ID,
+            user_payload(author, name, bot=bot),
+            content,
+            mentions=mentions,
+            referenced=replying_to,
+        )
+        payload["member"] = {k: v for k, v in member_payload(author, name).items() if k != "user"}
+        self.discord.add(CHANNEL_ID, payload)
+        self.bot._connection.parse_message_create(payload)
+        return payload
+
+    async def settled(self) -> None:
+        """Wait for nextcord's event tasks (the listener admitting the message), then the turns."""
+        current = asyncio.current_task()
+        events = [
+            task
+            for task in asyncio.all_tasks()
+            if task is not current and task.get_name().startswith("nextcord:")
+        ]
+        await asyncio.gather(*events, return_exceptions=True)
+        await self.service.wait_idle(CHANNEL_ID)
+
+    async def kill(
+        self, *, user: int = ALICE, name: str = "alice", permissions: int = 0
+    ) -> dict[str, Any]:
+        """/kill through nextcord's interaction path; return what was answered."""
+        payload = {
+            "id": str(snowflake()),
+            "application_id": str(BOT_ID),
+            "type": 2,
+            "token": "interaction-token",
+            "version": 1,
+            "channel_id": str(CHANNEL_ID),
+            "guild_id": str(GUILD_ID),
+            "locale": "en-US",
+            "app_permissions": str(READ_AND_SEND),
+            "member": {
+                **member_payload(user, name),
+                "permissions": str(permissions | READ_AND_SEND),
+            },
+            "data": {"id": str(snowflake()), "name": "kill", "type": 1},  # a global command
+        }
+        before = len(self.discord.interaction_replies)
+        self.bot._connection.parse_interaction_create(payload)
+        async with asyncio.timeout(5):
+            while len(self.discord.interaction_replies) == before:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+        return self.discord.interaction_replies[-1]
+
+
+def guild_payload() -> dict[str, Any]:
+    return {
+        "id": str(GUILD_ID),
+        "name": "Test Guild",
+        "owner_id": str(ALICE),
+        "roles": [
+            {
+                "id": str(GUILD_ID),
+                "name": "@everyone",
+                "permissions": str(READ_AND_SEND),
+                "position": 0,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+            }
+        ],
+        "channels": [
+            {
+                "id": str(CHANNEL_ID),
+                "type": 0,
+                "name": "general",
+                "position": 0,
+                "permission_overwrites": [],
+                "guild_id": str(GUILD_ID),
+            }
+        ],
+        "members": [
+            member_payload(BOT_ID, "Tomori", bot=True),
+            member_payload(ALICE, "alice"),
+            member_payload(BOB, "bob"),
+        ],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+        "member_count": 3,
+        "large": False,
+        "unavailable": False,
+    }
+
+
+async def start_nextcord_bot(
+    settings: Settings, chain: ModelChain, monkeypatch: Any
+) -> NextcordBot:
+    intents = nextcord.Intents.default()
+    intents.message_content = True
+    intents.members = True
+    bot = commands.Bot(intents=intents)
+    state = bot._connection
+    bot_user = user_payload(BOT_ID, "Tomori", bot=True)
+    state.user = ClientUser(state=state, data=bot_user)  # type: ignore[arg-type]
+    state.application_id = BOT_ID  # READY would tell it
+    state._add_guild_from_data(guild_payload())  # type: ignore[arg-type]
+    fake = FakeDiscord(bot_user)
+    monkeypatch.setattr(bot.http, "request", fake.request)
+
+    async def interaction_response(
+        self: AsyncWebhookAdapter, interaction_id: int, token: str, **kwargs: Any
+    ) -> None:
+        fake.interaction_replies.append({"type": kwargs["type"], "data": kwargs.get("data") or {}})
+
+    monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
+    add_tomori(bot, settings=settings, chain=chain)
+    harness = NextcordBot(bot, fake)
+    await harness.service.ensure_started()
+    return harness
+
+
+async def stop_nextcord_bot(harness: NextcordBot) -> None:
+    cog = harness.bot.get_cog("Tomori")
+    harness.bot.remove_cog("Tomori")
+    closing = getattr(cog, "closing", None)
+    if closing is not None:
+        await closing

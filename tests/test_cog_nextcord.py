@@ -1,0 +1,165 @@
+"""tomori-cog in a real nextcord bot, end to end against the local LLM server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import nextcord
+import pytest
+
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import (
+    ALICE,
+    BOB,
+    CHANNEL_ID,
+    NextcordBot,
+    discord_error,
+    start_nextcord_bot,
+    stop_nextcord_bot,
+)
+from tests.support.scripts import answer, stalled_after
+from tests.test_cog_discordpy import chain_for, settings_for
+from tomori.config import Delivery, KillPolicy
+from tomori.notices import KILL_NOT_ALLOWED, KILL_STOPPED
+
+
+@pytest.fixture
+async def nc(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[NextcordBot]:
+    harness = await start_nextcord_bot(settings_for(tmp_path), chain_for(llm_server), monkeypatch)
+    yield harness
+    await stop_nextcord_bot(harness)
+
+
+async def test_a_mention_gets_the_models_answer_streamed_into_the_channel(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("Hello from nextcord!\n\nSecond paragraph."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Hello from nextcord!", "Second paragraph."]
+    assert nc.discord.typing >= 1
+    assert all(
+        body["allowed_mentions"] == {"parse": ["users"], "replied_user": False}
+        or body["allowed_mentions"].get("parse") == ["users"]
+        for body in nc.discord.sent
+    )
+
+
+async def test_a_reply_to_the_bot_is_answered_and_other_bots_are_not(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("First."), answer("Replying to your reply."))
+    nc.say(f"{nc.mention()} start")
+    await nc.settled()
+    own = next(m for m in nc.discord.messages[CHANNEL_ID] if m["content"] == "First.")
+    nc.say("and another thing", replying_to=own)
+    nc.say(f"{nc.mention()} beep", author=BOB, name="bob", bot=True)
+    await nc.settled()
+    assert nc.discord.contents() == ["First.", "Replying to your reply."]
+    assert len(llm_server.requests) == 2
+
+
+async def test_two_quick_messages_are_answered_in_order_the_second_as_a_reply(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("One.", gap=0.05), answer("Two."))
+    nc.say(f"{nc.mention()} one")
+    second = nc.say(f"{nc.mention()} two")
+    await nc.settled()
+    assert nc.discord.contents() == ["One.", "Two."]
+    assert "message_reference" not in nc.discord.sent[0]
+    assert nc.discord.sent[1]["message_reference"]["message_id"] == int(second["id"])
+
+
+async def test_edit_mode_grows_one_message(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(tmp_path, delivery=Delivery.EDIT, stream_edit_interval_ms=20)
+    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
+    try:
+        text = "Growing " * 40
+        llm_server.script(answer(text, pieces=20, gap=0.01))
+        nc.say(f"{nc.mention()} grow")
+        await nc.settled()
+        assert nc.discord.contents() == [text.strip()]
+        assert len(nc.discord.sent) == 1
+        assert nc.discord.edits
+    finally:
+        await stop_nextcord_bot(nc)
+
+
+async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    nc.discord.fail_sends = lambda body: discord_error(
+        nextcord.Forbidden, 403, 50013, "Missing Permissions"
+    )
+    llm_server.script(answer("You will not see this."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == []
+    nc.discord.fail_sends = lambda body: None
+    llm_server.script(answer("Now I can talk."))
+    nc.say(f"{nc.mention()} again")
+    await nc.settled()
+    assert nc.discord.contents() == ["Now I can talk."]
+
+
+async def test_a_stalled_model_posts_one_timeout_notice(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(
+        tmp_path, stream_first_token_timeout_ms=300, stream_sdk_call_timeout_ms=300
+    )
+    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
+    try:
+        llm_server.script(stalled_after("Hmm\n\n"))
+        nc.say(f"{nc.mention()} hello?")
+        await nc.settled()
+        assert nc.discord.contents() == ["Hmm"]
+        assert nc.discord.embeds() == ["Response Timed Out"]
+    finally:
+        await stop_nextcord_bot(nc)
+
+
+async def test_kill_stops_the_stream_and_closes_the_provider_connection(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(stalled_after("Thinking hard.\n\n"), answer("Next!"))
+    nc.say(f"{nc.mention()} think")
+    await nc.discord.sent_event.wait()
+    killed_at = time.monotonic()
+    reply = await nc.kill()
+    assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    assert reply["data"]["flags"] & 64
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)
+    assert connection.closed_at is not None
+    assert connection.closed_at - killed_at < 0.5
+    await nc.settled()
+    nc.say(f"{nc.mention()} next")
+    await nc.settled()
+    assert nc.discord.contents() == ["Thinking hard.", "Next!"]
+
+
+async def test_kill_by_another_member_is_refused_under_the_requester_policy(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(tmp_path, kill_policy=KillPolicy.REQUESTER)
+    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
+    try:
+        llm_server.script(stalled_after("Busy.\n\n"))
+        nc.say(f"{nc.mention()} slow", author=ALICE)
+        await nc.discord.sent_event.wait()
+        refused = await nc.kill(user=BOB, name="bob")
+        assert refused["data"]["embeds"][0]["title"] == KILL_NOT_ALLOWED.title
+        allowed = await nc.kill(user=ALICE)
+        assert allowed["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+        await nc.settled()
+    finally:
+        await stop_nextcord_bot(nc)
