@@ -130,3 +130,13 @@ def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
     for variable in VARIABLES:
         assert variable.help
         assert variable.default
+
+
+def test_the_readme_documents_every_variable() -> None:
+    from pathlib import Path
+
+    from tomori.models import MODEL_VARIABLES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:
+        assert f"`{name}`" in readme, name

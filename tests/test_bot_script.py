@@ -1,0 +1,54 @@
+"""bot.py as a newcomer runs it: --help, no token, a bad setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tomori.config import VARIABLES
+from tomori.models import MODEL_VARIABLES
+
+BOT = Path(__file__).resolve().parents[1] / "bot.py"
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
+    return subprocess.run(
+        [sys.executable, str(BOT), *args],
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_help_lists_every_variable() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for name in [
+        "DISCORD_TOKEN",
+        *(n for n, _, _ in MODEL_VARIABLES),
+        *(v.name for v in VARIABLES),
+    ]:
+        assert name in result.stdout, name
+
+
+def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:
+    result = run()
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "DISCORD_TOKEN is not set" in result.stderr
+
+
+def test_a_bad_setting_stops_start_up_naming_it() -> None:
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        STREAM_SDK_CALL_TIMEOUT_MS="soon",
+    )
+    assert result.returncode == 2
+    assert "STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed" in result.stderr
