@@ -15,6 +15,9 @@ INTEGER_VARIABLES = [
     "DISCORD_TYPING_KEEPALIVE_INTERVAL_MS",
     "STREAM_EDIT_INTERVAL_MS",
     "TOMORI_HISTORY_LIMIT",
+    "TOOL_EXECUTION_TIMEOUT_MS",
+    "BOT_MAX_FUNCTION_CALL_ITERATIONS",
+    "BOT_MAX_CONSECUTIVE_TOOL_ERRORS",
 ]
 
 
@@ -28,6 +31,9 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.typing_keepalive_interval_ms == 8_000
     assert settings.stream_edit_interval_ms == 1_000
     assert settings.history_limit == 20
+    assert settings.tool_execution_timeout_ms == 300_000
+    assert settings.max_function_call_iterations == 100
+    assert settings.max_consecutive_tool_errors == 5
     assert settings.db_path == Path("tomori.db")
     assert settings.delivery is Delivery.MESSAGES
     assert settings.kill_policy is KillPolicy.ANYONE

@@ -46,6 +46,9 @@ class Settings:
     typing_keepalive_interval_ms: int = 8_000
     stream_edit_interval_ms: int = 1_000
     history_limit: int = 20
+    tool_execution_timeout_ms: int = 300_000
+    max_function_call_iterations: int = 100
+    max_consecutive_tool_errors: int = 5
     db_path: Path = Path("tomori.db")
     delivery: Delivery = Delivery.MESSAGES
     kill_policy: KillPolicy = KillPolicy.ANYONE
@@ -81,6 +84,10 @@ class Settings:
     @property
     def edit_interval_s(self) -> float:
         return self.stream_edit_interval_ms / 1000
+
+    @property
+    def tool_timeout_s(self) -> float:
+        return self.tool_execution_timeout_ms / 1000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -228,6 +235,24 @@ VARIABLES: tuple[Variable, ...] = (
         "history_limit",
         _integer(1, unit="messages"),
         "how many recent channel messages the model sees",
+    ),
+    Variable(
+        "TOOL_EXECUTION_TIMEOUT_MS",
+        "tool_execution_timeout_ms",
+        _integer(1),
+        "a tool still running after this long fails with a timeout",
+    ),
+    Variable(
+        "BOT_MAX_FUNCTION_CALL_ITERATIONS",
+        "max_function_call_iterations",
+        _integer(1, unit="passes"),
+        "most model passes in one turn's tool loop",
+    ),
+    Variable(
+        "BOT_MAX_CONSECUTIVE_TOOL_ERRORS",
+        "max_consecutive_tool_errors",
+        _integer(1, unit="failures"),
+        "tool failures in a row that end the turn",
     ),
     Variable("TOMORI_DB_PATH", "db_path", _db_path, "the SQLite file (its folder must exist)"),
     Variable(

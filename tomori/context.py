@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tomori.delivery import DeliveredMessage, NoticeSink
 from tomori.notices import Notice
 from tomori.results import KillReason
+
+
+class MetricsSink(Protocol):
+    def record(self, name: str, label: str) -> None: ...
 
 
 @dataclass(eq=False)
@@ -28,6 +33,7 @@ class StreamingContext:
     on_stream_progress: Callable[[], None] | None = None
     abort: Callable[[KillReason], None] | None = None
     delivered: list[DeliveredMessage] = field(default_factory=list)
+    metrics: MetricsSink | None = None
 
     @property
     def reply_to(self) -> str | None:

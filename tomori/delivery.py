@@ -53,6 +53,10 @@ class StreamWriter(Protocol):
         """Images this writer posted, in order."""
         ...
 
+    async def aclose(self) -> None:
+        """Stop for good once the pass is over: nothing more is sent, what is on the wire lands."""
+        ...
+
 
 class NoticeSink(Protocol):
     async def post_notice(self, notice: Notice) -> None:

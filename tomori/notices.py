@@ -76,3 +76,29 @@ KILL_FAILED = Notice(
     "Something went wrong while stopping the response. Please try again.",
     NoticeColour.ERROR,
 )
+
+STILL_WORKING = Notice(
+    "Still Working...",
+    "This task is taking more steps than usual. Use `/kill` if you think I'm stuck.",
+    NoticeColour.WARNING,
+)
+
+TOOL_ERROR_LOOP = Notice(
+    "Tool Error Loop",
+    "I kept running into tool errors and couldn't complete the request. Try rephrasing.",
+    NoticeColour.ERROR,
+)
+
+THINKING_LOOP = Notice(
+    "Thinking Loop",
+    "I got stuck in a thinking loop and couldn't complete the request.",
+    NoticeColour.WARNING,
+)
+
+
+def fallback_used(answered_by: str, failed: list[str]) -> Notice:
+    """The small notice shown when a fallback answered after earlier models failed."""
+    chain = ", ".join(f"`{label}`" for label in failed)
+    return Notice(
+        "Fallback Model Used", f"`{answered_by}` was used instead of {chain}.", NoticeColour.WARNING
+    )

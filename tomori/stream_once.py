@@ -169,6 +169,8 @@ async def stream_once(
                 "reason": str(reason),
             },
         )
+        if ctx.metrics is not None:
+            ctx.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
         kill.fired.clear()  # from here on, a further kill (a /kill) ends the settle wait
         await locks.run_under_watchdog(
             channel_id, settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)

@@ -4,10 +4,11 @@ While a later model is still pending, the current attempt's user-facing errors a
 (the user would otherwise see an error and then a good reply). `timeout` and `error` move on
 to the next model, which continues from the text already in the channel: it is sent as the
 assistant's partial answer with a request-only notice to go on without repeating it.
-`completed`, `empty_response` and `stopped_by_user` end the chain, and so does a channel that
-is gone or forbidden, since every model would fail the same way. When all fail, the timeout
-notice (by the last pass itself) or the error notice is posted once, and never on a silent
-turn; the timeout notices of earlier attempts stay stashed and are dropped.
+`completed`, `empty_response` and `stopped_by_user` end the chain, and so do a tool loop that
+gave up (its tools would fail any model the same way) and a channel that is gone or
+forbidden. When all fail, the timeout notice (by the last pass itself) or the error notice is
+posted once, and never on a silent turn; earlier attempts' timeout notices stay stashed and
+are dropped.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable, StreamWriter
 from tomori.locks import ChannelLocks
 from tomori.models import ModelEntry
-from tomori.notices import GENERATION_ERROR
+from tomori.notices import GENERATION_ERROR, fallback_used
 from tomori.providers.base import ContextItem, Provider, ProviderError, Role, StreamRequest
-from tomori.results import StreamResult, StreamStatus
-from tomori.stream_once import post_notice_safely, stream_once
+from tomori.results import StreamStatus
+from tomori.stream_once import post_notice_safely
+from tomori.tool_loop import LoopResult, run_tool_loop
+from tomori.tools import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +38,10 @@ CONTINUE_NOTICE = (
 RETRYABLE = frozenset({StreamStatus.TIMEOUT, StreamStatus.ERROR})
 
 
-class ClosableWriter(StreamWriter, Protocol):
-    async def aclose(self) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Attempt:
     model: ModelEntry
-    result: StreamResult
+    result: LoopResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,30 +60,41 @@ async def run_generation_turn(
     chain: Sequence[ModelEntry],
     providers: Mapping[str, Provider],
     request: StreamRequest,
+    tools: ToolRegistry,
     ctx: StreamingContext,
     locks: ChannelLocks,
     settings: Settings,
-    open_writer: Callable[[], ClosableWriter],
+    open_writer: Callable[[], StreamWriter],
+    requester_id: str | None,
     surface_errors: bool,
 ) -> TurnResult:
     """Run the turn over the model chain; see the module docstring for the rules."""
     attempts: list[Attempt] = []
+    history = request.tool_history  # tools already run stay run: a fallback gets their results
     try:
         for index, model in enumerate(chain):
             fallback_pending = index < len(chain) - 1
             ctx.suppress_user_errors = fallback_pending or not surface_errors
-            attempt_request = _continuing(replace(request, model=model.model), ctx)
-            writer = open_writer()
-            try:
-                result = await stream_once(
-                    providers[model.provider], attempt_request, writer, ctx, locks, settings
-                )
-            finally:
-                await writer.aclose()
-            attempts.append(Attempt(model, result))
-            if result.status not in RETRYABLE:
-                return TurnResult(result.status, tuple(attempts))
-            log.warning("model %s ended with %s%s", model.label, result.status, _detail(result))
+            loop = await run_tool_loop(
+                provider=providers[model.provider],
+                request=_continuing(
+                    replace(request, model=model.model, tool_history=history), attempts
+                ),
+                tools=tools,
+                ctx=ctx,
+                locks=locks,
+                settings=settings,
+                open_writer=open_writer,
+                requester_id=requester_id,
+                surface_errors=surface_errors,
+            )
+            history = loop.tool_history
+            attempts.append(Attempt(model, loop))
+            if loop.status not in RETRYABLE or loop.gave_up:
+                if index > 0 and loop.status is StreamStatus.COMPLETED:
+                    await _fallback_answered(attempts, ctx, locks, surface_errors)
+                return TurnResult(loop.status, tuple(attempts))
+            log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
     except DestinationUnreachable:
         log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
         return TurnResult(StreamStatus.ERROR, tuple(attempts), unreachable=True)
@@ -102,9 +111,20 @@ async def run_generation_turn(
     return TurnResult(final, tuple(attempts))
 
 
-def _continuing(request: StreamRequest, ctx: StreamingContext) -> StreamRequest:
-    """Let a fallback go on from what the channel already shows."""
-    shown = "".join(message.text for message in ctx.delivered)
+async def _fallback_answered(
+    attempts: list[Attempt], ctx: StreamingContext, locks: ChannelLocks, surface_errors: bool
+) -> None:
+    answered_by = attempts[-1].model.label
+    if ctx.metrics is not None:
+        ctx.metrics.record("fallback_used", answered_by)
+    if surface_errors and not locks.stop_requested(ctx.channel_id):
+        failed = [attempt.model.label for attempt in attempts[:-1]]
+        await post_notice_safely(ctx, fallback_used(answered_by, failed))
+
+
+def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamRequest:
+    """Let a fallback go on from what the failed attempts showed and no tool exchange holds."""
+    shown = "".join(attempt.result.passes[-1].text for attempt in attempts if attempt.result.passes)
     if not shown.strip():
         return request
     return replace(
@@ -114,7 +134,6 @@ def _continuing(request: StreamRequest, ctx: StreamingContext) -> StreamRequest:
     )
 
 
-def _detail(result: StreamResult) -> str:
-    if isinstance(result.data, ProviderError):
-        return f" ({result.data.safe_message})"
-    return ""
+def _detail(loop: LoopResult) -> str:
+    data = loop.passes[-1].data if loop.passes else None
+    return f" ({data.safe_message})" if isinstance(data, ProviderError) else ""

@@ -15,6 +15,7 @@ from typing import Any
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
 from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.metrics import Metrics
 from tomori.models import ModelChain
 from tomori.notices import (
     KILL_CHANNEL_REQUIRED,
@@ -26,9 +27,11 @@ from tomori.notices import (
 from tomori.output import DiscordStreamWriter
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
 from tomori.store import Store
+from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort
 from tomori_cog.library import Library
+from tomori_cog.message_tool import message_lookup_tool
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,8 @@ class TomoriService:
         self._chain = chain
         self._store: Store | None = None
         self._locks: ChannelLocks | None = None
+        self.metrics: Metrics | None = None
+        self.tools = ToolRegistry([CURRENT_TIME, message_lookup_tool(bot, library)])
         self._providers: dict[str, Provider] = {}
         self._live_messages: dict[str, Any] = {}
         self._start_lock = asyncio.Lock()
@@ -64,6 +69,7 @@ class TomoriService:
                     locks = ChannelLocks(store, self._settings, self._run_turn)
                     self._providers = self._chain.build_providers()
                     self._store, self._locks = store, locks
+                    self.metrics = Metrics(store)
                     await locks.start()
                 except BaseException:
                     await self._release_resources()
@@ -86,6 +92,9 @@ class TomoriService:
         for provider in self._providers.values():
             await provider.aclose()
         self._providers = {}
+        if self.metrics is not None:
+            await self.metrics.close()
+            self.metrics = None
         if self._store is not None:
             await self._store.close()
             self._store = None
@@ -151,6 +160,7 @@ class TomoriService:
                 notices=EmbedNotices(self._library, channel),
                 trigger_message_id=turn.trigger.message_id,
                 from_queue=turn.from_queue,
+                metrics=self.metrics,
             )
             port = LibraryPort(self._library, channel)
             settings = self._settings
@@ -158,12 +168,14 @@ class TomoriService:
                 chain=self._chain.entries,
                 providers=self._providers,
                 request=StreamRequest(model="", context=await self._context(channel, message)),
+                tools=self.tools,
                 ctx=ctx,
                 locks=self._locks,
                 settings=settings,
                 open_writer=lambda: DiscordStreamWriter(
                     port, ctx, delivery=settings.delivery, edit_interval_s=settings.edit_interval_s
                 ),
+                requester_id=turn.trigger.requester_id,
                 surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
             )
         finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.support.llm_server import Action, Reply, pause, sse, stall
-from tests.support.openai_wire import chunk, usage_chunk
+from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
 
 
 def answer(text: str, *, pieces: int = 8, gap: float = 0.0) -> Reply:
@@ -26,3 +26,19 @@ def stalled_after(text: str) -> Reply:
 def silent() -> Reply:
     """The model accepts the request and never sends a byte of body."""
     return Reply(body=[stall()])
+
+
+def tool_call(name: str, arguments: str, *, call_id: str = "call_1", text: str = "") -> Reply:
+    """The model (optionally says `text`, then) calls tool `name` with raw JSON `arguments`."""
+    body: list[Action] = [sse(chunk(text))] if text else []
+    body += [
+        sse(chunk(tool_calls=[tool_fragment(0, call_id=call_id, name=name)])),
+        sse(chunk(tool_calls=[tool_fragment(0, arguments=arguments)])),
+        sse(chunk(finish="tool_calls")),
+        sse("[DONE]"),
+    ]
+    return Reply(body=body)
+
+
+def http_error(status: int) -> Reply:
+    return Reply(status=status, json_body={"error": {"message": f"HTTP {status} from the model"}})

@@ -1,0 +1,240 @@
+"""The generation turn and the tool loop, end to end through the cog (nextcord) with the real
+providers talking to the local LLM server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.gemini_wire import response, text_part
+from tests.support.llm_server import LLMServer, Reply, sse, stall
+from tests.support.nextcord_fake import (
+    CHANNEL_ID,
+    NextcordBot,
+    start_nextcord_bot,
+    stop_nextcord_bot,
+)
+from tests.support.scripts import answer, http_error, stalled_after, tool_call
+from tests.test_cog_discordpy import settings_for
+from tomori.models import ModelChain
+from tomori.providers.base import JsonObject
+from tomori.tools import Tool, ToolContext, ToolFailure
+
+FAST = {"stream_first_token_timeout_ms": 300, "stream_sdk_call_timeout_ms": 300}
+
+
+def two_models(server: LLMServer, first: str = "openai") -> ModelChain:
+    return ModelChain.from_env(
+        {
+            "TOMORI_MODELS": f"{first}:primary-model,openai:fallback-model",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": f"{server.base_url}/v1",
+            "GEMINI_API_KEY": "gm-test",
+            "GEMINI_BASE_URL": server.base_url,
+        }
+    )
+
+
+@pytest.fixture
+async def open_bot(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Any]:
+    bots: list[NextcordBot] = []
+
+    async def start(first: str = "openai", **overrides: object) -> NextcordBot:
+        settings = settings_for(tmp_path, **{**FAST, **overrides})
+        bot = await start_nextcord_bot(settings, two_models(llm_server, first), monkeypatch)
+        bots.append(bot)
+        return bot
+
+    yield start
+    for bot in bots:
+        await stop_nextcord_bot(bot)
+
+
+def sent_messages(server: LLMServer, request: int) -> list[dict[str, Any]]:
+    return server.requests[request].body["messages"]  # type: ignore[no-any-return]
+
+
+async def test_primary_stalls_and_the_fallback_continues_its_text(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(stalled_after("The first half,\n\n"), answer("and the second half."))
+    nc.say(f"{nc.mention()} tell me")
+    await nc.settled()
+    assert nc.discord.contents() == ["The first half,", "and the second half."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]  # and no timeout notice
+    continued = sent_messages(llm_server, 1)
+    assert llm_server.requests[1].body["model"] == "fallback-model"
+    assert {"role": "assistant", "content": "The first half,\n\n"} in continued
+    assert "without repeating" in continued[-1]["content"]
+    counts = await nc.service.metrics.counts()
+    assert counts[("stream_sdk_timeout", "openai:primary-model")] == 1
+    assert counts[("fallback_used", "openai:fallback-model")] == 1
+
+
+async def test_every_model_stalling_posts_exactly_one_timeout_notice(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(stalled_after("Hmm\n\n"), Reply(body=[stall()]))
+    nc.say(f"{nc.mention()} are you there")
+    await nc.settled()
+    assert nc.discord.embeds() == ["Response Timed Out"]
+
+
+async def test_a_silent_turn_where_every_model_stalls_posts_nothing(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(channels=frozenset({CHANNEL_ID}))
+    llm_server.script(Reply(body=[stall()]), Reply(body=[stall()]))
+    nc.say("no mention, just chatting in an auto-reply channel")
+    await nc.settled()
+    assert len(llm_server.requests) == 2
+    assert nc.discord.embeds() == []
+
+
+async def test_a_primary_refusing_the_key_falls_back(open_bot: Any, llm_server: LLMServer) -> None:
+    nc = await open_bot()
+    llm_server.script(http_error(401), answer("Fallback here."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Fallback here."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+
+
+async def test_every_model_failing_posts_one_error_notice(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(http_error(500), http_error(429))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.embeds() == ["Generation Error"]
+    assert "HTTP" not in json.dumps(nc.discord.messages[CHANNEL_ID][-1]["embeds"])
+
+
+async def test_a_gemini_primary_stalling_falls_back_to_openai(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(first="gemini")
+    llm_server.script(
+        Reply(body=[sse(response(text_part("Gemini began,\n\n"))), stall()]),
+        answer("OpenAI finished."),
+    )
+    nc.say(f"{nc.mention()} go")
+    await nc.settled()
+    assert nc.discord.contents() == ["Gemini began,", "OpenAI finished."]
+    assert "streamGenerateContent" in llm_server.requests[0].path
+
+
+async def test_a_tool_call_runs_and_the_model_answers_with_its_result(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(
+        tool_call("current_time", '{"timezone": "Asia/Tokyo"}', text="Let me check.\n\n"),
+        answer("It is evening in Tokyo."),
+    )
+    nc.say(f"{nc.mention()} what time is it in Tokyo?")
+    await nc.settled()
+    assert nc.discord.contents() == ["Let me check.", "It is evening in Tokyo."]
+    first = llm_server.requests[0].body
+    assert {tool["function"]["name"] for tool in first["tools"]} >= {"current_time", "read_message"}
+    follow_up = sent_messages(llm_server, 1)
+    assert follow_up[-2]["content"] == "Let me check.\n\n"
+    assert follow_up[-2]["tool_calls"][0]["function"]["name"] == "current_time"
+    result = json.loads(follow_up[-1]["content"])
+    assert result["result"]["timezone"] == "Asia/Tokyo"
+    counts = await nc.service.metrics.counts()
+    assert counts[("tool_used", "current_time")] == 1
+
+
+class FlakyTool:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.runs = 0
+        self.cancelled = 0
+        self.delay = delay
+
+    async def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+        self.runs += 1
+        try:
+            await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        raise ToolFailure("the weather service is down")
+
+    def tool(self) -> Tool:
+        return Tool("weather", "The weather", {"type": "object", "properties": {}}, self.run)
+
+
+async def test_five_tool_failures_in_a_row_end_the_turn_with_a_notice(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    flaky = FlakyTool()
+    nc.bot.get_cog("Tomori").register_tool(flaky.tool())
+    llm_server.script(*[tool_call("weather", "{}", call_id=f"c{n}") for n in range(5)])
+    nc.say(f"{nc.mention()} weather?")
+    await nc.settled()
+    assert flaky.runs == 5
+    assert nc.discord.embeds() == ["Tool Error Loop"]
+    assert len(llm_server.requests) == 5
+    last = json.loads(sent_messages(llm_server, 4)[-1]["content"])
+    assert last["reason"] == "the weather service is down"
+
+
+async def test_truncated_arguments_are_never_run(open_bot: Any, llm_server: LLMServer) -> None:
+    nc = await open_bot()
+    flaky = FlakyTool()
+    nc.bot.get_cog("Tomori").register_tool(flaky.tool())
+    llm_server.script(tool_call("weather", '{"city": "Par'), answer("Sorry, try again."))
+    nc.say(f"{nc.mention()} weather in Paris?")
+    await nc.settled()
+    assert flaky.runs == 0
+    reason = json.loads(sent_messages(llm_server, 1)[-1]["content"])["reason"]
+    assert "cut off" in reason
+    assert nc.discord.contents() == ["Sorry, try again."]
+
+
+async def test_a_tool_that_runs_past_its_timeout_fails_and_the_turn_goes_on(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(tool_execution_timeout_ms=200)
+    slow = FlakyTool(delay=30)
+    nc.bot.get_cog("Tomori").register_tool(slow.tool())
+    llm_server.script(tool_call("weather", "{}"), answer("The tool was too slow."))
+    nc.say(f"{nc.mention()} weather?")
+    await nc.settled()
+    assert slow.cancelled == 1
+    reason = json.loads(sent_messages(llm_server, 1)[-1]["content"])["reason"]
+    assert "did not finish" in reason
+    assert nc.discord.contents() == ["The tool was too slow."]
+
+
+async def test_kill_during_a_tool_cancels_it_and_the_next_message_is_served(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    slow = FlakyTool(delay=30)
+    nc.bot.get_cog("Tomori").register_tool(slow.tool())
+    llm_server.script(tool_call("weather", "{}", text="Checking.\n\n"), answer("Served."))
+    nc.say(f"{nc.mention()} weather?")
+    await nc.discord.sent_event.wait()
+    while slow.runs == 0:  # noqa: ASYNC110
+        await asyncio.sleep(0.005)
+    reply = await nc.kill()
+    assert reply["data"]["embeds"][0]["title"] == "Stream Stopped"
+    await nc.settled()
+    assert slow.cancelled == 1
+    assert len(llm_server.requests) == 1  # no pass after the killed tool
+    nc.say(f"{nc.mention()} again")
+    await nc.settled()
+    assert nc.discord.contents() == ["Checking.", "Served."]

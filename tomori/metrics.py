@@ -1,0 +1,55 @@
+"""Counters an operator reads to see how often each model stalls and each tool fails.
+
+`record` is synchronous and cheap (it runs inside a pass); counts reach SQLite in batches
+from a task the `Metrics` owns, and `close()` writes what is left. Each is logged too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections import Counter
+
+from tomori.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class Metrics:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._pending: Counter[tuple[str, str]] = Counter()
+        self._flush: asyncio.Task[None] | None = None
+
+    def record(self, name: str, label: str) -> None:
+        log.info("metric %s %s", name, label, extra={"metric": name, "label": label})
+        self._pending[(name, label)] += 1
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.get_running_loop().create_task(self._write())
+
+    async def close(self) -> None:
+        if self._flush is not None:
+            await asyncio.gather(self._flush, return_exceptions=True)
+        if self._pending:
+            await self._write()
+
+    async def counts(self) -> dict[tuple[str, str], int]:
+        rows = await self._store.fetchall("SELECT name, label, count FROM metrics")
+        return {(row["name"], row["label"]): row["count"] for row in rows}
+
+    async def _write(self) -> None:
+        pending, self._pending = self._pending, Counter()
+        now = time.time()
+        try:
+            async with self._store.transaction() as db:
+                for (name, label), count in pending.items():
+                    await db.execute(
+                        "INSERT INTO metrics (name, label, count, updated_at) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (name, label) DO UPDATE SET count = count + excluded.count,"
+                        " updated_at = excluded.updated_at",
+                        (name, label, count, now),
+                    )
+        except sqlite3.Error:
+            log.warning("could not write %d metric counts", sum(pending.values()), exc_info=True)
