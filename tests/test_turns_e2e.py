@@ -238,3 +238,35 @@ async def test_kill_during_a_tool_cancels_it_and_the_next_message_is_served(
     nc.say(f"{nc.mention()} again")
     await nc.settled()
     assert nc.discord.contents() == ["Checking.", "Served."]
+
+
+async def test_a_long_tool_chain_says_still_working_then_gives_up_as_a_thinking_loop(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(max_function_call_iterations=21)
+    llm_server.script(*[tool_call("current_time", "{}", call_id=f"c{n}") for n in range(21)])
+    nc.say(f"{nc.mention()} loop forever")
+    await nc.settled()
+    assert len(llm_server.requests) == 21  # and no fallback model after giving up
+    assert nc.discord.embeds() == ["Still Working...", "Thinking Loop"]
+
+
+async def test_read_message_reads_a_linked_message_of_this_server(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    quoted = nc.say("The launch is on Friday at noon.")
+    link = f"https://discord.com/channels/{quoted['guild_id']}/{CHANNEL_ID}/{quoted['id']}"
+    elsewhere = f"https://discord.com/channels/1/999999/{quoted['id']}"
+    llm_server.script(
+        tool_call("read_message", json.dumps({"reference": link}), call_id="a"),
+        tool_call("read_message", json.dumps({"reference": elsewhere}), call_id="b"),
+        answer("Friday at noon."),
+    )
+    nc.say(f"{nc.mention()} when is the launch? {link}")
+    await nc.settled()
+    found = json.loads(sent_messages(llm_server, 1)[-1]["content"])["result"]
+    assert (found["author"], found["content"]) == ("alice", "The launch is on Friday at noon.")
+    refused = json.loads(sent_messages(llm_server, 2)[-1]["content"])
+    assert refused["status"] == "tool_execution_failed"
+    assert nc.discord.contents() == ["Friday at noon."]
