@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 
 from tomori.config import VARIABLES, ConfigError, Settings
 from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.store import Store, StoreError
 
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "
@@ -28,6 +30,15 @@ def environment_help() -> str:
     return "\n".join(lines)
 
 
+async def check_database(settings: Settings) -> None:
+    """Open and migrate the database before connecting, so a bad file stops start-up here."""
+    store = await Store.open(settings.db_path)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
@@ -40,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         print(TOKEN_HELP, file=sys.stderr)
         return 2
     try:
-        Settings.from_env()
+        settings = Settings.from_env()
         ModelChain.from_env()
-    except ConfigError as error:
+        asyncio.run(check_database(settings))
+    except (ConfigError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

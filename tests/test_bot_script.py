@@ -52,3 +52,17 @@ def test_a_bad_setting_stops_start_up_naming_it() -> None:
     )
     assert result.returncode == 2
     assert "STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed" in result.stderr
+
+
+def test_a_corrupted_database_stops_start_up_and_is_not_overwritten(tmp_path: Path) -> None:
+    database = tmp_path / "tomori.db"
+    database.write_bytes(b"not a database" * 64)
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        TOMORI_DB_PATH=str(database),
+    )
+    assert result.returncode == 2
+    assert "cannot be used" in result.stderr
+    assert database.read_bytes() == b"not a database" * 64

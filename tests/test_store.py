@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tomori.store import MigrationError, Store, packaged_migrations, split_statements
+from tomori.store import MigrationError, Store, StoreError, packaged_migrations, split_statements
 
 
 async def test_the_database_is_in_wal_mode_with_a_busy_timeout(db_path: Path) -> None:
@@ -101,3 +102,11 @@ async def test_a_transaction_is_rolled_back_when_its_body_raises(store: Store) -
     with pytest.raises(RuntimeError):
         await insert_then_fail()
     assert await store.fetchall("SELECT * FROM queued_triggers") == []
+
+
+async def test_a_file_that_is_not_a_database_is_refused_and_left_alone(db_path: Path) -> None:
+    garbage = b"this is a text file, not a database\n" * 100
+    await asyncio.to_thread(db_path.write_bytes, garbage)
+    with pytest.raises(StoreError, match=r"cannot be used .*TOMORI_DB_PATH"):
+        await Store.open(db_path)
+    assert await asyncio.to_thread(db_path.read_bytes) == garbage

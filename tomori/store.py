@@ -23,7 +23,11 @@ SqlParams = Sequence[Any]
 BUSY_TIMEOUT_MS = 5_000
 
 
-class MigrationError(RuntimeError):
+class StoreError(RuntimeError):
+    """The database file cannot be used; the message names it and says why."""
+
+
+class MigrationError(StoreError):
     """A migration could not be applied; the database is as it was before it."""
 
 
@@ -36,13 +40,24 @@ class Store:
 
     @classmethod
     async def open(cls, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Store:
-        """Open (or create) the database file in WAL mode with a busy timeout."""
-        connection = await aiosqlite.connect(path, isolation_level=None)
+        """Open (or create) the database file in WAL mode with a busy timeout.
+
+        A file that is not a SQLite database, or cannot be written, is refused with a
+        `StoreError` naming it, and is left exactly as it was.
+        """
+        try:
+            connection = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise _unusable(path, error) from error
         try:
             connection.row_factory = sqlite3.Row
             await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             await connection.execute("PRAGMA journal_mode = WAL")
             await connection.execute("PRAGMA synchronous = NORMAL")
+            await connection.execute("PRAGMA user_version")  # reads the header: fails if not SQLite
+        except sqlite3.Error as error:
+            await connection.close()
+            raise _unusable(path, error) from error
         except BaseException:
             await connection.close()
             raise
@@ -119,6 +134,13 @@ async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[aiosqlit
         await connection.execute("ROLLBACK")
         raise
     await connection.execute("COMMIT")
+
+
+def _unusable(path: Path | str, error: sqlite3.Error) -> StoreError:
+    return StoreError(
+        f"the database {str(path)!r} cannot be used ({error}): point TOMORI_DB_PATH at a "
+        f"writable SQLite file, or at a new path to start afresh"
+    )
 
 
 def packaged_migrations() -> list[tuple[str, str]]:

@@ -82,6 +82,8 @@ class FakeDiscord:
     typing: int = 0
     interaction_replies: list[dict[str, Any]] = field(default_factory=list)
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
+    fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
+    fail_interactions: Callable[[], BaseException | None] = lambda: None
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
@@ -131,6 +133,9 @@ class FakeDiscord:
         for payload in self.messages.get(channel_id, []):
             if int(payload["id"]) == message_id:
                 if method == "PATCH":
+                    failure = self.fail_edits(body)
+                    if failure is not None:
+                        raise failure
                     payload["content"] = body.get("content", payload["content"])
                     payload["edited_timestamp"] = datetime.now(UTC).isoformat()
                     self.edits.append({"id": message_id, **body})
@@ -241,11 +246,11 @@ class NextcordBot:
         await asyncio.gather(*events, return_exceptions=True)
         await self.service.wait_idle(CHANNEL_ID)
 
-    async def kill(
+    def kill_payload(
         self, *, user: int = ALICE, name: str = "alice", permissions: int = 0
     ) -> dict[str, Any]:
-        """/kill through nextcord's interaction path; return what was answered."""
-        payload = {
+        """The INTERACTION_CREATE Discord sends when `user` runs /kill in the channel."""
+        return {
             "id": str(snowflake()),
             "application_id": str(BOT_ID),
             "type": 2,
@@ -261,6 +266,12 @@ class NextcordBot:
             },
             "data": {"id": str(snowflake()), "name": "kill", "type": 1},  # a global command
         }
+
+    async def kill(
+        self, *, user: int = ALICE, name: str = "alice", permissions: int = 0
+    ) -> dict[str, Any]:
+        """/kill through nextcord's interaction path; return what was answered."""
+        payload = self.kill_payload(user=user, name=name, permissions=permissions)
         before = len(self.discord.interaction_replies)
         self.bot._connection.parse_interaction_create(payload)
         async with asyncio.timeout(5):
@@ -328,6 +339,9 @@ async def start_nextcord_bot(
     async def interaction_response(
         self: AsyncWebhookAdapter, interaction_id: int, token: str, **kwargs: Any
     ) -> None:
+        failure = fake.fail_interactions()
+        if failure is not None:
+            raise failure
         fake.interaction_replies.append({"type": kwargs["type"], "data": kwargs.get("data") or {}})
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)

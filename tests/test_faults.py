@@ -1,0 +1,158 @@
+"""Faults and careless input, through the cog: each ends in its documented outcome and the
+channel stays usable."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nextcord
+import pytest
+
+from tests.support.llm_server import LLMServer, Reply, drop, sse
+from tests.support.nextcord_fake import (
+    NextcordBot,
+    discord_error,
+    start_nextcord_bot,
+    stop_nextcord_bot,
+)
+from tests.support.openai_wire import chunk
+from tests.support.scripts import answer, http_error, stalled_after
+from tests.test_cog_discordpy import chain_for, settings_for
+from tomori.config import Delivery
+
+
+@pytest.fixture
+async def open_bot(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Any]:
+    bots: list[NextcordBot] = []
+
+    async def start(**overrides: object) -> NextcordBot:
+        bot = await start_nextcord_bot(
+            settings_for(tmp_path, **overrides), chain_for(llm_server), monkeypatch
+        )
+        bots.append(bot)
+        return bot
+
+    yield start
+    for bot in bots:
+        await stop_nextcord_bot(bot)
+
+
+async def served_afterwards(nc: NextcordBot, llm_server: LLMServer) -> None:
+    """The channel is usable: the next question is answered."""
+    nc.discord.fail_sends = lambda body: None
+    llm_server.script(answer("Still here."))
+    nc.say(f"{nc.mention()} still there?")
+    await nc.settled()
+    assert nc.discord.contents()[-1] == "Still here."
+
+
+async def test_a_429_on_an_edit_is_waited_out(open_bot: Any, llm_server: LLMServer) -> None:
+    nc = await open_bot(delivery=Delivery.EDIT, stream_edit_interval_ms=10)
+    limited = [discord_error(nextcord.HTTPException, 429, 0, "You are being rate limited.")]
+    nc.discord.fail_edits = lambda body: limited.pop() if limited else None
+    llm_server.script(answer("one two three four five six", pieces=6, gap=0.02))
+    nc.say(f"{nc.mention()} count")
+    await nc.settled()
+    assert limited == []  # the 429 happened
+    assert nc.discord.contents() == ["one two three four five six"]
+
+
+async def test_a_channel_deleted_mid_stream_ends_the_turn_as_unreachable(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot()
+    sends = 0
+
+    def deleted_after_first(body: dict[str, Any]) -> BaseException | None:
+        nonlocal sends
+        sends += 1
+        return (
+            discord_error(nextcord.NotFound, 404, 10003, "Unknown Channel") if sends > 1 else None
+        )
+
+    nc.discord.fail_sends = deleted_after_first
+    llm_server.script(answer("First.\n\nSecond.\n\nThird."))
+    with caplog.at_level(logging.WARNING):
+        nc.say(f"{nc.mention()} talk")
+        await nc.settled()
+    assert nc.discord.contents() == ["First."]
+    assert nc.discord.embeds() == []  # nothing more is tried in a channel that is gone
+    assert any("unreachable" in record.getMessage() for record in caplog.records)
+    await served_afterwards(nc, llm_server)
+
+
+async def test_an_interaction_answered_after_the_deadline_is_logged_not_raised(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot()
+    llm_server.script(stalled_after("Busy.\n\n"))
+    nc.say(f"{nc.mention()} slow")
+    await nc.discord.sent_event.wait()
+    expired = discord_error(nextcord.NotFound, 404, 10062, "Unknown interaction")
+    nc.discord.fail_interactions = lambda: expired
+    with caplog.at_level(logging.WARNING):
+        nc.bot._connection.parse_interaction_create(nc.kill_payload())
+        await nc.settled()
+    assert any("could not answer /kill" in record.getMessage() for record in caplog.records)
+    nc.discord.fail_interactions = lambda: None
+    await served_afterwards(nc, llm_server)  # the kill itself went through
+
+
+@pytest.mark.parametrize(
+    ("reply", "notice"),
+    [
+        (Reply(body=[sse(chunk("Half an")), drop()]), "Generation Error"),
+        (Reply(status=200, body=[sse(chunk("ok")), sse("{oops")]), "Generation Error"),
+        (http_error(429), "Generation Error"),
+    ],
+    ids=["connection-reset", "malformed-stream", "rate-limited"],
+)
+async def test_provider_faults_end_in_one_notice_and_the_channel_stays_usable(
+    open_bot: Any, llm_server: LLMServer, reply: Reply, notice: str
+) -> None:
+    nc = await open_bot()
+    llm_server.script(reply)
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.embeds() == [notice]
+    await served_afterwards(nc, llm_server)
+
+
+async def test_a_ten_megabyte_message_is_cut_before_it_reaches_the_model(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("That was long."))
+    nc.say(f"{nc.mention()} " + "x" * 10_000_000)
+    await nc.settled()
+    last = llm_server.requests[0].body["messages"][-1]["content"]
+    assert len(last) <= 8_100
+    assert nc.discord.contents() == ["That was long."]
+
+
+async def test_a_message_of_only_a_mention_is_answered(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("You called?"))
+    nc.say(nc.mention())
+    await nc.settled()
+    assert nc.discord.contents() == ["You called?"]
+
+
+async def test_a_storm_of_triggers_while_stalled_is_answered_in_order(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(*[answer(f"Answer {n}.", gap=0.01) for n in range(8)])
+    for n in range(8):
+        nc.say(f"{nc.mention()} question {n}")
+    await nc.settled()
+    await asyncio.sleep(0)
+    assert nc.discord.contents() == [f"Answer {n}." for n in range(8)]
