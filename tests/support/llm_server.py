@@ -95,6 +95,8 @@ class LLMServer:
         self._replies: deque[Reply] = deque()
         self.requests: list[SeenRequest] = []
         self.request_arrived = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.connections: list[SeenConnection] = []
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -136,7 +138,13 @@ class LLMServer:
                 self.requests.append(request)
                 self.request_arrived.set()
                 reply = self._replies.popleft() if self._replies else _unscripted()
-                if not await self._respond(reply, reader, writer):
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+                try:
+                    answered = await self._respond(reply, reader, writer)
+                finally:
+                    self.in_flight -= 1
+                if not answered:
                     by_client = False
                     break
         except (_ClientGone, ConnectionError, asyncio.IncompleteReadError):

@@ -322,8 +322,12 @@ def guild_payload() -> dict[str, Any]:
 
 
 async def start_nextcord_bot(
-    settings: Settings, chain: ModelChain, monkeypatch: Any
+    settings: Settings,
+    chain: ModelChain,
+    monkeypatch: Any,
+    messages: list[dict[str, Any]] | None = None,
 ) -> NextcordBot:
+    """A started bot; `messages` are already in the channel when the cog starts."""
     intents = nextcord.Intents.default()
     intents.message_content = True
     intents.members = True
@@ -334,6 +338,10 @@ async def start_nextcord_bot(
     state.application_id = BOT_ID  # READY would tell it
     state._add_guild_from_data(guild_payload())  # type: ignore[arg-type]
     fake = FakeDiscord(bot_user)
+    for payload in messages or []:
+        fake.add(int(payload["channel_id"]), payload)
+    for payload in messages or []:
+        fake.add(int(payload["channel_id"]), payload)
     monkeypatch.setattr(bot.http, "request", fake.request)
 
     async def interaction_response(

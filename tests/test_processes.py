@@ -1,0 +1,154 @@
+"""Whole bot processes on one database: a SIGKILL mid-stream, and two processes at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import ALICE, BOT_ID, CHANNEL_ID, message_payload, user_payload
+from tests.support.scripts import answer, stalled_after
+
+REPO = str(Path(__file__).resolve().parents[1])
+
+
+class BotProcess:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.sent: list[dict[str, Any]] = []
+        self._events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(
+        cls, db_path: Path, server: LLMServer, known: list[dict[str, Any]] | None = None
+    ) -> BotProcess:
+        seeds = db_path.with_suffix(".seeds.json")
+        await asyncio.to_thread(seeds.write_text, json.dumps(known or []))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.support.bot_process",
+            str(db_path),
+            server.base_url,
+            str(seeds),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": REPO},
+            cwd=REPO,
+        )
+        bot = cls(process)
+        assert await bot.next_event() == {"ready": True}
+        return bot
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            event = json.loads(line)
+            if "sent" in event:
+                self.sent.append(event)
+            await self._events.put(event)
+
+    async def next_event(self, within: float = 30) -> dict[str, Any]:
+        return await asyncio.wait_for(self._events.get(), within)
+
+    def send(self, **command: Any) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(command) + "\n").encode())
+
+    async def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        await self.process.wait()
+        await self._reader
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+        await self._reader
+
+
+@pytest.fixture
+async def processes() -> AsyncIterator[list[BotProcess]]:
+    started: list[BotProcess] = []
+    yield started
+    for bot in started:
+        await bot.stop()
+
+
+def question(text: str) -> dict[str, Any]:
+    payload = message_payload(
+        CHANNEL_ID,
+        user_payload(ALICE, "alice"),
+        f"<@{BOT_ID}> {text}",
+        mentions=[user_payload(BOT_ID, "Tomori", bot=True)],
+    )
+    payload["member"] = {
+        "roles": [],
+        "joined_at": "2024-01-01T00:00:00+00:00",
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
+    return payload
+
+
+async def test_a_bot_killed_mid_stream_serves_the_channel_again_and_replays_its_queue(
+    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+) -> None:
+    db_path = tmp_path / "tomori.db"
+    llm_server.script(
+        stalled_after("Working on the first...\n\n"), answer("Answer two."), answer("Answer three.")
+    )
+    first = await BotProcess.start(db_path, llm_server)
+    processes.append(first)
+    questions = [question(f"question {n}") for n in (1, 2, 3)]
+    first.send(say=questions[0])
+    assert (await first.next_event())["sent"] == "Working on the first..."
+    first.send(say=questions[1])
+    first.send(say=questions[2])
+    await asyncio.sleep(0.5)  # both are queued in the database behind the stalled turn
+    await first.kill()
+
+    # Discord still has the messages; the restarted process reads them to replay the queue.
+    second = await BotProcess.start(db_path, llm_server, known=questions)
+    processes.append(second)
+    replies = [await second.next_event(), await second.next_event()]
+    assert [(r["sent"], r["reply_to"]) for r in replies] == [
+        ("Answer two.", int(questions[1]["id"])),
+        ("Answer three.", int(questions[2]["id"])),
+    ]
+    await asyncio.sleep(0.3)
+    assert len(llm_server.requests) == 3  # nothing was answered twice
+    assert second.sent == replies
+
+
+async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
+    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+) -> None:
+    db_path = tmp_path / "tomori.db"
+    flood = [question(f"flood {n}") for n in range(12)]
+    llm_server.script(*[answer(f"Reply {n}.", gap=0.01) for n in range(12)])
+    bots = [await BotProcess.start(db_path, llm_server) for _ in range(2)]
+    processes.extend(bots)
+    for payload in flood:
+        for bot in bots:
+            bot.send(seed=payload)
+    for n, payload in enumerate(flood):
+        bots[n % 2].send(say=payload)
+    async with asyncio.timeout(60):
+        while sum(len(bot.sent) for bot in bots) < len(flood):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    answered = sorted(event["reply_to"] or 0 for bot in bots for event in bot.sent)
+    assert len(answered) == len(flood)  # every question once, none twice
+    assert len(llm_server.requests) == len(flood)
+    assert llm_server.most_in_flight == 1  # never two turns in the channel at once
