@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from tests.support.scripts import answer, stalled_after
 from tomori.config import KillPolicy, Settings
 from tomori.models import ModelChain
 from tomori.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
+from tomori.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -194,17 +197,13 @@ async def test_everyone_and_role_mentions_from_the_model_ping_no_one(
 async def test_a_lock_left_in_the_database_is_recovered_and_the_channel_served(
     tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sqlite3
-
-    from tomori.store import Store
-
     settings = settings_for(tmp_path)
     store = await Store.open(settings.db_path)
     await store.migrate()
     await store.close()
     dpy = await start_dpy_bot(settings, chain_for(llm_server), monkeypatch)
     try:
-        with sqlite3.connect(settings.db_path) as db:  # a crashed process's leftover lock
+        with closing(sqlite3.connect(settings.db_path)) as db:  # a crashed process's leftover lock
             db.execute(
                 "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at,"
                 " last_progress_at, watchdogs) VALUES (?, 'crashed', 't', 0, 0, 1)",

@@ -25,6 +25,8 @@ from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import Delivery, KillPolicy
 from tomori.notices import KILL_NOT_ALLOWED, KILL_STOPPED
 
+OTHER_BOT = 5_000_000_000_000_000_005  # a bot that is not one of the guild's members
+
 
 @pytest.fixture
 async def nc(
@@ -58,7 +60,7 @@ async def test_a_reply_to_the_bot_is_answered_and_other_bots_are_not(
     await nc.settled()
     own = next(m for m in nc.discord.messages[CHANNEL_ID] if m["content"] == "First.")
     nc.say("and another thing", replying_to=own)
-    nc.say(f"{nc.mention()} beep", author=BOB, name="bob", bot=True)
+    nc.say(f"{nc.mention()} beep", author=OTHER_BOT, name="otherbot", bot=True)
     await nc.settled()
     assert nc.discord.contents() == ["First.", "Replying to your reply."]
     assert len(llm_server.requests) == 2

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ async def test_packaged_migrations_apply_once_and_are_tracked_by_user_version(
             assert await store.migrate() == latest
         finally:
             await store.close()
-    with sqlite3.connect(db_path) as plain:
+    with closing(sqlite3.connect(db_path)) as plain:
         tables = {row[0] for row in plain.execute("SELECT name FROM sqlite_master")}
         assert {"channel_locks", "queued_triggers", "instances"} <= tables
         assert plain.execute("PRAGMA user_version").fetchone()[0] == latest

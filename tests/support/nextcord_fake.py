@@ -10,6 +10,7 @@ does (message objects, history newest first, 403 and 404 errors) and keeps what 
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from tomori_cog.service import TomoriService
 BOT_ID = 1_000_000_000_000_000_001
 GUILD_ID = 2_000_000_000_000_000_002
 CHANNEL_ID = 4_000_000_000_000_000_004
+CHANNEL_IDS = (CHANNEL_ID, CHANNEL_ID + 1, CHANNEL_ID + 2)
 ALICE = 3_000_000_000_000_000_003
 BOB = 3_000_000_000_000_000_033
 READ_AND_SEND = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read history
@@ -87,6 +89,10 @@ class FakeDiscord:
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
+        """Answer one REST call; like Discord, every answer is fresh JSON (nextcord mutates it)."""
+        return copy.deepcopy(self._answer(route, **kwargs))
+
+    def _answer(self, route: Route, **kwargs: Any) -> Any:
         path = urlsplit(route.url).path.removeprefix("/api/v10")
         parts = path.strip("/").split("/")
         body = kwargs.get("json") or {}
@@ -220,19 +226,20 @@ class NextcordBot:
         name: str = "alice",
         bot: bool = False,
         replying_to: dict[str, Any] | None = None,
+        channel: int = CHANNEL_ID,
     ) -> dict[str, Any]:
         """A user posts a message: it arrives through nextcord's gateway event path."""
         mentions = [user_payload(BOT_ID, "Tomori", bot=True)] if self.mention() in content else []
         payload = message_payload(
-            CHANNEL_ID,
+            channel,
             user_payload(author, name, bot=bot),
             content,
             mentions=mentions,
             referenced=replying_to,
         )
         payload["member"] = {k: v for k, v in member_payload(author, name).items() if k != "user"}
-        self.discord.add(CHANNEL_ID, payload)
-        self.bot._connection.parse_message_create(payload)
+        self.discord.add(channel, payload)
+        self.bot._connection.parse_message_create(copy.deepcopy(payload))
         return payload
 
     async def settled(self) -> None:
@@ -244,10 +251,16 @@ class NextcordBot:
             if task is not current and task.get_name().startswith("nextcord:")
         ]
         await asyncio.gather(*events, return_exceptions=True)
-        await self.service.wait_idle(CHANNEL_ID)
+        for channel in CHANNEL_IDS:
+            await self.service.wait_idle(channel)
 
     def kill_payload(
-        self, *, user: int = ALICE, name: str = "alice", permissions: int = 0
+        self,
+        *,
+        user: int = ALICE,
+        name: str = "alice",
+        permissions: int = 0,
+        channel: int = CHANNEL_ID,
     ) -> dict[str, Any]:
         """The INTERACTION_CREATE Discord sends when `user` runs /kill in the channel."""
         return {
@@ -256,7 +269,7 @@ class NextcordBot:
             "type": 2,
             "token": "interaction-token",
             "version": 1,
-            "channel_id": str(CHANNEL_ID),
+            "channel_id": str(channel),
             "guild_id": str(GUILD_ID),
             "locale": "en-US",
             "app_permissions": str(READ_AND_SEND),
@@ -299,13 +312,14 @@ def guild_payload() -> dict[str, Any]:
         ],
         "channels": [
             {
-                "id": str(CHANNEL_ID),
+                "id": str(channel),
                 "type": 0,
-                "name": "general",
-                "position": 0,
+                "name": f"channel-{position}",
+                "position": position,
                 "permission_overwrites": [],
                 "guild_id": str(GUILD_ID),
             }
+            for position, channel in enumerate(CHANNEL_IDS)
         ],
         "members": [
             member_payload(BOT_ID, "Tomori", bot=True),
