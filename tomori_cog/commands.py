@@ -1,4 +1,4 @@
-"""The `/kill` reply, shared by both libraries' cogs.
+"""What both libraries' cogs share: the `/kill` reply and the cog's own small surface.
 
 Discord drops an interaction not answered within 3 seconds. Stopping a stream is immediate,
 but clearing the queue writes to SQLite, which another process may hold for a moment; so if
@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from tomori.notices import KILL_FAILED, Notice
+from tomori.tools import Tool
 from tomori_cog.discord_io import embed_for
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
@@ -51,3 +52,14 @@ async def _outcome(
     except Exception:
         log.exception("/kill failed in channel %s", channel_id)
         return KILL_FAILED
+
+
+class TomoriCogParts:
+    """What both libraries' cog classes share: the service, and adding tools to it."""
+
+    def __init__(self, service: TomoriService) -> None:
+        self.service = service
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer `tool` to the model from the next turn on."""
+        self.service.tools.register(tool)

@@ -5,22 +5,14 @@ from discord import app_commands
 from discord.ext import commands
 
 from tomori.notices import KILL_DESCRIPTION
-from tomori.tools import Tool
-from tomori_cog.commands import respond_to_kill
+from tomori_cog.commands import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
 
 
 def build_cog(service: TomoriService, library: Library) -> commands.Cog:
-    class Tomori(commands.Cog):
+    class Tomori(TomoriCogParts, commands.Cog):
         """LLM chat that never hangs: streamed replies, /kill, fallback models."""
-
-        def register_tool(self, tool: Tool) -> None:
-            """Offer `tool` to the model from the next turn on."""
-            self.service.tools.register(tool)
-
-        def __init__(self) -> None:
-            self.service = service
 
         async def cog_load(self) -> None:
             await self.service.ensure_started()
@@ -36,4 +28,4 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def kill(self, interaction: discord.Interaction) -> None:
             await respond_to_kill(library, self.service, interaction)
 
-    return Tomori()
+    return Tomori(service)

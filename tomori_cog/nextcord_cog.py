@@ -11,22 +11,17 @@ import nextcord
 from nextcord.ext import commands
 
 from tomori.notices import KILL_DESCRIPTION
-from tomori.tools import Tool
-from tomori_cog.commands import respond_to_kill
+from tomori_cog.commands import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
 
 
 def build_cog(service: TomoriService, library: Library) -> commands.Cog:
-    class Tomori(commands.Cog):
+    class Tomori(TomoriCogParts, commands.Cog):
         """LLM chat that never hangs: streamed replies, /kill, fallback models."""
 
-        def register_tool(self, tool: Tool) -> None:
-            """Offer `tool` to the model from the next turn on."""
-            self.service.tools.register(tool)
-
         def __init__(self) -> None:
-            self.service = service
+            super().__init__(service)
             self.closing: asyncio.Task[None] | None = None
 
         @commands.Cog.listener()

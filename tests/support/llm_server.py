@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -91,7 +91,9 @@ class _ClientGone(Exception):
 
 
 class LLMServer:
-    def __init__(self) -> None:
+    def __init__(self, default: Callable[[SeenRequest], Reply] | None = None) -> None:
+        """`default` answers requests once the scripted replies run out (500 if not given)."""
+        self._default = default or (lambda request: _unscripted())
         self._replies: deque[Reply] = deque()
         self.requests: list[SeenRequest] = []
         self.request_arrived = asyncio.Event()
@@ -137,7 +139,7 @@ class LLMServer:
                 request.connection = connection
                 self.requests.append(request)
                 self.request_arrived.set()
-                reply = self._replies.popleft() if self._replies else _unscripted()
+                reply = self._replies.popleft() if self._replies else self._default(request)
                 self.in_flight += 1
                 self.most_in_flight = max(self.most_in_flight, self.in_flight)
                 try:
@@ -181,7 +183,9 @@ class LLMServer:
                 writer.write(b"%x\r\n%s\r\n" % (len(action.payload), action.payload))
                 await writer.drain()
             elif action.kind == "pause":
-                await _wait_unless_closed(reader, action.seconds)
+                await asyncio.sleep(action.seconds)  # cheap: load runs pause thousands of times
+                if reader.at_eof():
+                    raise _ClientGone
             elif action.kind == "stall":
                 await _wait_unless_closed(reader, None)
             elif action.kind == "drop":

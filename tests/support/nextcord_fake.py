@@ -242,7 +242,7 @@ class NextcordBot:
         self.bot._connection.parse_message_create(copy.deepcopy(payload))
         return payload
 
-    async def settled(self) -> None:
+    async def settled(self, channels: tuple[int, ...] = CHANNEL_IDS) -> None:
         """Wait for nextcord's event tasks (the listener admitting the message), then the turns."""
         current = asyncio.current_task()
         events = [
@@ -251,7 +251,7 @@ class NextcordBot:
             if task is not current and task.get_name().startswith("nextcord:")
         ]
         await asyncio.gather(*events, return_exceptions=True)
-        for channel in CHANNEL_IDS:
+        for channel in channels:
             await self.service.wait_idle(channel)
 
     def kill_payload(
@@ -293,7 +293,7 @@ class NextcordBot:
         return self.discord.interaction_replies[-1]
 
 
-def guild_payload() -> dict[str, Any]:
+def guild_payload(channel_ids: tuple[int, ...] = CHANNEL_IDS) -> dict[str, Any]:
     return {
         "id": str(GUILD_ID),
         "name": "Test Guild",
@@ -319,7 +319,7 @@ def guild_payload() -> dict[str, Any]:
                 "permission_overwrites": [],
                 "guild_id": str(GUILD_ID),
             }
-            for position, channel in enumerate(CHANNEL_IDS)
+            for position, channel in enumerate(channel_ids)
         ],
         "members": [
             member_payload(BOT_ID, "Tomori", bot=True),
@@ -340,6 +340,7 @@ async def start_nextcord_bot(
     chain: ModelChain,
     monkeypatch: Any,
     messages: list[dict[str, Any]] | None = None,
+    channel_ids: tuple[int, ...] = CHANNEL_IDS,
 ) -> NextcordBot:
     """A started bot; `messages` are already in the channel when the cog starts."""
     intents = nextcord.Intents.default()
@@ -350,7 +351,7 @@ async def start_nextcord_bot(
     bot_user = user_payload(BOT_ID, "Tomori", bot=True)
     state.user = ClientUser(state=state, data=bot_user)  # type: ignore[arg-type]
     state.application_id = BOT_ID  # READY would tell it
-    state._add_guild_from_data(guild_payload())  # type: ignore[arg-type]
+    state._add_guild_from_data(guild_payload(channel_ids))  # type: ignore[arg-type]
     fake = FakeDiscord(bot_user)
     for payload in messages or []:
         fake.add(int(payload["channel_id"]), payload)
