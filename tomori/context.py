@@ -4,6 +4,9 @@ It is the one mutable object shared by the turn, its passes and the writer: the 
 `stream_once` installs, the abort handle of the running pass, whether user-facing errors are
 held back for a pending fallback, the timeout notice held for the end of the chain, and the
 list of every message the turn delivered.
+
+`abort` is the running pass's kill callback (the one `/kill` reaches through the lock): a
+writer or tool that learns the pass cannot go on calls it to end the pass at once.
 """
 
 from __future__ import annotations

@@ -147,8 +147,8 @@ async def stream_once(
     kill.generation = generation
     try:
         await locks.run_under_watchdog(channel_id, _first_of(generation, kill.fired))
-        if generation.done() and not generation.cancelled():
-            return generation.result()
+        if generation.done() and (not generation.cancelled() or not kill.reasons):
+            return generation.result()  # its outcome (or a cancellation not of our making)
         timer.cancel()
         await asyncio.gather(generation, return_exceptions=True)
         if locks.stop_requested(channel_id):

@@ -164,7 +164,7 @@ class TomoriService:
             )
             port = LibraryPort(self._library, channel)
             settings = self._settings
-            await run_generation_turn(
+            result = await run_generation_turn(
                 chain=self._chain.entries,
                 providers=self._providers,
                 request=StreamRequest(model="", context=await self._context(channel, message)),
@@ -177,6 +177,15 @@ class TomoriService:
                 ),
                 requester_id=turn.trigger.requester_id,
                 surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
+            )
+            log.info(
+                "turn %s in channel %s: %s after %s, %d characters delivered%s",
+                turn.turn_id,
+                turn.channel_id,
+                result.status,
+                ", ".join(attempt.model.label for attempt in result.attempts) or "no model",
+                len(result.text),
+                " (channel unreachable)" if result.unreachable else "",
             )
         finally:
             typing.cancel()
