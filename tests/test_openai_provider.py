@@ -1,15 +1,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.support.llm_server import LLMServer, Reply, drop, keep_alive, pause, raw, sse, stall
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
-from tests.support.passes import CHANNEL, Harness, budgets
-from tomori.locks import ChannelLocks
+from tests.support.passes import Harness, budgets, kill_mid_stream_and_check_the_socket
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -251,23 +249,7 @@ async def test_a_kill_mid_stream_closes_the_connection_at_once(
     provider: OpenAIProvider, llm_server: LLMServer, harness: Harness
 ) -> None:
     llm_server.script(Reply(body=[sse(chunk("partial\n")), stall()]))
-    killed_at: list[float] = []
-
-    async def kill_once_streaming(locks: ChannelLocks) -> None:
-        await llm_server.request_arrived.wait()
-        await asyncio.sleep(0.1)
-        killed_at.append(time.monotonic())
-        await locks.kill(CHANNEL, requester_id="42")
-
-    run = await harness.run(provider, budgets(), meanwhile=kill_once_streaming)
-    assert run.result is not None
-    assert run.result.status is StreamStatus.STOPPED_BY_USER
-    assert run.result.text == "partial\n"
-    connection = llm_server.connections[0]
-    await asyncio.wait_for(connection.closed.wait(), 1)
-    assert connection.closed_by_client
-    assert connection.closed_at is not None
-    assert connection.closed_at - killed_at[0] < 0.1
+    await kill_mid_stream_and_check_the_socket(provider, llm_server, harness)
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.locks import ChannelLocks, Trigger, Turn
 from tomori.notices import Notice
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
-from tomori.results import StreamResult
+from tomori.results import StreamResult, StreamStatus
 from tomori.store import Store
 from tomori.stream_once import stream_once
 
@@ -118,3 +119,27 @@ def kill_after(delay: float) -> Meanwhile:
         await locks.kill(CHANNEL, requester_id="42")
 
     return meanwhile
+
+
+async def kill_mid_stream_and_check_the_socket(
+    provider: Provider, server: LLMServer, harness: Harness
+) -> None:
+    """/kill a pass once the server is streaming: it stops with the text so far, and the
+    server sees the client close the connection within 100 ms. Shared by both providers."""
+    killed_at: list[float] = []
+
+    async def kill_once_streaming(locks: ChannelLocks) -> None:
+        await server.request_arrived.wait()
+        await asyncio.sleep(0.1)
+        killed_at.append(time.monotonic())
+        await locks.kill(CHANNEL, requester_id="42")
+
+    run = await harness.run(provider, budgets(), meanwhile=kill_once_streaming)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.result.text == "partial\n"
+    connection = server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)
+    assert connection.closed_by_client
+    assert connection.closed_at is not None
+    assert connection.closed_at - killed_at[0] < 0.1
