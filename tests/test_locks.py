@@ -263,6 +263,54 @@ async def test_touches_reach_the_database_at_most_once_a_second(
     assert progress_seen[0] >= 0.9  # the lock row really moved forward
 
 
+async def test_many_streaming_channels_cost_one_progress_transaction_a_second(
+    open_locks: OpenLocks,
+) -> None:
+    channels = [str(200 + n) for n in range(100)]
+    locks: ChannelLocks
+    trace: list[str] = []
+
+    async def touch_for_a_while(turn: Turn) -> None:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            locks.touch_channel_lock(turn.channel_id)
+            await asyncio.sleep(0.005)
+
+    turns = HeldTurns(touch_for_a_while)
+    locks = await open_locks(turns)
+    for channel in channels:
+        await locks.submit(trigger(f"m{channel}", channel))
+    await locks._store.connection.set_trace_callback(trace.append)
+    for _ in channels:
+        await turns.next_started()
+    await asyncio.sleep(2.3)  # the touching ends after 1.5 s; the batch after it is written by 2
+
+    transactions: list[list[str]] = []
+    outside: list[str] = []
+    current: list[str] | None = None
+    for statement in trace:
+        if statement.startswith("BEGIN"):
+            current = []
+            transactions.append(current)
+        elif statement in ("COMMIT", "ROLLBACK"):
+            current = None
+        else:
+            (outside if current is None else current).append(statement)
+    batches = [
+        [s for s in t if s.startswith("UPDATE channel_locks")]
+        for t in transactions
+        if any(s.startswith("UPDATE channel_locks") for s in t)
+    ]
+    assert not [s for s in outside if s.startswith("UPDATE")]  # none in a transaction of its own
+    assert 2 <= len(batches) <= 3  # one batch a second for all 100 channels, not one each
+    assert all(len(batch) <= len(channels) for batch in batches)  # a channel once per batch
+    moved = await rows(locks._store, "SELECT locked_at, last_progress_at FROM channel_locks")
+    assert len(moved) == len(channels)
+    assert all(float(p) - float(at) >= 1.2 for at, p in moved)  # type: ignore[arg-type]
+    for channel in channels:
+        turns.let_finish(f"m{channel}")
+
+
 async def test_a_stale_lock_of_another_registry_is_superseded_and_its_turn_stopped(
     open_locks: OpenLocks,
 ) -> None:

@@ -44,7 +44,7 @@ T = TypeVar("T")
 KillCallback = Callable[[KillReason], None]
 
 PROGRESS_WRITE_INTERVAL_S = 1.0
-"""A channel's progress reaches the database at most this often, however many chunks arrive."""
+"""Progress reaches the database at most this often, however many chunks and channels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +100,10 @@ class _Entry:
 
     turn: Turn
     last_progress_at: float
-    last_written_at: float
     watchdogs: set[object] = field(default_factory=set)
     stream_kill: KillCallback | None = None
     stop_requested_by: str | None = None
     task: asyncio.Task[None] | None = None
-    pending_writes: set[asyncio.Task[None]] = field(default_factory=set)
-    write_scheduled: bool = False
     released: bool = False
 
 
@@ -120,6 +117,7 @@ class ChannelLocks:
         self._instance = Instance(store, heartbeat_interval_s=settings.lock_timeout_s / 3)
         self._entries: dict[str, _Entry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._progress = _ProgressWriter(store, self._instance, self._abandon_taken_over)
         self._closing = False
 
     @property
@@ -131,6 +129,7 @@ class ChannelLocks:
     async def start(self) -> None:
         """Register this instance and recover channels whose owner is gone, replaying queues."""
         await self._instance.register()
+        self._progress.start()
         turns: list[Turn] = []
         async with self._store.transaction() as db:
             cursor = await db.execute(
@@ -167,6 +166,7 @@ class ChannelLocks:
                 entry.task.cancel()
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._progress.close()
         await self._instance.unregister()
 
     # -- admission ----------------------------------------------------------------------------
@@ -253,12 +253,11 @@ class ChannelLocks:
         return entry is not None and entry.stop_requested_by is not None
 
     def touch_channel_lock(self, channel_id: str) -> None:
-        """Record progress; the database hears of it at most once a second per channel."""
+        """Record progress; the database hears of it at most once a second (runs per chunk)."""
         entry = self._entries.get(channel_id)
         if entry is not None:
             entry.last_progress_at = time.time()
-            if not entry.write_scheduled:  # checked here too: this runs once per chunk
-                self._schedule_write(entry)
+            self._progress.mark(entry)
 
     async def run_under_watchdog(self, channel_id: str, work: Awaitable[T]) -> T:
         """Run `work` with a watchdog token: while any token is held the lock is never stale.
@@ -278,7 +277,7 @@ class ChannelLocks:
             entry.watchdogs.discard(token)
             if not entry.released:
                 entry.last_progress_at = time.time()
-                self._schedule_write(entry)
+                self._progress.mark(entry)
 
     def set_channel_stream_kill(self, channel_id: str, kill: KillCallback) -> None:
         entry = self._entries.get(channel_id)
@@ -407,8 +406,7 @@ class ChannelLocks:
         return turn
 
     def _begin(self, turn: Turn) -> None:
-        now = time.time()
-        entry = _Entry(turn, last_progress_at=now, last_written_at=now)
+        entry = _Entry(turn, last_progress_at=time.time())
         self._entries[turn.channel_id] = entry
         task = asyncio.create_task(self._serve(entry), name=f"tomori-turn-{turn.channel_id}")
         entry.task = task
@@ -428,7 +426,7 @@ class ChannelLocks:
         if entry.released:
             return
         entry.released = True
-        await self._cancel_writes(entry)
+        self._progress.forget(entry)
         channel_id = entry.turn.channel_id
         following: Turn | None = None
         try:
@@ -469,50 +467,94 @@ class ChannelLocks:
             entry.stream_kill(KillReason.STALE)
         if entry.task is not None:
             entry.task.cancel()
-        for write in entry.pending_writes:
-            write.cancel()
+        self._progress.forget(entry)
 
-    def _schedule_write(self, entry: _Entry) -> None:
-        if entry.write_scheduled or entry.released:
+    def _abandon_taken_over(self, entry: _Entry) -> None:
+        if entry.released:
             return
-        entry.write_scheduled = True
-        delay = max(0.0, entry.last_written_at + PROGRESS_WRITE_INTERVAL_S - time.time())
-        write = asyncio.create_task(self._write_progress(entry, delay))
-        entry.pending_writes.add(write)
-        write.add_done_callback(entry.pending_writes.discard)
+        log.warning(
+            "channel %s was taken over by another instance; stopping turn %s",
+            entry.turn.channel_id,
+            entry.turn.turn_id,
+        )
+        self._abandon(entry)
 
-    async def _write_progress(self, entry: _Entry, delay: float) -> None:
-        if delay:
-            await asyncio.sleep(delay)
-        entry.write_scheduled = False
-        entry.last_written_at = time.time()
+
+class _ProgressWriter:
+    """Writes the progress of every touched channel in one transaction, at most once a second.
+
+    A write per channel would be a task, a thread hop and a wait on the store per channel and
+    second: at hundreds of streaming channels that backlog delays every admission queued
+    behind it. One writer keeps the database's cost flat however many channels stream. After
+    each batch it reads which rows this instance still holds: a row gone or held by another
+    turn means another instance took the channel over, and that turn is stopped.
+    """
+
+    def __init__(
+        self, store: Store, instance: Instance, taken_over: Callable[[_Entry], None]
+    ) -> None:
+        self._store = store
+        self._instance = instance
+        self._taken_over = taken_over
+        self._dirty: set[_Entry] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="tomori-lock-progress")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._dirty.clear()
+
+    def mark(self, entry: _Entry) -> None:
+        if entry not in self._dirty and not entry.released:
+            self._dirty.add(entry)
+            self._wake.set()
+
+    def forget(self, entry: _Entry) -> None:
+        self._dirty.discard(entry)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            written_at = time.monotonic()
+            await self._flush()
+            await asyncio.sleep(max(0.0, written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()))
+
+    async def _flush(self) -> None:
+        batch = [entry for entry in self._dirty if not entry.released]
+        self._dirty.clear()
+        if not batch:
+            return
+        owner = self._instance.instance_id
         try:
-            changed = await self._store.execute(
-                "UPDATE channel_locks SET last_progress_at = ?, watchdogs = ?"
-                " WHERE channel_id = ? AND turn_id = ? AND owner = ?",
-                (
-                    entry.last_progress_at,
-                    len(entry.watchdogs),
-                    entry.turn.channel_id,
-                    entry.turn.turn_id,
-                    self.instance_id,
-                ),
-            )
-        except sqlite3.Error:
-            log.warning(
-                "could not record progress of channel %s", entry.turn.channel_id, exc_info=True
-            )
+            async with self._store.transaction() as db:
+                await db.executemany(
+                    "UPDATE channel_locks SET last_progress_at = ?, watchdogs = ?"
+                    " WHERE channel_id = ? AND turn_id = ? AND owner = ?",
+                    [
+                        (
+                            entry.last_progress_at,
+                            len(entry.watchdogs),
+                            entry.turn.channel_id,
+                            entry.turn.turn_id,
+                            owner,
+                        )
+                        for entry in batch
+                    ],
+                )
+                cursor = await db.execute(
+                    "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?", (owner,)
+                )
+                held = {(row["channel_id"], row["turn_id"]) for row in await cursor.fetchall()}
+        except Exception:  # the writer outlives a bad flush: the next one may succeed
+            log.warning("could not record the progress of %d channel(s)", len(batch), exc_info=True)
             return
-        if changed == 0 and not entry.released:
-            log.warning(
-                "channel %s was taken over by another instance; stopping turn %s",
-                entry.turn.channel_id,
-                entry.turn.turn_id,
-            )
-            self._abandon(entry)
-
-    async def _cancel_writes(self, entry: _Entry) -> None:
-        writes = list(entry.pending_writes)
-        for write in writes:
-            write.cancel()
-        await asyncio.gather(*writes, return_exceptions=True)
+        for entry in batch:
+            if (entry.turn.channel_id, entry.turn.turn_id) not in held:
+                self._taken_over(entry)
