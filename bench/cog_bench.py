@@ -7,7 +7,8 @@ overhead figures, in its own process for the scale run so the bot's loop is its 
 - Kill: the /kill interaction dispatched during a stall, to the provider connection closed
   (as the server sees it) and to the channel free again. p50 and p99 over 200 kills.
 - Overhead: a 5,000-chunk answer through listener, lock, stream_once, writer and REST
-  recorder, against the bare openai SDK reading the same stream. Median of paired rounds.
+  recorder, against the bare openai SDK reading the same stream on the same transport
+  (aiohttp, as the provider uses). Median of paired rounds.
 - Scale: 500 channels streaming at once at 20 chunks/s (every 10th stream stalls): event-loop
   lag p99, how late the stalled streams' timeouts fire past their budget, database writes per
   second, and memory per active stream.
@@ -144,7 +145,12 @@ async def full_path_overhead(folder: Path) -> list[Figure]:
     bot = await start_nextcord_bot(
         Settings(db_path=folder / "overhead.db"), chain(server.base_url), NoPatch()
     )
-    client = openai.AsyncOpenAI(api_key="k", base_url=f"{server.base_url}/v1", max_retries=0)
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url=f"{server.base_url}/v1",
+        max_retries=0,
+        http_client=openai.DefaultAioHttpClient(),
+    )
     ratios = []
     try:
         for _ in range(ROUNDS):

@@ -5,7 +5,9 @@ Run: `.venv/bin/python bench/providers_bench.py` (about 30 s).
 - Overhead: the same 5,000-chunk server-sent stream read by the SDK bare (openai's
   `chat.completions.create(stream=True)`, google-genai's `generate_content_stream`, iterating
   and keeping the text) and through our provider. The server sends the whole body in one write,
-  so its own cost does not dilute the ratio. Median of paired rounds.
+  so its own cost does not dilute the ratio. Median of paired rounds. The openai baseline uses
+  the provider's transport (aiohttp), so the ratio is our own overhead; a second line compares
+  the SDK on its default httpx2 transport, which the provider does not use.
 - Kill: `/kill` during a stalled stream, through the lock registry and `stream_once`, to the
   moment the server sees the connection close. 100 kills per provider.
 """
@@ -69,8 +71,13 @@ def _json(data: object) -> str:
     return json.dumps(data)
 
 
-async def bare_openai(server: LLMServer) -> float:
-    client = openai.AsyncOpenAI(api_key=KEY, base_url=f"{server.base_url}/v1", max_retries=0)
+async def bare_openai(server: LLMServer, *, default_transport: bool = False) -> float:
+    client = openai.AsyncOpenAI(
+        api_key=KEY,
+        base_url=f"{server.base_url}/v1",
+        max_retries=0,
+        http_client=None if default_transport else openai.DefaultAioHttpClient(),
+    )
     try:
         started = time.perf_counter()
         stream = await client.chat.completions.create(
@@ -84,6 +91,10 @@ async def bare_openai(server: LLMServer) -> float:
         return time.perf_counter() - started
     finally:
         await client.close()
+
+
+async def bare_httpx2_openai(server: LLMServer) -> float:
+    return await bare_openai(server, default_transport=True)
 
 
 async def bare_gemini(server: LLMServer) -> float:
@@ -178,7 +189,9 @@ async def main() -> None:
     try:
         print(f"provider overhead, {CHUNKS} chunks, median of {ROUNDS} paired rounds")
         ratio = await overhead(server, openai_body, bare_openai, openai_provider)
-        print(f"  openai  provider / SDK bare: {ratio:.2f}x")
+        print(f"  openai  provider / SDK bare, same transport: {ratio:.2f}x")
+        ratio = await overhead(server, openai_body, bare_httpx2_openai, openai_provider)
+        print(f"  openai  provider / SDK bare on its default httpx2 transport: {ratio:.2f}x")
         ratio = await overhead(server, gemini_body, bare_gemini, gemini_provider)
         print(f"  gemini  provider / SDK bare: {ratio:.2f}x")
         print(f"kill to connection closed (seen by the server), {KILLS} kills")

@@ -6,6 +6,11 @@ write or pool timeout (its read timeout is per read, 600 s by default, and would
 a healthy slow stream or outlive a dead one), only a connect timeout. Retries are off: a retry
 before the first byte only delays the fallback model that the generation turn would try next.
 The stream is closed on every exit (`async with`): a bare `break` would leave it streaming.
+
+The HTTP transport is aiohttp, through the SDK's own `DefaultAioHttpClient`, not the default
+httpx2 stack: aiohttp is installed anyway (both Discord libraries need it) and reads a chunk for
+a fraction of the CPU, which is what decides how many channels one event loop can stream at
+once (`bench/cog_bench.py`). Timeouts, retries and errors are the SDK's as before.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class OpenAIProvider:
             base_url=base_url,
             max_retries=0,
             timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            http_client=openai.DefaultAioHttpClient(),
         )
 
     @property
