@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +13,7 @@ from tomori.models import ModelChain, ModelEntry
 from tomori.providers.gemini import GeminiProvider
 from tomori.providers.openai import OpenAIProvider
 
+REPO = Path(__file__).resolve().parents[1]
 KEYS = {"OPENAI_API_KEY": "sk-secret-1", "GEMINI_API_KEY": "gm-secret-2"}
 
 
@@ -76,3 +81,32 @@ async def test_one_provider_is_built_per_provider_named() -> None:
     finally:
         for provider in providers.values():
             await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("models", "imported", "not_imported"),
+    [("openai:gpt-4o-mini", "openai", "google.genai"), ("gemini:flash", "google.genai", "openai")],
+)
+def test_only_the_sdks_of_configured_providers_are_imported(
+    models: str, imported: str, not_imported: str
+) -> None:
+    """Each SDK is tens of thousands of long-lived objects that every full GC walks again."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        import tomori_cog
+        from tomori.models import ModelChain
+
+        async def main():
+            chain = ModelChain.from_env({{**{KEYS!r}, "TOMORI_MODELS": {models!r}}})
+            for provider in chain.build_providers().values():
+                await provider.aclose()
+
+        asyncio.run(main())
+        print({imported!r} in sys.modules, {not_imported!r} in sys.modules)
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert ran.stdout.split() == ["True", "False"]
