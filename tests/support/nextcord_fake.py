@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -75,12 +76,18 @@ def discord_error(kind: type[nextcord.HTTPException], status: int, code: int, te
 
 @dataclass
 class FakeDiscord:
-    """Discord's REST API for one guild, as far as the cog uses it."""
+    """Discord's REST API for one guild, as far as the cog uses it.
+
+    What Discord stores (messages, the bodies it was sent, edits) is kept as JSON text, as a
+    server keeps it: every answer is fresh JSON (nextcord mutates what it gets), and the store
+    adds no objects to the garbage collector of the bot process it shares, which a real
+    Discord never would. The properties below parse it for the tests to read.
+    """
 
     bot_user: dict[str, Any]
-    messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    sent: list[dict[str, Any]] = field(default_factory=list)
-    edits: list[dict[str, Any]] = field(default_factory=list)
+    _messages: dict[int, list[str]] = field(default_factory=dict)
+    _sent: list[str] = field(default_factory=list)
+    _edits: list[str] = field(default_factory=list)
     typing: int = 0
     interaction_replies: list[dict[str, Any]] = field(default_factory=list)
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
@@ -88,11 +95,26 @@ class FakeDiscord:
     fail_interactions: Callable[[], BaseException | None] = lambda: None
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def request(self, route: Route, **kwargs: Any) -> Any:
-        """Answer one REST call; like Discord, every answer is fresh JSON (nextcord mutates it)."""
-        return copy.deepcopy(self._answer(route, **kwargs))
+    @property
+    def messages(self) -> dict[int, list[dict[str, Any]]]:
+        return {
+            channel: [json.loads(m) for m in stored] for channel, stored in self._messages.items()
+        }
 
-    def _answer(self, route: Route, **kwargs: Any) -> Any:
+    @property
+    def sent(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for body in self._sent]
+
+    @property
+    def edits(self) -> list[dict[str, Any]]:
+        return [json.loads(edit) for edit in self._edits]
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        """Answer one REST call, as fresh JSON."""
+        answer = self._answer(route, **kwargs)
+        return None if answer is None else json.loads(answer)
+
+    def _answer(self, route: Route, **kwargs: Any) -> str | None:
         path = urlsplit(route.url).path.removeprefix("/api/v10")
         parts = path.strip("/").split("/")
         body = kwargs.get("json") or {}
@@ -103,7 +125,7 @@ class FakeDiscord:
                 self.typing += 1
                 return None
             if rest == ["messages"] and route.method == "POST":
-                return self._create(channel_id, body)
+                return json.dumps(self._create(channel_id, body))
             if rest == ["messages"] and route.method == "GET":
                 return self._history(channel_id, kwargs.get("params") or {})
             if len(rest) == 2 and rest[0] == "messages":
@@ -111,13 +133,13 @@ class FakeDiscord:
         raise AssertionError(f"unexpected Discord call {route.method} {path}")
 
     def add(self, channel_id: int, payload: dict[str, Any]) -> None:
-        self.messages.setdefault(channel_id, []).append(payload)
+        self._messages.setdefault(channel_id, []).append(json.dumps(payload))
 
     def _create(self, channel_id: int, body: dict[str, Any]) -> dict[str, Any]:
         failure = self.fail_sends(body)
         if failure is not None:
             raise failure
-        self.sent.append(body)
+        self._sent.append(json.dumps(body))
         payload = message_payload(
             channel_id, self.bot_user, body.get("content") or "", embeds=body.get("embeds", [])
         )
@@ -129,14 +151,18 @@ class FakeDiscord:
         self.sent_event.set()
         return payload
 
-    def _history(self, channel_id: int, params: dict[str, Any]) -> list[dict[str, Any]]:
-        stored = self.messages.get(channel_id, [])
+    def _history(self, channel_id: int, params: dict[str, Any]) -> str:
         before = int(params["before"]) if params.get("before") else None
-        older = [m for m in stored if before is None or int(m["id"]) < before]
-        return list(reversed(older))[: int(params.get("limit", 50))]
+        newest_first = []
+        for stored in reversed(self._messages.get(channel_id, [])):
+            if before is None or int(json.loads(stored)["id"]) < before:
+                newest_first.append(stored)
+        return "[" + ",".join(newest_first[: int(params.get("limit", 50))]) + "]"
 
-    def _one(self, channel_id: int, message_id: int, method: str, body: dict[str, Any]) -> Any:
-        for payload in self.messages.get(channel_id, []):
+    def _one(self, channel_id: int, message_id: int, method: str, body: dict[str, Any]) -> str:
+        stored = self._messages.get(channel_id, [])
+        for index, text in enumerate(stored):
+            payload = json.loads(text)
             if int(payload["id"]) == message_id:
                 if method == "PATCH":
                     failure = self.fail_edits(body)
@@ -144,8 +170,9 @@ class FakeDiscord:
                         raise failure
                     payload["content"] = body.get("content", payload["content"])
                     payload["edited_timestamp"] = datetime.now(UTC).isoformat()
-                    self.edits.append({"id": message_id, **body})
-                return payload
+                    stored[index] = json.dumps(payload)
+                    self._edits.append(json.dumps({"id": message_id, **body}))
+                return stored[index]
         raise discord_error(nextcord.NotFound, 404, 10008, "Unknown Message")
 
     def contents(self, channel_id: int = CHANNEL_ID) -> list[str]:
@@ -353,8 +380,6 @@ async def start_nextcord_bot(
     state.application_id = BOT_ID  # READY would tell it
     state._add_guild_from_data(guild_payload(channel_ids))  # type: ignore[arg-type]
     fake = FakeDiscord(bot_user)
-    for payload in messages or []:
-        fake.add(int(payload["channel_id"]), payload)
     for payload in messages or []:
         fake.add(int(payload["channel_id"]), payload)
     monkeypatch.setattr(bot.http, "request", fake.request)
