@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import sys
+from typing import Any
 
 from tomori.config import VARIABLES, ConfigError, Settings
 from tomori.models import MODEL_VARIABLES, ModelChain
@@ -39,6 +41,31 @@ async def check_database(settings: Settings) -> None:
         await store.close()
 
 
+def freeze_start_up_heap(bot: Any) -> None:
+    """Once the cog has started, move everything alive then out of the garbage collector's way.
+
+    Every full collection walks every object the process tracks: the imported libraries alone
+    (nextcord, the provider SDK) are over 100k objects, a pause of 100 ms or more on a small
+    machine, and while it runs no stream is read and no timeout fires. What exists once the
+    bot is ready lives as long as the process, so it is frozen (`gc.freeze`), once: a second
+    freeze on a reconnect would also freeze turns in flight, and leak what of them is cyclic.
+    """
+    frozen = False
+
+    async def freeze() -> None:
+        nonlocal frozen
+        if frozen:
+            return
+        frozen = True
+        cog = bot.get_cog("Tomori")
+        if cog is not None:
+            await cog.service.ensure_started()  # the provider SDKs are imported by now
+        gc.collect()
+        gc.freeze()
+
+    bot.add_listener(freeze, "on_ready")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
@@ -68,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     intents.message_content = True
     bot = commands.Bot(intents=intents)
     bot.load_extension("cogs.tomori")  # nextcord syncs the slash commands when it connects
+    freeze_start_up_heap(bot)
     bot.run(token)
     return 0
 

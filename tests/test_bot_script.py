@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
+from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import VARIABLES
 from tomori.models import MODEL_VARIABLES
 
@@ -66,3 +74,30 @@ def test_a_corrupted_database_stops_start_up_and_is_not_overwritten(tmp_path: Pa
     assert result.returncode == 2
     assert "cannot be used" in result.stderr
     assert database.read_bytes() == b"not a database" * 64
+
+
+async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("bot_script", BOT)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    nc = await start_nextcord_bot(settings_for(tmp_path), chain_for(llm_server), monkeypatch)
+    script.freeze_start_up_heap(nc.bot)
+    frozen_before = gc.get_freeze_count()
+    try:
+        nc.bot.dispatch("ready")
+        async with asyncio.timeout(5):
+            while gc.get_freeze_count() == frozen_before:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        provider = nc.service._providers["openai"]
+        assert not any(o is provider for o in gc.get_objects())  # out of every collection
+        made_after = [object()]
+        nc.bot.dispatch("ready")  # a reconnect freezes nothing more
+        await asyncio.sleep(0.1)
+        assert any(o is made_after for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+        await stop_nextcord_bot(nc)
