@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
 from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import VARIABLES
 from tomori.models import MODEL_VARIABLES
+from tomori.store import Store
 
 BOT = Path(__file__).resolve().parents[1] / "bot.py"
 
@@ -74,6 +76,58 @@ def test_a_corrupted_database_stops_start_up_and_is_not_overwritten(tmp_path: Pa
     assert result.returncode == 2
     assert "cannot be used" in result.stderr
     assert database.read_bytes() == b"not a database" * 64
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+    """Make a file read-only for this process: by its mode, or, for root (whom modes do not
+    stop), by the immutable attribute."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0o444)
+        else:
+            ran = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+            if ran.returncode != 0:
+                pytest.skip(f"root ignores file modes, and chattr +i failed: {ran.stderr!r}")
+        made.append(path)
+
+    yield make
+    for path in made:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+
+
+def test_a_read_only_database_stops_start_up_and_nothing_is_written(
+    tmp_path: Path, read_only: Callable[[Path], None]
+) -> None:
+    database = tmp_path / "tomori.db"
+    asyncio.run(check_database_at(database))  # a good database, at the current schema
+    content = database.read_bytes()
+    read_only(database)
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        TOMORI_DB_PATH=str(database),
+    )
+    assert result.returncode == 2
+    assert f"error: the database {str(database)!r} cannot be used (it is read-only)" in (
+        result.stderr
+    )
+    assert "TOMORI_DB_PATH" in result.stderr
+    assert database.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tomori.db"]  # no -wal, no -shm
+
+
+async def check_database_at(path: Path) -> None:
+    store = await Store.open(path)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
 
 
 async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(

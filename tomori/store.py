@@ -9,6 +9,7 @@ so every use goes through one `asyncio.Lock`.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -44,11 +45,19 @@ class Store:
 
         A file that is not a SQLite database, or cannot be written, is refused with a
         `StoreError` naming it, and is left exactly as it was.
+
+        Writability is asked of the kernel before SQLite sees the file: SQLite opens a
+        write-protected file read-only without a word, and in WAL mode even writes to it go
+        on (into the `-wal` file beside it) until a checkpoint fails. `os.access` answers for
+        this process, so a file only root may write is writable to a bot running as root, and
+        an immutable one is not, even to root.
         """
+        if await asyncio.to_thread(_is_read_only, path):
+            raise _unusable(path, "it is read-only")
         try:
             connection = await aiosqlite.connect(path, isolation_level=None)
         except sqlite3.Error as error:
-            raise _unusable(path, error) from error
+            raise _unusable(path, str(error)) from error
         try:
             connection.row_factory = sqlite3.Row
             await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -57,7 +66,7 @@ class Store:
             await connection.execute("PRAGMA user_version")  # reads the header: fails if not SQLite
         except sqlite3.Error as error:
             await connection.close()
-            raise _unusable(path, error) from error
+            raise _unusable(path, str(error)) from error
         except BaseException:
             await connection.close()
             raise
@@ -136,9 +145,13 @@ async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[aiosqlit
     await connection.execute("COMMIT")
 
 
-def _unusable(path: Path | str, error: sqlite3.Error) -> StoreError:
+def _is_read_only(path: Path | str) -> bool:
+    return os.path.exists(path) and not os.access(path, os.W_OK)
+
+
+def _unusable(path: Path | str, why: str) -> StoreError:
     return StoreError(
-        f"the database {str(path)!r} cannot be used ({error}): point TOMORI_DB_PATH at a "
+        f"the database {str(path)!r} cannot be used ({why}): point TOMORI_DB_PATH at a "
         f"writable SQLite file, or at a new path to start afresh"
     )
 
