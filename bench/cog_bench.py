@@ -10,14 +10,17 @@ overhead figures, in its own process for the scale run so the bot's loop is its 
   recorder, against the bare openai SDK reading the same stream on the same transport
   (aiohttp, as the provider uses). Median of paired rounds.
 - Scale: 500 channels streaming at once at 20 chunks/s (every 10th stream stalls): event-loop
-  lag p99, how late the stalled streams' timeouts fire past their budget, database writes per
-  second, and memory per active stream.
+  lag p99, how late the stalled streams' timeouts fire past their budget, database writes and
+  transactions per second, memory per active stream, and the full garbage collections that
+  ran and their longest pause. First as bot.py runs (the start-up heap frozen once the cog has
+  started), then again without that freeze, as in a bot that does not call it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import statistics
 import sys
@@ -203,7 +206,26 @@ def rss_kib() -> int:
     return 0
 
 
-async def scale(folder: Path) -> list[Figure]:
+@contextlib.contextmanager
+def full_collections(pauses: list[float]) -> Iterator[None]:
+    """Record how long each full (generation 2) garbage collection stops the process."""
+    started = 0.0
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        nonlocal started
+        if phase == "start":
+            started = time.perf_counter()
+        elif info["generation"] == 2:
+            pauses.append(time.perf_counter() - started)
+
+    gc.callbacks.append(watch)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(watch)
+
+
+async def scale(folder: Path, *, frozen: bool) -> list[Figure]:
     server = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -220,7 +242,7 @@ async def scale(folder: Path) -> list[Figure]:
     port = int(await server.stdout.readline())
     channels = tuple(CHANNEL_ID + 100 + n for n in range(CHANNELS))
     settings = Settings(
-        db_path=folder / "scale.db",
+        db_path=folder / f"scale-{frozen}.db",
         stream_sdk_call_timeout_ms=SCALE_IDLE_MS,
         stream_first_token_timeout_ms=10_000,
         stream_abandoned_settle_timeout_ms=0,
@@ -229,16 +251,16 @@ async def scale(folder: Path) -> list[Figure]:
     bot = await start_nextcord_bot(
         settings, chain(f"http://127.0.0.1:{port}"), NoPatch(), channel_ids=channels
     )
-    writes: list[float] = []
+    if frozen:  # what bot.py does once the cog has started
+        gc.collect()
+        gc.freeze()
+    statements: list[str] = []
     locks_store = bot.service._store
     assert locks_store is not None
     await locks_store.connection.set_trace_callback(
-        lambda sql: (
-            writes.append(time.monotonic())
-            if sql.split(" ", 1)[0] in ("UPDATE", "INSERT", "DELETE")
-            else None
-        )
+        lambda sql: statements.append(sql.split(" ", 1)[0])
     )
+    pauses: list[float] = []
     posted: dict[int, list[tuple[float, bool]]] = {}
     create = bot.discord._create
 
@@ -263,7 +285,7 @@ async def scale(folder: Path) -> list[Figure]:
     peak = rss_before
     started = time.monotonic()
     try:
-        with loop_lag_monitor(lag):
+        with loop_lag_monitor(lag), full_collections(pauses):
             for channel in channels:
                 bot.say(f"{bot.mention()} stream", channel=channel)
             settling = asyncio.ensure_future(bot.settled(channels))
@@ -277,6 +299,7 @@ async def scale(folder: Path) -> list[Figure]:
         await stop_nextcord_bot(bot)
         server.stdin.close()
         await server.wait()
+        gc.unfreeze()
     budget = SCALE_IDLE_MS / 1000
     lateness, notice_lateness = [], []
     for channel, at in fired.items():
@@ -292,6 +315,19 @@ async def scale(folder: Path) -> list[Figure]:
     lag_p99 = percentile(lag, 0.99)
     late_p99 = percentile(lateness, 0.99) if lateness else float("nan")
     notice_p99 = percentile(notice_lateness, 0.99) if notice_lateness else float("nan")
+    writes = sum(1 for verb in statements if verb in ("UPDATE", "INSERT", "DELETE"))
+    transactions = statements.count("BEGIN")
+    if not frozen:
+        return [
+            Figure("without the freeze: event-loop lag p99", f"{lag_p99 * 1e3:.1f} ms", "", None),
+            Figure("  ... stalled streams late by, p99", f"{late_p99 * 1e3:.1f} ms", "", None),
+            Figure(
+                "  ... full garbage collections, longest",
+                f"{len(pauses)}, {max(pauses, default=0) * 1e3:.0f} ms",
+                "",
+                None,
+            ),
+        ]
     return [
         Figure(
             f"{CHANNELS} channels at {SCALE_RATE:g} chunks/s: streams that posted",
@@ -309,7 +345,14 @@ async def scale(folder: Path) -> list[Figure]:
         Figure(
             "  ... and their notice posted late by, p99", f"{notice_p99 * 1e3:.1f} ms", "", None
         ),
-        Figure("database writes per second", f"{len(writes) / elapsed:.0f}", "", None),
+        Figure(
+            "full garbage collections, longest pause",
+            f"{len(pauses)}, {max(pauses, default=0) * 1e3:.0f} ms",
+            "",
+            None,
+        ),
+        Figure("database rows written per second", f"{writes / elapsed:.0f}", "", None),
+        Figure("database transactions per second", f"{transactions / elapsed:.1f}", "", None),
         Figure("memory per active stream", f"{(peak - rss_before) / CHANNELS:.1f} KiB", "", None),
     ]
 
@@ -319,7 +362,8 @@ async def measure() -> list[Figure]:
         folder = Path(name)
         # scale first: its memory figure wants a process not yet grown by the other runs
         return [
-            *await scale(folder),
+            *await scale(folder, frozen=True),
+            *await scale(folder, frozen=False),
             *await kill_latency(folder),
             *await full_path_overhead(folder),
         ]
