@@ -10,15 +10,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
 from tests.test_cog_discordpy import chain_for, settings_for
-from tomori.config import VARIABLES
+from tomori.config import VARIABLES, Settings
 from tomori.models import MODEL_VARIABLES
-from tomori.store import Store
 
 BOT = Path(__file__).resolve().parents[1] / "bot.py"
 
@@ -64,15 +64,30 @@ def test_a_bad_setting_stops_start_up_naming_it() -> None:
     assert "STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed" in result.stderr
 
 
-def test_a_corrupted_database_stops_start_up_and_is_not_overwritten(tmp_path: Path) -> None:
-    database = tmp_path / "tomori.db"
-    database.write_bytes(b"not a database" * 64)
-    result = run(
+def bot_script() -> ModuleType:
+    """bot.py as a module, to call its functions."""
+    spec = importlib.util.spec_from_file_location("bot_script", BOT)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def start_on(database: Path) -> subprocess.CompletedProcess[str]:
+    """bot.py started with a valid configuration on `database`."""
+    return run(
         DISCORD_TOKEN="x",
         TOMORI_MODELS="openai:m",
         OPENAI_API_KEY="k",
         TOMORI_DB_PATH=str(database),
     )
+
+
+def test_a_corrupted_database_stops_start_up_and_is_not_overwritten(tmp_path: Path) -> None:
+    database = tmp_path / "tomori.db"
+    database.write_bytes(b"not a database" * 64)
+    result = start_on(database)
     assert result.returncode == 2
     assert "cannot be used" in result.stderr
     assert database.read_bytes() == b"not a database" * 64
@@ -104,15 +119,10 @@ def test_a_read_only_database_stops_start_up_and_nothing_is_written(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:
     database = tmp_path / "tomori.db"
-    asyncio.run(check_database_at(database))  # a good database, at the current schema
+    asyncio.run(bot_script().check_database(Settings(db_path=database)))  # good, and current
     content = database.read_bytes()
     read_only(database)
-    result = run(
-        DISCORD_TOKEN="x",
-        TOMORI_MODELS="openai:m",
-        OPENAI_API_KEY="k",
-        TOMORI_DB_PATH=str(database),
-    )
+    result = start_on(database)
     assert result.returncode == 2
     assert f"error: the database {str(database)!r} cannot be used (it is read-only)" in (
         result.stderr
@@ -122,22 +132,10 @@ def test_a_read_only_database_stops_start_up_and_nothing_is_written(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tomori.db"]  # no -wal, no -shm
 
 
-async def check_database_at(path: Path) -> None:
-    store = await Store.open(path)
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
-
-
 async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
     tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = importlib.util.spec_from_file_location("bot_script", BOT)
-    assert spec is not None
-    assert spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = bot_script()
     nc = await start_nextcord_bot(settings_for(tmp_path), chain_for(llm_server), monkeypatch)
     script.freeze_start_up_heap(nc.bot)
     frozen_before = gc.get_freeze_count()
