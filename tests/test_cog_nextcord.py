@@ -165,3 +165,26 @@ async def test_kill_by_another_member_is_refused_under_the_requester_policy(
         await nc.settled()
     finally:
         await stop_nextcord_bot(nc)
+
+
+async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
+    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(tmp_path, queue_max_age_ms=200)
+    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
+    try:
+        llm_server.script(stalled_after("Busy.\n\n"), answer("Later."))
+        nc.say(f"{nc.mention()} slow")
+        await nc.discord.sent_event.wait()
+        for n in range(3):
+            nc.say(f"{nc.mention()} queued {n}")
+        await nc.settled(())  # the three are admitted, queued behind the stalled turn
+        await nc.kill()  # clears them: their turns will never read their messages
+        await nc.settled()
+        await asyncio.sleep(0.3)  # past TOMORI_QUEUE_MAX_AGE_MS
+        nc.say(f"{nc.mention()} later")
+        await nc.settled()
+        assert nc.discord.contents() == ["Busy.", "Later."]
+        assert nc.service._live_messages == {}  # none of the four messages is held any more
+    finally:
+        await stop_nextcord_bot(nc)

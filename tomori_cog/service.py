@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn
 from tomori.metrics import Metrics
 from tomori.models import ModelChain
 from tomori.notices import (
@@ -50,7 +51,8 @@ class TomoriService:
         self.metrics: Metrics | None = None
         self.tools = ToolRegistry([CURRENT_TIME, message_lookup_tool(bot, library)])
         self._providers: dict[str, Provider] = {}
-        self._live_messages: dict[str, Any] = {}
+        self._live_messages: dict[str, tuple[Any, float]] = {}
+        """Trigger messages by ID, with when they came, until their turn reads them."""
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -117,9 +119,25 @@ class TomoriService:
             requester_id=str(message.author.id),
             payload={"surface_errors": surface_errors},
         )
-        self._live_messages[trigger.message_id or ""] = message
+        self._forget_unservable_messages()
+        self._live_messages[trigger.message_id or ""] = (message, time.monotonic())
         admission = await locks.submit(trigger)
+        if admission is Admission.IGNORED:
+            self._live_messages.pop(trigger.message_id or "", None)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    def _forget_unservable_messages(self) -> None:
+        """Drop kept messages whose trigger can no longer be served from memory.
+
+        A trigger cleared by /kill or too old to answer never reads its message back; past
+        `TOMORI_QUEUE_MAX_AGE_MS` none will, so keeping them would leak one message per such
+        trigger for the life of the bot. Oldest first: the dict keeps arrival order.
+        """
+        cutoff = time.monotonic() - self._settings.queue_max_age_s
+        for message_id, (_, kept_at) in list(self._live_messages.items()):
+            if kept_at >= cutoff:
+                break
+            del self._live_messages[message_id]
 
     def _reply_mode(self, message: Any) -> bool | None:
         """None to ignore the message; else whether errors are shown (direct triggers)."""
@@ -204,7 +222,7 @@ class TomoriService:
         message_id = turn.trigger.message_id or ""
         live = self._live_messages.pop(message_id, None)
         if live is not None:
-            return live
+            return live[0]
         try:  # a trigger replayed after a restart: read it again
             return await channel.fetch_message(int(message_id))
         except (self._library.module.HTTPException, ValueError):
