@@ -30,6 +30,19 @@ STILL_WORKING_AT = 20
 
 
 @dataclass(frozen=True, slots=True)
+class TurnEnvironment:
+    """What every pass and every tool of one turn runs with, whichever model is answering."""
+
+    ctx: StreamingContext
+    tools: ToolRegistry
+    locks: ChannelLocks
+    settings: Settings
+    open_writer: Callable[[], StreamWriter]
+    requester_id: str | None
+    surface_errors: bool
+
+
+@dataclass(frozen=True, slots=True)
 class LoopResult:
     """How the loop ended. `gave_up`: it hit its own limit (tool errors in a row, or passes)
     and said so; another model would meet the same tools, so the turn ends there."""
@@ -55,21 +68,13 @@ class _Stopped(Exception):
 
 
 async def run_tool_loop(
-    *,
-    provider: Provider,
-    request: StreamRequest,
-    tools: ToolRegistry,
-    ctx: StreamingContext,
-    locks: ChannelLocks,
-    settings: Settings,
-    open_writer: Callable[[], StreamWriter],
-    requester_id: str | None,
-    surface_errors: bool,
+    provider: Provider, request: StreamRequest, env: TurnEnvironment
 ) -> LoopResult:
+    ctx, locks, settings, surface_errors = env.ctx, env.locks, env.settings, env.surface_errors
     history = list(request.tool_history)
     passes: list[StreamResult] = []
     failures_in_a_row = 0
-    specs = tools.specs()
+    specs = env.tools.specs()
 
     def ended(status: StreamStatus, *, gave_up: bool = False) -> LoopResult:
         return LoopResult(status, tuple(passes), tuple(history), gave_up)
@@ -77,7 +82,7 @@ async def run_tool_loop(
     for iteration in range(1, settings.max_function_call_iterations + 1):
         if iteration == STILL_WORKING_AT and surface_errors:
             await post_notice_safely(ctx, STILL_WORKING)
-        writer = open_writer()
+        writer = env.open_writer()
         try:
             result = await stream_once(
                 provider,
@@ -97,7 +102,7 @@ async def run_tool_loop(
             if locks.stop_requested(ctx.channel_id):
                 return ended(StreamStatus.STOPPED_BY_USER)
             try:
-                outcome = await _run_tool(call, tools, ctx, locks, settings, requester_id)
+                outcome = await _run_tool(call, env)
             except _Stopped:
                 return ended(StreamStatus.STOPPED_BY_USER)
             pre_text = (result.text,) if position == 0 and result.text else ()
@@ -120,22 +125,16 @@ def _failure(call: ToolCall, reason: str) -> _Outcome:
     )
 
 
-async def _run_tool(
-    call: ToolCall,
-    tools: ToolRegistry,
-    ctx: StreamingContext,
-    locks: ChannelLocks,
-    settings: Settings,
-    requester_id: str | None,
-) -> _Outcome:
+async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
+    ctx, locks, settings = env.ctx, env.locks, env.settings
     if call.truncated:
         log.warning("tool call %s arrived with its arguments cut off; not run", call.name)
         return _failure(call, "the arguments arrived cut off; issue the whole call again")
-    tool = tools.get(call.name)
+    tool = env.tools.get(call.name)
     if tool is None:
         return _failure(call, f"there is no tool named {call.name!r}")
     running: asyncio.Task[JsonObject] = asyncio.create_task(
-        tool.run(ToolContext(ctx.channel_id, requester_id), call.arguments),
+        tool.run(ToolContext(ctx.channel_id, env.requester_id), call.arguments),
         name=f"tomori-tool-{call.name}",
     )
 

@@ -14,20 +14,18 @@ are dropped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tomori.config import Settings
 from tomori.context import StreamingContext
-from tomori.delivery import DestinationUnreachable, StreamWriter
+from tomori.delivery import DestinationUnreachable
 from tomori.locks import ChannelLocks
 from tomori.models import ModelEntry
 from tomori.notices import GENERATION_ERROR, fallback_used
 from tomori.providers.base import ContextItem, Provider, ProviderError, Role, StreamRequest
 from tomori.results import StreamStatus
 from tomori.stream_once import post_notice_safely
-from tomori.tool_loop import LoopResult, run_tool_loop
-from tomori.tools import ToolRegistry
+from tomori.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +54,13 @@ class TurnResult:
 
 
 async def run_generation_turn(
-    *,
     chain: Sequence[ModelEntry],
     providers: Mapping[str, Provider],
     request: StreamRequest,
-    tools: ToolRegistry,
-    ctx: StreamingContext,
-    locks: ChannelLocks,
-    settings: Settings,
-    open_writer: Callable[[], StreamWriter],
-    requester_id: str | None,
-    surface_errors: bool,
+    env: TurnEnvironment,
 ) -> TurnResult:
     """Run the turn over the model chain; see the module docstring for the rules."""
+    ctx, locks, surface_errors = env.ctx, env.locks, env.surface_errors
     attempts: list[Attempt] = []
     history = request.tool_history  # tools already run stay run: a fallback gets their results
     try:
@@ -76,17 +68,9 @@ async def run_generation_turn(
             fallback_pending = index < len(chain) - 1
             ctx.suppress_user_errors = fallback_pending or not surface_errors
             loop = await run_tool_loop(
-                provider=providers[model.provider],
-                request=_continuing(
-                    replace(request, model=model.model, tool_history=history), attempts
-                ),
-                tools=tools,
-                ctx=ctx,
-                locks=locks,
-                settings=settings,
-                open_writer=open_writer,
-                requester_id=requester_id,
-                surface_errors=surface_errors,
+                providers[model.provider],
+                _continuing(replace(request, model=model.model, tool_history=history), attempts),
+                env,
             )
             history = loop.tool_history
             attempts.append(Attempt(model, loop))

@@ -28,6 +28,7 @@ from tomori.notices import (
 from tomori.output import DiscordStreamWriter
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
 from tomori.store import Store
+from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort
@@ -183,18 +184,23 @@ class TomoriService:
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
-                chain=self._chain.entries,
-                providers=self._providers,
-                request=StreamRequest(model="", context=await self._context(channel, message)),
-                tools=self.tools,
-                ctx=ctx,
-                locks=self._locks,
-                settings=settings,
-                open_writer=lambda: DiscordStreamWriter(
-                    port, ctx, delivery=settings.delivery, edit_interval_s=settings.edit_interval_s
+                self._chain.entries,
+                self._providers,
+                StreamRequest(model="", context=await self._context(channel, message)),
+                TurnEnvironment(
+                    ctx=ctx,
+                    tools=self.tools,
+                    locks=self._locks,
+                    settings=settings,
+                    open_writer=lambda: DiscordStreamWriter(
+                        port,
+                        ctx,
+                        delivery=settings.delivery,
+                        edit_interval_s=settings.edit_interval_s,
+                    ),
+                    requester_id=turn.trigger.requester_id,
+                    surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
                 ),
-                requester_id=turn.trigger.requester_id,
-                surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
             )
             log.info(
                 "turn %s in channel %s: %s after %s, %d characters delivered%s",
