@@ -9,14 +9,18 @@ import pytest
 
 from tests.support.gemini_wire import api_error, call_part, response, text_part
 from tests.support.llm_server import LLMServer, Reply, drop, raw, sse, stall
-from tests.support.passes import Harness, budgets, kill_mid_stream_and_check_the_socket
+from tests.support.passes import (
+    Harness,
+    collect,
+    kill_mid_stream_and_check_the_socket,
+    stall_and_check_the_socket,
+)
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
     Finish,
     ProviderError,
     ProviderErrorKind,
-    ProviderEvent,
     Role,
     StreamRequest,
     TextDelta,
@@ -28,10 +32,9 @@ from tomori.providers.base import (
     UsageEvent,
 )
 from tomori.providers.gemini import GeminiProvider
-from tomori.results import StreamStatus, TimeoutPhase
+from tomori.results import TimeoutPhase
 
 API_KEY = "gemini-test-secret-key"
-REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))
 SIGNATURE = base64.b64encode(b"signed-thought").decode()
 
 
@@ -40,12 +43,6 @@ async def provider(llm_server: LLMServer) -> AsyncIterator[GeminiProvider]:
     opened = GeminiProvider(api_key=API_KEY, base_url=llm_server.base_url)
     yield opened
     await opened.aclose()
-
-
-async def collect(
-    provider: GeminiProvider, request: StreamRequest = REQUEST
-) -> list[ProviderEvent]:
-    return [event async for event in provider.stream(request)]
 
 
 async def test_events_arrive_in_order_with_thoughts_as_details(
@@ -240,9 +237,4 @@ async def test_a_stall_is_ended_by_the_rolling_timeout_and_the_connection_closed
     phase: TimeoutPhase,
 ) -> None:
     llm_server.script(reply)
-    run = await harness.run(provider, budgets(first=0.3, idle=0.15, settle=0.05))
-    assert run.result is not None
-    assert run.result.status is StreamStatus.TIMEOUT
-    assert getattr(run.result.data, "phase", None) is phase
-    await asyncio.wait_for(llm_server.connections[0].closed.wait(), 1)
-    assert llm_server.connections[0].closed_by_client
+    await stall_and_check_the_socket(provider, llm_server, harness, phase)

@@ -7,7 +7,13 @@ import pytest
 
 from tests.support.llm_server import LLMServer, Reply, drop, keep_alive, pause, raw, sse, stall
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
-from tests.support.passes import Harness, budgets, kill_mid_stream_and_check_the_socket
+from tests.support.passes import (
+    REQUEST,
+    Harness,
+    collect,
+    kill_mid_stream_and_check_the_socket,
+    stall_and_check_the_socket,
+)
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -26,10 +32,9 @@ from tomori.providers.base import (
     UsageEvent,
 )
 from tomori.providers.openai import OpenAIProvider
-from tomori.results import StreamStatus, TimeoutPhase
+from tomori.results import TimeoutPhase
 
 API_KEY = "sk-test-secret-key"
-REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))
 
 
 @pytest.fixture
@@ -37,12 +42,6 @@ async def provider(llm_server: LLMServer) -> AsyncIterator[OpenAIProvider]:
     opened = OpenAIProvider(api_key=API_KEY, base_url=f"{llm_server.base_url}/v1")
     yield opened
     await opened.aclose()
-
-
-async def collect(
-    provider: OpenAIProvider, request: StreamRequest = REQUEST
-) -> list[ProviderEvent]:
-    return [event async for event in provider.stream(request)]
 
 
 def streamed(*actions: object) -> Reply:
@@ -270,11 +269,4 @@ async def test_a_stall_is_ended_by_the_rolling_timeout_and_the_connection_closed
     phase: TimeoutPhase,
 ) -> None:
     llm_server.script(reply)
-    run = await harness.run(provider, budgets(first=0.3, idle=0.15, settle=0.05))
-    assert run.result is not None
-    assert run.result.status is StreamStatus.TIMEOUT
-    assert run.result.data is not None
-    assert getattr(run.result.data, "phase", None) is phase
-    assert run.elapsed < 5
-    await asyncio.wait_for(llm_server.connections[0].closed.wait(), 1)
-    assert llm_server.connections[0].closed_by_client
+    await stall_and_check_the_socket(provider, llm_server, harness, phase)

@@ -13,13 +13,13 @@ from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.locks import ChannelLocks, Trigger, Turn
 from tomori.notices import Notice
-from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
-from tomori.results import StreamResult, StreamStatus
+from tomori.providers.base import ContextItem, Provider, ProviderEvent, Role, StreamRequest
+from tomori.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.store import Store
 from tomori.stream_once import stream_once
 
 CHANNEL = "200"
-REQUEST = StreamRequest(model="m", context=(ContextItem(Role.USER, "hi"),))
+REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))
 LONG = 30.0  # a budget no test should ever reach
 
 
@@ -119,6 +119,26 @@ def kill_after(delay: float) -> Meanwhile:
         await locks.kill(CHANNEL, requester_id="42")
 
     return meanwhile
+
+
+async def collect(provider: Provider, request: StreamRequest = REQUEST) -> list[ProviderEvent]:
+    """Every event of one provider stream, read to its end."""
+    return [event async for event in provider.stream(request)]
+
+
+async def stall_and_check_the_socket(
+    provider: Provider, server: LLMServer, harness: Harness, phase: TimeoutPhase
+) -> None:
+    """A stalled pass is ended by the rolling timeout in `phase`, and the server sees the client
+    close the connection. Shared by both providers."""
+    run = await harness.run(provider, budgets(first=0.3, idle=0.15, settle=0.05))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.data is not None
+    assert getattr(run.result.data, "phase", None) is phase
+    assert run.elapsed < 5
+    await asyncio.wait_for(server.connections[0].closed.wait(), 1)
+    assert server.connections[0].closed_by_client
 
 
 async def kill_mid_stream_and_check_the_socket(
