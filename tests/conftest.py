@@ -6,7 +6,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import (
+    NextcordBot,
+    OpenNextcord,
+    start_nextcord_bot,
+    stop_nextcord_bot,
+)
 from tests.support.passes import Harness
+from tomori.config import Settings
+from tomori.models import ModelChain
 from tomori.store import Store
 
 
@@ -39,3 +47,18 @@ async def llm_server() -> AsyncIterator[LLMServer]:
     await server.start()
     yield server
     await server.close()
+
+
+@pytest.fixture
+async def open_nextcord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenNextcord]:
+    """Starts nextcord bots with the cog on fake Discord; each is stopped when the test ends."""
+    bots: list[NextcordBot] = []
+
+    async def start(settings: Settings, chain: ModelChain) -> NextcordBot:
+        bot = await start_nextcord_bot(settings, chain, monkeypatch)
+        bots.append(bot)
+        return bot
+
+    yield start
+    for bot in bots:
+        await stop_nextcord_bot(bot)

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from tests.support.llm_server import LLMServer
-from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
+from tests.support.nextcord_fake import OpenNextcord
 from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import VARIABLES, Settings
 from tomori.models import MODEL_VARIABLES
@@ -133,10 +133,10 @@ def test_a_read_only_database_stops_start_up_and_nothing_is_written(
 
 
 async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
     script = bot_script()
-    nc = await start_nextcord_bot(settings_for(tmp_path), chain_for(llm_server), monkeypatch)
+    nc = await open_nextcord(settings_for(tmp_path), chain_for(llm_server))
     script.freeze_start_up_heap(nc.bot)
     frozen_before = gc.get_freeze_count()
     try:
@@ -152,4 +152,3 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
         assert any(o is made_after for o in gc.get_objects())
     finally:
         gc.unfreeze()
-        await stop_nextcord_bot(nc)

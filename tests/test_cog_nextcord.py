@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import nextcord
@@ -16,9 +15,8 @@ from tests.support.nextcord_fake import (
     BOB,
     CHANNEL_ID,
     NextcordBot,
+    OpenNextcord,
     discord_error,
-    start_nextcord_bot,
-    stop_nextcord_bot,
 )
 from tests.support.scripts import answer, stalled_after
 from tests.test_cog_discordpy import chain_for, settings_for
@@ -29,12 +27,8 @@ OTHER_BOT = 5_000_000_000_000_000_005  # a bot that is not one of the guild's me
 
 
 @pytest.fixture
-async def nc(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[NextcordBot]:
-    harness = await start_nextcord_bot(settings_for(tmp_path), chain_for(llm_server), monkeypatch)
-    yield harness
-    await stop_nextcord_bot(harness)
+async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> NextcordBot:
+    return await open_nextcord(settings_for(tmp_path), chain_for(llm_server))
 
 
 async def test_a_mention_gets_the_models_answer_streamed_into_the_channel(
@@ -79,20 +73,17 @@ async def test_two_quick_messages_are_answered_in_order_the_second_as_a_reply(
 
 
 async def test_edit_mode_grows_one_message(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
     settings = settings_for(tmp_path, delivery=Delivery.EDIT, stream_edit_interval_ms=20)
-    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
-    try:
-        text = "Growing " * 40
-        llm_server.script(answer(text, pieces=20, gap=0.01))
-        nc.say(f"{nc.mention()} grow")
-        await nc.settled()
-        assert nc.discord.contents() == [text.strip()]
-        assert len(nc.discord.sent) == 1
-        assert nc.discord.edits
-    finally:
-        await stop_nextcord_bot(nc)
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    text = "Growing " * 40
+    llm_server.script(answer(text, pieces=20, gap=0.01))
+    nc.say(f"{nc.mention()} grow")
+    await nc.settled()
+    assert nc.discord.contents() == [text.strip()]
+    assert len(nc.discord.sent) == 1
+    assert nc.discord.edits
 
 
 async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
@@ -113,20 +104,17 @@ async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
 
 
 async def test_a_stalled_model_posts_one_timeout_notice(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
     settings = settings_for(
         tmp_path, stream_first_token_timeout_ms=300, stream_sdk_call_timeout_ms=300
     )
-    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
-    try:
-        llm_server.script(stalled_after("Hmm\n\n"))
-        nc.say(f"{nc.mention()} hello?")
-        await nc.settled()
-        assert nc.discord.contents() == ["Hmm"]
-        assert nc.discord.embeds() == ["Response Timed Out"]
-    finally:
-        await stop_nextcord_bot(nc)
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Hmm\n\n"))
+    nc.say(f"{nc.mention()} hello?")
+    await nc.settled()
+    assert nc.discord.contents() == ["Hmm"]
+    assert nc.discord.embeds() == ["Response Timed Out"]
 
 
 async def test_kill_stops_the_stream_and_closes_the_provider_connection(
@@ -150,41 +138,35 @@ async def test_kill_stops_the_stream_and_closes_the_provider_connection(
 
 
 async def test_kill_by_another_member_is_refused_under_the_requester_policy(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
     settings = settings_for(tmp_path, kill_policy=KillPolicy.REQUESTER)
-    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
-    try:
-        llm_server.script(stalled_after("Busy.\n\n"))
-        nc.say(f"{nc.mention()} slow", author=ALICE)
-        await nc.discord.sent_event.wait()
-        refused = await nc.kill(user=BOB, name="bob")
-        assert refused["data"]["embeds"][0]["title"] == KILL_NOT_ALLOWED.title
-        allowed = await nc.kill(user=ALICE)
-        assert allowed["data"]["embeds"][0]["title"] == KILL_STOPPED.title
-        await nc.settled()
-    finally:
-        await stop_nextcord_bot(nc)
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"))
+    nc.say(f"{nc.mention()} slow", author=ALICE)
+    await nc.discord.sent_event.wait()
+    refused = await nc.kill(user=BOB, name="bob")
+    assert refused["data"]["embeds"][0]["title"] == KILL_NOT_ALLOWED.title
+    allowed = await nc.kill(user=ALICE)
+    assert allowed["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    await nc.settled()
 
 
 async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
     settings = settings_for(tmp_path, queue_max_age_ms=200)
-    nc = await start_nextcord_bot(settings, chain_for(llm_server), monkeypatch)
-    try:
-        llm_server.script(stalled_after("Busy.\n\n"), answer("Later."))
-        nc.say(f"{nc.mention()} slow")
-        await nc.discord.sent_event.wait()
-        for n in range(3):
-            nc.say(f"{nc.mention()} queued {n}")
-        await nc.settled(())  # the three are admitted, queued behind the stalled turn
-        await nc.kill()  # clears them: their turns will never read their messages
-        await nc.settled()
-        await asyncio.sleep(0.3)  # past TOMORI_QUEUE_MAX_AGE_MS
-        nc.say(f"{nc.mention()} later")
-        await nc.settled()
-        assert nc.discord.contents() == ["Busy.", "Later."]
-        assert nc.service._live_messages == {}  # none of the four messages is held any more
-    finally:
-        await stop_nextcord_bot(nc)
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"), answer("Later."))
+    nc.say(f"{nc.mention()} slow")
+    await nc.discord.sent_event.wait()
+    for n in range(3):
+        nc.say(f"{nc.mention()} queued {n}")
+    await nc.settled(())  # the three are admitted, queued behind the stalled turn
+    await nc.kill()  # clears them: their turns will never read their messages
+    await nc.settled()
+    await asyncio.sleep(0.3)  # past TOMORI_QUEUE_MAX_AGE_MS
+    nc.say(f"{nc.mention()} later")
+    await nc.settled()
+    assert nc.discord.contents() == ["Busy.", "Later."]
+    assert nc.service._live_messages == {}  # none of the four messages is held any more

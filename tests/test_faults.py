@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,8 @@ import pytest
 from tests.support.llm_server import LLMServer, Reply, drop, sse
 from tests.support.nextcord_fake import (
     NextcordBot,
+    OpenNextcord,
     discord_error,
-    start_nextcord_bot,
-    stop_nextcord_bot,
 )
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, http_error, stalled_after
@@ -26,21 +24,11 @@ from tomori.config import Delivery
 
 
 @pytest.fixture
-async def open_bot(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Any]:
-    bots: list[NextcordBot] = []
-
+def open_bot(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> Any:
     async def start(**overrides: object) -> NextcordBot:
-        bot = await start_nextcord_bot(
-            settings_for(tmp_path, **overrides), chain_for(llm_server), monkeypatch
-        )
-        bots.append(bot)
-        return bot
+        return await open_nextcord(settings_for(tmp_path, **overrides), chain_for(llm_server))
 
-    yield start
-    for bot in bots:
-        await stop_nextcord_bot(bot)
+    return start
 
 
 async def served_afterwards(nc: NextcordBot, llm_server: LLMServer) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,7 @@ from tests.support.llm_server import LLMServer, Reply, sse, stall
 from tests.support.nextcord_fake import (
     CHANNEL_ID,
     NextcordBot,
-    start_nextcord_bot,
-    stop_nextcord_bot,
+    OpenNextcord,
 )
 from tests.support.scripts import answer, http_error, stalled_after, tool_call
 from tests.test_cog_discordpy import settings_for
@@ -41,20 +40,12 @@ def two_models(server: LLMServer, first: str = "openai") -> ModelChain:
 
 
 @pytest.fixture
-async def open_bot(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Any]:
-    bots: list[NextcordBot] = []
-
+def open_bot(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> Any:
     async def start(first: str = "openai", **overrides: object) -> NextcordBot:
         settings = settings_for(tmp_path, **{**FAST, **overrides})
-        bot = await start_nextcord_bot(settings, two_models(llm_server, first), monkeypatch)
-        bots.append(bot)
-        return bot
+        return await open_nextcord(settings, two_models(llm_server, first))
 
-    yield start
-    for bot in bots:
-        await stop_nextcord_bot(bot)
+    return start
 
 
 def sent_messages(server: LLMServer, request: int) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import asyncio
 import copy
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -397,6 +397,10 @@ async def start_nextcord_bot(
     harness = NextcordBot(bot, fake)
     await harness.service.ensure_started()
     return harness
+
+
+OpenNextcord = Callable[[Settings, ModelChain], Awaitable[NextcordBot]]
+"""The `open_nextcord` fixture: start a bot that is stopped when the test ends."""
 
 
 async def stop_nextcord_bot(harness: NextcordBot) -> None:
