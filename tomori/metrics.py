@@ -1,7 +1,10 @@
 """Counters an operator reads to see how often each model stalls and each tool fails.
 
 `record` is synchronous and cheap (it runs inside a pass); counts reach SQLite in batches
-from a task the `Metrics` owns, and `close()` writes what is left. Each is logged too.
+from one task the `Metrics` owns, which keeps writing until nothing is pending, so a count
+recorded while a batch is being written goes out in the next batch rather than waiting for
+the next `record`. `counts()` waits for that task, so it reports every count recorded before
+it was called; `close()` does the same. Each count is logged too.
 """
 
 from __future__ import annotations
@@ -27,17 +30,24 @@ class Metrics:
         log.info("metric %s %s", name, label, extra={"metric": name, "label": label})
         self._pending[(name, label)] += 1
         if self._flush is None or self._flush.done():
-            self._flush = asyncio.get_running_loop().create_task(self._write())
+            self._flush = asyncio.get_running_loop().create_task(self._drain())
 
     async def close(self) -> None:
-        if self._flush is not None:
-            await asyncio.gather(self._flush, return_exceptions=True)
-        if self._pending:
-            await self._write()
+        await self._flushed()
 
     async def counts(self) -> dict[tuple[str, str], int]:
+        await self._flushed()
         rows = await self._store.fetchall("SELECT name, label, count FROM metrics")
         return {(row["name"], row["label"]): row["count"] for row in rows}
+
+    async def _flushed(self) -> None:
+        if self._flush is not None:
+            # wait, not await: a reader cancelled while waiting must not cancel the writes
+            await asyncio.wait({self._flush})
+
+    async def _drain(self) -> None:
+        while self._pending:
+            await self._write()
 
     async def _write(self) -> None:
         pending, self._pending = self._pending, Counter()

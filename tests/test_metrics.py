@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tomori.metrics import Metrics
+from tomori.store import Store
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[Store]:
+    store = await Store.open(db_path)
+    await store.migrate()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def test_a_count_recorded_while_a_batch_is_written_is_written_too(store: Store) -> None:
+    metrics = Metrics(store)
+    metrics.record("stream_sdk_timeout", "openai:primary")
+    await asyncio.sleep(0)  # the first batch is now being written
+    metrics.record("fallback_used", "openai:fallback")
+    assert await metrics.counts() == {
+        ("stream_sdk_timeout", "openai:primary"): 1,
+        ("fallback_used", "openai:fallback"): 1,
+    }
+
+
+async def test_counts_add_up_across_batches_and_close_writes_the_rest(store: Store) -> None:
+    metrics = Metrics(store)
+    for _ in range(3):
+        metrics.record("tool_failed", "now")
+        await asyncio.sleep(0)
+    metrics.record("tool_failed", "now")
+    await metrics.close()
+    rows = await store.fetchall("SELECT name, label, count FROM metrics")
+    assert [tuple(row) for row in rows] == [("tool_failed", "now", 4)]
