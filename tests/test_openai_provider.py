@@ -106,6 +106,24 @@ async def test_a_tool_call_split_over_many_chunks_is_assembled(
     ]
 
 
+async def test_tool_calls_without_an_index_are_told_apart_by_their_position(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    calls = [
+        tool_fragment(0, call_id="call_a", name="now", arguments='{"timezone": "UTC"}'),
+        tool_fragment(1, call_id="call_b", name="now", arguments="{}"),
+    ]
+    for fragment in calls:
+        del fragment["index"]  # as some OpenAI-compatible servers send them, whole
+    llm_server.script(streamed(sse(chunk(tool_calls=calls)), sse(chunk(finish="tool_calls"))))
+    events = await collect(provider)
+    assert events == [
+        ToolCallEvent(ToolCall("call_a", "now", {"timezone": "UTC"}, '{"timezone": "UTC"}')),
+        ToolCallEvent(ToolCall("call_b", "now", {}, "{}")),
+        Finish("tool_calls"),
+    ]
+
+
 async def test_arguments_cut_off_mark_the_call_truncated(
     provider: OpenAIProvider, llm_server: LLMServer
 ) -> None:
@@ -152,10 +170,21 @@ async def test_http_errors_map_to_their_kind_and_say_nothing_secret(
     assert len(llm_server.requests) == 1  # the SDK retried nothing
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"choices": {"delta": {}}}',
+        '{"choices": [{"delta": {"content": 5}}]}',
+        '{"choices": [{"delta": {"tool_calls": [{"index": "0", "function": {}}]}}]}',
+    ],
+    ids=["not-json", "not-an-object", "choices-not-a-list", "content-not-text", "index-not-int"],
+)
 async def test_a_malformed_chunk_is_a_server_error(
-    provider: OpenAIProvider, llm_server: LLMServer
+    provider: OpenAIProvider, llm_server: LLMServer, event: str
 ) -> None:
-    llm_server.script(Reply(body=[sse(chunk("fine")), raw("data: {not json\n\n"), stall()]))
+    llm_server.script(Reply(body=[sse(chunk("fine")), raw(f"data: {event}\n\n"), stall()]))
     with pytest.raises(ProviderError) as raised:
         await collect(provider)
     assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
