@@ -8,7 +8,8 @@ overhead figures, in its own process for the scale run so the bot's loop is its 
   (as the server sees it) and to the channel free again. p50 and p99 over 200 kills.
 - Overhead: a 5,000-chunk answer through listener, lock, stream_once, writer and REST
   recorder, against the bare openai SDK reading the same stream on the same transport
-  (aiohttp, as the provider uses). Median of paired rounds.
+  (aiohttp, as the provider uses) through its typed `chat.completions.create`, which builds a
+  pydantic model per chunk that the provider does not. Median of paired rounds.
 - Scale: 500 channels streaming at once at 20 chunks/s (every 10th stream stalls): event-loop
   lag p99, how late the stalled streams' timeouts fire past their budget, database writes and
   transactions per second, memory per active stream, and the full garbage collections that
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import statistics
 import sys
@@ -36,7 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import openai
 
 from tests.support.llm_server import LLMServer, Reply, raw, sse, stall
-from tests.support.nextcord_fake import CHANNEL_ID, start_nextcord_bot, stop_nextcord_bot
+from tests.support.nextcord_fake import (
+    CHANNEL_ID,
+    NextcordBot,
+    start_nextcord_bot,
+    stop_nextcord_bot,
+)
 from tests.support.openai_wire import chunk
 from tomori.config import Settings
 from tomori.models import ModelChain
@@ -137,9 +144,11 @@ def long_answer() -> Reply:
 
 
 def _chunk_json(n: int) -> str:
-    import json
-
     return json.dumps(chunk("word\n\n" if n % 100 == 99 else "word "))
+
+
+def _words_posted(bot: NextcordBot) -> int:
+    return sum(content.count("word") for content in bot.discord.contents())
 
 
 async def full_path_overhead(folder: Path) -> list[Figure]:
@@ -170,10 +179,12 @@ async def full_path_overhead(folder: Path) -> list[Figure]:
                 ]
             bare = time.perf_counter() - started
             assert len(texts) == CHUNKS
+            words_before = _words_posted(bot)
             started = time.perf_counter()
             bot.say(f"{bot.mention()} go")
             await bot.settled()
             ratios.append((time.perf_counter() - started) / bare)
+            assert _words_posted(bot) - words_before == CHUNKS  # the whole answer reached Discord
     finally:
         await client.close()
         await stop_nextcord_bot(bot)
