@@ -145,6 +145,56 @@ async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while
     assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
 
 
+async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
+    open_locks: OpenLocks,
+) -> None:
+    kills: list[KillReason] = []
+    owner: ChannelLocks
+
+    async def register_kill(turn: Turn) -> None:
+        owner.set_channel_stream_kill(turn.channel_id, kills.append)
+
+    turns = HeldTurns(register_kill)
+    owner = await open_locks(turns)
+    other = await open_locks(HeldTurns())
+    await owner.submit(trigger("m1"))
+    await turns.next_started()
+    assert await other.submit(trigger("m2")) is Admission.QUEUED
+    assert await other.requester_of(CHANNEL) == "7"  # for TOMORI_KILL_POLICY=requester
+
+    outcome = await other.kill(CHANNEL, requester_id="42")
+    assert (outcome.stopped, outcome.cleared) == (True, 1)
+    assert await other.submit(trigger("during-unwind")) is Admission.IGNORED
+    async with asyncio.timeout(5):
+        while not kills:  # noqa: ASYNC110 - the owner reads stop requests on its own cadence
+            await asyncio.sleep(0.01)
+    assert kills == [KillReason.KILL]
+    assert owner.stop_requested(CHANNEL)
+    assert await owner.submit(trigger("during-unwind-here")) is Admission.IGNORED
+
+    turns.let_finish("m1")
+    await owner.wait_idle(CHANNEL)
+    assert turns.started_ids == ["m1"]  # nothing queued before or during the kill ran
+    assert await rows(owner._store, "SELECT * FROM channel_locks") == []
+    assert await other.submit(trigger("after")) is Admission.STARTED  # no stop request lingers
+    assert not other.stop_requested(CHANNEL)
+    await asyncio.sleep(0.4)
+    assert kills == [KillReason.KILL]  # asked once, stopped once
+
+
+async def test_a_kill_for_a_turn_whose_process_is_gone_has_nothing_to_stop(
+    open_locks: OpenLocks, store: Store
+) -> None:
+    locks = await open_locks(HeldTurns())
+    await store.execute(
+        "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at, last_progress_at)"
+        " VALUES (?, 'gone', 't', 0, 0)",
+        (CHANNEL,),
+    )
+    assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
+    assert await rows(store, "SELECT stop_requested_by FROM channel_locks") == [(None,)]
+
+
 async def test_a_stale_lock_is_released_by_the_next_message(open_locks: OpenLocks) -> None:
     kills: list[KillReason] = []
     locks: ChannelLocks

@@ -6,8 +6,10 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import ALICE, BOT_ID, CHANNEL_ID, message_payload, user_payload
 from tests.support.scripts import answer, stalled_after
+from tomori.notices import KILL_STOPPED
 
 REPO = str(Path(__file__).resolve().parents[1])
 
@@ -152,3 +155,35 @@ async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
     assert len(answered) == len(flood)  # every question once, none twice
     assert len(llm_server.requests) == len(flood)
     assert llm_server.most_in_flight == 1  # never two turns in the channel at once
+
+
+async def test_a_kill_sent_to_the_other_process_stops_the_turn_and_frees_the_channel(
+    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+) -> None:
+    db_path = tmp_path / "tomori.db"
+    llm_server.script(stalled_after("Working on it...\n\n"), answer("Next answer."))
+    owner, other = [await BotProcess.start(db_path, llm_server) for _ in range(2)]
+    processes.extend((owner, other))
+    owner.send(say=question("a long one"))
+    assert (await owner.next_event())["sent"] == "Working on it..."
+
+    other.send(kill=True)  # Discord delivered /kill to the process not running the turn
+    assert (await other.next_event())["kill_reply"] == KILL_STOPPED.title
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 5)
+    assert connection.closed_by_client
+    async with asyncio.timeout(5):
+        while await _lock_rows(db_path):  # noqa: ASYNC110 - another process writes it
+            await asyncio.sleep(0.02)
+
+    other.send(say=question("next"))
+    assert (await other.next_event())["sent"] == "Next answer."
+    assert [event["sent"] for event in owner.sent] == ["Working on it..."]  # and no notice
+
+
+async def _lock_rows(db_path: Path) -> list[tuple[Any, ...]]:
+    def read() -> list[tuple[Any, ...]]:
+        with closing(sqlite3.connect(db_path)) as db:
+            return db.execute("SELECT channel_id FROM channel_locks").fetchall()
+
+    return await asyncio.to_thread(read)

@@ -4,7 +4,15 @@
 channel starts a turn (in a task this registry owns); one for a busy channel is queued and served
 after the running turn, as a reply to its trigger. Lock rows and queued triggers live in SQLite,
 so a restart replays the queue and two registries on one file never both hold a channel; kill
-callbacks, watchdog tokens and stop requests live in memory with the turn they belong to.
+callbacks and watchdog tokens live in memory with the turn they belong to, and so does a stop
+request made in the process that runs the turn.
+
+A /kill can reach a process that does not run the channel's turn (two processes on one
+gateway session, or a deploy where the old and the new process overlap). It writes the stop
+request into the lock row, and the owner, which reads its rows' stop requests every
+`STOP_REQUEST_POLL_INTERVAL_S` while it runs turns, stops the turn as a local /kill would.
+SQLite cannot notify another process, so this one read is polled; within a process a /kill
+cancels at once.
 
 Rules kept from TomoriBot (see TOMORIBOT_REFERENCE.md section 3):
 - Stale expiry is lazy (on a new trigger, on /kill): a lock with no watchdog token and no
@@ -46,6 +54,9 @@ KillCallback = Callable[[KillReason], None]
 PROGRESS_WRITE_INTERVAL_S = 1.0
 """Progress reaches the database at most this often, however many chunks and channels."""
 
+STOP_REQUEST_POLL_INTERVAL_S = 0.25
+"""How often a process running turns reads the stop requests other processes wrote for them."""
+
 
 @dataclass(frozen=True, slots=True)
 class Trigger:
@@ -84,6 +95,12 @@ class Admission(StrEnum):
     IGNORED = "ignored"
 
 
+class _LockState(StrEnum):
+    FREE = "free"
+    HELD = "held"
+    STOPPING = "stopping"  # held by another process, which has been asked to stop the turn
+
+
 @dataclass(frozen=True, slots=True)
 class KillOutcome:
     stopped: bool
@@ -118,6 +135,9 @@ class ChannelLocks:
         self._entries: dict[str, _Entry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._progress = _ProgressWriter(store, self._instance, self._abandon_taken_over)
+        self._stop_requests = _StopRequestWatcher(
+            store, self._instance, self._entries, self._request_stop
+        )
         self._closing = False
 
     @property
@@ -130,6 +150,7 @@ class ChannelLocks:
         """Register this instance and recover channels whose owner is gone, replaying queues."""
         await self._instance.register()
         self._progress.start()
+        self._stop_requests.start()
         turns: list[Turn] = []
         async with self._store.transaction() as db:
             cursor = await db.execute(
@@ -167,6 +188,7 @@ class ChannelLocks:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._progress.close()
+        await self._stop_requests.close()
         await self._instance.unregister()
 
     # -- admission ----------------------------------------------------------------------------
@@ -184,8 +206,11 @@ class ChannelLocks:
         if entry is not None and self._is_stale(entry):
             self._force_release(entry)
         async with self._store.transaction() as db:
-            held = await self._held_elsewhere_or_here(db, channel_id)
-            if held:
+            state = await self._lock_state(db, channel_id)
+            if state is _LockState.STOPPING:
+                log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+                return Admission.IGNORED
+            if state is _LockState.HELD:
                 await self._enqueue(db, trigger, payload)
                 return Admission.QUEUED
             queued = await self._pop_next(db, channel_id)
@@ -205,11 +230,12 @@ class ChannelLocks:
             self._force_release(entry)
             entry = None
         stopped = entry is not None
+        requester = requester_id or "system"
         if entry is not None:
-            entry.stop_requested_by = requester_id or "system"
-            if entry.stream_kill is not None:
-                entry.stream_kill(KillReason.KILL)
+            self._request_stop(entry, requester)
         async with self._store.transaction() as db:
+            if entry is None:
+                stopped = await self._request_stop_elsewhere(db, channel_id, requester)
             cursor = await db.execute(
                 "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
             )
@@ -227,10 +253,15 @@ class ChannelLocks:
         """Whether this registry is running a turn in the channel."""
         return channel_id in self._entries
 
-    def requester_of(self, channel_id: str) -> str | None:
-        """Who asked for the turn running in the channel, if this registry runs one."""
+    async def requester_of(self, channel_id: str) -> str | None:
+        """Who asked for the turn running in the channel, in this process or another."""
         entry = self._entries.get(channel_id)
-        return entry.turn.trigger.requester_id if entry is not None else None
+        if entry is not None:
+            return entry.turn.trigger.requester_id
+        rows = await self._store.fetchall(
+            "SELECT requester_id FROM channel_locks WHERE channel_id = ?", (channel_id,)
+        )
+        return rows[0]["requester_id"] if rows else None
 
     async def queued_message_ids(self, channel_id: str) -> set[str]:
         """Messages waiting for their own turn: a history built now must leave them out."""
@@ -298,39 +329,60 @@ class ChannelLocks:
             and time.time() - entry.last_progress_at > self._settings.lock_timeout_s
         )
 
-    async def _held_elsewhere_or_here(self, db: aiosqlite.Connection, channel_id: str) -> bool:
+    async def _lock_state(self, db: aiosqlite.Connection, channel_id: str) -> _LockState:
         """Whether a live turn holds the channel; clear what a stale or dead holder left."""
         cursor = await db.execute(
-            "SELECT owner, turn_id, last_progress_at, watchdogs FROM channel_locks"
-            " WHERE channel_id = ?",
+            "SELECT owner, turn_id, last_progress_at, watchdogs, stop_requested_by"
+            " FROM channel_locks WHERE channel_id = ?",
             (channel_id,),
         )
         row = await cursor.fetchone()
         if row is None:
-            return False
+            return _LockState.FREE
         if row["owner"] == self.instance_id:
             entry = self._entries.get(channel_id)
             if entry is not None and entry.turn.turn_id == row["turn_id"]:
-                return True
+                return _LockState.HELD
             # A lock this registry no longer runs: force-released just now, so its queue goes.
             await self._discard_queue(db, channel_id, "stale lock released")
-            return False
+            return _LockState.FREE
         if not await self._instance.is_alive(db, row["owner"]):
             log.warning(
                 "taking over channel %s from instance %s, which is gone", channel_id, row["owner"]
             )
-            return False
+            return _LockState.FREE
         stale = (
             row["watchdogs"] == 0
             and time.time() - float(row["last_progress_at"]) > self._settings.lock_timeout_s
         )
         if not stale:
-            return True
+            return _LockState.HELD if row["stop_requested_by"] is None else _LockState.STOPPING
         log.warning(
             "superseding the stale lock of channel %s held by instance %s", channel_id, row["owner"]
         )
         await self._discard_queue(db, channel_id, "stale lock released")
-        return False
+        return _LockState.FREE
+
+    def _request_stop(self, entry: _Entry, requester_id: str) -> None:
+        """Stop the turn as /kill does: once, however many processes were asked."""
+        if entry.stop_requested_by is not None or entry.released:
+            return
+        entry.stop_requested_by = requester_id
+        if entry.stream_kill is not None:
+            entry.stream_kill(KillReason.KILL)
+
+    async def _request_stop_elsewhere(
+        self, db: aiosqlite.Connection, channel_id: str, requester_id: str
+    ) -> bool:
+        """Ask the process running the channel's turn to stop it; False if none runs one."""
+        state = await self._lock_state(db, channel_id)
+        if state is _LockState.HELD:
+            await db.execute(
+                "UPDATE channel_locks SET stop_requested_by = ? WHERE channel_id = ?",
+                (requester_id, channel_id),
+            )
+            log.info("asked the owner of channel %s to stop its turn", channel_id)
+        return state is not _LockState.FREE
 
     async def _enqueue(self, db: aiosqlite.Connection, trigger: Trigger, payload: str) -> None:
         await db.execute(
@@ -408,6 +460,7 @@ class ChannelLocks:
     def _begin(self, turn: Turn) -> None:
         entry = _Entry(turn, last_progress_at=time.time())
         self._entries[turn.channel_id] = entry
+        self._stop_requests.wake()
         task = asyncio.create_task(self._serve(entry), name=f"tomori-turn-{turn.channel_id}")
         entry.task = task
         self._tasks.add(task)
@@ -558,3 +611,58 @@ class _ProgressWriter:
         for entry in batch:
             if (entry.turn.channel_id, entry.turn.turn_id) not in held:
                 self._taken_over(entry)
+
+
+class _StopRequestWatcher:
+    """Hears the /kills other processes wrote into the lock rows of turns this process runs.
+
+    It reads only while this process runs turns, and its query returns only rows with a stop
+    request, so it costs one small indexed read per interval and nothing when idle.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        instance: Instance,
+        entries: Mapping[str, _Entry],
+        stop: Callable[[_Entry, str], None],
+    ) -> None:
+        self._store = store
+        self._instance = instance
+        self._entries = entries
+        self._stop = stop
+        self._running_turns = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="tomori-stop-requests")
+
+    def wake(self) -> None:
+        """A turn began: start reading, if not already."""
+        self._running_turns.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            if not self._entries:
+                self._running_turns.clear()
+                await self._running_turns.wait()
+            await asyncio.sleep(STOP_REQUEST_POLL_INTERVAL_S)
+            try:
+                rows = await self._store.fetchall(
+                    "SELECT channel_id, turn_id, stop_requested_by FROM channel_locks"
+                    " WHERE owner = ? AND stop_requested_by IS NOT NULL",
+                    (self._instance.instance_id,),
+                )
+            except sqlite3.Error:  # the watcher outlives a bad read: the next one may succeed
+                log.warning("could not read the stop requests of this instance", exc_info=True)
+                continue
+            for row in rows:
+                entry = self._entries.get(row["channel_id"])
+                if entry is not None and entry.turn.turn_id == row["turn_id"]:
+                    self._stop(entry, row["stop_requested_by"])

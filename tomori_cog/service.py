@@ -289,7 +289,7 @@ class TomoriService:
             return KILL_CHANNEL_REQUIRED
         locks = await self.ensure_started()
         channel = str(channel_id)
-        requester = locks.requester_of(channel)
+        requester = await locks.requester_of(channel)
         if (
             self._settings.kill_policy is KillPolicy.REQUESTER
             and requester is not None

@@ -7,8 +7,9 @@ SEEDS_JSON is a file of message payloads Discord already holds, stored before th
 (a restarted bot replays queued triggers at once and reads their messages).
 
 Reads JSON lines: {"seed": payload} stores a message as Discord would have it; {"say": payload}
-also delivers it through the gateway path. Writes JSON lines: {"ready": true} once serving,
-and {"sent": content, "reply_to": id or null} for every message the bot posts.
+also delivers it through the gateway path; {"kill": true} runs /kill in the channel. Writes
+JSON lines: {"ready": true} once serving, {"sent": content, "reply_to": id or null} for every
+message the bot posts, and {"kill_reply": title} for the answer to a /kill.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ async def main(db_path: str, base_url: str, known: list[dict[str, Any]]) -> None
         if "say" in command:
             bot.discord.add(CHANNEL_ID, command["say"])
             bot.bot._connection.parse_message_create(command["say"])
+        if "kill" in command:
+            reply = await bot.kill()
+            emit({"kill_reply": reply["data"]["embeds"][0]["title"]})
 
 
 if __name__ == "__main__":
