@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from asyncio import FIRST_COMPLETED
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import monotonic
+from typing import Any
 
 from tomori.config import Settings
 from tomori.context import StreamingContext
@@ -55,18 +57,28 @@ class _PassState:
 
 
 class _KillSwitch:
-    """The pass's kill callback: records why, cancels the generation, wakes the waiter."""
+    """The pass's kill callback: records why, cancels the generation, wakes the waiter.
+
+    The waiter waits on a bare future, not on an `Event` through a task of its own: under load
+    every loop iteration between the kill and the waiter resuming is milliseconds of lateness
+    for the timeout notice and for the channel coming free.
+    """
 
     def __init__(self) -> None:
         self.reasons: list[KillReason] = []
-        self.fired = asyncio.Event()
         self.generation: asyncio.Task[StreamResult] | None = None
+        self.fired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def __call__(self, reason: KillReason) -> None:
         self.reasons.append(reason)
         if self.generation is not None:
             self.generation.cancel()
-        self.fired.set()
+        if not self.fired.done():
+            self.fired.set_result(None)
+
+    def rearm(self) -> None:
+        """Let a further kill (a /kill) be heard after this one."""
+        self.fired = asyncio.get_running_loop().create_future()
 
 
 class _RollingTimer:
@@ -146,11 +158,15 @@ async def stream_once(
     )
     kill.generation = generation
     try:
-        await locks.run_under_watchdog(channel_id, _first_of(generation, kill.fired))
+        ended_or_killed: set[asyncio.Future[Any]] = {generation, kill.fired}
+        await locks.run_under_watchdog(
+            channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
+        )
         if generation.done() and (not generation.cancelled() or not kill.reasons):
             return generation.result()  # its outcome (or a cancellation not of our making)
         timer.cancel()
-        await asyncio.gather(generation, return_exceptions=True)
+        if not generation.done():
+            await asyncio.wait({generation})
         if locks.stop_requested(channel_id):
             writer.abandon()
             return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
@@ -171,7 +187,7 @@ async def stream_once(
         )
         if ctx.metrics is not None:
             ctx.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
-        kill.fired.clear()  # from here on, a further kill (a /kill) ends the settle wait
+        kill.rearm()  # from here on, a further kill (a /kill) ends the settle wait
         await locks.run_under_watchdog(
             channel_id, settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
         )
@@ -196,7 +212,7 @@ async def stream_once(
 
 
 async def settle_abandoned_stream(
-    writer: StreamWriter, budget_s: float, interrupt: asyncio.Event | None = None
+    writer: StreamWriter, budget_s: float, interrupt: asyncio.Future[None] | None = None
 ) -> bool:
     """Wait at most `budget_s` for sends already on the wire; True if they all landed.
 
@@ -208,16 +224,15 @@ async def settle_abandoned_stream(
         writer.abandon()
         return False
     settling = asyncio.create_task(writer.settle())
-    waiters: set[asyncio.Task[object]] = {settling}
+    waiters: set[asyncio.Future[None]] = {settling}
     if interrupt is not None:
-        waiters.add(asyncio.create_task(interrupt.wait()))
+        waiters.add(interrupt)
     try:
-        await asyncio.wait(waiters, timeout=budget_s, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiters, timeout=budget_s, return_when=FIRST_COMPLETED)
         return settling.done() and not settling.cancelled() and settling.exception() is None
     finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
+        settling.cancel()
+        await asyncio.gather(settling, return_exceptions=True)
 
 
 async def post_notice_safely(ctx: StreamingContext, notice: Notice) -> None:
@@ -231,16 +246,6 @@ async def post_notice_safely(ctx: StreamingContext, notice: Notice) -> None:
             ctx.channel_id,
             exc_info=True,
         )
-
-
-async def _first_of(generation: asyncio.Task[StreamResult], killed_event: asyncio.Event) -> None:
-    """Wait until the generation ends or the pass is killed, whichever is first."""
-    killed = asyncio.create_task(killed_event.wait())
-    try:
-        await asyncio.wait({generation, killed}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        killed.cancel()
-        await asyncio.gather(killed, return_exceptions=True)
 
 
 async def _generate(
