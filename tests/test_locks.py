@@ -165,6 +165,7 @@ async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
     outcome = await other.kill(CHANNEL, requester_id="42")
     assert (outcome.stopped, outcome.cleared) == (True, 1)
     assert await other.submit(trigger("during-unwind")) is Admission.IGNORED
+    assert await owner.submit(trigger("before-the-owner-reads-it")) is Admission.IGNORED
     async with asyncio.timeout(5):
         while not kills:  # noqa: ASYNC110 - the owner reads stop requests on its own cadence
             await asyncio.sleep(0.01)

@@ -98,7 +98,7 @@ class Admission(StrEnum):
 class _LockState(StrEnum):
     FREE = "free"
     HELD = "held"
-    STOPPING = "stopping"  # held by another process, which has been asked to stop the turn
+    STOPPING = "stopping"  # held, and another process has asked for the turn to stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,10 +339,12 @@ class ChannelLocks:
         row = await cursor.fetchone()
         if row is None:
             return _LockState.FREE
+        stopping = row["stop_requested_by"] is not None
         if row["owner"] == self.instance_id:
             entry = self._entries.get(channel_id)
             if entry is not None and entry.turn.turn_id == row["turn_id"]:
-                return _LockState.HELD
+                # asked by another process to stop, maybe before this one has read it
+                return _LockState.STOPPING if stopping else _LockState.HELD
             # A lock this registry no longer runs: force-released just now, so its queue goes.
             await self._discard_queue(db, channel_id, "stale lock released")
             return _LockState.FREE
@@ -356,7 +358,7 @@ class ChannelLocks:
             and time.time() - float(row["last_progress_at"]) > self._settings.lock_timeout_s
         )
         if not stale:
-            return _LockState.HELD if row["stop_requested_by"] is None else _LockState.STOPPING
+            return _LockState.STOPPING if stopping else _LockState.HELD
         log.warning(
             "superseding the stale lock of channel %s held by instance %s", channel_id, row["owner"]
         )
