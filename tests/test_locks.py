@@ -183,7 +183,7 @@ async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
     assert kills == [KillReason.KILL]  # asked once, stopped once
 
 
-async def test_a_kill_for_a_turn_whose_process_is_gone_has_nothing_to_stop(
+async def test_a_kill_for_a_turn_whose_process_is_gone_frees_the_channel(
     open_locks: OpenLocks, store: Store
 ) -> None:
     locks = await open_locks(HeldTurns())
@@ -193,7 +193,7 @@ async def test_a_kill_for_a_turn_whose_process_is_gone_has_nothing_to_stop(
         (CHANNEL,),
     )
     assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
-    assert await rows(store, "SELECT stop_requested_by FROM channel_locks") == [(None,)]
+    assert await rows(store, "SELECT * FROM channel_locks") == []
 
 
 async def test_a_stale_lock_is_released_by_the_next_message(open_locks: OpenLocks) -> None:

@@ -376,7 +376,11 @@ class ChannelLocks:
     async def _request_stop_elsewhere(
         self, db: aiosqlite.Connection, channel_id: str, requester_id: str
     ) -> bool:
-        """Ask the process running the channel's turn to stop it; False if none runs one."""
+        """Ask the process running the channel's turn to stop it; False if none runs one.
+
+        A row that no live turn stands behind (its owner gone, or stale) is deleted, as the
+        next message would supersede it anyway: /kill leaves the channel free.
+        """
         state = await self._lock_state(db, channel_id)
         if state is _LockState.HELD:
             await db.execute(
@@ -384,6 +388,8 @@ class ChannelLocks:
                 (requester_id, channel_id),
             )
             log.info("asked the owner of channel %s to stop its turn", channel_id)
+        elif state is _LockState.FREE:
+            await db.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
         return state is not _LockState.FREE
 
     async def _enqueue(self, db: aiosqlite.Connection, trigger: Trigger, payload: str) -> None:
