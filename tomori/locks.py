@@ -229,13 +229,13 @@ class ChannelLocks:
         if entry is not None and self._is_stale(entry):
             self._force_release(entry)
             entry = None
-        stopped = entry is not None
         requester = requester_id or "system"
         if entry is not None:
             self._request_stop(entry, requester)
         async with self._store.transaction() as db:
-            if entry is None:
-                stopped = await self._request_stop_elsewhere(db, channel_id, requester)
+            stopped = entry is not None or await self._request_stop_elsewhere(
+                db, channel_id, requester
+            )
             cursor = await db.execute(
                 "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
             )
@@ -625,7 +625,7 @@ class _StopRequestWatcher:
     """Hears the /kills other processes wrote into the lock rows of turns this process runs.
 
     It reads only while this process runs turns, and its query returns only rows with a stop
-    request, so it costs one small indexed read per interval and nothing when idle.
+    request: one read of the lock table (a row per busy channel) per interval, none when idle.
     """
 
     def __init__(
