@@ -45,6 +45,22 @@ async def open_locks(db_path: Path) -> AsyncIterator[OpenLocks]:
         await store.close()
 
 
+async def open_recording_kills(
+    open_locks: OpenLocks, settings: Settings | None = None
+) -> tuple[ChannelLocks, HeldTurns, list[KillReason]]:
+    """A registry whose turns register a kill callback that records each kill's reason."""
+    kills: list[KillReason] = []
+    registry: ChannelLocks | None = None
+
+    async def register_kill(turn: Turn) -> None:
+        assert registry is not None
+        registry.set_channel_stream_kill(turn.channel_id, kills.append)
+
+    turns = HeldTurns(register_kill)
+    registry = await open_locks(turns, settings)
+    return registry, turns, kills
+
+
 async def rows(store: Store, sql: str) -> list[tuple[object, ...]]:
     return [tuple(row) for row in await store.fetchall(sql)]
 
@@ -116,14 +132,7 @@ async def test_two_registries_on_one_database_never_both_hold_a_channel(
 async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while_unwinding(
     open_locks: OpenLocks,
 ) -> None:
-    kills: list[KillReason] = []
-    locks: ChannelLocks
-
-    async def register_kill(turn: Turn) -> None:
-        locks.set_channel_stream_kill(turn.channel_id, kills.append)
-
-    turns = HeldTurns(register_kill)
-    locks = await open_locks(turns)
+    locks, turns, kills = await open_recording_kills(open_locks)
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     await locks.submit(trigger("m3"))
@@ -148,14 +157,7 @@ async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while
 async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
     open_locks: OpenLocks,
 ) -> None:
-    kills: list[KillReason] = []
-    owner: ChannelLocks
-
-    async def register_kill(turn: Turn) -> None:
-        owner.set_channel_stream_kill(turn.channel_id, kills.append)
-
-    turns = HeldTurns(register_kill)
-    owner = await open_locks(turns)
+    owner, turns, kills = await open_recording_kills(open_locks)
     other = await open_locks(HeldTurns())
     await owner.submit(trigger("m1"))
     await turns.next_started()
@@ -197,14 +199,9 @@ async def test_a_kill_for_a_turn_whose_process_is_gone_frees_the_channel(
 
 
 async def test_a_stale_lock_is_released_by_the_next_message(open_locks: OpenLocks) -> None:
-    kills: list[KillReason] = []
-    locks: ChannelLocks
-
-    async def register_kill(turn: Turn) -> None:
-        locks.set_channel_stream_kill(turn.channel_id, kills.append)
-
-    turns = HeldTurns(register_kill)
-    locks = await open_locks(turns, Settings(channel_lock_timeout_ms=50))
+    locks, turns, kills = await open_recording_kills(
+        open_locks, Settings(channel_lock_timeout_ms=50)
+    )
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     await turns.next_started()
