@@ -1,23 +1,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from tomori.metrics import Metrics
 from tomori.store import Store
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    store = await Store.open(db_path)
-    await store.migrate()
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def test_a_count_recorded_while_a_batch_is_written_is_written_too(store: Store) -> None:
