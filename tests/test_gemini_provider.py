@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.gemini_wire import api_error, call_part, response, text_part
-from tests.support.llm_server import LLMServer, Reply, drop, raw, sse, stall
+from tests.support.llm_server import LLMServer, Reply, drop, pause, raw, raw_bytes, sse, stall
 from tests.support.passes import (
+    REQUEST,
     Harness,
     collect,
     kill_mid_stream_and_check_the_socket,
@@ -21,6 +22,7 @@ from tomori.providers.base import (
     Finish,
     ProviderError,
     ProviderErrorKind,
+    ProviderEvent,
     Role,
     StreamRequest,
     TextDelta,
@@ -143,6 +145,79 @@ async def test_a_malformed_event_is_a_server_error(
     connection = llm_server.connections[0]
     await asyncio.wait_for(connection.closed.wait(), 1)  # the stream was not left open
     assert connection.closed_by_client
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(content_type="text/html", body=[raw("<html>\n<body>Log in</body>\n</html>\n")]),
+        Reply(json_body={"id": "chatcmpl-1", "object": "chat.completion", "choices": []}),
+        Reply(content_type="text/plain", body=[pause(0.0)]),
+    ],
+    ids=["proxy-login-page", "another-format", "empty-body"],
+)
+async def test_a_200_without_stream_events_is_a_malformed_response(
+    provider: GeminiProvider, llm_server: LLMServer, reply: Reply
+) -> None:
+    llm_server.script(reply)
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+
+
+async def test_invalid_utf8_mid_stream_is_malformed_after_the_text_before_it(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        Reply(
+            body=[
+                sse(response(text_part("Before."))),
+                raw_bytes(b'data: {"bad": "\xff\xfe"}\n\n'),
+                stall(),
+            ]
+        )
+    )
+    events: list[ProviderEvent] = []
+
+    async def read_all() -> None:
+        async for event in provider.stream(REQUEST):
+            events.append(event)
+
+    with pytest.raises(ProviderError) as raised:
+        await read_all()
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+    assert "UnicodeDecodeError" in raised.value.detail
+    assert events == [TextDelta("Before.")]
+
+
+async def test_the_providers_own_error_text_is_kept_for_the_log_without_secrets(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    said = f"Function calling is not enabled for models/x. ?key={API_KEY}"
+    llm_server.script(Reply(status=400, json_body=api_error(400, said)))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.detail.startswith("Function calling is not enabled for models/x.")
+    assert API_KEY not in raised.value.detail
+
+
+async def test_credentials_in_the_base_url_reach_the_proxy_as_basic_auth_beside_the_key(
+    llm_server: LLMServer,
+) -> None:
+    proxied = GeminiProvider(
+        api_key=API_KEY, base_url=f"http://proxy-user:proxy-pass@127.0.0.1:{llm_server.port}"
+    )
+    llm_server.script(Reply(body=[sse(response(text_part("Through."), finish="STOP"))]))
+    try:
+        events = await collect(proxied)
+    finally:
+        await proxied.aclose()
+    assert TextDelta("Through.") in events
+    headers = llm_server.requests[0].headers
+    assert (
+        headers["authorization"] == "Basic " + base64.b64encode(b"proxy-user:proxy-pass").decode()
+    )
+    assert headers["x-goog-api-key"] == API_KEY
 
 
 async def test_a_connection_dropped_mid_stream_is_a_connection_error(

@@ -5,7 +5,17 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.llm_server import LLMServer, Reply, drop, keep_alive, pause, raw, sse, stall
+from tests.support.llm_server import (
+    LLMServer,
+    Reply,
+    drop,
+    keep_alive,
+    pause,
+    raw,
+    raw_bytes,
+    sse,
+    stall,
+)
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
 from tests.support.passes import (
     REQUEST,
@@ -191,6 +201,82 @@ async def test_a_malformed_chunk_is_a_server_error(
     connection = llm_server.connections[0]
     await asyncio.wait_for(connection.closed.wait(), 1)  # the stream was not left open
     assert connection.closed_by_client
+
+
+A_COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "The whole answer at once."},
+            "finish_reason": "stop",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("reply", "content_type"),
+    [
+        (
+            Reply(content_type="text/html", body=[raw("<html><body>Log in</body></html>\n")]),
+            "text/html",
+        ),
+        (Reply(json_body=A_COMPLETION), "application/json"),
+        (Reply(body=[sse("[DONE]")]), "text/event-stream"),
+    ],
+    ids=["proxy-login-page", "stream-ignored", "no-chunk"],
+)
+async def test_a_200_without_stream_events_is_a_malformed_response(
+    provider: OpenAIProvider, llm_server: LLMServer, reply: Reply, content_type: str
+) -> None:
+    llm_server.script(reply)
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+    assert f"no stream events (Content-Type: {content_type}" in raised.value.detail
+
+
+async def test_invalid_utf8_mid_stream_is_malformed_after_the_text_before_it(
+    provider: OpenAIProvider, llm_server: LLMServer
+) -> None:
+    llm_server.script(
+        Reply(body=[sse(chunk("Before.")), raw_bytes(b'data: {"bad": "\xff\xfe"}\n\n'), stall()])
+    )
+    events: list[ProviderEvent] = []
+
+    async def read_all() -> None:
+        async for event in provider.stream(REQUEST):
+            events.append(event)
+
+    with pytest.raises(ProviderError) as raised:
+        await read_all()
+    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
+    assert "UnicodeDecodeError" in raised.value.detail
+    assert events == [TextDelta("Before.")]
+
+
+async def test_the_providers_own_error_text_is_kept_for_the_log_without_secrets(
+    llm_server: LLMServer,
+) -> None:
+    proxied = OpenAIProvider(api_key=API_KEY, base_url=f"{llm_server.base_url}/v1")
+    said = (
+        f"registry.ollama.ai/library/gemma:2b does not support tools (key {API_KEY}, "
+        f"upstream http://admin:hunter2@10.0.0.5/v1?key=abc123)\n" + "x" * 1000
+    )
+    llm_server.script(Reply(status=400, json_body={"error": {"message": said}}))
+    try:
+        with pytest.raises(ProviderError) as raised:
+            await collect(proxied)
+    finally:
+        await proxied.aclose()
+    detail = raised.value.detail
+    assert detail.startswith("registry.ollama.ai/library/gemma:2b does not support tools")
+    for secret in (API_KEY, "hunter2", "admin", "abc123", "\n"):
+        assert secret not in detail
+    assert len(detail) <= 300
+    assert "does not support" not in raised.value.safe_message  # users see only our words
 
 
 async def test_a_connection_dropped_mid_stream_is_a_connection_error(

@@ -119,5 +119,9 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
 
 
 def _detail(loop: LoopResult) -> str:
+    """Our words for a provider failure and, for the operator, the provider's own (sanitised)."""
     data = loop.passes[-1].data if loop.passes else None
-    return f" ({data.safe_message})" if isinstance(data, ProviderError) else ""
+    if not isinstance(data, ProviderError):
+        return ""
+    said = f"; the provider said: {data.detail}" if data.detail else ""
+    return f" ({data.safe_message}{said})"

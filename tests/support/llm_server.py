@@ -36,6 +36,11 @@ def raw(text: str) -> Action:
     return Action("write", text.encode())
 
 
+def raw_bytes(payload: bytes) -> Action:
+    """Bytes as they are, such as invalid UTF-8 in the middle of an event."""
+    return Action("write", payload)
+
+
 def keep_alive() -> Action:
     return Action("write", b": keep-alive\n\n")
 
@@ -61,6 +66,8 @@ class Reply:
     json_body: Any = None
     header_delay: float = 0.0
     headers: Sequence[tuple[str, str]] = ()
+    content_type: str | None = None
+    """Overrides the usual type (JSON for `json_body`, an event stream for `body`)."""
 
 
 @dataclass
@@ -167,14 +174,16 @@ class LLMServer:
         if reply.json_body is not None or not reply.body:
             body = json.dumps(reply.json_body if reply.json_body is not None else {}).encode()
             writer.write(
-                f"HTTP/1.1 {reply.status} {reason}\r\nContent-Type: application/json\r\n"
+                f"HTTP/1.1 {reply.status} {reason}\r\n"
+                f"Content-Type: {reply.content_type or 'application/json'}\r\n"
                 f"Content-Length: {len(body)}\r\n{extra}\r\n".encode()
                 + body
             )
             await writer.drain()
             return True
         writer.write(
-            f"HTTP/1.1 {reply.status} {reason}\r\nContent-Type: text/event-stream\r\n"
+            f"HTTP/1.1 {reply.status} {reason}\r\n"
+            f"Content-Type: {reply.content_type or 'text/event-stream'}\r\n"
             f"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n{extra}\r\n".encode()
         )
         await writer.drain()

@@ -137,7 +137,10 @@ class ProviderError(Exception):
     """A provider failure, already classified.
 
     `safe_message` may be shown to users and logged: it never holds a key, a URL or an SDK's
-    own exception text. `retry_after_s` is the provider's Retry-After, where it sent one.
+    own exception text. `detail` is the provider's own words (the error text of a 400, what
+    made a response unreadable), for the operator's log only: already sanitised
+    (`providers.errors.sanitised`), never shown to users. `retry_after_s` is the provider's
+    Retry-After, where it sent one.
     """
 
     def __init__(
@@ -147,12 +150,14 @@ class ProviderError(Exception):
         *,
         status: int | None = None,
         retry_after_s: float | None = None,
+        detail: str = "",
     ) -> None:
         super().__init__(f"{kind}: {safe_message}")
         self.kind = kind
         self.safe_message = safe_message
         self.status = status
         self.retry_after_s = retry_after_s
+        self.detail = detail
 
 
 class Provider(Protocol):

@@ -3,12 +3,20 @@
 Both providers classify by HTTP status first, because that is what both SDKs expose and what
 decides the next step: credentials and bad requests will not get better by retrying, rate
 limits and server errors may on another model. The messages are ours, never the SDK's, so no
-key, URL or request detail reaches a user or a log line through them.
+key, URL or request detail reaches a user through them.
+
+The provider's own words (the `error.message` of a 400, what made a response unreadable) still
+matter to whoever runs the bot: "this model does not support tools" is the fix, "HTTP 400" is
+not. They travel as `ProviderError.detail`, for the log only, and every one passes through
+`sanitised` first: that is the single rule for provider text reaching a log line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
 from tomori.providers.base import ProviderError, ProviderErrorKind
 
@@ -22,6 +30,51 @@ _MESSAGES = {
 }
 
 
+MAX_DETAIL_CHARS = 300
+"""A provider's error text is logged up to this long: enough for its message, not a page."""
+
+_URL_CREDENTIALS = re.compile(r"(//)[^/\s?#]*@")
+_SECRET_PARAMETER = re.compile(r"((?:api_?key|key|token|password)=)[^&\s\"']+", re.IGNORECASE)
+_BEARER = re.compile(r"(bearer\s+)\S+", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]+")
+
+
+def sanitised(text: str, secrets: Iterable[str] = ()) -> str:
+    """Provider text made fit for a log line: no secret, no URL credentials, one short line.
+
+    `secrets` are the values this provider was configured with (its key, the password of its
+    base URL); anything shaped like a credential (`user:pass@` in a URL, `key=` in a query,
+    a bearer token) is masked too, whoever's it is. Control characters and line breaks become
+    single spaces so one error is one log line.
+    """
+    for secret in sorted({secret for secret in secrets if secret}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    text = _SECRET_PARAMETER.sub(r"\1***", text)
+    text = _BEARER.sub(r"\1***", text)
+    text = _CONTROL.sub(" ", text).strip()
+    if len(text) > MAX_DETAIL_CHARS:
+        text = text[: MAX_DETAIL_CHARS - 1] + "…"
+    return text
+
+
+def secrets_of(api_key: str, base_url: str | None) -> tuple[str, ...]:
+    """What a provider configured with this key and base URL must never log."""
+    password = urlsplit(base_url).password if base_url else None
+    return tuple(secret for secret in (api_key, password) if secret)
+
+
+def error_text(body: object) -> str:
+    """The message of an error body in the shapes providers send (`{"error": {"message"}}`)."""
+    if isinstance(body, Mapping):
+        for name in ("error", "message", "detail"):
+            if body.get(name):
+                return error_text(body[name])
+    if isinstance(body, str):
+        return body
+    return "" if body is None else json.dumps(body, default=str)
+
+
 def kind_for_status(status: int) -> ProviderErrorKind:
     if status in (401, 403):
         return ProviderErrorKind.AUTHENTICATION
@@ -32,23 +85,32 @@ def kind_for_status(status: int) -> ProviderErrorKind:
     return ProviderErrorKind.BAD_REQUEST
 
 
-def status_error(status: int, headers: Mapping[str, str] | None = None) -> ProviderError:
+def status_error(
+    status: int, headers: Mapping[str, str] | None = None, *, detail: str = ""
+) -> ProviderError:
+    """`detail` must already be `sanitised`, like every `detail` below."""
     kind = kind_for_status(status)
     return ProviderError(
         kind,
         f"{_MESSAGES[kind]} (HTTP {status})",
         status=status,
         retry_after_s=_retry_after(headers) if kind is ProviderErrorKind.RATE_LIMITED else None,
+        detail=detail,
     )
 
 
-def connection_error() -> ProviderError:
-    return ProviderError(ProviderErrorKind.CONNECTION, _MESSAGES[ProviderErrorKind.CONNECTION])
-
-
-def malformed_response() -> ProviderError:
+def connection_error(detail: str = "") -> ProviderError:
     return ProviderError(
-        ProviderErrorKind.SERVER_ERROR, "the provider sent a response that could not be read"
+        ProviderErrorKind.CONNECTION, _MESSAGES[ProviderErrorKind.CONNECTION], detail=detail
+    )
+
+
+def malformed_response(detail: str = "") -> ProviderError:
+    """A 200 whose body is not the stream asked for: garbled, truncated, or another format."""
+    return ProviderError(
+        ProviderErrorKind.SERVER_ERROR,
+        "the provider sent a response that could not be read",
+        detail=detail,
     )
 
 

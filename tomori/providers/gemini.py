@@ -7,6 +7,10 @@ is none; and it silently retries a failed connection after sleeping 1 to 10 s, w
 back the fallback model, so retries are limited to the one attempt. `aclose()` on its stream
 does not close the connection; cancelling the task that reads it does, which is how
 `stream_once` stops a pass.
+
+A 200 that yields no event at all (a proxy's HTML page, a body in some other format) is a
+malformed response, as is a stream with bytes that are not UTF-8: the SDK would otherwise end
+the first quietly as an empty answer and raise the second as a bare `UnicodeDecodeError`.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ from tomori.providers.base import (
 from tomori.providers.errors import (
     connection_error,
     content_blocked,
+    error_text,
     malformed_response,
+    sanitised,
+    secrets_of,
     status_error,
 )
 
@@ -60,6 +67,7 @@ class GeminiProvider:
     """Streams Gemini generations; one instance (one client) serves every model of it."""
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+        self._secrets = secrets_of(api_key, base_url)
         self._client = genai.Client(
             api_key=api_key,
             http_options=types.HttpOptions(
@@ -82,19 +90,28 @@ class GeminiProvider:
             responses = await self._client.aio.models.generate_content_stream(
                 model=request.model, contents=contents, config=config
             )
+            said_anything = False
             async for response in responses:
                 for event in _events_of(response):
+                    said_anything = True
                     yield event
+            if not said_anything:
+                raise malformed_response("no stream events in the response")
         except errors.APIError as error:
-            raise status_error(error.code, _headers_of(error)) from error
+            text = error_text(error.details) or error.message or ""
+            raise status_error(
+                error.code, _headers_of(error), detail=sanitised(text, self._secrets)
+            ) from error
         except (aiohttp.ClientError, OSError) as error:
-            raise connection_error() from error
+            raise connection_error(sanitised(str(error), self._secrets)) from error
         except (
             errors.UnknownApiResponseError,
             json.JSONDecodeError,
             pydantic.ValidationError,
+            UnicodeDecodeError,
         ) as error:
-            raise malformed_response() from error
+            detail = sanitised(f"{type(error).__name__}: {error}", self._secrets)
+            raise malformed_response(detail) from error
 
 
 def gemini_request(

@@ -17,6 +17,11 @@ with `cast_to=object`), not as the SDK's pydantic models: building those models 
 CPU the SDK spends per chunk, and this provider reads four fields of each. The SDK still sends
 the request, maps HTTP errors, decodes the event stream and raises on an error event; the few
 fields read here are checked by hand, and a chunk of the wrong shape is a malformed response.
+So is a 200 whose body holds no stream event at all (an HTML login page of a proxy, or a server
+that ignored `"stream": true` and sent one JSON completion): the SDK reads either as an empty
+stream, which would end the turn as a silent empty answer instead of trying the fallback. A
+completion's text is not salvaged: a server that ignores the protocol is told apart, not
+half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall.
 """
 
 from __future__ import annotations
@@ -42,7 +47,14 @@ from tomori.providers.base import (
     Usage,
     UsageEvent,
 )
-from tomori.providers.errors import connection_error, malformed_response, status_error
+from tomori.providers.errors import (
+    connection_error,
+    error_text,
+    malformed_response,
+    sanitised,
+    secrets_of,
+    status_error,
+)
 
 CONNECT_TIMEOUT_S = 10.0
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -53,6 +65,7 @@ class OpenAIProvider:
     """Streams chat completions; one instance (one HTTP client) serves every model of it."""
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+        self._secrets = secrets_of(api_key, base_url)
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
@@ -79,17 +92,25 @@ class OpenAIProvider:
             )
             async with stream:
                 assembler = _ToolCallAssembler()
+                said_anything = False
                 async for chunk in stream:
                     for event in _events_of(chunk, assembler):
+                        said_anything = True
                         yield event
                 for call in assembler.finish():
                     yield ToolCallEvent(call)
+                if not said_anything:
+                    content_type = sanitised(stream.response.headers.get("content-type", "none"))
+                    raise malformed_response(f"no stream events (Content-Type: {content_type})")
         except openai.APIStatusError as error:
-            raise status_error(error.status_code, error.response.headers) from error
+            detail = sanitised(error_text(error.body), self._secrets)
+            raise status_error(error.status_code, error.response.headers, detail=detail) from error
         except openai.APIConnectionError as error:
-            raise connection_error() from error
-        except (openai.APIError, json.JSONDecodeError, _MalformedChunk) as error:
-            raise malformed_response() from error
+            detail = sanitised(str(error.__cause__ or error), self._secrets)
+            raise connection_error(detail) from error
+        except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError, _MalformedChunk) as e:
+            detail = sanitised(f"{type(e).__name__}: {e}", self._secrets)
+            raise malformed_response(detail) from e
 
 
 def request_arguments(request: StreamRequest) -> dict[str, Any]:

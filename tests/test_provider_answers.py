@@ -1,0 +1,161 @@
+"""Provider answers that used to end in silence or in the wrong outcome, through the cog.
+
+A 200 with no stream events, bytes that are not UTF-8, a base URL that can never work, and a
+model that refuses tools: each ends in the fallback's answer or the "Generation Error" notice,
+or stops start-up, and the operator's log carries the provider's own words without secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.gemini_wire import response, text_part
+from tests.support.llm_server import LLMServer, Reply, raw, raw_bytes, sse, stall
+from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
+from tests.support.openai_wire import chunk
+from tests.support.scripts import answer
+from tests.test_cog_discordpy import settings_for
+from tomori.models import ModelChain
+
+KEY = "sk-very-secret-key"
+FAST = {"stream_first_token_timeout_ms": 2_000, "stream_sdk_call_timeout_ms": 2_000}
+LOGIN_PAGE = Reply(
+    content_type="text/html; charset=utf-8",
+    body=[raw("<!doctype html>\n<html><body><form>Sign in to the proxy</form></body></html>\n")],
+)
+A_COMPLETION = Reply(
+    json_body={
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "All at once."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+)
+BAD_BYTES = raw_bytes(b'data: {"choices": [{"delta": {"content": "\xff\xfe"}}]}\n\n')
+
+
+def chain_of(server: LLMServer, models: str, **extra: str) -> ModelChain:
+    return ModelChain.from_env(
+        {
+            "TOMORI_MODELS": models,
+            "OPENAI_API_KEY": KEY,
+            "OPENAI_BASE_URL": f"{server.base_url}/v1",
+            "GEMINI_API_KEY": KEY,
+            "GEMINI_BASE_URL": server.base_url,
+            **extra,
+        }
+    )
+
+
+@pytest.fixture
+def open_bot(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> Any:
+    async def start(
+        models: str = "openai:primary,openai:fallback",
+        extra: Mapping[str, str] | None = None,
+        **overrides: object,
+    ) -> NextcordBot:
+        settings = settings_for(tmp_path, **{**FAST, **overrides})
+        return await open_nextcord(settings, chain_of(llm_server, models, **(extra or {})))
+
+    return start
+
+
+# -- item 8: a 200 that holds no stream events ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("primary", "reply"),
+    [("openai", LOGIN_PAGE), ("openai", A_COMPLETION), ("gemini", A_COMPLETION)],
+    ids=["openai-login-page", "openai-stream-ignored", "gemini-another-format"],
+)
+async def test_a_200_without_stream_events_falls_back(
+    open_bot: Any, llm_server: LLMServer, primary: str, reply: Reply
+) -> None:
+    nc = await open_bot(models=f"{primary}:primary,openai:fallback")
+    llm_server.script(reply, answer("The fallback answers."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["The fallback answers."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+
+
+async def test_a_200_without_stream_events_from_the_only_model_posts_the_error_notice(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(models="openai:only")
+    llm_server.script(LOGIN_PAGE)
+    with caplog.at_level(logging.WARNING, logger="tomori.turn"):
+        nc.say(f"{nc.mention()} hello")
+        await nc.settled()
+    assert nc.discord.contents() == []
+    assert nc.discord.embeds() == ["Generation Error"]
+    assert "no stream events (Content-Type: text/html" in caplog.text
+
+
+# -- item 9: bytes that are not UTF-8 in the middle of a stream ---------------------------------
+
+
+async def test_invalid_utf8_mid_stream_keeps_the_text_before_it_and_falls_back(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    # No paragraph break: the text is still in the writer's buffer when the bad bytes come.
+    llm_server.script(
+        Reply(body=[sse(chunk("Before the bad bytes,")), BAD_BYTES, stall()]),
+        answer("and after them."),
+    )
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["Before the bad bytes,", "and after them."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+    continued = llm_server.requests[1].body["messages"]
+    assert {"role": "assistant", "content": "Before the bad bytes,"} in continued
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+async def test_invalid_utf8_from_the_only_model_keeps_the_text_and_posts_the_error_notice(
+    open_bot: Any, llm_server: LLMServer, provider: str
+) -> None:
+    nc = await open_bot(models=f"{provider}:only")
+    first = (
+        chunk("Before the bad bytes,")
+        if provider == "openai"
+        else response(text_part("Before the bad bytes,"))
+    )
+    llm_server.script(Reply(body=[sse(first), BAD_BYTES, stall()]))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["Before the bad bytes,"]
+    assert nc.discord.embeds() == ["Generation Error"]
+
+
+# -- item 13: the provider's own words in the log ------------------------------------------
+
+
+async def test_a_model_refusing_tools_logs_its_own_words_without_the_key(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(models="openai:gemma:2b")
+    said = f"registry.ollama.ai/library/gemma:2b does not support tools (key {KEY})"
+    llm_server.script(Reply(status=400, json_body={"error": {"message": said, "type": "api"}}))
+    with caplog.at_level(logging.WARNING, logger="tomori.turn"):
+        nc.say(f"{nc.mention()} hello")
+        await nc.settled()
+    assert nc.discord.embeds() == ["Generation Error"]
+    shown = json.dumps(nc.discord.messages[CHANNEL_ID])
+    assert "does not support tools" not in shown  # users see only our own notice
+    [line] = [r.getMessage() for r in caplog.records if "gemma:2b ended with" in r.getMessage()]
+    assert "HTTP 400" in line
+    assert "registry.ollama.ai/library/gemma:2b does not support tools (key ***)" in line
+    assert KEY not in caplog.text
