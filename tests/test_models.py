@@ -64,10 +64,66 @@ def test_a_bad_base_url_is_refused_without_echoing_its_credentials() -> None:
     assert "hunter2" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("variable", "url", "allowed"),
+    [
+        ("OPENAI_BASE_URL", "http://localhost:99999/v1", "its port must be a number from 1 to"),
+        ("OPENAI_BASE_URL", "http://user:hunter2@localhost:0/v1", "its port must be a number"),
+        ("GEMINI_BASE_URL", "https://proxy:8o8o", "its port must be a number from 1 to 65535"),
+        ("OPENAI_BASE_URL", "http://my proxy/v1", "its host must be a host name or an IP"),
+        ("OPENAI_BASE_URL", "http://999.0.0.1:8000/v1", "its host must be a host name or an IP"),
+        ("GEMINI_BASE_URL", "http://-proxy-.example", "its host must be a host name or an IP"),
+        ("OPENAI_BASE_URL", "http://[::1/v1", "an http:// or https:// URL with a host"),
+        ("OPENAI_BASE_URL", "http:///v1", "an http:// or https:// URL with a host"),
+    ],
+)
+def test_a_base_url_with_an_impossible_port_or_host_stops_start_up(
+    variable: str, url: str, allowed: str
+) -> None:
+    provider = variable.split("_")[0].lower()
+    with pytest.raises(ConfigError) as raised:
+        chain(f"{provider}:m", **{variable: url})
+    message = str(raised.value)
+    assert message.startswith(f"{variable}=")
+    assert "is not allowed" in message
+    assert allowed in message
+    assert "hunter2" not in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://localhost:11434/v1",
+        "http://[::1]:8000/v1",
+        "https://openrouter.ai/api/v1",
+        "http://ollama_server:11434/v1",  # Docker Compose service names may hold _
+        "http://10.0.0.5/v1",
+    ],
+)
+def test_ordinary_base_urls_are_accepted(url: str) -> None:
+    assert chain("openai:m", OPENAI_BASE_URL=url).credentials["openai"].base_url == url
+
+
+def test_openai_credentials_in_the_url_are_refused_since_the_key_holds_the_header() -> None:
+    with pytest.raises(ConfigError) as raised:
+        chain("openai:m", OPENAI_BASE_URL="http://admin:hunter2@proxy.example/v1")
+    message = str(raised.value)
+    assert message.startswith("OPENAI_BASE_URL='http://***@proxy.example/v1' is not allowed")
+    assert "Authorization" in message
+    assert "hunter2" not in message
+    assert "admin" not in message
+
+
+def test_gemini_credentials_in_the_url_are_kept_for_basic_auth_to_the_proxy() -> None:
+    url = "http://admin:hunter2@proxy.example:8080"
+    assert chain("gemini:m", GEMINI_BASE_URL=url).credentials["gemini"].base_url == url
+
+
 def test_keys_never_appear_in_the_chains_repr() -> None:
-    parsed = chain("openai:m", OPENAI_BASE_URL="http://user:hunter2@localhost:8000/v1")
+    parsed = chain("gemini:m", GEMINI_BASE_URL="http://user:hunter2@localhost:8000/v1")
     text = repr(parsed)
-    assert "sk-secret-1" not in text
+    assert "gm-secret-2" not in text
     assert "hunter2" not in text
     assert "localhost:8000" in text
 

@@ -7,6 +7,7 @@ or stops start-up, and the operator's log carries the provider's own words witho
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from tests.support.llm_server import LLMServer, Reply, raw, raw_bytes, sse, stal
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
+from tests.test_bot_script import run
 from tests.test_cog_discordpy import settings_for
 from tomori.models import ModelChain
 
@@ -138,6 +140,49 @@ async def test_invalid_utf8_from_the_only_model_keeps_the_text_and_posts_the_err
     await nc.settled()
     assert nc.discord.contents() == ["Before the bad bytes,"]
     assert nc.discord.embeds() == ["Generation Error"]
+
+
+# -- items 12 and 19: base URLs that can never work stop start-up ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "url", "allowed"),
+    [
+        ("OPENAI_BASE_URL", "http://admin:hunter2@proxy.example/v1", "Authorization header"),
+        ("OPENAI_BASE_URL", "http://localhost:99999/v1", "port must be a number from 1 to 65535"),
+        ("GEMINI_BASE_URL", "http://admin:hunter2@proxy:123456", "port must be a number"),
+    ],
+    ids=["openai-credentials", "openai-port", "gemini-port"],
+)
+def test_a_base_url_that_cannot_work_stops_the_bot_in_one_line(
+    variable: str, url: str, allowed: str
+) -> None:
+    provider = variable.split("_")[0].lower()
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS=f"{provider}:m",
+        **{f"{variable.split('_')[0]}_API_KEY": "k", variable: url},
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"{variable}=" in result.stderr
+    assert allowed in result.stderr
+    assert "hunter2" not in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_gemini_behind_an_authenticating_proxy_answers_with_basic_auth_and_its_key(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    proxied = f"http://tomori:hunter2@127.0.0.1:{llm_server.port}"
+    nc = await open_bot(models="gemini:m", extra={"GEMINI_BASE_URL": proxied})
+    llm_server.script(Reply(body=[sse(response(text_part("Through the proxy."), finish="STOP"))]))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["Through the proxy."]
+    headers = llm_server.requests[0].headers
+    assert headers["authorization"] == "Basic " + base64.b64encode(b"tomori:hunter2").decode()
+    assert headers["x-goog-api-key"] == KEY
 
 
 # -- item 13: the provider's own words in the log ------------------------------------------

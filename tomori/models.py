@@ -4,17 +4,27 @@
 then up to five fallbacks, each `provider:model`. Every problem stops start-up with one error
 naming the entry at fault (never a key's value), because a chain that silently lost an entry
 would only show itself on the day the primary fails.
+
+A base URL is checked as far as can be without a connection: scheme, host and port. Its
+`user:password@` part is sent as Basic auth where the provider's key travels in a header of its
+own (Gemini: `x-goog-api-key`), which is how an authenticating proxy in front of it expects
+it. The OpenAI SDK sends its key as `Authorization: Bearer`, the very header Basic auth needs,
+so the two cannot both reach the proxy (and aiohttp refuses the request): such a URL is refused
+at start-up instead of failing every message.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from tomori.config import ConfigError
 from tomori.providers.base import Provider
+from tomori.providers.errors import sanitised
 
 MAX_FALLBACKS = 5
 EXAMPLE = "openai:gpt-4o-mini,gemini:gemini-2.5-flash"
@@ -24,12 +34,20 @@ EXAMPLE = "openai:gpt-4o-mini,gemini:gemini-2.5-flash"
 class ProviderKind:
     key_variable: str
     base_url_variable: str
+    key_header: str
+    """The HTTP header the SDK sends the key in."""
+
+    @property
+    def takes_url_credentials(self) -> bool:
+        """Basic auth from the URL can go along only if the key leaves `Authorization` free."""
+        return self.key_header != "Authorization"
 
 
 PROVIDER_KINDS = {
-    "openai": ProviderKind("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "gemini": ProviderKind("GEMINI_API_KEY", "GEMINI_BASE_URL"),
+    "openai": ProviderKind("OPENAI_API_KEY", "OPENAI_BASE_URL", "Authorization"),
+    "gemini": ProviderKind("GEMINI_API_KEY", "GEMINI_BASE_URL", "x-goog-api-key"),
 }
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
 
 
 MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
@@ -156,22 +174,60 @@ def _credentials_for(entry: ModelEntry, env: Mapping[str, str]) -> Credentials:
         )
     base_url = env.get(kind.base_url_variable, "").strip() or None
     if base_url is not None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        problem = _base_url_problem(base_url, kind)
+        if problem:
             raise ConfigError(
-                f"{kind.base_url_variable}={_redacted(base_url)!r} is not allowed: it must be "
-                f"an http:// or https:// URL"
+                f"{kind.base_url_variable}={_redacted(base_url)!r} is not allowed: {problem}"
             )
     return Credentials(api_key, base_url)
 
 
+def _base_url_problem(url: str, kind: ProviderKind) -> str | None:
+    """What is wrong with a base URL, in words that never repeat its credentials."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return "it must be an http:// or https:// URL with a host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        return "its port must be a number from 1 to 65535"
+    if not _valid_host(parts.hostname):
+        return "its host must be a host name or an IP address"
+    if _has_credentials(parts) and not kind.takes_url_credentials:
+        return (
+            f"a user name or password in the URL cannot be sent, since the {kind.key_variable} "
+            f"already travels in the {kind.key_header} header that Basic auth would need; "
+            f"remove the user:password@ part (a proxy that checks a token can take it as "
+            f"{kind.key_variable})"
+        )
+    return None
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        name = host.encode("idna").decode("ascii").rstrip(".")
+    except UnicodeError:
+        return False
+    labels = name.split(".")
+    if all(label.isdigit() for label in labels):
+        return False  # a dotted number that is not an IPv4 address, such as 999.0.0.1
+    return len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+
+
+def _has_credentials(parts: SplitResult) -> bool:
+    return parts.username is not None or parts.password is not None
+
+
 def _redacted(url: str | None) -> str | None:
-    """The URL without any user:password part."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return parts._replace(netloc=netloc).geturl()
+    """The URL without any user:password part (by the same rule as provider error text)."""
+    return None if url is None else sanitised(url)
