@@ -23,7 +23,10 @@ from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
 from tests.test_bot_script import run
 from tests.test_cog_discordpy import settings_for
+from tomori.config import BUILTIN_TOOLS, ConfigError, Settings
 from tomori.models import ModelChain
+from tomori.providers.base import JsonObject
+from tomori.tools import Tool, ToolContext
 
 KEY = "sk-very-secret-key"
 FAST = {"stream_first_token_timeout_ms": 2_000, "stream_sdk_call_timeout_ms": 2_000}
@@ -185,7 +188,55 @@ async def test_gemini_behind_an_authenticating_proxy_answers_with_basic_auth_and
     assert headers["x-goog-api-key"] == KEY
 
 
-# -- item 13: the provider's own words in the log ------------------------------------------
+# -- item 13: TOMORI_TOOLS, and the provider's own words in the log -------------------------
+
+
+def test_tomori_tools_picks_built_in_tools_by_name() -> None:
+    assert Settings().tools == frozenset(BUILTIN_TOOLS)
+    assert Settings.from_env({"TOMORI_TOOLS": ""}).tools == frozenset()
+    assert Settings.from_env({"TOMORI_TOOLS": " Current_Time , "}).tools == {"current_time"}
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({"TOMORI_TOOLS": "current_time,web_search"})
+    message = str(raised.value)
+    assert message.startswith("TOMORI_TOOLS='current_time,web_search' is not allowed")
+    assert "current_time, read_message" in message
+
+
+async def test_by_default_every_built_in_tool_is_offered(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(models="openai:m")
+    llm_server.script(answer("Tools offered."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    offered = [tool["function"]["name"] for tool in llm_server.requests[0].body["tools"]]
+    assert offered == list(BUILTIN_TOOLS)
+
+
+async def test_with_tomori_tools_empty_no_tools_field_is_sent(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(models="openai:llama3", tools=frozenset())
+    llm_server.script(answer("Hi without tools."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["Hi without tools."]
+    assert "tools" not in llm_server.requests[0].body
+
+
+async def test_tomori_tools_keeps_the_named_tools_and_those_a_bot_registers(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    async def roll(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+        return {"rolled": 4}
+
+    nc = await open_bot(models="openai:m", tools=frozenset({"current_time"}))
+    nc.bot.get_cog("Tomori").register_tool(Tool("roll_die", "Roll a die.", {}, roll))
+    llm_server.script(answer("Tools offered."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    offered = [tool["function"]["name"] for tool in llm_server.requests[0].body["tools"]]
+    assert offered == ["current_time", "roll_die"]
 
 
 async def test_a_model_refusing_tools_logs_its_own_words_without_the_key(

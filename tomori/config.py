@@ -33,6 +33,10 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer in the language you are spoken to, and keep replies concise."
 )
 
+BUILTIN_TOOLS = ("current_time", "read_message")
+"""The tools tomori-cog itself offers the model; `TOMORI_TOOLS` picks among them (many small
+local models refuse any request that carries tools, so they must be able to go)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -55,6 +59,7 @@ class Settings:
     channels: frozenset[int] = frozenset()
     reply_to_bots: bool = False
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    tools: frozenset[str] = frozenset(BUILTIN_TOOLS)
 
     @property
     def first_token_budget_s(self) -> float:
@@ -187,6 +192,14 @@ def _db_path(name: str, raw: str) -> Path:
     return path
 
 
+def _tool_names(name: str, raw: str) -> frozenset[str]:
+    pieces = [piece.strip().lower() for piece in raw.split(",") if piece.strip()]
+    if any(piece not in BUILTIN_TOOLS for piece in pieces):
+        known = ", ".join(BUILTIN_TOOLS)
+        raise _refuse(name, raw, f"built-in tool names separated by commas ({known}), or empty")
+    return frozenset(pieces)
+
+
 VARIABLES: tuple[Variable, ...] = (
     Variable(
         "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -284,5 +297,12 @@ VARIABLES: tuple[Variable, ...] = (
         "system_prompt",
         _text,
         "the system prompt, sent first",
+    ),
+    Variable(
+        "TOMORI_TOOLS",
+        "tools",
+        _tool_names,
+        "built-in tools offered to the model, comma separated; empty for none "
+        "(tools added with register_tool are always offered)",
     ),
 )

@@ -50,7 +50,8 @@ class TomoriService:
         self._store: Store | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
-        self.tools = ToolRegistry([CURRENT_TIME, message_lookup_tool(bot, library)])
+        builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
+        self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._providers: dict[str, Provider] = {}
         self._live_messages: dict[str, tuple[Any, float]] = {}
         """Trigger messages by ID, with when they came, until their turn reads them."""
