@@ -41,6 +41,7 @@ from tomori.providers.base import (
     Usage,
     UsageEvent,
 )
+from tomori.providers.errors import MAX_DETAIL_CHARS, sanitised, secrets_of
 from tomori.providers.openai import OpenAIProvider
 from tomori.results import TimeoutPhase
 
@@ -385,3 +386,24 @@ async def test_a_stall_is_ended_by_the_rolling_timeout_and_the_connection_closed
 ) -> None:
     llm_server.script(reply)
     await stall_and_check_the_socket(provider, llm_server, harness, phase)
+
+
+def test_the_sanitising_rule_masks_secrets_and_keeps_one_short_line() -> None:
+    secrets = secrets_of(API_KEY, "http://proxy-user:pw@proxy.example/v1")
+    text = (
+        f"bad key {API_KEY}; pw rejected by http://proxy-user:pw@proxy.example/v1?key=AIza1 "
+        "with Authorization: Bearer sk-other\nnext\tline " + "y" * 500
+    )
+    said = sanitised(text, secrets)
+    assert said.startswith("bad key ***; *** rejected by http://***@proxy.example/v1?key=*** ")
+    assert "Bearer ***" in said
+    assert "sk-other" not in said
+    assert "\n" not in said
+    assert "\t" not in said
+    assert len(said) == MAX_DETAIL_CHARS
+    # A placeholder key for a server that takes none is no secret, and masking it would hide
+    # the model's name: `ollama` stays readable.
+    assert secrets_of("ollama", None) == ()
+    assert sanitised("registry.ollama.ai/library/x", secrets_of("ollama", None)).startswith(
+        "registry.ollama.ai"
+    )

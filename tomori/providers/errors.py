@@ -58,10 +58,17 @@ def sanitised(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+PLACEHOLDER_KEY_CHARS = 8
+"""A key shorter than this is a placeholder for a local server that takes none (`ollama`):
+real provider keys are dozens of characters, and masking `ollama` would garble the very
+model names the log line is for. A URL's password is masked whatever its length."""
+
+
 def secrets_of(api_key: str, base_url: str | None) -> tuple[str, ...]:
     """What a provider configured with this key and base URL must never log."""
     password = urlsplit(base_url).password if base_url else None
-    return tuple(secret for secret in (api_key, password) if secret)
+    key = api_key if len(api_key) >= PLACEHOLDER_KEY_CHARS else None
+    return tuple(secret for secret in (key, password) if secret)
 
 
 def error_text(body: object) -> str:
