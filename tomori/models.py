@@ -66,10 +66,16 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "OPENAI_BASE_URL",
         "OpenAI's",
         "any OpenAI-compatible server: OpenRouter, vLLM, "
-        "llama.cpp, Ollama (http://localhost:11434/v1)",
+        "llama.cpp, Ollama (http://localhost:11434/v1); no user:password@ "
+        "(the key takes the Authorization header)",
     ),
     ("GEMINI_API_KEY", "(none)", "key for gemini: entries"),
-    ("GEMINI_BASE_URL", "Google's", "another Gemini endpoint (a proxy, or a test server)"),
+    (
+        "GEMINI_BASE_URL",
+        "Google's",
+        "another Gemini endpoint (a proxy, or a test server); a user:password@ goes to "
+        "the proxy as Basic auth",
+    ),
 )
 """(variable, default, what it does) for `--help` and the README."""
 
