@@ -166,3 +166,9 @@ def test_only_the_sdks_of_configured_providers_are_imported(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert ran.stdout.split() == ["True", "False"]
+
+
+def test_a_password_with_a_space_is_not_echoed_either() -> None:
+    with pytest.raises(ConfigError) as raised:
+        chain("openai:m", OPENAI_BASE_URL="http://admin:hunter 2@proxy.example/v1")
+    assert "hunter" not in str(raised.value)

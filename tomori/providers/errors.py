@@ -33,7 +33,7 @@ _MESSAGES = {
 MAX_DETAIL_CHARS = 300
 """A provider's error text is logged up to this long: enough for its message, not a page."""
 
-_URL_CREDENTIALS = re.compile(r"(//)[^/\s?#]*@")
+_URL_CREDENTIALS = re.compile(r"(//)[^/?#]*@")
 _SECRET_PARAMETER = re.compile(r"((?:api_?key|key|token|password)=)[^&\s\"']+", re.IGNORECASE)
 _BEARER = re.compile(r"(bearer\s+)\S+", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")
