@@ -6,10 +6,6 @@ writer, which sends in its own time. One kill callback ends the pass, with a rea
 generation task, which closes the provider's HTTP stream at once, while a Discord send already
 on the wire may still finish: on a genuine timeout the pass waits a bounded time for such sends
 to land, so the text the fallback continues from is the text the channel really shows.
-
-The timer is a deadline, not a timer object per chunk: progress moves the deadline forward and
-the single pending timer, when it fires early, re-arms itself for the new deadline. That keeps
-the per-chunk cost to a clock read.
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from time import monotonic
 from typing import Any
 
 from tomori.config import Settings
@@ -28,6 +22,7 @@ from tomori.context import StreamingContext
 from tomori.delivery import StreamWriter
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.pass_control import KillSwitch, RollingTimer
 from tomori.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -56,69 +51,6 @@ class _PassState:
     finish: Finish | None = None
 
 
-class _KillSwitch:
-    """The pass's kill callback: records why, cancels the generation, wakes the waiter.
-
-    The waiter waits on a bare future, not on an `Event` through a task of its own: under load
-    every loop iteration between the kill and the waiter resuming is milliseconds of lateness
-    for the timeout notice and for the channel coming free.
-    """
-
-    def __init__(self) -> None:
-        self.reasons: list[KillReason] = []
-        self.generation: asyncio.Task[StreamResult] | None = None
-        self.fired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def __call__(self, reason: KillReason) -> None:
-        self.reasons.append(reason)
-        if self.generation is not None:
-            self.generation.cancel()
-        if not self.fired.done():
-            self.fired.set_result(None)
-
-    def rearm(self) -> None:
-        """Let a further kill (a /kill) be heard after this one."""
-        self.fired = asyncio.get_running_loop().create_future()
-
-
-class _RollingTimer:
-    """Calls `expire` once no progress was seen for the current budget.
-
-    The first check is due after the shorter of the two budgets, so the one pending handle is
-    never late for a deadline that the first chunk pulled earlier; from then on every check
-    re-arms for the deadline as it stands, which progress only moves later. Deadlines are on
-    `time.monotonic`, read directly: `progress` runs once per chunk.
-    """
-
-    def __init__(
-        self, first_budget_s: float, idle_budget_s: float, expire: Callable[[], None]
-    ) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._idle_s = idle_budget_s
-        self._expire = expire
-        self.saw_progress = False
-        self._deadline = monotonic() + first_budget_s
-        first_check = min(first_budget_s, idle_budget_s)
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(first_check, self._check)
-
-    def progress(self) -> None:
-        self._deadline = monotonic() + self._idle_s
-        self.saw_progress = True
-
-    def _check(self) -> None:
-        remaining = self._deadline - monotonic()
-        if remaining <= 0:
-            self._handle = None
-            self._expire()
-        else:
-            self._handle = self._loop.call_later(remaining, self._check)
-
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-
 async def stream_once(
     provider: Provider,
     request: StreamRequest,
@@ -138,9 +70,9 @@ async def stream_once(
     if locks.stop_requested(channel_id):
         return StreamResult(StreamStatus.STOPPED_BY_USER)
 
-    kill = _KillSwitch()
+    kill = KillSwitch()
     state = _PassState()
-    timer = _RollingTimer(
+    timer = RollingTimer(
         settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
     )
 
