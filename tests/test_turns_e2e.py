@@ -261,3 +261,83 @@ async def test_read_message_reads_a_linked_message_of_this_server(
     refused = json.loads(sent_messages(llm_server, 2)[-1]["content"])
     assert refused["status"] == "tool_execution_failed"
     assert nc.discord.contents() == ["Friday at noon."]
+
+
+# -- the provider has finished; only delivery remains ----------------------------------------
+
+
+def slow(text: str, seconds: float, started: asyncio.Event | None = None) -> Any:
+    """A `send_delay` hook: the message holding `text` takes `seconds` to land."""
+
+    def delay(body: dict[str, Any]) -> float:
+        if text not in (body.get("content") or ""):
+            return 0.0
+        if started is not None:
+            started.set()
+        return seconds
+
+    return delay
+
+
+async def test_a_last_send_slower_than_the_idle_budget_still_lands(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # idle budget 300 ms
+    nc.discord.send_delay = slow("The last part.", 1.2)
+    llm_server.script(answer("First part.\n\nThe last part."))
+    nc.say(f"{nc.mention()} tell me")
+    await nc.settled()
+    assert nc.discord.contents() == ["First part.", "The last part."]
+    assert nc.discord.embeds() == []  # no "Response Timed Out"
+    assert len(llm_server.requests) == 1  # the answer was whole: no fallback
+    counts = await nc.service.metrics.counts()
+    assert not any(name == "stream_sdk_timeout" for name, _ in counts)
+
+
+async def test_a_send_that_never_lands_is_given_up_after_the_delivery_bound(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(delivery_timeout_ms=300)
+    nc.discord.send_delay = slow("The last part.", 60)
+    llm_server.script(answer("First part.\n\nThe last part."), answer("Next answer."))
+    nc.say(f"{nc.mention()} tell me")
+    async with asyncio.timeout(10):
+        await nc.settled()
+    assert nc.discord.contents() == ["First part."]
+    assert nc.discord.embeds() == []  # not reported as the provider's timeout
+    assert len(llm_server.requests) == 1
+    assert "delivery_timeout" in caplog.text
+    counts = await nc.service.metrics.counts()
+    assert counts[("delivery_timeout", "openai:primary-model")] == 1
+    nc.say(f"{nc.mention()} and now?")  # the channel is free again
+    await nc.settled()
+    assert nc.discord.contents() == ["First part.", "Next answer."]
+
+
+async def test_kill_ends_the_wait_for_a_slow_last_send_at_once(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # the delivery bound is the default two minutes
+    started = asyncio.Event()
+    nc.discord.send_delay = slow("The last part.", 60, started)
+    llm_server.script(answer("First part.\n\nThe last part."))
+    nc.say(f"{nc.mention()} tell me")
+    await started.wait()
+    reply = await nc.kill()
+    assert reply["data"]["embeds"][0]["title"] == "Stream Stopped"
+    async with asyncio.timeout(5):
+        await nc.settled()
+    assert nc.discord.contents() == ["First part."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # idle budget 300 ms; a chunk comes every 100 ms for about 2 s
+    nc.discord.send_delay = slow("One.", 0.8)
+    llm_server.script(answer("One.\n\nTwo.\n\nThree.", pieces=18, gap=0.1))
+    nc.say(f"{nc.mention()} count")
+    await nc.settled()
+    assert nc.discord.contents() == ["One.", "Two.", "Three."]
+    assert nc.discord.embeds() == []

@@ -55,6 +55,7 @@ class Settings:
     channels: frozenset[int] = frozenset()
     reply_to_bots: bool = False
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    delivery_timeout_ms: int = 120_000
 
     @property
     def first_token_budget_s(self) -> float:
@@ -68,6 +69,10 @@ class Settings:
     @property
     def settle_budget_s(self) -> float:
         return self.stream_abandoned_settle_timeout_ms / 1000
+
+    @property
+    def delivery_budget_s(self) -> float:
+        return self.delivery_timeout_ms / 1000
 
     @property
     def lock_timeout_s(self) -> float:
@@ -284,5 +289,11 @@ VARIABLES: tuple[Variable, ...] = (
         "system_prompt",
         _text,
         "the system prompt, sent first",
+    ),
+    Variable(
+        "TOMORI_DELIVERY_TIMEOUT_MS",
+        "delivery_timeout_ms",
+        _integer(1),
+        "once the model has finished, the wait for each Discord send still to land",
     ),
 )

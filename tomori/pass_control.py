@@ -72,6 +72,17 @@ class RollingTimer:
         else:
             self._handle = self._loop.call_later(remaining, self._check)
 
+    def deliver(self, budget_s: float, expire: Callable[[], None]) -> None:
+        """The provider is done: from now on the budget bounds delivery and `expire` ends it.
+
+        A send still waiting (out a 429, on a slow network) is not provider idleness, so the
+        idle budget stops here; sends that land re-arm the new budget as they did the old.
+        """
+        self.cancel()
+        self._idle_s, self._expire = budget_s, expire
+        self._deadline = monotonic() + budget_s
+        self._handle = self._loop.call_later(budget_s, self._check)
+
     def cancel(self) -> None:
         if self._handle is not None:
             self._handle.cancel()

@@ -6,6 +6,12 @@ writer, which sends in its own time. One kill callback ends the pass, with a rea
 generation task, which closes the provider's HTTP stream at once, while a Discord send already
 on the wire may still finish: on a genuine timeout the pass waits a bounded time for such sends
 to land, so the text the fallback continues from is the text the channel really shows.
+
+Once the provider's stream has ended, only delivery remains, and a send still waiting (out a
+429, on a slow network) is not the provider being idle: the same timer then bounds delivery
+with `TOMORI_DELIVERY_TIMEOUT_MS` instead, re-armed by every send that lands. When that runs
+out, what was not sent is dropped with a log line and the pass keeps the provider's outcome;
+it is never reported as the provider's timeout. /kill ends that wait at once, as any other.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
+from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tomori.config import Settings
@@ -49,6 +56,9 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
+    bound_delivery: Callable[[asyncio.Task[None]], None] = lambda finishing: None
+    """Set by `stream_once`: puts the delivery of the rest under the delivery bound."""
+    delivery_ran_out: bool = False
 
 
 async def stream_once(
@@ -82,6 +92,24 @@ async def stream_once(
         advance()
         touch(channel_id)
 
+    def delivery_ran_out(finishing: asyncio.Task[None]) -> None:
+        log.warning(
+            "delivery_timeout channel=%s: the provider %s had finished, but no send landed "
+            "within %gs; the rest of its answer is dropped",
+            channel_id,
+            provider.name,
+            settings.delivery_budget_s,
+            extra={"metric": "delivery_timeout", "provider": provider.name},
+        )
+        if ctx.metrics is not None:
+            ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        state.delivery_ran_out = True
+        writer.abandon()
+        finishing.cancel()
+
+    state.bound_delivery = lambda finishing: timer.deliver(
+        settings.delivery_budget_s, lambda: delivery_ran_out(finishing)
+    )
     locks.set_channel_stream_kill(channel_id, kill)
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
@@ -95,7 +123,7 @@ async def stream_once(
             channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
         )
         if generation.done() and (not generation.cancelled() or not kill.reasons):
-            return generation.result()  # its outcome (or a cancellation not of our making)
+            return _answered(generation.result(), state)  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
@@ -204,13 +232,41 @@ async def _generate(
                 elif type(event) is Finish:
                     state.finish = event
     except ProviderError as error:
-        await writer.finish()
+        await _deliver_rest(writer, state)
         return _partial(StreamStatus.ERROR, writer, state, error)
-    await writer.finish()
+    await _deliver_rest(writer, state)
     if state.tool_calls:
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
     status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
+
+
+async def _deliver_rest(writer: StreamWriter, state: _PassState) -> None:
+    """The provider's stream has ended: deliver what it wrote, under the delivery bound.
+
+    The wait runs in a task of its own so that the bound can end it without ending the pass:
+    when the bound runs out the pass keeps the provider's outcome with the text that landed.
+    A kill (/kill, a stale release) cancels this task itself and goes through as before.
+    """
+    finishing = asyncio.create_task(writer.finish(), name="tomori-generation-delivery")
+    state.bound_delivery(finishing)
+    try:
+        await finishing
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not finishing.cancelled() or (current is not None and current.cancelling()):
+            raise
+
+
+def _answered(result: StreamResult, state: _PassState) -> StreamResult:
+    """The pass's outcome; an answer that Discord never took is not an empty answer.
+
+    Another model would meet the same Discord, and the user should not be told the model said
+    nothing: the turn ends there, with the log line the delivery bound wrote.
+    """
+    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
+        return replace(result, status=StreamStatus.COMPLETED)
+    return result
 
 
 def _no_progress_hook() -> None:
