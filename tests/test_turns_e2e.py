@@ -341,3 +341,44 @@ async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
     await nc.settled()
     assert nc.discord.contents() == ["One.", "Two.", "Three."]
     assert nc.discord.embeds() == []
+
+
+# -- empty answers ---------------------------------------------------------------------------
+
+
+async def test_every_model_answering_nothing_tells_a_mention_so(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer(""), answer(""))
+    nc.say(f"{nc.mention()} hello?")
+    await nc.settled()
+    assert len(llm_server.requests) == 2  # the fallback was tried
+    assert llm_server.requests[1].body["model"] == "fallback-model"
+    assert nc.discord.contents() == []
+    assert nc.discord.embeds() == ["Empty Response"]
+    counts = await nc.service.metrics.counts()
+    assert counts[("empty_response", "openai:primary-model")] == 1
+    assert counts[("empty_response", "openai:fallback-model")] == 1
+
+
+async def test_every_model_answering_nothing_in_an_auto_reply_channel_stays_silent(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(channels=frozenset({CHANNEL_ID}))
+    llm_server.script(answer(""), answer(""))
+    nc.say("no mention, just chatting in an auto-reply channel")
+    await nc.settled()
+    assert len(llm_server.requests) == 2
+    assert nc.discord.messages[CHANNEL_ID][-1]["author"]["id"] != str(nc.bot.user.id)
+    assert nc.discord.embeds() == []
+
+
+async def test_an_empty_primary_answer_falls_back(open_bot: Any, llm_server: LLMServer) -> None:
+    nc = await open_bot()
+    llm_server.script(answer(""), answer("Fallback here."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Fallback here."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+    assert "without repeating" not in json.dumps(sent_messages(llm_server, 1))  # nothing shown
