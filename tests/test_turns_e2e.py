@@ -20,6 +20,7 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.scripts import answer, http_error, stalled_after, tool_call
 from tests.test_cog_discordpy import settings_for
+from tomori.config import Delivery
 from tomori.models import ModelChain
 from tomori.providers.base import JsonObject
 from tomori.tools import Tool, ToolContext, ToolFailure
@@ -340,6 +341,19 @@ async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
     nc.say(f"{nc.mention()} count")
     await nc.settled()
     assert nc.discord.contents() == ["One.", "Two.", "Three."]
+    assert nc.discord.embeds() == []
+
+
+async def test_in_edit_mode_the_last_edit_waits_its_interval_whatever_the_delivery_bound(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(
+        delivery=Delivery.EDIT, stream_edit_interval_ms=600, delivery_timeout_ms=100
+    )
+    llm_server.script(answer("Hello there, this message grows.", pieces=4, gap=0.1))
+    nc.say(f"{nc.mention()} grow")
+    await nc.settled()
+    assert nc.discord.contents() == ["Hello there, this message grows."]
     assert nc.discord.embeds() == []
 
 

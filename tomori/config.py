@@ -72,7 +72,9 @@ class Settings:
 
     @property
     def delivery_budget_s(self) -> float:
-        return self.delivery_timeout_ms / 1000
+        """The wait for each send once the model has finished; never below the edit interval,
+        which edit mode waits out before its last edit."""
+        return max(self.delivery_timeout_ms, self.stream_edit_interval_ms) / 1000
 
     @property
     def lock_timeout_s(self) -> float:

@@ -93,6 +93,8 @@ async def stream_once(
         touch(channel_id)
 
     def delivery_ran_out(finishing: asyncio.Task[None]) -> None:
+        if finishing.done():  # it landed in the same loop iteration: nothing ran out
+            return
         log.warning(
             "delivery_timeout channel=%s: the provider %s had finished, but no send landed "
             "within %gs; the rest of its answer is dropped",
