@@ -1,6 +1,7 @@
-"""What ends a pass from outside: its kill switch and its rolling timer.
+"""What ends a pass, or its waits, from outside: its kill switch, its rolling timer, and the
+bound on delivering what the provider wrote once its stream has ended.
 
-Both belong to `stream_once`, the one place that keeps a pass's time; they live here only to
+All belong to `stream_once`, the one place that keeps a pass's time; they live here only to
 keep that module short. The timer is a deadline, not a timer object per chunk: progress moves
 the deadline forward and the single pending timer, when it fires early, re-arms itself for the
 new deadline. That keeps the per-chunk cost to a clock read.
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 from time import monotonic
 
+from tomori.delivery import StreamWriter
 from tomori.results import KillReason, StreamResult
 
 
@@ -87,3 +89,48 @@ class RollingTimer:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+class BoundedDelivery:
+    """The writer as the generation task sees it: `finish` runs under a bound of its own.
+
+    `finish` is called once the provider's stream has ended (completed, failed, or stopped
+    early), when only delivery remains. Its wait runs in a task handed to `bound`, which may
+    cancel it: that ends the wait without ending the pass, which keeps the provider's outcome
+    with the text that landed. A kill cancels the generation task, and this wait with it, as
+    before. Everything else goes straight to the writer.
+    """
+
+    def __init__(self, writer: StreamWriter, bound: Callable[[asyncio.Task[None]], None]) -> None:
+        self._writer = writer
+        self._bound = bound
+
+    def feed(self, text: str) -> None:
+        self._writer.feed(text)
+
+    async def finish(self) -> None:
+        finishing = asyncio.create_task(self._writer.finish(), name="tomori-generation-delivery")
+        self._bound(finishing)
+        try:
+            await finishing
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not finishing.cancelled() or (current is not None and current.cancelling()):
+                raise
+
+    async def settle(self) -> None:
+        await self._writer.settle()
+
+    def abandon(self) -> None:
+        self._writer.abandon()
+
+    @property
+    def delivered_text(self) -> str:
+        return self._writer.delivered_text
+
+    @property
+    def sprites(self) -> tuple[str, ...]:
+        return self._writer.sprites
+
+    async def aclose(self) -> None:
+        await self._writer.aclose()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,7 +28,7 @@ from tomori.context import StreamingContext
 from tomori.delivery import StreamWriter
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
-from tomori.pass_control import KillSwitch, RollingTimer
+from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
 from tomori.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -56,8 +55,6 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
-    bound_delivery: Callable[[asyncio.Task[None]], None] = lambda finishing: None
-    """Set by `stream_once`: puts the delivery of the rest under the delivery bound."""
     delivery_ran_out: bool = False
 
 
@@ -109,14 +106,16 @@ async def stream_once(
         writer.abandon()
         finishing.cancel()
 
-    state.bound_delivery = lambda finishing: timer.deliver(
-        settings.delivery_budget_s, lambda: delivery_ran_out(finishing)
-    )
+    def bound_delivery(finishing: asyncio.Task[None]) -> None:
+        timer.deliver(settings.delivery_budget_s, lambda: delivery_ran_out(finishing))
+
+    delivering = BoundedDelivery(writer, bound_delivery)
     locks.set_channel_stream_kill(channel_id, kill)
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
     generation = asyncio.create_task(
-        _generate(provider, prepared, writer, ctx, state), name=f"tomori-generation-{channel_id}"
+        _generate(provider, prepared, delivering, ctx, state),
+        name=f"tomori-generation-{channel_id}",
     )
     kill.generation = generation
     try:
@@ -234,41 +233,13 @@ async def _generate(
                 elif type(event) is Finish:
                     state.finish = event
     except ProviderError as error:
-        await _deliver_rest(writer, state)
+        await writer.finish()
         return _partial(StreamStatus.ERROR, writer, state, error)
-    await _deliver_rest(writer, state)
+    await writer.finish()
     if state.tool_calls:
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
     status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
-
-
-async def _deliver_rest(writer: StreamWriter, state: _PassState) -> None:
-    """The provider's stream has ended: deliver what it wrote, under the delivery bound.
-
-    The wait runs in a task of its own so that the bound can end it without ending the pass:
-    when the bound runs out the pass keeps the provider's outcome with the text that landed.
-    A kill (/kill, a stale release) cancels this task itself and goes through as before.
-    """
-    finishing = asyncio.create_task(writer.finish(), name="tomori-generation-delivery")
-    state.bound_delivery(finishing)
-    try:
-        await finishing
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if not finishing.cancelled() or (current is not None and current.cancelling()):
-            raise
-
-
-def _answered(result: StreamResult, state: _PassState) -> StreamResult:
-    """The pass's outcome; an answer that Discord never took is not an empty answer.
-
-    Another model would meet the same Discord, and the user should not be told the model said
-    nothing: the turn ends there, with the log line the delivery bound wrote.
-    """
-    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
-        return replace(result, status=StreamStatus.COMPLETED)
-    return result
 
 
 def _no_progress_hook() -> None:
@@ -289,3 +260,14 @@ def _partial(
         usage=state.usage,
         data=data,
     )
+
+
+def _answered(result: StreamResult, state: _PassState) -> StreamResult:
+    """The pass's outcome; an answer that Discord never took is not an empty answer.
+
+    Another model would meet the same Discord, and the user should not be told the model said
+    nothing: the turn ends there, with the log line the delivery bound wrote.
+    """
+    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
+        return replace(result, status=StreamStatus.COMPLETED)
+    return result
