@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +267,9 @@ async def test_read_message_reads_a_linked_message_of_this_server(
 # -- the provider has finished; only delivery remains ----------------------------------------
 
 
-def slow(text: str, seconds: float, started: asyncio.Event | None = None) -> Any:
+def slow(
+    text: str, seconds: float, started: asyncio.Event | None = None
+) -> Callable[[dict[str, Any]], float]:
     """A `send_delay` hook: the message holding `text` takes `seconds` to land."""
 
     def delay(body: dict[str, Any]) -> float:
