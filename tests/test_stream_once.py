@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.passes import CHANNEL, LONG, Harness, budgets, kill_after
 from tests.support.scripted import ScriptedProvider, Step, stall, text
+from tomori.config import Settings
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
 from tomori.providers.base import (
@@ -291,3 +294,61 @@ async def test_a_kill_is_not_counted_as_a_timeout(
     with caplog.at_level("WARNING", logger="tomori.stream_once"):
         await harness.run(provider, budgets(), meanwhile=kill_after(0.05))
     assert not [r for r in caplog.records if getattr(r, "metric", None)]
+
+
+def delivery(budget: float, idle: float = 0.05) -> Settings:
+    return replace(budgets(idle=idle), delivery_timeout_ms=int(budget * 1000))
+
+
+async def test_after_the_stream_ended_a_slow_send_is_bounded_by_delivery_not_idleness(
+    harness: Harness,
+) -> None:
+    channel = MemoryChannel(send_delay=0.3)  # six idle budgets: the provider is long done
+    provider = ScriptedProvider([text("first\n"), text("last")])
+    run = await harness.run(provider, delivery(LONG), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.COMPLETED
+    assert run.result.text == "first\nlast"
+    assert channel.notices == []
+    assert run.leftovers == []
+
+
+async def test_a_provider_error_then_a_slow_send_is_still_the_error_with_its_text(
+    harness: Harness,
+) -> None:
+    failure = ProviderError(ProviderErrorKind.SERVER_ERROR, "the provider failed", status=500)
+    channel = MemoryChannel(send_delay=0.3)
+    provider = ScriptedProvider([text("some\n"), Step(error=failure)])
+    run = await harness.run(provider, delivery(LONG), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.ERROR
+    assert run.result.text == "some\n"
+    assert channel.notices == []
+
+
+async def test_when_the_delivery_bound_runs_out_the_answer_stays_answered(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    channel = MemoryChannel(send_delay=LONG)  # the only send never lands
+    provider = ScriptedProvider([text("never shown")], name="quick")
+    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+        run = await harness.run(provider, delivery(0.15), channel=channel)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.COMPLETED  # not empty: no other model, no notice
+    assert run.result.text == ""
+    assert channel.notices == []
+    assert run.elapsed < LONG / 2
+    assert run.leftovers == []
+    metrics = [r for r in caplog.records if getattr(r, "metric", None)]
+    assert [(r.metric, r.provider) for r in metrics] == [("delivery_timeout", "quick")]  # type: ignore[attr-defined]
+
+
+async def test_kill_ends_the_wait_for_delivery_at_once(harness: Harness) -> None:
+    channel = MemoryChannel(send_delay=LONG)
+    provider = ScriptedProvider([text("never shown")])
+    run = await harness.run(provider, delivery(LONG), channel=channel, meanwhile=kill_after(0.1))
+    assert run.result is not None
+    assert run.result.status is StreamStatus.STOPPED_BY_USER
+    assert run.elapsed < LONG / 2
+    assert channel.notices == []
+    assert run.leftovers == []

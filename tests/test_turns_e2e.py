@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.scripts import answer, http_error, stalled_after, tool_call
 from tests.test_cog_discordpy import settings_for
+from tomori.config import Delivery
 from tomori.models import ModelChain
 from tomori.providers.base import JsonObject
 from tomori.tools import Tool, ToolContext, ToolFailure
@@ -261,3 +262,139 @@ async def test_read_message_reads_a_linked_message_of_this_server(
     refused = json.loads(sent_messages(llm_server, 2)[-1]["content"])
     assert refused["status"] == "tool_execution_failed"
     assert nc.discord.contents() == ["Friday at noon."]
+
+
+# -- the provider has finished; only delivery remains ----------------------------------------
+
+
+def slow(
+    text: str, seconds: float, started: asyncio.Event | None = None
+) -> Callable[[dict[str, Any]], float]:
+    """A `send_delay` hook: the message holding `text` takes `seconds` to land."""
+
+    def delay(body: dict[str, Any]) -> float:
+        if text not in (body.get("content") or ""):
+            return 0.0
+        if started is not None:
+            started.set()
+        return seconds
+
+    return delay
+
+
+async def test_a_last_send_slower_than_the_idle_budget_still_lands(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # idle budget 300 ms
+    nc.discord.send_delay = slow("The last part.", 1.2)
+    llm_server.script(answer("First part.\n\nThe last part."))
+    nc.say(f"{nc.mention()} tell me")
+    await nc.settled()
+    assert nc.discord.contents() == ["First part.", "The last part."]
+    assert nc.discord.embeds() == []  # no "Response Timed Out"
+    assert len(llm_server.requests) == 1  # the answer was whole: no fallback
+    counts = await nc.service.metrics.counts()
+    assert not any(name == "stream_sdk_timeout" for name, _ in counts)
+
+
+async def test_a_send_that_never_lands_is_given_up_after_the_delivery_bound(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(delivery_timeout_ms=300)
+    nc.discord.send_delay = slow("The last part.", 60)
+    llm_server.script(answer("First part.\n\nThe last part."), answer("Next answer."))
+    nc.say(f"{nc.mention()} tell me")
+    async with asyncio.timeout(10):
+        await nc.settled()
+    assert nc.discord.contents() == ["First part."]
+    assert nc.discord.embeds() == []  # not reported as the provider's timeout
+    assert len(llm_server.requests) == 1
+    assert "delivery_timeout" in caplog.text
+    counts = await nc.service.metrics.counts()
+    assert counts[("delivery_timeout", "openai:primary-model")] == 1
+    nc.say(f"{nc.mention()} and now?")  # the channel is free again
+    await nc.settled()
+    assert nc.discord.contents() == ["First part.", "Next answer."]
+
+
+async def test_kill_ends_the_wait_for_a_slow_last_send_at_once(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # the delivery bound is the default two minutes
+    started = asyncio.Event()
+    nc.discord.send_delay = slow("The last part.", 60, started)
+    llm_server.script(answer("First part.\n\nThe last part."))
+    nc.say(f"{nc.mention()} tell me")
+    await started.wait()
+    reply = await nc.kill()
+    assert reply["data"]["embeds"][0]["title"] == "Stream Stopped"
+    async with asyncio.timeout(5):
+        await nc.settled()
+    assert nc.discord.contents() == ["First part."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()  # idle budget 300 ms; a chunk comes every 100 ms for about 2 s
+    nc.discord.send_delay = slow("One.", 0.8)
+    llm_server.script(answer("One.\n\nTwo.\n\nThree.", pieces=18, gap=0.1))
+    nc.say(f"{nc.mention()} count")
+    await nc.settled()
+    assert nc.discord.contents() == ["One.", "Two.", "Three."]
+    assert nc.discord.embeds() == []
+
+
+async def test_in_edit_mode_the_last_edit_waits_its_interval_whatever_the_delivery_bound(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(
+        delivery=Delivery.EDIT, stream_edit_interval_ms=600, delivery_timeout_ms=100
+    )
+    llm_server.script(answer("Hello there, this message grows.", pieces=4, gap=0.1))
+    nc.say(f"{nc.mention()} grow")
+    await nc.settled()
+    assert nc.discord.contents() == ["Hello there, this message grows."]
+    assert nc.discord.embeds() == []
+
+
+# -- empty answers ---------------------------------------------------------------------------
+
+
+async def test_every_model_answering_nothing_tells_a_mention_so(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer(""), answer(""))
+    nc.say(f"{nc.mention()} hello?")
+    await nc.settled()
+    assert len(llm_server.requests) == 2  # the fallback was tried
+    assert llm_server.requests[1].body["model"] == "fallback-model"
+    assert nc.discord.contents() == []
+    assert nc.discord.embeds() == ["Empty Response"]
+    counts = await nc.service.metrics.counts()
+    assert counts[("empty_response", "openai:primary-model")] == 1
+    assert counts[("empty_response", "openai:fallback-model")] == 1
+
+
+async def test_every_model_answering_nothing_in_an_auto_reply_channel_stays_silent(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot(channels=frozenset({CHANNEL_ID}))
+    llm_server.script(answer(""), answer(""))
+    nc.say("no mention, just chatting in an auto-reply channel")
+    await nc.settled()
+    assert len(llm_server.requests) == 2
+    assert nc.discord.messages[CHANNEL_ID][-1]["author"]["id"] != str(nc.bot.user.id)
+    assert nc.discord.embeds() == []
+
+
+async def test_an_empty_primary_answer_falls_back(open_bot: Any, llm_server: LLMServer) -> None:
+    nc = await open_bot()
+    llm_server.script(answer(""), answer("Fallback here."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Fallback here."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+    assert "without repeating" not in json.dumps(sent_messages(llm_server, 1))  # nothing shown

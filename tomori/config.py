@@ -60,6 +60,7 @@ class Settings:
     reply_to_bots: bool = False
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     tools: frozenset[str] = frozenset(BUILTIN_TOOLS)
+    delivery_timeout_ms: int = 120_000
 
     @property
     def first_token_budget_s(self) -> float:
@@ -73,6 +74,12 @@ class Settings:
     @property
     def settle_budget_s(self) -> float:
         return self.stream_abandoned_settle_timeout_ms / 1000
+
+    @property
+    def delivery_budget_s(self) -> float:
+        """The wait for each send once the model has finished; never below the edit interval,
+        which edit mode waits out before its last edit."""
+        return max(self.delivery_timeout_ms, self.stream_edit_interval_ms) / 1000
 
     @property
     def lock_timeout_s(self) -> float:
@@ -304,5 +311,11 @@ VARIABLES: tuple[Variable, ...] = (
         _tool_names,
         "built-in tools offered to the model, comma separated; empty for none "
         "(tools added with register_tool are always offered)",
+    ),
+    Variable(
+        "TOMORI_DELIVERY_TIMEOUT_MS",
+        "delivery_timeout_ms",
+        _integer(1),
+        "once the model has finished, the wait for each Discord send still to land",
     ),
 )

@@ -45,6 +45,12 @@ GENERATION_ERROR = Notice(
     NoticeColour.ERROR,
 )
 
+EMPTY_RESPONSE = Notice(
+    "Empty Response",
+    "The AI model sent back an empty answer. Please try again or rephrase.",
+    NoticeColour.WARNING,
+)
+
 KILL_DESCRIPTION = "Immediately stop the current stream and clear queued responses in this channel."
 
 KILL_STOPPED = Notice(

@@ -7,9 +7,11 @@ generation task, which closes the provider's HTTP stream at once, while a Discor
 on the wire may still finish: on a genuine timeout the pass waits a bounded time for such sends
 to land, so the text the fallback continues from is the text the channel really shows.
 
-The timer is a deadline, not a timer object per chunk: progress moves the deadline forward and
-the single pending timer, when it fires early, re-arms itself for the new deadline. That keeps
-the per-chunk cost to a clock read.
+Once the provider's stream has ended, only delivery remains, and a send still waiting (out a
+429, on a slow network) is not the provider being idle: the same timer then bounds delivery
+with `TOMORI_DELIVERY_TIMEOUT_MS` instead, re-armed by every send that lands. When that runs
+out, what was not sent is dropped with a log line and the pass keeps the provider's outcome;
+it is never reported as the provider's timeout. /kill ends that wait at once, as any other.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from time import monotonic
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tomori.config import Settings
@@ -28,6 +28,7 @@ from tomori.context import StreamingContext
 from tomori.delivery import StreamWriter
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
 from tomori.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -54,69 +55,7 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
-
-
-class _KillSwitch:
-    """The pass's kill callback: records why, cancels the generation, wakes the waiter.
-
-    The waiter waits on a bare future, not on an `Event` through a task of its own: under load
-    every loop iteration between the kill and the waiter resuming is milliseconds of lateness
-    for the timeout notice and for the channel coming free.
-    """
-
-    def __init__(self) -> None:
-        self.reasons: list[KillReason] = []
-        self.generation: asyncio.Task[StreamResult] | None = None
-        self.fired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def __call__(self, reason: KillReason) -> None:
-        self.reasons.append(reason)
-        if self.generation is not None:
-            self.generation.cancel()
-        if not self.fired.done():
-            self.fired.set_result(None)
-
-    def rearm(self) -> None:
-        """Let a further kill (a /kill) be heard after this one."""
-        self.fired = asyncio.get_running_loop().create_future()
-
-
-class _RollingTimer:
-    """Calls `expire` once no progress was seen for the current budget.
-
-    The first check is due after the shorter of the two budgets, so the one pending handle is
-    never late for a deadline that the first chunk pulled earlier; from then on every check
-    re-arms for the deadline as it stands, which progress only moves later. Deadlines are on
-    `time.monotonic`, read directly: `progress` runs once per chunk.
-    """
-
-    def __init__(
-        self, first_budget_s: float, idle_budget_s: float, expire: Callable[[], None]
-    ) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._idle_s = idle_budget_s
-        self._expire = expire
-        self.saw_progress = False
-        self._deadline = monotonic() + first_budget_s
-        first_check = min(first_budget_s, idle_budget_s)
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(first_check, self._check)
-
-    def progress(self) -> None:
-        self._deadline = monotonic() + self._idle_s
-        self.saw_progress = True
-
-    def _check(self) -> None:
-        remaining = self._deadline - monotonic()
-        if remaining <= 0:
-            self._handle = None
-            self._expire()
-        else:
-            self._handle = self._loop.call_later(remaining, self._check)
-
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+    delivery_ran_out: bool = False
 
 
 async def stream_once(
@@ -138,9 +77,9 @@ async def stream_once(
     if locks.stop_requested(channel_id):
         return StreamResult(StreamStatus.STOPPED_BY_USER)
 
-    kill = _KillSwitch()
+    kill = KillSwitch()
     state = _PassState()
-    timer = _RollingTimer(
+    timer = RollingTimer(
         settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
     )
 
@@ -150,11 +89,33 @@ async def stream_once(
         advance()
         touch(channel_id)
 
+    def delivery_ran_out(finishing: asyncio.Task[None]) -> None:
+        if finishing.done():  # it landed in the same loop iteration: nothing ran out
+            return
+        log.warning(
+            "delivery_timeout channel=%s: the provider %s had finished, but no send landed "
+            "within %gs; the rest of its answer is dropped",
+            channel_id,
+            provider.name,
+            settings.delivery_budget_s,
+            extra={"metric": "delivery_timeout", "provider": provider.name},
+        )
+        if ctx.metrics is not None:
+            ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        state.delivery_ran_out = True
+        writer.abandon()
+        finishing.cancel()
+
+    def bound_delivery(finishing: asyncio.Task[None]) -> None:
+        timer.deliver(settings.delivery_budget_s, lambda: delivery_ran_out(finishing))
+
+    delivering = BoundedDelivery(writer, bound_delivery)
     locks.set_channel_stream_kill(channel_id, kill)
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
     generation = asyncio.create_task(
-        _generate(provider, prepared, writer, ctx, state), name=f"tomori-generation-{channel_id}"
+        _generate(provider, prepared, delivering, ctx, state),
+        name=f"tomori-generation-{channel_id}",
     )
     kill.generation = generation
     try:
@@ -163,7 +124,7 @@ async def stream_once(
             channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
         )
         if generation.done() and (not generation.cancelled() or not kill.reasons):
-            return generation.result()  # its outcome (or a cancellation not of our making)
+            return _answered(generation.result(), state)  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
@@ -299,3 +260,14 @@ def _partial(
         usage=state.usage,
         data=data,
     )
+
+
+def _answered(result: StreamResult, state: _PassState) -> StreamResult:
+    """The pass's outcome; an answer that Discord never took is not an empty answer.
+
+    Another model would meet the same Discord, and the user should not be told the model said
+    nothing: the turn ends there, with the log line the delivery bound wrote.
+    """
+    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
+        return replace(result, status=StreamStatus.COMPLETED)
+    return result

@@ -1,14 +1,16 @@
 """`run_generation_turn`: the models of `TOMORI_MODELS` tried in order until one answers.
 
 While a later model is still pending, the current attempt's user-facing errors are held back
-(the user would otherwise see an error and then a good reply). `timeout` and `error` move on
-to the next model, which continues from the text already in the channel: it is sent as the
-assistant's partial answer with a request-only notice to go on without repeating it.
-`completed`, `empty_response` and `stopped_by_user` end the chain, and so do a tool loop that
-gave up (its tools would fail any model the same way) and a channel that is gone or
-forbidden. When all fail, the timeout notice (by the last pass itself) or the error notice is
-posted once, and never on a silent turn; earlier attempts' timeout notices stay stashed and
-are dropped.
+(the user would otherwise see an error and then a good reply). `timeout`, `error` and
+`empty_response` move on to the next model, which continues from the text already in the
+channel: it is sent as the assistant's partial answer with a request-only notice to go on
+without repeating it (after an empty answer there is none, so the request is the same).
+`completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
+would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
+last attempt says what the user is told, once, and never on a silent turn: a timeout notice
+(the last pass posts it itself), the error notice, or the "Empty Response" notice when the
+last model too answered nothing; earlier attempts' timeout notices stay stashed and are
+dropped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable
 from tomori.locks import ChannelLocks
 from tomori.models import ModelEntry
-from tomori.notices import GENERATION_ERROR, fallback_used
+from tomori.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
 from tomori.providers.base import ContextItem, Provider, ProviderError, Role, StreamRequest
 from tomori.results import StreamStatus
 from tomori.stream_once import post_notice_safely
@@ -33,7 +35,10 @@ CONTINUE_NOTICE = (
     "Your previous reply was cut off after the text above, which the user has already seen. "
     "Continue exactly where it stops, without repeating any of it."
 )
-RETRYABLE = frozenset({StreamStatus.TIMEOUT, StreamStatus.ERROR})
+RETRYABLE = frozenset({StreamStatus.TIMEOUT, StreamStatus.ERROR, StreamStatus.EMPTY_RESPONSE})
+
+FINAL_NOTICES = {StreamStatus.ERROR: GENERATION_ERROR, StreamStatus.EMPTY_RESPONSE: EMPTY_RESPONSE}
+"""What a direct trigger is told when the last model too ended so (a timeout tells itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,8 @@ async def run_generation_turn(
                     await _fallback_answered(attempts, ctx, locks, surface_errors)
                 return TurnResult(loop.status, tuple(attempts))
             log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
+            if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
+                ctx.metrics.record("empty_response", model.label)
     except DestinationUnreachable:
         log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
         return TurnResult(StreamStatus.ERROR, tuple(attempts), unreachable=True)
@@ -88,10 +95,11 @@ async def run_generation_turn(
             await post_notice_safely(ctx, GENERATION_ERROR)
         return TurnResult(StreamStatus.ERROR, tuple(attempts))
     # Every model failed. The last attempt ran with errors surfaced (unless the turn is
-    # silent), so stream_once already posted a timeout notice itself; an error is ours to post.
+    # silent), so stream_once already posted a timeout notice itself; the rest are ours.
     final = attempts[-1].result.status
-    if surface_errors and final is StreamStatus.ERROR:
-        await post_notice_safely(ctx, GENERATION_ERROR)
+    notice = FINAL_NOTICES.get(final)
+    if surface_errors and notice is not None:
+        await post_notice_safely(ctx, notice)
     return TurnResult(final, tuple(attempts))
 
 

@@ -93,6 +93,8 @@ class FakeDiscord:
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_interactions: Callable[[], BaseException | None] = lambda: None
+    send_delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
+    """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -111,6 +113,8 @@ class FakeDiscord:
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
         """Answer one REST call, as fresh JSON."""
+        if route.method == "POST" and route.path.endswith("/messages"):
+            await asyncio.sleep(self.send_delay(kwargs.get("json") or {}))
         answer = self._answer(route, **kwargs)
         return None if answer is None else json.loads(answer)
 

@@ -101,9 +101,7 @@ def live_pass_machinery() -> list[str]:
     loop = asyncio.get_running_loop()
     scheduled = getattr(loop, "_scheduled", [])
     leftovers = [
-        "timer"
-        for handle in scheduled
-        if not handle.cancelled() and "_RollingTimer" in repr(handle)
+        "timer" for handle in scheduled if not handle.cancelled() and "RollingTimer" in repr(handle)
     ]
     leftovers += [
         task.get_name()
