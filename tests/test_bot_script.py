@@ -64,6 +64,19 @@ def test_a_bad_setting_stops_start_up_naming_it() -> None:
     assert "STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("TOMORI_HISTORY_LIMIT", "①"), ("STREAM_SDK_CALL_TIMEOUT_MS", "²"), ("TOMORI_CHANNELS", "1²")],
+)
+def test_a_digit_like_value_stops_start_up_in_one_line_naming_it(variable: str, value: str) -> None:
+    result = run(
+        DISCORD_TOKEN="x", TOMORI_MODELS="openai:m", OPENAI_API_KEY="k", **{variable: value}
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {variable}={value!r} is not allowed: it must be")
+    assert result.stderr.count("\n") == 1  # no traceback
+
+
 def bot_script() -> ModuleType:
     """bot.py as a module, to call its functions."""
     spec = importlib.util.spec_from_file_location("bot_script", BOT)
