@@ -49,6 +49,13 @@ def database_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
 
 
+async def all_ended(threads: set[threading.Thread]) -> bool:
+    """Whether the threads end within 5 s (a closed connection's thread ends just after)."""
+    for thread in threads:
+        await asyncio.to_thread(thread.join, 5)
+    return not any(thread.is_alive() for thread in threads)
+
+
 async def all_closed(server: LLMServer) -> bool:
     """Whether every connection the SDK opened to the model server is closed, within 5 s."""
     async with asyncio.timeout(5):
@@ -120,7 +127,7 @@ async def test_nextcord_unload_removes_the_cog_and_closes_everything_then_load_s
 
     await unload_nextcord(nc, extension)
     assert "kill" not in {c.name for c in nc.bot.get_all_application_commands()}
-    assert not any(thread.is_alive() for thread in ours)
+    assert await all_ended(ours)
     assert await all_closed(llm_server)
     nc.say(f"{nc.mention()} anyone there?")
     await nextcord_events_done()
@@ -210,7 +217,7 @@ async def test_discordpy_unload_removes_the_cog_and_closes_everything_then_load_
     await harness.bot.unload_extension(extension)
     assert harness.bot.get_cog("Tomori") is None
     assert harness.bot.tree.get_command("kill") is None
-    assert not any(thread.is_alive() for thread in ours)
+    assert await all_ended(ours)
     assert await all_closed(llm_server)
     await harness.say(f"{harness.mention()} anyone there?")
     await dpytest.empty_queue()
