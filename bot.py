@@ -98,8 +98,8 @@ async def serve(bot: Any, token: str) -> None:
         await asyncio.gather(running, waiting, return_exceptions=True)
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
-    if not running.cancelled() and running.exception() is not None:
-        raise running.exception()  # type: ignore[misc]  # a refused token, say
+    if not running.cancelled():
+        running.result()  # raises what stopped the bot by itself: a refused token, say
 
 
 async def close_bot(bot: Any) -> None:

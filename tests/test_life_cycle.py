@@ -247,6 +247,22 @@ async def test_discordpy_reload_extension_works_and_the_reloaded_cog_answers(
     assert harness.bot.tree.get_command("kill") is not None
 
 
+@pytest.mark.parametrize("extension", NAMES)
+async def test_discordpy_unload_mid_turn_stops_it_and_releases_the_channel(
+    extension: str, dpy_on: Any, llm_server: LLMServer, environment: Path
+) -> None:
+    harness = await dpy_on(extension)
+    llm_server.script(stalled_after("First paragraph.\n\nand then the model stalls"))
+    await harness.say(f"{harness.mention()} tell me everything")
+    async with asyncio.timeout(5):
+        await harness.sent.wait()
+    await harness.bot.unload_extension(extension)
+    assert harness.bot.get_cog("Tomori") is None
+    assert lock_rows(environment) == []
+    assert await all_closed(llm_server)
+    assert (await contents(harness))[0] == "First paragraph."
+
+
 # -- a whole script --------------------------------------------------------------------------
 
 
