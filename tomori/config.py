@@ -78,8 +78,7 @@ class Settings:
             else:
                 if _same_kind(value, parsed):
                     continue
-                items = " of int" if isinstance(parsed, frozenset) else ""
-                reason = f"it must be a {type(parsed).__name__}{items}, as {variable.name} gives"
+                reason = f"it must be a {_kind(parsed)}, as {variable.name} gives"
             raise ConfigError(
                 f"Settings({variable.field}={_shown(value)}) is not allowed: {reason}", reason
             )
@@ -152,8 +151,10 @@ def _as_text(value: object) -> str:
         return "9" * 80  # past every bound; `str` refuses ints of over 4300 digits
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, frozenset):
+    if isinstance(value, frozenset | set):
         return ",".join(str(item) for item in sorted(value, key=str))
+    if isinstance(value, tuple | list):
+        return ",".join(str(item) for item in value)
     return str(value)
 
 
@@ -163,12 +164,19 @@ def _shown(value: object) -> str:
     return repr(value)
 
 
+def _kind(parsed: object) -> str:
+    """What a parser made, for a message: `int`, `frozenset of int`."""
+    if isinstance(parsed, frozenset | tuple) and parsed:
+        return f"{type(parsed).__name__} of {type(next(iter(parsed))).__name__}"
+    return type(parsed).__name__
+
+
 def _same_kind(value: object, parsed: object) -> bool:
     """Whether a field holds what its variable's parser makes (`True` is no history limit)."""
     if isinstance(value, bool) != isinstance(parsed, bool):
         return False
-    if isinstance(parsed, frozenset):
-        return parsed == value
+    if isinstance(parsed, frozenset | tuple):
+        return isinstance(value, type(parsed)) and parsed == value
     return isinstance(value, type(parsed))
 
 
