@@ -31,7 +31,14 @@ TOKEN_HELP = (
 def environment_help() -> str:
     rows = [("DISCORD_TOKEN", "(required)", "the bot's token")]
     rows += list(MODEL_VARIABLES)
-    rows += [(variable.name, variable.default, variable.help) for variable in VARIABLES]
+    rows += [
+        (
+            variable.name,
+            variable.default,
+            ": ".join(filter(None, [variable.help, variable.allowed])),
+        )
+        for variable in VARIABLES
+    ]
     width = max(len(name) for name, _, _ in rows)
     lines = ["environment variables:"]
     for name, default, text in rows:

@@ -48,6 +48,7 @@ def test_help_lists_every_variable() -> None:
         *(v.name for v in VARIABLES),
     ]:
         assert name in result.stdout, name
+    assert "a positive integer up to 86400000 (milliseconds)" in result.stdout  # the bounds
 
 
 def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:

@@ -141,6 +141,11 @@ class Variable:
         return self.parser(self.name, raw)
 
     @property
+    def allowed(self) -> str:
+        """What a number may be ("a positive integer up to ..."), or "" for other kinds."""
+        return str(getattr(self.parser, "allowed", ""))
+
+    @property
     def default(self) -> str:
         return _as_text(getattr(Settings(), self.field)) or "(none)"
 
