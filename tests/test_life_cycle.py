@@ -268,14 +268,16 @@ async def test_discordpy_unload_mid_turn_stops_it_and_releases_the_channel(
 
 @pytest.mark.parametrize("ending", ["return", "unload"])
 @pytest.mark.parametrize("extension", NAMES)
+@pytest.mark.parametrize("library", ["nextcord", "discordpy"])
 async def test_a_script_that_used_the_cog_exits_by_itself(
-    extension: str, ending: str, llm_server: LLMServer, tmp_path: Path
+    library: str, extension: str, ending: str, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("Hi from a script."))
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "tests.support.extension_script",
+        library,
         extension,
         llm_server.base_url,
         str(tmp_path / "tomori.db"),
@@ -290,7 +292,7 @@ async def test_a_script_that_used_the_cog_exits_by_itself(
     except TimeoutError:
         process.kill()
         await process.wait()
-        pytest.fail(f"the script did not exit after it returned ({extension}, {ending})")
+        pytest.fail(f"the script did not exit after it returned ({library}, {ending})")
     assert "answered: ['Hi from a script.']" in out.decode(), err.decode()
     assert process.returncode == 0, err.decode()
 
