@@ -7,12 +7,19 @@ import asyncio
 import gc
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
 from tomori.config import VARIABLES, ConfigError, Settings
 from tomori.models import MODEL_VARIABLES, ModelChain
 from tomori.store import Store, StoreError
+from tomori_cog.commands import COG_NAME
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+CLOSE_WITHIN_S = 0.9
+"""How long a stop signal leaves the cog and the bot to close: a service manager's stop
+should end the bot at once, and whatever is left (a lock row) the next start recovers."""
 
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "
@@ -24,7 +31,14 @@ TOKEN_HELP = (
 def environment_help() -> str:
     rows = [("DISCORD_TOKEN", "(required)", "the bot's token")]
     rows += list(MODEL_VARIABLES)
-    rows += [(variable.name, variable.default, variable.help) for variable in VARIABLES]
+    rows += [
+        (
+            variable.name,
+            variable.default,
+            ": ".join(filter(None, [variable.help, variable.allowed])),
+        )
+        for variable in VARIABLES
+    ]
     width = max(len(name) for name, _, _ in rows)
     lines = ["environment variables:"]
     for name, default, text in rows:
@@ -66,6 +80,71 @@ def freeze_start_up_heap(bot: Any) -> None:
     bot.add_listener(freeze, "on_ready")
 
 
+async def serve(bot: Any, token: str) -> None:
+    """Run the bot until it stops by itself or SIGTERM or SIGINT arrives, then close it.
+
+    nextcord's own `bot.run` closes the bot on SIGTERM but leaves its connecting task to run
+    on: a bot still logging in or connecting (a gateway or network that does not answer) went
+    on waiting for the library's own timeout, about 30 s, before it exited. Here a signal
+    cancels whatever the bot is doing, in any phase, and `close_bot` bounds the rest.
+    """
+    loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, signalled.set)
+    running = asyncio.create_task(bot.start(token), name="bot.start")
+    waiting = asyncio.create_task(signalled.wait(), name="stop signal")
+    try:
+        await asyncio.wait({running, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        if signalled.is_set():
+            logging.getLogger(__name__).info("stop signal received: closing")
+        await close_bot(bot)
+        running.cancel()
+        await asyncio.gather(running, waiting, return_exceptions=True)
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+    if not running.cancelled():
+        running.result()  # raises what stopped the bot by itself: a refused token, say
+
+
+async def close_bot(bot: Any) -> None:
+    """Close the cog (its turns end and release their locks), then the bot; within a second.
+
+    The cog is closed first and awaited, while the bot can still reach Discord: nextcord's
+    unload only starts the cog's close as a task, which the loop's end would cancel.
+    """
+    cog = bot.get_cog(COG_NAME)
+    try:
+        async with asyncio.timeout(CLOSE_WITHIN_S):
+            if cog is not None:
+                await cog.service.close()
+            await bot.close()
+    except TimeoutError:
+        logging.getLogger(__name__).warning(
+            "closing took over %s s: exiting anyway (the next start recovers its locks)",
+            CLOSE_WITHIN_S,
+        )
+
+
+def build_bot() -> Any:
+    """The nextcord bot with the cog loaded; call it inside the running loop."""
+    import nextcord
+    from nextcord.ext import commands
+
+    intents = nextcord.Intents.default()
+    intents.message_content = True
+    bot = commands.Bot(intents=intents)
+    bot.load_extension("cogs.tomori")  # nextcord syncs the slash commands when it connects
+    freeze_start_up_heap(bot)
+    return bot
+
+
+async def run_bot(token: str) -> None:
+    await serve(build_bot(), token)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
@@ -85,18 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
-    import nextcord
-    from nextcord.ext import commands
-
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    intents = nextcord.Intents.default()
-    intents.message_content = True
-    bot = commands.Bot(intents=intents)
-    bot.load_extension("cogs.tomori")  # nextcord syncs the slash commands when it connects
-    freeze_start_up_heap(bot)
-    bot.run(token)
+    asyncio.run(run_bot(token))
     return 0
 
 

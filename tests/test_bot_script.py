@@ -6,9 +6,12 @@ import asyncio
 import gc
 import importlib.util
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from types import ModuleType
 
@@ -16,6 +19,7 @@ import pytest
 
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
+from tests.support.scripts import stalled_after
 from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import VARIABLES, Settings
 from tomori.models import MODEL_VARIABLES
@@ -44,6 +48,7 @@ def test_help_lists_every_variable() -> None:
         *(v.name for v in VARIABLES),
     ]:
         assert name in result.stdout, name
+    assert "a positive integer up to 86400000 (milliseconds)" in result.stdout  # the bounds
 
 
 def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:
@@ -62,6 +67,19 @@ def test_a_bad_setting_stops_start_up_naming_it() -> None:
     )
     assert result.returncode == 2
     assert "STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("TOMORI_HISTORY_LIMIT", "①"), ("STREAM_SDK_CALL_TIMEOUT_MS", "²"), ("TOMORI_CHANNELS", "1²")],
+)
+def test_a_digit_like_value_stops_start_up_in_one_line_naming_it(variable: str, value: str) -> None:
+    result = run(
+        DISCORD_TOKEN="x", TOMORI_MODELS="openai:m", OPENAI_API_KEY="k", **{variable: value}
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {variable}={value!r} is not allowed: it must be")
+    assert result.stderr.count("\n") == 1  # no traceback
 
 
 def bot_script() -> ModuleType:
@@ -152,3 +170,103 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
         assert any(o is made_after for o in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+LAUNCH_AGAINST = """
+import runpy, sys
+import nextcord.http
+nextcord.http.Route.BASE = sys.argv[2] + "/api/v10"  # Discord's REST API: the test's socket
+sys.argv = sys.argv[1:2]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_signal_ends_bot_py_at_once_while_it_is_still_connecting(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    connected = asyncio.Event()
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.set()
+        await reader.read()  # until the bot hangs up
+        writer.close()
+
+    # Discord's address, where the TLS handshake of the login request is never answered: the
+    # library would wait for its own connect timeout (about 30 s) before giving up.
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    discord = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        LAUNCH_AGAINST,
+        str(BOT),
+        discord,
+        env={
+            **clean,
+            "DISCORD_TOKEN": "x",
+            "TOMORI_MODELS": "openai:m",
+            "OPENAI_API_KEY": "k",
+            "TOMORI_DB_PATH": str(tmp_path / "tomori.db"),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(30):
+            await connected.wait()
+        await asyncio.sleep(0.2)
+        process.send_signal(signum)
+        async with asyncio.timeout(10):  # the library's own connect timeout is about 30 s
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        server.close()
+    assert process.returncode == 0, err.decode()
+    assert "Traceback" not in err.decode()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("phase", ["connected", "mid-turn"])
+async def test_a_stop_signal_ends_a_connected_bot_at_once_and_releases_its_locks(
+    tmp_path: Path, llm_server: LLMServer, phase: str, signum: signal.Signals
+) -> None:
+    llm_server.script(stalled_after("First paragraph.\n\nand then the model stalls"))
+    database = tmp_path / "tomori.db"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.support.serve_script",
+        llm_server.base_url,
+        str(database),
+        phase,
+        cwd=BOT.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(30):
+            assert await process.stdout.readline() == b"ready\n"
+        if phase == "mid-turn":
+            assert lock_rows(database) != []
+        process.send_signal(signum)
+        async with asyncio.timeout(10):
+            out, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert out == b"closed\n", err.decode()
+    assert process.returncode == 0, err.decode()
+    assert lock_rows(database) == []
+    assert all(connection.closed_at is not None for connection in llm_server.connections)
+
+
+def lock_rows(database: Path) -> list[tuple[object, ...]]:
+    with closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT channel_id FROM channel_locks").fetchall()

@@ -3,8 +3,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tomori.config import VARIABLES, ConfigError, Delivery, KillPolicy, Settings
+from tomori.config import (
+    VARIABLES,
+    ConfigError,
+    Delivery,
+    IntegerParser,
+    KillPolicy,
+    Settings,
+    Variable,
+)
 
 INTEGER_VARIABLES = [
     "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -146,3 +156,86 @@ def test_the_readme_documents_every_variable() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:
         assert f"`{name}`" in readme, name
+
+
+DIGIT_LIKE = ["²", "①", "\u0663", "\uff13", "1²", "\U0001d7d7"]
+"""Superscript two, circled one, Arabic-Indic three, fullwidth three, bold nine."""
+
+
+@pytest.mark.parametrize("variable", INTEGER_VARIABLES)
+@pytest.mark.parametrize("bad", [*DIGIT_LIKE, "9" * 400, "9" * 5_000])
+def test_a_digit_like_or_endless_number_is_refused_naming_the_variable(
+    variable: str, bad: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"^{variable}=.* is not allowed: it must be"):
+        Settings.from_env({variable: bad})
+
+
+@pytest.mark.parametrize("bad", [*DIGIT_LIKE, "9" * 400, "0", str(2**64)])
+def test_a_channel_id_must_be_a_discord_id(bad: str) -> None:
+    with pytest.raises(ConfigError, match=r"^TOMORI_CHANNELS=.*channel IDs"):
+        Settings.from_env({"TOMORI_CHANNELS": f"123,{bad}"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "ceiling"),
+    [
+        ("STREAM_SDK_CALL_TIMEOUT_MS", 86_400_000),
+        ("STREAM_ABANDONED_SETTLE_TIMEOUT_MS", 3_600_000),
+        ("CHANNEL_LOCK_TIMEOUT_MS", 604_800_000),
+        ("TOMORI_QUEUE_MAX_AGE_MS", 604_800_000),
+        ("TOMORI_HISTORY_LIMIT", 1_000),
+        ("BOT_MAX_FUNCTION_CALL_ITERATIONS", 1_000),
+    ],
+)
+def test_each_number_has_a_documented_ceiling(variable: str, ceiling: int) -> None:
+    assert Settings.from_env({variable: str(ceiling)})
+    with pytest.raises(ConfigError, match=f"up to {ceiling} "):
+        Settings.from_env({variable: str(ceiling + 1)})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("history_limit", 0, "positive integer up to 1000"),
+        ("stream_sdk_call_timeout_ms", 10**400, "up to 86400000"),
+        pytest.param("stream_sdk_call_timeout_ms", 10**5_000, "up to 86400000", id="5000-digits"),
+        ("queue_max_age_ms", True, "must be a int"),
+        ("channels", frozenset({"123"}), "frozenset of int"),
+        ("channels", frozenset({0}), "channel IDs"),
+        ("delivery", "edit", "must be a Delivery"),
+        ("system_prompt", " ", "some text"),
+    ],
+)
+def test_settings_built_in_code_are_checked_naming_the_field(
+    field: str, value: object, why: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"^Settings\\({field}=.*{why}"):
+        Settings(**{field: value})  # type: ignore[arg-type]
+
+
+ANY_VALUE = (
+    st.text(max_size=40)
+    | st.from_regex(r"\s*\d+\s*")
+    | st.builds(str.__mul__, st.sampled_from("9x/\0,"), st.integers(0, 5_000))
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(variable=st.sampled_from(VARIABLES), raw=ANY_VALUE)
+def test_any_value_of_any_variable_is_read_in_bounds_or_refused_naming_it(
+    variable: Variable, raw: str
+) -> None:
+    refusal: ConfigError | None = None
+    try:
+        built = Settings.from_env({variable.name: raw})
+    except ConfigError as error:
+        refusal = error
+    if refusal is not None:
+        assert str(refusal).startswith(f"{variable.name}={raw!r} is not allowed: ")
+        assert "\n" not in str(refusal).replace(repr(raw), "")
+        return
+    value = getattr(built, variable.field)
+    if isinstance(variable.parser, IntegerParser):
+        assert variable.parser.minimum <= value <= variable.parser.maximum
+    assert Settings(**{variable.field: value}) == built

@@ -1,8 +1,11 @@
 """Settings read from the environment, checked once at start-up.
 
-The variable names and defaults are a public contract (BEHAVIOR.md): bot authors set them. A bad
-value must stop start-up with a message naming the variable, the value and what is allowed,
-rather than silently falling back to a default the author did not choose.
+The variable names and defaults are a public contract (the README's settings table): bot
+authors set them. A bad value must stop start-up with one line naming the variable, the value
+and what is allowed, rather than silently falling back to a default the author did not choose,
+or being accepted and failing later in the middle of a turn (a 400-digit timeout overflows the
+event loop's timer). A `Settings(...)` built in code is checked by the very same parsers, so
+each variable's bounds are written once, where the variable is declared.
 """
 
 from __future__ import annotations
@@ -15,7 +18,15 @@ from pathlib import Path
 
 
 class ConfigError(ValueError):
-    """A setting has a value the bot cannot run with; the message says which and why."""
+    """A setting has a value the bot cannot run with; the message says which and why.
+
+    `reason` is the part after the name and value ("it must be ..."), so the same refusal can
+    be worded for an environment variable or for a `Settings` field.
+    """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class Delivery(StrEnum):
@@ -61,6 +72,22 @@ class Settings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     tools: frozenset[str] = frozenset(BUILTIN_TOOLS)
     delivery_timeout_ms: int = 120_000
+
+    def __post_init__(self) -> None:
+        """Check every field as its variable would be checked: same parser, same bounds."""
+        for variable in VARIABLES:
+            value = getattr(self, variable.field)
+            try:
+                parsed = variable.parse(_as_text(value))
+            except ConfigError as error:
+                reason = error.reason
+            else:
+                if _same_kind(value, parsed):
+                    continue
+                reason = f"it must be a {_kind(parsed)}, as {variable.name} gives"
+            raise ConfigError(
+                f"Settings({variable.field}={_shown(value)}) is not allowed: {reason}", reason
+            )
 
     @property
     def first_token_budget_s(self) -> float:
@@ -126,31 +153,99 @@ class Variable:
         return self.parser(self.name, raw)
 
     @property
+    def allowed(self) -> str:
+        """What a number may be ("a positive integer up to ..."), or "" for other kinds."""
+        return str(getattr(self.parser, "allowed", ""))
+
+    @property
     def default(self) -> str:
-        value = getattr(Settings(), self.field)
-        if isinstance(value, bool):
-            return "1" if value else "0"
-        if isinstance(value, frozenset):
-            return ",".join(str(item) for item in sorted(value)) or "(none)"
-        return str(value)
+        return _as_text(getattr(Settings(), self.field)) or "(none)"
+
+
+def _as_text(value: object) -> str:
+    """A setting's value as its variable would be written."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return "9" * 80  # past every bound; `str` refuses ints of over 4300 digits
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, frozenset | set):
+        return ",".join(str(item) for item in sorted(value, key=str))
+    if isinstance(value, tuple | list):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"<an integer of {value.bit_length()} bits>"
+    return repr(value)
+
+
+def _kind(parsed: object) -> str:
+    """What a parser made, for a message: `int`, `frozenset of int`."""
+    if isinstance(parsed, frozenset | tuple) and parsed:
+        return f"{type(parsed).__name__} of {type(next(iter(parsed))).__name__}"
+    return type(parsed).__name__
+
+
+def _same_kind(value: object, parsed: object) -> bool:
+    """Whether a field holds what its variable's parser makes (`True` is no history limit)."""
+    if isinstance(value, bool) != isinstance(parsed, bool):
+        return False
+    if isinstance(parsed, frozenset | tuple):
+        return isinstance(value, type(parsed)) and parsed == value
+    return isinstance(value, type(parsed))
+
+
+def _refused(name: str, raw: str, reason: str) -> ConfigError:
+    return ConfigError(f"{name}={raw!r} is not allowed: {reason}", reason)
 
 
 def _refuse(name: str, raw: str, allowed: str) -> ConfigError:
-    return ConfigError(f"{name}={raw!r} is not allowed: it must be {allowed}")
+    return _refused(name, raw, f"it must be {allowed}")
 
 
-def _integer(minimum: int, unit: str = "milliseconds") -> Callable[[str, str], int]:
-    allowed = "a positive integer" if minimum == 1 else "a non-negative integer"
-    note = f" ({unit}{', 0 disables' if minimum == 0 else ''})"
+SECOND_MS = 1_000
+HOUR_MS = 3_600 * SECOND_MS
+DAY_MS = 24 * HOUR_MS
+WEEK_MS = 7 * DAY_MS
+COUNT_MAXIMUM = 10_000
+"""The ceiling of a count whose variable names none: far past any use, far below overflow."""
 
-    def parse(name: str, raw: str) -> int:
+
+class IntegerParser:
+    """Reads a whole number of `unit` between `minimum` and `maximum`, ASCII digits only.
+
+    `str.isdigit` also accepts `²` and `①`, which `int` refuses, and `int` reads any length:
+    both are refused here, so the only outcomes are an in-bounds value or a `ConfigError`.
+    A duration's ceiling defaults to a day; a count's to `COUNT_MAXIMUM`.
+    """
+
+    def __init__(self, minimum: int, unit: str, maximum: int | None) -> None:
+        self.minimum = minimum
+        self.maximum = maximum or (DAY_MS if unit == "milliseconds" else COUNT_MAXIMUM)
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
+            minimum, f"an integer from {minimum}"
+        )
+        disables = ", 0 disables" if minimum == 0 else ""
+        self.allowed = f"{kind} up to {self.maximum} ({unit}{disables})"
+
+    def __call__(self, name: str, raw: str) -> int:
         text = raw.strip()
-        value = int(text) if text.isdigit() else None
-        if value is None or value < minimum:
-            raise _refuse(name, raw, allowed + note)
-        return value
+        if (
+            not text.isascii()
+            or not text.isdigit()
+            or len(text.lstrip("0")) > len(str(self.maximum))
+            or not self.minimum <= int(text) <= self.maximum
+        ):
+            raise _refuse(name, raw, self.allowed)
+        return int(text)
 
-    return parse
+
+def _integer(
+    minimum: int, unit: str = "milliseconds", *, maximum: int | None = None
+) -> IntegerParser:
+    return IntegerParser(minimum, unit, maximum)
 
 
 def _choice(kind: type[StrEnum]) -> Callable[[str, str], StrEnum]:
@@ -172,11 +267,18 @@ def _flag(name: str, raw: str) -> bool:
     return text in ("1", "true")
 
 
+SNOWFLAKE = IntegerParser(1, "a Discord ID", 2**64 - 1)
+"""A channel ID: Discord's IDs are unsigned 64-bit numbers."""
+
+
 def _channel_ids(name: str, raw: str) -> frozenset[int]:
     pieces = [piece.strip() for piece in raw.split(",") if piece.strip()]
-    if not all(piece.isdigit() for piece in pieces):
-        raise _refuse(name, raw, "channel IDs (numbers) separated by commas")
-    return frozenset(int(piece) for piece in pieces)
+    try:
+        return frozenset(SNOWFLAKE(name, piece) for piece in pieces)
+    except ConfigError:
+        raise _refuse(
+            name, raw, f"channel IDs (numbers from 1 to {SNOWFLAKE.maximum}) separated by commas"
+        ) from None
 
 
 def _text(name: str, raw: str) -> str:
@@ -187,15 +289,16 @@ def _text(name: str, raw: str) -> str:
 
 def _db_path(name: str, raw: str) -> Path:
     """Accept a file path whose folder exists; refuse what SQLite could never open."""
-    if not raw.strip():
+    if not raw.strip() or "\0" in raw:
         raise _refuse(name, raw, "a file path")
     path = Path(raw).expanduser()
-    if path.is_dir():
-        raise ConfigError(f"{name}={raw!r} is not allowed: it is a folder, not a file")
-    if not path.parent.is_dir():
-        raise ConfigError(
-            f"{name}={raw!r} is not allowed: its folder {str(path.parent)!r} does not exist"
-        )
+    try:
+        if path.is_dir():
+            raise _refused(name, raw, "it is a folder, not a file")
+        if not path.parent.is_dir():
+            raise _refused(name, raw, f"its folder {str(path.parent)!r} does not exist")
+    except OSError as error:  # a name too long, a folder we may not enter
+        raise _refused(name, raw, f"it cannot be checked ({error.strerror})") from None
     return path
 
 
@@ -223,19 +326,19 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "STREAM_ABANDONED_SETTLE_TIMEOUT_MS",
         "stream_abandoned_settle_timeout_ms",
-        _integer(0),
+        _integer(0, maximum=HOUR_MS),
         "after a timeout, wait this long for a send already on the wire (0 disables)",
     ),
     Variable(
         "CHANNEL_LOCK_TIMEOUT_MS",
         "channel_lock_timeout_ms",
-        _integer(1),
+        _integer(1, maximum=WEEK_MS),
         "a lock with no progress and no watchdog for this long is stale",
     ),
     Variable(
         "TOMORI_QUEUE_MAX_AGE_MS",
         "queue_max_age_ms",
-        _integer(1),
+        _integer(1, maximum=WEEK_MS),
         "queued messages older than this are dropped when their turn comes",
     ),
     Variable(
@@ -253,7 +356,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "TOMORI_HISTORY_LIMIT",
         "history_limit",
-        _integer(1, unit="messages"),
+        _integer(1, unit="messages", maximum=1_000),
         "how many recent channel messages the model sees",
     ),
     Variable(
@@ -265,13 +368,13 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "BOT_MAX_FUNCTION_CALL_ITERATIONS",
         "max_function_call_iterations",
-        _integer(1, unit="passes"),
+        _integer(1, unit="passes", maximum=1_000),
         "most model passes in one turn's tool loop",
     ),
     Variable(
         "BOT_MAX_CONSECUTIVE_TOOL_ERRORS",
         "max_consecutive_tool_errors",
-        _integer(1, unit="failures"),
+        _integer(1, unit="failures", maximum=1_000),
         "tool failures in a row that end the turn",
     ),
     Variable("TOMORI_DB_PATH", "db_path", _db_path, "the SQLite file (its folder must exist)"),

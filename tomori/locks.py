@@ -14,7 +14,7 @@ request into the lock row, and the owner, which reads its rows' stop requests ev
 SQLite cannot notify another process, so this one read is polled; within a process a /kill
 cancels at once.
 
-Rules kept from TomoriBot (see TOMORIBOT_REFERENCE.md section 3):
+Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - Stale expiry is lazy (on a new trigger, on /kill): a lock with no watchdog token and no
   progress for `CHANNEL_LOCK_TIMEOUT_MS` is forcibly released, killing its stream and turn and
   discarding its queue.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -55,7 +56,9 @@ class Store:
         if await asyncio.to_thread(_is_read_only, path):
             raise _unusable(path, "it is read-only")
         try:
-            connection = await aiosqlite.connect(path, isolation_level=None)
+            connection = await _not_keeping_the_process_alive(
+                aiosqlite.connect(path, isolation_level=None)
+            )
         except sqlite3.Error as error:
             raise _unusable(path, str(error)) from error
         try:
@@ -208,3 +211,18 @@ async def _user_version(connection: aiosqlite.Connection) -> int:
     cursor = await connection.execute("PRAGMA user_version")
     row = await cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+def _not_keeping_the_process_alive(connection: aiosqlite.Connection) -> aiosqlite.Connection:
+    """Make the connection's worker thread a daemon, before it starts.
+
+    aiosqlite runs each connection in a thread of its own that ends only when the connection
+    is closed; as an ordinary thread it keeps the interpreter from exiting. A bot script that
+    returns without closing its bot (or whose loop was stopped while the cog was closing)
+    would then hang at exit forever. SQLite in WAL mode is safe against a process that ends
+    mid-write, as it is against a crash; a bot that closes properly closes the connection.
+    """
+    thread = getattr(connection, "_thread", connection)  # aiosqlite < 0.20: it is the thread
+    if isinstance(thread, threading.Thread):
+        thread.daemon = True
+    return connection

@@ -66,7 +66,7 @@ async def stream_once(
     locks: ChannelLocks,
     settings: Settings,
 ) -> StreamResult:
-    """Run one provider pass and say how it ended (see BEHAVIOR.md section 3).
+    """Run one provider pass and say how it ended (a `StreamStatus`, see results.py).
 
     Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
     propagates to the generation turn, which posts the generic error notice.

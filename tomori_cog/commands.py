@@ -54,6 +54,10 @@ async def _outcome(
         return KILL_FAILED
 
 
+COG_NAME = "Tomori"
+"""The cog's name in `bot.get_cog`: its class's name, in both libraries."""
+
+
 class TomoriCogParts:
     """What both libraries' cog classes share: the service, and adding tools to it."""
 

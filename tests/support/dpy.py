@@ -118,7 +118,10 @@ class DpyBot:
         return self.interaction_replies[-1]
 
 
-async def start_dpy_bot(settings: Settings, chain: ModelChain, monkeypatch: Any) -> DpyBot:
+async def start_dpy_bot(
+    settings: Settings, chain: ModelChain, monkeypatch: Any, extension: str | None = None
+) -> DpyBot:
+    """A bot with the cog; with `extension`, loaded by name (settings from the environment)."""
     intents = discord.Intents.default()
     intents.message_content = True
     intents.members = True
@@ -155,7 +158,10 @@ async def start_dpy_bot(settings: Settings, chain: ModelChain, monkeypatch: Any)
         }
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
-    await add_tomori(bot, settings=settings, chain=chain)
+    if extension is None:
+        await add_tomori(bot, settings=settings, chain=chain)
+    else:
+        await bot.load_extension(extension)
     return harness
 
 

@@ -372,8 +372,13 @@ async def start_nextcord_bot(
     monkeypatch: Any,
     messages: list[dict[str, Any]] | None = None,
     channel_ids: tuple[int, ...] = CHANNEL_IDS,
+    extension: str | None = None,
 ) -> NextcordBot:
-    """A started bot; `messages` are already in the channel when the cog starts."""
+    """A started bot; `messages` are already in the channel when the cog starts.
+
+    With `extension`, the cog comes from `bot.load_extension(extension)`, which reads the
+    settings and the chain from the environment, instead of from `add_tomori`.
+    """
     intents = nextcord.Intents.default()
     intents.message_content = True
     intents.members = True
@@ -397,7 +402,10 @@ async def start_nextcord_bot(
         fake.interaction_replies.append({"type": kwargs["type"], "data": kwargs.get("data") or {}})
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
-    add_tomori(bot, settings=settings, chain=chain)
+    if extension is None:
+        add_tomori(bot, settings=settings, chain=chain)
+    else:
+        bot.load_extension(extension)
     harness = NextcordBot(bot, fake)
     await harness.service.ensure_started()
     return harness

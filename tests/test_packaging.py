@@ -1,0 +1,110 @@
+"""What `pip install` of this repository gives a bot author: typed packages, the licence.
+
+The wheel is built as pip builds it from a git URL or a path, and a bot author's script is
+type-checked against the installed wheel (not against this checkout's sources), as the bot
+author's own mypy would see it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+BOT_AUTHOR = """
+import nextcord
+from nextcord.ext import commands
+
+from tomori.config import Settings
+from tomori_cog import add_tomori
+
+bot = commands.Bot(intents=nextcord.Intents.default())
+add_tomori(bot, settings=Settings(history_limit=10))
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    source = out / "source"  # a clean copy: a build/ folder left in the checkout would leak
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if built.returncode != 0:
+        pytest.skip(f"pip could not build the wheel here: {built.stderr[-500:]}")
+    (path,) = out.glob("tomori_cog-*.whl")
+    return path
+
+
+def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tomori/py.typed" in names
+    assert "tomori_cog/py.typed" in names
+    assert any(name.endswith("licenses/LICENSE") for name in names)
+
+
+def test_a_bot_authors_mypy_accepts_the_readmes_import(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    script = tmp_path / "bot_author.py"
+    script.write_text(BOT_AUTHOR)
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--python-executable",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_readme_layout_names_every_module() -> None:
+    readme = (REPO / "README.md").read_text()
+    layout = readme[readme.index("## Layout") :]
+    layout = layout[: layout.index("\n## ")]
+    for package in ("tomori", "tomori_cog"):
+        for module in (REPO / package).glob("*.py"):
+            if module.name != "__init__.py" or package == "tomori_cog":
+                assert f" {module.name} " in layout, f"{package}/{module.name}"
+
+
+DESIGN_DOCUMENTS = ("BEHAVIOR.md", "ARCHITECTURE.md", "FACTS.md", "TOMORIBOT_REFERENCE.md")
+
+
+def test_the_repositorys_docs_point_only_at_files_in_it() -> None:
+    files = [REPO / "README.md", REPO / "bot.py", REPO / "pyproject.toml"]
+    for folder in ("tomori", "tomori_cog", "cogs", "tests", "bench"):
+        files += (REPO / folder).rglob("*.py")
+    for path in files:
+        text = path.read_text()
+        for document in DESIGN_DOCUMENTS:
+            if document in text and not (REPO / document).exists():
+                assert path.name == "test_packaging.py", f"{path} cites {document}"
