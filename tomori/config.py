@@ -55,6 +55,7 @@ class Settings:
     channels: frozenset[int] = frozenset()
     reply_to_bots: bool = False
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_messages_per_answer: int = 10
 
     @property
     def first_token_budget_s(self) -> float:
@@ -284,5 +285,11 @@ VARIABLES: tuple[Variable, ...] = (
         "system_prompt",
         _text,
         "the system prompt, sent first",
+    ),
+    Variable(
+        "TOMORI_MAX_MESSAGES_PER_ANSWER",
+        "max_messages_per_answer",
+        _integer(1, unit="messages"),
+        "most Discord messages one answer may fill; past it the answer is cut with a note",
     ),
 )
