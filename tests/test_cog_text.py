@@ -98,12 +98,14 @@ async def test_in_edit_mode_a_shown_message_only_grows(
     assert " ".join(nc.discord.contents()).split() == text.split()
 
 
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_a_model_that_never_stops_is_cut_at_the_message_ceiling(
-    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
 ) -> None:
-    nc = await open_nextcord(
-        settings_for(tmp_path, max_messages_per_answer=3), chain_for(llm_server)
+    settings = settings_for(
+        tmp_path, max_messages_per_answer=3, delivery=delivery, stream_edit_interval_ms=10
     )
+    nc = await open_nextcord(settings, chain_for(llm_server))
     llm_server.script(looping("I will say this again and again.\n\n"))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()

@@ -2,14 +2,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.passes import Harness, budgets
+from tests.support.scripted import ScriptedProvider, text
 from tomori.hidden import HiddenBlocks
+from tomori.results import StreamStatus
 
 
-def run(text: str, step: int) -> tuple[str, str]:
+def run(answer: str, step: int) -> tuple[str, str]:
     blocks = HiddenBlocks()
     visible, hidden = [], []
-    for at in range(0, len(text), step):
-        shown, captured = blocks.feed(text[at : at + step])
+    for at in range(0, len(answer), step):
+        shown, captured = blocks.feed(answer[at : at + step])
         visible.append(shown)
         hidden.append(captured)
     shown, captured = blocks.finish()
@@ -17,7 +20,7 @@ def run(text: str, step: int) -> tuple[str, str]:
 
 
 CASES = [
-    ("<think>I reason</think>\n\nThe answer.", "\n\nThe answer.", "I reason"),
+    ("<think>I reason</think>\n\nThe answer.", "The answer.", "I reason"),
     (
         "Hi <DETAILS class='x'><summary>S</summary>body</details> there",
         "Hi  there",
@@ -33,9 +36,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "visible", "hidden"), CASES)
+@pytest.mark.parametrize(("answer", "visible", "hidden"), CASES)
 @pytest.mark.parametrize("step", [1, 2, 3, 7, 1000])
 def test_blocks_in_prose_are_captured_whatever_the_chunking(
-    text: str, visible: str, hidden: str, step: int
+    answer: str, visible: str, hidden: str, step: int
 ) -> None:
-    assert run(text, step) == (visible, hidden)
+    assert run(answer, step) == (visible, hidden)
+
+
+async def test_an_answer_that_is_only_hidden_text_is_an_empty_answer(harness: Harness) -> None:
+    provider = ScriptedProvider(
+        [text("<thi"), text("nk>Only reasoning, "), text("no answer.</think>\n\n")]
+    )
+    run = await harness.run(provider, budgets())
+    assert run.result is not None
+    assert run.result.status is StreamStatus.EMPTY_RESPONSE
+    assert run.result.details == "Only reasoning, no answer."
+    assert run.channel.messages == []

@@ -23,9 +23,10 @@ from tests.support.recording_port import RecordingPort
 from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, protected_spans
 from tomori.config import Delivery
 from tomori.context import StreamingContext
+from tomori.delivery import AnswerCut
 from tomori.fences import fence_line
 from tomori.hidden import HiddenBlocks
-from tomori.output import DiscordStreamWriter
+from tomori.output import CUT_NOTE, DiscordStreamWriter
 
 TOKENS = [
     "```",
@@ -61,7 +62,7 @@ TOKENS = [
     "</think>",
     "<",
 ]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 texts = st.lists(st.sampled_from(TOKENS), max_size=120).map("".join)
 
@@ -99,18 +100,23 @@ def content(text: str) -> str:
     return re.sub(r"\s+", "", "".join(lines))
 
 
-async def deliver(chunks: list[str], delivery: Delivery) -> RecordingPort:
+async def deliver(
+    chunks: list[str], delivery: Delivery, max_messages: int = 10_000
+) -> RecordingPort:
     """What `_generate` does with text events: hide blocks, feed the writer."""
     port = RecordingPort()
     ctx = StreamingContext("1", notices=MemoryChannel())
     writer = DiscordStreamWriter(
-        port, ctx, delivery=delivery, edit_interval_s=0, max_messages=10_000
+        port, ctx, delivery=delivery, edit_interval_s=0, max_messages=max_messages
     )
     blocks = HiddenBlocks()
     for chunk in [*chunks, None]:
         shown, _ = blocks.feed(chunk) if chunk is not None else blocks.finish()
-        if shown:
-            writer.feed(shown)
+        try:
+            if shown:
+                writer.feed(shown)
+        except AnswerCut:
+            break  # what _generate does: stop reading
         await asyncio.sleep(0)
     await writer.finish()
     return port
@@ -163,3 +169,20 @@ def test_edit_mode_messages_only_grow_and_end_intact(chunks: list[str]) -> None:
         assert call.content.startswith(shown.get(call.message_id, "")), call
         shown[call.message_id] = call.content
     check_messages(list(shown.values()), capture(chunks)[0])
+
+
+@SETTINGS
+@given(chunked(), st.sampled_from([Delivery.MESSAGES, Delivery.EDIT]))
+def test_an_answer_never_fills_more_messages_than_its_ceiling(
+    chunks: list[str], delivery: Delivery
+) -> None:
+    port = asyncio.run(deliver(chunks, delivery, max_messages=2))
+    messages = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(messages) <= 2
+    assert all(len(message) <= HARD_LIMIT for message in messages)
+    shown = content("".join(messages).removesuffix(CUT_NOTE))
+    expected = content(capture(chunks)[0])
+    if messages and messages[-1].endswith(CUT_NOTE):
+        assert len(shown) < len(expected)
+    else:
+        assert shown == expected

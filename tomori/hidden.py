@@ -58,6 +58,8 @@ class HiddenBlocks:
         self._block: str | None = None  # the name of the block being captured
         self._depth = 0
         self._raw: list[str] = []  # the open block's text, tags included
+        self._leading = True  # nothing but whitespace shown so far
+        self._hid = False  # a block was captured: the whitespace around it is no answer
 
     def feed(self, text: str) -> tuple[str, str]:
         """Take a chunk; return (visible text, captured text) that is now decided."""
@@ -110,7 +112,11 @@ class HiddenBlocks:
                 at = self._maybe_open(text, where, visible, final=final)
                 if at < 0:
                     break
-        return "".join(visible), "".join(hidden)
+        shown = "".join(visible)
+        if self._leading and self._hid:  # an answer that opens with its reasoning
+            shown = shown.lstrip()
+        self._leading = self._leading and not shown.strip()
+        return shown, "".join(hidden)
 
     def _take(self, text: str, start: int, end: int, visible: list[str]) -> None:
         if end > start:
@@ -139,7 +145,7 @@ class HiddenBlocks:
             return where + 1
         opening = _OPENING.match(text, where)
         if opening is not None:
-            self._block, self._depth = opening.group(1).lower(), 1
+            self._block, self._depth, self._hid = opening.group(1).lower(), 1, True
             self._raw = [opening.group()]
             return opening.end()
         if _may_become_tag(text[where:], final=final):
