@@ -122,10 +122,15 @@ async def deliver(
     return port
 
 
+def long_fence_like_line(text: str) -> bool:
+    """A fence-like line longer than a message must be cut, and its parts read differently."""
+    return any(len(line) > MESSAGE_LIMIT and "```" in line for line in text.split("\n"))
+
+
 def check_messages(messages: list[str], expected: str) -> None:
     assert all(len(message) <= HARD_LIMIT for message in messages)
-    if any(len(line) > MESSAGE_LIMIT and "```" in line for line in expected.split("\n")):
-        return  # a fence-like line longer than a message must be cut, and reads differently
+    if long_fence_like_line(expected):
+        return
     assert content("".join(messages)) == content(expected)
     ends_opening = fence_line(expected.rstrip("\n").split("\n")[-1]) is not None
     for index, message in enumerate(messages):
@@ -180,6 +185,8 @@ def test_an_answer_never_fills_more_messages_than_its_ceiling(
     messages = list({call.message_id: call.content for call in port.calls}.values())
     assert len(messages) <= 2
     assert all(len(message) <= HARD_LIMIT for message in messages)
+    if long_fence_like_line(capture(chunks)[0]):
+        return
     shown = content("".join(messages).removesuffix(CUT_NOTE))
     expected = content(capture(chunks)[0])
     if messages and messages[-1].endswith(CUT_NOTE):

@@ -38,16 +38,18 @@ _CLUSTER = regex.compile(r"\X")
 
 
 @dataclass(frozen=True, slots=True)
-class _Span:
+class Span:
+    """A stretch of text no cut may fall inside."""
+
     start: int
     end: int
     fence: Fence | None = None
     """The opening fence when the span is a code block."""
 
 
-def protected_spans(text: str) -> list[_Span]:
+def protected_spans(text: str) -> list[Span]:
     """Code blocks (by `fence_line`, an unclosed one runs to the end) and inline spans, in order."""
-    spans: list[_Span] = []
+    spans: list[Span] = []
     outside_from = 0
     block_start, opening = -1, None
     line_start, size = 0, len(text)
@@ -59,18 +61,18 @@ def protected_spans(text: str) -> list[_Span]:
             _inline_spans(text, outside_from, line_start, spans)
             block_start, opening = line_start, fence
         elif fence is not None:
-            spans.append(_Span(block_start, line_end, opening))
+            spans.append(Span(block_start, line_end, opening))
             outside_from, opening = line_end, None
         line_start = line_end + 1
     if opening is not None:
-        spans.append(_Span(block_start, size, opening))
+        spans.append(Span(block_start, size, opening))
     else:
         _inline_spans(text, outside_from, size, spans)
     return spans
 
 
-def _inline_spans(text: str, start: int, end: int, spans: list[_Span]) -> None:
-    spans.extend(_Span(*match.span()) for match in _INLINE.finditer(text, start, end))
+def _inline_spans(text: str, start: int, end: int, spans: list[Span]) -> None:
+    spans.extend(Span(*match.span()) for match in _INLINE.finditer(text, start, end))
 
 
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
@@ -111,14 +113,14 @@ class Splitter:
             out.append(prefix + text[pos:])
         return out
 
-    def _span_at(self, position: int) -> _Span | None:
+    def _span_at(self, position: int) -> Span | None:
         """The span strictly around `position` (a cut there would split it)."""
         index = bisect.bisect_left(self._starts, position) - 1
         if index >= 0 and self._spans[index].end > position:
             return self._spans[index]
         return None
 
-    def _cut(self, pos: int, prefix: str, floor: int) -> tuple[int, _Span | None]:
+    def _cut(self, pos: int, prefix: str, floor: int) -> tuple[int, Span | None]:
         """Where the piece starting at `pos` ends, and the code block it splits, if any."""
         target = pos + self.limit - len(prefix)
         span = self._span_at(target)
@@ -140,12 +142,13 @@ class Splitter:
             while at >= 0 and at + len(separator) >= floor:
                 cut = at + len(separator)
                 inside = self._span_at(at)
-                if inside is None and cut > pos and self._is_boundary(pos, cut):
+                fits = inside is None and cut > pos and self._is_boundary(pos, cut)
+                if fits and (separator != " " or not self._makes_fence(cut)):
                     return cut
                 at = text.rfind(separator, pos, inside.start if inside else at)
         return end if exact_end else self._boundary(pos, end, floor)
 
-    def _code_cut(self, pos: int, prefix: str, block: _Span, floor: int) -> int:
+    def _code_cut(self, pos: int, prefix: str, block: Span, floor: int) -> int:
         """A line end inside the code block that lets the piece close its fence in time."""
         assert block.fence is not None
         budget_end = pos + self.limit - len(prefix) - len(block.fence.closing) - 1
@@ -154,6 +157,14 @@ class Splitter:
         if at >= max(body, floor - 1) and at + 1 > pos:
             return at + 1
         return self._boundary(pos, budget_end, max(floor, body))
+
+    def _makes_fence(self, cut: int) -> bool:
+        """Would a cut inside a line leave a part that reads as a fence line on its own?"""
+        text = self.text
+        line_start = text.rfind("\n", 0, cut) + 1
+        line_end = text.find("\n", cut)
+        after = text[cut : len(text) if line_end < 0 else line_end]
+        return fence_line(text[line_start:cut]) is not None or fence_line(after) is not None
 
     def _boundary(self, pos: int, end: int, floor: int) -> int:
         """The last grapheme-cluster boundary at or before `end` (and after `pos`)."""
@@ -286,16 +297,24 @@ def stable_end(text: str, floor: int = 0) -> int:
     """How much of a growing `text` can be shown now without a protected span straddling it.
 
     Edit mode cannot take back what it showed, so it holds the tail that more text could
-    turn into a URL, mention, emoji, link or inline code: the last word, and on the last line
-    an unclosed link label or backtick run. The next chunk (or the answer's end) decides it.
+    turn into a URL, mention, emoji, link or inline code: in the last word, from where such a
+    span could begin (a word of plain prose or CJK text is shown at once), and on the last
+    line an unclosed link label or backtick run. The next chunk (or the answer's end) decides.
     """
     line_start = text.rfind("\n") + 1
     line = text[line_start:]
     word = max(line.rfind(" "), line.rfind("\t")) + 1
-    held = [line_start + word]
+    held = [len(text)]
+    begins = [line.find(mark, word) for mark in ("<", "[", "`", "http")]
+    begins += [len(line) - len(end) for end in _URL_STARTS if line.endswith(end)]
+    held += [line_start + at for at in begins if at >= 0]
     bracket = line.rfind("[")
     if bracket >= 0 and ")" not in line[bracket:]:
         held.append(line_start + bracket)
-    if line.count("`") % 2:
-        held.append(line_start + line.find("`"))
+    if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
+        held.append(line_start)
     return max(floor, min(held))
+
+
+_URL_STARTS = ("h", "ht", "htt")
+"""Word ends that "http" may follow ("http" itself is held wherever it stands in the word)."""

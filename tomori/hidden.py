@@ -58,8 +58,8 @@ class HiddenBlocks:
         self._block: str | None = None  # the name of the block being captured
         self._depth = 0
         self._raw: list[str] = []  # the open block's text, tags included
-        self._leading = True  # nothing but whitespace shown so far
-        self._hid = False  # a block was captured: the whitespace around it is no answer
+        self._shown_any = False  # anything but whitespace was shown
+        self._skip_space = False  # whitespace after an opening hidden block is no answer
 
     def feed(self, text: str) -> tuple[str, str]:
         """Take a chunk; return (visible text, captured text) that is now decided."""
@@ -112,23 +112,25 @@ class HiddenBlocks:
                 at = self._maybe_open(text, where, visible, final=final)
                 if at < 0:
                     break
-        shown = "".join(visible)
-        if self._leading and self._hid:  # an answer that opens with its reasoning
-            shown = shown.lstrip()
-        self._leading = self._leading and not shown.strip()
-        return shown, "".join(hidden)
+        return "".join(visible), "".join(hidden)
 
     def _take(self, text: str, start: int, end: int, visible: list[str]) -> None:
         if end > start:
             piece = text[start:end]
-            visible.append(piece)
             self._line.append(piece)
+            if self._skip_space:
+                piece = piece.lstrip()
+            if piece:
+                visible.append(piece)
+                self._skip_space = False
+                self._shown_any = self._shown_any or not piece.isspace()
 
     def _end_line(self, visible: list[str]) -> None:
         if fence_line("".join(self._line)) is not None:
             self._in_fence = not self._in_fence
         self._line, self._open_ticks = [], 0
-        visible.append("\n")
+        if not self._skip_space:
+            visible.append("\n")
 
     def _ticks(self, run: int) -> None:
         if self._in_fence:
@@ -145,7 +147,7 @@ class HiddenBlocks:
             return where + 1
         opening = _OPENING.match(text, where)
         if opening is not None:
-            self._block, self._depth, self._hid = opening.group(1).lower(), 1, True
+            self._block, self._depth = opening.group(1).lower(), 1
             self._raw = [opening.group()]
             return opening.end()
         if _may_become_tag(text[where:], final=final):
@@ -165,6 +167,7 @@ class HiddenBlocks:
             if self._depth == 0:
                 hidden.append(_body("".join(self._raw), tag.group()))
                 self._block, self._raw = None, []
+                self._skip_space = not self._shown_any  # an answer opening with reasoning
                 return at
         partial = text.rfind("<", at)
         if partial >= 0 and _may_become_tag(text[partial:], final=final):

@@ -239,7 +239,7 @@ class DiscordStreamWriter:
                     continue
                 if self._room <= 1 and index + 1 < len(pieces):  # the ceiling: end here
                     piece = piece.rstrip() + CUT_NOTE
-                    self._cut, self._pending = True, deque()
+                    self._cut = True
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
                     return
