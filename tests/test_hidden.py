@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.support.passes import Harness, budgets
@@ -53,3 +55,19 @@ async def test_an_answer_that_is_only_hidden_text_is_an_empty_answer(harness: Ha
     assert run.result.status is StreamStatus.EMPTY_RESPONSE
     assert run.result.details == "Only reasoning, no answer."
     assert run.channel.messages == []
+
+
+def test_capturing_is_linear_in_the_texts_length() -> None:
+    unit = "Prose with `code`, <b>tags</b> and <think>reasoning</think> bits.\n"
+
+    def cost(size: int) -> float:
+        blocks = HiddenBlocks()
+        answer = (unit * (size // len(unit) + 1))[:size]
+        started = time.perf_counter()
+        blocks.feed(answer)
+        blocks.finish()
+        return time.perf_counter() - started
+
+    small = min(cost(50_000) for _ in range(3))
+    large = min(cost(500_000) for _ in range(3))
+    assert large / small < 40  # linear is about 10

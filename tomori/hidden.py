@@ -150,7 +150,7 @@ class HiddenBlocks:
             self._block, self._depth = opening.group(1).lower(), 1
             self._raw = [opening.group()]
             return opening.end()
-        if _may_become_tag(text[where:], final=final):
+        if _may_become_tag(text[where : where + _LONGEST_TAG + 1], final=final):
             self._held = text[where:]
             return -1
         self._take(text, where, where + 1, visible)
@@ -170,7 +170,9 @@ class HiddenBlocks:
                 self._skip_space = not self._shown_any  # an answer opening with reasoning
                 return at
         partial = text.rfind("<", at)
-        if partial >= 0 and _may_become_tag(text[partial:], final=final):
+        if partial >= 0 and _may_become_tag(
+            text[partial : partial + _LONGEST_TAG + 1], final=final
+        ):
             self._raw.append(text[at:partial])
             self._held = text[partial:]
         else:
