@@ -14,7 +14,8 @@ block may hold a `<summary>` or nested blocks of its kind.
 A block still open when the answer ends: `<think>` stays hidden (a reasoning model cut off by
 its token limit has written no answer yet), while `<details>` is posted as written, tag
 included (a tag never closed is more likely prose about the element than a hidden block, and
-hiding it would swallow the rest of the answer).
+hiding it would swallow the rest of the answer). Whitespace after the blocks an answer opens
+with is dropped too, so an answer that is only reasoning is an empty answer.
 """
 
 from __future__ import annotations
