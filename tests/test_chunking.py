@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import random
 import re
+import time
 
 import pytest
+import regex
 
-from tomori.chunking import MESSAGE_LIMIT, Segmenter, split_message
+from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Segmenter, split_message
 
 URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
 EMOJI = "<:tomori_wave:123456789012345678>"
@@ -130,3 +132,61 @@ def test_a_long_line_without_newlines_is_cut_safely_while_streaming() -> None:
     assert all(len(piece) <= MESSAGE_LIMIT for piece in released)
     assert "".join(released) == text
     assert all(re.fullmatch(rf"( ?{re.escape(URL)})+ ?", piece) for piece in released)
+
+
+def test_an_answer_ending_on_its_closing_fence_without_a_newline_is_not_closed_twice() -> None:
+    segmenter = Segmenter()
+    text = "Code:\n```py\nx = 1\n```"
+    assert feed_all(segmenter, text, step=3) + segmenter.finish() == [text]
+
+
+def test_a_line_holding_a_whole_snippet_is_not_a_fence() -> None:
+    segmenter = Segmenter()
+    text = "```npm i``` installs it.\n\nThen run it."
+    released = feed_all(segmenter, text, step=4) + segmenter.finish()
+    assert released == ["```npm i``` installs it.\n\n", "Then run it."]
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        "\U0001f44d\U0001f3fd",  # thumbs up with a skin tone
+        "\U0001f469\u200d\U0001f4bb",  # a woman technologist (ZWJ)
+        "\U0001f1ef\U0001f1f5",  # a flag
+        "e\u0301",  # a letter and its combining accent
+    ],
+)
+def test_a_hard_cut_falls_between_grapheme_clusters(cluster: str) -> None:
+    for lead in range(4):
+        text = "x" * lead + cluster * (4_000 // len(cluster))
+        pieces = split_message(text)
+        assert "".join(pieces) == text
+        for piece in pieces:
+            assert len(piece) <= MESSAGE_LIMIT
+            assert set(regex.findall(r"\X", piece)) <= {"x", cluster}
+
+
+def test_a_span_that_fits_one_message_may_use_up_to_discords_limit() -> None:
+    url = "https://example.com/" + "p" * 1_975
+    pieces = split_message(f"see {url} end")
+    assert url in pieces
+    assert max(len(piece) for piece in pieces) <= HARD_LIMIT
+    longer = "https://example.com/" + "p" * 2_100
+    assert all(len(piece) <= MESSAGE_LIMIT for piece in split_message(longer))
+
+
+def test_splitting_is_linear_in_the_texts_length() -> None:
+    unit = "Prose with https://example.com/x and `code`.\n\n```py\nprint(1)\n```\n\n"
+
+    def cost(size: int) -> float:
+        text = (unit * (size // len(unit) + 1))[:size]
+        started = time.perf_counter()
+        split_message(text)
+        segmenter = Segmenter()
+        segmenter.feed(text)
+        segmenter.finish()
+        return time.perf_counter() - started
+
+    small = min(cost(50_000) for _ in range(3))
+    large = min(cost(500_000) for _ in range(3))
+    assert large / small < 40  # linear is about 10; the old quadratic cut was about 100

@@ -1,76 +1,198 @@
 """Cutting model text into Discord messages without breaking what must stay whole.
 
-Discord refuses messages over 2000 characters; we stay at 1950. A cut never falls inside a code
+Discord refuses messages over 2000 characters; we aim at 1950. A cut never falls inside a code
 block, inline code, a URL, a markdown link, a custom emoji or a mention: a split URL stops
-working and a split code block loses its formatting. A code block longer than a message is
-split at line ends with its fence and language repeated, so each part still renders as code.
-Where a cut is free, a paragraph end beats a line end, which beats a space.
+working and a split code block loses its formatting. Such a span that fits in one message may
+take that message up to Discord's 2000; only a span longer than that is cut. A code block longer
+than a message is split at line ends with its fence and language repeated, so each part still
+renders as code. Where a cut is free, a paragraph end beats a line end, which beats a space; a
+cut inside a word falls between grapheme clusters (user-perceived characters: an emoji with its
+skin tone, a letter with its accent, a flag), never inside one.
+
+The spans are found once per text and looked up by bisection, so splitting is linear in the
+text's length: one huge chunk costs no more per character than many small ones.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import regex
+
+from tomori.fences import Fence, fence_line
 
 MESSAGE_LIMIT = 1950
-SOFT_LIMIT = 1000
-"""In messages mode a line end is enough to flush once this much text is waiting."""
+HARD_LIMIT = 2000
+"""Discord's own limit: only a protected span that would otherwise be cut goes past 1950."""
 
-_PROTECTED = re.compile(
-    r"```.*?(?:```|\Z)"  # a fenced code block (an unclosed one runs to the end)
-    r"|`[^`\n]+`"  # inline code
+_INLINE = re.compile(
+    r"(`+)[^`\n]+\1(?!`)"  # inline code, also a one-line ```snippet```
     r"|\[[^\]\n]*\]\([^)\s]*\)"  # a markdown link
     r"|<a?:\w+:\d+>"  # a custom emoji
     r"|<(?:@[!&]?|#)\d+>"  # a user, role or channel mention
-    r"|https?://\S+",  # a bare URL
-    re.DOTALL,
+    r"|https?://\S+"  # a bare URL
 )
-_FENCE = re.compile(r"^\s*```(\S*)")
+_CLUSTER = regex.compile(r"\X")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A stretch of text no cut may fall inside."""
+
+    start: int
+    end: int
+    fence: Fence | None = None
+    """The opening fence when the span is a code block."""
+
+
+def protected_spans(text: str) -> list[Span]:
+    """Code blocks (by `fence_line`, an unclosed one runs to the end) and inline spans, in order."""
+    spans: list[Span] = []
+    outside_from = 0
+    block_start, opening = -1, None
+    line_start, size = 0, len(text)
+    while line_start < size:
+        newline = text.find("\n", line_start)
+        line_end = size if newline < 0 else newline
+        fence = fence_line(text[line_start:line_end])
+        if fence is not None and opening is None:
+            _inline_spans(text, outside_from, line_start, spans)
+            block_start, opening = line_start, fence
+        elif fence is not None:
+            spans.append(Span(block_start, line_end, opening))
+            outside_from, opening = line_end, None
+        line_start = line_end + 1
+    if opening is not None:
+        spans.append(Span(block_start, size, opening))
+    else:
+        _inline_spans(text, outside_from, size, spans)
+    return spans
+
+
+def _inline_spans(text: str, start: int, end: int, spans: list[Span]) -> None:
+    spans.extend(Span(*match.span()) for match in _INLINE.finditer(text, start, end))
 
 
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     """Split `text` into pieces of at most `limit` characters, each safe to send alone."""
-    pieces: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        head, rest = _cut(rest, limit)
-        pieces.append(head)
-    if rest:
-        pieces.append(rest)
-    return pieces
+    return Splitter(text, limit).pieces()
 
 
-def _cut(text: str, limit: int) -> tuple[str, str]:
-    spans = [match.span() for match in _PROTECTED.finditer(text, 0, len(text))]
-    blocking = next((span for span in spans if span[0] < limit < span[1]), None)
-    if blocking is not None and blocking[0] == 0:
-        if text.startswith("```"):
-            return _cut_code_block(text, limit)
-        return text[:limit], text[limit:]  # one URL or span longer than a message
-    window = text[: blocking[0] if blocking else limit + 1]
-    for separator in ("\n\n", "\n", " "):
-        at = window.rfind(separator, 0, limit)
-        while at > 0 and _inside(at, spans):
-            at = window.rfind(separator, 0, at)
-        if at > 0:
-            end = at + len(separator)
-            return text[:end], text[end:]
-    end = blocking[0] if blocking else limit
-    return text[:end], text[end:]
+class Splitter:
+    """One text's cuts; `pieces()` runs them, and says afterwards where the last piece stands."""
+
+    def __init__(self, text: str, limit: int = MESSAGE_LIMIT) -> None:
+        self.text, self.limit = text, limit
+        self._spans = protected_spans(text)
+        self._starts = [span.start for span in self._spans]
+        self.reopened = ""
+        """The fence line the last piece starts with when it goes on with a split code block."""
+        self.last_start = 0
+        """Where, in `text`, the last piece's own text begins."""
+
+    def pieces(self, floor: int = 0) -> list[str]:
+        """Cut the text; the first cut falls at `floor` or later (text already shown)."""
+        text, out, pos, prefix = self.text, [], 0, ""
+        while len(prefix) + len(text) - pos > self.limit:
+            end, reopen = self._cut(pos, prefix, max(floor, pos + 1))
+            if end <= pos:  # no room left after a reopened fence: cut the text itself
+                end, reopen = self._boundary(pos, pos + self.limit, pos + 1), None
+            head = prefix + text[pos:end]
+            if reopen:
+                assert reopen.fence is not None
+                head += ("" if head.endswith("\n") else "\n") + reopen.fence.closing
+                prefix = reopen.fence.opening + "\n"
+            else:
+                prefix = ""
+            out.append(head)
+            pos, floor = end, 0
+        self.reopened, self.last_start = prefix, pos
+        if pos < len(text) or not out:
+            out.append(prefix + text[pos:])
+        return out
+
+    def _span_at(self, position: int) -> Span | None:
+        """The span strictly around `position` (a cut there would split it)."""
+        index = bisect.bisect_left(self._starts, position) - 1
+        if index >= 0 and self._spans[index].end > position:
+            return self._spans[index]
+        return None
+
+    def _cut(self, pos: int, prefix: str, floor: int) -> tuple[int, Span | None]:
+        """Where the piece starting at `pos` ends, and the code block it splits, if any."""
+        target = pos + self.limit - len(prefix)
+        span = self._span_at(target)
+        if span is not None and span.start >= floor:
+            return self._free_cut(pos, span.start, floor, exact_end=True), None
+        if span is not None and span.fence is not None:
+            return self._code_cut(pos, prefix, span, floor), span
+        if span is not None and span.end - pos + len(prefix) <= HARD_LIMIT:
+            return span.end, None  # a span that fits one message stays whole
+        if span is not None:
+            return self._boundary(pos, target, floor), None  # a span longer than any message
+        return self._free_cut(pos, target, floor, exact_end=False), None
+
+    def _free_cut(self, pos: int, end: int, floor: int, *, exact_end: bool) -> int:
+        """The best separator in [floor, end]; else `end` itself, or a grapheme boundary."""
+        text = self.text
+        for separator in ("\n\n", "\n", " "):
+            at = text.rfind(separator, pos, end)
+            while at >= 0 and at + len(separator) >= floor:
+                cut = at + len(separator)
+                inside = self._span_at(at)
+                fits = inside is None and cut > pos and self._is_boundary(pos, cut)
+                if fits and (separator != " " or not self._makes_fence(cut)):
+                    return cut
+                at = text.rfind(separator, pos, inside.start if inside else at)
+        return end if exact_end else self._boundary(pos, end, floor)
+
+    def _code_cut(self, pos: int, prefix: str, block: Span, floor: int) -> int:
+        """A line end inside the code block that lets the piece close its fence in time."""
+        assert block.fence is not None
+        budget_end = pos + self.limit - len(prefix) - len(block.fence.closing) - 1
+        body = self.text.find("\n", block.start) + 1 if block.start >= pos else pos
+        at = self.text.rfind("\n", max(body, floor - 1), budget_end)
+        if at >= max(body, floor - 1) and at + 1 > pos:
+            return at + 1
+        return self._boundary(pos, budget_end, max(floor, body))
+
+    def _makes_fence(self, cut: int) -> bool:
+        """Would a cut inside a line leave a part that reads as a fence line on its own?"""
+        text = self.text
+        line_start = text.rfind("\n", 0, cut) + 1
+        line_end = text.find("\n", cut)
+        after = text[cut : len(text) if line_end < 0 else line_end]
+        return fence_line(text[line_start:cut]) is not None or fence_line(after) is not None
+
+    def _boundary(self, pos: int, end: int, floor: int) -> int:
+        """The last grapheme-cluster boundary at or before `end` (and after `pos`)."""
+        if self._is_boundary(pos, end):
+            return end
+        best = end
+        for match in _CLUSTER.finditer(self.text, pos, min(len(self.text), end + 64)):
+            if match.start() > end:
+                break
+            if match.start() > pos and match.start() >= floor:
+                best = match.start()
+        return best
+
+    def _is_boundary(self, pos: int, at: int) -> bool:
+        text = self.text
+        if at >= len(text) or at <= pos:
+            return True
+        before, after = text[at - 1], text[at]
+        if before < "\x7f" and after < "\x7f":
+            return not (before == "\r" and after == "\n")
+        for match in _CLUSTER.finditer(text, pos, min(len(text), at + 64)):
+            if match.start() >= at:
+                return match.start() == at
+        return False
 
 
-def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
-    return any(start < position < end for start, end in spans)
-
-
-def _cut_code_block(text: str, limit: int) -> tuple[str, str]:
-    """Split a code block at a line end, closing it and reopening it with its language."""
-    opening = text[: text.index("\n") + 1] if "\n" in text else "```\n"
-    closing = "\n```"
-    budget = limit - len(closing)
-    at = text.rfind("\n", len(opening), budget + 1)
-    end = at + 1 if at > len(opening) else budget
-    return text[:end].rstrip("\n") + closing, opening + text[end:]
+SOFT_LIMIT = 1000
+"""In messages mode a line end is enough to flush once this much text is waiting."""
 
 
 @dataclass
@@ -79,8 +201,8 @@ class Segmenter:
 
     A segment ends at a paragraph end or a closing code fence, or at a line end once
     `SOFT_LIMIT` characters wait, or wherever `split_message` cuts when a message would grow
-    past `MESSAGE_LIMIT`. Only whole lines are inspected, once each, so feeding is linear in
-    the length of the answer.
+    past `MESSAGE_LIMIT`. Each line is inspected once and the held text is cut once per feed, so
+    feeding is linear in the length of the answer.
     """
 
     limit: int = MESSAGE_LIMIT
@@ -88,24 +210,30 @@ class Segmenter:
     _buffer: str = ""
     _scanned: int = 0
     _in_code: bool = False
-    _fence: str = "```"
-    _ready: list[str] = field(default_factory=list)
+    _mid_line: bool = False
+    """The held text starts inside a line (after a cut): that line is no fence."""
 
     def feed(self, text: str) -> list[str]:
         """Add text; return the segments that are now complete."""
         self._buffer += text
+        ready: list[str] = []
         if "\n" in text:
-            self._scan_lines()
+            ready += self._scan_lines()
         if len(self._buffer) > self.limit:
-            self._overflow()
-        ready, self._ready = self._ready, []
+            ready += self._overflow()
         return ready
 
     def finish(self) -> list[str]:
-        """Everything still held, an unclosed code block closed so it renders."""
+        """Everything still held, an unclosed code block closed so it renders.
+
+        The last line has no newline after it, yet it may be the closing fence (models usually
+        end that way): it is read like every other line before deciding the block is open.
+        """
         rest, self._buffer = self._buffer, ""
-        if self._in_code and rest.strip():
-            rest = rest.rstrip("\n") + "\n```"
+        last_line = rest[rest.rfind("\n") + 1 :]
+        closes = not (self._mid_line and "\n" not in rest) and fence_line(last_line) is not None
+        if self._in_code and not closes and rest.strip():
+            rest = rest.rstrip("\n") + "\n" + self._closing(rest)
         self._reset_scan()
         return split_message(rest, self.limit) if rest.strip() else []
 
@@ -114,46 +242,79 @@ class Segmenter:
         self._buffer = ""
         self._reset_scan()
 
+    def _closing(self, held: str) -> str:
+        for line in held.splitlines():
+            if (fence := fence_line(line)) is not None:
+                return fence.closing
+        return "```"
+
     def _reset_scan(self) -> None:
         self._scanned = 0
-        self._in_code = False
+        self._in_code = self._mid_line = False
 
-    def _scan_lines(self) -> None:
-        while (newline := self._buffer.find("\n", self._scanned)) >= 0:
-            line = self._buffer[self._scanned : newline]
-            end = newline + 1
-            self._scanned = end
-            fence = _FENCE.match(line)
-            if fence:
+    def _scan_lines(self) -> list[str]:
+        """Read the complete lines not read yet; cut the buffer once, after the last release."""
+        buffer, released, ready = self._buffer, 0, []
+        while (newline := buffer.find("\n", self._scanned)) >= 0:
+            line = buffer[self._scanned : newline]
+            end = self._scanned = newline + 1
+            if self._mid_line:
+                self._mid_line = False
+                continue
+            if fence_line(line) is not None:
                 self._in_code = not self._in_code
-                if self._in_code:
-                    self._fence = "```" + fence.group(1)
-                else:
-                    self._emit(end)
-                    continue
+                if not self._in_code:
+                    ready += self._release(buffer[released:end])
+                    released = end
+                continue
             if self._in_code:
                 continue
-            if (not line.strip() and self._buffer[:end].strip()) or end >= self.soft_limit:
-                self._emit(end)
+            paragraph_end = not line.strip() and buffer[released:end].strip()
+            if paragraph_end or end - released >= self.soft_limit:
+                ready += self._release(buffer[released:end])
+                released = end
+        if released:
+            self._buffer = buffer[released:]
+            self._scanned -= released
+        return ready
 
-    def _emit(self, end: int) -> None:
-        head, self._buffer = self._buffer[:end], self._buffer[end:]
-        self._scanned -= end
-        if head.strip():
-            self._ready.extend(split_message(head, self.limit))
+    def _release(self, head: str) -> list[str]:
+        return split_message(head, self.limit) if head.strip() else []
 
-    def _overflow(self) -> None:
+    def _overflow(self) -> list[str]:
         """The waiting text would not fit one message: send all but its tail."""
-        if self._in_code:
-            lines_end = self._buffer.rfind("\n", 0, self.limit - 4) + 1
-            end = lines_end if lines_end > len(self._fence) + 1 else self.limit - 4
-            head = self._buffer[:end].rstrip("\n") + "\n```"
-            self._buffer = self._fence + "\n" + self._buffer[end:]
-            self._scanned = max(len(self._fence) + 1, self._scanned - end + len(self._fence) + 1)
-            self._ready.append(head)
-            return
-        pieces = split_message(self._buffer, self.limit)
-        self._ready.extend(pieces[:-1])
+        splitter = Splitter(self._buffer, self.limit)
+        pieces = splitter.pieces()
         self._buffer = pieces[-1]
-        self._scanned = 0
-        self._scan_lines()
+        start = splitter.last_start
+        self._in_code = bool(splitter.reopened)  # the tail goes on with a split code block
+        self._scanned = len(splitter.reopened)
+        self._mid_line = not self._in_code and start > 0 and splitter.text[start - 1] != "\n"
+        return [piece for piece in pieces[:-1] if piece.strip()]
+
+
+def stable_end(text: str, floor: int = 0) -> int:
+    """How much of a growing `text` can be shown now without a protected span straddling it.
+
+    Edit mode cannot take back what it showed, so it holds the tail that more text could
+    turn into a URL, mention, emoji, link or inline code: in the last word, from where such a
+    span could begin (a word of plain prose or CJK text is shown at once), and on the last
+    line an unclosed link label or backtick run. The next chunk (or the answer's end) decides.
+    """
+    line_start = text.rfind("\n") + 1
+    line = text[line_start:]
+    word = max(line.rfind(" "), line.rfind("\t")) + 1
+    held = [len(text)]
+    begins = [line.find(mark, word) for mark in ("<", "[", "`", "http")]
+    begins += [len(line) - len(end) for end in _URL_STARTS if line.endswith(end)]
+    held += [line_start + at for at in begins if at >= 0]
+    bracket = line.rfind("[")
+    if bracket >= 0 and ")" not in line[bracket:]:
+        held.append(line_start + bracket)
+    if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
+        held.append(line_start)
+    return max(floor, min(held))
+
+
+_URL_STARTS = ("h", "ht", "htt")
+"""Word ends that "http" may follow ("http" itself is held wherever it stands in the word)."""

@@ -72,6 +72,7 @@ class Settings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     tools: frozenset[str] = frozenset(BUILTIN_TOOLS)
     delivery_timeout_ms: int = 120_000
+    max_messages_per_answer: int = 10
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -420,5 +421,11 @@ VARIABLES: tuple[Variable, ...] = (
         "delivery_timeout_ms",
         _integer(1),
         "once the model has finished, the wait for each Discord send still to land",
+    ),
+    Variable(
+        "TOMORI_MAX_MESSAGES_PER_ANSWER",
+        "max_messages_per_answer",
+        _integer(1, unit="messages"),
+        "most Discord messages one answer may fill; past it the answer is cut with a note",
     ),
 )

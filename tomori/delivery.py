@@ -66,3 +66,11 @@ class NoticeSink(Protocol):
 
 class DestinationUnreachable(Exception):
     """The channel is gone or the bot may not post there: every model would fail the same way."""
+
+
+class AnswerCut(Exception):
+    """The answer filled as many messages as one answer may: the pass stops reading.
+
+    Raised by `StreamWriter.feed` once the writer has ended the last message with a note that
+    the answer was cut; what is queued still goes out on `finish`.
+    """

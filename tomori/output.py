@@ -7,7 +7,12 @@ generation can be cancelled at once while a send already on the wire completes a
 - `messages` mode (the default, as TomoriBot): discrete messages released at safe boundaries
   by the `Segmenter`, never edited.
 - `edit` mode: one message grows by edits, at most one per `STREAM_EDIT_INTERVAL_MS`, and goes
-  on in a new message past 1950 characters.
+  on in a new message past 1950 characters. A shown message only ever grows: the cut that ends
+  it falls after the text already shown, never inside it.
+
+One answer fills at most `max_messages` messages, counted over the turn. The last one is filled
+up to the limit (in messages mode it is held until full or the answer ends); when more would
+follow, it ends with `CUT_NOTE` and `feed` raises `AnswerCut`, so the pass stops reading.
 
 Every successful send or edit is recorded in the turn's delivered list before it returns and is
 reported as progress, which re-arms the pass's idle timer. A rate limit is waited out; a channel
@@ -24,14 +29,17 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.chunking import Segmenter, split_message
+from tomori.chunking import MESSAGE_LIMIT, Segmenter, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
-from tomori.delivery import DeliveredMessage, DestinationUnreachable
+from tomori.delivery import AnswerCut, DeliveredMessage, DestinationUnreachable
+from tomori.fences import fence_line, unclosed_fence
 
 log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAITS = 5
+CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
+"""Fits in the room between the 1950 target and Discord's 2000 limit."""
 
 
 class DeliveryRateLimited(Exception):
@@ -66,6 +74,7 @@ class DiscordStreamWriter:
         *,
         delivery: Delivery = Delivery.MESSAGES,
         edit_interval_s: float = 1.0,
+        max_messages: int = 10,
     ) -> None:
         self._port = port
         self._ctx = ctx
@@ -81,29 +90,76 @@ class DiscordStreamWriter:
         self._growing_text = ""
         self._growing_index = -1
         self._last_edit_at = 0.0
+        # the ceiling: messages this writer may still start, the held last one, and the cut
+        self._room = max_messages - len(ctx.delivered)
+        self._last = ""
+        self._cut = False
+        # edit mode: the tail held back until it cannot become part of a protected span
+        self._tail = ""
+        self._final = False
 
     # -- StreamWriter -------------------------------------------------------------------------
 
     def feed(self, text: str) -> None:
         if self._failure is not None:
             raise self._failure
+        if self._cut:
+            raise AnswerCut
         if self._delivery is Delivery.EDIT:
             self._pending.append(text)
             self._ensure_sender()
             return
-        segments = self._segmenter.feed(text)
-        if segments:
-            self._pending.extend(segments)
-            self._ensure_sender()
+        self._queue(self._segmenter.feed(text))
+        if self._cut:
+            raise AnswerCut
 
     async def finish(self) -> None:
-        if self._delivery is Delivery.MESSAGES:
-            self._pending.extend(self._segmenter.finish())
+        self._final = True
+        if self._tail:
+            self._ensure_sender()
+        if self._delivery is Delivery.MESSAGES and not self._cut:
+            self._queue(self._segmenter.finish())
+            if self._last:
+                self._pending.append(self._last)
+                self._last = ""
         if self._pending:
             self._ensure_sender()
         await self._wait_sender()
         if self._failure is not None:
             raise self._failure
+        await self._close_growing_code()
+
+    async def _close_growing_code(self) -> None:
+        """Edit mode: a code block the answer left open is closed, as messages mode does."""
+        if self._delivery is not Delivery.EDIT or self._growing_id is None:
+            return
+        fence = unclosed_fence(self._growing_text)
+        if fence is None or fence_line(self._growing_text.rsplit("\n", 1)[-1]) is not None:
+            return  # nothing open, or the answer ended on its opening fence: shown as written
+        separator = "" if self._growing_text.endswith("\n") else "\n"
+        closed = self._growing_text + separator + fence.closing
+        if await self._call(self._edit, closed) is not None:
+            self._growing_text = closed
+            self._record_growth()
+
+    def _queue(self, segments: list[str]) -> None:
+        """Queue messages-mode segments; the last message the ceiling allows is held to fill."""
+        for segment in segments:
+            if self._cut:
+                return
+            if not segment.strip() and not self._last:
+                self._pending.append(segment)
+            elif self._room > 1:
+                self._pending.append(segment)
+                self._room -= 1
+            elif len(self._last) + len(segment) <= MESSAGE_LIMIT:
+                self._last += segment
+            else:
+                self._pending.append(self._last.rstrip() + CUT_NOTE)
+                self._last, self._cut, self._room = "", True, 0
+                self._segmenter.drop()
+        if self._pending:
+            self._ensure_sender()
 
     async def settle(self) -> None:
         self.abandon()
@@ -112,6 +168,7 @@ class DiscordStreamWriter:
     def abandon(self) -> None:
         self._segmenter.drop()
         self._pending.clear()
+        self._last = self._tail = ""
 
     @property
     def delivered_text(self) -> str:
@@ -150,17 +207,28 @@ class DiscordStreamWriter:
                 self._delivered.append(segment)
 
     async def _grow(self) -> None:
-        while self._pending and self._failure is None:
+        while (self._pending or (self._final and self._tail)) and self._failure is None:
             wait = self._last_edit_at + self._edit_interval_s - time.monotonic()
             if self._growing_id is not None and wait > 0:
                 await asyncio.sleep(wait)
-            addition = "".join(self._pending)
+            text = self._growing_text + self._tail + "".join(self._pending)
             self._pending.clear()
-            await self._extend_growing(addition)
+            shown = len(self._growing_text)
+            keep = len(text) if self._final else stable_end(text, shown)
+            self._tail = text[keep:]
+            if keep > shown:
+                await self._extend_growing(text[shown:keep])
+            if self._cut:
+                self._tail = ""
 
     async def _extend_growing(self, addition: str) -> None:
-        """Grow the current message by `addition`, going on in new ones as each fills up."""
-        pieces = split_message(self._growing_text + addition) or [""]
+        """Grow the current message by `addition`, going on in new ones as each fills up.
+
+        The cut that ends the current message falls after what it already shows, so no text
+        ever moves out of a message the user is reading.
+        """
+        shown = len(self._growing_text) if self._growing_id is not None else 0
+        pieces = Splitter(self._growing_text + addition).pieces(floor=shown)
         for index, piece in enumerate(pieces):
             if index > 0:  # the message before this piece is full: it is final now
                 self._delivered.append(self._growing_text)
@@ -169,16 +237,27 @@ class DiscordStreamWriter:
                 if not piece.strip():  # nothing visible yet: send it with what follows
                     self._growing_text = piece
                     continue
+                if self._room <= 1 and index + 1 < len(pieces):  # the ceiling: end here
+                    piece = piece.rstrip() + CUT_NOTE
+                    self._cut = True
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
                     return
+                self._room -= 1
                 self._growing_id, self._growing_text = message_id, piece
                 self._growing_index = len(self._ctx.delivered) - 1
-            elif piece != self._growing_text:
-                if await self._call(self._edit, piece) is None:
-                    return
-                self._growing_text = piece
-                self._record_growth()
+            else:
+                if self._room <= 0 and index + 1 < len(pieces):
+                    piece = piece + CUT_NOTE
+                    self._cut = True
+                if piece != self._growing_text:
+                    if await self._call(self._edit, piece) is None:
+                        return
+                    self._growing_text = piece
+                    self._record_growth()
+            if self._cut:
+                self._pending.clear()
+                return
 
     def _record_growth(self) -> None:
         entry = self._ctx.delivered[self._growing_index]

@@ -25,7 +25,8 @@ from typing import Any
 
 from tomori.config import Settings
 from tomori.context import StreamingContext
-from tomori.delivery import StreamWriter
+from tomori.delivery import AnswerCut, StreamWriter
+from tomori.hidden import HiddenBlocks
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
 from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
@@ -218,12 +219,13 @@ async def _generate(
 ) -> StreamResult:
     """Read the provider to its end and deliver its text: the generation task."""
     progress = ctx.on_stream_progress or _no_progress_hook
+    hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
     try:
         async with aclosing(provider.stream(request)) as events:
             async for event in events:
                 progress()
                 if type(event) is TextDelta:
-                    writer.feed(event.text)
+                    _deliver(hidden.feed(event.text), writer, state)
                 elif type(event) is DetailsDelta:
                     state.details.append(event.text)
                 elif type(event) is ToolCallEvent:
@@ -232,6 +234,11 @@ async def _generate(
                     state.usage = event.usage
                 elif type(event) is Finish:
                     state.finish = event
+        _deliver(hidden.finish(), writer, state)
+    except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
+        log.warning("answer in channel %s cut at its message ceiling", ctx.channel_id)
+        await writer.finish()
+        return _partial(StreamStatus.COMPLETED, writer, state, state.finish)
     except ProviderError as error:
         await writer.finish()
         return _partial(StreamStatus.ERROR, writer, state, error)
@@ -240,6 +247,14 @@ async def _generate(
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
     status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
+
+
+def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) -> None:
+    visible, captured = decided
+    if captured:
+        state.details.append(captured)
+    if visible:
+        writer.feed(visible)
 
 
 def _no_progress_hook() -> None:

@@ -198,6 +198,7 @@ class TomoriService:
                         ctx,
                         delivery=settings.delivery,
                         edit_interval_s=settings.edit_interval_s,
+                        max_messages=settings.max_messages_per_answer,
                     ),
                     requester_id=turn.trigger.requester_id,
                     surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
