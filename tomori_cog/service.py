@@ -31,7 +31,7 @@ from tomori.store import Store
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import EmbedNotices, LibraryPort
+from tomori_cog.discord_io import CONNECTION_ERRORS, EmbedNotices, LibraryPort
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
 
@@ -239,8 +239,8 @@ class TomoriService:
             while True:
                 await self._library.trigger_typing(channel)
                 await asyncio.sleep(self._settings.typing_interval_s)
-        except self._library.module.HTTPException as error:
-            log.info("typing indicator stopped in channel %s: %s", channel.id, error)
+        except (self._library.module.HTTPException, *CONNECTION_ERRORS) as error:
+            log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 
     async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
         """System prompt, then recent history oldest first, without messages still queued."""
