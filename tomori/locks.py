@@ -224,18 +224,21 @@ class ChannelLocks:
         return Admission.STARTED if turn.trigger is trigger else Admission.QUEUED
 
     async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
-        """Clear the channel's queue and stop its running turn, if any (`/kill`)."""
+        """Clear the channel's queue and stop its running turn, if any (`/kill`).
+
+        The turn stopped is the one holding the channel when the queue is cleared, in the same
+        transaction: a turn that ended meanwhile may have handed the channel to a queued
+        trigger, and that turn is stopped before it starts (it costs no model call).
+        """
         entry = self._entries.get(channel_id)
         if entry is not None and self._is_stale(entry):
             self._force_release(entry)
             entry = None
         requester = requester_id or "system"
         if entry is not None:
-            self._request_stop(entry, requester)
+            self._request_stop(entry, requester)  # at once; the transaction below may wait
         async with self._store.transaction() as db:
-            stopped = entry is not None or await self._request_stop_elsewhere(
-                db, channel_id, requester
-            )
+            stopped = await self._stop_holder(db, channel_id, requester)
             cursor = await db.execute(
                 "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
             )
@@ -373,15 +376,20 @@ class ChannelLocks:
         if entry.stream_kill is not None:
             entry.stream_kill(KillReason.KILL)
 
-    async def _request_stop_elsewhere(
+    async def _stop_holder(
         self, db: aiosqlite.Connection, channel_id: str, requester_id: str
     ) -> bool:
-        """Ask the process running the channel's turn to stop it; False if none runs one.
+        """Stop the turn holding the channel now, here or in another process; False if none.
 
-        A row that no live turn stands behind (its owner gone, or stale) is deleted, as the
-        next message would supersede it anyway: /kill leaves the channel free.
+        A turn of this registry is stopped in memory; the row carries the request too, so the
+        channel reads as unwinding to every process. A row that no live turn stands behind
+        (its owner gone, or stale) is deleted, as the next message would supersede it anyway:
+        /kill leaves the channel free.
         """
         state = await self._lock_state(db, channel_id)
+        entry = self._entries.get(channel_id)
+        if state is not _LockState.FREE and entry is not None:
+            self._request_stop(entry, requester_id)
         if state is _LockState.HELD:
             await db.execute(
                 "UPDATE channel_locks SET stop_requested_by = ? WHERE channel_id = ?",
