@@ -1,4 +1,4 @@
-"""A /kill that used to let a queued message be answered, through the cog.
+"""A /kill and a busy database that used to lose (or wrongly answer) a message, through the cog.
 
 Each race is made deterministic by holding the database at the right moment (its write lock
 from another connection, or the cog's own store), never by sleeping and hoping.
@@ -7,6 +7,7 @@ from another connection, or the cog's own store), never by sleeping and hoping.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,10 @@ def queued(db_path: Path) -> int:
         return int(reader.execute("SELECT COUNT(*) FROM queued_triggers").fetchone()[0])
 
 
+def logged(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
+    return lambda: any(text in record.getMessage() for record in caplog.records)
+
+
 # -- 14: /kill while a finished turn hands the channel on ---------------------------------------
 
 
@@ -69,3 +74,61 @@ async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_mo
     assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
     assert nc.discord.contents() == ["First answer."]
     assert len(llm_server.requests) == 1  # the stopped turn cost no model call
+
+
+# -- 15: a database another process keeps busy ---------------------------------------------------
+
+
+async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    db_path = nc.service._settings.db_path
+    llm_server.script(
+        answer("Answer one.", pieces=4, gap=0.1),
+        answer("Answer two."),
+        answer("Answer three."),
+        answer("Answer four."),
+    )
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(db_path) == 1)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # a backup, a migration, another bot under load
+        nc.say(f"{nc.mention()} three")
+        nc.say(f"{nc.mention()} four")
+        # the first turn ends under the lock, and cannot hand the channel on yet
+        await until(lambda: nc.discord.contents() == ["Answer one."])
+        await until(logged(caplog, "handing channel"))
+        await until(logged(caplog, "admitting message"))
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await until(lambda: len(nc.discord.contents()) == 4)
+    await nc.settled()
+    assert nc.discord.contents() == ["Answer one.", "Answer two.", "Answer three.", "Answer four."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_error_notice(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=50, queue_max_age_ms=300)
+    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        nc.say(f"{nc.mention()} hello?")
+        await until(lambda: nc.discord.embeds() == ["Generation Error"])
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await nc.settled()
+    assert nc.discord.contents() == []
+    assert llm_server.requests == []
+    llm_server.script(answer("Back."))
+    nc.say(f"{nc.mention()} now?")
+    await nc.settled()
+    assert nc.discord.contents() == ["Back."]

@@ -55,6 +55,7 @@ class Settings:
     channels: frozenset[int] = frozenset()
     reply_to_bots: bool = False
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    db_busy_timeout_ms: int = 5_000
 
     @property
     def first_token_budget_s(self) -> float:
@@ -76,6 +77,10 @@ class Settings:
     @property
     def queue_max_age_s(self) -> float:
         return self.queue_max_age_ms / 1000
+
+    @property
+    def db_busy_timeout_s(self) -> float:
+        return self.db_busy_timeout_ms / 1000
 
     @property
     def typing_interval_s(self) -> float:
@@ -284,5 +289,11 @@ VARIABLES: tuple[Variable, ...] = (
         "system_prompt",
         _text,
         "the system prompt, sent first",
+    ),
+    Variable(
+        "TOMORI_DB_BUSY_TIMEOUT_MS",
+        "db_busy_timeout_ms",
+        _integer(1),
+        "one wait for another process's database write lock; past it the write is retried",
     ),
 )

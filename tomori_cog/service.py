@@ -19,6 +19,7 @@ from tomori.locks import Admission, ChannelLocks, Trigger, Turn
 from tomori.metrics import Metrics
 from tomori.models import ModelChain
 from tomori.notices import (
+    GENERATION_ERROR,
     KILL_CHANNEL_REQUIRED,
     KILL_NOT_ALLOWED,
     KILL_NOTHING_TO_STOP,
@@ -66,7 +67,9 @@ class TomoriService:
             if self._locks is None:
                 if self._closed:
                     raise RuntimeError("the tomori cog was unloaded")
-                store = await Store.open(self._settings.db_path)
+                store = await Store.open(
+                    self._settings.db_path, busy_timeout_ms=self._settings.db_busy_timeout_ms
+                )
                 try:
                     await store.migrate()
                     locks = ChannelLocks(store, self._settings, self._run_turn)
@@ -123,9 +126,21 @@ class TomoriService:
         self._forget_unservable_messages()
         self._live_messages[trigger.message_id or ""] = (message, time.monotonic())
         admission = await locks.submit(trigger)
-        if admission is Admission.IGNORED:
+        if admission in (Admission.IGNORED, Admission.FAILED):
             self._live_messages.pop(trigger.message_id or "", None)
+        if admission is Admission.FAILED:
+            log.error(
+                "message %s in channel %s could not be admitted", message.id, trigger.channel_id
+            )
+            if surface_errors:
+                await self._post_notice(message.channel, GENERATION_ERROR)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    async def _post_notice(self, channel: Any, notice: Notice) -> None:
+        try:
+            await EmbedNotices(self._library, channel).post_notice(notice)
+        except Exception:  # the listener must not raise: the notice is a courtesy
+            log.warning("could not post the %r notice in channel %s", notice.title, channel.id)
 
     def _forget_unservable_messages(self) -> None:
         """Drop kept messages whose trigger can no longer be served from memory.
