@@ -173,3 +173,18 @@ async def test_a_send_lost_to_a_connection_error_is_logged_and_the_rest_goes_out
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("was not delivered" in text and str(CHANNEL_ID) in text for text in warnings)
     assert not any("never retrieved" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_typing_indicator_lost_to_a_connection_error_does_not_touch_the_turn(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot()
+    nc.discord.fail_typing = aiohttp.ServerDisconnectedError
+    llm_server.script(answer("Answered anyway."))
+    with caplog.at_level(logging.INFO):
+        nc.say(f"{nc.mention()} hello")
+        await nc.settled()
+    assert nc.discord.contents() == ["Answered anyway."]
+    assert nc.discord.embeds() == []
+    assert any("typing indicator stopped" in r.getMessage() for r in caplog.records)
+    assert not any("never retrieved" in r.getMessage() for r in caplog.records)

@@ -132,3 +132,27 @@ async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_e
     nc.say(f"{nc.mention()} now?")
     await nc.settled()
     assert nc.discord.contents() == ["Back."]
+
+
+async def test_closing_does_not_wait_for_a_busy_database(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    llm_server.script(answer("Answer one.", pieces=4, gap=0.1))
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        nc.say(f"{nc.mention()} two")
+        await until(lambda: nc.discord.contents() == ["Answer one."])
+        await until(logged(caplog, "handing channel"))
+        await until(logged(caplog, "admitting message"))
+        async with asyncio.timeout(5):  # retries stop: close does not wait for the lock to go
+            await nc.service.close()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await nc.settled()
+    assert len(llm_server.requests) == 1
