@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
+from tomori.busy import GaveUp, InArrivalOrder, is_busy, until_not_busy
 from tomori.config import Settings
 from tomori.instances import Instance
 from tomori.results import KillReason
@@ -607,6 +607,7 @@ class _ProgressWriter:
         self._dirty: set[_Entry] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._busy = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="tomori-lock-progress")
@@ -660,9 +661,14 @@ class _ProgressWriter:
                     "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?", (owner,)
                 )
                 held = {(row["channel_id"], row["turn_id"]) for row in await cursor.fetchall()}
-        except Exception:  # the writer outlives a bad flush: the next one may succeed
-            log.warning("could not record the progress of %d channel(s)", len(batch), exc_info=True)
+        except Exception as error:  # the writer outlives a bad flush: the next one may succeed
+            if not is_busy(error):
+                log.warning("could not record progress of %d channel(s)", len(batch), exc_info=True)
+            elif not self._busy:  # once per busy spell, not once a second
+                log.warning("progress is not recorded while the database is busy")
+            self._busy = is_busy(error)
             return
+        self._busy = False
         for entry in batch:
             if (entry.turn.channel_id, entry.turn.turn_id) not in held:
                 self._taken_over(entry)
