@@ -8,11 +8,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import nextcord
 import pytest
 
 from tests.support.llm_server import LLMServer, Reply, drop, sse
 from tests.support.nextcord_fake import (
+    CHANNEL_ID,
     NextcordBot,
     OpenNextcord,
     discord_error,
@@ -144,3 +146,45 @@ async def test_a_storm_of_triggers_while_stalled_is_answered_in_order(
     await nc.settled()
     await asyncio.sleep(0)
     assert nc.discord.contents() == [f"Answer {n}." for n in range(8)]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        aiohttp.ServerDisconnectedError(),
+        aiohttp.ClientConnectionError("reset"),
+        ConnectionResetError("reset by peer"),
+        TimeoutError(),
+    ],
+    ids=["server-disconnected", "client-connection", "os-error", "timeout"],
+)
+async def test_a_send_lost_to_a_connection_error_is_logged_and_the_rest_goes_out(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture, error: BaseException
+) -> None:
+    nc = await open_bot()
+    failures = [error]
+    nc.discord.fail_sends = lambda body: failures.pop() if failures else None
+    llm_server.script(answer("First.\n\nSecond.\n\nThird."))
+    with caplog.at_level(logging.WARNING):
+        nc.say(f"{nc.mention()} talk")
+        await nc.settled()
+    assert failures == []
+    assert nc.discord.contents() == ["Second.", "Third."]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("was not delivered" in text and str(CHANNEL_ID) in text for text in warnings)
+    assert not any("never retrieved" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_typing_indicator_lost_to_a_connection_error_does_not_touch_the_turn(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot()
+    nc.discord.fail_typing = aiohttp.ServerDisconnectedError
+    llm_server.script(answer("Answered anyway."))
+    with caplog.at_level(logging.INFO):
+        nc.say(f"{nc.mention()} hello")
+        await nc.settled()
+    assert nc.discord.contents() == ["Answered anyway."]
+    assert nc.discord.embeds() == []
+    assert any("typing indicator stopped" in r.getMessage() for r in caplog.records)
+    assert not any("never retrieved" in r.getMessage() for r in caplog.records)

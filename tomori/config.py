@@ -73,6 +73,7 @@ class Settings:
     tools: frozenset[str] = frozenset(BUILTIN_TOOLS)
     delivery_timeout_ms: int = 120_000
     max_messages_per_answer: int = 10
+    db_busy_timeout_ms: int = 5_000
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -116,6 +117,10 @@ class Settings:
     @property
     def queue_max_age_s(self) -> float:
         return self.queue_max_age_ms / 1000
+
+    @property
+    def db_busy_timeout_s(self) -> float:
+        return self.db_busy_timeout_ms / 1000
 
     @property
     def typing_interval_s(self) -> float:
@@ -427,5 +432,11 @@ VARIABLES: tuple[Variable, ...] = (
         "max_messages_per_answer",
         _integer(1, unit="messages"),
         "most Discord messages one answer may fill; past it the answer is cut with a note",
+    ),
+    Variable(
+        "TOMORI_DB_BUSY_TIMEOUT_MS",
+        "db_busy_timeout_ms",
+        _integer(1),
+        "one wait for another process's database write lock; past it the write is retried",
     ),
 )

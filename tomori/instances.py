@@ -93,9 +93,12 @@ class Instance:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
             self._heartbeat = None
-        await self._store.execute(
-            "DELETE FROM instances WHERE instance_id = ?", (self.instance_id,)
-        )
+        try:
+            await self._store.execute(
+                "DELETE FROM instances WHERE instance_id = ?", (self.instance_id,)
+            )
+        except aiosqlite.Error:  # a busy database must not stop a close: the row goes stale
+            log.warning("could not remove this instance's row; it expires with its heartbeat")
 
     async def is_alive(self, db: aiosqlite.Connection, instance_id: str) -> bool:
         """Whether the instance that wrote `instance_id` can still be serving its locks."""

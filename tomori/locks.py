@@ -23,6 +23,10 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - Kill callbacks are cleared by compare-and-clear, so an old pass never erases a newer one's.
 - While a /kill unwinds, new triggers for the channel are ignored, so the queue it just
   emptied is not refilled.
+
+A database another process keeps busy past `TOMORI_DB_BUSY_TIMEOUT_MS` loses nothing: admission
+and release are retried (`tomori.busy`) until they succeed, admissions of one channel in arrival
+order, and a trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from tomori.busy import GaveUp, InArrivalOrder, is_busy, until_not_busy
 from tomori.config import Settings
 from tomori.instances import Instance
 from tomori.results import KillReason
@@ -93,6 +98,7 @@ class Admission(StrEnum):
     STARTED = "started"
     QUEUED = "queued"
     IGNORED = "ignored"
+    FAILED = "failed"  # the database stayed busy for longer than the queue's age limit
 
 
 class _LockState(StrEnum):
@@ -138,6 +144,7 @@ class ChannelLocks:
         self._stop_requests = _StopRequestWatcher(
             store, self._instance, self._entries, self._request_stop
         )
+        self._in_order = InArrivalOrder()
         self._closing = False
 
     @property
@@ -180,13 +187,15 @@ class ChannelLocks:
         self._closing = True
         # A submit already inside its transaction begins its turn right after it commits;
         # waiting for the store once lets every such turn start, so the loop below sees it.
-        async with self._store.transaction():
-            pass
+        # (Retries of a busy database stop now: closing is their signal to give up.)
+        await self._store.wait_for_pending()
         for entry in list(self._entries.values()):
             if entry.task is not None:
                 entry.task.cancel()
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        # A task that just ended may still be in the set (its done callback not run yet);
+        # awaiting only ended tasks never yields, so it would never leave: skip them.
+        while running := [task for task in self._tasks if not task.done()]:
+            await asyncio.gather(*running, return_exceptions=True)
         await self._progress.close()
         await self._stop_requests.close()
         await self._instance.unregister()
@@ -194,7 +203,24 @@ class ChannelLocks:
     # -- admission ----------------------------------------------------------------------------
 
     async def submit(self, trigger: Trigger) -> Admission:
-        """Start a turn for `trigger`, or queue it behind the channel's running turn."""
+        """Start a turn for `trigger`, or queue it behind the channel's running turn.
+
+        A database another process keeps busy is waited out, in arrival order per channel,
+        for as long as the trigger could wait in the queue; past that it is `FAILED`.
+        """
+        async with self._in_order.turn_of(trigger.channel_id):
+            deadline = trigger.received_at + self._settings.queue_max_age_s
+            try:
+                return await until_not_busy(
+                    f"admitting message {trigger.message_id} in channel {trigger.channel_id}",
+                    lambda: self._admit(trigger),
+                    keep_trying=lambda: not self._closing and time.time() < deadline,
+                )
+            except GaveUp:
+                return Admission.IGNORED if self._closing else Admission.FAILED
+
+    async def _admit(self, trigger: Trigger) -> Admission:
+        """One attempt at `submit`, in one transaction."""
         channel_id = trigger.channel_id
         if self._closing:
             return Admission.IGNORED
@@ -224,18 +250,21 @@ class ChannelLocks:
         return Admission.STARTED if turn.trigger is trigger else Admission.QUEUED
 
     async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
-        """Clear the channel's queue and stop its running turn, if any (`/kill`)."""
+        """Clear the channel's queue and stop its running turn, if any (`/kill`).
+
+        The turn stopped is the one holding the channel when the queue is cleared, in the same
+        transaction: a turn that ended meanwhile may have handed the channel to a queued
+        trigger, and that turn is stopped before it starts (it costs no model call).
+        """
         entry = self._entries.get(channel_id)
         if entry is not None and self._is_stale(entry):
             self._force_release(entry)
             entry = None
         requester = requester_id or "system"
         if entry is not None:
-            self._request_stop(entry, requester)
+            self._request_stop(entry, requester)  # at once; the transaction below may wait
         async with self._store.transaction() as db:
-            stopped = entry is not None or await self._request_stop_elsewhere(
-                db, channel_id, requester
-            )
+            stopped = await self._stop_holder(db, channel_id, requester)
             cursor = await db.execute(
                 "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
             )
@@ -325,7 +354,8 @@ class ChannelLocks:
 
     def _is_stale(self, entry: _Entry) -> bool:
         return (
-            not entry.watchdogs
+            not entry.released  # a released entry is handing the channel on, maybe retrying
+            and not entry.watchdogs
             and time.time() - entry.last_progress_at > self._settings.lock_timeout_s
         )
 
@@ -373,15 +403,20 @@ class ChannelLocks:
         if entry.stream_kill is not None:
             entry.stream_kill(KillReason.KILL)
 
-    async def _request_stop_elsewhere(
+    async def _stop_holder(
         self, db: aiosqlite.Connection, channel_id: str, requester_id: str
     ) -> bool:
-        """Ask the process running the channel's turn to stop it; False if none runs one.
+        """Stop the turn holding the channel now, here or in another process; False if none.
 
-        A row that no live turn stands behind (its owner gone, or stale) is deleted, as the
-        next message would supersede it anyway: /kill leaves the channel free.
+        A turn of this registry is stopped in memory; the row carries the request too, so the
+        channel reads as unwinding to every process. A row that no live turn stands behind
+        (its owner gone, or stale) is deleted, as the next message would supersede it anyway:
+        /kill leaves the channel free.
         """
         state = await self._lock_state(db, channel_id)
+        entry = self._entries.get(channel_id)
+        if state is not _LockState.FREE and entry is not None:
+            self._request_stop(entry, requester_id)
         if state is _LockState.HELD:
             await db.execute(
                 "UPDATE channel_locks SET stop_requested_by = ? WHERE channel_id = ?",
@@ -476,7 +511,7 @@ class ChannelLocks:
 
     async def _serve(self, entry: _Entry) -> None:
         try:
-            await self._run_turn(entry.turn)
+            await self._run_turn(entry.turn)  # stopped before it starts, it calls no model
         except Exception:
             log.exception("turn %s in channel %s failed", entry.turn.turn_id, entry.turn.channel_id)
         finally:
@@ -491,14 +526,13 @@ class ChannelLocks:
         channel_id = entry.turn.channel_id
         following: Turn | None = None
         try:
-            async with self._store.transaction() as db:
-                cursor = await db.execute(
-                    "SELECT turn_id FROM channel_locks WHERE channel_id = ? AND owner = ?",
-                    (channel_id, self.instance_id),
-                )
-                row = await cursor.fetchone()
-                if row is not None and row["turn_id"] == entry.turn.turn_id:
-                    following = await self._hand_off(db, channel_id)
+            following = await until_not_busy(
+                f"handing channel {channel_id} on",
+                lambda: self._hand_off_if_held(entry),
+                keep_trying=lambda: not self._closing,
+            )
+        except GaveUp:
+            log.warning("closing: channel %s is recovered at the next start", channel_id)
         except sqlite3.Error:
             log.exception("could not release channel %s; the stale rule will", channel_id)
         finally:
@@ -506,6 +540,19 @@ class ChannelLocks:
                 del self._entries[channel_id]
         if following is not None:
             self._begin(following)
+
+    async def _hand_off_if_held(self, entry: _Entry) -> Turn | None:
+        """One attempt at releasing `entry`'s channel, if its turn still holds it."""
+        channel_id = entry.turn.channel_id
+        async with self._store.transaction() as db:
+            cursor = await db.execute(
+                "SELECT turn_id FROM channel_locks WHERE channel_id = ? AND owner = ?",
+                (channel_id, self.instance_id),
+            )
+            row = await cursor.fetchone()
+            if row is not None and row["turn_id"] == entry.turn.turn_id:
+                return await self._hand_off(db, channel_id)
+        return None
 
     def _force_release(self, entry: _Entry) -> None:
         """End a turn this registry can no longer vouch for; its lock row is taken over next."""
@@ -560,6 +607,7 @@ class _ProgressWriter:
         self._dirty: set[_Entry] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._busy = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="tomori-lock-progress")
@@ -613,9 +661,14 @@ class _ProgressWriter:
                     "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?", (owner,)
                 )
                 held = {(row["channel_id"], row["turn_id"]) for row in await cursor.fetchall()}
-        except Exception:  # the writer outlives a bad flush: the next one may succeed
-            log.warning("could not record the progress of %d channel(s)", len(batch), exc_info=True)
+        except Exception as error:  # the writer outlives a bad flush: the next one may succeed
+            if not is_busy(error):
+                log.warning("could not record progress of %d channel(s)", len(batch), exc_info=True)
+            elif not self._busy:  # once per busy spell, not once a second
+                log.warning("progress is not recorded while the database is busy")
+            self._busy = is_busy(error)
             return
+        self._busy = False
         for entry in batch:
             if (entry.turn.channel_id, entry.turn.turn_id) not in held:
                 self._taken_over(entry)

@@ -301,6 +301,11 @@ class DiscordStreamWriter:
                     "a message to channel %s was not delivered: %s", self._ctx.channel_id, failed
                 )
                 return None
+            except Exception as error:  # the send loop must go on, and never die unobserved
+                log.warning(
+                    "a message to channel %s was not delivered: %r", self._ctx.channel_id, error
+                )
+                return None
         log.warning(
             "gave up on a message to channel %s after %d rate limits",
             self._ctx.channel_id,

@@ -1,7 +1,8 @@
 """The SQLite connection tomori-cog keeps its durable state in, and the migration runner.
 
 One aiosqlite connection per registry, in WAL mode (readers never wait for the writer) with a
-busy timeout (two processes on one file wait for each other instead of failing). Statements of
+busy timeout (two processes on one file wait for each other instead of failing; a write that
+must not be lost retries past it, see `tomori.busy`). Statements of
 one transaction must not interleave with another coroutine's statements on the same connection,
 so every use goes through one `asyncio.Lock`.
 """
@@ -23,6 +24,7 @@ import aiosqlite
 SqlParams = Sequence[Any]
 
 BUSY_TIMEOUT_MS = 5_000
+"""The default of `TOMORI_DB_BUSY_TIMEOUT_MS`: one wait for another connection's write lock."""
 
 
 class StoreError(RuntimeError):
@@ -93,6 +95,14 @@ class Store:
         async with self._lock:
             cursor = await self._connection.execute(sql, params)
             return list(await cursor.fetchall())
+
+    async def wait_for_pending(self) -> None:
+        """Return once every statement and transaction already waiting for the store has run.
+
+        It takes no database lock, so it returns even while another process keeps SQLite busy.
+        """
+        async with self._lock:
+            pass
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:

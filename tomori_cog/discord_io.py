@@ -3,13 +3,17 @@
 Every send allows user mentions only: never @everyone, @here or roles, whatever the model
 wrote, and a reply does not ping the person replied to. Library exceptions become the core's
 delivery outcomes: a 403 or a missing channel ends the turn as unreachable, a 429 that got
-through the library's own retries is waited out, anything else loses that one message.
+through the library's own retries is waited out, anything else (another status, or a
+connection error with no status at all: a dropped connection, a reset, a timeout) loses that
+one message.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+import aiohttp
 
 from tomori.delivery import DestinationUnreachable
 from tomori.notices import Notice, NoticeColour
@@ -23,6 +27,10 @@ COLOURS = {
     NoticeColour.ERROR: 0xE74C3C,
     NoticeColour.SUCCESS: 0x2ECC71,
 }
+
+
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError)
+"""What a request that got no HTTP answer raises (`TimeoutError` is an `OSError`)."""
 
 
 def no_mass_mentions(library: Library) -> Any:
@@ -78,7 +86,7 @@ def _as_shown(content: str) -> str:
 
 
 class _Translate:
-    """Turns the library's HTTP exceptions into the core's delivery outcomes."""
+    """Turns the library's HTTP and connection errors into the core's delivery outcomes."""
 
     def __init__(self, library: Library) -> None:
         self._lib = library.module
@@ -90,6 +98,8 @@ class _Translate:
         self, kind: type[BaseException] | None, error: BaseException | None, _: Any
     ) -> None:
         lib = self._lib
+        if isinstance(error, CONNECTION_ERRORS):
+            raise DeliveryFailed(f"connection error: {type(error).__name__}") from error
         if error is None or not isinstance(error, lib.HTTPException):
             return
         status = getattr(error, "status", None)
@@ -111,7 +121,8 @@ class EmbedNotices:
         self._channel = channel
 
     async def post_notice(self, notice: Notice) -> None:
-        await self._channel.send(
-            embed=embed_for(self._library, notice),
-            allowed_mentions=self._library.module.AllowedMentions.none(),
-        )
+        with _Translate(self._library):
+            await self._channel.send(
+                embed=embed_for(self._library, notice),
+                allowed_mentions=self._library.module.AllowedMentions.none(),
+            )

@@ -19,6 +19,7 @@ from tomori.locks import Admission, ChannelLocks, Trigger, Turn
 from tomori.metrics import Metrics
 from tomori.models import ModelChain
 from tomori.notices import (
+    GENERATION_ERROR,
     KILL_CHANNEL_REQUIRED,
     KILL_NOT_ALLOWED,
     KILL_NOTHING_TO_STOP,
@@ -31,7 +32,7 @@ from tomori.store import Store
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import EmbedNotices, LibraryPort
+from tomori_cog.discord_io import CONNECTION_ERRORS, EmbedNotices, LibraryPort
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
 
@@ -67,7 +68,9 @@ class TomoriService:
             if self._locks is None:
                 if self._closed:
                     raise RuntimeError("the tomori cog was unloaded")
-                store = await Store.open(self._settings.db_path)
+                store = await Store.open(
+                    self._settings.db_path, busy_timeout_ms=self._settings.db_busy_timeout_ms
+                )
                 try:
                     await store.migrate()
                     locks = ChannelLocks(store, self._settings, self._run_turn)
@@ -124,9 +127,21 @@ class TomoriService:
         self._forget_unservable_messages()
         self._live_messages[trigger.message_id or ""] = (message, time.monotonic())
         admission = await locks.submit(trigger)
-        if admission is Admission.IGNORED:
+        if admission in (Admission.IGNORED, Admission.FAILED):
             self._live_messages.pop(trigger.message_id or "", None)
+        if admission is Admission.FAILED:
+            log.error(
+                "message %s in channel %s could not be admitted", message.id, trigger.channel_id
+            )
+            if surface_errors:
+                await self._post_notice(message.channel, GENERATION_ERROR)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    async def _post_notice(self, channel: Any, notice: Notice) -> None:
+        try:
+            await EmbedNotices(self._library, channel).post_notice(notice)
+        except Exception:  # the listener must not raise: the notice is a courtesy
+            log.warning("could not post the %r notice in channel %s", notice.title, channel.id)
 
     def _forget_unservable_messages(self) -> None:
         """Drop kept messages whose trigger can no longer be served from memory.
@@ -241,8 +256,8 @@ class TomoriService:
             while True:
                 await self._library.trigger_typing(channel)
                 await asyncio.sleep(self._settings.typing_interval_s)
-        except self._library.module.HTTPException as error:
-            log.info("typing indicator stopped in channel %s: %s", channel.id, error)
+        except (self._library.module.HTTPException, *CONNECTION_ERRORS) as error:
+            log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 
     async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
         """System prompt, then recent history oldest first, without messages still queued."""

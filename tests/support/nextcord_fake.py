@@ -93,6 +93,7 @@ class FakeDiscord:
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_interactions: Callable[[], BaseException | None] = lambda: None
+    fail_typing: Callable[[], BaseException | None] = lambda: None
     send_delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
     """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
@@ -126,6 +127,9 @@ class FakeDiscord:
             channel_id = int(parts[1])
             rest = parts[2:]
             if rest == ["typing"] and route.method == "POST":
+                failure = self.fail_typing()
+                if failure is not None:
+                    raise failure
                 self.typing += 1
                 return None
             if rest == ["messages"] and route.method == "POST":

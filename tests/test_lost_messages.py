@@ -1,0 +1,158 @@
+"""A /kill and a busy database that used to lose (or wrongly answer) a message, through the cog.
+
+Each race is made deterministic by holding the database at the right moment (its write lock
+from another connection, or the cog's own store), never by sleeping and hoping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
+from tests.support.scripts import answer
+from tests.test_cog_discordpy import chain_for, settings_for
+from tomori.notices import KILL_STOPPED
+
+
+@pytest.fixture
+def open_bot(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> Any:
+    async def start(**overrides: object) -> NextcordBot:
+        return await open_nextcord(settings_for(tmp_path, **overrides), chain_for(llm_server))
+
+    return start
+
+
+async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
+    """Wait for a state the test can see; the budget only bounds a broken run."""
+    async with asyncio.timeout(within):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+def queued(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as reader:
+        return int(reader.execute("SELECT COUNT(*) FROM queued_triggers").fetchone()[0])
+
+
+def logged(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
+    return lambda: any(text in record.getMessage() for record in caplog.records)
+
+
+# -- 14: /kill while a finished turn hands the channel on ---------------------------------------
+
+
+async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_model_call(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(nc.service._settings.db_path) == 1)
+    store = nc.service._store
+    locks = nc.service._locks
+    assert store is not None
+    assert locks is not None
+    async with store.transaction():
+        # The first turn ends and waits for the store to hand the channel on...
+        entry = locks._entries[str(CHANNEL_ID)]
+        await until(lambda: entry.released)
+        # ...and /kill lands behind it.
+        kill = asyncio.create_task(nc.kill())
+        await until(lambda: len(store._lock._waiters or ()) == 2)
+    reply = await kill
+    await nc.settled()
+    assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    assert nc.discord.contents() == ["First answer."]
+    assert len(llm_server.requests) == 1  # the stopped turn cost no model call
+
+
+# -- 15: a database another process keeps busy ---------------------------------------------------
+
+
+async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    db_path = nc.service._settings.db_path
+    llm_server.script(
+        answer("Answer one.", pieces=4, gap=0.1),
+        answer("Answer two."),
+        answer("Answer three."),
+        answer("Answer four."),
+    )
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(db_path) == 1)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # a backup, a migration, another bot under load
+        nc.say(f"{nc.mention()} three")
+        nc.say(f"{nc.mention()} four")
+        # the first turn ends under the lock, and cannot hand the channel on yet
+        await until(lambda: nc.discord.contents() == ["Answer one."])
+        await until(logged(caplog, "handing channel"))
+        await until(logged(caplog, "admitting message"))
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await until(lambda: len(nc.discord.contents()) == 4)
+    await nc.settled()
+    assert nc.discord.contents() == ["Answer one.", "Answer two.", "Answer three.", "Answer four."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_error_notice(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=50, queue_max_age_ms=300)
+    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        nc.say(f"{nc.mention()} hello?")
+        await until(lambda: nc.discord.embeds() == ["Generation Error"])
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await nc.settled()
+    assert nc.discord.contents() == []
+    assert llm_server.requests == []
+    llm_server.script(answer("Back."))
+    nc.say(f"{nc.mention()} now?")
+    await nc.settled()
+    assert nc.discord.contents() == ["Back."]
+
+
+async def test_closing_does_not_wait_for_a_busy_database(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    llm_server.script(answer("Answer one.", pieces=4, gap=0.1))
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        nc.say(f"{nc.mention()} two")
+        await until(lambda: nc.discord.contents() == ["Answer one."])
+        await until(logged(caplog, "handing channel"))
+        await until(logged(caplog, "admitting message"))
+        async with asyncio.timeout(5):  # retries stop: close does not wait for the lock to go
+            await nc.service.close()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await nc.settled()
+    assert len(llm_server.requests) == 1

@@ -1,0 +1,96 @@
+"""Waiting out a database another process keeps busy, without losing what was asked of it.
+
+A backup, a long migration or a second bot under load can hold SQLite's write lock for longer
+than one busy timeout. A write that must not be lost (admitting a message, handing a channel
+on) is then tried again until it succeeds, the caller gives up (a deadline, or the registry
+closing), or it is cancelled: each attempt is one transaction, so a retry repeats the whole
+read-decide-write and never half of it. The wait is logged once when it starts and once when
+it ends, not per attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+log = logging.getLogger(__name__)
+
+RETRY_PAUSE_S = 0.05
+"""Pause between two attempts, so the caller queued behind this one on the store gets a turn."""
+
+
+class GaveUp(Exception):
+    """The database stayed busy until the caller stopped waiting for it."""
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether `error` says another connection holds the lock (worth another attempt)."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
+
+
+async def until_not_busy[T](
+    what: str,
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    keep_trying: Callable[[], bool] = lambda: True,
+) -> T:
+    """Run `attempt` until a busy database lets it through; `GaveUp` once not `keep_trying`.
+
+    `what` names the write for the log ("admitting message 42 in channel 7").
+    """
+    started: float | None = None
+    while True:
+        try:
+            result = await attempt()
+        except sqlite3.OperationalError as error:
+            if not is_busy(error):
+                raise
+            if started is None:
+                started = time.monotonic()
+                log.warning("the database is busy (%s); retrying %s until it succeeds", error, what)
+            if not keep_trying():
+                log.warning(
+                    "gave up %s after %.1fs of a busy database", what, time.monotonic() - started
+                )
+                raise GaveUp(what) from error
+            await asyncio.sleep(RETRY_PAUSE_S)
+            continue
+        if started is not None:
+            log.info(
+                "%s succeeded after %.1fs of a busy database", what, time.monotonic() - started
+            )
+        return result
+
+
+class InArrivalOrder:
+    """One admission per key at a time, in arrival order: a retried message is never overtaken.
+
+    Without it, a message that arrived later could find the database free in the pause
+    between two attempts of an earlier one and be queued (or answered) first.
+    """
+
+    def __init__(self) -> None:
+        self._gates: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def turn_of(self, key: str) -> AsyncIterator[None]:
+        gate, users = self._gates.get(key, (asyncio.Lock(), 0))
+        self._gates[key] = (gate, users + 1)
+        try:
+            async with gate:
+                yield
+        finally:
+            gate, users = self._gates[key]
+            if users == 1:
+                del self._gates[key]
+            else:
+                self._gates[key] = (gate, users - 1)
