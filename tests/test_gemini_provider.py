@@ -10,9 +10,9 @@ import pytest
 from tests.support.gemini_wire import api_error, call_part, response, text_part
 from tests.support.llm_server import LLMServer, Reply, drop, pause, raw, raw_bytes, sse, stall
 from tests.support.passes import (
-    REQUEST,
     Harness,
     collect,
+    collect_until_error,
     kill_mid_stream_and_check_the_socket,
     stall_and_check_the_socket,
 )
@@ -22,7 +22,6 @@ from tomori.providers.base import (
     Finish,
     ProviderError,
     ProviderErrorKind,
-    ProviderEvent,
     Role,
     StreamRequest,
     TextDelta,
@@ -177,16 +176,9 @@ async def test_invalid_utf8_mid_stream_is_malformed_after_the_text_before_it(
             ]
         )
     )
-    events: list[ProviderEvent] = []
-
-    async def read_all() -> None:
-        async for event in provider.stream(REQUEST):
-            events.append(event)
-
-    with pytest.raises(ProviderError) as raised:
-        await read_all()
-    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
-    assert "UnicodeDecodeError" in raised.value.detail
+    events, error = await collect_until_error(provider)
+    assert error.kind is ProviderErrorKind.SERVER_ERROR
+    assert "UnicodeDecodeError" in error.detail
     assert events == [TextDelta("Before.")]
 
 

@@ -18,9 +18,9 @@ from tests.support.llm_server import (
 )
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
 from tests.support.passes import (
-    REQUEST,
     Harness,
     collect,
+    collect_until_error,
     kill_mid_stream_and_check_the_socket,
     stall_and_check_the_socket,
 )
@@ -30,7 +30,6 @@ from tomori.providers.base import (
     Finish,
     ProviderError,
     ProviderErrorKind,
-    ProviderEvent,
     Role,
     StreamRequest,
     TextDelta,
@@ -245,16 +244,9 @@ async def test_invalid_utf8_mid_stream_is_malformed_after_the_text_before_it(
     llm_server.script(
         Reply(body=[sse(chunk("Before.")), raw_bytes(b'data: {"bad": "\xff\xfe"}\n\n'), stall()])
     )
-    events: list[ProviderEvent] = []
-
-    async def read_all() -> None:
-        async for event in provider.stream(REQUEST):
-            events.append(event)
-
-    with pytest.raises(ProviderError) as raised:
-        await read_all()
-    assert raised.value.kind is ProviderErrorKind.SERVER_ERROR
-    assert "UnicodeDecodeError" in raised.value.detail
+    events, error = await collect_until_error(provider)
+    assert error.kind is ProviderErrorKind.SERVER_ERROR
+    assert "UnicodeDecodeError" in error.detail
     assert events == [TextDelta("Before.")]
 
 
@@ -284,15 +276,8 @@ async def test_a_connection_dropped_mid_stream_is_a_connection_error(
     provider: OpenAIProvider, llm_server: LLMServer
 ) -> None:
     llm_server.script(Reply(body=[sse(chunk("par")), drop()]))
-    events: list[ProviderEvent] = []
-
-    async def read_all() -> None:
-        async for event in provider.stream(REQUEST):
-            events.append(event)
-
-    with pytest.raises(ProviderError) as raised:
-        await read_all()
-    assert raised.value.kind is ProviderErrorKind.CONNECTION
+    events, error = await collect_until_error(provider)
+    assert error.kind is ProviderErrorKind.CONNECTION
     assert events == [TextDelta("par")]
 
 

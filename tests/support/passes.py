@@ -7,13 +7,22 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.locks import ChannelLocks, Trigger, Turn
 from tomori.notices import Notice
-from tomori.providers.base import ContextItem, Provider, ProviderEvent, Role, StreamRequest
+from tomori.providers.base import (
+    ContextItem,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    Role,
+    StreamRequest,
+)
 from tomori.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.store import Store
 from tomori.stream_once import stream_once
@@ -122,6 +131,21 @@ def kill_after(delay: float) -> Meanwhile:
 async def collect(provider: Provider, request: StreamRequest = REQUEST) -> list[ProviderEvent]:
     """Every event of one provider stream, read to its end."""
     return [event async for event in provider.stream(request)]
+
+
+async def collect_until_error(
+    provider: Provider, request: StreamRequest = REQUEST
+) -> tuple[list[ProviderEvent], ProviderError]:
+    """The events a provider stream yielded before it failed, and how it failed."""
+    events: list[ProviderEvent] = []
+
+    async def read_to_the_error() -> None:
+        async for event in provider.stream(request):
+            events.append(event)
+
+    with pytest.raises(ProviderError) as raised:
+        await read_to_the_error()
+    return events, raised.value
 
 
 async def stall_and_check_the_socket(
