@@ -270,3 +270,11 @@ async def test_a_stop_signal_ends_a_connected_bot_at_once_and_releases_its_locks
 def lock_rows(database: Path) -> list[tuple[object, ...]]:
     with closing(sqlite3.connect(database)) as db:
         return db.execute("SELECT channel_id FROM channel_locks").fetchall()
+
+
+def test_a_key_with_a_character_no_header_can_carry_stops_start_up_in_one_line() -> None:
+    result = run(DISCORD_TOKEN="x", TOMORI_MODELS="openai:m", OPENAI_API_KEY="sk-SECRÉTKEY123")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: OPENAI_API_KEY is not allowed: a key must be")
+    assert "SECR" not in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -196,3 +196,23 @@ async def test_without_a_base_url_the_providers_own_is_used_never_the_environmen
     finally:
         for provider in providers.values():
             await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("variable", "key"),
+    [
+        ("OPENAI_API_KEY", "sk-SECRÉTKEY123"),
+        ("OPENAI_API_KEY", "sk-secret\x07key"),
+        ("GEMINI_API_KEY", "gm secret"),
+        ("GEMINI_API_KEY", "gm-secret\u200b"),
+    ],
+)
+def test_a_key_no_http_header_can_carry_stops_start_up_naming_its_variable(
+    variable: str, key: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        chain("openai:a,gemini:b", **{variable: key})
+    message = str(raised.value)
+    assert message.startswith(f"{variable} is not allowed: a key must be printable ASCII")
+    assert "secret" not in message.lower()
+    assert "\n" not in message
