@@ -311,3 +311,44 @@ async def test_nextcord_reload_mid_turn_answers_the_next_message(
     nc.say(f"{nc.mention()} are you back?")
     await nc.settled()
     assert nc.discord.contents()[-1] == "Fresh answer."
+
+
+# -- a second load under the other name -------------------------------------------------------
+
+TWICE = [("tomori_cog", "cogs.tomori"), ("cogs.tomori", "tomori_cog")]
+
+
+@pytest.mark.parametrize(("first", "second"), TWICE)
+async def test_nextcord_a_second_load_under_the_other_name_fails_and_the_cog_answers_on(
+    first: str, second: str, nextcord_on: Any, llm_server: LLMServer
+) -> None:
+    from nextcord.ext import commands
+
+    nc = await nextcord_on(first)
+    with pytest.raises(commands.ExtensionFailed) as raised:
+        nc.bot.load_extension(second)
+    assert f"the Tomori cog is already loaded as the extension {first!r}" in str(raised.value)
+    assert list(nc.bot.extensions) == [first]
+    assert "kill" in {c.name for c in nc.bot.get_all_application_commands()}
+    llm_server.script(answer("Still here."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Still here."]
+
+
+@pytest.mark.parametrize(("first", "second"), TWICE)
+async def test_discordpy_a_second_load_under_the_other_name_fails_and_the_cog_answers_on(
+    first: str, second: str, dpy_on: Any, llm_server: LLMServer
+) -> None:
+    from discord.ext import commands
+
+    harness = await dpy_on(first)
+    with pytest.raises(commands.ExtensionFailed) as raised:
+        await harness.bot.load_extension(second)
+    assert f"the Tomori cog is already loaded as the extension {first!r}" in str(raised.value)
+    assert list(harness.bot.extensions) == [first]
+    assert harness.bot.tree.get_command("kill") is not None
+    llm_server.script(answer("Still here."))
+    await harness.say(f"{harness.mention()} hi")
+    await harness.settled()
+    assert await contents(harness) == ["Still here."]
