@@ -37,7 +37,8 @@ def environment_help() -> str:
         (
             variable.name,
             variable.default,
-            ": ".join(filter(None, [variable.help, variable.allowed])),
+            ": ".join(filter(None, [variable.help, variable.allowed]))
+            + f" (Settings.{variable.field})",
         )
         for variable in VARIABLES
     ]

@@ -50,6 +50,8 @@ def test_help_lists_every_variable() -> None:
     ]:
         assert name in result.stdout, name
     assert "a positive integer up to 86400000 (milliseconds)" in result.stdout  # the bounds
+    for variable in VARIABLES:  # and the Settings field each fills, for code that configures
+        assert f"(Settings.{variable.field})" in " ".join(result.stdout.split()), variable.name
 
 
 def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:

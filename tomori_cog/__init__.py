@@ -17,11 +17,32 @@ import importlib
 import inspect
 from typing import Any
 
-from tomori.config import Settings
+from tomori.config import ConfigError, Settings
 from tomori.models import ModelChain
+from tomori.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.commands import COG_NAME, TomoriCogParts
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
+
+__all__ = [
+    "AlreadyLoaded",
+    "ConfigError",
+    "ModelChain",
+    "Settings",
+    "TomoriCog",
+    "Tool",
+    "ToolContext",
+    "ToolFailure",
+    "add_tomori",
+    "load_as",
+    "setup",
+    "teardown",
+    "unload_as",
+]
+
+TomoriCog = TomoriCogParts
+"""What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
+checker its `service` and `register_tool`."""
 
 
 def add_tomori(
