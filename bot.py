@@ -9,6 +9,8 @@ import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Coroutine
 from typing import Any
 
 from tomori.config import VARIABLES, ConfigError, Settings
@@ -35,7 +37,8 @@ def environment_help() -> str:
         (
             variable.name,
             variable.default,
-            ": ".join(filter(None, [variable.help, variable.allowed])),
+            ": ".join(filter(None, [variable.help, variable.allowed]))
+            + f" (Settings.{variable.field})",
         )
         for variable in VARIABLES
     ]
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
-        print(TOKEN_HELP, file=sys.stderr)
+        print(f"error: {TOKEN_HELP}", file=sys.stderr)
         return 2
     try:
         settings = Settings.from_env()
@@ -167,9 +170,51 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    asyncio.run(run_bot(token))
+    try:
+        run_without_waiting_for_threads(run_bot(token))
+    except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
+        print(f"error: could not reach Discord: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
+def run_without_waiting_for_threads(main: Coroutine[Any, Any, None]) -> None:
+    """`asyncio.run(main)`, except that the end does not wait for the loop's worker threads.
+
+    A DNS lookup runs in the loop's default executor, and a resolver that does not answer
+    keeps its thread blocked in `getaddrinfo` for as long as it likes (30 s, say) with no way
+    to stop it; `asyncio.run` would wait for that thread before returning. Once the bot and
+    the cog are closed nothing of ours runs there, so the executor is shut down without waiting.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(main)
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # shuts the default executor down without waiting for its threads
+
+
+def exit_now_if_threads_are_left(code: int) -> None:
+    """End the process with `code` even if a worker thread is still blocked (a DNS lookup).
+
+    The interpreter joins every executor thread at exit, which would wait for that lookup.
+    Everything of ours is closed by now, so what is written is flushed and the process ends
+    without joining them. Only this script may do so: a library must never end its process.
+    """
+    if threading.active_count() > 1:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    exit_now_if_threads_are_left(exit_code)
+    sys.exit(exit_code)

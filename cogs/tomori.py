@@ -1,9 +1,18 @@
 """`bot.load_extension("cogs.tomori")` for bots run from this repository (as `bot.py` is).
 
 An installed tomori-cog is loaded as `bot.load_extension("tomori_cog")`; this file only
-forwards to it, so the two names load, unload and reload the very same extension.
+forwards to it, under its own name: the cog remembers which name loaded it, and only that
+name's `teardown` removes it.
 """
 
-from tomori_cog import setup, teardown
+from typing import Any
 
-__all__ = ["setup", "teardown"]
+from tomori_cog import load_as, unload_as
+
+
+def setup(bot: Any) -> Any:
+    return load_as(bot, __name__)
+
+
+def teardown(bot: Any) -> Any:
+    return unload_as(bot, __name__)

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import importlib.util
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -49,13 +50,15 @@ def test_help_lists_every_variable() -> None:
     ]:
         assert name in result.stdout, name
     assert "a positive integer up to 86400000 (milliseconds)" in result.stdout  # the bounds
+    for variable in VARIABLES:  # and the Settings field each fills, for code that configures
+        assert f"(Settings.{variable.field})" in " ".join(result.stdout.split()), variable.name
 
 
 def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:
     result = run()
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "DISCORD_TOKEN is not set" in result.stderr
+    assert result.stderr.startswith("error: DISCORD_TOKEN is not set: create an application")
 
 
 def test_a_bad_setting_stops_start_up_naming_it() -> None:
@@ -270,3 +273,91 @@ async def test_a_stop_signal_ends_a_connected_bot_at_once_and_releases_its_locks
 def lock_rows(database: Path) -> list[tuple[object, ...]]:
     with closing(sqlite3.connect(database)) as db:
         return db.execute("SELECT channel_id FROM channel_locks").fetchall()
+
+
+def test_a_key_with_a_character_no_header_can_carry_stops_start_up_in_one_line() -> None:
+    result = run(DISCORD_TOKEN="x", TOMORI_MODELS="openai:m", OPENAI_API_KEY="sk-SECRÉTKEY123")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: OPENAI_API_KEY is not allowed: a key must be")
+    assert "SECR" not in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+LAUNCH_WITH_DNS = """
+import runpy, socket, sys, time
+real_getaddrinfo = socket.getaddrinfo
+slow = sys.argv[2] == "slow"
+
+def getaddrinfo(host, *args, **kwargs):
+    if isinstance(host, str) and "discord" in host:
+        print("resolving", flush=True)
+        if slow:
+            time.sleep(30)  # a resolver that does not answer: its thread cannot be stopped
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    return real_getaddrinfo(host, *args, **kwargs)
+
+socket.getaddrinfo = getaddrinfo
+sys.argv = sys.argv[1:2]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""bot.py as `python bot.py` runs it, on a machine whose DNS fails Discord's names (slowly)."""
+
+
+async def start_with_dns(tmp_path: Path, dns: str) -> asyncio.subprocess.Process:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        LAUNCH_WITH_DNS,
+        str(BOT),
+        dns,
+        env={
+            **clean,
+            "DISCORD_TOKEN": "x",
+            "TOMORI_MODELS": "openai:m",
+            "OPENAI_API_KEY": "k",
+            "TOMORI_DB_PATH": str(tmp_path / "tomori.db"),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_signal_ends_bot_py_at_once_while_discords_name_does_not_resolve(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    process = await start_with_dns(tmp_path, "slow")
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(30):
+            assert await process.stdout.readline() == b"resolving\n"
+        await asyncio.sleep(0.2)
+        process.send_signal(signum)
+        async with asyncio.timeout(10):  # the lookup's thread would hold the exit for 30 s
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, err.decode()
+    assert "Traceback" not in err.decode()
+
+
+async def test_an_unreachable_discord_ends_bot_py_with_one_line(tmp_path: Path) -> None:
+    process = await start_with_dns(tmp_path, "failing")
+    try:
+        async with asyncio.timeout(30):
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 1
+    assert "Traceback" not in err.decode()
+    logged = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (INFO|WARNING) ")
+    errors = [line for line in err.decode().splitlines() if not logged.match(line)]
+    assert errors == [
+        "error: could not reach Discord: Cannot connect to host discord.com:443 ssl:default "
+        "[Name or service not known]"
+    ]

@@ -127,7 +127,7 @@ def test_the_other_variables_are_read() -> None:
         ("TOMORI_STREAM_DELIVERY", "stream", "one of messages, edit"),
         ("TOMORI_KILL_POLICY", "admins", "one of anyone, requester"),
         ("TOMORI_CHANNELS", "123,general", "channel IDs"),
-        ("TOMORI_REPLY_TO_BOTS", "yes", "1 or 0"),
+        ("TOMORI_REPLY_TO_BOTS", "yes", "it must be 1 or 0 (or true/false)"),
         ("TOMORI_SYSTEM_PROMPT", "  ", "some text"),
     ],
 )

@@ -44,9 +44,19 @@ def environment(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.Monke
     return db_path
 
 
-def database_threads() -> set[threading.Thread]:
-    """aiosqlite's connection threads alive now (each lives until its connection closes)."""
-    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
+def database_threads(cog: Any) -> set[threading.Thread]:
+    """The thread of the cog's aiosqlite connection (it lives until the connection closes).
+
+    Found through the connection, as the store finds it: aiosqlite before 0.20 runs each
+    connection as a Thread subclass, later ones in a thread of their own, named differently
+    from version to version.
+    """
+    store = cog.service._store
+    assert store is not None
+    thread = getattr(store.connection, "_thread", store.connection)
+    assert isinstance(thread, threading.Thread)
+    assert thread.is_alive()
+    return {thread}
 
 
 async def all_ended(threads: set[threading.Thread]) -> bool:
@@ -116,14 +126,12 @@ async def unload_nextcord(nc: NextcordBot, extension: str) -> None:
 async def test_nextcord_unload_removes_the_cog_and_closes_everything_then_load_serves_again(
     extension: str, nextcord_on: Any, llm_server: LLMServer
 ) -> None:
-    threads_before = database_threads()
     nc = await nextcord_on(extension)
     llm_server.script(answer("Before."))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()
     assert nc.discord.contents() == ["Before."]
-    ours = database_threads() - threads_before
-    assert ours
+    ours = database_threads(nc.bot.get_cog("Tomori"))
 
     await unload_nextcord(nc, extension)
     assert "kill" not in {c.name for c in nc.bot.get_all_application_commands()}
@@ -205,14 +213,12 @@ async def contents(harness: DpyBot) -> list[str]:
 async def test_discordpy_unload_removes_the_cog_and_closes_everything_then_load_serves_again(
     extension: str, dpy_on: Any, llm_server: LLMServer
 ) -> None:
-    threads_before = database_threads()
     harness = await dpy_on(extension)
     llm_server.script(answer("Before."))
     await harness.say(f"{harness.mention()} hi")
     await harness.settled()
     assert await contents(harness) == ["Before."]
-    ours = database_threads() - threads_before
-    assert ours
+    ours = database_threads(harness.bot.get_cog("Tomori"))
 
     await harness.bot.unload_extension(extension)
     assert harness.bot.get_cog("Tomori") is None
@@ -311,3 +317,44 @@ async def test_nextcord_reload_mid_turn_answers_the_next_message(
     nc.say(f"{nc.mention()} are you back?")
     await nc.settled()
     assert nc.discord.contents()[-1] == "Fresh answer."
+
+
+# -- a second load under the other name -------------------------------------------------------
+
+TWICE = [("tomori_cog", "cogs.tomori"), ("cogs.tomori", "tomori_cog")]
+
+
+@pytest.mark.parametrize(("first", "second"), TWICE)
+async def test_nextcord_a_second_load_under_the_other_name_fails_and_the_cog_answers_on(
+    first: str, second: str, nextcord_on: Any, llm_server: LLMServer
+) -> None:
+    from nextcord.ext import commands
+
+    nc = await nextcord_on(first)
+    with pytest.raises(commands.ExtensionFailed) as raised:
+        nc.bot.load_extension(second)
+    assert f"the Tomori cog is already loaded as the extension {first!r}" in str(raised.value)
+    assert list(nc.bot.extensions) == [first]
+    assert "kill" in {c.name for c in nc.bot.get_all_application_commands()}
+    llm_server.script(answer("Still here."))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == ["Still here."]
+
+
+@pytest.mark.parametrize(("first", "second"), TWICE)
+async def test_discordpy_a_second_load_under_the_other_name_fails_and_the_cog_answers_on(
+    first: str, second: str, dpy_on: Any, llm_server: LLMServer
+) -> None:
+    from discord.ext import commands
+
+    harness = await dpy_on(first)
+    with pytest.raises(commands.ExtensionFailed) as raised:
+        await harness.bot.load_extension(second)
+    assert f"the Tomori cog is already loaded as the extension {first!r}" in str(raised.value)
+    assert list(harness.bot.extensions) == [first]
+    assert harness.bot.tree.get_command("kill") is not None
+    llm_server.script(answer("Still here."))
+    await harness.say(f"{harness.mention()} hi")
+    await harness.settled()
+    assert await contents(harness) == ["Still here."]

@@ -172,3 +172,47 @@ def test_a_password_with_a_space_is_not_echoed_either() -> None:
     with pytest.raises(ConfigError) as raised:
         chain("openai:m", OPENAI_BASE_URL="http://admin:hunter 2@proxy.example/v1")
     assert "hunter" not in str(raised.value)
+
+
+@pytest.mark.parametrize("configured", [None, "", "  "])
+async def test_without_a_base_url_the_providers_own_is_used_never_the_environments(
+    monkeypatch: pytest.MonkeyPatch, configured: str | None
+) -> None:
+    """An empty OPENAI_BASE_URL= means the default; and neither SDK may read the process
+    environment itself (a base URL, another key, Vertex AI) behind the chain's back."""
+    monkeypatch.setenv("OPENAI_BASE_URL", configured or "")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("GOOGLE_API_KEY", "another-key")
+    extra = {} if configured is None else {"OPENAI_BASE_URL": configured}
+    providers = chain("openai:a,gemini:b", **extra).build_providers()
+    try:
+        openai_client = providers["openai"]._client  # type: ignore[attr-defined]
+        assert str(openai_client.base_url) == "https://api.openai.com/v1/"
+        gemini_client = providers["gemini"]._client._api_client  # type: ignore[attr-defined]
+        assert not gemini_client.vertexai
+        assert gemini_client.api_key == KEYS["GEMINI_API_KEY"]
+        assert gemini_client._http_options.base_url == "https://generativelanguage.googleapis.com/"
+    finally:
+        for provider in providers.values():
+            await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("variable", "key"),
+    [
+        ("OPENAI_API_KEY", "sk-SECRÉTKEY123"),
+        ("OPENAI_API_KEY", "sk-secret\x07key"),
+        ("GEMINI_API_KEY", "gm secret"),
+        ("GEMINI_API_KEY", "gm-secret\u200b"),
+    ],
+)
+def test_a_key_no_http_header_can_carry_stops_start_up_naming_its_variable(
+    variable: str, key: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        chain("openai:a,gemini:b", **{variable: key})
+    message = str(raised.value)
+    assert message.startswith(f"{variable} is not allowed: a key must be printable ASCII")
+    assert "secret" not in message.lower()
+    assert "\n" not in message

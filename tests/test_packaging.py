@@ -21,12 +21,39 @@ BOT_AUTHOR = """
 import nextcord
 from nextcord.ext import commands
 
-from tomori.config import Settings
-from tomori_cog import add_tomori
+from tomori.config import Settings as CoreSettings
+from tomori_cog import ModelChain, Settings, add_tomori
 
 bot = commands.Bot(intents=nextcord.Intents.default())
-add_tomori(bot, settings=Settings(history_limit=10))
+add_tomori(bot, settings=Settings(history_limit=10), chain=ModelChain.from_env({}))
+add_tomori(bot, settings=CoreSettings(history_limit=10))
 """
+BOTS = {
+    "nextcord": "import nextcord\nfrom nextcord.ext import commands\n\n"
+    "bot = commands.Bot(intents=nextcord.Intents.default())\n",
+    "discordpy": "import discord\nfrom discord.ext import commands\n\n"
+    "bot = commands.Bot(command_prefix='!', intents=discord.Intents.default())\n",
+}
+
+
+def readme_code(section: str) -> str:
+    """The first Python block of the README's `section`."""
+    readme = (REPO / "README.md").read_text()
+    text = readme[readme.index(f"## {section}\n") :]
+    code = text[text.index("```python\n") + len("```python\n") :]
+    return code[: code.index("\n```")]
+
+
+def bot_author_scripts(folder: Path) -> list[Path]:
+    """What a bot author writes: the README's import, and its snippets in a bot of each library."""
+    scripts = [folder / "bot_author.py"]
+    scripts[0].write_text(BOT_AUTHOR)
+    for section in ("Your own tools", "Many channels at once"):
+        for library, bot in BOTS.items():
+            script = folder / f"{section.replace(' ', '_').lower()}_{library}.py"
+            script.write_text(bot + readme_code(section) + "\n")
+            scripts.append(script)
+    return scripts
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +87,12 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 
-def test_a_bot_authors_mypy_accepts_the_readmes_import(wheel: Path, tmp_path: Path) -> None:
+def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(
+    wheel: Path, tmp_path: Path
+) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    script = tmp_path / "bot_author.py"
-    script.write_text(BOT_AUTHOR)
+    scripts = bot_author_scripts(tmp_path)
     checked = subprocess.run(
         [
             sys.executable,
@@ -74,7 +102,7 @@ def test_a_bot_authors_mypy_accepts_the_readmes_import(wheel: Path, tmp_path: Pa
             "--no-incremental",
             "--python-executable",
             sys.executable,
-            str(script),
+            *map(str, scripts),
         ],
         capture_output=True,
         text=True,

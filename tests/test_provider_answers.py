@@ -255,3 +255,53 @@ async def test_a_model_refusing_tools_logs_its_own_words_without_the_key(
     assert "HTTP 400" in line
     assert "registry.ollama.ai/library/gemma:2b does not support tools (key ***)" in line
     assert KEY not in caplog.text
+
+
+# -- only the base URL and key the chain holds are used ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "process_env",
+    [
+        {"OPENAI_BASE_URL": "{server}/v1"},
+        {"OPENAI_BASE_URL": "http://admin:hunter2@127.0.0.1:{port}/v1"},
+    ],
+    ids=["another-server", "unchecked-credentials"],
+)
+async def test_a_chain_without_a_base_url_never_takes_the_process_environments(
+    open_nextcord: OpenNextcord,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    process_env: dict[str, str],
+) -> None:
+    """A chain configured in code without OPENAI_BASE_URL talks to OpenAI's own API, whatever
+    the process's OPENAI_BASE_URL holds: here the primary cannot reach it (no key of OpenAI's,
+    maybe no network) and the fallback answers, and the server the environment named (the
+    test's own) hears only the fallback's request."""
+    for name, value in process_env.items():
+        url = value.format(server=llm_server.base_url, port=llm_server.port)
+        monkeypatch.setenv(name, url)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("GOOGLE_API_KEY", "another-key")
+    chain = ModelChain.from_env(
+        {
+            "TOMORI_MODELS": "openai:primary,gemini:fallback",
+            "OPENAI_API_KEY": KEY,
+            "GEMINI_API_KEY": KEY,
+            "GEMINI_BASE_URL": llm_server.base_url,
+        }
+    )
+    nc = await open_nextcord(settings_for(tmp_path, **FAST), chain)
+    llm_server.script(
+        Reply(body=[sse(response(text_part("The fallback answers."), finish="STOP"))])
+    )
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["The fallback answers."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+    assert [request.path.split("/models/")[-1] for request in llm_server.requests] == [
+        "fallback:streamGenerateContent?alt=sse"
+    ]
+    assert llm_server.requests[0].headers["x-goog-api-key"] == KEY

@@ -269,7 +269,7 @@ def _choice(kind: type[StrEnum]) -> Callable[[str, str], StrEnum]:
 def _flag(name: str, raw: str) -> bool:
     text = raw.strip().lower()
     if text not in ("0", "1", "true", "false"):
-        raise _refuse(name, raw, "1 or 0")
+        raise _refuse(name, raw, "1 or 0 (or true/false)")
     return text in ("1", "true")
 
 

@@ -178,6 +178,11 @@ def _credentials_for(entry: ModelEntry, env: Mapping[str, str]) -> Credentials:
             f"TOMORI_MODELS entry {entry.label!r} needs {kind.key_variable}, which is not set "
             f"(a local server that takes no key still needs any non-empty value)"
         )
+    if not _fits_a_header(api_key):
+        raise ConfigError(
+            f"{kind.key_variable} is not allowed: a key must be printable ASCII without spaces "
+            f"(it travels in an HTTP header); look for a character changed or added in copying"
+        )
     base_url = env.get(kind.base_url_variable, "").strip() or None
     if base_url is not None:
         problem = _base_url_problem(base_url, kind)
@@ -186,6 +191,12 @@ def _credentials_for(entry: ModelEntry, env: Mapping[str, str]) -> Credentials:
                 f"{kind.base_url_variable}={_redacted(base_url)!r} is not allowed: {problem}"
             )
     return Credentials(api_key, base_url)
+
+
+def _fits_a_header(key: str) -> bool:
+    """Whether an HTTP header can carry the key: anything else fails every request (with a
+    UnicodeEncodeError that no fallback catches), so it is refused before the first one."""
+    return all("!" <= character <= "~" for character in key)
 
 
 def _base_url_problem(url: str, kind: ProviderKind) -> str | None:

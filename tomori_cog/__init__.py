@@ -7,26 +7,54 @@ authors who configure in code call `add_tomori(bot, settings=..., chain=...)` in
 
 Both libraries, on unloading an extension, remove only the cogs whose class was defined in the
 extension's own modules; the cog is built in `tomori_cog.*_cog`, which is not a module of an
-extension loaded under another name (this repository's `cogs.tomori`). So `teardown` removes
-it by name, whichever name the extension was loaded under.
+extension loaded under another name (this repository's `cogs.tomori`). So the cog remembers
+the name it was loaded under, and `teardown` removes it by that name.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-from tomori.config import Settings
+from tomori.config import ConfigError, Settings
 from tomori.models import ModelChain
+from tomori.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.commands import COG_NAME, TomoriCogParts
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
+
+__all__ = [
+    "AlreadyLoaded",
+    "ConfigError",
+    "ModelChain",
+    "Settings",
+    "TomoriCog",
+    "Tool",
+    "ToolContext",
+    "ToolFailure",
+    "add_tomori",
+    "load_as",
+    "setup",
+    "teardown",
+    "unload_as",
+]
+
+TomoriCog = TomoriCogParts
+"""What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
+checker its `service` and `register_tool`."""
 
 
 def add_tomori(
     bot: Any, *, settings: Settings | None = None, chain: ModelChain | None = None
 ) -> Any:
     """Add the cog to `bot`; returns what `bot.add_cog` returns (await it on discord.py)."""
+    return _add(bot, settings, chain, extension=None)
+
+
+def _add(
+    bot: Any, settings: Settings | None, chain: ModelChain | None, *, extension: str | None
+) -> Any:
     library = detect(bot)
     service = TomoriService(
         bot, library, settings or Settings.from_env(), chain or ModelChain.from_env()
@@ -34,25 +62,68 @@ def add_tomori(
     module = importlib.import_module(
         f"tomori_cog.{library.name.replace('discord', 'discordpy')}_cog"
     )
-    return bot.add_cog(module.build_cog(service, library))
+    cog = module.build_cog(service, library)
+    if extension is not None:
+        _belong_to(cog, extension)
+    return bot.add_cog(cog)
 
 
-def setup(bot: Any) -> Any:
-    """The extension entry point. A plain function: nextcord would not await a coroutine."""
-    return add_tomori(bot)
+def _belong_to(cog: Any, extension: str) -> None:
+    """Mark the cog, its listeners and its app commands as the extension's own.
+
+    Both libraries decide what an extension owns by module name: when loading it fails, they
+    drop every cog, listener and app command whose module lies under its name. The cog's code
+    lives in `tomori_cog.*`, so a failed load of `tomori_cog` (while `cogs.tomori` runs the
+    cog) took the running cog's listeners and `/kill` with it. Its class is built afresh for
+    each cog, so its module can name the extension that loaded it instead.
+    """
+    cog.extension = extension
+    cog_class = type(cog)
+    cog_class.__module__ = extension
+    for member in vars(cog_class).values():
+        if inspect.isfunction(member):
+            member.__module__ = extension
+    for command in getattr(cog, "get_app_commands", list)():
+        command.module = extension  # discord.py's tree drops commands by this
 
 
-def teardown(bot: Any) -> Any:
-    """The extension's exit: remove the cog `setup` added, which closes what it opened.
+class AlreadyLoaded(RuntimeError):
+    """The bot already has a Tomori cog: one bot runs one (its listener would answer twice)."""
 
+
+def load_as(bot: Any, extension: str) -> Any:
+    """`setup` for the extension named `extension`: add a cog that remembers that name."""
+    loaded = bot.get_cog(COG_NAME)
+    if isinstance(loaded, TomoriCogParts):
+        where = f"as the extension {loaded.extension!r}" if loaded.extension else "with add_tomori"
+        raise AlreadyLoaded(f"the Tomori cog is already loaded {where}: unload it first")
+    return _add(bot, None, None, extension=extension)
+
+
+def unload_as(bot: Any, extension: str) -> Any:
+    """`teardown` for the extension named `extension`: remove the cog it added, and only that.
+
+    The library calls `teardown` also when `setup` failed, a second load under the other name
+    among others: the cog that is running was added by the other name, and stays.
     Like `setup`, a plain function: nextcord calls it without awaiting, and discord.py awaits
     what it returns (its `remove_cog` is a coroutine, and so is the cog's `cog_unload`).
     """
     cog = bot.get_cog(COG_NAME)
-    removal = bot.remove_cog(COG_NAME) if isinstance(cog, TomoriCogParts) else None
+    ours = isinstance(cog, TomoriCogParts) and cog.extension == extension
+    removal = bot.remove_cog(COG_NAME) if ours else None
     if detect(bot).is_nextcord:
         return None
     return removal if removal is not None else _nothing()
+
+
+def setup(bot: Any) -> Any:
+    """The extension entry point. A plain function: nextcord would not await a coroutine."""
+    return load_as(bot, __name__)
+
+
+def teardown(bot: Any) -> Any:
+    """The extension's exit: remove the cog `setup` added, which closes what it opened."""
+    return unload_as(bot, __name__)
 
 
 async def _nothing() -> None:

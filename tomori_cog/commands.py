@@ -61,6 +61,10 @@ COG_NAME = "Tomori"
 class TomoriCogParts:
     """What both libraries' cog classes share: the service, and adding tools to it."""
 
+    extension: str | None = None
+    """The extension name that loaded the cog (None if `add_tomori` added it): only that
+    name's `teardown` removes it."""
+
     def __init__(self, service: TomoriService) -> None:
         self.service = service
 

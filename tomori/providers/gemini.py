@@ -63,15 +63,22 @@ BLOCKING_FINISH_REASONS = frozenset(
 THOUGHT_SIGNATURE = "thought_signature"
 
 
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+"""Passed when none is configured, as Vertex AI is refused: left to itself, the SDK reads
+`GOOGLE_GEMINI_BASE_URL` and `GOOGLE_GENAI_USE_VERTEXAI` from the process environment,
+values `ModelChain` never checked."""
+
+
 class GeminiProvider:
     """Streams Gemini generations; one instance (one client) serves every model of it."""
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
         self._secrets = secrets_of(api_key, base_url)
         self._client = genai.Client(
+            vertexai=False,
             api_key=api_key,
             http_options=types.HttpOptions(
-                base_url=base_url,
+                base_url=base_url or DEFAULT_BASE_URL,
                 timeout=None,
                 retry_options=types.HttpRetryOptions(attempts=1),
             ),

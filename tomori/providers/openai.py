@@ -57,6 +57,10 @@ from tomori.providers.errors import (
 )
 
 CONNECT_TIMEOUT_S = 10.0
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Passed when none is configured: given `None`, the SDK would read `OPENAI_BASE_URL` from the
+process environment itself, an unchecked value (an empty one breaks every request) that a bot
+configuring its chain in code never meant to use."""
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Where OpenAI-compatible servers put thinking text: vLLM and DeepSeek, then OpenRouter."""
 
@@ -68,7 +72,7 @@ class OpenAIProvider:
         self._secrets = secrets_of(api_key, base_url)
         self._client = AsyncOpenAI(
             api_key=api_key,
-            base_url=base_url,
+            base_url=base_url or DEFAULT_BASE_URL,
             max_retries=0,
             timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
             http_client=openai.DefaultAioHttpClient(),
