@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import os
 import re
 import signal
@@ -14,30 +13,16 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.support.bot_script import BOT, bot_script, run
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.scripts import stalled_after
-from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import VARIABLES, Settings
 from tomori.models import MODEL_VARIABLES
-
-BOT = Path(__file__).resolve().parents[1] / "bot.py"
-
-
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
-    return subprocess.run(
-        [sys.executable, str(BOT), *args],
-        capture_output=True,
-        text=True,
-        env={**clean, **env},
-        timeout=60,
-        check=False,
-    )
 
 
 def test_help_lists_every_variable() -> None:
@@ -83,16 +68,6 @@ def test_a_digit_like_value_stops_start_up_in_one_line_naming_it(variable: str, 
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {variable}={value!r} is not allowed: it must be")
     assert result.stderr.count("\n") == 1  # no traceback
-
-
-def bot_script() -> ModuleType:
-    """bot.py as a module, to call its functions."""
-    spec = importlib.util.spec_from_file_location("bot_script", BOT)
-    assert spec is not None
-    assert spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
 
 
 def start_on(database: Path) -> subprocess.CompletedProcess[str]:

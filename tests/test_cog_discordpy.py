@@ -11,37 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer, stalled_after
-from tomori.config import KillPolicy, Settings
-from tomori.models import ModelChain
+from tomori.config import KillPolicy
 from tomori.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
 from tomori.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def settings_for(tmp_path: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {
-        "db_path": tmp_path / "tomori.db",
-        "stream_first_token_timeout_ms": 2_000,
-        "stream_sdk_call_timeout_ms": 2_000,
-        "stream_abandoned_settle_timeout_ms": 100,
-        "typing_keepalive_interval_ms": 50,
-    }
-    values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
-
-
-def chain_for(server: LLMServer) -> ModelChain:
-    return ModelChain.from_env(
-        {
-            "TOMORI_MODELS": "openai:test-model",
-            "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": f"{server.base_url}/v1",
-        }
-    )
 
 
 @pytest.fixture

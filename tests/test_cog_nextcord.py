@@ -9,6 +9,7 @@ from pathlib import Path
 import nextcord
 import pytest
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
     ALICE,
@@ -19,7 +20,6 @@ from tests.support.nextcord_fake import (
     discord_error,
 )
 from tests.support.scripts import answer, stalled_after
-from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import Delivery, KillPolicy
 from tomori.notices import KILL_NOT_ALLOWED, KILL_STOPPED
 

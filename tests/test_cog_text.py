@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import regex
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import Action, LLMServer, Reply, pause, sse, stall
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
-from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import Delivery
 
 

@@ -12,6 +12,7 @@ import aiohttp
 import nextcord
 import pytest
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer, Reply, drop, sse
 from tests.support.nextcord_fake import (
     CHANNEL_ID,
@@ -21,7 +22,6 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, http_error, stalled_after
-from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.config import Delivery
 
 

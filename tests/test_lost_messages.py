@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tests.test_cog_discordpy import chain_for, settings_for
 from tomori.notices import KILL_STOPPED
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.bot_script import run
+from tests.support.cog_settings import settings_for
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, raw, raw_bytes, sse, stall
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
-from tests.test_bot_script import run
-from tests.test_cog_discordpy import settings_for
 from tomori.config import BUILTIN_TOOLS, ConfigError, Settings
 from tomori.models import ModelChain
 from tomori.providers.base import JsonObject

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_IDS, start_nextcord_bot, stop_nextcord_bot
 from tests.support.scripts import answer, http_error, silent, stalled_after
-from tests.test_cog_discordpy import chain_for, settings_for
 
 SOAK_SECONDS = float(os.environ.get("TOMORI_SOAK_SECONDS", "30"))
 

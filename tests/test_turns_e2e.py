@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cog_settings import settings_for
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse, stall
 from tests.support.nextcord_fake import (
@@ -19,7 +20,6 @@ from tests.support.nextcord_fake import (
     OpenNextcord,
 )
 from tests.support.scripts import answer, http_error, stalled_after, tool_call
-from tests.test_cog_discordpy import settings_for
 from tomori.config import Delivery
 from tomori.models import ModelChain
 from tomori.providers.base import JsonObject

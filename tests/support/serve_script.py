@@ -10,27 +10,14 @@ The bot's `start` stands for a bot connected to Discord (it runs until cancelled
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from tests.support.bot_process import _Setattr
+from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import start_nextcord_bot
 from tomori.config import Settings
 from tomori.models import ModelChain
-
-BOT = Path(__file__).resolve().parents[2] / "bot.py"
-
-
-def bot_script() -> Any:
-    spec = importlib.util.spec_from_file_location("bot_script", BOT)
-    assert spec is not None
-    assert spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
 
 
 async def main(base_url: str, db_path: str, phase: str) -> None:

@@ -1,0 +1,33 @@
+"""The settings and model chain the cog tests start a bot with: short budgets, the local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.llm_server import LLMServer
+from tomori.config import Settings
+from tomori.models import ModelChain
+
+
+def settings_for(tmp_path: Path, **overrides: object) -> Settings:
+    """Settings on a database in `tmp_path`, with budgets short enough for a test."""
+    values: dict[str, object] = {
+        "db_path": tmp_path / "tomori.db",
+        "stream_first_token_timeout_ms": 2_000,
+        "stream_sdk_call_timeout_ms": 2_000,
+        "stream_abandoned_settle_timeout_ms": 100,
+        "typing_keepalive_interval_ms": 50,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def chain_for(server: LLMServer) -> ModelChain:
+    """One openai model, served by the local LLM server."""
+    return ModelChain.from_env(
+        {
+            "TOMORI_MODELS": "openai:test-model",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": f"{server.base_url}/v1",
+        }
+    )
