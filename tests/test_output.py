@@ -113,3 +113,16 @@ async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> Non
     await writer.settle()
     assert port.channel_text == ["On the wire.\n\n"]
     assert writer.delivered_text == "On the wire.\n\n"
+
+
+async def test_edit_mode_cuts_a_long_code_block_only_at_line_ends() -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    lines = [f"value_{n:03d} = compute(value_{n - 1:03d}) + {n}" for n in range(1, 120)]
+    await stream(writer, "```python\n" + "\n".join(lines) + "\n```", step=5)
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(final) > 1
+    assert [line for text in final for line in text.split("\n") if "```" not in line] == lines
+    for call in port.calls:  # every state shown ends at a line end (or at the fence it opens)
+        body = call.content.removeprefix("```python\n").removesuffix("```")
+        assert body == "" or body.endswith("\n") or call is port.calls[-1], call.content[-40:]

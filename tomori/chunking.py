@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import regex
 
-from tomori.fences import Fence, fence_line
+from tomori.fences import Fence, fence_line, unclosed_fence
 
 MESSAGE_LIMIT = 1950
 HARD_LIMIT = 2000
@@ -300,6 +300,9 @@ def stable_end(text: str, floor: int = 0) -> int:
     turn into a URL, mention, emoji, link or inline code: in the last word, from where such a
     span could begin (a word of plain prose or CJK text is shown at once), and on the last
     line an unclosed link label or backtick run. The next chunk (or the answer's end) decides.
+    Inside a code block it holds the unfinished line: a message that grows only can then always
+    end at a line end, so a code block longer than one message is never cut inside a line
+    (a line longer than a message is shown anyway: it must be cut somewhere).
     """
     line_start = text.rfind("\n") + 1
     line = text[line_start:]
@@ -313,6 +316,8 @@ def stable_end(text: str, floor: int = 0) -> int:
         held.append(line_start + bracket)
     if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
         held.append(line_start)
+    elif len(line) <= MESSAGE_LIMIT and unclosed_fence(text[:line_start]) is not None:
+        held.append(line_start)  # a code line: a cut may only fall at its end
     return max(floor, min(held))
 
 
