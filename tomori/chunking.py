@@ -92,10 +92,16 @@ class Splitter:
         self.last_start = 0
         """Where, in `text`, the last piece's own text begins."""
 
-    def pieces(self, floor: int = 0) -> list[str]:
-        """Cut the text; the first cut falls at `floor` or later (text already shown)."""
-        text, out, pos, prefix = self.text, [], 0, ""
-        while len(prefix) + len(text) - pos > self.limit:
+    def pieces(self, floor: int = 0, most: int | None = None) -> list[str]:
+        """Cut the text; the first cut falls at `floor` or later (text already shown).
+
+        With `most`, cutting stops once `most - 1` pieces are cut: the last piece is all the
+        rest, uncut, for a reader that can take no more messages (the answer's ceiling) and
+        must not pay for cutting text it will never post.
+        """
+        text, pos, prefix = self.text, 0, ""
+        out: list[str] = []
+        while len(prefix) + len(text) - pos > self.limit and (most is None or len(out) + 1 < most):
             end, reopen = self._cut(pos, prefix, max(floor, pos + 1))
             if end <= pos:  # no room left after a reopened fence: cut the text itself
                 end, reopen = self._boundary(pos, pos + self.limit, pos + 1), None
@@ -143,7 +149,7 @@ class Splitter:
                 cut = at + len(separator)
                 inside = self._span_at(at)
                 fits = inside is None and cut > pos and self._is_boundary(pos, cut)
-                if fits and (separator != " " or not self._makes_fence(cut)):
+                if fits and (separator != " " or not self._makes_fence(pos, cut)):
                     return cut
                 at = text.rfind(separator, pos, inside.start if inside else at)
         return end if exact_end else self._boundary(pos, end, floor)
@@ -158,13 +164,19 @@ class Splitter:
             return at + 1
         return self._boundary(pos, budget_end, max(floor, body))
 
-    def _makes_fence(self, cut: int) -> bool:
-        """Would a cut inside a line leave a part that reads as a fence line on its own?"""
+    def _makes_fence(self, pos: int, cut: int) -> bool:
+        """Would a cut inside a line leave a part that reads as a fence line on its own?
+
+        Only the parts the two messages show are read (the line from `pos`, and at most a
+        message's length after the cut): a line as long as the whole text costs no more.
+        """
         text = self.text
-        line_start = text.rfind("\n", 0, cut) + 1
-        line_end = text.find("\n", cut)
-        after = text[cut : len(text) if line_end < 0 else line_end]
-        return fence_line(text[line_start:cut]) is not None or fence_line(after) is not None
+        line_start = text.rfind("\n", pos, cut) + 1
+        reach = min(len(text), cut + self.limit)
+        line_end = text.find("\n", cut, reach)
+        after = text[cut : reach if line_end < 0 else line_end]
+        before = text[max(pos, line_start) : cut]
+        return fence_line(before) is not None or fence_line(after) is not None
 
     def _boundary(self, pos: int, end: int, floor: int) -> int:
         """The last grapheme-cluster boundary at or before `end` (and after `pos`)."""
@@ -207,6 +219,8 @@ class Segmenter:
 
     limit: int = MESSAGE_LIMIT
     soft_limit: int = SOFT_LIMIT
+    wanted: int | None = None
+    """How many more segments the reader can use (None: any): no text is cut past them."""
     _buffer: str = ""
     _scanned: int = 0
     _in_code: bool = False
@@ -219,8 +233,9 @@ class Segmenter:
         ready: list[str] = []
         if "\n" in text:
             ready += self._scan_lines()
-        if len(self._buffer) > self.limit:
-            ready += self._overflow()
+        room = None if self.wanted is None else self.wanted - len(ready)
+        if len(self._buffer) > self.limit and (room is None or room > 0):
+            ready += self._overflow(None if room is None else room + 1)
         return ready
 
     def finish(self) -> list[str]:
@@ -235,7 +250,7 @@ class Segmenter:
         if self._in_code and not closes and rest.strip():
             rest = rest.rstrip("\n") + "\n" + self._closing(rest)
         self._reset_scan()
-        return split_message(rest, self.limit) if rest.strip() else []
+        return self._release(rest, 0)
 
     def drop(self) -> None:
         """Forget what is held (the pass was abandoned)."""
@@ -254,8 +269,11 @@ class Segmenter:
 
     def _scan_lines(self) -> list[str]:
         """Read the complete lines not read yet; cut the buffer once, after the last release."""
-        buffer, released, ready = self._buffer, 0, []
+        buffer, released = self._buffer, 0
+        ready: list[str] = []
         while (newline := buffer.find("\n", self._scanned)) >= 0:
+            if self.wanted is not None and len(ready) >= self.wanted:
+                break  # the reader is full: the rest waits, uncut
             line = buffer[self._scanned : newline]
             end = self._scanned = newline + 1
             if self._mid_line:
@@ -264,27 +282,31 @@ class Segmenter:
             if fence_line(line) is not None:
                 self._in_code = not self._in_code
                 if not self._in_code:
-                    ready += self._release(buffer[released:end])
+                    ready += self._release(buffer[released:end], len(ready))
                     released = end
                 continue
             if self._in_code:
                 continue
             paragraph_end = not line.strip() and buffer[released:end].strip()
             if paragraph_end or end - released >= self.soft_limit:
-                ready += self._release(buffer[released:end])
+                ready += self._release(buffer[released:end], len(ready))
                 released = end
         if released:
             self._buffer = buffer[released:]
             self._scanned -= released
         return ready
 
-    def _release(self, head: str) -> list[str]:
-        return split_message(head, self.limit) if head.strip() else []
+    def _release(self, head: str, taken: int) -> list[str]:
+        """`head` cut into segments, no more than the reader wants after `taken` (and one)."""
+        if not head.strip():
+            return []
+        most = None if self.wanted is None else max(1, self.wanted - taken) + 1
+        return Splitter(head, self.limit).pieces(most=most)
 
-    def _overflow(self) -> list[str]:
+    def _overflow(self, most: int | None) -> list[str]:
         """The waiting text would not fit one message: send all but its tail."""
         splitter = Splitter(self._buffer, self.limit)
-        pieces = splitter.pieces()
+        pieces = splitter.pieces(most=most)
         self._buffer = pieces[-1]
         start = splitter.last_start
         self._in_code = bool(splitter.reopened)  # the tail goes on with a split code block
