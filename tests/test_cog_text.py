@@ -155,3 +155,28 @@ async def test_in_edit_mode_a_long_code_block_is_cut_only_at_line_ends(
     code = [line for message in shown for line in message.split("\n") if "```" not in line]
     assert code == lines
     assert all(message.startswith("```python\n") for message in shown)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+@pytest.mark.parametrize(
+    "span",
+    [
+        "||a hidden spoiler text here||",
+        "[click here for the docs](https://docs.example.com/a/b/index.html)",
+        "**this is some bold text here**",
+    ],
+)
+async def test_a_span_at_the_message_limit_is_not_split_when_streamed_in_small_chunks(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    delivery: Delivery,
+    span: str,
+) -> None:
+    text = ("lorem ipsum dolor sit amet " * 80)[:1_935] + " " + span + " after."
+    reply = answer(text, pieces=len(text) // 3)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    assert len(shown) == 2
+    assert span in shown[0] or span in shown[1]

@@ -1,13 +1,14 @@
 """Cutting model text into Discord messages without breaking what must stay whole.
 
 Discord refuses messages over 2000 characters; we aim at 1950. A cut never falls inside a code
-block, inline code, a URL, a markdown link, a custom emoji or a mention: a split URL stops
-working and a split code block loses its formatting. Such a span that fits in one message may
-take that message up to Discord's 2000; only a span longer than that is cut. A code block longer
-than a message is split at line ends with its fence and language repeated, so each part still
-renders as code. Where a cut is free, a paragraph end beats a line end, which beats a space; a
-cut inside a word falls between grapheme clusters (user-perceived characters: an emoji with its
-skin tone, a letter with its accent, a flag), never inside one.
+block, inline code, a URL, a markdown link, a custom emoji, a mention, a spoiler or a bold,
+italic, underlined or struck-out stretch on one line: a split URL stops working, a split code
+block loses its formatting and a split spoiler shows its text. Such a span that fits in one
+message may take that message up to Discord's 2000; only a span longer than that is cut. A
+code block longer than a message is split at line ends with its fence and language repeated,
+so each part still renders as code. Where a cut is free, a paragraph end beats a line end,
+which beats a space; a cut inside a word falls between grapheme clusters (user-perceived
+characters: an emoji with its skin tone, a letter with its accent, a flag), never inside one.
 
 The spans are found once per text and looked up by bisection, so splitting is linear in the
 text's length: one huge chunk costs no more per character than many small ones.
@@ -27,13 +28,21 @@ MESSAGE_LIMIT = 1950
 HARD_LIMIT = 2000
 """Discord's own limit: only a protected span that would otherwise be cut goes past 1950."""
 
+_EMPHASIS = (
+    r"\|\|[^|\n]+\|\|"  # a spoiler: split, its text would show
+    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|~~[^~\n]+~~"  # bold, underline, strikethrough
+    r"|\*(?!\s)[^*\n]+(?<!\s)\*"  # italic (not a lone "*" between spaces, as in 2 * 3)
+)
 _INLINE = re.compile(
     r"(`+)[^`\n]+\1(?!`)"  # inline code, also a one-line ```snippet```
     r"|\[[^\]\n]*\]\([^)\s]*\)"  # a markdown link
     r"|<a?:\w+:\d+>"  # a custom emoji
     r"|<(?:@[!&]?|#)\d+>"  # a user, role or channel mention
     r"|https?://\S+"  # a bare URL
+    "|" + _EMPHASIS
 )
+_OPEN_EMPHASIS = regex.compile(_EMPHASIS)
+_EMPHASIS_MARK = re.compile(r"\|\||\*|__|~~")
 _CLUSTER = regex.compile(r"\X")
 
 
@@ -213,8 +222,9 @@ class Segmenter:
 
     A segment ends at a paragraph end or a closing code fence, or at a line end once
     `SOFT_LIMIT` characters wait, or wherever `split_message` cuts when a message would grow
-    past `MESSAGE_LIMIT`. Each line is inspected once and the held text is cut once per feed, so
-    feeding is linear in the length of the answer.
+    past `MESSAGE_LIMIT` (text that may still become a protected span waits for the next
+    chunk, so the cuts do not depend on how the model chunks its text). Each line is inspected
+    once and the held text is cut once per feed, so feeding is linear in the answer's length.
     """
 
     limit: int = MESSAGE_LIMIT
@@ -304,10 +314,21 @@ class Segmenter:
         return Splitter(head, self.limit).pieces(most=most)
 
     def _overflow(self, most: int | None) -> list[str]:
-        """The waiting text would not fit one message: send all but its tail."""
-        splitter = Splitter(self._buffer, self.limit)
+        """The waiting text would not fit one message: send all but its tail.
+
+        Text that more text could still turn into a protected span (an unclosed link, inline
+        code, spoiler...) is held back and not cut, as edit mode does: the cut is decided
+        once the span closes, so it falls where it would had the text come in one chunk.
+        """
+        buffer = self._buffer
+        held = stable_end(buffer)
+        if len(buffer) - held > HARD_LIMIT:  # longer than any message: it is cut anyway
+            held = len(buffer)
+        if held <= self.limit:
+            return []
+        splitter = Splitter(buffer[:held], self.limit)
         pieces = splitter.pieces(most=most)
-        self._buffer = pieces[-1]
+        self._buffer = pieces[-1] + buffer[held:]
         start = splitter.last_start
         self._in_code = bool(splitter.reopened)  # the tail goes on with a split code block
         self._scanned = len(splitter.reopened)
@@ -336,11 +357,37 @@ def stable_end(text: str, floor: int = 0) -> int:
     bracket = line.rfind("[")
     if bracket >= 0 and ")" not in line[bracket:]:
         held.append(line_start + bracket)
+    if (emphasis := _open_emphasis(line)) is not None:
+        held.append(line_start + emphasis)
     if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
         held.append(line_start)
     elif len(line) <= MESSAGE_LIMIT and unclosed_fence(text[:line_start]) is not None:
         held.append(line_start)  # a code line: a cut may only fall at its end
+    at = min(held) - line_start
+    if at < len(line):  # what is held may begin inside a span (the "http" of a link): hold it all
+        for span in _INLINE.finditer(line, max(0, at - HARD_LIMIT)):
+            if span.end() > at:
+                held.append(line_start + min(at, span.start()))
+                break
     return max(floor, min(held))
+
+
+def _open_emphasis(line: str) -> int | None:
+    """Where in `line` a spoiler or emphasis begins that more text could still close.
+
+    Only the last `HARD_LIMIT` characters are read: a span begun before them is longer than a
+    message and would be cut anyway. A mark inside a span already closed begins nothing.
+    """
+    closed_until = max(0, len(line) - HARD_LIMIT)
+    for mark in _EMPHASIS_MARK.finditer(line, closed_until):
+        if mark.start() < closed_until:
+            continue
+        span = _OPEN_EMPHASIS.match(line, mark.start(), partial=True)
+        if span is not None and span.partial:
+            return mark.start()
+        if span is not None:
+            closed_until = span.end()
+    return None
 
 
 _URL_STARTS = ("h", "ht", "htt")
