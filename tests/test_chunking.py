@@ -7,7 +7,14 @@ import time
 import pytest
 import regex
 
-from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Segmenter, Splitter, split_message
+from tomori.chunking import (
+    HARD_LIMIT,
+    MESSAGE_LIMIT,
+    Segmenter,
+    Splitter,
+    split_message,
+    stable_end,
+)
 
 URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
 EMOJI = "<:tomori_wave:123456789012345678>"
@@ -220,3 +227,9 @@ def test_the_segmenter_cuts_no_more_segments_than_its_reader_wants() -> None:
         segments = Segmenter(wanted=3).feed(text)
         assert len(segments) <= 4
         assert all(len(segment) <= MESSAGE_LIMIT for segment in segments[:3])
+
+
+def test_a_grapheme_cluster_that_may_go_on_is_held_in_a_growing_message() -> None:
+    assert stable_end("Hi \U0001f469\u200d") == 3
+    assert stable_end("a flag \U0001f1ef") == 7
+    assert stable_end("plain text") == len("plain text")

@@ -145,3 +145,21 @@ async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -
     assert len(final) == 3
     assert final[-1].endswith(CUT_NOTE)
     assert all(len(message) <= 2_000 for message in final)
+
+
+async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"
+    for chunk in [
+        "Hi \U0001f469\u200d",
+        "\U0001f469\u200d",
+        "\U0001f467 and \U0001f1ef",
+        "\U0001f1f5!",
+    ]:
+        writer.feed(chunk)
+        await asyncio.sleep(0.01)
+    await writer.finish()
+    assert port.channel_text == [f"Hi {family} and \U0001f1ef\U0001f1f5!"]
+    for call in port.calls:
+        assert not call.content.endswith(("\u200d", "\U0001f1ef")), call.content

@@ -343,6 +343,8 @@ def stable_end(text: str, floor: int = 0) -> int:
     turn into a URL, mention, emoji, link or inline code: in the last word, from where such a
     span could begin (a word of plain prose or CJK text is shown at once), and on the last
     line an unclosed link label or backtick run. The next chunk (or the answer's end) decides.
+    A last character that is not ASCII is held with its grapheme cluster, which more text may
+    extend (a half emoji sequence ending in a joiner would show for an edit interval).
     Inside a code block it holds the unfinished line: a message that grows only can then always
     end at a line end, so a code block longer than one message is never cut inside a line
     (a line longer than a message is shown anyway: it must be cut somewhere).
@@ -363,6 +365,8 @@ def stable_end(text: str, floor: int = 0) -> int:
         held.append(line_start)
     elif len(line) <= MESSAGE_LIMIT and unclosed_fence(text[:line_start]) is not None:
         held.append(line_start)  # a code line: a cut may only fall at its end
+    if line and line[-1] >= "\x7f":  # a ZWJ, a lone flag letter, an emoji a skin tone may follow
+        held.append(_last_cluster(text))
     at = min(held) - line_start
     if at < len(line):  # what is held may begin inside a span (the "http" of a link): hold it all
         for span in _INLINE.finditer(line, max(0, at - HARD_LIMIT)):
@@ -370,6 +374,14 @@ def stable_end(text: str, floor: int = 0) -> int:
                 held.append(line_start + min(at, span.start()))
                 break
     return max(floor, min(held))
+
+
+def _last_cluster(text: str) -> int:
+    """Where the last grapheme cluster begins: more text may still extend it."""
+    start = len(text)
+    for cluster in _CLUSTER.finditer(text, max(0, len(text) - 64)):
+        start = cluster.start()
+    return start
 
 
 def _open_emphasis(line: str) -> int | None:
