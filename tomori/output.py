@@ -29,11 +29,12 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.chunking import MESSAGE_LIMIT, Segmenter, Splitter, stable_end
+from tomori.chunking import MESSAGE_LIMIT, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DeliveredMessage, DestinationUnreachable
 from tomori.fences import fence_line, unclosed_fence
+from tomori.segmenter import Segmenter
 
 log = logging.getLogger(__name__)
 
