@@ -7,10 +7,17 @@ emoji and hidden blocks) go through `split_message`, the streaming `Segmenter` a
 `HiddenBlocks` capture in one feed, the worst case for a model that sends a huge chunk.
 Linear cost gives a ratio near 10 for 10x the text; the old splitter, which re-scanned the
 rest of the text at every cut, gave about 100.
+
+Then one chunk of prose with no line break (1, 2 and 4 MB) goes into the stream writer, in both
+delivery modes, as a model that sends its whole answer at once: the writer cuts only the
+messages the answer's ceiling lets out, so the time stays small and grows linearly (about 2 for
+twice the text; reading each cut's whole line made 4 MB cost 8.7 s).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -19,8 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tomori.chunking import Segmenter, split_message
+from tests.support.memory_channel import MemoryChannel
+from tests.support.recording_port import RecordingPort
+from tomori.chunking import split_message
+from tomori.config import Delivery
+from tomori.context import StreamingContext
+from tomori.delivery import AnswerCut
 from tomori.hidden import HiddenBlocks
+from tomori.output import DiscordStreamWriter
+from tomori.segmenter import Segmenter
 
 UNIT = (
     "Some prose with a https://example.com/path?q=1 link, `inline code` and 👍🏽 emoji.\n"
@@ -53,6 +67,33 @@ def hide(text: str) -> list[str]:
     return [blocks.feed(text)[0], blocks.finish()[0]]
 
 
+def feed_once(delivery: Delivery, text: str) -> float:
+    """How long the event loop is held while one chunk is fed and the first sends are made."""
+
+    async def run() -> float:
+        port, ctx = RecordingPort(), StreamingContext("1", notices=MemoryChannel())
+        writer = DiscordStreamWriter(port, ctx, delivery=delivery, edit_interval_s=0)
+        started = time.perf_counter()
+        with contextlib.suppress(AnswerCut):
+            writer.feed(text)
+            await writer.finish()
+        return time.perf_counter() - started
+
+    return asyncio.run(run())
+
+
+def huge_chunks() -> None:
+    prose = "lorem ipsum dolor sit amet "
+    for delivery in (Delivery.MESSAGES, Delivery.EDIT):
+        costs = []
+        for megabytes in (1, 2, 4):
+            text = (prose * (megabytes * 1_000_000 // len(prose) + 1))[: megabytes * 1_000_000]
+            costs.append(min(feed_once(delivery, text) for _ in range(3)))
+        figures = ", ".join(f"{2**n} MB {cost * 1000:.1f} ms" for n, cost in enumerate(costs))
+        ratios = f"{costs[1] / costs[0]:.1f}, {costs[2] / costs[1]:.1f}"
+        print(f"one chunk, {delivery.value} mode: {figures}, ratios {ratios}")
+
+
 def main() -> None:
     small, large = text_of(100_000), text_of(1_000_000)
     cutters: list[tuple[str, Callable[[str], list[str]]]] = [
@@ -65,6 +106,7 @@ def main() -> None:
         ten = best_of(3, partial(cut, large))
         figures = f"100 KB {one * 1000:.1f} ms, 1 MB {ten * 1000:.1f} ms"
         print(f"{name}: {figures}, ratio {ten / one:.1f}")
+    huge_chunks()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ import time
 import pytest
 import regex
 
-from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Segmenter, split_message
+from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, split_message, stable_end
+from tomori.segmenter import Segmenter
 
 URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
 EMOJI = "<:tomori_wave:123456789012345678>"
@@ -190,3 +191,39 @@ def test_splitting_is_linear_in_the_texts_length() -> None:
     small = min(cost(50_000) for _ in range(3))
     large = min(cost(500_000) for _ in range(3))
     assert large / small < 40  # linear is about 10; the old quadratic cut was about 100
+
+
+def test_one_huge_line_of_prose_is_split_in_linear_time() -> None:
+    def cost(size: int) -> float:
+        text = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+        started = time.perf_counter()
+        split_message(text)
+        Segmenter().feed(text)
+        return time.perf_counter() - started
+
+    small = min(cost(100_000) for _ in range(3))
+    large = min(cost(800_000) for _ in range(3))
+    assert large / small < 32  # linear is about 8; reading each cut's whole line gave ~64
+
+
+def test_a_splitter_cuts_no_more_pieces_than_it_is_asked_for() -> None:
+    text = "lorem ipsum dolor sit amet " * 10_000
+    pieces = Splitter(text).pieces(most=3)
+    assert len(pieces) == 3
+    assert all(len(piece) <= MESSAGE_LIMIT for piece in pieces[:2])
+    assert "".join(pieces) == text
+
+
+def test_the_segmenter_cuts_no_more_segments_than_its_reader_wants() -> None:
+    prose = "lorem ipsum dolor sit amet " * 10_000
+    paragraphs = "A paragraph.\n\n" * 10_000
+    for text in (prose, paragraphs, f"```py\n{'x = 1\n' * 10_000}```\n"):
+        segments = Segmenter(wanted=3).feed(text)
+        assert len(segments) <= 4
+        assert all(len(segment) <= MESSAGE_LIMIT for segment in segments[:3])
+
+
+def test_a_grapheme_cluster_that_may_go_on_is_held_in_a_growing_message() -> None:
+    assert stable_end("Hi \U0001f469\u200d") == 3
+    assert stable_end("a flag \U0001f1ef") == 7
+    assert stable_end("plain text") == len("plain text")

@@ -135,3 +135,48 @@ async def test_details_and_think_blocks_are_not_posted_in_either_mode(
     )
     expected = "The answer is 4. Use `<details>` to fold text."
     assert " ".join(shown).split() == expected.split()
+
+
+async def test_in_edit_mode_a_long_code_block_is_cut_only_at_line_ends(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    lines = [f"value_{n:03d} = compute(value_{n - 1:03d}) + {n}" for n in range(1, 120)]
+    text = "```python\n" + "\n".join(lines) + "\n```"
+    reply = answer(text, pieces=len(text) // 5, gap=0.002)
+    shown = await ask(
+        tmp_path,
+        llm_server,
+        open_nextcord,
+        reply,
+        delivery=Delivery.EDIT,
+        stream_edit_interval_ms=50,
+    )
+    assert len(shown) > 1
+    code = [line for message in shown for line in message.split("\n") if "```" not in line]
+    assert code == lines
+    assert all(message.startswith("```python\n") for message in shown)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+@pytest.mark.parametrize(
+    "span",
+    [
+        "||a hidden spoiler text here||",
+        "[click here for the docs](https://docs.example.com/a/b/index.html)",
+        "**this is some bold text here**",
+    ],
+)
+async def test_a_span_at_the_message_limit_is_not_split_when_streamed_in_small_chunks(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    delivery: Delivery,
+    span: str,
+) -> None:
+    text = ("lorem ipsum dolor sit amet " * 80)[:1_935] + " " + span + " after."
+    reply = answer(text, pieces=len(text) // 3)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    assert len(shown) == 2
+    assert span in shown[0] or span in shown[1]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -8,8 +9,8 @@ from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
 from tomori.config import Delivery
 from tomori.context import StreamingContext
-from tomori.delivery import DestinationUnreachable
-from tomori.output import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+from tomori.delivery import AnswerCut, DestinationUnreachable
+from tomori.output import CUT_NOTE, DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
 
@@ -113,3 +114,52 @@ async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> Non
     await writer.settle()
     assert port.channel_text == ["On the wire.\n\n"]
     assert writer.delivered_text == "On the wire.\n\n"
+
+
+async def test_edit_mode_cuts_a_long_code_block_only_at_line_ends() -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    lines = [f"value_{n:03d} = compute(value_{n - 1:03d}) + {n}" for n in range(1, 120)]
+    await stream(writer, "```python\n" + "\n".join(lines) + "\n```", step=5)
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(final) > 1
+    assert [line for text in final for line in text.split("\n") if "```" not in line] == lines
+    for call in port.calls:  # every state shown ends at a line end (or at the fence it opens)
+        body = call.content.removeprefix("```python\n").removesuffix("```")
+        assert body == "" or body.endswith("\n") or call is port.calls[-1], call.content[-40:]
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(
+        port, context(), delivery=delivery, edit_interval_s=0, max_messages=3
+    )
+    with contextlib.suppress(AnswerCut):  # messages mode cuts at once, edit mode as it sends
+        writer.feed("lorem ipsum dolor sit amet " * 100_000)
+    await asyncio.sleep(0.05)
+    with pytest.raises(AnswerCut):
+        writer.feed("more")
+    await writer.finish()
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(final) == 3
+    assert final[-1].endswith(CUT_NOTE)
+    assert all(len(message) <= 2_000 for message in final)
+
+
+async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"
+    for chunk in [
+        "Hi \U0001f469\u200d",
+        "\U0001f469\u200d",
+        "\U0001f467 and \U0001f1ef",
+        "\U0001f1f5!",
+    ]:
+        writer.feed(chunk)
+        await asyncio.sleep(0.01)
+    await writer.finish()
+    assert port.channel_text == [f"Hi {family} and \U0001f1ef\U0001f1f5!"]
+    for call in port.calls:
+        assert not call.content.endswith(("\u200d", "\U0001f1ef")), call.content

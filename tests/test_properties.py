@@ -48,6 +48,17 @@ TOKENS = [
     "<@123456789>",
     "<:wave:123456789>",
     "[docs](https://docs.example.com)",
+    "[the docs here](https://docs.example.com/a/b)",
+    "**bold words**",
+    "*some italic words*",
+    "__under lined__",
+    "~~struck out~~",
+    "||a hidden spoiler||",
+    "||",
+    "**",
+    "*",
+    "_",
+    "~",
     "\U0001f44d\U0001f3fd",  # thumbs up, medium skin tone
     "\U0001f469\u200d\U0001f469\u200d\U0001f467",  # a family (ZWJ sequence)
     "\U0001f1ef\U0001f1f5",  # a flag
@@ -193,3 +204,37 @@ def test_an_answer_never_fills_more_messages_than_its_ceiling(
         assert len(shown) < len(expected)
     else:
         assert shown == expected
+
+
+SPANS = [
+    "[click here for the docs](https://docs.example.com/a/b/index.html)",
+    "`some inline code span here`",
+    "**this is some bold text here**",
+    "*some italic words in here*",
+    "__some underlined words__",
+    "~~some struck out words~~",
+    "||a hidden spoiler text here||",
+]
+
+
+@st.composite
+def span_at_the_cut(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """Prose that reaches the message limit just inside a span, in small chunks."""
+    span = draw(st.sampled_from(SPANS))
+    text = ("lorem ipsum dolor sit amet " * 80)[: draw(st.integers(1_890, 1_950))]
+    text += " " + span + " after."
+    size = draw(st.integers(1, 7))
+    return span, [text[at : at + size] for at in range(0, len(text), size)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(span_at_the_cut(), st.sampled_from([Delivery.MESSAGES, Delivery.EDIT]))
+def test_a_span_at_the_cut_is_kept_whole_however_it_is_chunked(
+    case: tuple[str, list[str]], delivery: Delivery
+) -> None:
+    span, chunks = case
+    port = asyncio.run(deliver(chunks, delivery))
+    messages = list({call.message_id: call.content for call in port.calls}.values())
+    assert any(span in message for message in messages), [m[-40:] for m in messages]
+    if delivery is Delivery.MESSAGES:
+        assert messages == asyncio.run(deliver(["".join(chunks)], delivery)).channel_text

@@ -1,13 +1,14 @@
 """Cutting model text into Discord messages without breaking what must stay whole.
 
 Discord refuses messages over 2000 characters; we aim at 1950. A cut never falls inside a code
-block, inline code, a URL, a markdown link, a custom emoji or a mention: a split URL stops
-working and a split code block loses its formatting. Such a span that fits in one message may
-take that message up to Discord's 2000; only a span longer than that is cut. A code block longer
-than a message is split at line ends with its fence and language repeated, so each part still
-renders as code. Where a cut is free, a paragraph end beats a line end, which beats a space; a
-cut inside a word falls between grapheme clusters (user-perceived characters: an emoji with its
-skin tone, a letter with its accent, a flag), never inside one.
+block, inline code, a URL, a markdown link, a custom emoji, a mention, a spoiler or a bold,
+italic, underlined or struck-out stretch on one line: a split URL stops working, a split code
+block loses its formatting and a split spoiler shows its text. Such a span that fits in one
+message may take that message up to Discord's 2000; only a span longer than that is cut. A
+code block longer than a message is split at line ends with its fence and language repeated,
+so each part still renders as code. Where a cut is free, a paragraph end beats a line end,
+which beats a space; a cut inside a word falls between grapheme clusters (user-perceived
+characters: an emoji with its skin tone, a letter with its accent, a flag), never inside one.
 
 The spans are found once per text and looked up by bisection, so splitting is linear in the
 text's length: one huge chunk costs no more per character than many small ones.
@@ -21,19 +22,27 @@ from dataclasses import dataclass
 
 import regex
 
-from tomori.fences import Fence, fence_line
+from tomori.fences import Fence, fence_line, unclosed_fence
 
 MESSAGE_LIMIT = 1950
 HARD_LIMIT = 2000
 """Discord's own limit: only a protected span that would otherwise be cut goes past 1950."""
 
+_EMPHASIS = (
+    r"\|\|[^|\n]+\|\|"  # a spoiler: split, its text would show
+    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|~~[^~\n]+~~"  # bold, underline, strikethrough
+    r"|\*(?!\s)[^*\n]+(?<!\s)\*"  # italic (not a lone "*" between spaces, as in 2 * 3)
+)
 _INLINE = re.compile(
     r"(`+)[^`\n]+\1(?!`)"  # inline code, also a one-line ```snippet```
     r"|\[[^\]\n]*\]\([^)\s]*\)"  # a markdown link
     r"|<a?:\w+:\d+>"  # a custom emoji
     r"|<(?:@[!&]?|#)\d+>"  # a user, role or channel mention
     r"|https?://\S+"  # a bare URL
+    "|" + _EMPHASIS
 )
+_OPEN_EMPHASIS = regex.compile(_EMPHASIS)
+_EMPHASIS_MARK = re.compile(r"\|\||\*|__|~~")
 _CLUSTER = regex.compile(r"\X")
 
 
@@ -92,10 +101,16 @@ class Splitter:
         self.last_start = 0
         """Where, in `text`, the last piece's own text begins."""
 
-    def pieces(self, floor: int = 0) -> list[str]:
-        """Cut the text; the first cut falls at `floor` or later (text already shown)."""
-        text, out, pos, prefix = self.text, [], 0, ""
-        while len(prefix) + len(text) - pos > self.limit:
+    def pieces(self, floor: int = 0, most: int | None = None) -> list[str]:
+        """Cut the text; the first cut falls at `floor` or later (text already shown).
+
+        With `most`, cutting stops once `most - 1` pieces are cut: the last piece is all the
+        rest, uncut, for a reader that can take no more messages (the answer's ceiling) and
+        must not pay for cutting text it will never post.
+        """
+        text, pos, prefix = self.text, 0, ""
+        out: list[str] = []
+        while len(prefix) + len(text) - pos > self.limit and (most is None or len(out) + 1 < most):
             end, reopen = self._cut(pos, prefix, max(floor, pos + 1))
             if end <= pos:  # no room left after a reopened fence: cut the text itself
                 end, reopen = self._boundary(pos, pos + self.limit, pos + 1), None
@@ -143,7 +158,7 @@ class Splitter:
                 cut = at + len(separator)
                 inside = self._span_at(at)
                 fits = inside is None and cut > pos and self._is_boundary(pos, cut)
-                if fits and (separator != " " or not self._makes_fence(cut)):
+                if fits and (separator != " " or not self._makes_fence(pos, cut)):
                     return cut
                 at = text.rfind(separator, pos, inside.start if inside else at)
         return end if exact_end else self._boundary(pos, end, floor)
@@ -158,13 +173,19 @@ class Splitter:
             return at + 1
         return self._boundary(pos, budget_end, max(floor, body))
 
-    def _makes_fence(self, cut: int) -> bool:
-        """Would a cut inside a line leave a part that reads as a fence line on its own?"""
+    def _makes_fence(self, pos: int, cut: int) -> bool:
+        """Would a cut inside a line leave a part that reads as a fence line on its own?
+
+        Only the parts the two messages show are read (the line from `pos`, and at most a
+        message's length after the cut): a line as long as the whole text costs no more.
+        """
         text = self.text
-        line_start = text.rfind("\n", 0, cut) + 1
-        line_end = text.find("\n", cut)
-        after = text[cut : len(text) if line_end < 0 else line_end]
-        return fence_line(text[line_start:cut]) is not None or fence_line(after) is not None
+        line_start = text.rfind("\n", pos, cut) + 1
+        reach = min(len(text), cut + self.limit)
+        line_end = text.find("\n", cut, reach)
+        after = text[cut : reach if line_end < 0 else line_end]
+        before = text[max(pos, line_start) : cut]
+        return fence_line(before) is not None or fence_line(after) is not None
 
     def _boundary(self, pos: int, end: int, floor: int) -> int:
         """The last grapheme-cluster boundary at or before `end` (and after `pos`)."""
@@ -191,108 +212,6 @@ class Splitter:
         return False
 
 
-SOFT_LIMIT = 1000
-"""In messages mode a line end is enough to flush once this much text is waiting."""
-
-
-@dataclass
-class Segmenter:
-    """Turns streamed text into messages, each sent once, at safe boundaries.
-
-    A segment ends at a paragraph end or a closing code fence, or at a line end once
-    `SOFT_LIMIT` characters wait, or wherever `split_message` cuts when a message would grow
-    past `MESSAGE_LIMIT`. Each line is inspected once and the held text is cut once per feed, so
-    feeding is linear in the length of the answer.
-    """
-
-    limit: int = MESSAGE_LIMIT
-    soft_limit: int = SOFT_LIMIT
-    _buffer: str = ""
-    _scanned: int = 0
-    _in_code: bool = False
-    _mid_line: bool = False
-    """The held text starts inside a line (after a cut): that line is no fence."""
-
-    def feed(self, text: str) -> list[str]:
-        """Add text; return the segments that are now complete."""
-        self._buffer += text
-        ready: list[str] = []
-        if "\n" in text:
-            ready += self._scan_lines()
-        if len(self._buffer) > self.limit:
-            ready += self._overflow()
-        return ready
-
-    def finish(self) -> list[str]:
-        """Everything still held, an unclosed code block closed so it renders.
-
-        The last line has no newline after it, yet it may be the closing fence (models usually
-        end that way): it is read like every other line before deciding the block is open.
-        """
-        rest, self._buffer = self._buffer, ""
-        last_line = rest[rest.rfind("\n") + 1 :]
-        closes = not (self._mid_line and "\n" not in rest) and fence_line(last_line) is not None
-        if self._in_code and not closes and rest.strip():
-            rest = rest.rstrip("\n") + "\n" + self._closing(rest)
-        self._reset_scan()
-        return split_message(rest, self.limit) if rest.strip() else []
-
-    def drop(self) -> None:
-        """Forget what is held (the pass was abandoned)."""
-        self._buffer = ""
-        self._reset_scan()
-
-    def _closing(self, held: str) -> str:
-        for line in held.splitlines():
-            if (fence := fence_line(line)) is not None:
-                return fence.closing
-        return "```"
-
-    def _reset_scan(self) -> None:
-        self._scanned = 0
-        self._in_code = self._mid_line = False
-
-    def _scan_lines(self) -> list[str]:
-        """Read the complete lines not read yet; cut the buffer once, after the last release."""
-        buffer, released, ready = self._buffer, 0, []
-        while (newline := buffer.find("\n", self._scanned)) >= 0:
-            line = buffer[self._scanned : newline]
-            end = self._scanned = newline + 1
-            if self._mid_line:
-                self._mid_line = False
-                continue
-            if fence_line(line) is not None:
-                self._in_code = not self._in_code
-                if not self._in_code:
-                    ready += self._release(buffer[released:end])
-                    released = end
-                continue
-            if self._in_code:
-                continue
-            paragraph_end = not line.strip() and buffer[released:end].strip()
-            if paragraph_end or end - released >= self.soft_limit:
-                ready += self._release(buffer[released:end])
-                released = end
-        if released:
-            self._buffer = buffer[released:]
-            self._scanned -= released
-        return ready
-
-    def _release(self, head: str) -> list[str]:
-        return split_message(head, self.limit) if head.strip() else []
-
-    def _overflow(self) -> list[str]:
-        """The waiting text would not fit one message: send all but its tail."""
-        splitter = Splitter(self._buffer, self.limit)
-        pieces = splitter.pieces()
-        self._buffer = pieces[-1]
-        start = splitter.last_start
-        self._in_code = bool(splitter.reopened)  # the tail goes on with a split code block
-        self._scanned = len(splitter.reopened)
-        self._mid_line = not self._in_code and start > 0 and splitter.text[start - 1] != "\n"
-        return [piece for piece in pieces[:-1] if piece.strip()]
-
-
 def stable_end(text: str, floor: int = 0) -> int:
     """How much of a growing `text` can be shown now without a protected span straddling it.
 
@@ -300,6 +219,11 @@ def stable_end(text: str, floor: int = 0) -> int:
     turn into a URL, mention, emoji, link or inline code: in the last word, from where such a
     span could begin (a word of plain prose or CJK text is shown at once), and on the last
     line an unclosed link label or backtick run. The next chunk (or the answer's end) decides.
+    A last character that is not ASCII is held with its grapheme cluster, which more text may
+    extend (a half emoji sequence ending in a joiner would show for an edit interval).
+    Inside a code block it holds the unfinished line: a message that grows only can then always
+    end at a line end, so a code block longer than one message is never cut inside a line
+    (a line longer than a message is shown anyway: it must be cut somewhere).
     """
     line_start = text.rfind("\n") + 1
     line = text[line_start:]
@@ -311,9 +235,47 @@ def stable_end(text: str, floor: int = 0) -> int:
     bracket = line.rfind("[")
     if bracket >= 0 and ")" not in line[bracket:]:
         held.append(line_start + bracket)
+    if (emphasis := _open_emphasis(line)) is not None:
+        held.append(line_start + emphasis)
     if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
         held.append(line_start)
+    elif len(line) <= MESSAGE_LIMIT and unclosed_fence(text[:line_start]) is not None:
+        held.append(line_start)  # a code line: a cut may only fall at its end
+    if line and line[-1] >= "\x7f":  # a ZWJ, a lone flag letter, an emoji a skin tone may follow
+        held.append(_last_cluster(text))
+    at = min(held) - line_start
+    if at < len(line):  # what is held may begin inside a span (the "http" of a link): hold it all
+        for span in _INLINE.finditer(line, max(0, at - HARD_LIMIT)):
+            if span.end() > at:
+                held.append(line_start + min(at, span.start()))
+                break
     return max(floor, min(held))
+
+
+def _last_cluster(text: str) -> int:
+    """Where the last grapheme cluster begins: more text may still extend it."""
+    start = len(text)
+    for cluster in _CLUSTER.finditer(text, max(0, len(text) - 64)):
+        start = cluster.start()
+    return start
+
+
+def _open_emphasis(line: str) -> int | None:
+    """Where in `line` a spoiler or emphasis begins that more text could still close.
+
+    Only the last `HARD_LIMIT` characters are read: a span begun before them is longer than a
+    message and would be cut anyway. A mark inside a span already closed begins nothing.
+    """
+    closed_until = max(0, len(line) - HARD_LIMIT)
+    for mark in _EMPHASIS_MARK.finditer(line, closed_until):
+        if mark.start() < closed_until:
+            continue
+        span = _OPEN_EMPHASIS.match(line, mark.start(), partial=True)
+        if span is not None and span.partial:
+            return mark.start()
+        if span is not None:
+            closed_until = span.end()
+    return None
 
 
 _URL_STARTS = ("h", "ht", "htt")

@@ -29,11 +29,12 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.chunking import MESSAGE_LIMIT, Segmenter, Splitter, stable_end
+from tomori.chunking import MESSAGE_LIMIT, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DeliveredMessage, DestinationUnreachable
 from tomori.fences import fence_line, unclosed_fence
+from tomori.segmenter import Segmenter
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class DiscordStreamWriter:
             self._pending.append(text)
             self._ensure_sender()
             return
+        self._segmenter.wanted = self._room + 1  # the messages left, and one to see more follows
         self._queue(self._segmenter.feed(text))
         if self._cut:
             raise AnswerCut
@@ -228,7 +230,10 @@ class DiscordStreamWriter:
         ever moves out of a message the user is reading.
         """
         shown = len(self._growing_text) if self._growing_id is not None else 0
-        pieces = Splitter(self._growing_text + addition).pieces(floor=shown)
+        # cut no more than the ceiling lets out (the current message, the new ones, and one
+        # to see that more follows: the rest, past the ceiling, is never cut)
+        most = self._room + 3
+        pieces = Splitter(self._growing_text + addition).pieces(floor=shown, most=most)
         for index, piece in enumerate(pieces):
             if index > 0:  # the message before this piece is full: it is final now
                 self._delivered.append(self._growing_text)
