@@ -14,7 +14,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["stream_once_bench.py", "providers_bench.py", "delivery_bench.py", "cog_bench.py"]
+SCRIPTS = [
+    "stream_once_bench.py",
+    "providers_bench.py",
+    "delivery_bench.py",
+    "splitting_bench.py",
+    "cog_bench.py",
+]
 
 
 def machine() -> str:
