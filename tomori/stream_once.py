@@ -20,7 +20,7 @@ import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tomori.config import Settings
@@ -56,7 +56,8 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
-    delivery_ran_out: bool = False
+    answered: bool = False
+    """The model wrote visible text: whether Discord took it is another matter."""
 
 
 async def stream_once(
@@ -103,7 +104,6 @@ async def stream_once(
         )
         if ctx.metrics is not None:
             ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
-        state.delivery_ran_out = True
         writer.abandon()
         finishing.cancel()
 
@@ -125,7 +125,7 @@ async def stream_once(
             channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
         )
         if generation.done() and (not generation.cancelled() or not kill.reasons):
-            return _answered(generation.result(), state)  # (or a cancellation not ours)
+            return generation.result()  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
@@ -245,7 +245,8 @@ async def _generate(
     await writer.finish()
     if state.tool_calls:
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
-    status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
+    # empty is what the model wrote, not what Discord took: a refused send is no empty answer
+    status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
 
 
@@ -254,6 +255,7 @@ def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) 
     if captured:
         state.details.append(captured)
     if visible:
+        state.answered = True
         writer.feed(visible)
 
 
@@ -275,14 +277,3 @@ def _partial(
         usage=state.usage,
         data=data,
     )
-
-
-def _answered(result: StreamResult, state: _PassState) -> StreamResult:
-    """The pass's outcome; an answer that Discord never took is not an empty answer.
-
-    Another model would meet the same Discord, and the user should not be told the model said
-    nothing: the turn ends there, with the log line the delivery bound wrote.
-    """
-    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
-        return replace(result, status=StreamStatus.COMPLETED)
-    return result
