@@ -92,8 +92,9 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 class Splitter:
     """One text's cuts; `pieces()` runs them, and says afterwards where the last piece stands."""
 
-    def __init__(self, text: str, limit: int = MESSAGE_LIMIT) -> None:
-        self.text, self.limit = text, limit
+    def __init__(self, text: str, limit: int = MESSAGE_LIMIT, hard: int = HARD_LIMIT) -> None:
+        self.text, self.limit, self.hard = text, limit, hard
+        """`hard`: how long a piece may grow to keep a protected span whole."""
         self._spans = protected_spans(text)
         self._starts = [span.start for span in self._spans]
         self.reopened = ""
@@ -143,7 +144,7 @@ class Splitter:
             return self._free_cut(pos, span.start, floor, exact_end=True), None
         if span is not None and span.fence is not None:
             return self._code_cut(pos, prefix, span, floor), span
-        if span is not None and span.end - pos + len(prefix) <= HARD_LIMIT:
+        if span is not None and span.end - pos + len(prefix) <= self.hard:
             return span.end, None  # a span that fits one message stays whole
         if span is not None:
             return self._boundary(pos, target, floor), None  # a span longer than any message

@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.chunking import MESSAGE_LIMIT, Splitter, stable_end
+from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DeliveredMessage, DestinationUnreachable
@@ -40,7 +40,22 @@ log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAITS = 5
 CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
-"""Fits in the room between the 1950 target and Discord's 2000 limit."""
+
+
+def with_cut_note(text: str, shown: int = 0) -> str:
+    """The last message of a cut answer: as much of `text` as fits with `CUT_NOTE` after it.
+
+    The one rule both modes end an answer by: the piece is cut with room left for the note, so
+    the message never goes past Discord's limit (a span kept whole may fill a message up to
+    it). The cut never falls before `shown` (edit mode's message already shows that much); if
+    that alone leaves no room, the note is left out rather than the message refused.
+    """
+    room = HARD_LIMIT - len(CUT_NOTE)
+    head = text.rstrip()
+    if len(head) > room and shown < room:
+        cutter = Splitter(text, min(MESSAGE_LIMIT, room), hard=room)
+        head = cutter.pieces(floor=shown, most=2)[0].rstrip()
+    return head + CUT_NOTE if len(head) <= room else head
 
 
 class DeliveryRateLimited(Exception):
@@ -157,7 +172,7 @@ class DiscordStreamWriter:
             elif len(self._last) + len(segment) <= MESSAGE_LIMIT:
                 self._last += segment
             else:
-                self._pending.append(self._last.rstrip() + CUT_NOTE)
+                self._pending.append(with_cut_note(self._last + segment))
                 self._last, self._cut, self._room = "", True, 0
                 self._segmenter.drop()
         if self._pending:
@@ -243,7 +258,7 @@ class DiscordStreamWriter:
                     self._growing_text = piece
                     continue
                 if self._room <= 1 and index + 1 < len(pieces):  # the ceiling: end here
-                    piece = piece.rstrip() + CUT_NOTE
+                    piece = with_cut_note(piece)
                     self._cut = True
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
@@ -253,7 +268,7 @@ class DiscordStreamWriter:
                 self._growing_index = len(self._ctx.delivered) - 1
             else:
                 if self._room <= 0 and index + 1 < len(pieces):
-                    piece = piece + CUT_NOTE
+                    piece = with_cut_note(piece, shown=len(self._growing_text))
                     self._cut = True
                 if piece != self._growing_text:
                     if await self._call(self._edit, piece) is None:
