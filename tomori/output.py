@@ -110,6 +110,8 @@ class DiscordStreamWriter:
         self._room = max_messages - len(ctx.delivered)
         self._last = ""
         self._cut = False
+        self._started = False
+        """Visible text came: from then on `_room` counts this pass's own messages down."""
         # edit mode: the tail held back until it cannot become part of a protected span
         self._tail = ""
         self._final = False
@@ -119,6 +121,9 @@ class DiscordStreamWriter:
     def feed(self, text: str) -> None:
         if self._failure is not None:
             raise self._failure
+        if not self._started and text.strip():
+            self._started = True
+            self._cut = self._room <= 0  # an earlier pass of the turn filled the ceiling
         if self._cut:
             raise AnswerCut
         if self._delivery is Delivery.EDIT:
