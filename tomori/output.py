@@ -110,6 +110,8 @@ class DiscordStreamWriter:
         self._room = max_messages - len(ctx.delivered)
         self._last = ""
         self._cut = False
+        self._noted = False
+        """`cut` was called: `finish` ends the answer with `CUT_NOTE`."""
         self._started = False
         """Visible text came: from then on `_room` counts this pass's own messages down."""
         # edit mode: the tail held back until it cannot become part of a protected span
@@ -135,6 +137,9 @@ class DiscordStreamWriter:
         if self._cut:
             raise AnswerCut
 
+    def cut(self) -> None:
+        self._noted = not self._cut  # (a cut at the ceiling has its note already)
+
     async def finish(self) -> None:
         self._final = True
         if self._tail:
@@ -144,12 +149,28 @@ class DiscordStreamWriter:
             if self._last:
                 self._pending.append(self._last)
                 self._last = ""
+            if self._noted:
+                self._note_last_segment()
         if self._pending:
             self._ensure_sender()
         await self._wait_sender()
         if self._failure is not None:
             raise self._failure
         await self._close_growing_code()
+        if self._noted and self._delivery is Delivery.EDIT and self._growing_id is not None:
+            noted = with_cut_note(self._growing_text, shown=len(self._growing_text))
+            if noted != self._growing_text and await self._call(self._edit, noted) is not None:
+                self._growing_text = noted
+                self._record_growth()
+
+    def _note_last_segment(self) -> None:
+        """Messages mode, `cut`: the note ends the last message, or follows it if it is sent."""
+        for index in range(len(self._pending) - 1, -1, -1):
+            if self._pending[index].strip():
+                self._pending[index] = with_cut_note(self._pending[index])
+                return
+        if self._started and self._room > 0:
+            self._pending.append(CUT_NOTE.lstrip())
 
     async def _close_growing_code(self) -> None:
         """Edit mode: a code block the answer left open is closed, as messages mode does."""

@@ -16,6 +16,17 @@ from time import monotonic
 from tomori.delivery import StreamWriter
 from tomori.results import KillReason, StreamResult
 
+READ_PER_MESSAGE = 50_000
+"""What one pass may read from the provider per message its answer may fill (visible text and
+hidden reasoning together): 25 times a message, room for long reasoning. A model looping on
+text nobody sees never fills a message, and progress keeps its idle timer from firing: this
+bound ends it."""
+
+
+def most_read(max_messages: int) -> int:
+    """How many characters one pass may read from the provider before its answer is cut."""
+    return max_messages * READ_PER_MESSAGE
+
 
 class KillSwitch:
     """The pass's kill callback: records why, cancels the generation, wakes the waiter.
@@ -107,6 +118,9 @@ class BoundedDelivery:
 
     def feed(self, text: str) -> None:
         self._writer.feed(text)
+
+    def cut(self) -> None:
+        self._writer.cut()
 
     async def finish(self) -> None:
         finishing = asyncio.create_task(self._writer.finish(), name="tomori-generation-delivery")

@@ -29,7 +29,7 @@ from tomori.delivery import AnswerCut, StreamWriter
 from tomori.hidden import HiddenBlocks
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
-from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
+from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer, most_read
 from tomori.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -56,6 +56,8 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
+    read: int = 0
+    """Characters read from the provider, visible or hidden: bounded by `most_read`."""
     answered: bool = False
     """The model wrote visible text: whether Discord took it is another matter."""
 
@@ -115,7 +117,9 @@ async def stream_once(
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
     generation = asyncio.create_task(
-        _generate(provider, prepared, delivering, ctx, state),
+        _generate(
+            provider, prepared, delivering, ctx, state, most_read(settings.max_messages_per_answer)
+        ),
         name=f"tomori-generation-{channel_id}",
     )
     kill.generation = generation
@@ -216,8 +220,14 @@ async def _generate(
     writer: StreamWriter,
     ctx: StreamingContext,
     state: _PassState,
+    read_limit: int,
 ) -> StreamResult:
-    """Read the provider to its end and deliver its text: the generation task."""
+    """Read the provider to its end and deliver its text: the generation task.
+
+    A pass reads at most `read_limit` characters: past it the answer is cut as at the message
+    ceiling, since every event is progress and a model looping on hidden text would otherwise
+    hold the channel until /kill.
+    """
     progress = ctx.on_stream_progress or _no_progress_hook
     hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
     try:
@@ -225,8 +235,10 @@ async def _generate(
             async for event in events:
                 progress()
                 if type(event) is TextDelta:
+                    state.read += len(event.text)
                     _deliver(hidden.feed(event.text), writer, state)
                 elif type(event) is DetailsDelta:
+                    state.read += len(event.text)
                     state.details.append(event.text)
                 elif type(event) is ToolCallEvent:
                     state.tool_calls.append(event.call)
@@ -234,7 +246,12 @@ async def _generate(
                     state.usage = event.usage
                 elif type(event) is Finish:
                     state.finish = event
-        _deliver(hidden.finish(), writer, state)
+                if state.read > read_limit:
+                    _read_too_much(provider, ctx, read_limit)
+                    writer.cut()
+                    break
+            else:
+                _deliver(hidden.finish(), writer, state)
     except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
         log.warning("answer in channel %s cut at its message ceiling", ctx.channel_id)
         await writer.finish()
@@ -242,12 +259,25 @@ async def _generate(
     except ProviderError as error:
         await writer.finish()
         return _partial(StreamStatus.ERROR, writer, state, error)
+    if state.read > read_limit:  # cut: a tool call it made on the way is not run
+        await writer.finish()
+        status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
+        return _partial(status, writer, state, state.finish)
     await writer.finish()
     if state.tool_calls:
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
     # empty is what the model wrote, not what Discord took: a refused send is no empty answer
     status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
+
+
+def _read_too_much(provider: Provider, ctx: StreamingContext, read_limit: int) -> None:
+    log.warning(
+        "answer in channel %s cut: %s wrote more than %d characters in one pass",
+        ctx.channel_id,
+        provider.name,
+        read_limit,
+    )
 
 
 def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) -> None:
