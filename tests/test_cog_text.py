@@ -159,6 +159,27 @@ async def test_details_and_think_blocks_are_not_posted_in_either_mode(
     assert " ".join(shown).split() == expected.split()
 
 
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_lone_backtick_opens_no_inline_code_that_would_show_a_think_block(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    text = "Press the ` key. <think>secret plan</think> Answer.\n\nUse `<think>` tags."
+    reply = answer(text, pieces=9)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    assert " ".join(shown).split() == [
+        "Press",
+        "the",
+        "`",
+        "key.",
+        "Answer.",
+        "Use",
+        "`<think>`",
+        "tags.",
+    ]
+
+
 async def test_in_edit_mode_a_long_code_block_is_cut_only_at_line_ends(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
