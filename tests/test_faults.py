@@ -203,3 +203,16 @@ async def test_an_answer_discord_refused_is_not_reported_as_an_empty_answer(
     assert nc.discord.contents() == []
     assert "Empty Response" not in nc.discord.embeds()  # the model did answer
     await served_afterwards(nc, llm_server)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_text_held_back_when_the_connection_drops_is_still_shown(
+    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+) -> None:
+    nc = await open_bot(delivery=delivery, stream_edit_interval_ms=10)
+    written = "Run `npm i` to install it, or `yarn"  # the last run may still open inline code
+    llm_server.script(Reply(body=[sse(chunk(written)), drop()]))
+    nc.say(f"{nc.mention()} how?")
+    await nc.settled()
+    assert nc.discord.contents() == [written]
+    assert nc.discord.embeds() == ["Generation Error"]

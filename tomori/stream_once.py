@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,6 +257,8 @@ async def _generate(
         await writer.finish()
         return _partial(StreamStatus.COMPLETED, writer, state, state.finish)
     except ProviderError as error:
+        with suppress(AnswerCut):  # what the capture held is text the model wrote: it stays
+            _deliver(hidden.finish(), writer, state)
         await writer.finish()
         return _partial(StreamStatus.ERROR, writer, state, error)
     if state.read > read_limit:  # cut: a tool call it made on the way is not run
