@@ -7,10 +7,11 @@ import pytest
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
+from tomori.ceiling import CUT_NOTE
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DestinationUnreachable
-from tomori.output import CUT_NOTE, DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+from tomori.output import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
 

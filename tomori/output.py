@@ -29,7 +29,8 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, stable_end
+from tomori.ceiling import CUT_NOTE, with_cut_note
+from tomori.chunking import MESSAGE_LIMIT, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DeliveredMessage, DestinationUnreachable
@@ -39,23 +40,6 @@ from tomori.segmenter import Segmenter
 log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAITS = 5
-CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
-
-
-def with_cut_note(text: str, shown: int = 0) -> str:
-    """The last message of a cut answer: as much of `text` as fits with `CUT_NOTE` after it.
-
-    The one rule both modes end an answer by: the piece is cut with room left for the note, so
-    the message never goes past Discord's limit (a span kept whole may fill a message up to
-    it). The cut never falls before `shown` (edit mode's message already shows that much); if
-    that alone leaves no room, the note is left out rather than the message refused.
-    """
-    room = HARD_LIMIT - len(CUT_NOTE)
-    head = text.rstrip()
-    if len(head) > room and shown < room:
-        cutter = Splitter(text, min(MESSAGE_LIMIT, room), hard=room)
-        head = cutter.pieces(floor=shown, most=2)[0].rstrip()
-    return head + CUT_NOTE if len(head) <= room else head
 
 
 class DeliveryRateLimited(Exception):

@@ -16,17 +16,6 @@ from time import monotonic
 from tomori.delivery import StreamWriter
 from tomori.results import KillReason, StreamResult
 
-READ_PER_MESSAGE = 50_000
-"""What one pass may read from the provider per message its answer may fill (visible text and
-hidden reasoning together): 25 times a message, room for long reasoning. A model looping on
-text nobody sees never fills a message, and progress keeps its idle timer from firing: this
-bound ends it."""
-
-
-def most_read(max_messages: int) -> int:
-    """How many characters one pass may read from the provider before its answer is cut."""
-    return max_messages * READ_PER_MESSAGE
-
 
 class KillSwitch:
     """The pass's kill callback: records why, cancels the generation, wakes the waiter.

@@ -23,13 +23,14 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from tomori.ceiling import most_read
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, StreamWriter
 from tomori.hidden import HiddenBlocks
 from tomori.locks import ChannelLocks
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
-from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer, most_read
+from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
 from tomori.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
