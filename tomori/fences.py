@@ -1,4 +1,4 @@
-"""The one rule for what a code fence line is, shared by every part that reads markdown.
+"""The one rule for code fences and inline code, shared by every part that reads markdown.
 
 The segmenter, the splitter and the hidden-block capture must agree on where code starts and
 ends, or one of them wraps prose in code blocks or hides a tag the user should see. A fence
