@@ -227,3 +227,11 @@ def test_a_grapheme_cluster_that_may_go_on_is_held_in_a_growing_message() -> Non
     assert stable_end("Hi \U0001f469\u200d") == 3
     assert stable_end("a flag \U0001f1ef") == 7
     assert stable_end("plain text") == len("plain text")
+
+
+def test_edit_mode_holds_inline_code_by_the_same_rule_as_the_capture() -> None:
+    # a lone backtick holds only from itself: the line before it can be shown
+    assert stable_end("Press the ` key. Then more words") == len("Press the ")
+    # a closed one-line snippet is inline code, not a fence still being written
+    assert stable_end("```npm i``` installs it and more") == len("```npm i``` installs it and more")
+    assert stable_end("```py") == 0  # a fence line: held until its line ends

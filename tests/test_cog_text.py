@@ -121,6 +121,28 @@ async def test_a_model_that_never_stops_is_cut_at_the_message_ceiling(
 
 
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_model_looping_on_hidden_reasoning_is_cut_like_at_the_ceiling(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    settings = settings_for(
+        tmp_path, max_messages_per_answer=1, delivery=delivery, stream_edit_interval_ms=10
+    )
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    loop = looping("and yet I must think about it once more. " * 10, gap=0.001)
+    llm_server.script(Reply(body=[sse(chunk("Let me see.\n\n<think>")), *loop.body]))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == [
+        "Let me see.\n\n-# (The answer was cut here: it was too long.)"
+    ]
+    assert nc.discord.embeds() == []  # no timeout or error notice
+    connection = llm_server.requests[0].connection
+    assert connection is not None
+    await asyncio.wait_for(connection.closed.wait(), 5)
+    assert connection.closed_by_client
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_details_and_think_blocks_are_not_posted_in_either_mode(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
 ) -> None:
@@ -134,6 +156,19 @@ async def test_details_and_think_blocks_are_not_posted_in_either_mode(
         tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
     )
     expected = "The answer is 4. Use `<details>` to fold text."
+    assert " ".join(shown).split() == expected.split()
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_lone_backtick_opens_no_inline_code_that_would_show_a_think_block(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    text = "Press the ` key. <think>secret plan</think> Answer.\n\nUse `<think>` tags."
+    reply = answer(text, pieces=9)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    expected = "Press the ` key. Answer. Use `<think>` tags."
     assert " ".join(shown).split() == expected.split()
 
 

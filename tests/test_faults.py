@@ -188,3 +188,31 @@ async def test_a_typing_indicator_lost_to_a_connection_error_does_not_touch_the_
     assert nc.discord.embeds() == []
     assert any("typing indicator stopped" in r.getMessage() for r in caplog.records)
     assert not any("never retrieved" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_an_answer_discord_refused_is_not_reported_as_an_empty_answer(
+    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+) -> None:
+    nc = await open_bot(delivery=delivery, stream_edit_interval_ms=10)
+    refused = discord_error(nextcord.HTTPException, 400, 50035, "Invalid Form Body")
+    nc.discord.fail_sends = lambda body: refused if body.get("content") else None
+    llm_server.script(answer("A fine answer.\n\nIn two parts."))
+    nc.say(f"{nc.mention()} talk")
+    await nc.settled()
+    assert nc.discord.contents() == []
+    assert "Empty Response" not in nc.discord.embeds()  # the model did answer
+    await served_afterwards(nc, llm_server)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_text_held_back_when_the_connection_drops_is_still_shown(
+    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+) -> None:
+    nc = await open_bot(delivery=delivery, stream_edit_interval_ms=10)
+    written = "Run `npm i` to install it, or `yarn"  # the last run may still open inline code
+    llm_server.script(Reply(body=[sse(chunk(written)), drop()]))
+    nc.say(f"{nc.mention()} how?")
+    await nc.settled()
+    assert nc.discord.contents() == [written]
+    assert nc.discord.embeds() == ["Generation Error"]

@@ -7,10 +7,11 @@ import pytest
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
+from tomori.ceiling import CUT_NOTE
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, DestinationUnreachable
-from tomori.output import CUT_NOTE, DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+from tomori.output import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
 
@@ -163,3 +164,22 @@ async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
     assert port.channel_text == [f"Hi {family} and \U0001f1ef\U0001f1f5!"]
     for call in port.calls:
         assert not call.content.endswith(("\u200d", "\U0001f1ef")), call.content
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_the_cut_note_always_fits_the_last_message(delivery: Delivery) -> None:
+    port = RecordingPort()
+    writer = DiscordStreamWriter(
+        port, context(), delivery=delivery, edit_interval_s=0, max_messages=1
+    )
+    text = "https://example.com/" + "p" * 1_970 + "\n\n" + "more words " * 300
+    with contextlib.suppress(AnswerCut):
+        await stream(writer, text, step=50, pause=0.001)
+    await writer.finish()
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(final) == 1
+    assert all(len(message) <= 2_000 for message in final), [len(m) for m in final]
+    shown = final[0].removesuffix(CUT_NOTE)
+    assert shown != final[0]  # the note is there
+    assert shown.strip()  # with the answer's text before it
+    assert text.startswith(shown)

@@ -20,13 +20,14 @@ from hypothesis import strategies as st
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
+from tomori.ceiling import CUT_NOTE
 from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, protected_spans
 from tomori.config import Delivery
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut
 from tomori.fences import fence_line
 from tomori.hidden import HiddenBlocks
-from tomori.output import CUT_NOTE, DiscordStreamWriter
+from tomori.output import DiscordStreamWriter
 
 TOKENS = [
     "```",

@@ -167,6 +167,23 @@ class FlakyTool:
         return Tool("weather", "The weather", {"type": "object", "properties": {}}, self.run)
 
 
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_the_message_ceiling_counts_every_pass_of_the_turn(
+    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+) -> None:
+    nc = await open_bot(max_messages_per_answer=2, delivery=delivery, stream_edit_interval_ms=10)
+    long = "word " * 300
+    llm_server.script(
+        tool_call("current_time", "{}", text=f"{long}\n\n{long}\n\n"),
+        answer("A third message would pass the ceiling."),
+    )
+    nc.say(f"{nc.mention()} what time is it?")
+    await nc.settled()
+    shown = nc.discord.contents()
+    assert len(shown) == 2
+    assert "third" not in " ".join(shown)
+
+
 async def test_five_tool_failures_in_a_row_end_the_turn_with_a_notice(
     open_bot: Any, llm_server: LLMServer
 ) -> None:

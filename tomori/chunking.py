@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import regex
 
-from tomori.fences import Fence, fence_line, unclosed_fence
+from tomori.fences import Fence, fence_line, inline_code, unclosed_fence
 
 MESSAGE_LIMIT = 1950
 HARD_LIMIT = 2000
@@ -33,9 +33,8 @@ _EMPHASIS = (
     r"|\*\*[^*\n]+\*\*|__[^_\n]+__|~~[^~\n]+~~"  # bold, underline, strikethrough
     r"|\*(?!\s)[^*\n]+(?<!\s)\*"  # italic (not a lone "*" between spaces, as in 2 * 3)
 )
-_INLINE = re.compile(
-    r"(`+)[^`\n]+\1(?!`)"  # inline code, also a one-line ```snippet```
-    r"|\[[^\]\n]*\]\([^)\s]*\)"  # a markdown link
+_INLINE = re.compile(  # inline code is read by fences.inline_code, as the capture reads it
+    r"\[[^\]\n]*\]\([^)\s]*\)"  # a markdown link
     r"|<a?:\w+:\d+>"  # a custom emoji
     r"|<(?:@[!&]?|#)\d+>"  # a user, role or channel mention
     r"|https?://\S+"  # a bare URL
@@ -81,7 +80,29 @@ def protected_spans(text: str) -> list[Span]:
 
 
 def _inline_spans(text: str, start: int, end: int, spans: list[Span]) -> None:
-    spans.extend(Span(*match.span()) for match in _INLINE.finditer(text, start, end))
+    spans.extend(Span(*found) for found in _inline_found(text, start, end))
+
+
+def _inline_found(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The inline spans in `text[start:end]` (prose), in order; of two that overlap, the one
+    that begins first is kept, as markdown reads them."""
+    found = [match.span() for match in _INLINE.finditer(text, start, end)]
+    line_start = start
+    while line_start <= end:
+        newline = text.find("\n", line_start, end)
+        line_end = end if newline < 0 else newline
+        line = text[line_start:line_end]
+        if "`" in line:  # inline code, also a one-line ```snippet```
+            found += [(line_start + a, line_start + b) for a, b in inline_code(line)[0]]
+        if newline < 0:
+            break
+        line_start = newline + 1
+    found.sort()
+    kept: list[tuple[int, int]] = []
+    for span in found:
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
 
 
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
@@ -92,8 +113,9 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 class Splitter:
     """One text's cuts; `pieces()` runs them, and says afterwards where the last piece stands."""
 
-    def __init__(self, text: str, limit: int = MESSAGE_LIMIT) -> None:
-        self.text, self.limit = text, limit
+    def __init__(self, text: str, limit: int = MESSAGE_LIMIT, hard: int = HARD_LIMIT) -> None:
+        self.text, self.limit, self.hard = text, limit, hard
+        """`hard`: how long a piece may grow to keep a protected span whole."""
         self._spans = protected_spans(text)
         self._starts = [span.start for span in self._spans]
         self.reopened = ""
@@ -143,7 +165,7 @@ class Splitter:
             return self._free_cut(pos, span.start, floor, exact_end=True), None
         if span is not None and span.fence is not None:
             return self._code_cut(pos, prefix, span, floor), span
-        if span is not None and span.end - pos + len(prefix) <= HARD_LIMIT:
+        if span is not None and span.end - pos + len(prefix) <= self.hard:
             return span.end, None  # a span that fits one message stays whole
         if span is not None:
             return self._boundary(pos, target, floor), None  # a span longer than any message
@@ -237,7 +259,10 @@ def stable_end(text: str, floor: int = 0) -> int:
         held.append(line_start + bracket)
     if (emphasis := _open_emphasis(line)) is not None:
         held.append(line_start + emphasis)
-    if line.count("`") % 2 or line.lstrip().startswith("```"):  # inline code or a fence
+    unclosed_code = inline_code(line)[1]
+    if unclosed_code is not None:  # inline code more text on the line may close
+        held.append(line_start + unclosed_code)
+    if fence_line(line) is not None:
         held.append(line_start)
     elif len(line) <= MESSAGE_LIMIT and unclosed_fence(text[:line_start]) is not None:
         held.append(line_start)  # a code line: a cut may only fall at its end
@@ -245,9 +270,9 @@ def stable_end(text: str, floor: int = 0) -> int:
         held.append(_last_cluster(text))
     at = min(held) - line_start
     if at < len(line):  # what is held may begin inside a span (the "http" of a link): hold it all
-        for span in _INLINE.finditer(line, max(0, at - HARD_LIMIT)):
-            if span.end() > at:
-                held.append(line_start + min(at, span.start()))
+        for span_start, span_end in _inline_found(line, max(0, at - HARD_LIMIT), len(line)):
+            if span_end > at:
+                held.append(line_start + min(at, span_start))
                 break
     return max(floor, min(held))
 

@@ -31,6 +31,14 @@ class StreamWriter(Protocol):
         """
         ...
 
+    def cut(self) -> None:
+        """The answer ends here though the model went on: `finish` ends it with a note saying so.
+
+        Called when a pass read more than one answer may hold; the note goes on the answer's
+        last message, or alone when that one is already sent, if anything was shown at all.
+        """
+        ...
+
     async def finish(self) -> None:
         """Deliver everything fed so far and wait until it is in the channel."""
         ...

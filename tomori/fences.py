@@ -1,4 +1,4 @@
-"""The one rule for what a code fence line is, shared by every part that reads markdown.
+"""The one rule for code fences and inline code, shared by every part that reads markdown.
 
 The segmenter, the splitter and the hidden-block capture must agree on where code starts and
 ends, or one of them wraps prose in code blocks or hides a tag the user should see. A fence
@@ -55,3 +55,38 @@ def unclosed_fence(text: str) -> Fence | None:
         if fence is not None:
             open_fence = fence if open_fence is None else None
     return open_fence
+
+
+_TICK_RUN = re.compile(r"`+")
+
+
+def closing_run(text: str, start: int, ticks: int, stop: int) -> int | None:
+    """Where inline code opened by a run of `ticks` backticks ends: after the next run of
+    exactly as many in `text[start:stop]` (the rest of its line), or None if there is none.
+
+    The one inline-code rule, as in CommonMark and Discord: a run of backticks opens inline
+    code that the next run of the same length closes, and a line end ends the search; a run
+    nothing closes is a plain backtick, and the text after it is prose. The capture, the
+    splitter and edit mode's hold all read inline code by it.
+    """
+    for run in _TICK_RUN.finditer(text, start, stop):
+        if run.end() - run.start() == ticks:
+            return run.end()
+    return None
+
+
+def inline_code(line: str) -> tuple[list[tuple[int, int]], int | None]:
+    """The inline code spans of `line` (no newline in it), and where its first run that
+    nothing closes begins (more text on the line could still close it), if any."""
+    spans: list[tuple[int, int]] = []
+    unclosed: int | None = None
+    at = 0
+    while (run := _TICK_RUN.search(line, at)) is not None:
+        end = closing_run(line, run.end(), run.end() - run.start(), len(line))
+        if end is None:
+            unclosed = run.start() if unclosed is None else unclosed
+            at = run.end()
+        else:
+            spans.append((run.start(), end))
+            at = end
+    return spans, unclosed

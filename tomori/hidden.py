@@ -7,8 +7,9 @@ arrives split across chunks (a possible tag at the end of a chunk is held until 
 
 Only tags in prose count. A tag inside a code block or inline code (a model explaining HTML)
 is content and is posted as written, so this reads fences by the same `fence_line` rule as the
-splitter, and inline code by backtick runs (a run opens inline code, the next run of the same
-length closes it, a line end ends it). Tags are case-insensitive and may carry attributes; a
+splitter, and inline code by `closing_run`, the splitter's rule too (a run opens inline code
+when the next run of the same length on its line closes it; until the line shows whether one
+does, the text from the run is held). Tags are case-insensitive and may carry attributes; a
 block may hold a `<summary>` or nested blocks of its kind.
 
 A block still open when the answer ends: `<think>` stays hidden (a reasoning model cut off by
@@ -22,14 +23,17 @@ from __future__ import annotations
 
 import re
 
-from tomori.fences import fence_line
+from tomori.fences import closing_run, fence_line
 
 _NAMES = ("details", "think")
 _HIDE_UNCLOSED = {"details": False, "think": True}
 _OPENING = re.compile(r"<(details|think)(?:[ \t\n][^<>]*)?>", re.IGNORECASE)
 _TAG = {name: re.compile(rf"<(/?){name}(?:[ \t\n][^<>]*)?>", re.IGNORECASE) for name in _NAMES}
 _INTERESTING = re.compile(r"[`<\n]")
+_TICKS = re.compile(r"`+")
 _LONGEST_TAG = 256
+_LONGEST_CODE = 2000
+"""Inline code not closed within a message's length is taken as plain backticks."""
 """A `<details ...` still without its `>` after this many characters is not a tag."""
 
 
@@ -55,7 +59,6 @@ class HiddenBlocks:
         self._held = ""
         self._line: list[str] = []
         self._in_fence = False
-        self._open_ticks = 0
         self._block: str | None = None  # the name of the block being captured
         self._depth = 0
         self._raw: list[str] = []  # the open block's text, tags included
@@ -98,15 +101,12 @@ class HiddenBlocks:
                 self._end_line(visible)
                 at = where + 1
             elif char == "`":
-                end = where
-                while end < len(text) and text[end] == "`":
-                    end += 1
-                if end == len(text) and not final:
+                end = self._code(text, where, final=final)
+                if end < 0:
                     self._take(text, at, where, visible)
-                    self._held = text[where:]  # the run may go on in the next chunk
+                    self._held = text[where:]  # the run, or the code it opens, goes on
                     break
                 self._take(text, at, end, visible)
-                self._ticks(end - where)
                 at = end
             else:
                 self._take(text, at, where, visible)
@@ -129,21 +129,31 @@ class HiddenBlocks:
     def _end_line(self, visible: list[str]) -> None:
         if fence_line("".join(self._line)) is not None:
             self._in_fence = not self._in_fence
-        self._line, self._open_ticks = [], 0
+        self._line = []
         if not self._skip_space:
             visible.append("\n")
 
-    def _ticks(self, run: int) -> None:
+    def _code(self, text: str, where: int, *, final: bool) -> int:
+        """At a backtick run: the end of the inline code it opens, or of the run itself when
+        nothing on its line closes it (a plain backtick: tags after it count); -1 while the
+        chunk ran out before that is decided."""
+        end = _TICKS.match(text, where)
+        assert end is not None
+        run_end = end.end()
         if self._in_fence:
-            return
-        if self._open_ticks == 0:
-            self._open_ticks = run
-        elif self._open_ticks == run:
-            self._open_ticks = 0
+            return run_end if run_end < len(text) or final else -1
+        line_end = text.find("\n", run_end)
+        stop = len(text) if line_end < 0 else line_end
+        close = closing_run(text, run_end, run_end - where, stop)
+        if close is not None and (close < len(text) or final):
+            return close
+        if (close is None and (line_end >= 0 or final)) or len(text) - where > _LONGEST_CODE:
+            return run_end
+        return -1  # the run, or the one that may close it, may go on in the next chunk
 
     def _maybe_open(self, text: str, where: int, visible: list[str], *, final: bool) -> int:
         """At a "<": open a block, hold a possible tag, or take it as text. -1: held."""
-        if self._in_fence or self._open_ticks:
+        if self._in_fence:
             self._take(text, where, where + 1, visible)
             return where + 1
         opening = _OPENING.match(text, where)

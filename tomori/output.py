@@ -29,6 +29,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
+from tomori.ceiling import CUT_NOTE, with_cut_note
 from tomori.chunking import MESSAGE_LIMIT, Splitter, stable_end
 from tomori.config import Delivery
 from tomori.context import StreamingContext
@@ -39,8 +40,6 @@ from tomori.segmenter import Segmenter
 log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAITS = 5
-CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
-"""Fits in the room between the 1950 target and Discord's 2000 limit."""
 
 
 class DeliveryRateLimited(Exception):
@@ -95,6 +94,10 @@ class DiscordStreamWriter:
         self._room = max_messages - len(ctx.delivered)
         self._last = ""
         self._cut = False
+        self._noted = False
+        """`cut` was called: `finish` ends the answer with `CUT_NOTE`."""
+        self._started = False
+        """Visible text came: from then on `_room` counts this pass's own messages down."""
         # edit mode: the tail held back until it cannot become part of a protected span
         self._tail = ""
         self._final = False
@@ -104,6 +107,9 @@ class DiscordStreamWriter:
     def feed(self, text: str) -> None:
         if self._failure is not None:
             raise self._failure
+        if not self._started and text.strip():
+            self._started = True
+            self._cut = self._room <= 0  # an earlier pass of the turn filled the ceiling
         if self._cut:
             raise AnswerCut
         if self._delivery is Delivery.EDIT:
@@ -115,6 +121,9 @@ class DiscordStreamWriter:
         if self._cut:
             raise AnswerCut
 
+    def cut(self) -> None:
+        self._noted = not self._cut  # (a cut at the ceiling has its note already)
+
     async def finish(self) -> None:
         self._final = True
         if self._tail:
@@ -124,12 +133,28 @@ class DiscordStreamWriter:
             if self._last:
                 self._pending.append(self._last)
                 self._last = ""
+            if self._noted:
+                self._note_last_segment()
         if self._pending:
             self._ensure_sender()
         await self._wait_sender()
         if self._failure is not None:
             raise self._failure
         await self._close_growing_code()
+        if self._noted and self._delivery is Delivery.EDIT and self._growing_id is not None:
+            noted = with_cut_note(self._growing_text, shown=len(self._growing_text))
+            if noted != self._growing_text and await self._call(self._edit, noted) is not None:
+                self._growing_text = noted
+                self._record_growth()
+
+    def _note_last_segment(self) -> None:
+        """Messages mode, `cut`: the note ends the last message, or follows it if it is sent."""
+        for index in range(len(self._pending) - 1, -1, -1):
+            if self._pending[index].strip():
+                self._pending[index] = with_cut_note(self._pending[index])
+                return
+        if self._started and self._room > 0:
+            self._pending.append(CUT_NOTE.lstrip())
 
     async def _close_growing_code(self) -> None:
         """Edit mode: a code block the answer left open is closed, as messages mode does."""
@@ -157,7 +182,7 @@ class DiscordStreamWriter:
             elif len(self._last) + len(segment) <= MESSAGE_LIMIT:
                 self._last += segment
             else:
-                self._pending.append(self._last.rstrip() + CUT_NOTE)
+                self._pending.append(with_cut_note(self._last + segment))
                 self._last, self._cut, self._room = "", True, 0
                 self._segmenter.drop()
         if self._pending:
@@ -243,7 +268,7 @@ class DiscordStreamWriter:
                     self._growing_text = piece
                     continue
                 if self._room <= 1 and index + 1 < len(pieces):  # the ceiling: end here
-                    piece = piece.rstrip() + CUT_NOTE
+                    piece = with_cut_note(piece)
                     self._cut = True
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
@@ -253,7 +278,7 @@ class DiscordStreamWriter:
                 self._growing_index = len(self._ctx.delivered) - 1
             else:
                 if self._room <= 0 and index + 1 < len(pieces):
-                    piece = piece + CUT_NOTE
+                    piece = with_cut_note(piece, shown=len(self._growing_text))
                     self._cut = True
                 if piece != self._growing_text:
                     if await self._call(self._edit, piece) is None:

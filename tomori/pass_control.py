@@ -108,6 +108,9 @@ class BoundedDelivery:
     def feed(self, text: str) -> None:
         self._writer.feed(text)
 
+    def cut(self) -> None:
+        self._writer.cut()
+
     async def finish(self) -> None:
         finishing = asyncio.create_task(self._writer.finish(), name="tomori-generation-delivery")
         self._bound(finishing)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, stable_end
-from tomori.fences import fence_line
+from tomori.fences import fence_line, unclosed_fence
 
 SOFT_LIMIT = 1000
 """In messages mode a line end is enough to flush once this much text is waiting."""
@@ -68,10 +68,8 @@ class Segmenter:
         self._reset_scan()
 
     def _closing(self, held: str) -> str:
-        for line in held.splitlines():
-            if (fence := fence_line(line)) is not None:
-                return fence.closing
-        return "```"
+        fence = unclosed_fence(held)
+        return "```" if fence is None else fence.closing
 
     def _reset_scan(self) -> None:
         self._scanned = 0

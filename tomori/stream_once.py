@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
+from tomori.ceiling import most_read
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, StreamWriter
@@ -56,7 +57,10 @@ class _PassState:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
-    delivery_ran_out: bool = False
+    read: int = 0
+    """Characters read from the provider, visible or hidden: bounded by `most_read`."""
+    answered: bool = False
+    """The model wrote visible text: whether Discord took it is another matter."""
 
 
 async def stream_once(
@@ -103,7 +107,6 @@ async def stream_once(
         )
         if ctx.metrics is not None:
             ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
-        state.delivery_ran_out = True
         writer.abandon()
         finishing.cancel()
 
@@ -115,7 +118,9 @@ async def stream_once(
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
     generation = asyncio.create_task(
-        _generate(provider, prepared, delivering, ctx, state),
+        _generate(
+            provider, prepared, delivering, ctx, state, most_read(settings.max_messages_per_answer)
+        ),
         name=f"tomori-generation-{channel_id}",
     )
     kill.generation = generation
@@ -125,7 +130,7 @@ async def stream_once(
             channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
         )
         if generation.done() and (not generation.cancelled() or not kill.reasons):
-            return _answered(generation.result(), state)  # (or a cancellation not ours)
+            return generation.result()  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
@@ -216,8 +221,14 @@ async def _generate(
     writer: StreamWriter,
     ctx: StreamingContext,
     state: _PassState,
+    read_limit: int,
 ) -> StreamResult:
-    """Read the provider to its end and deliver its text: the generation task."""
+    """Read the provider to its end and deliver its text: the generation task.
+
+    A pass reads at most `read_limit` characters: past it the answer is cut as at the message
+    ceiling, since every event is progress and a model looping on hidden text would otherwise
+    hold the channel until /kill.
+    """
     progress = ctx.on_stream_progress or _no_progress_hook
     hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
     try:
@@ -225,8 +236,10 @@ async def _generate(
             async for event in events:
                 progress()
                 if type(event) is TextDelta:
+                    state.read += len(event.text)
                     _deliver(hidden.feed(event.text), writer, state)
                 elif type(event) is DetailsDelta:
+                    state.read += len(event.text)
                     state.details.append(event.text)
                 elif type(event) is ToolCallEvent:
                     state.tool_calls.append(event.call)
@@ -234,19 +247,40 @@ async def _generate(
                     state.usage = event.usage
                 elif type(event) is Finish:
                     state.finish = event
-        _deliver(hidden.finish(), writer, state)
+                if state.read > read_limit:
+                    _read_too_much(provider, ctx, read_limit)
+                    writer.cut()
+                    break
+            else:
+                _deliver(hidden.finish(), writer, state)
     except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
         log.warning("answer in channel %s cut at its message ceiling", ctx.channel_id)
         await writer.finish()
         return _partial(StreamStatus.COMPLETED, writer, state, state.finish)
     except ProviderError as error:
+        with suppress(AnswerCut):  # what the capture held is text the model wrote: it stays
+            _deliver(hidden.finish(), writer, state)
         await writer.finish()
         return _partial(StreamStatus.ERROR, writer, state, error)
+    if state.read > read_limit:  # cut: a tool call it made on the way is not run
+        await writer.finish()
+        status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
+        return _partial(status, writer, state, state.finish)
     await writer.finish()
     if state.tool_calls:
         return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
-    status = StreamStatus.COMPLETED if writer.delivered_text else StreamStatus.EMPTY_RESPONSE
+    # empty is what the model wrote, not what Discord took: a refused send is no empty answer
+    status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
     return _partial(status, writer, state, state.finish)
+
+
+def _read_too_much(provider: Provider, ctx: StreamingContext, read_limit: int) -> None:
+    log.warning(
+        "answer in channel %s cut: %s wrote more than %d characters in one pass",
+        ctx.channel_id,
+        provider.name,
+        read_limit,
+    )
 
 
 def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) -> None:
@@ -254,6 +288,7 @@ def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) 
     if captured:
         state.details.append(captured)
     if visible:
+        state.answered = True
         writer.feed(visible)
 
 
@@ -275,14 +310,3 @@ def _partial(
         usage=state.usage,
         data=data,
     )
-
-
-def _answered(result: StreamResult, state: _PassState) -> StreamResult:
-    """The pass's outcome; an answer that Discord never took is not an empty answer.
-
-    Another model would meet the same Discord, and the user should not be told the model said
-    nothing: the turn ends there, with the log line the delivery bound wrote.
-    """
-    if state.delivery_ran_out and result.status is StreamStatus.EMPTY_RESPONSE:
-        return replace(result, status=StreamStatus.COMPLETED)
-    return result

@@ -56,6 +56,9 @@ class MemoryStreamWriter:
         self._buffer = [text[cut + 1 :]] if cut + 1 < len(text) else []
         self._ensure_sender()
 
+    def cut(self) -> None:
+        self._buffer.append("\n(cut)")
+
     async def finish(self) -> None:
         if self._buffer:
             self._pending.append("".join(self._buffer))
