@@ -12,6 +12,7 @@ from typing import Any
 
 from tomori.providers.base import JsonObject
 from tomori.tools import Tool, ToolContext, ToolFailure
+from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 
 LINK = re.compile(r"discord(?:app)?\.com/channels/(?:\d+|@me)/(\d+)/(\d+)")
@@ -39,7 +40,7 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
                 raise ToolFailure("the person asking cannot read that channel")
         try:
             message = await there.fetch_message(message_id)
-        except library.module.HTTPException:
+        except call_failures(library):
             raise ToolFailure("the bot cannot read that message (deleted, or no access)") from None
         return {
             "author": message.author.display_name,
