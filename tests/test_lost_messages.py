@@ -76,6 +76,31 @@ async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_mo
     assert len(llm_server.requests) == 1  # the stopped turn cost no model call
 
 
+async def test_a_queued_message_stopped_before_it_starts_shows_no_typing(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(nc.service._settings.db_path) == 1)
+    store = nc.service._store
+    locks = nc.service._locks
+    assert store is not None
+    assert locks is not None
+    async with store.transaction():
+        entry = locks._entries[str(CHANNEL_ID)]
+        await until(lambda: entry.released)  # the first turn's typing has stopped
+        typed = nc.discord.typing
+        kill = asyncio.create_task(nc.kill())
+        await until(lambda: len(store._lock._waiters or ()) == 2)
+    await kill
+    await nc.settled()
+    assert nc.discord.contents() == ["First answer."]
+    assert nc.discord.typing == typed  # no "is typing..." for a turn that never runs
+
+
 # -- 15: a database another process keeps busy ---------------------------------------------------
 
 

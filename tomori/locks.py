@@ -511,7 +511,15 @@ class ChannelLocks:
 
     async def _serve(self, entry: _Entry) -> None:
         try:
-            await self._run_turn(entry.turn)  # stopped before it starts, it calls no model
+            if entry.stop_requested_by is not None:
+                # /kill reached it while the channel was handed to it: it was never started,
+                # so it shows nothing (no typing, no Discord reads) and calls no model.
+                turn = entry.turn
+                log.info(
+                    "turn %s in channel %s stopped before it started", turn.turn_id, turn.channel_id
+                )
+            else:
+                await self._run_turn(entry.turn)
         except Exception:
             log.exception("turn %s in channel %s failed", entry.turn.turn_id, entry.turn.channel_id)
         finally:

@@ -206,7 +206,6 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
-                typing = asyncio.create_task(self._keep_typing(channel))
                 context = await self._context(channel, message)
             except Exception:
                 log.exception(
@@ -217,6 +216,10 @@ class TomoriService:
                 if surface_errors:
                     await post_notice_safely(ctx, GENERATION_ERROR)
                 return
+            if self._locks.stop_requested(turn.channel_id):  # /kill came while it read
+                log.info("turn %s stopped before any model was asked", turn.turn_id)
+                return
+            typing = asyncio.create_task(self._keep_typing(channel))
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
