@@ -138,6 +138,34 @@ async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
     assert nc.discord.embeds() == []
 
 
+async def test_a_kill_while_the_database_is_busy_waits_it_out_and_clears_the_queue(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    db_path = nc.service._settings.db_path
+    llm_server.script(answer("First answer.", pieces=20, gap=0.1), answer("Second answer."))
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(db_path) == 1)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # held past the busy timeout, not past the reply's
+        kill = asyncio.create_task(nc.kill())
+        await until(lambda: logged(caplog, "retrying /kill")() or kill.done())
+        await until(logged(caplog, "handing channel"))  # the stopped turn waits to release
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    reply = await kill
+    await nc.settled()
+    assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    assert "Second answer." not in nc.discord.contents()
+    assert len(llm_server.requests) == 1  # the message /kill cleared was never answered
+    assert queued(db_path) == 0
+
+
 async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_error_notice(
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
