@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tomori.providers.base import JsonObject
-from tomori.tools import Tool, ToolContext, ToolFailure
+from tomori.tools import READ_MESSAGE_NAME, Tool, ToolContext, ToolFailure
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 
@@ -50,7 +50,7 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
         }
 
     return Tool(
-        name="read_message",
+        name=READ_MESSAGE_NAME,
         description="Read a Discord message of this server, given its link or its ID "
         "(an ID means a message in the current channel).",
         parameters={
