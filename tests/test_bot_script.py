@@ -163,9 +163,9 @@ async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
     async with asyncio.timeout(10):
         while "First paragraph." not in nc.discord.contents():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
-    blocker = sqlite3.connect(tmp_path / "tomori.db", isolation_level=None)
-    try:
-        blocker.execute("BEGIN IMMEDIATE")  # the turn's release waits out the busy timeout
+    blocker = sqlite3.connect(tmp_path / "tomori.db", isolation_level=None, check_same_thread=False)
+    try:  # off the loop, so a transaction the cog is in can finish first
+        await asyncio.to_thread(blocker.execute, "BEGIN IMMEDIATE")
         await script.close_bot(nc.bot)
     finally:
         blocker.execute("ROLLBACK")
