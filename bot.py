@@ -22,6 +22,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 0.9
 """How long a stop signal leaves the cog and the bot to close: a service manager's stop
 should end the bot at once, and whatever is left (a lock row) the next start recovers."""
+COG_CLOSE_WITHIN_S = 0.6
+"""The cog's share of it (a busy database can hold its close up): the rest is kept for the
+bot's own close, which must run whatever the cog did, or the gateway and HTTP session leak."""
 
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "
@@ -119,15 +122,25 @@ async def close_bot(bot: Any) -> None:
     unload only starts the cog's close as a task, which the loop's end would cancel.
     """
     cog = bot.get_cog(COG_NAME)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CLOSE_WITHIN_S
     try:
-        async with asyncio.timeout(CLOSE_WITHIN_S):
-            if cog is not None:
-                await cog.service.close()
-            await bot.close()
+        if cog is not None:
+            await _within(cog.service.close(), COG_CLOSE_WITHIN_S, "the cog")
+    finally:
+        await _within(bot.close(), deadline - loop.time(), "the connection to Discord")
+
+
+async def _within(closing: Coroutine[Any, Any, None], seconds: float, what: str) -> None:
+    """Await `closing` for at most `seconds`; past that, say so and go on exiting."""
+    try:
+        async with asyncio.timeout(seconds):
+            await closing
     except TimeoutError:
         logging.getLogger(__name__).warning(
-            "closing took over %s s: exiting anyway (the next start recovers its locks)",
-            CLOSE_WITHIN_S,
+            "closing %s took over %.1f s: exiting anyway (the next start recovers its locks)",
+            what,
+            seconds,
         )
 
 

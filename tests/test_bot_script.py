@@ -150,6 +150,30 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
         gc.unfreeze()
 
 
+async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    script = bot_script()
+    nc = await open_nextcord(
+        settings_for(tmp_path, db_busy_timeout_ms=5_000), chain_for(llm_server)
+    )
+    service = nc.service
+    llm_server.script(stalled_after("First paragraph.\n\nand then the model stalls"))
+    nc.say(f"{nc.mention()} hello")
+    async with asyncio.timeout(10):
+        while "First paragraph." not in nc.discord.contents():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    blocker = sqlite3.connect(tmp_path / "tomori.db", isolation_level=None, check_same_thread=False)
+    try:  # off the loop, so a transaction the cog is in can finish first
+        await asyncio.to_thread(blocker.execute, "BEGIN IMMEDIATE")
+        await script.close_bot(nc.bot)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert nc.bot.is_closed()  # the gateway and HTTP session are closed all the same
+    await service.close()  # what bot.py's exit cut short, so no thread outlives the test
+
+
 LAUNCH_AGAINST = """
 import runpy, sys
 import nextcord.http

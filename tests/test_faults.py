@@ -23,6 +23,7 @@ from tests.support.nextcord_fake import (
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, http_error, stalled_after
 from tomori.config import Delivery
+from tomori.notices import GENERATION_ERROR
 
 
 @pytest.fixture
@@ -216,3 +217,38 @@ async def test_text_held_back_when_the_connection_drops_is_still_shown(
     await nc.settled()
     assert nc.discord.contents() == [written]
     assert nc.discord.embeds() == ["Generation Error"]
+
+
+async def test_a_history_read_lost_to_a_connection_error_is_answered_without_history(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    nc.discord.fail_reads = aiohttp.ServerDisconnectedError
+    llm_server.script(answer("Answered anyway."))
+    nc.say(f"{nc.mention()} hello")
+    await nc.settled()
+    assert nc.discord.contents() == ["Answered anyway."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_trigger_that_cannot_be_read_back_gets_the_error_notice(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("First answer.", pieces=4, gap=0.05))
+    nc.say(f"{nc.mention()} one")
+    async with asyncio.timeout(10):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+    second = nc.say(f"{nc.mention()} two")
+    async with asyncio.timeout(10):
+        while second["id"] not in nc.service._live_messages:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+    # As after a restart: the queued message is no longer in memory and must be read back,
+    # and that read gets no answer.
+    del nc.service._live_messages[second["id"]]
+    nc.discord.fail_reads = aiohttp.ServerDisconnectedError
+    await nc.settled()
+    assert nc.discord.contents() == ["First answer."]
+    assert nc.discord.embeds() == [GENERATION_ERROR.title]
+    assert len(llm_server.requests) == 1

@@ -154,6 +154,25 @@ async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while
     assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
 
 
+async def test_a_turn_stopped_by_kill_discards_the_queue_when_it_releases(
+    open_locks: OpenLocks, store: Store
+) -> None:
+    """/kill stops the turn at once, but its clearing of the queue may still wait on a busy
+    database: the stopped turn's release must not hand the channel to a message /kill drops."""
+    locks, turns, kills = await open_recording_kills(open_locks)
+    await locks.submit(trigger("m1"))
+    await locks.submit(trigger("m2"))
+    await turns.next_started()
+    locks._request_stop(locks._entries[CHANNEL], "42")  # what kill does before its transaction
+    assert kills == [KillReason.KILL]
+    turns.let_finish("m1")
+    async with asyncio.timeout(5):  # a handed-on m2 would be held, and never end
+        await locks.wait_idle(CHANNEL)
+    assert turns.started_ids == ["m1"]
+    assert await rows(store, "SELECT message_id FROM queued_triggers") == []
+    assert await rows(store, "SELECT channel_id FROM channel_locks") == []
+
+
 async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
     open_locks: OpenLocks,
 ) -> None:

@@ -42,6 +42,12 @@ def queued(db_path: Path) -> int:
         return int(reader.execute("SELECT COUNT(*) FROM queued_triggers").fetchone()[0])
 
 
+async def take_write_lock(blocker: sqlite3.Connection) -> None:
+    """Take SQLite's write lock from `blocker`, off the loop: the cog may be mid-transaction,
+    and a loop blocked here could not let it finish (a 5 s stall, then "database is locked")."""
+    await asyncio.to_thread(blocker.execute, "BEGIN IMMEDIATE")
+
+
 def logged(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
     return lambda: any(text in record.getMessage() for record in caplog.records)
 
@@ -76,6 +82,31 @@ async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_mo
     assert len(llm_server.requests) == 1  # the stopped turn cost no model call
 
 
+async def test_a_queued_message_stopped_before_it_starts_shows_no_typing(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    nc = await open_bot()
+    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(nc.service._settings.db_path) == 1)
+    store = nc.service._store
+    locks = nc.service._locks
+    assert store is not None
+    assert locks is not None
+    async with store.transaction():
+        entry = locks._entries[str(CHANNEL_ID)]
+        await until(lambda: entry.released)  # the first turn's typing has stopped
+        typed = nc.discord.typing
+        kill = asyncio.create_task(nc.kill())
+        await until(lambda: len(store._lock._waiters or ()) == 2)
+    await kill
+    await nc.settled()
+    assert nc.discord.contents() == ["First answer."]
+    assert nc.discord.typing == typed  # no "is typing..." for a turn that never runs
+
+
 # -- 15: a database another process keeps busy ---------------------------------------------------
 
 
@@ -95,9 +126,9 @@ async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
     await until(lambda: len(llm_server.requests) == 1)
     nc.say(f"{nc.mention()} two")
     await until(lambda: queued(db_path) == 1)
-    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
     try:
-        blocker.execute("BEGIN IMMEDIATE")  # a backup, a migration, another bot under load
+        await take_write_lock(blocker)  # a backup, a migration, another bot under load
         nc.say(f"{nc.mention()} three")
         nc.say(f"{nc.mention()} four")
         # the first turn ends under the lock, and cannot hand the channel on yet
@@ -113,13 +144,43 @@ async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
     assert nc.discord.embeds() == []
 
 
+async def test_a_kill_while_the_database_is_busy_waits_it_out_and_clears_the_queue(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot(db_busy_timeout_ms=100)
+    db_path = nc.service._settings.db_path
+    llm_server.script(answer("First answer.", pieces=20, gap=0.1), answer("Second answer."))
+    caplog.set_level(logging.INFO)
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(db_path) == 1)
+    blocker = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    try:
+        await take_write_lock(blocker)  # held past the busy timeout, not past the reply's
+        kill = asyncio.create_task(nc.kill())
+        await until(lambda: logged(caplog, "retrying /kill")() or kill.done())
+        await until(logged(caplog, "handing channel"))  # the stopped turn waits to release
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    reply = await kill
+    await nc.settled()
+    assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    assert "Second answer." not in nc.discord.contents()
+    assert len(llm_server.requests) == 1  # the message /kill cleared was never answered
+    assert queued(db_path) == 0
+
+
 async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_error_notice(
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await open_bot(db_busy_timeout_ms=50, queue_max_age_ms=300)
-    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    blocker = sqlite3.connect(
+        nc.service._settings.db_path, isolation_level=None, check_same_thread=False
+    )
     try:
-        blocker.execute("BEGIN IMMEDIATE")
+        await take_write_lock(blocker)
         nc.say(f"{nc.mention()} hello?")
         await until(lambda: nc.discord.embeds() == ["Generation Error"])
     finally:
@@ -142,9 +203,11 @@ async def test_closing_does_not_wait_for_a_busy_database(
     caplog.set_level(logging.INFO)
     nc.say(f"{nc.mention()} one")
     await until(lambda: len(llm_server.requests) == 1)
-    blocker = sqlite3.connect(nc.service._settings.db_path, isolation_level=None)
+    blocker = sqlite3.connect(
+        nc.service._settings.db_path, isolation_level=None, check_same_thread=False
+    )
     try:
-        blocker.execute("BEGIN IMMEDIATE")
+        await take_write_lock(blocker)
         nc.say(f"{nc.mention()} two")
         await until(lambda: nc.discord.contents() == ["Answer one."])
         await until(logged(caplog, "handing channel"))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -237,7 +238,8 @@ async def test_a_pending_stop_request_ends_the_pass_before_the_provider_is_calle
     provider = ScriptedProvider([text("never")])
 
     async def kill_before_stream(locks: ChannelLocks) -> None:
-        await locks.kill(CHANNEL, requester_id="42")  # lands before the turn's first step
+        await asyncio.sleep(0)  # the turn begins (a turn stopped before that never runs)...
+        await locks.kill(CHANNEL, requester_id="42")  # ...and /kill lands before its pass
 
     run = await harness.run(provider, budgets(), meanwhile=kill_before_stream)
     assert run.result == StreamResult(StreamStatus.STOPPED_BY_USER)

@@ -33,6 +33,7 @@ from tomori.parsers import (
     shown,
     text,
 )
+from tomori.tools import BUILTIN_TOOLS as BUILTIN_TOOLS
 
 __all__ = [
     "VARIABLES",
@@ -59,10 +60,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are Tomori, a friendly and helpful assistant chatting in a Discord server. "
     "Answer in the language you are spoken to, and keep replies concise."
 )
-
-BUILTIN_TOOLS = ("current_time", "read_message")
-"""The tools tomori-cog itself offers the model; `TOMORI_TOOLS` picks among them (many small
-local models refuse any request that carries tools, so they must be able to go)."""
 
 
 @dataclass(frozen=True, slots=True)

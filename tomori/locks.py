@@ -24,9 +24,10 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - While a /kill unwinds, new triggers for the channel are ignored, so the queue it just
   emptied is not refilled.
 
-A database another process keeps busy past `TOMORI_DB_BUSY_TIMEOUT_MS` loses nothing: admission
-and release are retried (`tomori.busy`) until they succeed, admissions of one channel in arrival
-order, and a trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+A database another process keeps busy past `TOMORI_DB_BUSY_TIMEOUT_MS` loses nothing: admission,
+release and /kill are retried (`tomori.busy`) until they succeed, admissions of one channel in
+arrival order, and a trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+A turn stopped by /kill discards the queue when it releases, rather than hand it on.
 """
 
 from __future__ import annotations
@@ -255,20 +256,27 @@ class ChannelLocks:
         The turn stopped is the one holding the channel when the queue is cleared, in the same
         transaction: a turn that ended meanwhile may have handed the channel to a queued
         trigger, and that turn is stopped before it starts (it costs no model call).
+
+        A database another process keeps busy is waited out for up to `TOMORI_QUEUE_MAX_AGE_MS`
+        (past it, every trigger queued when /kill came is too old to be served anyway); the
+        turn running here stops at once meanwhile, and its release discards the queue.
         """
         entry = self._entries.get(channel_id)
         if entry is not None and self._is_stale(entry):
             self._force_release(entry)
             entry = None
         requester = requester_id or "system"
+        stopped_here = False
         if entry is not None:
             self._request_stop(entry, requester)  # at once; the transaction below may wait
-        async with self._store.transaction() as db:
-            stopped = await self._stop_holder(db, channel_id, requester)
-            cursor = await db.execute(
-                "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
-            )
-            cleared = cursor.rowcount
+            stopped_here = entry.stop_requested_by is not None
+        deadline = time.time() + self._settings.queue_max_age_s
+        stopped, cleared = await until_not_busy(
+            f"/kill in channel {channel_id}",
+            lambda: self._clear_and_stop(channel_id, requester),
+            keep_trying=lambda: not self._closing and time.time() < deadline,
+        )
+        stopped = stopped or stopped_here
         log.info(
             "kill in channel %s by %s: stopped=%s cleared=%d",
             channel_id,
@@ -277,6 +285,16 @@ class ChannelLocks:
             cleared,
         )
         return KillOutcome(stopped=stopped, cleared=cleared)
+
+    async def _clear_and_stop(self, channel_id: str, requester_id: str) -> tuple[bool, int]:
+        """One attempt at `kill`, in one transaction: whether a turn was stopped, how many
+        queued triggers were cleared."""
+        async with self._store.transaction() as db:
+            stopped = await self._stop_holder(db, channel_id, requester_id)
+            cursor = await db.execute(
+                "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
+            )
+            return stopped, cursor.rowcount
 
     def is_busy(self, channel_id: str) -> bool:
         """Whether this registry is running a turn in the channel."""
@@ -511,7 +529,15 @@ class ChannelLocks:
 
     async def _serve(self, entry: _Entry) -> None:
         try:
-            await self._run_turn(entry.turn)  # stopped before it starts, it calls no model
+            if entry.stop_requested_by is not None:
+                # /kill reached it while the channel was handed to it: it was never started,
+                # so it shows nothing (no typing, no Discord reads) and calls no model.
+                turn = entry.turn
+                log.info(
+                    "turn %s in channel %s stopped before it started", turn.turn_id, turn.channel_id
+                )
+            else:
+                await self._run_turn(entry.turn)
         except Exception:
             log.exception("turn %s in channel %s failed", entry.turn.turn_id, entry.turn.channel_id)
         finally:
@@ -550,9 +576,15 @@ class ChannelLocks:
                 (channel_id, self.instance_id),
             )
             row = await cursor.fetchone()
-            if row is not None and row["turn_id"] == entry.turn.turn_id:
-                return await self._hand_off(db, channel_id)
-        return None
+            if row is None or row["turn_id"] != entry.turn.turn_id:
+                return None
+            if entry.stop_requested_by is not None:
+                # /kill meant the queue too: its own clearing may still be waiting on the
+                # database, and the channel must not go to a message it was asked to drop.
+                await self._discard_queue(db, channel_id, "its turn was stopped by /kill")
+                await db.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
+                return None
+            return await self._hand_off(db, channel_id)
 
     def _force_release(self, entry: _Entry) -> None:
         """End a turn this registry can no longer vouch for; its lock row is taken over next."""

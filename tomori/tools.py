@@ -14,6 +14,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tomori.providers.base import JsonObject, ToolSpec
 
+CURRENT_TIME_NAME = "current_time"
+READ_MESSAGE_NAME = "read_message"
+"""`read_message` reads Discord, so tomori_cog builds it; its name lives here, beside the other,
+so the settings can list every built-in tool without importing a Discord library."""
+BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME)
+"""The tools tomori-cog itself offers the model, by the names they are built with: renaming
+one here renames it everywhere, so none can drop out of the default set unnoticed."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
@@ -79,7 +87,7 @@ async def _current_time(context: ToolContext, arguments: Mapping[str, Any]) -> J
 
 
 CURRENT_TIME = Tool(
-    name="current_time",
+    name=CURRENT_TIME_NAME,
     description="The current date and time, in a timezone (an IANA name; UTC if not given).",
     parameters={
         "type": "object",

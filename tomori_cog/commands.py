@@ -13,7 +13,7 @@ from typing import Any
 
 from tomori.notices import KILL_FAILED, Notice
 from tomori.tools import Tool
-from tomori_cog.discord_io import embed_for
+from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
 
@@ -36,7 +36,7 @@ async def respond_to_kill(library: Library, service: TomoriService, interaction:
         else:
             await library.defer(interaction)
             await interaction.followup.send(embed=embed_for(library, await work), ephemeral=True)
-    except library.module.HTTPException as error:
+    except call_failures(library) as error:
         log.warning("could not answer /kill in channel %s: %s", interaction.channel_id, error)
     finally:
         if not work.done():

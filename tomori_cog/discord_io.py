@@ -33,6 +33,15 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSErr
 """What a request that got no HTTP answer raises (`TimeoutError` is an `OSError`)."""
 
 
+def call_failures(library: Library) -> tuple[type[BaseException], ...]:
+    """What a Discord call raises when it failed: an error status, or no answer at all.
+
+    Every call the cog makes outside delivery catches exactly this: a dropped connection is
+    as ordinary as a 500, and letting it escape would end the turn with nothing said.
+    """
+    return (library.module.HTTPException, *CONNECTION_ERRORS)
+
+
 def no_mass_mentions(library: Library) -> Any:
     return library.module.AllowedMentions(
         everyone=False, roles=False, users=True, replied_user=False

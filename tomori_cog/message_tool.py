@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tomori.providers.base import JsonObject
-from tomori.tools import Tool, ToolContext, ToolFailure
+from tomori.tools import READ_MESSAGE_NAME, Tool, ToolContext, ToolFailure
+from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 
 LINK = re.compile(r"discord(?:app)?\.com/channels/(?:\d+|@me)/(\d+)/(\d+)")
@@ -39,7 +40,7 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
                 raise ToolFailure("the person asking cannot read that channel")
         try:
             message = await there.fetch_message(message_id)
-        except library.module.HTTPException:
+        except call_failures(library):
             raise ToolFailure("the bot cannot read that message (deleted, or no access)") from None
         return {
             "author": message.author.display_name,
@@ -49,7 +50,7 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
         }
 
     return Tool(
-        name="read_message",
+        name=READ_MESSAGE_NAME,
         description="Read a Discord message of this server, given its link or its ID "
         "(an ID means a message in the current channel).",
         parameters={

@@ -29,10 +29,11 @@ from tomori.notices import (
 from tomori.output import DiscordStreamWriter
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
 from tomori.store import Store
+from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import CONNECTION_ERRORS, EmbedNotices, LibraryPort
+from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
 
@@ -134,14 +135,11 @@ class TomoriService:
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id
             )
             if surface_errors:
-                await self._post_notice(message.channel, GENERATION_ERROR)
+                notices = EmbedNotices(self._library, message.channel)
+                await post_notice_safely(
+                    StreamingContext(trigger.channel_id, notices), GENERATION_ERROR
+                )
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
-
-    async def _post_notice(self, channel: Any, notice: Notice) -> None:
-        try:
-            await EmbedNotices(self._library, channel).post_notice(notice)
-        except Exception:  # the listener must not raise: the notice is a courtesy
-            log.warning("could not post the %r notice in channel %s", notice.title, channel.id)
 
     def _forget_unservable_messages(self) -> None:
         """Drop kept messages whose trigger can no longer be served from memory.
@@ -182,27 +180,52 @@ class TomoriService:
     # -- a turn -------------------------------------------------------------------------------
 
     async def _run_turn(self, turn: Turn) -> None:
+        """Read the trigger and its history, then run the model chain on them.
+
+        A failure before the chain runs (a Discord call that got no answer, the database) is
+        told to the person who asked directly, as a failed generation would be: the chain's
+        own notices cannot, since it never ran.
+        """
         assert self._locks is not None
         channel = await self._channel(int(turn.channel_id))
-        message = await self._trigger_message(channel, turn) if channel is not None else None
-        if channel is None or message is None:
-            log.warning("skipping turn %s: its channel or message is gone", turn.turn_id)
+        if channel is None:
+            log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        typing = asyncio.create_task(self._keep_typing(channel))
+        ctx = StreamingContext(
+            turn.channel_id,
+            notices=EmbedNotices(self._library, channel),
+            trigger_message_id=turn.trigger.message_id,
+            from_queue=turn.from_queue,
+            metrics=self.metrics,
+        )
+        surface_errors = bool(turn.trigger.payload.get("surface_errors", False))
+        typing: asyncio.Task[None] | None = None
         try:
-            ctx = StreamingContext(
-                turn.channel_id,
-                notices=EmbedNotices(self._library, channel),
-                trigger_message_id=turn.trigger.message_id,
-                from_queue=turn.from_queue,
-                metrics=self.metrics,
-            )
+            try:
+                message = await self._trigger_message(channel, turn)
+                if message is None:
+                    log.warning("skipping turn %s: its message is gone", turn.turn_id)
+                    return
+                context = await self._context(channel, message)
+            except Exception:
+                log.exception(
+                    "turn %s in channel %s failed before any model was asked",
+                    turn.turn_id,
+                    turn.channel_id,
+                )
+                if surface_errors:
+                    await post_notice_safely(ctx, GENERATION_ERROR)
+                return
+            if self._locks.stop_requested(turn.channel_id):  # /kill came while it read
+                log.info("turn %s stopped before any model was asked", turn.turn_id)
+                return
+            typing = asyncio.create_task(self._keep_typing(channel))
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
                 self._chain.entries,
                 self._providers,
-                StreamRequest(model="", context=await self._context(channel, message)),
+                StreamRequest(model="", context=context),
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,
@@ -216,7 +239,7 @@ class TomoriService:
                         max_messages=settings.max_messages_per_answer,
                     ),
                     requester_id=turn.trigger.requester_id,
-                    surface_errors=bool(turn.trigger.payload.get("surface_errors", False)),
+                    surface_errors=surface_errors,
                 ),
             )
             log.info(
@@ -229,8 +252,9 @@ class TomoriService:
                 " (channel unreachable)" if result.unreachable else "",
             )
         finally:
-            typing.cancel()
-            await asyncio.gather(typing, return_exceptions=True)
+            if typing is not None:
+                typing.cancel()
+                await asyncio.gather(typing, return_exceptions=True)
 
     async def _channel(self, channel_id: int) -> Any:
         channel = self._bot.get_channel(channel_id)
@@ -238,25 +262,28 @@ class TomoriService:
             return channel
         try:
             return await self._bot.fetch_channel(channel_id)
-        except self._library.module.HTTPException:
+        except call_failures(self._library) as error:
+            log.info("could not fetch channel %s: %r", channel_id, error)
             return None
 
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
+        """The trigger, or None if it was deleted; any other failure to read it is raised."""
         message_id = turn.trigger.message_id or ""
         live = self._live_messages.pop(message_id, None)
         if live is not None:
             return live[0]
+        lib = self._library.module
         try:  # a trigger replayed after a restart: read it again
             return await channel.fetch_message(int(message_id))
-        except (self._library.module.HTTPException, ValueError):
-            return None
+        except (lib.NotFound, lib.Forbidden, ValueError):
+            return None  # deleted, or no longer readable: nothing to answer
 
     async def _keep_typing(self, channel: Any) -> None:
         try:
             while True:
                 await self._library.trigger_typing(channel)
                 await asyncio.sleep(self._settings.typing_interval_s)
-        except (self._library.module.HTTPException, *CONNECTION_ERRORS) as error:
+        except call_failures(self._library) as error:
             log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 
     async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
@@ -270,8 +297,8 @@ class TomoriService:
                     limit=self._settings.history_limit, before=trigger
                 )
             ]
-        except self._library.module.HTTPException as error:
-            log.info("no history for channel %s: %s", channel.id, error)
+        except call_failures(self._library) as error:  # answered without it, not unanswered
+            log.info("no history for channel %s: %r", channel.id, error)
             history = []
         history.sort(key=lambda message: message.id)  # snowflakes order by time
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]

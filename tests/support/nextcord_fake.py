@@ -94,6 +94,8 @@ class FakeDiscord:
     fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_interactions: Callable[[], BaseException | None] = lambda: None
     fail_typing: Callable[[], BaseException | None] = lambda: None
+    fail_reads: Callable[[], BaseException | None] = lambda: None
+    """Raised (if not None) by a read of messages: the channel's history, or one message."""
     send_delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
     """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
@@ -134,6 +136,10 @@ class FakeDiscord:
                 return None
             if rest == ["messages"] and route.method == "POST":
                 return json.dumps(self._create(channel_id, body))
+            if rest[:1] == ["messages"] and route.method == "GET":
+                failure = self.fail_reads()
+                if failure is not None:
+                    raise failure
             if rest == ["messages"] and route.method == "GET":
                 return self._history(channel_id, kwargs.get("params") or {})
             if len(rest) == 2 and rest[0] == "messages":

@@ -80,6 +80,7 @@ class Harness:
             assert self.locks is not None
             writer = MemoryStreamWriter(run.channel, run.ctx)
             started = time.monotonic()
+            await asyncio.sleep(0)  # as the cog reads Discord first: a /kill can land here
             try:
                 run.result = await stream_once(
                     provider, request, writer, run.ctx, self.locks, settings
