@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_script import BOT, bot_script, run
+from tests.support.bot_script import BOT, bot_script, environment, run
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
@@ -199,20 +199,18 @@ async def test_a_stop_signal_ends_bot_py_at_once_while_it_is_still_connecting(
     # library would wait for its own connect timeout (about 30 s) before giving up.
     server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
     discord = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         LAUNCH_AGAINST,
         str(BOT),
         discord,
-        env={
-            **clean,
-            "DISCORD_TOKEN": "x",
-            "TOMORI_MODELS": "openai:m",
-            "OPENAI_API_KEY": "k",
-            "TOMORI_DB_PATH": str(tmp_path / "tomori.db"),
-        },
+        env=environment(
+            DISCORD_TOKEN="x",
+            TOMORI_MODELS="openai:m",
+            OPENAI_API_KEY="k",
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -303,20 +301,18 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 async def start_with_dns(tmp_path: Path, dns: str) -> asyncio.subprocess.Process:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         LAUNCH_WITH_DNS,
         str(BOT),
         dns,
-        env={
-            **clean,
-            "DISCORD_TOKEN": "x",
-            "TOMORI_MODELS": "openai:m",
-            "OPENAI_API_KEY": "k",
-            "TOMORI_DB_PATH": str(tmp_path / "tomori.db"),
-        },
+        env=environment(
+            DISCORD_TOKEN="x",
+            TOMORI_MODELS="openai:m",
+            OPENAI_API_KEY="k",
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

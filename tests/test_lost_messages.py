@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,31 @@ def logged(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
     return lambda: any(text in record.getMessage() for record in caplog.records)
 
 
+@asynccontextmanager
+async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> AsyncIterator[None]:
+    """Inside: a first answer has ended and waits for the store (held here) to hand the
+    channel to a second, queued message."""
+    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    nc.say(f"{nc.mention()} two")
+    await until(lambda: queued(nc.service._settings.db_path) == 1)
+    store, locks = nc.service._store, nc.service._locks
+    assert store is not None
+    assert locks is not None
+    async with store.transaction():
+        entry = locks._entries[str(CHANNEL_ID)]
+        await until(lambda: entry.released)
+        yield
+
+
+def store_waiters(nc: NextcordBot) -> list[Any]:
+    """Who waits for the cog's store: the hand-off first, then whatever came after it."""
+    store = nc.service._store
+    assert store is not None
+    return list(store._lock._waiters or ())
+
+
 # -- 14: /kill while a finished turn hands the channel on ---------------------------------------
 
 
@@ -59,22 +85,9 @@ async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_mo
     open_bot: Any, llm_server: LLMServer
 ) -> None:
     nc = await open_bot()
-    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
-    nc.say(f"{nc.mention()} one")
-    await until(lambda: len(llm_server.requests) == 1)
-    nc.say(f"{nc.mention()} two")
-    await until(lambda: queued(nc.service._settings.db_path) == 1)
-    store = nc.service._store
-    locks = nc.service._locks
-    assert store is not None
-    assert locks is not None
-    async with store.transaction():
-        # The first turn ends and waits for the store to hand the channel on...
-        entry = locks._entries[str(CHANNEL_ID)]
-        await until(lambda: entry.released)
-        # ...and /kill lands behind it.
-        kill = asyncio.create_task(nc.kill())
-        await until(lambda: len(store._lock._waiters or ()) == 2)
+    async with first_turn_handing_off(nc, llm_server):
+        kill = asyncio.create_task(nc.kill())  # /kill lands behind the hand-off
+        await until(lambda: len(store_waiters(nc)) == 2)
     reply = await kill
     await nc.settled()
     assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
@@ -86,21 +99,10 @@ async def test_a_queued_message_stopped_before_it_starts_shows_no_typing(
     open_bot: Any, llm_server: LLMServer
 ) -> None:
     nc = await open_bot()
-    llm_server.script(answer("First answer.", pieces=4, gap=0.05), answer("Second answer."))
-    nc.say(f"{nc.mention()} one")
-    await until(lambda: len(llm_server.requests) == 1)
-    nc.say(f"{nc.mention()} two")
-    await until(lambda: queued(nc.service._settings.db_path) == 1)
-    store = nc.service._store
-    locks = nc.service._locks
-    assert store is not None
-    assert locks is not None
-    async with store.transaction():
-        entry = locks._entries[str(CHANNEL_ID)]
-        await until(lambda: entry.released)  # the first turn's typing has stopped
-        typed = nc.discord.typing
+    async with first_turn_handing_off(nc, llm_server):
+        typed = nc.discord.typing  # the first turn's typing has stopped
         kill = asyncio.create_task(nc.kill())
-        await until(lambda: len(store._lock._waiters or ()) == 2)
+        await until(lambda: len(store_waiters(nc)) == 2)
     await kill
     await nc.settled()
     assert nc.discord.contents() == ["First answer."]

@@ -12,14 +12,19 @@ from types import ModuleType
 BOT = Path(__file__).resolve().parents[2] / "bot.py"
 
 
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """bot.py with `args`, in an environment without the runner's TOMORI_ and DISCORD_ variables."""
+def environment(**env: str) -> dict[str, str]:
+    """This process's environment without its TOMORI_ and DISCORD_ variables, plus `env`."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOMORI_", "DISCORD_"))}
+    return {**clean, **env}
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """bot.py with `args`, in `environment(**env)`."""
     return subprocess.run(
         [sys.executable, str(BOT), *args],
         capture_output=True,
         text=True,
-        env={**clean, **env},
+        env=environment(**env),
         timeout=60,
         check=False,
     )
