@@ -130,6 +130,26 @@ async def test_edit_mode_cuts_a_long_code_block_only_at_line_ends() -> None:
         assert body == "" or body.endswith("\n") or call is port.calls[-1], call.content[-40:]
 
 
+@pytest.mark.parametrize("step", [1, 3, 5])
+async def test_edit_mode_keeps_whole_code_lines_when_a_shown_line_fills_the_message(
+    step: int,
+) -> None:
+    """A code line shown up to the target length: the fence is closed after it, not in it."""
+    port = RecordingPort()
+    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    lines = [f"console.log({n}); // " + "x" * 40 for n in range(80)]
+    await stream(writer, "```js\n" + "\n".join(lines) + "\n```", step=step)
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    assert len(final) > 1
+    assert [line for text in final for line in text.split("\n") if "```" not in line] == lines
+    assert all(len(text) <= 2_000 for text in final)
+    shown: dict[str, str] = {}
+    for call in port.calls:  # a message the user reads only grows
+        before = shown.get(call.message_id, "")
+        assert call.content.startswith(before.removesuffix("\n```")), call.content[-40:]
+        shown[call.message_id] = call.content
+
+
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -> None:
     port = RecordingPort()

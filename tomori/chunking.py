@@ -188,12 +188,17 @@ class Splitter:
     def _code_cut(self, pos: int, prefix: str, block: Span, floor: int) -> int:
         """A line end inside the code block that lets the piece close its fence in time."""
         assert block.fence is not None
-        budget_end = pos + self.limit - len(prefix) - len(block.fence.closing) - 1
+        room = len(prefix) + len(block.fence.closing) + 1
+        budget_end = pos + self.limit - room
+        if floor - 1 > budget_end:
+            # A growing message already shows past the target, and what is shown stays: its
+            # fence closes after the line it shows, within Discord's own limit.
+            budget_end = pos + self.hard - room
         body = self.text.find("\n", block.start) + 1 if block.start >= pos else pos
         at = self.text.rfind("\n", max(body, floor - 1), budget_end)
         if at >= max(body, floor - 1) and at + 1 > pos:
             return at + 1
-        return self._boundary(pos, budget_end, max(floor, body))
+        return max(floor, self._boundary(pos, budget_end, max(floor, body)))
 
     def _makes_fence(self, pos: int, cut: int) -> bool:
         """Would a cut inside a line leave a part that reads as a fence line on its own?
