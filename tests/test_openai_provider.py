@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from urllib.parse import quote
 
 import pytest
 
@@ -386,6 +387,9 @@ def test_the_sanitising_rule_masks_secrets_and_keeps_one_short_line() -> None:
     assert "\n" not in said
     assert "\t" not in said
     assert len(said) == MAX_DETAIL_CHARS
+    # Echoed back percent-encoded, as a refused request's URL carries it, the key is masked too.
+    echoed = sanitised(f"seen: {API_KEY.replace('-', '%2D')} and {quote(API_KEY)}", secrets)
+    assert echoed == "seen: *** and ***"
     # A placeholder key for a server that takes none is no secret, and masking it would hide
     # the model's name: `ollama` stays readable.
     assert secrets_of("ollama", None) == ()

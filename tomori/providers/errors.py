@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from tomori.providers.base import ProviderError, ProviderErrorKind
 
@@ -44,10 +44,12 @@ def sanitised(text: str, secrets: Iterable[str] = ()) -> str:
 
     `secrets` are the values this provider was configured with (its key, the password of its
     base URL); anything shaped like a credential (`user:pass@` in a URL, `key=` in a query,
-    a bearer token) is masked too, whoever's it is. Control characters and line breaks become
-    single spaces so one error is one log line.
+    a bearer token) is masked too, whoever's it is. A secret is masked as written and as a URL
+    would carry it (percent-encoded), since a provider may echo the request it refused. Control
+    characters and line breaks become single spaces so one error is one log line.
     """
-    for secret in sorted({secret for secret in secrets if secret}, key=len, reverse=True):
+    forms = {form for secret in secrets if secret for form in (secret, *_encoded(secret))}
+    for secret in sorted(forms, key=len, reverse=True):
         text = text.replace(secret, "***")
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     text = _SECRET_PARAMETER.sub(r"\1***", text)
@@ -56,6 +58,14 @@ def sanitised(text: str, secrets: Iterable[str] = ()) -> str:
     if len(text) > MAX_DETAIL_CHARS:
         text = text[: MAX_DETAIL_CHARS - 1] + "…"
     return text
+
+
+def _encoded(secret: str) -> tuple[str, ...]:
+    """The secret as a URL's path or query would carry it (`-` as `%2D` by strict encoders)."""
+    strict = "".join(
+        f"%{byte:02X}" if not chr(byte).isalnum() else chr(byte) for byte in secret.encode()
+    )
+    return (quote(secret, safe=""), quote_plus(secret), strict)
 
 
 PLACEHOLDER_KEY_CHARS = 8
