@@ -70,6 +70,26 @@ def test_a_digit_like_value_stops_start_up_in_one_line_naming_it(variable: str, 
     assert result.stderr.count("\n") == 1  # no traceback
 
 
+async def launch_bot(launcher: str, target: str, tmp_path: Path) -> asyncio.subprocess.Process:
+    """bot.py started by `launcher` (Python code that patches the world, then runs bot.py with
+    `target`), with a good configuration on a database in `tmp_path`."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        launcher,
+        str(BOT),
+        target,
+        env=environment(
+            DISCORD_TOKEN="x",
+            TOMORI_MODELS="openai:m",
+            OPENAI_API_KEY="k",
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def start_on(database: Path) -> subprocess.CompletedProcess[str]:
     """bot.py started with a valid configuration on `database`."""
     return run(
@@ -199,21 +219,7 @@ async def test_a_stop_signal_ends_bot_py_at_once_while_it_is_still_connecting(
     # library would wait for its own connect timeout (about 30 s) before giving up.
     server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
     discord = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        LAUNCH_AGAINST,
-        str(BOT),
-        discord,
-        env=environment(
-            DISCORD_TOKEN="x",
-            TOMORI_MODELS="openai:m",
-            OPENAI_API_KEY="k",
-            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    process = await launch_bot(LAUNCH_AGAINST, discord, tmp_path)
     try:
         async with asyncio.timeout(30):
             await connected.wait()
@@ -301,21 +307,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 async def start_with_dns(tmp_path: Path, dns: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        LAUNCH_WITH_DNS,
-        str(BOT),
-        dns,
-        env=environment(
-            DISCORD_TOKEN="x",
-            TOMORI_MODELS="openai:m",
-            OPENAI_API_KEY="k",
-            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    return await launch_bot(LAUNCH_WITH_DNS, dns, tmp_path)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

@@ -42,6 +42,14 @@ async def ask(
     return nc.discord.contents()
 
 
+async def closed_by_the_bot(llm_server: LLMServer) -> None:
+    """The model server saw the bot close the first request's connection (within 5 s)."""
+    connection = llm_server.requests[0].connection
+    assert connection is not None
+    await asyncio.wait_for(connection.closed.wait(), 5)
+    assert connection.closed_by_client
+
+
 async def test_an_answer_ending_on_its_closing_fence_gets_no_stray_fence(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
@@ -114,10 +122,7 @@ async def test_a_model_that_never_stops_is_cut_at_the_message_ceiling(
     assert shown[-1].endswith("(The answer was cut here: it was too long.)")
     assert all(len(message) <= 2_000 for message in shown)
     assert nc.discord.embeds() == []  # no timeout or error notice
-    connection = llm_server.requests[0].connection
-    assert connection is not None
-    await asyncio.wait_for(connection.closed.wait(), 5)
-    assert connection.closed_by_client
+    await closed_by_the_bot(llm_server)
 
 
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
@@ -136,10 +141,7 @@ async def test_a_model_looping_on_hidden_reasoning_is_cut_like_at_the_ceiling(
         "Let me see.\n\n-# (The answer was cut here: it was too long.)"
     ]
     assert nc.discord.embeds() == []  # no timeout or error notice
-    connection = llm_server.requests[0].connection
-    assert connection is not None
-    await asyncio.wait_for(connection.closed.wait(), 5)
-    assert connection.closed_by_client
+    await closed_by_the_bot(llm_server)
 
 
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
