@@ -21,6 +21,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.scripts import stalled_after
+from tests.support.write_lock import write_lock_held
 from tomori.config import VARIABLES, Settings
 from tomori.models import MODEL_VARIABLES
 
@@ -183,13 +184,8 @@ async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
     async with asyncio.timeout(10):
         while "First paragraph." not in nc.discord.contents():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
-    blocker = sqlite3.connect(tmp_path / "tomori.db", isolation_level=None, check_same_thread=False)
-    try:  # off the loop, so a transaction the cog is in can finish first
-        await asyncio.to_thread(blocker.execute, "BEGIN IMMEDIATE")
+    async with write_lock_held(tmp_path / "tomori.db"):
         await script.close_bot(nc.bot)
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     assert nc.bot.is_closed()  # the gateway and HTTP session are closed all the same
     await service.close()  # what bot.py's exit cut short, so no thread outlives the test
 

@@ -20,6 +20,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
+from tests.support.write_lock import write_lock_held
 from tomori.notices import KILL_STOPPED
 
 
@@ -41,12 +42,6 @@ async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
 def queued(db_path: Path) -> int:
     with sqlite3.connect(db_path) as reader:
         return int(reader.execute("SELECT COUNT(*) FROM queued_triggers").fetchone()[0])
-
-
-async def take_write_lock(blocker: sqlite3.Connection) -> None:
-    """Take SQLite's write lock from `blocker`, off the loop: the cog may be mid-transaction,
-    and a loop blocked here could not let it finish (a 5 s stall, then "database is locked")."""
-    await asyncio.to_thread(blocker.execute, "BEGIN IMMEDIATE")
 
 
 def logged(caplog: pytest.LogCaptureFixture, text: str) -> Callable[[], bool]:
@@ -128,18 +123,13 @@ async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
     await until(lambda: len(llm_server.requests) == 1)
     nc.say(f"{nc.mention()} two")
     await until(lambda: queued(db_path) == 1)
-    blocker = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
-    try:
-        await take_write_lock(blocker)  # a backup, a migration, another bot under load
+    async with write_lock_held(db_path):  # a backup, a migration, another bot under load
         nc.say(f"{nc.mention()} three")
         nc.say(f"{nc.mention()} four")
         # the first turn ends under the lock, and cannot hand the channel on yet
         await until(lambda: nc.discord.contents() == ["Answer one."])
         await until(logged(caplog, "handing channel"))
         await until(logged(caplog, "admitting message"))
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     await until(lambda: len(nc.discord.contents()) == 4)
     await nc.settled()
     assert nc.discord.contents() == ["Answer one.", "Answer two.", "Answer three.", "Answer four."]
@@ -157,15 +147,10 @@ async def test_a_kill_while_the_database_is_busy_waits_it_out_and_clears_the_que
     await until(lambda: len(llm_server.requests) == 1)
     nc.say(f"{nc.mention()} two")
     await until(lambda: queued(db_path) == 1)
-    blocker = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
-    try:
-        await take_write_lock(blocker)  # held past the busy timeout, not past the reply's
+    async with write_lock_held(db_path):  # held past the busy timeout, not past the reply's
         kill = asyncio.create_task(nc.kill())
         await until(lambda: logged(caplog, "retrying /kill")() or kill.done())
         await until(logged(caplog, "handing channel"))  # the stopped turn waits to release
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     reply = await kill
     await nc.settled()
     assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
@@ -178,16 +163,9 @@ async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_e
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await open_bot(db_busy_timeout_ms=50, queue_max_age_ms=300)
-    blocker = sqlite3.connect(
-        nc.service._settings.db_path, isolation_level=None, check_same_thread=False
-    )
-    try:
-        await take_write_lock(blocker)
+    async with write_lock_held(nc.service._settings.db_path):
         nc.say(f"{nc.mention()} hello?")
         await until(lambda: nc.discord.embeds() == ["Generation Error"])
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     await nc.settled()
     assert nc.discord.contents() == []
     assert llm_server.requests == []
@@ -205,19 +183,12 @@ async def test_closing_does_not_wait_for_a_busy_database(
     caplog.set_level(logging.INFO)
     nc.say(f"{nc.mention()} one")
     await until(lambda: len(llm_server.requests) == 1)
-    blocker = sqlite3.connect(
-        nc.service._settings.db_path, isolation_level=None, check_same_thread=False
-    )
-    try:
-        await take_write_lock(blocker)
+    async with write_lock_held(nc.service._settings.db_path):
         nc.say(f"{nc.mention()} two")
         await until(lambda: nc.discord.contents() == ["Answer one."])
         await until(logged(caplog, "handing channel"))
         await until(logged(caplog, "admitting message"))
         async with asyncio.timeout(5):  # retries stop: close does not wait for the lock to go
             await nc.service.close()
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     await nc.settled()
     assert len(llm_server.requests) == 1
