@@ -15,7 +15,8 @@ from typing import Any
 
 from tomori.config import VARIABLES, ConfigError, Settings
 from tomori.models import MODEL_VARIABLES, ModelChain
-from tomori.store import Store, StoreError
+from tomori.store import StoreError
+from tomori.store.connect import open_database
 from tomori_cog.commands import COG_NAME
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -54,11 +55,8 @@ def environment_help() -> str:
 
 async def check_database(settings: Settings) -> None:
     """Open and migrate the database before connecting, so a bad file stops start-up here."""
-    store = await Store.open(settings.db_path)
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
+    database = await open_database(settings)
+    await database.close()
 
 
 def freeze_start_up_heap(bot: Any) -> None:

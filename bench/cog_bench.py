@@ -50,6 +50,7 @@ from tests.support.nextcord_fake import (
 from tests.support.openai_wire import chunk
 from tomori.config import Settings
 from tomori.models import ModelChain
+from tomori.store import SqliteDatabase
 
 REPO = str(Path(__file__).resolve().parents[1])
 KILLS = 200
@@ -285,8 +286,8 @@ async def scale(folder: Path, *, frozen: bool, run: int = 0) -> ScaleRun:
         gc.collect()
         gc.freeze()
     statements: list[str] = []
-    locks_store = bot.service._store
-    assert locks_store is not None
+    locks_store = bot.service._database
+    assert isinstance(locks_store, SqliteDatabase)
     await locks_store.connection.set_trace_callback(
         lambda sql: statements.append(sql.split(" ", 1)[0])
     )

@@ -38,12 +38,13 @@ from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.openai_wire import chunk
 from tomori.config import Settings
 from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks.backends import lock_backend
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest, TextDelta
 from tomori.providers.gemini import GeminiProvider
 from tomori.providers.openai import OpenAIProvider
 from tomori.results import StreamStatus
-from tomori.store import Store
+from tomori.store import SqliteDatabase as Store
 from tomori.stream_once import stream_once
 
 CHUNKS = 5_000
@@ -153,12 +154,12 @@ async def kill_to_close(
     latencies: list[float] = []
     locks: ChannelLocks
 
-    async def turn(_: Turn) -> None:
+    async def turn(_: Turn, guard: TurnGuard) -> None:
         channel = MemoryChannel()
         ctx = StreamingContext("1", notices=channel)
         writer = MemoryStreamWriter(channel, ctx)
         server.request_arrived.clear()
-        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, locks, SETTINGS))
+        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS))
         await server.request_arrived.wait()
         await asyncio.sleep(0.01)
         started = time.monotonic()
@@ -172,7 +173,7 @@ async def kill_to_close(
         latencies.append(connection.closed_at - started)
         await writer.aclose()
 
-    locks = ChannelLocks(store, SETTINGS, turn)
+    locks = ChannelLocks(lock_backend(store, SETTINGS), SETTINGS, turn)
     await locks.start()
     try:
         for _ in range(KILLS):

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config import Settings
 from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks.backends import lock_backend
 from tomori.providers.base import (
     ContextItem,
     ProviderEvent,
@@ -36,7 +37,7 @@ from tomori.providers.base import (
     TextDelta,
 )
 from tomori.results import StreamStatus
-from tomori.store import Store
+from tomori.store import SqliteDatabase as Store
 from tomori.stream_once import stream_once
 
 CHANNEL = "1"
@@ -108,13 +109,15 @@ async def bare(provider: Provider) -> float:
     return time.perf_counter() - started
 
 
-async def in_a_turn(store: Store, work: Callable[[ChannelLocks], Awaitable[None]]) -> None:
+async def in_a_turn(
+    store: Store, work: Callable[[ChannelLocks, TurnGuard], Awaitable[None]]
+) -> None:
     locks: ChannelLocks
 
-    async def turn(_: Turn) -> None:
-        await work(locks)
+    async def turn(_: Turn, guard: TurnGuard) -> None:
+        await work(locks, guard)
 
-    locks = ChannelLocks(store, SETTINGS, turn)
+    locks = ChannelLocks(lock_backend(store, SETTINGS), SETTINGS, turn)
     await locks.start()
     try:
         await locks.submit(Trigger(CHANNEL, "m"))
@@ -126,12 +129,12 @@ async def in_a_turn(store: Store, work: Callable[[ChannelLocks], Awaitable[None]
 async def through_stream_once(store: Store, provider: Provider) -> float:
     elapsed: list[float] = []
 
-    async def work(locks: ChannelLocks) -> None:
+    async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
         ctx = StreamingContext(CHANNEL, notices=channel)
         writer = MemoryStreamWriter(channel, ctx)
         started = time.perf_counter()
-        result = await stream_once(provider, REQUEST, writer, ctx, locks, SETTINGS)
+        result = await stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS)
         elapsed.append(time.perf_counter() - started)
         assert result.status is StreamStatus.COMPLETED
 
@@ -156,12 +159,12 @@ async def overhead(store: Store, provider: Provider) -> tuple[float, float]:
 async def kill_latencies(store: Store, kills: int) -> list[float]:
     latencies: list[float] = []
 
-    async def work(locks: ChannelLocks) -> None:
+    async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
         ctx = StreamingContext(CHANNEL, notices=channel)
         writer = MemoryStreamWriter(channel, ctx)
         provider = PreparedEvents(10, stall_after=5)
-        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, locks, SETTINGS))
+        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS))
         await asyncio.sleep(0.002)
         returned: list[float] = []
         passing.add_done_callback(lambda _: returned.append(time.perf_counter()))
@@ -180,7 +183,7 @@ async def kill_latencies(store: Store, kills: int) -> list[float]:
 async def writes_while_streaming(store: Store, seconds: float, rate: int) -> int:
     updates: list[str] = []
 
-    async def work(locks: ChannelLocks) -> None:
+    async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
         ctx = StreamingContext(CHANNEL, notices=channel)
         writer = MemoryStreamWriter(channel, ctx)
@@ -188,7 +191,7 @@ async def writes_while_streaming(store: Store, seconds: float, rate: int) -> int
         await store.connection.set_trace_callback(
             lambda sql: updates.append(sql) if sql.startswith("UPDATE channel_locks") else None
         )
-        await stream_once(provider, REQUEST, writer, ctx, locks, SETTINGS)
+        await stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS)
 
     await in_a_turn(store, work)
     return len(updates)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.databases import DatabaseUnderTest, sqlite_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
     NextcordBot,
@@ -15,7 +16,7 @@ from tests.support.nextcord_fake import (
 from tests.support.passes import Harness
 from tomori.config import Settings
 from tomori.models import ModelChain
-from tomori.store import Store
+from tomori.store import SqliteDatabase
 
 
 @pytest.fixture
@@ -23,10 +24,12 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tomori.db"
 
 
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(db_path)
-    await opened.migrate()
+@pytest.fixture(params=["sqlite"])
+async def database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[DatabaseUnderTest]:
+    """The test's own database, on each engine in turn: the same test proves both."""
+    opened = sqlite_database(tmp_path)
     yield opened
     await opened.close()
 
@@ -34,10 +37,10 @@ async def store(db_path: Path) -> AsyncIterator[Store]:
 @pytest.fixture
 async def harness(db_path: Path) -> AsyncIterator[Harness]:
     """Runs `stream_once` passes inside real turns on a real database."""
-    store = await Store.open(db_path)
-    await store.migrate()
-    yield Harness(store)
-    await store.close()
+    database = await SqliteDatabase.open(db_path)
+    await database.migrate()
+    yield Harness(database)
+    await database.close()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer, stalled_after
 from tomori.config import KillPolicy
 from tomori.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
-from tomori.store import Store
+from tomori.store.connect import open_database
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -176,9 +176,7 @@ async def test_a_lock_left_in_the_database_is_recovered_and_the_channel_served(
     tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = settings_for(tmp_path)
-    store = await Store.open(settings.db_path)
-    await store.migrate()
-    await store.close()
+    await (await open_database(settings)).close()
     dpy = await start_dpy_bot(settings, chain_for(llm_server), monkeypatch)
     try:
         with closing(sqlite3.connect(settings.db_path)) as db:  # a crashed process's leftover lock

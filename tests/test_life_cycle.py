@@ -26,6 +26,7 @@ from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot, stop_nextcord_bot
 from tests.support.scripts import answer, stalled_after
+from tomori.store import SqliteDatabase
 
 NAMES = ["cogs.tomori", "tomori_cog"]
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +52,8 @@ def database_threads(cog: Any) -> set[threading.Thread]:
     connection as a Thread subclass, later ones in a thread of their own, named differently
     from version to version.
     """
-    store = cog.service._store
-    assert store is not None
+    store = cog.service._database
+    assert isinstance(store, SqliteDatabase)
     thread = getattr(store.connection, "_thread", store.connection)
     assert isinstance(thread, threading.Thread)
     assert thread.is_alive()

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.databases import DatabaseUnderTest, RecordingDatabase
 from tests.support.turns import HeldTurns
-from tomori.config import Settings
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnRunner
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
+from tomori.locks.backends import lock_backend
 from tomori.results import KillReason
-from tomori.store import Store
+from tomori.store import Database
 
 OpenLocks = Callable[..., Awaitable[ChannelLocks]]
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
@@ -28,52 +29,52 @@ def trigger(message_id: str, channel_id: str = CHANNEL, **payload: object) -> Tr
 
 
 @pytest.fixture
-async def open_locks(db_path: Path) -> AsyncIterator[OpenLocks]:
-    opened: list[tuple[ChannelLocks, Store]] = []
+async def open_locks(database: DatabaseUnderTest) -> AsyncIterator[OpenLocks]:
+    """Opens registries on the test's database, each with a connection of its own, as
+    separate processes would; `recorder` sees every statement one of them sends."""
+    opened: list[ChannelLocks] = []
 
-    async def factory(runner: TurnRunner, settings: Settings | None = None) -> ChannelLocks:
-        store = await Store.open(db_path)
-        await store.migrate()
-        locks = ChannelLocks(store, settings or Settings(), runner)
+    async def factory(
+        runner: TurnRunner, recorder: list[RecordingDatabase] | None = None, **settings: object
+    ) -> ChannelLocks:
+        chosen = database.settings(**settings)
+        db: Database = await database.open()
+        if recorder is not None:
+            db = RecordingDatabase(db)
+            recorder.append(db)
+        locks = ChannelLocks(lock_backend(db, chosen), chosen, runner)
         await locks.start()
-        opened.append((locks, store))
+        opened.append(locks)
         return locks
 
     yield factory
-    for locks, store in opened:
+    for locks in opened:
         await locks.close()
-        await store.close()
 
 
 async def open_recording_kills(
-    open_locks: OpenLocks, settings: Settings | None = None
+    open_locks: OpenLocks, **settings: object
 ) -> tuple[ChannelLocks, HeldTurns, list[KillReason]]:
     """A registry whose turns register a kill callback that records each kill's reason."""
     kills: list[KillReason] = []
-    registry: ChannelLocks | None = None
 
-    async def register_kill(turn: Turn) -> None:
-        assert registry is not None
-        registry.set_channel_stream_kill(turn.channel_id, kills.append)
+    async def register_kill(turn: Turn, guard: TurnGuard) -> None:
+        guard.set_kill(kills.append)
 
     turns = HeldTurns(register_kill)
-    registry = await open_locks(turns, settings)
+    registry = await open_locks(turns, **settings)
     return registry, turns, kills
 
 
-async def rows(store: Store, sql: str) -> list[tuple[object, ...]]:
-    return [tuple(row) for row in await store.fetchall(sql)]
-
-
 async def test_a_busy_channel_queues_triggers_and_serves_them_in_order(
-    open_locks: OpenLocks, store: Store
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     turns = HeldTurns()
     locks = await open_locks(turns)
     assert await locks.submit(trigger("m1")) is Admission.STARTED
     assert await locks.submit(trigger("m2", note="second")) is Admission.QUEUED
     assert await locks.submit(trigger("m3")) is Admission.QUEUED
-    assert await rows(store, "SELECT message_id FROM queued_triggers ORDER BY id") == [
+    assert await database.rows("SELECT message_id FROM queued_triggers ORDER BY id") == [
         ("m2",),
         ("m3",),
     ]
@@ -88,8 +89,8 @@ async def test_a_busy_channel_queues_triggers_and_serves_them_in_order(
     turns.let_finish("m3")
     await locks.wait_idle(CHANNEL)
     assert turns.finished == ["m1", "m2", "m3"]
-    assert await rows(store, "SELECT * FROM channel_locks") == []
-    assert await rows(store, "SELECT * FROM queued_triggers") == []
+    assert await database.rows("SELECT * FROM channel_locks") == []
+    assert await database.rows("SELECT * FROM queued_triggers") == []
 
 
 async def test_channels_do_not_wait_for_each_other(open_locks: OpenLocks) -> None:
@@ -106,7 +107,7 @@ async def test_two_registries_on_one_database_never_both_hold_a_channel(
     overlaps: list[str] = []
     served: list[str] = []
 
-    async def serve(turn: Turn) -> None:
+    async def serve(turn: Turn, guard: TurnGuard) -> None:
         message_id = turn.trigger.message_id or ""
         if holding:
             overlaps.append(message_id)
@@ -155,7 +156,7 @@ async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while
 
 
 async def test_a_turn_stopped_by_kill_discards_the_queue_when_it_releases(
-    open_locks: OpenLocks, store: Store
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     """/kill stops the turn at once, but its clearing of the queue may still wait on a busy
     database: the stopped turn's release must not hand the channel to a message /kill drops."""
@@ -163,18 +164,18 @@ async def test_a_turn_stopped_by_kill_discards_the_queue_when_it_releases(
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     await turns.next_started()
-    locks._request_stop(locks._entries[CHANNEL], "42")  # what kill does before its transaction
+    locks._leases[CHANNEL].request_stop()  # what kill does before its transaction
     assert kills == [KillReason.KILL]
     turns.let_finish("m1")
     async with asyncio.timeout(5):  # a handed-on m2 would be held, and never end
         await locks.wait_idle(CHANNEL)
     assert turns.started_ids == ["m1"]
-    assert await rows(store, "SELECT message_id FROM queued_triggers") == []
-    assert await rows(store, "SELECT channel_id FROM channel_locks") == []
+    assert await database.rows("SELECT message_id FROM queued_triggers") == []
+    assert await database.rows("SELECT channel_id FROM channel_locks") == []
 
 
 async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
-    open_locks: OpenLocks,
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     owner, turns, kills = await open_recording_kills(open_locks)
     other = await open_locks(HeldTurns())
@@ -197,7 +198,7 @@ async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
     turns.let_finish("m1")
     await owner.wait_idle(CHANNEL)
     assert turns.started_ids == ["m1"]  # nothing queued before or during the kill ran
-    assert await rows(owner._store, "SELECT * FROM channel_locks") == []
+    assert await database.rows("SELECT * FROM channel_locks") == []
     assert await other.submit(trigger("after")) is Admission.STARTED  # no stop request lingers
     assert not other.stop_requested(CHANNEL)
     await asyncio.sleep(0.4)
@@ -205,22 +206,20 @@ async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
 
 
 async def test_a_kill_for_a_turn_whose_process_is_gone_frees_the_channel(
-    open_locks: OpenLocks, store: Store
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     locks = await open_locks(HeldTurns())
-    await store.execute(
+    await database.execute(
         "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at, last_progress_at)"
         " VALUES (?, 'gone', 't', 0, 0)",
         (CHANNEL,),
     )
     assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
-    assert await rows(store, "SELECT * FROM channel_locks") == []
+    assert await database.rows("SELECT * FROM channel_locks") == []
 
 
 async def test_a_stale_lock_is_released_by_the_next_message(open_locks: OpenLocks) -> None:
-    locks, turns, kills = await open_recording_kills(
-        open_locks, Settings(channel_lock_timeout_ms=50)
-    )
+    locks, turns, kills = await open_recording_kills(open_locks, channel_lock_timeout_ms=50)
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     await turns.next_started()
@@ -238,15 +237,14 @@ async def test_a_stale_lock_is_released_by_the_next_message(open_locks: OpenLock
 
 
 async def test_a_lock_under_a_watchdog_is_never_stale(open_locks: OpenLocks) -> None:
-    locks: ChannelLocks
     phase_over = asyncio.Event()
 
-    async def long_phase(turn: Turn) -> None:
-        await locks.run_under_watchdog(turn.channel_id, asyncio.sleep(0.3))
+    async def long_phase(turn: Turn, guard: TurnGuard) -> None:
+        await guard.run_under_watchdog(asyncio.sleep(0.3))
         phase_over.set()
 
     turns = HeldTurns(long_phase)
-    locks = await open_locks(turns, Settings(channel_lock_timeout_ms=100))
+    locks = await open_locks(turns, channel_lock_timeout_ms=100)
     await locks.submit(trigger("m1"))
     await asyncio.sleep(0.2)  # twice the lock timeout, inside the watchdog phase
     assert await locks.submit(trigger("m2")) is Admission.QUEUED
@@ -261,24 +259,19 @@ async def test_a_lock_under_a_watchdog_is_never_stale(open_locks: OpenLocks) -> 
 async def test_a_phase_of_an_ended_turn_cannot_lift_the_next_turns_exemption(
     open_locks: OpenLocks,
 ) -> None:
-    locks: ChannelLocks
     old_phase_may_end = asyncio.Event()
     leftover: list[asyncio.Task[bool]] = []
 
-    async def phases(turn: Turn) -> None:
+    async def phases(turn: Turn, guard: TurnGuard) -> None:
         if turn.trigger.message_id == "m1":
             # A phase that outlives its turn, as one settling after a /kill does.
-            leftover.append(
-                asyncio.create_task(
-                    locks.run_under_watchdog(turn.channel_id, old_phase_may_end.wait())
-                )
-            )
+            leftover.append(asyncio.create_task(guard.run_under_watchdog(old_phase_may_end.wait())))
             await asyncio.sleep(0)
         else:
-            await locks.run_under_watchdog(turn.channel_id, asyncio.sleep(0.4))
+            await guard.run_under_watchdog(asyncio.sleep(0.4))
 
     turns = HeldTurns(phases)
-    locks = await open_locks(turns, Settings(channel_lock_timeout_ms=100))
+    locks = await open_locks(turns, channel_lock_timeout_ms=100)
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     turns.let_finish("m1")
@@ -290,90 +283,73 @@ async def test_a_phase_of_an_ended_turn_cannot_lift_the_next_turns_exemption(
     assert await locks.submit(trigger("m3")) is Admission.QUEUED
 
 
+def progress_writes(recorded: RecordingDatabase) -> list[list[str]]:
+    """The progress statements of each transaction that wrote any."""
+    writes = [
+        [sql for sql in statements if sql.startswith("UPDATE channel_locks SET last_progress_at")]
+        for statements in recorded.transactions
+    ]
+    return [batch for batch in writes if batch]
+
+
 async def test_touches_reach_the_database_at_most_once_a_second(
-    open_locks: OpenLocks, db_path: Path
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
-    locks: ChannelLocks
-    updates: list[str] = []
     progress_seen: list[float] = []
     measured = asyncio.Event()
 
-    async def touch_a_lot(turn: Turn) -> None:
+    async def touch_a_lot(turn: Turn, guard: TurnGuard) -> None:
         deadline = time.monotonic() + 1.5
         touches = 0
         while time.monotonic() < deadline:
-            locks.touch_channel_lock(turn.channel_id)
+            guard.touch()
             touches += 1
             await asyncio.sleep(0.001)
         assert touches > 500
-        reader = await Store.open(db_path)
-        try:
-            row = (await reader.fetchall("SELECT locked_at, last_progress_at FROM channel_locks"))[
-                0
-            ]
-            progress_seen.append(row["last_progress_at"] - row["locked_at"])
-            measured.set()
-        finally:
-            await reader.close()
+        rows = await database.rows("SELECT locked_at, last_progress_at FROM channel_locks")
+        progress_seen.append(float(rows[0][1]) - float(rows[0][0]))
+        measured.set()
 
     turns = HeldTurns(touch_a_lot)
-    locks = await open_locks(turns)
-    await locks._store.connection.set_trace_callback(
-        lambda sql: updates.append(sql) if sql.startswith("UPDATE channel_locks") else None
-    )
+    recorded: list[RecordingDatabase] = []
+    locks = await open_locks(turns, recorded)
     await locks.submit(trigger("m1"))
     await turns.next_started()
     await asyncio.wait_for(measured.wait(), 5)
     turns.let_finish("m1")
     await locks.wait_idle(CHANNEL)
-    assert 1 <= len(updates) <= 2
+    assert 1 <= len(progress_writes(recorded[0])) <= 2
     assert progress_seen[0] >= 0.9  # the lock row really moved forward
 
 
-async def test_many_streaming_channels_cost_one_progress_transaction_a_second(
-    open_locks: OpenLocks,
+async def test_many_streaming_channels_cost_one_progress_statement_a_second(
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     channels = [str(200 + n) for n in range(100)]
-    locks: ChannelLocks
-    trace: list[str] = []
 
-    async def touch_for_a_while(turn: Turn) -> None:
+    async def touch_for_a_while(turn: Turn, guard: TurnGuard) -> None:
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
-            locks.touch_channel_lock(turn.channel_id)
+            guard.touch()
             await asyncio.sleep(0.005)
 
     turns = HeldTurns(touch_for_a_while)
-    locks = await open_locks(turns)
+    recorded: list[RecordingDatabase] = []
+    locks = await open_locks(turns, recorded)
     for channel in channels:
         await locks.submit(trigger(f"m{channel}", channel))
-    await locks._store.connection.set_trace_callback(trace.append)
     for _ in channels:
         await turns.next_started()
+    recorded[0].transactions.clear()
     await asyncio.sleep(2.3)  # the touching ends after 1.5 s; the batch after it is written by 2
 
-    transactions: list[list[str]] = []
-    outside: list[str] = []
-    current: list[str] | None = None
-    for statement in trace:
-        if statement.startswith("BEGIN"):
-            current = []
-            transactions.append(current)
-        elif statement in ("COMMIT", "ROLLBACK"):
-            current = None
-        else:
-            (outside if current is None else current).append(statement)
-    batches = [
-        [s for s in t if s.startswith("UPDATE channel_locks")]
-        for t in transactions
-        if any(s.startswith("UPDATE channel_locks") for s in t)
-    ]
-    assert not [s for s in outside if s.startswith("UPDATE")]  # none in a transaction of its own
+    assert not [s for s in recorded[0].statements if s.startswith("UPDATE")]  # none on its own
+    batches = progress_writes(recorded[0])
     assert 2 <= len(batches) <= 3  # one batch a second for all 100 channels, not one each
-    assert all(len(batch) <= len(channels) for batch in batches)  # a channel once per batch
-    moved = await rows(locks._store, "SELECT locked_at, last_progress_at FROM channel_locks")
+    assert all(len(batch) == 1 for batch in batches)  # one statement for all of them
+    moved = await database.rows("SELECT locked_at, last_progress_at FROM channel_locks")
     assert len(moved) == len(channels)
-    assert all(float(p) - float(at) >= 1.2 for at, p in moved)  # type: ignore[arg-type]
+    assert all(float(p) - float(at) >= 1.2 for at, p in moved)
     for channel in channels:
         turns.let_finish(f"m{channel}")
 
@@ -381,18 +357,17 @@ async def test_many_streaming_channels_cost_one_progress_transaction_a_second(
 async def test_a_stale_lock_of_another_registry_is_superseded_and_its_turn_stopped(
     open_locks: OpenLocks,
 ) -> None:
-    slow: ChannelLocks
 
-    async def quiet_then_touching(turn: Turn) -> None:
+    async def quiet_then_touching(turn: Turn, guard: TurnGuard) -> None:
         await asyncio.sleep(0.15)
         while True:
-            slow.touch_channel_lock(turn.channel_id)
+            guard.touch()
             await asyncio.sleep(0.01)
 
     slow_turns = HeldTurns(quiet_then_touching)
-    slow = await open_locks(slow_turns, Settings(channel_lock_timeout_ms=50))
+    slow = await open_locks(slow_turns, channel_lock_timeout_ms=50)
     fresh_turns = HeldTurns()
-    fresh = await open_locks(fresh_turns, Settings(channel_lock_timeout_ms=50))
+    fresh = await open_locks(fresh_turns, channel_lock_timeout_ms=50)
     await slow.submit(trigger("m1"))
     await slow_turns.next_started()
     await asyncio.sleep(0.1)
@@ -404,16 +379,16 @@ async def test_a_stale_lock_of_another_registry_is_superseded_and_its_turn_stopp
 
 
 async def test_start_up_recovers_locks_of_gone_owners_and_drops_triggers_too_old(
-    open_locks: OpenLocks, store: Store
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     now = time.time()
-    await store.execute(
+    await database.execute(
         "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at, last_progress_at,"
         " watchdogs) VALUES (?, 'gone', 't', ?, ?, 3)",
         (CHANNEL, now, now),
     )
     for message_id, age in [("old", 3600.0), ("fresh1", 1.0), ("fresh2", 0.5)]:
-        await store.execute(
+        await database.execute(
             "INSERT INTO queued_triggers (channel_id, message_id, payload, received_at)"
             " VALUES (?, ?, '{}', ?)",
             (CHANNEL, message_id, now - age),
@@ -429,15 +404,18 @@ async def test_start_up_recovers_locks_of_gone_owners_and_drops_triggers_too_old
 
 CRASHING_BOT = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio
     from tomori.config import Settings
     from tomori.locks import ChannelLocks, Trigger
-    from tomori.store import Store
+    from tomori.locks.backends import lock_backend
+    from tomori.store.connect import open_database
 
     async def main() -> None:
-        store = await Store.open(sys.argv[1])
-        await store.migrate()
-        locks = ChannelLocks(store, Settings(), lambda turn: asyncio.Event().wait())
+        settings = Settings.from_env()
+        database = await open_database(settings)
+        locks = ChannelLocks(
+            lock_backend(database, settings), settings, lambda turn, guard: asyncio.Event().wait()
+        )
         await locks.start()
         for message_id in ("m1", "m2", "m3"):
             print(await locks.submit(Trigger("100", message_id, payload={"n": message_id})))
@@ -450,15 +428,14 @@ CRASHING_BOT = textwrap.dedent(
 
 
 async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
-    open_locks: OpenLocks, db_path: Path
+    open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
     bot = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         CRASHING_BOT,
-        str(db_path),
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": REPO_ROOT},
+        env={**os.environ, **database.environment, "PYTHONPATH": REPO_ROOT},
     )
     try:
         assert bot.stdout is not None

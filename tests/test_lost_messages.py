@@ -21,7 +21,9 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
 from tests.support.write_lock import write_lock_held
+from tomori.locks.lease import LeaseState
 from tomori.notices import KILL_STOPPED
+from tomori.store import SqliteDatabase
 
 
 @pytest.fixture
@@ -57,19 +59,19 @@ async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> Asyn
     await until(lambda: len(llm_server.requests) == 1)
     nc.say(f"{nc.mention()} two")
     await until(lambda: queued(nc.service._settings.db_path) == 1)
-    store, locks = nc.service._store, nc.service._locks
-    assert store is not None
+    store, locks = nc.service._database, nc.service._locks
+    assert isinstance(store, SqliteDatabase)
     assert locks is not None
     async with store.transaction():
-        entry = locks._entries[str(CHANNEL_ID)]
-        await until(lambda: entry.released)
+        lease = locks._leases[str(CHANNEL_ID)]
+        await until(lambda: lease.state is LeaseState.RELEASED)
         yield
 
 
 def store_waiters(nc: NextcordBot) -> list[Any]:
     """Who waits for the cog's store: the hand-off first, then whatever came after it."""
-    store = nc.service._store
-    assert store is not None
+    store = nc.service._database
+    assert isinstance(store, SqliteDatabase)
     return list(store._lock._waiters or ())
 
 

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.support.databases import DatabaseUnderTest
 from tomori.metrics import Metrics
-from tomori.store import Store
 
 
-async def test_a_count_recorded_while_a_batch_is_written_is_written_too(store: Store) -> None:
-    metrics = Metrics(store)
+async def test_a_count_recorded_while_a_batch_is_written_is_written_too(
+    database: DatabaseUnderTest,
+) -> None:
+    metrics = Metrics(await database.open())
     metrics.record("stream_sdk_timeout", "openai:primary")
     await asyncio.sleep(0)  # the first batch is now being written
     metrics.record("fallback_used", "openai:fallback")
@@ -17,12 +19,15 @@ async def test_a_count_recorded_while_a_batch_is_written_is_written_too(store: S
     }
 
 
-async def test_counts_add_up_across_batches_and_close_writes_the_rest(store: Store) -> None:
-    metrics = Metrics(store)
+async def test_counts_add_up_across_batches_and_close_writes_the_rest(
+    database: DatabaseUnderTest,
+) -> None:
+    metrics = Metrics(await database.open())
     for _ in range(3):
         metrics.record("tool_failed", "now")
         await asyncio.sleep(0)
     metrics.record("tool_failed", "now")
     await metrics.close()
-    rows = await store.fetchall("SELECT name, label, count FROM metrics")
-    assert [tuple(row) for row in rows] == [("tool_failed", "now", 4)]
+    assert await database.rows("SELECT name, label, count FROM metrics") == [
+        ("tool_failed", "now", 4)
+    ]

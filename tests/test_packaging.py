@@ -84,6 +84,7 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     names = zipfile.ZipFile(wheel).namelist()
     assert "tomori/py.typed" in names
     assert "tomori_cog/py.typed" in names
+    assert "tomori/migrations/sqlite/0001_channel_locks.sql" in names  # the schema ships too
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 
@@ -118,7 +119,7 @@ def test_the_readme_layout_names_every_module() -> None:
     readme = (REPO / "README.md").read_text()
     layout = readme[readme.index("## Layout") :]
     layout = layout[: layout.index("\n## ")]
-    for package in ("tomori", "tomori_cog"):
+    for package in ("tomori", "tomori_cog", "tomori/locks", "tomori/store"):
         for module in (REPO / package).glob("*.py"):
             if module.name != "__init__.py" or package == "tomori_cog":
                 assert f" {module.name} " in layout, f"{package}/{module.name}"

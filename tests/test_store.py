@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tomori.store import MigrationError, Store, StoreError, packaged_migrations, split_statements
+from tests.support.databases import DatabaseUnderTest
+from tomori.store import MigrationError, SqliteDatabase, StoreError
+from tomori.store.migrations import shipped_migrations
+from tomori.store.sqlite import split_statements
 
 
 async def test_the_database_is_in_wal_mode_with_a_busy_timeout(db_path: Path) -> None:
-    store = await Store.open(db_path, busy_timeout_ms=1234)
+    store = await SqliteDatabase.open(db_path, busy_timeout_ms=1234)
     try:
         rows = await store.fetchall("PRAGMA journal_mode")
         assert rows[0][0] == "wal"
@@ -24,9 +27,9 @@ async def test_the_database_is_in_wal_mode_with_a_busy_timeout(db_path: Path) ->
 async def test_packaged_migrations_apply_once_and_are_tracked_by_user_version(
     db_path: Path,
 ) -> None:
-    latest = len(packaged_migrations())
+    latest = len(shipped_migrations("sqlite"))
     for _ in range(2):
-        store = await Store.open(db_path)
+        store = await SqliteDatabase.open(db_path)
         try:
             assert await store.migrate() == latest
         finally:
@@ -44,7 +47,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was_and_names_the_f
         ("0001_first.sql", "CREATE TABLE a (x INTEGER);"),
         ("0002_broken.sql", "CREATE TABLE b (x INTEGER);\nINSERT INTO missing VALUES (1);"),
     ]
-    store = await Store.open(db_path)
+    store = await SqliteDatabase.open(db_path)
     try:
         with pytest.raises(MigrationError, match=r"0002_broken\.sql"):
             await store.migrate(migrations)
@@ -58,7 +61,7 @@ async def test_a_failing_migration_leaves_the_database_as_it_was_and_names_the_f
 
 
 async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
-    store = await Store.open(db_path)
+    store = await SqliteDatabase.open(db_path)
     try:
         await store.migrate([("0001_a.sql", "CREATE TABLE a (x);"), ("0002_b.sql", "SELECT 1;")])
         with pytest.raises(MigrationError, match="newer"):
@@ -74,7 +77,7 @@ async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
 async def test_badly_numbered_migrations_are_refused_before_anything_runs(
     db_path: Path, names: list[str]
 ) -> None:
-    store = await Store.open(db_path)
+    store = await SqliteDatabase.open(db_path)
     try:
         with pytest.raises(MigrationError):
             await store.migrate([(name, "CREATE TABLE t (x);") for name in names])
@@ -91,7 +94,11 @@ def test_statements_split_on_semicolons_outside_strings_and_comments() -> None:
     ]
 
 
-async def test_a_transaction_is_rolled_back_when_its_body_raises(store: Store) -> None:
+async def test_a_transaction_is_rolled_back_when_its_body_raises(
+    database: DatabaseUnderTest,
+) -> None:
+    store = await database.open()
+
     async def insert_then_fail() -> None:
         async with store.transaction() as db:
             await db.execute(
@@ -109,5 +116,5 @@ async def test_a_file_that_is_not_a_database_is_refused_and_left_alone(db_path: 
     garbage = b"this is a text file, not a database\n" * 100
     await asyncio.to_thread(db_path.write_bytes, garbage)
     with pytest.raises(StoreError, match=r"cannot be used .*TOMORI_DB_PATH"):
-        await Store.open(db_path)
+        await SqliteDatabase.open(db_path)
     assert await asyncio.to_thread(db_path.read_bytes) == garbage

@@ -1,18 +1,17 @@
-"""Waiting out a database another process keeps busy, without losing what was asked of it.
+"""Waiting out a database that is busy or out of reach, without losing what was asked of it.
 
 A backup, a long migration or a second bot under load can hold SQLite's write lock for longer
-than one busy timeout. A write that must not be lost (admitting a message, handing a channel
-on) is then tried again until it succeeds, the caller gives up (a deadline, or the registry
-closing), or it is cancelled: each attempt is one transaction, so a retry repeats the whole
-read-decide-write and never half of it. The wait is logged once when it starts and once when
-it ends, not per attempt.
+than one busy timeout; a PostgreSQL server may restart, or its network go away for a while. A
+write that must not be lost (admitting a message, handing a channel on) is then tried again
+until it succeeds, the caller gives up (a deadline, or the registry closing), or it is
+cancelled: each attempt is one transaction, so a retry repeats the whole read-decide-write and
+never half of it. The wait is logged once when it starts and once when it ends, not per attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -27,23 +26,16 @@ class GaveUp(Exception):
     """The database stayed busy until the caller stopped waiting for it."""
 
 
-def is_busy(error: BaseException) -> bool:
-    """Whether `error` says another connection holds the lock (worth another attempt)."""
-    if not isinstance(error, sqlite3.OperationalError):
-        return False
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(error) or "busy" in str(error)
-
-
 async def until_not_busy[T](
     what: str,
     attempt: Callable[[], Awaitable[T]],
+    is_transient: Callable[[BaseException], bool],
     *,
     keep_trying: Callable[[], bool] = lambda: True,
 ) -> T:
-    """Run `attempt` until a busy database lets it through; `GaveUp` once not `keep_trying`.
+    """Run `attempt` until the database lets it through; `GaveUp` once not `keep_trying`.
+
+    Only errors `is_transient` accepts are retried; any other propagates.
 
     `what` names the write for the log ("admitting message 42 in channel 7").
     """
@@ -51,12 +43,16 @@ async def until_not_busy[T](
     while True:
         try:
             result = await attempt()
-        except sqlite3.OperationalError as error:
-            if not is_busy(error):
+        except Exception as error:
+            if not is_transient(error):
                 raise
             if started is None:
                 started = time.monotonic()
-                log.warning("the database is busy (%s); retrying %s until it succeeds", error, what)
+                log.warning(
+                    "the database is busy or out of reach (%s); retrying %s until it succeeds",
+                    error,
+                    what,
+                )
             if not keep_trying():
                 log.warning(
                     "gave up %s after %.1fs of a busy database", what, time.monotonic() - started

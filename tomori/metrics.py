@@ -1,6 +1,6 @@
 """Counters an operator reads to see how often each model stalls and each tool fails.
 
-`record` is synchronous and cheap (it runs inside a pass); counts reach SQLite in batches
+`record` is synchronous and cheap (it runs inside a pass); counts reach the database in batches
 from one task the `Metrics` owns, which keeps writing until nothing is pending, so a count
 recorded while a batch is being written goes out in the next batch rather than waiting for
 the next `record`. `counts()` waits for that task, so it reports every count recorded before
@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-import time
 from collections import Counter
 
-from tomori.store import Store
+from tomori.store import Database
 
 log = logging.getLogger(__name__)
 
 
 class Metrics:
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, database: Database) -> None:
+        self._db = database
         self._pending: Counter[tuple[str, str]] = Counter()
         self._flush: asyncio.Task[None] | None = None
 
@@ -37,7 +35,7 @@ class Metrics:
 
     async def counts(self) -> dict[tuple[str, str], int]:
         await self._flushed()
-        rows = await self._store.fetchall("SELECT name, label, count FROM metrics")
+        rows = await self._db.fetchall("SELECT name, label, count FROM metrics")
         return {(row["name"], row["label"]): row["count"] for row in rows}
 
     async def _flushed(self) -> None:
@@ -51,15 +49,16 @@ class Metrics:
 
     async def _write(self) -> None:
         pending, self._pending = self._pending, Counter()
-        now = time.time()
         try:
-            async with self._store.transaction() as db:
-                for (name, label), count in pending.items():
-                    await db.execute(
-                        "INSERT INTO metrics (name, label, count, updated_at) VALUES (?, ?, ?, ?)"
-                        " ON CONFLICT (name, label) DO UPDATE SET count = count + excluded.count,"
-                        " updated_at = excluded.updated_at",
-                        (name, label, count, now),
-                    )
-        except sqlite3.Error:
+            async with self._db.transaction() as tx:
+                now = await tx.now()
+                await tx.executemany(
+                    "INSERT INTO metrics (name, label, count, updated_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (name, label) DO UPDATE"
+                    " SET count = metrics.count + excluded.count, updated_at = excluded.updated_at",
+                    [(name, label, count, now) for (name, label), count in pending.items()],
+                )
+        except Exception as error:
+            if not self._db.is_database_error(error):
+                raise
             log.warning("could not write %d metric counts", sum(pending.values()), exc_info=True)

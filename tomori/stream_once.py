@@ -28,7 +28,7 @@ from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.delivery import AnswerCut, StreamWriter
 from tomori.hidden import HiddenBlocks
-from tomori.locks import ChannelLocks
+from tomori.locks import TurnGuard
 from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
 from tomori.pass_control import BoundedDelivery, KillSwitch, RollingTimer
 from tomori.prefill import prepare_request
@@ -68,7 +68,7 @@ async def stream_once(
     request: StreamRequest,
     writer: StreamWriter,
     ctx: StreamingContext,
-    locks: ChannelLocks,
+    guard: TurnGuard,
     settings: Settings,
 ) -> StreamResult:
     """Run one provider pass and say how it ended (a `StreamStatus`, see results.py).
@@ -79,7 +79,7 @@ async def stream_once(
     ctx.deferred_timeout_notice = None
     prepared = prepare_request(request)
     channel_id = ctx.channel_id
-    if locks.stop_requested(channel_id):
+    if guard.stop_requested():
         return StreamResult(StreamStatus.STOPPED_BY_USER)
 
     kill = KillSwitch()
@@ -88,11 +88,11 @@ async def stream_once(
         settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
     )
 
-    advance, touch = timer.progress, locks.touch_channel_lock  # looked up once: runs per chunk
+    advance, touch = timer.progress, guard.touch  # looked up once: runs per chunk
 
     def on_progress() -> None:
         advance()
-        touch(channel_id)
+        touch()
 
     def delivery_ran_out(finishing: asyncio.Task[None]) -> None:
         if finishing.done():  # it landed in the same loop iteration: nothing ran out
@@ -114,7 +114,7 @@ async def stream_once(
         timer.deliver(settings.delivery_budget_s, lambda: delivery_ran_out(finishing))
 
     delivering = BoundedDelivery(writer, bound_delivery)
-    locks.set_channel_stream_kill(channel_id, kill)
+    guard.set_kill(kill)
     ctx.abort = kill
     ctx.on_stream_progress = on_progress
     generation = asyncio.create_task(
@@ -126,15 +126,13 @@ async def stream_once(
     kill.generation = generation
     try:
         ended_or_killed: set[asyncio.Future[Any]] = {generation, kill.fired}
-        await locks.run_under_watchdog(
-            channel_id, asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED)
-        )
+        await guard.run_under_watchdog(asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED))
         if generation.done() and (not generation.cancelled() or not kill.reasons):
             return generation.result()  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
-        if locks.stop_requested(channel_id):
+        if guard.stop_requested():
             writer.abandon()
             return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
         phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
@@ -155,10 +153,10 @@ async def stream_once(
         if ctx.metrics is not None:
             ctx.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
         kill.rearm()  # from here on, a further kill (a /kill) ends the settle wait
-        await locks.run_under_watchdog(
-            channel_id, settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
+        await guard.run_under_watchdog(
+            settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
         )
-        if locks.stop_requested(channel_id):
+        if guard.stop_requested():
             writer.abandon()
             return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
         notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
@@ -172,7 +170,7 @@ async def stream_once(
         ctx.on_stream_progress = None
         if ctx.abort is kill:
             ctx.abort = None
-        locks.clear_channel_stream_kill(channel_id, kill)
+        guard.clear_kill(kill)
         if not generation.done():
             generation.cancel()
             await asyncio.gather(generation, return_exceptions=True)

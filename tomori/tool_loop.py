@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.delivery import StreamWriter
-from tomori.locks import ChannelLocks
+from tomori.locks import TurnGuard
 from tomori.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.providers.base import JsonObject, Provider, StreamRequest, ToolCall, ToolExchange
 from tomori.results import KillReason, StreamResult, StreamStatus
@@ -35,7 +35,7 @@ class TurnEnvironment:
 
     ctx: StreamingContext
     tools: ToolRegistry
-    locks: ChannelLocks
+    guard: TurnGuard
     settings: Settings
     open_writer: Callable[[], StreamWriter]
     requester_id: str | None
@@ -70,7 +70,7 @@ class _Stopped(Exception):
 async def run_tool_loop(
     provider: Provider, request: StreamRequest, env: TurnEnvironment
 ) -> LoopResult:
-    ctx, locks, settings, surface_errors = env.ctx, env.locks, env.settings, env.surface_errors
+    ctx, guard, settings, surface_errors = env.ctx, env.guard, env.settings, env.surface_errors
     history = list(request.tool_history)
     passes: list[StreamResult] = []
     failures_in_a_row = 0
@@ -89,7 +89,7 @@ async def run_tool_loop(
                 replace(request, tool_history=tuple(history), tools=specs),
                 writer,
                 ctx,
-                locks,
+                guard,
                 settings,
             )
         finally:
@@ -99,7 +99,7 @@ async def run_tool_loop(
             return ended(result.status)
         calls: tuple[ToolCall, ...] = result.data  # type: ignore[assignment]
         for position, call in enumerate(calls):
-            if locks.stop_requested(ctx.channel_id):
+            if guard.stop_requested():
                 return ended(StreamStatus.STOPPED_BY_USER)
             try:
                 outcome = await _run_tool(call, env)
@@ -126,7 +126,7 @@ def _failure(call: ToolCall, reason: str) -> _Outcome:
 
 
 async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
-    ctx, locks, settings = env.ctx, env.locks, env.settings
+    ctx, guard, settings = env.ctx, env.guard, env.settings
     if call.truncated:
         log.warning("tool call %s arrived with its arguments cut off; not run", call.name)
         return _failure(call, "the arguments arrived cut off; issue the whole call again")
@@ -141,10 +141,10 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
     def kill(reason: KillReason) -> None:
         running.cancel()
 
-    locks.set_channel_stream_kill(ctx.channel_id, kill)
+    guard.set_kill(kill)
     try:
         async with asyncio.timeout(settings.tool_timeout_s):
-            payload = await locks.run_under_watchdog(ctx.channel_id, running)
+            payload = await guard.run_under_watchdog(running)
         return _Outcome(True, {"result": dict(payload)})
     except TimeoutError:
         return _failure(call, f"the tool did not finish within {settings.tool_timeout_s:g}s")
@@ -159,7 +159,7 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
         log.warning("tool %s failed", call.name, exc_info=True)
         return _failure(call, f"the tool failed ({type(error).__name__})")
     finally:
-        locks.clear_channel_stream_kill(ctx.channel_id, kill)
+        guard.clear_kill(kill)
         if not running.done():
             running.cancel()
         await asyncio.gather(running, return_exceptions=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable
-from tomori.locks import ChannelLocks
+from tomori.locks import TurnGuard
 from tomori.models import ModelEntry
 from tomori.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
 from tomori.providers.base import ContextItem, Provider, ProviderError, Role, StreamRequest
@@ -65,7 +65,7 @@ async def run_generation_turn(
     env: TurnEnvironment,
 ) -> TurnResult:
     """Run the turn over the model chain; see the module docstring for the rules."""
-    ctx, locks, surface_errors = env.ctx, env.locks, env.surface_errors
+    ctx, guard, surface_errors = env.ctx, env.guard, env.surface_errors
     attempts: list[Attempt] = []
     history = request.tool_history  # tools already run stay run: a fallback gets their results
     try:
@@ -81,7 +81,7 @@ async def run_generation_turn(
             attempts.append(Attempt(model, loop))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if index > 0 and loop.status is StreamStatus.COMPLETED:
-                    await _fallback_answered(attempts, ctx, locks, surface_errors)
+                    await _fallback_answered(attempts, ctx, guard, surface_errors)
                 return TurnResult(loop.status, tuple(attempts))
             log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
             if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
@@ -104,12 +104,12 @@ async def run_generation_turn(
 
 
 async def _fallback_answered(
-    attempts: list[Attempt], ctx: StreamingContext, locks: ChannelLocks, surface_errors: bool
+    attempts: list[Attempt], ctx: StreamingContext, guard: TurnGuard, surface_errors: bool
 ) -> None:
     answered_by = attempts[-1].model.label
     if ctx.metrics is not None:
         ctx.metrics.record("fallback_used", answered_by)
-    if surface_errors and not locks.stop_requested(ctx.channel_id):
+    if surface_errors and not guard.stop_requested():
         failed = [attempt.model.label for attempt in attempts[:-1]]
         await post_notice_safely(ctx, fallback_used(answered_by, failed))
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks.backends import lock_backend
 from tomori.metrics import Metrics
 from tomori.models import ModelChain
 from tomori.notices import (
@@ -28,7 +29,8 @@ from tomori.notices import (
 )
 from tomori.output import DiscordStreamWriter
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
-from tomori.store import Store
+from tomori.store import Database
+from tomori.store.connect import open_database
 from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
@@ -49,7 +51,7 @@ class TomoriService:
         self._library = library
         self._settings = settings
         self._chain = chain
-        self._store: Store | None = None
+        self._database: Database | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
@@ -69,15 +71,14 @@ class TomoriService:
             if self._locks is None:
                 if self._closed:
                     raise RuntimeError("the tomori cog was unloaded")
-                store = await Store.open(
-                    self._settings.db_path, busy_timeout_ms=self._settings.db_busy_timeout_ms
-                )
+                database = await open_database(self._settings)
                 try:
-                    await store.migrate()
-                    locks = ChannelLocks(store, self._settings, self._run_turn)
+                    locks = ChannelLocks(
+                        lock_backend(database, self._settings), self._settings, self._run_turn
+                    )
                     self._providers = self._chain.build_providers()
-                    self._store, self._locks = store, locks
-                    self.metrics = Metrics(store)
+                    self._database, self._locks = database, locks
+                    self.metrics = Metrics(database)
                     await locks.start()
                 except BaseException:
                     await self._release_resources()
@@ -103,9 +104,9 @@ class TomoriService:
         if self.metrics is not None:
             await self.metrics.close()
             self.metrics = None
-        if self._store is not None:
-            await self._store.close()
-            self._store = None
+        if self._database is not None:
+            await self._database.close()
+            self._database = None
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done (for tests and tools)."""
@@ -179,14 +180,13 @@ class TomoriService:
 
     # -- a turn -------------------------------------------------------------------------------
 
-    async def _run_turn(self, turn: Turn) -> None:
+    async def _run_turn(self, turn: Turn, guard: TurnGuard) -> None:
         """Read the trigger and its history, then run the model chain on them.
 
         A failure before the chain runs (a Discord call that got no answer, the database) is
         told to the person who asked directly, as a failed generation would be: the chain's
         own notices cannot, since it never ran.
         """
-        assert self._locks is not None
         channel = await self._channel(int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
@@ -216,7 +216,7 @@ class TomoriService:
                 if surface_errors:
                     await post_notice_safely(ctx, GENERATION_ERROR)
                 return
-            if self._locks.stop_requested(turn.channel_id):  # /kill came while it read
+            if guard.stop_requested():  # /kill came while it read
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
                 return
             typing = asyncio.create_task(self._keep_typing(channel))
@@ -229,7 +229,7 @@ class TomoriService:
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,
-                    locks=self._locks,
+                    guard=guard,
                     settings=settings,
                     open_writer=lambda: DiscordStreamWriter(
                         port,

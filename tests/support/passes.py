@@ -13,7 +13,9 @@ from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config import Settings
 from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks.backends import lock_backend
+from tomori.locks.lease import Lease
 from tomori.notices import Notice
 from tomori.providers.base import (
     ContextItem,
@@ -24,7 +26,7 @@ from tomori.providers.base import (
     StreamRequest,
 )
 from tomori.results import StreamResult, StreamStatus, TimeoutPhase
-from tomori.store import Store
+from tomori.store import Database
 from tomori.stream_once import stream_once
 
 CHANNEL = "200"
@@ -56,8 +58,8 @@ Meanwhile = Callable[[ChannelLocks], Awaitable[None]]
 class Harness:
     """Runs a pass inside a real turn of a real lock registry on a real SQLite file."""
 
-    def __init__(self, locks_store: Store) -> None:
-        self._store = locks_store
+    def __init__(self, database: Database) -> None:
+        self._database = database
         self.locks: ChannelLocks | None = None
 
     async def run(
@@ -76,25 +78,23 @@ class Harness:
         ctx.deferred_timeout_notice = left_over_notice
         run = PassRun(channel, ctx)
 
-        async def turn(_: Turn) -> None:
+        async def turn(_: Turn, guard: TurnGuard) -> None:
             assert self.locks is not None
             writer = MemoryStreamWriter(run.channel, run.ctx)
             started = time.monotonic()
             await asyncio.sleep(0)  # as the cog reads Discord first: a /kill can land here
             try:
-                run.result = await stream_once(
-                    provider, request, writer, run.ctx, self.locks, settings
-                )
+                run.result = await stream_once(provider, request, writer, run.ctx, guard, settings)
             except Exception as error:
                 run.error = error
             run.elapsed = time.monotonic() - started
             run.leftovers = live_pass_machinery()
-            entry = self.locks._entries[CHANNEL]
-            if entry.stream_kill is not None:
+            assert isinstance(guard, Lease)
+            if guard._kill is not None:
                 run.leftovers.append("kill callback")
             await writer.aclose()
 
-        self.locks = ChannelLocks(self._store, settings, turn)
+        self.locks = ChannelLocks(lock_backend(self._database, settings), settings, turn)
         await self.locks.start()
         try:
             await self.locks.submit(Trigger(CHANNEL, "m1"))

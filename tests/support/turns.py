@@ -6,9 +6,9 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
-from tomori.locks import Turn
+from tomori.locks import Turn, TurnGuard
 
-TurnBody = Callable[[Turn], Awaitable[None]]
+TurnBody = Callable[[Turn, TurnGuard], Awaitable[None]]
 
 
 class HeldTurns:
@@ -20,13 +20,13 @@ class HeldTurns:
         self._arrivals: asyncio.Queue[Turn] = asyncio.Queue()
         self._body = body
 
-    async def __call__(self, turn: Turn) -> None:
+    async def __call__(self, turn: Turn, guard: TurnGuard) -> None:
         message_id = turn.trigger.message_id or ""
         self.started.append(turn)
         await self._arrivals.put(turn)
         try:
             if self._body is not None:
-                await self._body(turn)
+                await self._body(turn, guard)
             await self._gates[message_id].wait()
         except asyncio.CancelledError:
             self.cancelled.append(message_id)

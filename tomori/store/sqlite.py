@@ -1,10 +1,11 @@
-"""The SQLite connection tomori-cog keeps its durable state in, and the migration runner.
+"""SQLite, the embedded default database: one file, shared by the processes of one machine.
 
 One aiosqlite connection per registry, in WAL mode (readers never wait for the writer) with a
 busy timeout (two processes on one file wait for each other instead of failing; a write that
-must not be lost retries past it, see `tomori.busy`). Statements of
-one transaction must not interleave with another coroutine's statements on the same connection,
-so every use goes through one `asyncio.Lock`.
+must not be lost retries past it, see `tomori.busy`). Statements of one transaction must not
+interleave with another coroutine's statements on the same connection, so every use goes
+through one `asyncio.Lock`. Every transaction takes the file's write lock at once (BEGIN
+IMMEDIATE), which serialises them all, whatever their key; the clock is this machine's.
 """
 
 from __future__ import annotations
@@ -13,37 +14,62 @@ import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+import time
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 
-SqlParams = Sequence[Any]
+from tomori.store.base import MigrationError, Params, Row, StoreError
+from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
 
 BUSY_TIMEOUT_MS = 5_000
 """The default of `TOMORI_DB_BUSY_TIMEOUT_MS`: one wait for another connection's write lock."""
 
 
-class StoreError(RuntimeError):
-    """The database file cannot be used; the message names it and says why."""
-
-
-class MigrationError(StoreError):
-    """A migration could not be applied; the database is as it was before it."""
-
-
-class Store:
-    """A serialised aiosqlite connection: single statements and explicit transactions."""
+class SqliteTransaction:
+    """A transaction on the connection its `SqliteDatabase` holds the lock of."""
 
     def __init__(self, connection: aiosqlite.Connection) -> None:
         self._connection = connection
+
+    async def now(self) -> float:
+        return time.time()
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        cursor = await self._connection.execute(sql, params)
+        row: Row | None = await cursor.fetchone()
+        return row
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        cursor = await self._connection.execute(sql, params)
+        return list(await cursor.fetchall())
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        cursor = await self._connection.execute(sql, params)
+        return cursor.rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        await self._connection.executemany(sql, rows)
+
+
+class SqliteDatabase:
+    """A serialised aiosqlite connection: single statements and explicit transactions."""
+
+    def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
+        self._connection = connection
+        self._path = path
         self._lock = asyncio.Lock()
 
+    @property
+    def description(self) -> str:
+        return self._path
+
     @classmethod
-    async def open(cls, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Store:
+    async def open(
+        cls, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    ) -> SqliteDatabase:
         """Open (or create) the database file in WAL mode with a busy timeout.
 
         A file that is not a SQLite database, or cannot be written, is refused with a
@@ -75,7 +101,7 @@ class Store:
         except BaseException:
             await connection.close()
             raise
-        return cls(connection)
+        return cls(connection, str(path))
 
     @property
     def connection(self) -> aiosqlite.Connection:
@@ -85,13 +111,13 @@ class Store:
     async def close(self) -> None:
         await self._connection.close()
 
-    async def execute(self, sql: str, params: SqlParams = ()) -> int:
+    async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement in its own transaction; return the number of rows it changed."""
         async with self._lock:
             cursor = await self._connection.execute(sql, params)
             return cursor.rowcount
 
-    async def fetchall(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._lock:
             cursor = await self._connection.execute(sql, params)
             return list(await cursor.fetchall())
@@ -105,31 +131,43 @@ class Store:
             pass
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self, key: str | None = None) -> AsyncIterator[SqliteTransaction]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back if the body raises.
 
         IMMEDIATE takes the write lock at once, so a read-decide-write sequence is atomic across
-        processes: two registries deciding who holds a channel never both see it free.
+        processes: two registries deciding who holds a channel never both see it free. It
+        excludes every other transaction, so `key` needs no lock of its own.
         """
         async with self._lock, _immediate(self._connection) as connection:
-            yield connection
+            yield SqliteTransaction(connection)
+
+    def is_transient(self, error: BaseException) -> bool:
+        """Another connection holds the lock past the busy timeout."""
+        if not isinstance(error, sqlite3.OperationalError):
+            return False
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return "locked" in str(error) or "busy" in str(error)
+
+    def is_database_error(self, error: BaseException) -> bool:
+        return isinstance(error, sqlite3.Error)
 
     async def migrate(self, migrations: Iterable[tuple[str, str]] | None = None) -> int:
         """Apply the numbered migrations not applied yet, each once; return the schema version.
 
-        `migrations` is (file name, SQL) pairs; by default the package's own `migrations/*.sql`.
+        `migrations` is (file name, SQL) pairs; by default the shipped `migrations/sqlite/*.sql`.
         Each file runs in one transaction together with its `PRAGMA user_version` bump, so a
         failing file leaves the database exactly as it was and the error names the file.
         """
-        ordered = _number_migrations(packaged_migrations() if migrations is None else migrations)
+        ordered = number_migrations(
+            shipped_migrations("sqlite") if migrations is None else migrations
+        )
         latest = ordered[-1][0] if ordered else 0
         async with self._lock:
             current = await _user_version(self._connection)
             if current > latest:
-                raise MigrationError(
-                    f"the database is at schema version {current}, newer than this tomori-cog "
-                    f"knows ({latest}); upgrade tomori-cog or use another TOMORI_DB_PATH"
-                )
+                raise newer_than_known(current, latest, "TOMORI_DB_PATH")
             for number, name, sql in ordered:
                 await self._apply(number, name, sql)
             return await _user_version(self._connection)
@@ -169,16 +207,6 @@ def _unusable(path: Path | str, why: str) -> StoreError:
     )
 
 
-def packaged_migrations() -> list[tuple[str, str]]:
-    """The `.sql` files shipped inside the package, as (file name, SQL)."""
-    folder = resources.files("tomori") / "migrations"
-    return [
-        (entry.name, entry.read_text(encoding="utf-8"))
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    ]
-
-
 def split_statements(sql: str) -> list[str]:
     """Split a script into complete statements (`executescript` would commit on its own)."""
     statements: list[str] = []
@@ -196,25 +224,6 @@ def split_statements(sql: str) -> list[str]:
 
 def _strip_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
-
-
-def _number_migrations(migrations: Iterable[tuple[str, str]]) -> list[tuple[int, str, str]]:
-    numbered: dict[int, tuple[str, str]] = {}
-    for name, sql in migrations:
-        prefix = name.split("_", 1)[0]
-        if not prefix.isdigit():
-            raise MigrationError(f"migration {name} has no number: name it NNNN_what.sql")
-        number = int(prefix)
-        if number in numbered:
-            raise MigrationError(
-                f"migrations {numbered[number][0]} and {name} share number {number}"
-            )
-        numbered[number] = (name, sql)
-    ordered = sorted(numbered.items())
-    for expected, (number, (name, _)) in enumerate(ordered, start=1):
-        if number != expected:
-            raise MigrationError(f"migration {name} is number {number}; expected {expected}")
-    return [(number, name, sql) for number, (name, sql) in ordered]
 
 
 async def _user_version(connection: aiosqlite.Connection) -> int:

@@ -1,0 +1,116 @@
+"""The durable half of the channel locks, as intents: each call is one transaction.
+
+The registry decides nothing about rows and the backend decides nothing about turns: the
+registry says what this process runs (a channel's running turn id, whether it is closing) and
+the backend reads the rows, applies `rules` with the database's clock, and writes the outcome.
+A call that fails with an error the backend calls transient (`is_transient`) changed nothing
+and may be tried again whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tomori.locks.rules import Verdict
+from tomori.locks.turns import Trigger, Turn
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A running turn's progress, for the database: how long ago, and whether it is exempt."""
+
+    channel_id: str
+    turn_id: str
+    idle_s: float
+    watchdogs: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopRequest:
+    channel_id: str
+    turn_id: str
+    requester_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """How admitting a trigger went: the lock's verdict, and the turn to begin, if any (the
+    trigger's own, or an older queued one's, with the trigger queued behind it)."""
+
+    verdict: Verdict
+    turn: Turn | None
+
+
+class LockBackend(Protocol):
+    """Lock rows, queued triggers and instance rows in one database shared by every process."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    async def register(self) -> None:
+        """Record this instance as alive."""
+        ...
+
+    async def heartbeat(self) -> None:
+        """Say again that this instance is alive."""
+        ...
+
+    async def unregister(self) -> None: ...
+
+    async def orphaned_channels(self) -> list[str]:
+        """Channels whose lock owner is gone, or whose queue has no lock: they need a hand-off."""
+        ...
+
+    async def recover(self, channel_id: str) -> Turn | None:
+        """Hand an orphaned channel to its next queued trigger, if it is still orphaned."""
+        ...
+
+    async def forget_dead_instances(self) -> None: ...
+
+    async def admit(self, trigger: Trigger, given_up_turn_id: str | None) -> Admitted:
+        """Start a turn for `trigger`, or queue it: the verdict says which (a free one starts).
+        `given_up_turn_id`: the channel's turn this process gave up, if any (see `rules.judge`)."""
+        ...
+
+    async def stop_and_clear(
+        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+    ) -> tuple[Verdict, int]:
+        """/kill: ask the channel's holder to stop (or free a row no live turn stands behind),
+        and clear its queue. Returns the lock's verdict and how many triggers were cleared."""
+        ...
+
+    async def hand_off(
+        self, channel_id: str, turn_id: str, *, discard_queue: bool, closing: bool
+    ) -> Turn | None:
+        """Release `turn_id`'s lock if it still holds the channel, giving the channel to the next
+        queued trigger (unless `discard_queue` or `closing`)."""
+        ...
+
+    async def record_progress(self, progress: Sequence[Progress]) -> set[tuple[str, str]]:
+        """Write progress in one transaction; return the (channel, turn) locks this instance
+        still holds (a turn missing from it was taken over)."""
+        ...
+
+    async def stop_requests(self) -> list[StopRequest]:
+        """The stop requests written into the rows this instance holds."""
+        ...
+
+    async def wait_for_stop_requests(self) -> None:
+        """Return when stop requests may have arrived (polled, or announced by the database)."""
+        ...
+
+    async def requester_of(self, channel_id: str) -> str | None: ...
+
+    async def queued_message_ids(self, channel_id: str) -> set[str]: ...
+
+    def is_transient(self, error: BaseException) -> bool: ...
+
+    def is_database_error(self, error: BaseException) -> bool: ...
+
+    async def wait_for_pending(self) -> None: ...
+
+    async def close(self) -> None:
+        """Stop listening; the database itself belongs to whoever opened it."""
+        ...

@@ -1,0 +1,73 @@
+"""Which processes serve locks from the database, and whether a lock's owner is still alive.
+
+Each registry registers an instance row and refreshes its heartbeat, on the database's clock.
+Whether an owner is alive is `rules.is_alive`: at once when it ran on this host and its process
+is gone, after a missed heartbeat window otherwise.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from tomori.locks import rules
+from tomori.locks.process import current_process, process_token
+from tomori.locks.rules import InstanceRow
+from tomori.store.base import Database, Transaction
+
+
+class InstanceRows:
+    """This instance's row in `instances`, and the liveness of the others'."""
+
+    def __init__(self, database: Database, lock_timeout_s: float) -> None:
+        self.instance_id = uuid.uuid4().hex
+        self._db = database
+        self._lock_timeout_s = lock_timeout_s
+        self._process = current_process()
+
+    async def register(self) -> None:
+        process = self._process
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            await tx.execute(
+                "INSERT INTO instances (instance_id, host, pid, process_token, started_at,"
+                " heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.instance_id, process.host, process.pid, process.token, now, now),
+            )
+
+    async def heartbeat(self) -> None:
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?",
+                (await tx.now(), self.instance_id),
+            )
+
+    async def unregister(self) -> None:
+        await self._db.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
+
+    async def forget_dead(self) -> None:
+        """Drop the rows of instances that are gone."""
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            rows = await tx.fetchall(
+                "SELECT instance_id FROM instances WHERE instance_id != ?", (self.instance_id,)
+            )
+            for row in rows:
+                if not await self.is_alive(tx, row["instance_id"], now):
+                    await tx.execute(
+                        "DELETE FROM instances WHERE instance_id = ?", (row["instance_id"],)
+                    )
+
+    async def is_alive(self, tx: Transaction, instance_id: str, now: float) -> bool:
+        if instance_id == self.instance_id:
+            return True
+        row = await tx.fetchone(
+            "SELECT host, pid, process_token, heartbeat_at FROM instances WHERE instance_id = ?",
+            (instance_id,),
+        )
+        return rules.is_alive(
+            None if row is None else InstanceRow(*row),
+            here_host=self._process.host,
+            token_of=process_token,
+            now=now,
+            lock_timeout_s=self._lock_timeout_s,
+        )

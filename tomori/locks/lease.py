@@ -1,0 +1,104 @@
+"""A lease: what only the process running a turn knows of it, and the turn's guard.
+
+The database holds who owns a channel; the lease holds what cannot be written there: the
+turn's task, its kill callback, its watchdog tokens, and when it last made progress (on this
+process's monotonic clock, so a wall clock jump never makes a turn stale). Its state only moves
+forward: running, then maybe stopping (/kill asked), then released (the channel is being handed
+on, or was taken from it). The generation code sees it only as a `TurnGuard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from enum import StrEnum
+
+from tomori.locks import rules
+from tomori.locks.turns import KillCallback, T, Turn
+from tomori.results import KillReason
+
+
+class LeaseState(StrEnum):
+    RUNNING = "running"
+    STOPPING = "stopping"  # /kill asked, here or in another process; the turn is unwinding
+    RELEASED = "released"  # the channel is being handed on (maybe retrying), or was taken
+
+
+class Lease:
+    """One running turn's hold on its channel, in the process that runs it."""
+
+    def __init__(self, turn: Turn, on_progress: Callable[[Lease], None]) -> None:
+        self.turn = turn
+        self.state = LeaseState.RUNNING
+        self.task: asyncio.Task[None] | None = None
+        self.began_at = time.monotonic()
+        self.last_progress_at = self.began_at
+        self._on_progress = on_progress
+        self._watchdogs: set[object] = set()
+        self._kill: KillCallback | None = None
+
+    # -- the turn's guard -------------------------------------------------------------------
+
+    def stop_requested(self) -> bool:
+        return self.state is LeaseState.STOPPING
+
+    def touch(self) -> None:
+        if self.state is not LeaseState.RELEASED:
+            self.last_progress_at = time.monotonic()
+            self._on_progress(self)
+
+    async def run_under_watchdog(self, work: Awaitable[T]) -> T:
+        # Tokens are per phase, so a phase of a killed turn removing its token can never lift
+        # the exemption of another phase.
+        token = object()
+        self._watchdogs.add(token)
+        self.touch()
+        try:
+            return await work
+        finally:
+            self._watchdogs.discard(token)
+            self.touch()
+
+    def set_kill(self, kill: KillCallback) -> None:
+        self._kill = kill
+
+    def clear_kill(self, kill: KillCallback) -> None:
+        if self._kill is kill:  # an old pass never erases a newer one's callback
+            self._kill = None
+
+    # -- for the registry -------------------------------------------------------------------
+
+    @property
+    def watchdogs(self) -> int:
+        return len(self._watchdogs)
+
+    def idle_s(self) -> float:
+        return time.monotonic() - self.last_progress_at
+
+    def is_stale(self, lock_timeout_s: float) -> bool:
+        # a released lease is handing the channel on, maybe retrying: not stale, just ending
+        return self.state is not LeaseState.RELEASED and rules.is_stale(
+            self.watchdogs, self.idle_s(), lock_timeout_s
+        )
+
+    def request_stop(self) -> None:
+        """Stop the turn as /kill does: once, however many processes were asked."""
+        if self.state is LeaseState.RUNNING:
+            self.state = LeaseState.STOPPING
+            if self._kill is not None:
+                self._kill(KillReason.KILL)
+
+    def release(self) -> bool:
+        """Mark the lease released; True if it was stopped by /kill (its queue goes too)."""
+        stopped = self.state is LeaseState.STOPPING
+        self.state = LeaseState.RELEASED
+        return stopped
+
+    def abandon(self) -> None:
+        """End a turn this process can no longer vouch for: stop its stream and its task."""
+        self.state = LeaseState.RELEASED
+        if self._kill is not None:
+            self._kill(KillReason.STALE)
+        if self.task is not None:
+            self.task.cancel()

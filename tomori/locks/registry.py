@@ -1,0 +1,307 @@
+"""`ChannelLocks`: one turn per channel, the rest queued in order, across every process.
+
+It is the single answer to "is this channel busy". A trigger submitted for a free channel
+starts a turn (in a task this registry owns); one for a busy channel is queued and served after
+the running turn, as a reply to its trigger. Lock rows and queued triggers live in the database
+(`LockBackend`), so a restart replays the queue and two processes never both hold a channel;
+what only this process can know of a turn lives in its `Lease`.
+
+A /kill may reach a process that does not run the channel's turn. It writes the stop request
+into the lock row, and the owner hears it (`StopRequestReader`) and stops the turn as a local
+/kill would. While a /kill unwinds, new triggers for the channel are ignored, so the queue it
+just emptied is not refilled; a turn stopped by /kill discards the queue when it releases.
+
+A database that is busy or out of reach loses nothing: admission, release and /kill are
+retried (`tomori.busy`) until they succeed, admissions of one channel in arrival order, and a
+trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
+from tomori.config import Settings
+from tomori.locks import rules
+from tomori.locks.backend import LockBackend
+from tomori.locks.lease import Lease, LeaseState
+from tomori.locks.loops import BackgroundLoops
+from tomori.locks.rules import Verdict
+from tomori.locks.turns import Admission, KillOutcome, Trigger, Turn, TurnRunner
+from tomori.locks.upkeep import ProgressWriter, StopRequestReader
+
+log = logging.getLogger("tomori.locks")
+
+
+class ChannelLocks:
+    """The channel lock registry of one process (or one bot instance) on one database."""
+
+    def __init__(self, backend: LockBackend, settings: Settings, run_turn: TurnRunner) -> None:
+        self._backend = backend
+        self._settings = settings
+        self._run_turn = run_turn
+        self._leases: dict[str, Lease] = {}
+        self._given_up: dict[str, str] = {}
+        """Channel -> the turn this registry gave up there, until its row is replaced."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._progress = ProgressWriter(backend, self._abandon_taken_over)
+        self._stop_requests = StopRequestReader(backend, self._leases)
+        self._loops = BackgroundLoops()
+        self._in_order = InArrivalOrder()
+        self._closing = False
+
+    @property
+    def instance_id(self) -> str:
+        return self._backend.instance_id
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register this instance and recover channels whose owner is gone, replaying queues."""
+        backend = self._backend
+        await backend.register()
+        self._loops.start("recording progress", self._progress.step, pause_after_failure_s=1.0)
+        self._loops.start(
+            "reading stop requests", self._stop_requests.step, pause_after_failure_s=0.25
+        )
+        self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
+        for channel_id in await backend.orphaned_channels():
+            turn = await backend.recover(channel_id)
+            if turn is not None:
+                self._begin(turn)
+        await backend.forget_dead_instances()
+
+    async def _heartbeat(self) -> None:
+        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+        await self._backend.heartbeat()
+
+    async def close(self) -> None:
+        """Stop every running turn, release its lock (queued triggers stay for the next start)."""
+        self._closing = True
+        # A submit already inside its transaction begins its turn right after it commits;
+        # waiting for the store once lets every such turn start, so the loop below sees it.
+        # (Retries of a busy database stop now: closing is their signal to give up.)
+        await self._backend.wait_for_pending()
+        for lease in list(self._leases.values()):
+            if lease.task is not None:
+                lease.task.cancel()
+        # A task that just ended may still be in the set (its done callback not run yet);
+        # awaiting only ended tasks never yields, so it would never leave: skip them.
+        while running := [task for task in self._tasks if not task.done()]:
+            await asyncio.gather(*running, return_exceptions=True)
+        await self._loops.close()
+        await self._backend.close()
+        try:
+            await self._backend.unregister()
+        except Exception as error:  # a busy database must not stop a close: the row goes stale
+            if not self._backend.is_database_error(error):
+                raise
+            log.warning("could not remove this instance's row; it expires with its heartbeat")
+
+    # -- admission ----------------------------------------------------------------------------
+
+    async def submit(self, trigger: Trigger) -> Admission:
+        """Start a turn for `trigger`, or queue it behind the channel's running turn.
+
+        A database that is busy or out of reach is waited out, in arrival order per channel,
+        for as long as the trigger could wait in the queue; past that it is `FAILED`.
+        """
+        async with self._in_order.turn_of(trigger.channel_id):
+            deadline = trigger.received_at + self._settings.queue_max_age_s
+            try:
+                return await until_not_busy(
+                    f"admitting message {trigger.message_id} in channel {trigger.channel_id}",
+                    lambda: self._admit(trigger),
+                    self._backend.is_transient,
+                    keep_trying=lambda: not self._closing and time.time() < deadline,
+                )
+            except GaveUp:
+                return Admission.IGNORED if self._closing else Admission.FAILED
+
+    async def _admit(self, trigger: Trigger) -> Admission:
+        """One attempt at `submit`, in one transaction."""
+        channel_id = trigger.channel_id
+        if self._closing:
+            return Admission.IGNORED
+        lease = self._leases.get(channel_id)
+        if lease is not None and lease.stop_requested():
+            log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+            return Admission.IGNORED
+        if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
+            self._force_release(lease)
+            lease = None
+        admitted = await self._backend.admit(trigger, self._given_up.get(channel_id))
+        if admitted.verdict.is_free:
+            self._given_up.pop(channel_id, None)  # its row is replaced
+        if admitted.verdict is Verdict.STOPPING:
+            log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+            return Admission.IGNORED
+        if admitted.turn is None:
+            return Admission.QUEUED
+        self._begin(admitted.turn)
+        return Admission.STARTED if admitted.turn.trigger is trigger else Admission.QUEUED
+
+    # -- /kill --------------------------------------------------------------------------------
+
+    async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
+        """Clear the channel's queue and stop its running turn, if any (`/kill`).
+
+        The turn stopped is the one holding the channel when the queue is cleared, in the same
+        transaction: a turn that ended meanwhile may have handed the channel to a queued
+        trigger, and that turn is stopped before it starts (it costs no model call).
+
+        A database that is busy or out of reach is waited out for up to
+        `TOMORI_QUEUE_MAX_AGE_MS` (past it, every trigger queued when /kill came is too old to
+        be served anyway); the turn running here stops at once meanwhile, and its release
+        discards the queue.
+        """
+        lease = self._leases.get(channel_id)
+        if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
+            self._force_release(lease)
+            lease = None
+        requester = requester_id or "system"
+        stopped_here = False
+        if lease is not None:
+            lease.request_stop()  # at once; the transaction below may wait
+            stopped_here = lease.stop_requested()
+        deadline = time.time() + self._settings.queue_max_age_s
+        verdict, cleared = await until_not_busy(
+            f"/kill in channel {channel_id}",
+            lambda: self._backend.stop_and_clear(
+                channel_id, requester, self._given_up.get(channel_id)
+            ),
+            self._backend.is_transient,
+            keep_trying=lambda: not self._closing and time.time() < deadline,
+        )
+        stopped = not verdict.is_free
+        if verdict.is_free:
+            self._given_up.pop(channel_id, None)  # its row is deleted
+        running = self._leases.get(channel_id)
+        if stopped and running is not None:
+            running.request_stop()  # a turn the channel was handed to meanwhile
+        stopped = stopped or stopped_here
+        log.info(
+            "kill in channel %s by %s: stopped=%s cleared=%d",
+            channel_id,
+            requester_id,
+            stopped,
+            cleared,
+        )
+        return KillOutcome(stopped=stopped, cleared=cleared)
+
+    # -- questions ----------------------------------------------------------------------------
+
+    def is_busy(self, channel_id: str) -> bool:
+        """Whether this registry is running a turn in the channel."""
+        return channel_id in self._leases
+
+    def stop_requested(self, channel_id: str) -> bool:
+        """Whether the turn running here in the channel was asked to stop."""
+        lease = self._leases.get(channel_id)
+        return lease is not None and lease.stop_requested()
+
+    async def requester_of(self, channel_id: str) -> str | None:
+        """Who asked for the turn running in the channel, in this process or another."""
+        lease = self._leases.get(channel_id)
+        if lease is not None:
+            return lease.turn.trigger.requester_id
+        return await self._backend.requester_of(channel_id)
+
+    async def queued_message_ids(self, channel_id: str) -> set[str]:
+        """Messages waiting for their own turn: a history built now must leave them out."""
+        return await self._backend.queued_message_ids(channel_id)
+
+    async def wait_idle(self, channel_id: str) -> None:
+        """Wait until this registry has no turn running or handed on in the channel."""
+        while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
+            await asyncio.wait({lease.task})
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def _begin(self, turn: Turn) -> None:
+        lease = Lease(turn, on_progress=self._progress.mark)
+        self._leases[turn.channel_id] = lease
+        self._stop_requests.wake()
+        task = asyncio.create_task(self._serve(lease), name=f"tomori-turn-{turn.channel_id}")
+        lease.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, lease: Lease) -> None:
+        turn = lease.turn
+        try:
+            if lease.stop_requested():
+                # /kill reached it while the channel was handed to it: it was never started,
+                # so it shows nothing (no typing, no Discord reads) and calls no model.
+                log.info(
+                    "turn %s in channel %s stopped before it started", turn.turn_id, turn.channel_id
+                )
+            else:
+                await self._run_turn(turn, lease)
+        except Exception:
+            log.exception("turn %s in channel %s failed", turn.turn_id, turn.channel_id)
+        finally:
+            await self._release(lease)
+
+    async def _release(self, lease: Lease) -> None:
+        """Free the channel (or hand it to the next trigger); runs once per lease, always."""
+        if lease.state is LeaseState.RELEASED:
+            return
+        discard_queue = lease.release()
+        self._progress.forget(lease)
+        channel_id, turn_id = lease.turn.channel_id, lease.turn.turn_id
+        following: Turn | None = None
+        try:
+            following = await until_not_busy(
+                f"handing channel {channel_id} on",
+                lambda: self._backend.hand_off(
+                    channel_id, turn_id, discard_queue=discard_queue, closing=self._closing
+                ),
+                self._backend.is_transient,
+                keep_trying=lambda: not self._closing,
+            )
+        except GaveUp:
+            log.warning("closing: channel %s is recovered at the next start", channel_id)
+        except Exception as error:
+            if not self._backend.is_database_error(error):
+                raise
+            log.exception("could not release channel %s; the next message will", channel_id)
+            self._given_up[channel_id] = turn_id
+        finally:
+            if self._leases.get(channel_id) is lease:
+                del self._leases[channel_id]
+        if following is not None:
+            self._begin(following)
+
+    def _force_release(self, lease: Lease) -> None:
+        """End a turn this registry can no longer vouch for; its lock row is taken over next."""
+        turn = lease.turn
+        log.warning(
+            "forcibly releasing the stale lock of channel %s (turn %s, locked %.0fs ago, "
+            "last progress %.0fs ago)",
+            turn.channel_id,
+            turn.turn_id,
+            time.monotonic() - lease.began_at,
+            lease.idle_s(),
+        )
+        self._abandon(lease)
+
+    def _abandon(self, lease: Lease) -> None:
+        channel_id = lease.turn.channel_id
+        if self._leases.get(channel_id) is lease:
+            del self._leases[channel_id]
+        self._given_up[channel_id] = lease.turn.turn_id
+        self._progress.forget(lease)
+        lease.abandon()
+
+    def _abandon_taken_over(self, lease: Lease) -> None:
+        if lease.state is LeaseState.RELEASED:
+            return
+        log.warning(
+            "channel %s was taken over by another instance; stopping turn %s",
+            lease.turn.channel_id,
+            lease.turn.turn_id,
+        )
+        self._abandon(lease)

@@ -1,0 +1,133 @@
+"""The lock rules, each written once, as functions of plain values.
+
+The backends read rows and pass them here with the database's clock; the registry passes its
+own turns with this process's monotonic clock. Nothing here reads a clock or a database.
+
+Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
+- A lock with no watchdog token and no progress for `CHANNEL_LOCK_TIMEOUT_MS` is stale: the
+  next trigger or /kill releases it, stopping its turn and discarding its queue.
+- A lock whose owner is gone is taken over, and its queue is served, not discarded.
+- A lock whose row says a stop was requested reads as "unwinding": new triggers are ignored,
+  so the queue /kill just emptied is not refilled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+MIN_HEARTBEAT_INTERVAL_S = 1.0
+MISSED_HEARTBEATS_FOR_DEATH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LockRow:
+    """A channel's lock as the database holds it; times are on the database's clock."""
+
+    owner: str
+    turn_id: str
+    last_progress_at: float
+    watchdogs: int
+    stop_requested_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    """A process that serves locks: where it runs, and when it last said it is alive."""
+
+    host: str
+    pid: int
+    process_token: str
+    heartbeat_at: float
+
+
+class Verdict(StrEnum):
+    """What a channel's lock row means to a process about to act on the channel."""
+
+    FREE = "free"
+    HELD = "held"
+    STOPPING = "stopping"  # held, and /kill asked its turn to stop
+    ABANDONED_HERE = "abandoned here"  # ours, but this process gave that turn up
+    OWNER_GONE = "owner gone"
+    STALE = "stale"
+
+    @property
+    def is_free(self) -> bool:
+        """Whether the channel may be given to a new turn now."""
+        return self not in (Verdict.HELD, Verdict.STOPPING)
+
+    @property
+    def discards_queue(self) -> bool:
+        """A stale lock's queue goes with it: those messages waited on a turn that hung."""
+        return self in (Verdict.ABANDONED_HERE, Verdict.STALE)
+
+
+def is_stale(watchdogs: int, idle_s: float, lock_timeout_s: float) -> bool:
+    """A lock is stale when no watchdog token exempts it and it made no progress in time."""
+    return watchdogs == 0 and idle_s > lock_timeout_s
+
+
+def judge(
+    row: LockRow | None,
+    *,
+    me: str,
+    given_up_turn_id: str | None,
+    owner_alive: bool,
+    now: float,
+    lock_timeout_s: float,
+) -> Verdict:
+    """The state of a channel's lock, for the instance `me`.
+
+    A row of `me` stands for a turn it runs or is handing the channel to, unless it is the turn
+    `me` gave up (`given_up_turn_id`: released as stale, or a release that failed). Knowing the
+    turns given up rather than the ones running keeps a turn just handed on, which its registry
+    has not begun yet, from reading as abandoned. `owner_alive` is only asked of another
+    instance's row.
+    """
+    if row is None:
+        return Verdict.FREE
+    held = Verdict.STOPPING if row.stop_requested_by is not None else Verdict.HELD
+    if row.owner == me:
+        return Verdict.ABANDONED_HERE if row.turn_id == given_up_turn_id else held
+    if not owner_alive:
+        return Verdict.OWNER_GONE
+    if is_stale(row.watchdogs, now - row.last_progress_at, lock_timeout_s):
+        return Verdict.STALE
+    return held
+
+
+def heartbeat_interval_s(lock_timeout_s: float) -> float:
+    """How often a process says it is alive: three times per stale window, at most once a second."""
+    return max(MIN_HEARTBEAT_INTERVAL_S, lock_timeout_s / 3)
+
+
+def dead_after_s(lock_timeout_s: float) -> float:
+    """How long an instance may be silent before its locks are taken over."""
+    return heartbeat_interval_s(lock_timeout_s) * MISSED_HEARTBEATS_FOR_DEATH
+
+
+def is_alive(
+    instance: InstanceRow | None,
+    *,
+    here_host: str,
+    token_of: Callable[[int], str | None],
+    now: float,
+    lock_timeout_s: float,
+) -> bool:
+    """Whether the instance that wrote a lock can still be serving it.
+
+    On this host its process is asked directly (`token_of(pid)`, pid plus start time): a process
+    that is gone, or whose pid now names another process (a container restart, where the bot is
+    pid 1 again), is dead at once. Elsewhere, it is dead after a missed heartbeat window.
+    """
+    if instance is None:
+        return False
+    if instance.host == here_host and token_of(instance.pid) != instance.process_token:
+        return False
+    return now - instance.heartbeat_at <= dead_after_s(lock_timeout_s)
+
+
+def too_old(received_at: float, now: float, queue_max_age_s: float) -> bool:
+    """A queued trigger older than `TOMORI_QUEUE_MAX_AGE_MS` is dropped, not answered late."""
+    return now - received_at > queue_max_age_s

@@ -1,0 +1,337 @@
+"""The lock backend's intents, written once in SQL that SQLite and PostgreSQL both accept.
+
+Each intent is one transaction of the `Database`, keyed by its channel where it reads, decides
+and writes, so no other process decides about that channel meanwhile. Every time it writes or
+compares comes from the database's clock (`Transaction.now`); this process's own clock only
+says how long ago something happened here (a trigger's arrival, a turn's last progress), which
+the backend turns into a time on the database's clock.
+
+What differs by engine lives in the subclasses: how another process hears a stop request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+
+from tomori.locks import rules
+from tomori.locks.backend import Admitted, Progress, StopRequest
+from tomori.locks.instances import InstanceRows
+from tomori.locks.rules import LockRow, Verdict
+from tomori.locks.turns import Trigger, Turn
+from tomori.store.base import Database, Row, Transaction
+
+log = logging.getLogger("tomori.locks")
+
+PROGRESS_ROWS_PER_STATEMENT = 500
+"""Progress of this many channels goes in one statement (well under SQLite's parameter limit)."""
+
+
+class SqlLockBackend:
+    """Lock rows, queued triggers and instance rows of one `Database`."""
+
+    def __init__(self, database: Database, lock_timeout_s: float, queue_max_age_s: float) -> None:
+        self._db = database
+        self._lock_timeout_s = lock_timeout_s
+        self._queue_max_age_s = queue_max_age_s
+        self._instances = InstanceRows(database, lock_timeout_s)
+        self._instance_id = self._instances.instance_id
+
+    @property
+    def instance_id(self) -> str:
+        return self._instance_id
+
+    # -- instances ------------------------------------------------------------------------
+
+    async def register(self) -> None:
+        await self._instances.register()
+
+    async def heartbeat(self) -> None:
+        await self._instances.heartbeat()
+
+    async def unregister(self) -> None:
+        await self._instances.unregister()
+
+    async def forget_dead_instances(self) -> None:
+        await self._instances.forget_dead()
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    async def orphaned_channels(self) -> list[str]:
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            rows = await tx.fetchall(
+                "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
+                (self._instance_id,),
+            )
+            orphaned = [
+                row["channel_id"]
+                for row in rows
+                if not await self._instances.is_alive(tx, row["owner"], now)
+            ]
+            rows = await tx.fetchall(
+                "SELECT DISTINCT channel_id FROM queued_triggers"
+                " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
+            )
+            return orphaned + [row["channel_id"] for row in rows]
+
+    async def recover(self, channel_id: str) -> Turn | None:
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, None, now)
+            if verdict not in (Verdict.FREE, Verdict.OWNER_GONE):
+                return None  # another process recovered it first, or it is live after all
+            log.warning("recovering channel %s: its lock owner is gone", channel_id)
+            return await self._pass_on(tx, channel_id, now, closing=False)
+
+    # -- admission and /kill ----------------------------------------------------------------
+
+    async def admit(self, trigger: Trigger, given_up_turn_id: str | None) -> Admitted:
+        channel_id = trigger.channel_id
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
+            if verdict is Verdict.STOPPING:
+                return Admitted(verdict, None)
+            if verdict is Verdict.HELD:
+                await self._enqueue(tx, trigger, now)
+                return Admitted(verdict, None)
+            if verdict.discards_queue:
+                await self._discard_queue(tx, channel_id, "stale lock released")
+            turn = await self._pop_next(tx, channel_id, now)
+            if turn is None:
+                turn = Turn(uuid.uuid4().hex, trigger, from_queue=False)
+            else:
+                await self._enqueue(tx, trigger, now)
+            await self._write_lock(tx, turn, now)
+            return Admitted(verdict, turn)
+
+    async def stop_and_clear(
+        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+    ) -> tuple[Verdict, int]:
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
+            if verdict is Verdict.HELD:
+                row = await tx.fetchone(
+                    "UPDATE channel_locks SET stop_requested_by = ? WHERE channel_id = ?"
+                    " RETURNING owner",
+                    (requester_id, channel_id),
+                )
+                if row is not None:
+                    # Its owner may be this process, which may have handed the channel to a
+                    # turn it has not begun yet: it hears the request as another would.
+                    await self._announce_stop(tx, row["owner"])
+                    log.info("asked the owner of channel %s to stop its turn", channel_id)
+            elif verdict.is_free:
+                # No live turn stands behind the row (its owner gone, or stale): /kill frees it.
+                await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
+            cleared = await tx.execute(
+                "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
+            )
+            return verdict, cleared
+
+    async def _announce_stop(self, tx: Transaction, owner: str) -> None:
+        """Tell `owner` at commit that a stop request waits for it; by default it polls."""
+
+    # -- hand-off ---------------------------------------------------------------------------
+
+    async def hand_off(
+        self, channel_id: str, turn_id: str, *, discard_queue: bool, closing: bool
+    ) -> Turn | None:
+        async with self._db.transaction(channel_id) as tx:
+            row = await tx.fetchone(
+                "SELECT turn_id FROM channel_locks WHERE channel_id = ? AND owner = ?",
+                (channel_id, self._instance_id),
+            )
+            if row is None or row["turn_id"] != turn_id:
+                return None
+            if discard_queue:
+                # /kill meant the queue too: its own clearing may still be waiting on the
+                # database, and the channel must not go to a message it was asked to drop.
+                await self._discard_queue(tx, channel_id, "its turn was stopped by /kill")
+                await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
+                return None
+            return await self._pass_on(tx, channel_id, await tx.now(), closing=closing)
+
+    async def _pass_on(
+        self, tx: Transaction, channel_id: str, now: float, *, closing: bool
+    ) -> Turn | None:
+        """Give the channel to its next queued trigger, or free it (always free it if closing:
+        the queue waits for the next start)."""
+        turn = None if closing else await self._pop_next(tx, channel_id, now)
+        if turn is None:
+            await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
+        else:
+            await self._write_lock(tx, turn, now)
+        return turn
+
+    # -- while turns run --------------------------------------------------------------------
+
+    async def record_progress(self, progress: Sequence[Progress]) -> set[tuple[str, str]]:
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            for start in range(0, len(progress), PROGRESS_ROWS_PER_STATEMENT):
+                batch = progress[start : start + PROGRESS_ROWS_PER_STATEMENT]
+                values = ", ".join(
+                    [
+                        "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION),"
+                        " CAST(? AS INTEGER))"
+                    ]
+                    * len(batch)
+                )
+                params: list[object] = []
+                for item in batch:
+                    params += [item.channel_id, item.turn_id, now - item.idle_s, item.watchdogs]
+                await tx.execute(
+                    "UPDATE channel_locks SET last_progress_at = p.column3, watchdogs = p.column4"
+                    f" FROM (VALUES {values}) AS p"
+                    " WHERE channel_locks.channel_id = p.column1"
+                    " AND channel_locks.turn_id = p.column2 AND channel_locks.owner = ?",
+                    (*params, self._instance_id),
+                )
+            rows = await tx.fetchall(
+                "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?",
+                (self._instance_id,),
+            )
+            return {(row["channel_id"], row["turn_id"]) for row in rows}
+
+    async def stop_requests(self) -> list[StopRequest]:
+        rows = await self._db.fetchall(
+            "SELECT channel_id, turn_id, stop_requested_by FROM channel_locks"
+            " WHERE owner = ? AND stop_requested_by IS NOT NULL",
+            (self._instance_id,),
+        )
+        return [StopRequest(*row) for row in rows]
+
+    async def requester_of(self, channel_id: str) -> str | None:
+        rows = await self._db.fetchall(
+            "SELECT requester_id FROM channel_locks WHERE channel_id = ?", (channel_id,)
+        )
+        return rows[0]["requester_id"] if rows else None
+
+    async def queued_message_ids(self, channel_id: str) -> set[str]:
+        rows = await self._db.fetchall(
+            "SELECT message_id FROM queued_triggers"
+            " WHERE channel_id = ? AND message_id IS NOT NULL",
+            (channel_id,),
+        )
+        return {row["message_id"] for row in rows}
+
+    def is_transient(self, error: BaseException) -> bool:
+        return self._db.is_transient(error)
+
+    def is_database_error(self, error: BaseException) -> bool:
+        return self._db.is_database_error(error)
+
+    async def wait_for_pending(self) -> None:
+        await self._db.wait_for_pending()
+
+    # -- rows -------------------------------------------------------------------------------
+
+    async def _judge(
+        self, tx: Transaction, channel_id: str, given_up_turn_id: str | None, now: float
+    ) -> Verdict:
+        row = await tx.fetchone(
+            "SELECT owner, turn_id, last_progress_at, watchdogs, stop_requested_by"
+            " FROM channel_locks WHERE channel_id = ?",
+            (channel_id,),
+        )
+        lock = None if row is None else LockRow(*row)
+        alive = lock is None or lock.owner == self._instance_id
+        if lock is not None and not alive:
+            alive = await self._instances.is_alive(tx, lock.owner, now)
+        verdict = rules.judge(
+            lock,
+            me=self._instance_id,
+            given_up_turn_id=given_up_turn_id,
+            owner_alive=alive,
+            now=now,
+            lock_timeout_s=self._lock_timeout_s,
+        )
+        if lock is not None and verdict is Verdict.OWNER_GONE:
+            log.warning(
+                "taking over channel %s from instance %s, which is gone", channel_id, lock.owner
+            )
+        elif lock is not None and verdict is Verdict.STALE:
+            log.warning(
+                "superseding the stale lock of channel %s held by instance %s",
+                channel_id,
+                lock.owner,
+            )
+        return verdict
+
+    async def _enqueue(self, tx: Transaction, trigger: Trigger, now: float) -> None:
+        waited = max(0.0, time.time() - trigger.received_at)
+        await tx.execute(
+            "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+            " received_at) VALUES (?, ?, ?, ?, ?)",
+            (
+                trigger.channel_id,
+                trigger.message_id,
+                trigger.requester_id,
+                json.dumps(dict(trigger.payload)),
+                now - waited,
+            ),
+        )
+
+    async def _discard_queue(self, tx: Transaction, channel_id: str, why: str) -> None:
+        count = await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+        if count:
+            log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
+
+    async def _pop_next(self, tx: Transaction, channel_id: str, now: float) -> Turn | None:
+        """Take the oldest queued trigger still young enough to answer."""
+        while True:
+            row = await tx.fetchone(
+                "SELECT id, message_id, requester_id, payload, received_at FROM queued_triggers"
+                " WHERE channel_id = ? ORDER BY id LIMIT 1",
+                (channel_id,),
+            )
+            if row is None:
+                return None
+            await tx.execute("DELETE FROM queued_triggers WHERE id = ?", (row["id"],))
+            if rules.too_old(float(row["received_at"]), now, self._queue_max_age_s):
+                log.warning(
+                    "dropped queued message %s of channel %s: older than TOMORI_QUEUE_MAX_AGE_MS",
+                    row["message_id"],
+                    channel_id,
+                )
+                continue
+            return Turn(uuid.uuid4().hex, _queued_trigger(channel_id, row, now), from_queue=True)
+
+    async def _write_lock(self, tx: Transaction, turn: Turn, now: float) -> None:
+        await tx.execute(
+            "INSERT INTO channel_locks (channel_id, owner, turn_id, trigger_message_id,"
+            " requester_id, locked_at, last_progress_at, watchdogs, stop_requested_by)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)"
+            " ON CONFLICT (channel_id) DO UPDATE SET owner = excluded.owner,"
+            " turn_id = excluded.turn_id, trigger_message_id = excluded.trigger_message_id,"
+            " requester_id = excluded.requester_id, locked_at = excluded.locked_at,"
+            " last_progress_at = excluded.last_progress_at, watchdogs = 0,"
+            " stop_requested_by = NULL",
+            (
+                turn.channel_id,
+                self._instance_id,
+                turn.turn_id,
+                turn.trigger.message_id,
+                turn.trigger.requester_id,
+                now,
+                now,
+            ),
+        )
+
+
+def _queued_trigger(channel_id: str, row: Row, now: float) -> Trigger:
+    """A trigger back from the queue, its arrival told again on this process's clock."""
+    waited = now - float(row["received_at"])
+    return Trigger(
+        channel_id=channel_id,
+        message_id=row["message_id"],
+        requester_id=row["requester_id"],
+        payload=json.loads(row["payload"]),
+        received_at=time.time() - waited,
+    )

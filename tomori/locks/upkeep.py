@@ -1,0 +1,85 @@
+"""What a registry does while its turns run: write their progress, hear /kills for them.
+
+`ProgressWriter` writes the progress of every touched turn in one transaction, at most once a
+second: a write per channel would be a task, a round trip and a wait on the database per
+channel and second, and at hundreds of streaming channels that backlog would delay every
+admission behind it. After each write it learns which locks this instance still holds; a turn
+whose lock is gone or held by another turn was taken over, and is stopped.
+
+`StopRequestReader` hears the /kills other processes wrote into the lock rows of turns this
+process runs. It reads only while this process runs turns, each time the backend says requests
+may have come (every 250 ms on SQLite; when PostgreSQL announces one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+
+from tomori.locks.backend import LockBackend, Progress
+from tomori.locks.lease import Lease, LeaseState
+
+PROGRESS_WRITE_INTERVAL_S = 1.0
+"""Progress reaches the database at most this often, however many chunks and channels."""
+
+
+class ProgressWriter:
+    def __init__(self, backend: LockBackend, taken_over: Callable[[Lease], None]) -> None:
+        self._backend = backend
+        self._taken_over = taken_over
+        self._dirty: set[Lease] = set()
+        self._due = asyncio.Event()
+
+    def mark(self, lease: Lease) -> None:
+        if lease not in self._dirty:
+            self._dirty.add(lease)
+            self._due.set()
+
+    def forget(self, lease: Lease) -> None:
+        self._dirty.discard(lease)
+
+    async def step(self) -> None:
+        await self._due.wait()
+        self._due.clear()
+        written_at = time.monotonic()
+        batch = [lease for lease in self._dirty if lease.state is not LeaseState.RELEASED]
+        self._dirty.clear()
+        try:
+            if batch:
+                await self._write(batch)
+        finally:
+            pause = written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()
+            await asyncio.sleep(max(0.0, pause))
+
+    async def _write(self, batch: list[Lease]) -> None:
+        held = await self._backend.record_progress(
+            [
+                Progress(lease.turn.channel_id, lease.turn.turn_id, lease.idle_s(), lease.watchdogs)
+                for lease in batch
+            ]
+        )
+        for lease in batch:
+            if (lease.turn.channel_id, lease.turn.turn_id) not in held:
+                self._taken_over(lease)
+
+
+class StopRequestReader:
+    def __init__(self, backend: LockBackend, leases: Mapping[str, Lease]) -> None:
+        self._backend = backend
+        self._leases = leases
+        self._turns_running = asyncio.Event()
+
+    def wake(self) -> None:
+        """A turn began: start reading, if not already."""
+        self._turns_running.set()
+
+    async def step(self) -> None:
+        if not self._leases:
+            self._turns_running.clear()
+            await self._turns_running.wait()
+        await self._backend.wait_for_stop_requests()
+        for request in await self._backend.stop_requests():
+            lease = self._leases.get(request.channel_id)
+            if lease is not None and lease.turn.turn_id == request.turn_id:
+                lease.request_stop()
