@@ -130,6 +130,44 @@ async def test_two_registries_on_one_database_never_both_hold_a_channel(
     assert sorted(served) == sorted(f"m{n}" for n in range(20))
 
 
+async def test_a_message_delivered_to_two_processes_is_answered_once(
+    open_locks: OpenLocks, database: DatabaseUnderTest
+) -> None:
+    """During a rolling restart the old and the new process both receive each message."""
+    old_turns, new_turns = HeldTurns(), HeldTurns()
+    old, new = await open_locks(old_turns), await open_locks(new_turns)
+    assert await old.submit(trigger("m1")) is Admission.STARTED
+    assert await new.submit(trigger("m1")) is Admission.IGNORED  # it runs in the old one
+    assert await new.submit(trigger("m2")) is Admission.QUEUED
+    assert await old.submit(trigger("m2")) is Admission.QUEUED  # queued once, not twice
+    assert await database.rows("SELECT message_id FROM queued_triggers") == [("m2",)]
+    old_turns.let_finish("m1")
+    old_turns.let_finish("m2")
+    new_turns.let_finish("m2")
+    await old.wait_idle(CHANNEL)
+    assert await new.submit(trigger("m1")) is Admission.IGNORED  # answered already
+    assert old_turns.started_ids + new_turns.started_ids == ["m1", "m2"]
+
+
+async def test_an_admission_retried_after_its_commit_landed_starts_its_turn_once(
+    open_locks: OpenLocks,
+) -> None:
+    """The connection dropped as the admission committed: the registry saw an error, not the
+    turn it started. Its retry finds the turn and begins it; nothing is admitted twice."""
+    turns = HeldTurns()
+    locks = await open_locks(turns)
+    first = trigger("m1")
+    committed = await locks._backend.admit(first, None)  # the attempt whose reply was lost
+    assert committed.turn is not None
+    assert await locks.submit(first) is Admission.STARTED
+    started = await turns.next_started()
+    assert started.turn_id == committed.turn.turn_id
+    assert await locks.submit(first) is Admission.IGNORED  # a third delivery: it runs
+    turns.let_finish("m1")
+    await locks.wait_idle(CHANNEL)
+    assert turns.started_ids == ["m1"]
+
+
 async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while_unwinding(
     open_locks: OpenLocks,
 ) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tomori.locks.rules import Verdict
-from tomori.locks.turns import Trigger, Turn
+from tomori.locks.turns import Admission, Trigger, Turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +37,17 @@ class StopRequest:
 @dataclass(frozen=True, slots=True)
 class Admitted:
     """How admitting a trigger went: the lock's verdict, and the turn to begin, if any (the
-    trigger's own, or an older queued one's, with the trigger queued behind it)."""
+    trigger's own, or an older queued one's, with the trigger queued behind it).
+
+    `already` is set when the message was admitted before (a retry whose first commit landed,
+    or the same message delivered to two processes): QUEUED while it waits, STARTED while its
+    turn holds the channel (`turn` is that turn when it is this instance's: begin it if it is
+    not running), IGNORED once it was answered or runs elsewhere.
+    """
 
     verdict: Verdict
     turn: Turn | None
+    already: Admission | None = None
 
 
 class LockBackend(Protocol):

@@ -30,7 +30,8 @@ class InstanceRows:
             now = await tx.now()
             await tx.execute(
                 "INSERT INTO instances (instance_id, host, pid, process_token, started_at,"
-                " heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)",
+                " heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
                 (self.instance_id, process.host, process.pid, process.token, now, now),
             )
 

@@ -133,6 +133,8 @@ class ChannelLocks:
             self._force_release(lease)
             lease = None
         admitted = await self._backend.admit(trigger, self._given_up.get(channel_id))
+        if admitted.already is not None:
+            return self._admitted_before(trigger, admitted.already, admitted.turn)
         if admitted.verdict.is_free:
             self._given_up.pop(channel_id, None)  # its row is replaced
         if admitted.verdict is Verdict.STOPPING:
@@ -142,6 +144,19 @@ class ChannelLocks:
             return Admission.QUEUED
         self._begin(admitted.turn)
         return Admission.STARTED if admitted.turn.trigger is trigger else Admission.QUEUED
+
+    def _admitted_before(
+        self, trigger: Trigger, already: Admission, ours: Turn | None
+    ) -> Admission:
+        """A message admitted before: begin its turn if ours and not begun (the reply to the
+        commit that started it was lost), else say where it stands; never admit it twice."""
+        lease = self._leases.get(trigger.channel_id)
+        if ours is not None and (lease is None or lease.turn.turn_id != ours.turn_id):
+            log.warning("beginning turn %s, whose admission's reply was lost", ours.turn_id)
+            self._begin(ours)
+            return Admission.STARTED
+        log.info("message %s was admitted before: %s", trigger.message_id, already)
+        return Admission.QUEUED if already is Admission.QUEUED else Admission.IGNORED
 
     # -- /kill --------------------------------------------------------------------------------
 

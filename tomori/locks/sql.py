@@ -21,10 +21,15 @@ from tomori.locks import rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
 from tomori.locks.rules import LockRow, Verdict
-from tomori.locks.turns import Trigger, Turn
+from tomori.locks.turns import Admission, Trigger, Turn
 from tomori.store.base import Database, Row, Transaction
 
 log = logging.getLogger("tomori.locks")
+
+LOCKED_TRIGGER = (
+    "owner, turn_id, trigger_message_id AS message_id, requester_id, payload, received_at"
+)
+"""A lock row's columns that say whose it is and which trigger its turn answers."""
 
 PROGRESS_ROWS_PER_STATEMENT = 500
 """Progress of this many channels goes in one statement (well under SQLite's parameter limit)."""
@@ -51,6 +56,9 @@ class SqlLockBackend:
 
     async def heartbeat(self) -> None:
         await self._instances.heartbeat()
+        async with self._db.transaction() as tx:
+            cutoff = await tx.now() - self._queue_max_age_s
+            await tx.execute("DELETE FROM admitted_messages WHERE admitted_at < ?", (cutoff,))
 
     async def unregister(self) -> None:
         await self._instances.unregister()
@@ -93,6 +101,8 @@ class SqlLockBackend:
         channel_id = trigger.channel_id
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
+            if not await self._first_admission(tx, trigger, now):
+                return await self._admitted_before(tx, trigger)
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
             if verdict is Verdict.STOPPING:
                 return Admitted(verdict, None)
@@ -108,6 +118,35 @@ class SqlLockBackend:
                 await self._enqueue(tx, trigger, now)
             await self._write_lock(tx, turn, now)
             return Admitted(verdict, turn)
+
+    async def _first_admission(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
+        """Record that the trigger's message is admitted; False if it was before."""
+        if trigger.message_id is None:
+            return True
+        return bool(
+            await tx.execute(
+                "INSERT INTO admitted_messages (message_id, admitted_by, admitted_at)"
+                " VALUES (?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
+                (trigger.message_id, self._instance_id, now),
+            )
+        )
+
+    async def _admitted_before(self, tx: Transaction, trigger: Trigger) -> Admitted:
+        """Where a message admitted before stands now."""
+        lock = await tx.fetchone(
+            f"SELECT {LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
+            (trigger.channel_id,),
+        )
+        if lock is not None and lock["message_id"] == trigger.message_id:
+            ours = lock["owner"] == self._instance_id
+            turn = Turn(lock["turn_id"], trigger, from_queue=False) if ours else None
+            return Admitted(Verdict.HELD, turn, already=Admission.STARTED)
+        queued = await tx.fetchone(
+            "SELECT 1 FROM queued_triggers WHERE channel_id = ? AND message_id = ?",
+            (trigger.channel_id, trigger.message_id),
+        )
+        already = Admission.IGNORED if queued is None else Admission.QUEUED
+        return Admitted(Verdict.HELD, None, already=already)
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
@@ -144,18 +183,22 @@ class SqlLockBackend:
     ) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
             row = await tx.fetchone(
-                "SELECT turn_id FROM channel_locks WHERE channel_id = ? AND owner = ?",
-                (channel_id, self._instance_id),
+                f"SELECT {LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?", (channel_id,)
             )
-            if row is None or row["turn_id"] != turn_id:
+            if row is None or row["owner"] != self._instance_id:
                 return None
+            now = await tx.now()
+            if row["turn_id"] != turn_id:
+                # An earlier attempt handed the channel on, but its reply was lost (the
+                # connection dropped at commit): the turn it wrote is ours to begin.
+                return Turn(row["turn_id"], _trigger_from(channel_id, row, now), from_queue=True)
             if discard_queue:
                 # /kill meant the queue too: its own clearing may still be waiting on the
                 # database, and the channel must not go to a message it was asked to drop.
                 await self._discard_queue(tx, channel_id, "its turn was stopped by /kill")
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
                 return None
-            return await self._pass_on(tx, channel_id, await tx.now(), closing=closing)
+            return await self._pass_on(tx, channel_id, now, closing=closing)
 
     async def _pass_on(
         self, tx: Transaction, channel_id: str, now: float, *, closing: bool
@@ -301,33 +344,37 @@ class SqlLockBackend:
                     channel_id,
                 )
                 continue
-            return Turn(uuid.uuid4().hex, _queued_trigger(channel_id, row, now), from_queue=True)
+            return Turn(uuid.uuid4().hex, _trigger_from(channel_id, row, now), from_queue=True)
 
     async def _write_lock(self, tx: Transaction, turn: Turn, now: float) -> None:
+        trigger = turn.trigger
         await tx.execute(
             "INSERT INTO channel_locks (channel_id, owner, turn_id, trigger_message_id,"
-            " requester_id, locked_at, last_progress_at, watchdogs, stop_requested_by)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL)"
+            " requester_id, payload, received_at, locked_at, last_progress_at, watchdogs,"
+            " stop_requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)"
             " ON CONFLICT (channel_id) DO UPDATE SET owner = excluded.owner,"
             " turn_id = excluded.turn_id, trigger_message_id = excluded.trigger_message_id,"
-            " requester_id = excluded.requester_id, locked_at = excluded.locked_at,"
+            " requester_id = excluded.requester_id, payload = excluded.payload,"
+            " received_at = excluded.received_at, locked_at = excluded.locked_at,"
             " last_progress_at = excluded.last_progress_at, watchdogs = 0,"
             " stop_requested_by = NULL",
             (
                 turn.channel_id,
                 self._instance_id,
                 turn.turn_id,
-                turn.trigger.message_id,
-                turn.trigger.requester_id,
+                trigger.message_id,
+                trigger.requester_id,
+                json.dumps(dict(trigger.payload)),
+                now - max(0.0, time.time() - trigger.received_at),
                 now,
                 now,
             ),
         )
 
 
-def _queued_trigger(channel_id: str, row: Row, now: float) -> Trigger:
-    """A trigger back from the queue, its arrival told again on this process's clock."""
-    waited = now - float(row["received_at"])
+def _trigger_from(channel_id: str, row: Row, now: float) -> Trigger:
+    """A trigger back from the queue or a lock row, its arrival told on this process's clock."""
+    waited = now - float(row["received_at"] if row["received_at"] is not None else now)
     return Trigger(
         channel_id=channel_id,
         message_id=row["message_id"],

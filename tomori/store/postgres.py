@@ -1,0 +1,211 @@
+"""PostgreSQL, for bots whose processes run on several machines and share one database.
+
+A pool of asyncpg connections. A transaction with a key first takes a transaction-scoped
+advisory lock on it (`pg_advisory_xact_lock`), so every process's transactions on one channel
+run one after another while other channels go on in parallel; the lock ends with the
+transaction, whatever way it ends, and with the connection if the process dies. The clock is
+the server's (`clock_timestamp()`, read after that lock), so hosts whose clocks differ agree.
+
+While the server is restarting or out of reach, the errors it causes are transient: the caller
+retries the whole transaction (`tomori.busy`). The password is never shown: `description` is
+the URL with it masked, and errors name that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import unquote
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from tomori.store.base import MigrationError, Params, Row, StoreError
+from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
+
+POOL_MIN_SIZE = 2
+POOL_MAX_SIZE = 10
+"""Transactions are short (a few statements on one channel); ten connections serve a process's
+admissions, hand-offs, /kills and its once-a-second progress write without queueing for long."""
+
+CONNECT_TIMEOUT_S = 10.0
+MIGRATION_LOCK = 0x746F6D6F7269  # any constant: one migrating process at a time
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    OSError,  # refused, reset, timed out: the server or the network is away
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,  # shutting down, starting up, crashed
+    asyncpg.exceptions.InsufficientResourcesError,  # too many connections, for now
+    asyncpg.exceptions.TransactionRollbackError,  # serialization failure, deadlock
+    asyncpg.InterfaceError,  # the connection closed under us
+)
+
+
+@functools.lru_cache(maxsize=256)
+def numbered_placeholders(sql: str) -> str:
+    """Our SQL's `?` placeholders as PostgreSQL's `$1, $2, ...` (our SQL has no `?` literal)."""
+    count = 0
+
+    def number(_: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return f"${count}"
+
+    return re.sub(r"\?", number, sql)
+
+
+def _changed(status: str) -> int:
+    """Rows changed, from a command status such as `UPDATE 3` or `INSERT 0 1`."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+class PostgresTransaction:
+    def __init__(self, connection: PoolConnectionProxy[Any]) -> None:
+        self._connection = connection
+        self._now: float | None = None
+
+    async def now(self) -> float:
+        if self._now is None:
+            now = await self._connection.fetchval(
+                "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+            )
+            self._now = float(now)
+        return self._now
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        row: Row | None = await self._connection.fetchrow(numbered_placeholders(sql), *params)
+        return row
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(await self._connection.fetch(numbered_placeholders(sql), *params))
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return _changed(await self._connection.execute(numbered_placeholders(sql), *params))
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        await self._connection.executemany(numbered_placeholders(sql), rows)
+
+
+class PostgresDatabase:
+    """A pool of connections to one PostgreSQL database."""
+
+    def __init__(self, pool: asyncpg.Pool[Any], dsn: str, description: str) -> None:
+        self._pool = pool
+        self._dsn = dsn
+        self._description = description
+        self._in_flight: set[asyncio.Future[None]] = set()
+
+    @classmethod
+    async def open(cls, dsn: str, description: str) -> PostgresDatabase:
+        """Connect; `description` names the database in errors (the URL without its password).
+
+        A server that cannot be reached, or refuses the login, is a `StoreError` naming the
+        database and why, without the password."""
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=POOL_MIN_SIZE,
+                max_size=POOL_MAX_SIZE,
+                timeout=CONNECT_TIMEOUT_S,
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise StoreError(
+                f"the database {description} cannot be used ({_without(dsn, error)}): check "
+                "TOMORI_DB_URL, and that the server is running and lets this user in"
+            ) from None
+        return cls(pool, dsn, description)
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    async def dedicated_connection(self) -> asyncpg.Connection[Any]:
+        """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
+        return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S)
+
+    @asynccontextmanager
+    async def transaction(self, key: str | None = None) -> AsyncIterator[PostgresTransaction]:
+        done = asyncio.get_running_loop().create_future()
+        self._in_flight.add(done)
+        try:
+            async with self._pool.acquire() as connection, connection.transaction():
+                if key is not None:
+                    await connection.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
+                    )
+                yield PostgresTransaction(connection)
+        finally:
+            self._in_flight.discard(done)
+            done.set_result(None)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(await self._pool.fetch(numbered_placeholders(sql), *params))
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return _changed(await self._pool.execute(numbered_placeholders(sql), *params))
+
+    def is_transient(self, error: BaseException) -> bool:
+        return isinstance(error, TRANSIENT)
+
+    def is_database_error(self, error: BaseException) -> bool:
+        return isinstance(error, (asyncpg.PostgresError, *TRANSIENT))
+
+    async def wait_for_pending(self) -> None:
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight))
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def migrate(self, migrations: Iterable[tuple[str, str]] | None = None) -> int:
+        """Apply the numbered migrations not applied yet, each once; return the schema version.
+
+        Each file runs in one transaction with the record of its number, under an advisory
+        lock, so processes starting together apply it once between them.
+        """
+        ordered = number_migrations(
+            shipped_migrations("postgres") if migrations is None else migrations
+        )
+        latest = ordered[-1][0] if ordered else 0
+        async with self._pool.acquire() as connection:
+            await connection.execute(
+                "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
+            )
+            current = await _version(connection)
+            if current > latest:
+                raise newer_than_known(current, latest, "TOMORI_DB_URL")
+            for number, name, sql in ordered:
+                try:
+                    async with connection.transaction():
+                        await connection.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+                        current = await _version(connection)
+                        if current >= number:
+                            continue
+                        await connection.execute(sql)
+                        await connection.execute("DELETE FROM tomori_schema")
+                        await connection.execute(
+                            "INSERT INTO tomori_schema (version) VALUES ($1)", number
+                        )
+                except asyncpg.PostgresError as error:
+                    raise MigrationError(f"migration {name} failed: {error}") from error
+            return await _version(connection)
+
+
+async def _version(connection: PoolConnectionProxy[Any]) -> int:
+    version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
+    return int(version or 0)
+
+
+def _without(dsn: str, error: BaseException) -> str:
+    """The error's text, with the DSN's password taken out should a driver ever echo it."""
+    text = str(error) or type(error).__name__
+    match = re.match(r"^[a-z]+://[^:@/]*:([^@/]*)@", dsn)
+    if match and match.group(1):
+        for form in {match.group(1), unquote(match.group(1))}:
+            text = text.replace(form, "***")
+    return text
