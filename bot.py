@@ -10,11 +10,12 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Coroutine, Mapping
+from typing import Any, NamedTuple
 
 from tomori.config import VARIABLES, ConfigError, Settings
 from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.commands import COG_NAME
@@ -34,8 +35,63 @@ TOKEN_HELP = (
 )
 
 
+SHARD_COUNT = IntegerParser(1, "shards", None)
+SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
+SHARD_VARIABLES = [
+    (
+        "DISCORD_SHARD_COUNT",
+        "(none: one connection)",
+        f"the application's shards, across every process: {SHARD_COUNT.allowed}",
+    ),
+    (
+        "DISCORD_SHARD_IDS",
+        "(all: 0 to count-1)",
+        "the shards this process runs, comma separated, each from 0 to DISCORD_SHARD_COUNT-1",
+    ),
+]
+
+
+class Shards(NamedTuple):
+    """Which of the application's shards this process runs, so that several processes on
+    several machines split one bot; no `shard_count` is one plain connection, as Discord gives
+    a bot below its sharding threshold."""
+
+    shard_count: int | None = None
+    shard_ids: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Shards:
+        """Read DISCORD_SHARD_COUNT and DISCORD_SHARD_IDS; raise `ConfigError` naming a bad one."""
+        raw_count = environ.get("DISCORD_SHARD_COUNT")
+        raw = environ.get("DISCORD_SHARD_IDS")
+        count = None if raw_count is None else SHARD_COUNT("DISCORD_SHARD_COUNT", raw_count)
+        if raw is None:
+            return cls(count)
+        if count is None:
+            reason = "DISCORD_SHARD_COUNT must be set too (the shards of every process together)"
+            raise refused("DISCORD_SHARD_IDS", raw, reason)
+        allowed = f"shard IDs from 0 to {count - 1} separated by commas"
+        try:
+            ids = tuple(SHARD_ID("DISCORD_SHARD_IDS", p) for p in raw.split(",") if p.strip())
+        except ConfigError:
+            raise refuse("DISCORD_SHARD_IDS", raw, allowed) from None
+        if not ids:
+            raise refuse("DISCORD_SHARD_IDS", raw, allowed)
+        seen: set[int] = set()
+        for shard in ids:
+            if shard >= count:
+                reason = (
+                    f"shard {shard} is not below DISCORD_SHARD_COUNT={count}: it must be {allowed}"
+                )
+                raise refused("DISCORD_SHARD_IDS", raw, reason)
+            if shard in seen:
+                raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
+            seen.add(shard)
+        return cls(count, ids)
+
+
 def environment_help() -> str:
-    rows = [("DISCORD_TOKEN", "(required)", "the bot's token")]
+    rows = [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
     rows += list(MODEL_VARIABLES)
     rows += [
         (
@@ -142,21 +198,34 @@ async def _within(closing: Coroutine[Any, Any, None], seconds: float, what: str)
         )
 
 
-def build_bot() -> Any:
-    """The nextcord bot with the cog loaded; call it inside the running loop."""
+def build_bot(shards: Shards) -> Any:
+    """The nextcord bot with the cog loaded; call it inside the running loop.
+
+    With shards, nextcord's `AutoShardedBot` runs the ones given in this one process (all
+    of them without ids); without, today's plain `Bot`, whose one connection is all a bot
+    below Discord's sharding threshold needs (an `AutoShardedBot` would ask Discord for a
+    count, and could open several connections the operator never chose).
+    """
     import nextcord
     from nextcord.ext import commands
 
     intents = nextcord.Intents.default()
     intents.message_content = True
-    bot = commands.Bot(intents=intents)
+    bot: commands.Bot | commands.AutoShardedBot
+    if shards.shard_count is None:
+        bot = commands.Bot(intents=intents)
+    else:
+        ids = None if shards.shard_ids is None else list(shards.shard_ids)
+        bot = commands.AutoShardedBot(
+            intents=intents, shard_count=shards.shard_count, shard_ids=ids
+        )
     bot.load_extension("cogs.tomori")  # nextcord syncs the slash commands when it connects
     freeze_start_up_heap(bot)
     return bot
 
 
-async def run_bot(token: str) -> None:
-    await serve(build_bot(), token)
+async def run_bot(token: str, shards: Shards) -> None:
+    await serve(build_bot(shards), token)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)
         return 2
     try:
+        shards = Shards.from_env(os.environ)
         settings = Settings.from_env()
         ModelChain.from_env()
         asyncio.run(check_database(settings))
@@ -182,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        run_without_waiting_for_threads(run_bot(token))
+        run_without_waiting_for_threads(run_bot(token, shards))
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)
         return 1

@@ -20,14 +20,17 @@ from tomori.parsers import (
     HOUR_MS,
     WEEK_MS,
     ConfigError,
+    DatabaseUrl,
     IntegerParser,
     as_text,
     channel_ids,
     choice,
+    database_url,
     db_path,
     flag,
     integer,
     kind_of,
+    masked_url,
     refuse,
     same_kind,
     shown,
@@ -38,6 +41,7 @@ from tomori.tools import BUILTIN_TOOLS as BUILTIN_TOOLS
 __all__ = [
     "VARIABLES",
     "ConfigError",
+    "DatabaseUrl",
     "Delivery",
     "IntegerParser",
     "KillPolicy",
@@ -87,11 +91,14 @@ class Settings:
     delivery_timeout_ms: int = 120_000
     max_messages_per_answer: int = 10
     db_busy_timeout_ms: int = 5_000
+    db_url: DatabaseUrl | None = None
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
         for variable in VARIABLES:
             value = getattr(self, variable.field)
+            if value is None and variable.optional:
+                continue
             try:
                 parsed = variable.parse(as_text(value))
             except ConfigError as error:
@@ -101,7 +108,8 @@ class Settings:
                     continue
                 reason = f"it must be a {kind_of(parsed)}, as {variable.name} gives"
             raise ConfigError(
-                f"Settings({variable.field}={shown(value)}) is not allowed: {reason}", reason
+                f"Settings({variable.field}={variable.show(value)}) is not allowed: {reason}",
+                reason,
             )
 
     @property
@@ -167,9 +175,17 @@ class Variable:
     field: str
     parser: Callable[[str, str], object]
     help: str
+    optional: bool = False
+    """Whether its setting may be None: the variable unset, what it turns on stays off."""
+    secret: bool = False
+    """Whether its text may hold a password, which no error may show (its parser masks it)."""
 
     def parse(self, raw: str) -> object:
         return self.parser(self.name, raw)
+
+    def show(self, value: object) -> str:
+        """A field's value as an error shows it: with any password masked."""
+        return repr(masked_url(value)) if self.secret and isinstance(value, str) else shown(value)
 
     @property
     def allowed(self) -> str:
@@ -311,5 +327,14 @@ VARIABLES: tuple[Variable, ...] = (
         "db_busy_timeout_ms",
         integer(1),
         "one wait for another process's database write lock; past it the write is retried",
+    ),
+    Variable(
+        "TOMORI_DB_URL",
+        "db_url",
+        database_url,
+        "PostgreSQL instead of SQLite, for a bot whose processes run on several machines: "
+        "postgresql://user:password@host:port/dbname",
+        optional=True,
+        secret=True,
     ),
 )
