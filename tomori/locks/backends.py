@@ -9,4 +9,11 @@ from tomori.store.base import Database
 
 
 def lock_backend(database: Database, settings: Settings) -> LockBackend:
-    return SqliteLockBackend(database, settings.lock_timeout_s, settings.queue_max_age_s)
+    budgets = (settings.lock_timeout_s, settings.queue_max_age_s)
+    if database.engine == "postgres":  # asyncpg is imported only when PostgreSQL is used
+        from tomori.locks.postgres import PostgresLockBackend
+        from tomori.store.postgres import PostgresDatabase
+
+        assert isinstance(database, PostgresDatabase)
+        return PostgresLockBackend(database, *budgets)
+    return SqliteLockBackend(database, *budgets)

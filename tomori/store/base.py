@@ -60,6 +60,11 @@ class Database(Protocol):
     """A connection (or pool) to the one database every process of a bot shares."""
 
     @property
+    def engine(self) -> str:
+        """"sqlite" or "postgres": which schema files it takes, which lock backend serves it."""
+        ...
+
+    @property
     def description(self) -> str:
         """The database for log lines and errors: a file path, or a URL without its password."""
         ...

@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 from tomori.config import Settings
-from tomori.store.base import Database
+from tomori.store.base import Database, StoreError
 from tomori.store.sqlite import SqliteDatabase
+
+POSTGRES_EXTRA = (
+    "TOMORI_DB_URL needs PostgreSQL's driver, which tomori-cog installs as an extra: "
+    "pip install 'tomori-cog[postgres]'"
+)
 
 
 async def open_database(settings: Settings) -> Database:
-    """The SQLite file at `TOMORI_DB_PATH`, migrated; closed again if migrating fails."""
-    database = await SqliteDatabase.open(
-        settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
-    )
+    """PostgreSQL at `TOMORI_DB_URL` if set, else the SQLite file at `TOMORI_DB_PATH`; migrated,
+    and closed again if migrating fails."""
+    database: Database
+    if settings.db_url is not None:
+        try:
+            from tomori.store.postgres import PostgresDatabase
+        except ImportError as error:
+            raise StoreError(POSTGRES_EXTRA) from error
+        database = await PostgresDatabase.open(settings.db_url.dsn(), str(settings.db_url))
+    else:
+        database = await SqliteDatabase.open(
+            settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
+        )
     try:
         await database.migrate()
     except BaseException:

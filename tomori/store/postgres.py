@@ -121,6 +121,10 @@ class PostgresDatabase:
         return cls(pool, dsn, description)
 
     @property
+    def engine(self) -> str:
+        return "postgres"
+
+    @property
     def description(self) -> str:
         return self._description
 

@@ -63,6 +63,10 @@ class SqliteDatabase:
         self._lock = asyncio.Lock()
 
     @property
+    def engine(self) -> str:
+        return "sqlite"
+
+    @property
     def description(self) -> str:
         return self._path
 

@@ -1,0 +1,78 @@
+"""The lock backend on PostgreSQL: processes on several machines, one database.
+
+A /kill written for a turn another process runs is announced at commit (`NOTIFY tomori_stop`,
+its payload the owner's instance id), and the owner, which listens on a connection of its own
+while it runs turns, reads its stop requests at once instead of on a timer. While that
+connection is down (the server restarting), the owner reads every `POLL_WHILE_DEAF_S` until it
+is back; and it reads every `SAFETY_READ_S` anyway, for a notice lost as the connection broke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import asyncpg
+
+from tomori.locks.sql import SqlLockBackend
+from tomori.store.base import Transaction
+from tomori.store.postgres import PostgresDatabase
+
+log = logging.getLogger("tomori.locks")
+
+CHANNEL = "tomori_stop"
+POLL_WHILE_DEAF_S = 0.25
+SAFETY_READ_S = 5.0
+
+
+class PostgresLockBackend(SqlLockBackend):
+    def __init__(
+        self, database: PostgresDatabase, lock_timeout_s: float, queue_max_age_s: float
+    ) -> None:
+        super().__init__(database, lock_timeout_s, queue_max_age_s)
+        self._postgres = database
+        self._listener: asyncpg.Connection[Any] | None = None
+        self._announced = asyncio.Event()
+
+    async def _announce_stop(self, tx: Transaction, owner: str) -> None:
+        await tx.execute("SELECT pg_notify(?, ?)", (CHANNEL, owner))
+
+    async def wait_for_stop_requests(self) -> None:
+        if not await self._listening():
+            await asyncio.sleep(POLL_WHILE_DEAF_S)
+            return
+        try:
+            async with asyncio.timeout(SAFETY_READ_S):
+                await self._announced.wait()
+        except TimeoutError:
+            pass
+        self._announced.clear()  # the read that follows sees every request committed so far
+
+    async def _listening(self) -> bool:
+        """Whether the listening connection is up, (re)connecting it if not."""
+        if self._listener is not None and not self._listener.is_closed():
+            return True
+        self._listener = None
+        try:
+            listener = await self._postgres.dedicated_connection()
+            await listener.add_listener(CHANNEL, self._heard)
+        except Exception as error:
+            if not self._postgres.is_transient(error):
+                raise
+            return False
+        self._listener = listener
+        self._announced.set()  # requests may have come while it was down: read them now
+        return True
+
+    def _heard(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        if payload == self.instance_id:
+            self._announced.set()
+
+    async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None and not listener.is_closed():
+            try:
+                await listener.close(timeout=2)
+            except Exception:  # a connection the server already dropped: nothing to close
+                listener.terminate()
