@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ from tests.support.nextcord_fake import (
     stop_nextcord_bot,
 )
 from tests.support.passes import Harness
+from tests.support.postgres import (
+    INSTALL_HINT,
+    PostgresServer,
+    find_binaries,
+    must_run,
+    running_postgres,
+)
 from tomori.config import Settings
 from tomori.models import ModelChain
 from tomori.store import SqliteDatabase
@@ -65,3 +73,24 @@ async def open_nextcord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenNe
     yield start
     for bot in bots:
         await stop_nextcord_bot(bot)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL for the whole run, started when a test first asks for one. Without
+    PostgreSQL installed the test skips, or fails under CI (see `must_run`)."""
+    binaries = find_binaries(os.environ.get("PATH"))
+    if binaries is None:
+        if must_run(os.environ):
+            pytest.fail(INSTALL_HINT, pytrace=False)
+        pytest.skip(INSTALL_HINT)
+    with running_postgres(binaries) as server:
+        yield server
+
+
+@pytest.fixture
+async def pg_url(pg_server: PostgresServer) -> AsyncIterator[str]:
+    """The URL of a fresh, empty database of this test's own on the real PostgreSQL."""
+    name = await pg_server.create_database()
+    yield pg_server.url(name)
+    await pg_server.drop_database(name)
