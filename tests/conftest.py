@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.databases import DatabaseUnderTest, sqlite_database
+from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
     NextcordBot,
@@ -32,14 +32,19 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tomori.db"
 
 
-@pytest.fixture(params=["sqlite"])
-async def database(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[DatabaseUnderTest]:
-    """The test's own database, on each engine in turn: the same test proves both."""
-    opened = sqlite_database(tmp_path)
-    yield opened
-    await opened.close()
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_under_test(request: pytest.FixtureRequest, tmp_path: Path) -> DatabaseUnderTest:
+    """Each engine in turn: a test taking `database` proves its behaviour on both."""
+    if request.param == "postgres":
+        return postgres_database(request.getfixturevalue("pg_url"))
+    return sqlite_database(tmp_path)
+
+
+@pytest.fixture
+async def database(database_under_test: DatabaseUnderTest) -> AsyncIterator[DatabaseUnderTest]:
+    """The test's own database; every connection it opened is closed when the test ends."""
+    yield database_under_test
+    await database_under_test.close()
 
 
 @pytest.fixture

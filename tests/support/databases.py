@@ -68,6 +68,10 @@ def sqlite_database(folder: Path) -> DatabaseUnderTest:
     return DatabaseUnderTest("sqlite", {"TOMORI_DB_PATH": str(folder / "tomori.db")})
 
 
+def postgres_database(url: str) -> DatabaseUnderTest:
+    return DatabaseUnderTest("postgres", {"TOMORI_DB_URL": url})
+
+
 class RecordingDatabase:
     """A `Database` that notes each transaction's statements (and each lone statement) the cog
     sends through it: what the database is asked to do, whichever engine it is."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from tomori.config import Settings
 from tomori.locks.backend import LockBackend
 from tomori.locks.sqlite import SqliteLockBackend
@@ -11,9 +13,7 @@ from tomori.store.base import Database
 def lock_backend(database: Database, settings: Settings) -> LockBackend:
     budgets = (settings.lock_timeout_s, settings.queue_max_age_s)
     if database.engine == "postgres":  # asyncpg is imported only when PostgreSQL is used
-        from tomori.locks.postgres import PostgresLockBackend
-        from tomori.store.postgres import PostgresDatabase
+        from tomori.locks.postgres import ListeningDatabase, PostgresLockBackend
 
-        assert isinstance(database, PostgresDatabase)
-        return PostgresLockBackend(database, *budgets)
+        return PostgresLockBackend(cast(ListeningDatabase, database), *budgets)
     return SqliteLockBackend(database, *budgets)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
 from tomori.locks.sql import SqlLockBackend
-from tomori.store.base import Transaction
-from tomori.store.postgres import PostgresDatabase
+from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
 
@@ -26,9 +25,15 @@ POLL_WHILE_DEAF_S = 0.25
 SAFETY_READ_S = 5.0
 
 
+class ListeningDatabase(Database, Protocol):
+    async def dedicated_connection(self) -> asyncpg.Connection[Any]:
+        """A connection outside the pool, to LISTEN on for as long as it lives."""
+        ...
+
+
 class PostgresLockBackend(SqlLockBackend):
     def __init__(
-        self, database: PostgresDatabase, lock_timeout_s: float, queue_max_age_s: float
+        self, database: ListeningDatabase, lock_timeout_s: float, queue_max_age_s: float
     ) -> None:
         super().__init__(database, lock_timeout_s, queue_max_age_s)
         self._postgres = database

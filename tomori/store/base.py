@@ -61,7 +61,7 @@ class Database(Protocol):
 
     @property
     def engine(self) -> str:
-        """"sqlite" or "postgres": which schema files it takes, which lock backend serves it."""
+        """ "sqlite" or "postgres": which schema files it takes, which lock backend serves it."""
         ...
 
     @property
