@@ -11,25 +11,18 @@ What differs by engine lives in the subclasses: how another process hears a stop
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 import uuid
 from collections.abc import Sequence
 
-from tomori.locks import rules
+from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
 from tomori.locks.rules import LockRow, Verdict
 from tomori.locks.turns import Admission, Trigger, Turn
-from tomori.store.base import Database, Row, Transaction
+from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
-
-LOCKED_TRIGGER = (
-    "owner, turn_id, trigger_message_id AS message_id, requester_id, payload, received_at"
-)
-"""A lock row's columns that say whose it is and which trigger its turn answers."""
 
 PROGRESS_ROWS_PER_STATEMENT = 500
 """Progress of this many channels goes in one statement (well under SQLite's parameter limit)."""
@@ -71,20 +64,20 @@ class SqlLockBackend:
     async def orphaned_channels(self) -> list[str]:
         async with self._db.transaction() as tx:
             now = await tx.now()
-            rows = await tx.fetchall(
+            found = await tx.fetchall(
                 "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
                 (self._instance_id,),
             )
             orphaned = [
                 row["channel_id"]
-                for row in rows
+                for row in found
                 if not await self._instances.is_alive(tx, row["owner"], now)
             ]
-            rows = await tx.fetchall(
+            found = await tx.fetchall(
                 "SELECT DISTINCT channel_id FROM queued_triggers"
                 " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
             )
-            return orphaned + [row["channel_id"] for row in rows]
+            return orphaned + [row["channel_id"] for row in found]
 
     async def recover(self, channel_id: str) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
@@ -107,16 +100,16 @@ class SqlLockBackend:
             if verdict is Verdict.STOPPING:
                 return Admitted(verdict, None)
             if verdict is Verdict.HELD:
-                await self._enqueue(tx, trigger, now)
+                await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
             if verdict.discards_queue:
-                await self._discard_queue(tx, channel_id, "stale lock released")
-            turn = await self._pop_next(tx, channel_id, now)
+                await rows.discard_queue(tx, channel_id, "stale lock released")
+            turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s)
             if turn is None:
                 turn = Turn(uuid.uuid4().hex, trigger, from_queue=False)
             else:
-                await self._enqueue(tx, trigger, now)
-            await self._write_lock(tx, turn, now)
+                await rows.enqueue(tx, trigger, now)
+            await rows.write_lock(tx, turn, self._instance_id, now)
             return Admitted(verdict, turn)
 
     async def _first_admission(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
@@ -134,7 +127,7 @@ class SqlLockBackend:
     async def _admitted_before(self, tx: Transaction, trigger: Trigger) -> Admitted:
         """Where a message admitted before stands now."""
         lock = await tx.fetchone(
-            f"SELECT {LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
+            f"SELECT {rows.LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
             (trigger.channel_id,),
         )
         if lock is not None and lock["message_id"] == trigger.message_id:
@@ -183,7 +176,8 @@ class SqlLockBackend:
     ) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
             row = await tx.fetchone(
-                f"SELECT {LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?", (channel_id,)
+                f"SELECT {rows.LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
+                (channel_id,),
             )
             if row is None or row["owner"] != self._instance_id:
                 return None
@@ -191,11 +185,13 @@ class SqlLockBackend:
             if row["turn_id"] != turn_id:
                 # An earlier attempt handed the channel on, but its reply was lost (the
                 # connection dropped at commit): the turn it wrote is ours to begin.
-                return Turn(row["turn_id"], _trigger_from(channel_id, row, now), from_queue=True)
+                return Turn(
+                    row["turn_id"], rows.trigger_from(channel_id, row, now), from_queue=True
+                )
             if discard_queue:
                 # /kill meant the queue too: its own clearing may still be waiting on the
                 # database, and the channel must not go to a message it was asked to drop.
-                await self._discard_queue(tx, channel_id, "its turn was stopped by /kill")
+                await rows.discard_queue(tx, channel_id, "its turn was stopped by /kill")
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
                 return None
             return await self._pass_on(tx, channel_id, now, closing=closing)
@@ -205,11 +201,11 @@ class SqlLockBackend:
     ) -> Turn | None:
         """Give the channel to its next queued trigger, or free it (always free it if closing:
         the queue waits for the next start)."""
-        turn = None if closing else await self._pop_next(tx, channel_id, now)
+        turn = None if closing else await rows.pop_next(tx, channel_id, now, self._queue_max_age_s)
         if turn is None:
             await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
         else:
-            await self._write_lock(tx, turn, now)
+            await rows.write_lock(tx, turn, self._instance_id, now)
         return turn
 
     # -- while turns run --------------------------------------------------------------------
@@ -236,33 +232,33 @@ class SqlLockBackend:
                     " AND channel_locks.turn_id = p.column2 AND channel_locks.owner = ?",
                     (*params, self._instance_id),
                 )
-            rows = await tx.fetchall(
+            found = await tx.fetchall(
                 "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?",
                 (self._instance_id,),
             )
-            return {(row["channel_id"], row["turn_id"]) for row in rows}
+            return {(row["channel_id"], row["turn_id"]) for row in found}
 
     async def stop_requests(self) -> list[StopRequest]:
-        rows = await self._db.fetchall(
+        found = await self._db.fetchall(
             "SELECT channel_id, turn_id, stop_requested_by FROM channel_locks"
             " WHERE owner = ? AND stop_requested_by IS NOT NULL",
             (self._instance_id,),
         )
-        return [StopRequest(*row) for row in rows]
+        return [StopRequest(*row) for row in found]
 
     async def requester_of(self, channel_id: str) -> str | None:
-        rows = await self._db.fetchall(
+        found = await self._db.fetchall(
             "SELECT requester_id FROM channel_locks WHERE channel_id = ?", (channel_id,)
         )
-        return rows[0]["requester_id"] if rows else None
+        return found[0]["requester_id"] if found else None
 
     async def queued_message_ids(self, channel_id: str) -> set[str]:
-        rows = await self._db.fetchall(
+        found = await self._db.fetchall(
             "SELECT message_id FROM queued_triggers"
             " WHERE channel_id = ? AND message_id IS NOT NULL",
             (channel_id,),
         )
-        return {row["message_id"] for row in rows}
+        return {row["message_id"] for row in found}
 
     def is_transient(self, error: BaseException) -> bool:
         return self._db.is_transient(error)
@@ -273,7 +269,7 @@ class SqlLockBackend:
     async def wait_for_pending(self) -> None:
         await self._db.wait_for_pending()
 
-    # -- rows -------------------------------------------------------------------------------
+    # -- the verdict ------------------------------------------------------------------------
 
     async def _judge(
         self, tx: Transaction, channel_id: str, given_up_turn_id: str | None, now: float
@@ -306,79 +302,3 @@ class SqlLockBackend:
                 lock.owner,
             )
         return verdict
-
-    async def _enqueue(self, tx: Transaction, trigger: Trigger, now: float) -> None:
-        waited = max(0.0, time.time() - trigger.received_at)
-        await tx.execute(
-            "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
-            " received_at) VALUES (?, ?, ?, ?, ?)",
-            (
-                trigger.channel_id,
-                trigger.message_id,
-                trigger.requester_id,
-                json.dumps(dict(trigger.payload)),
-                now - waited,
-            ),
-        )
-
-    async def _discard_queue(self, tx: Transaction, channel_id: str, why: str) -> None:
-        count = await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
-        if count:
-            log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
-
-    async def _pop_next(self, tx: Transaction, channel_id: str, now: float) -> Turn | None:
-        """Take the oldest queued trigger still young enough to answer."""
-        while True:
-            row = await tx.fetchone(
-                "SELECT id, message_id, requester_id, payload, received_at FROM queued_triggers"
-                " WHERE channel_id = ? ORDER BY id LIMIT 1",
-                (channel_id,),
-            )
-            if row is None:
-                return None
-            await tx.execute("DELETE FROM queued_triggers WHERE id = ?", (row["id"],))
-            if rules.too_old(float(row["received_at"]), now, self._queue_max_age_s):
-                log.warning(
-                    "dropped queued message %s of channel %s: older than TOMORI_QUEUE_MAX_AGE_MS",
-                    row["message_id"],
-                    channel_id,
-                )
-                continue
-            return Turn(uuid.uuid4().hex, _trigger_from(channel_id, row, now), from_queue=True)
-
-    async def _write_lock(self, tx: Transaction, turn: Turn, now: float) -> None:
-        trigger = turn.trigger
-        await tx.execute(
-            "INSERT INTO channel_locks (channel_id, owner, turn_id, trigger_message_id,"
-            " requester_id, payload, received_at, locked_at, last_progress_at, watchdogs,"
-            " stop_requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)"
-            " ON CONFLICT (channel_id) DO UPDATE SET owner = excluded.owner,"
-            " turn_id = excluded.turn_id, trigger_message_id = excluded.trigger_message_id,"
-            " requester_id = excluded.requester_id, payload = excluded.payload,"
-            " received_at = excluded.received_at, locked_at = excluded.locked_at,"
-            " last_progress_at = excluded.last_progress_at, watchdogs = 0,"
-            " stop_requested_by = NULL",
-            (
-                turn.channel_id,
-                self._instance_id,
-                turn.turn_id,
-                trigger.message_id,
-                trigger.requester_id,
-                json.dumps(dict(trigger.payload)),
-                now - max(0.0, time.time() - trigger.received_at),
-                now,
-                now,
-            ),
-        )
-
-
-def _trigger_from(channel_id: str, row: Row, now: float) -> Trigger:
-    """A trigger back from the queue or a lock row, its arrival told on this process's clock."""
-    waited = now - float(row["received_at"] if row["received_at"] is not None else now)
-    return Trigger(
-        channel_id=channel_id,
-        message_id=row["message_id"],
-        requester_id=row["requester_id"],
-        payload=json.loads(row["payload"]),
-        received_at=time.time() - waited,
-    )

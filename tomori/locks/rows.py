@@ -1,0 +1,105 @@
+"""The rows of a channel: its queue and its lock, read and written inside a caller's transaction.
+
+Every time written here is on the database's clock (`now`, from `Transaction.now`); a trigger's
+arrival, which this process knows on its own clock, crosses as how long ago it was.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+from tomori.locks import rules
+from tomori.locks.turns import Trigger, Turn
+from tomori.store.base import Row, Transaction
+
+log = logging.getLogger("tomori.locks")
+
+LOCKED_TRIGGER = (
+    "owner, turn_id, trigger_message_id AS message_id, requester_id, payload, received_at"
+)
+"""A lock row's columns that say whose it is and which trigger its turn answers."""
+
+
+async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
+    waited = max(0.0, time.time() - trigger.received_at)
+    await tx.execute(
+        "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+        " received_at) VALUES (?, ?, ?, ?, ?)",
+        (
+            trigger.channel_id,
+            trigger.message_id,
+            trigger.requester_id,
+            json.dumps(dict(trigger.payload)),
+            now - waited,
+        ),
+    )
+
+
+async def discard_queue(tx: Transaction, channel_id: str, why: str) -> None:
+    count = await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+    if count:
+        log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
+
+
+async def pop_next(
+    tx: Transaction, channel_id: str, now: float, queue_max_age_s: float
+) -> Turn | None:
+    """Take the oldest queued trigger still young enough to answer."""
+    while True:
+        row = await tx.fetchone(
+            "SELECT id, message_id, requester_id, payload, received_at FROM queued_triggers"
+            " WHERE channel_id = ? ORDER BY id LIMIT 1",
+            (channel_id,),
+        )
+        if row is None:
+            return None
+        await tx.execute("DELETE FROM queued_triggers WHERE id = ?", (row["id"],))
+        if rules.too_old(float(row["received_at"]), now, queue_max_age_s):
+            log.warning(
+                "dropped queued message %s of channel %s: older than TOMORI_QUEUE_MAX_AGE_MS",
+                row["message_id"],
+                channel_id,
+            )
+            continue
+        return Turn(uuid.uuid4().hex, trigger_from(channel_id, row, now), from_queue=True)
+
+
+async def write_lock(tx: Transaction, turn: Turn, owner: str, now: float) -> None:
+    trigger = turn.trigger
+    await tx.execute(
+        "INSERT INTO channel_locks (channel_id, owner, turn_id, trigger_message_id,"
+        " requester_id, payload, received_at, locked_at, last_progress_at, watchdogs,"
+        " stop_requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)"
+        " ON CONFLICT (channel_id) DO UPDATE SET owner = excluded.owner,"
+        " turn_id = excluded.turn_id, trigger_message_id = excluded.trigger_message_id,"
+        " requester_id = excluded.requester_id, payload = excluded.payload,"
+        " received_at = excluded.received_at, locked_at = excluded.locked_at,"
+        " last_progress_at = excluded.last_progress_at, watchdogs = 0,"
+        " stop_requested_by = NULL",
+        (
+            turn.channel_id,
+            owner,
+            turn.turn_id,
+            trigger.message_id,
+            trigger.requester_id,
+            json.dumps(dict(trigger.payload)),
+            now - max(0.0, time.time() - trigger.received_at),
+            now,
+            now,
+        ),
+    )
+
+
+def trigger_from(channel_id: str, row: Row, now: float) -> Trigger:
+    """A trigger back from the queue or a lock row, its arrival told on this process's clock."""
+    waited = now - float(row["received_at"] if row["received_at"] is not None else now)
+    return Trigger(
+        channel_id=channel_id,
+        message_id=row["message_id"],
+        requester_id=row["requester_id"],
+        payload=json.loads(row["payload"]),
+        received_at=time.time() - waited,
+    )
