@@ -84,7 +84,8 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     names = zipfile.ZipFile(wheel).namelist()
     assert "tomori/py.typed" in names
     assert "tomori_cog/py.typed" in names
-    assert "tomori/migrations/sqlite/0001_channel_locks.sql" in names  # the schema ships too
+    for engine in ("sqlite", "postgres"):  # the schema ships too
+        assert f"tomori/migrations/{engine}/0001_channel_locks.sql" in names
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 

@@ -33,6 +33,9 @@ POOL_MAX_SIZE = 10
 admissions, hand-offs, /kills and its once-a-second progress write without queueing for long."""
 
 CONNECT_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 15.0
+"""A statement with no answer this long is given up (and retried): a connection the network
+dropped without a word would otherwise wait for TCP to notice, for hours."""
 MIGRATION_LOCK = 0x746F6D6F7269  # any constant: one migrating process at a time
 
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -112,6 +115,7 @@ class PostgresDatabase:
                 min_size=POOL_MIN_SIZE,
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
+                command_timeout=COMMAND_TIMEOUT_S,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(
