@@ -18,11 +18,13 @@ import functools
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
 
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
