@@ -28,7 +28,7 @@ from tomori.notices import (
     Notice,
 )
 from tomori.output import DiscordStreamWriter
-from tomori.providers.base import ContextItem, Provider, Role, StreamRequest
+from tomori.providers.base import Provider, StreamRequest
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.stream_once import post_notice_safely
@@ -36,13 +36,11 @@ from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures
+from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
 
 log = logging.getLogger(__name__)
-
-MAX_ITEM_CHARS = 8_000
-"""A history message longer than this is cut: one huge paste must not crowd out the rest."""
 
 
 class TomoriService:
@@ -56,6 +54,7 @@ class TomoriService:
         self.metrics: Metrics | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
+        self._history = HistoryReader(bot, library, settings)
         self._providers: dict[str, Provider] = {}
         self._live_messages: dict[str, tuple[Any, float]] = {}
         """Trigger messages by ID, with when they came, until their turn reads them."""
@@ -206,7 +205,9 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
-                context = await self._context(channel, message)
+                assert self._locks is not None  # turns run only while the locks are open
+                waiting = await self._locks.queued_message_ids(turn.channel_id)
+                context = await self._history.context(channel, message, waiting)
             except Exception:
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
@@ -285,45 +286,6 @@ class TomoriService:
                 await asyncio.sleep(self._settings.typing_interval_s)
         except call_failures(self._library) as error:
             log.info("typing indicator stopped in channel %s: %r", channel.id, error)
-
-    async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
-        """System prompt, then recent history oldest first, without messages still queued."""
-        assert self._locks is not None
-        waiting = await self._locks.queued_message_ids(str(channel.id))
-        try:
-            history = [
-                message
-                async for message in channel.history(
-                    limit=self._settings.history_limit, before=trigger
-                )
-            ]
-        except call_failures(self._library) as error:  # answered without it, not unanswered
-            log.info("no history for channel %s: %r", channel.id, error)
-            history = []
-        history.sort(key=lambda message: message.id)  # snowflakes order by time
-        items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
-        for message in [*history, trigger]:
-            if str(message.id) in waiting:
-                continue
-            item = self._item(message)
-            if item is not None:
-                items.append(item)
-        return tuple(items)
-
-    def _item(self, message: Any) -> ContextItem | None:
-        me = self._bot.user
-        text = (message.content or "")[:MAX_ITEM_CHARS]
-        if me is not None and message.author.id == me.id:
-            return ContextItem(Role.ASSISTANT, text) if text.strip() else None
-        images = tuple(
-            attachment.url
-            for attachment in message.attachments
-            if (attachment.content_type or "").startswith("image/")
-        )
-        if not text.strip() and not images:
-            return None
-        clean = (message.clean_content or "")[:MAX_ITEM_CHARS]
-        return ContextItem(Role.USER, f"{message.author.display_name}: {clean}", images)
 
     # -- /kill --------------------------------------------------------------------------------
 
