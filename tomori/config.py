@@ -92,6 +92,7 @@ class Settings:
     max_messages_per_answer: int = 10
     db_busy_timeout_ms: int = 5_000
     db_url: DatabaseUrl | None = None
+    reply_chain_limit: int = 10
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -336,5 +337,11 @@ VARIABLES: tuple[Variable, ...] = (
         "postgresql://user:password@host:port/dbname",
         optional=True,
         secret=True,
+    ),
+    Variable(
+        "TOMORI_REPLY_CHAIN_LIMIT",
+        "reply_chain_limit",
+        integer(0, unit="messages", maximum=100),
+        "how far back a reply chain is followed for messages older than the history; 0 for not",
     ),
 )

@@ -1,15 +1,16 @@
-"""What the model is shown of a channel: the system prompt, recent history, the trigger.
+"""What the model is shown of a channel: the system prompt, what came before, the trigger.
 
 Kept apart from the service because it is the one place a Discord message becomes a
 `ContextItem`, and the part of a turn that grows as the cog learns to show the model more of
-the conversation. Messages arrive as the library's own objects; the attributes read here are
-the same in nextcord and discord.py.
+the conversation. What came before the trigger is the recent history, plus what the history
+window may not reach: the chain of messages the trigger replies to. Messages arrive as the
+library's own objects; the attributes read here are the same in nextcord and discord.py.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from tomori.config import Settings
@@ -23,6 +24,23 @@ MAX_ITEM_CHARS = 8_000
 """A history message longer than this is cut: one huge paste must not crowd out the rest."""
 
 
+def in_time_order(
+    recent: Iterable[Any], earlier: Iterable[Any], trigger: Any, waiting: Collection[str]
+) -> list[Any]:
+    """The messages the model is shown: each once, oldest first, the trigger last.
+
+    `earlier` (a reply chain) may repeat messages of `recent` or the
+    trigger itself; a message is shown once whichever way it was found. `waiting` are the IDs
+    of messages still queued for a turn of their own: each is answered with its own context,
+    so none is shown ahead of its turn. Snowflake IDs order messages by time.
+    """
+    before: dict[int, Any] = {}
+    for message in [*recent, *earlier]:
+        if message.id != trigger.id and str(message.id) not in waiting:
+            before.setdefault(message.id, message)
+    return [*sorted(before.values(), key=lambda message: message.id), trigger]
+
+
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in."""
 
@@ -34,26 +52,11 @@ class HistoryReader:
     async def context(
         self, channel: Any, trigger: Any, waiting: Collection[str]
     ) -> tuple[ContextItem, ...]:
-        """System prompt, then recent history oldest first, without the `waiting` messages.
-
-        `waiting` are the IDs of messages still queued for a turn of their own: each is
-        answered with its own context, so none is shown to the model ahead of its turn.
-        """
-        try:
-            history = [
-                message
-                async for message in channel.history(
-                    limit=self._settings.history_limit, before=trigger
-                )
-            ]
-        except call_failures(self._library) as error:  # answered without it, not unanswered
-            log.info("no history for channel %s: %r", channel.id, error)
-            history = []
-        history.sort(key=lambda message: message.id)  # snowflakes order by time
+        """The system prompt, then `in_time_order`'s messages, each as `item` shows it."""
+        recent = {message.id: message for message in await self._recent(channel, trigger)}
+        earlier = await self._reply_chain(channel, trigger)
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
-        for message in [*history, trigger]:
-            if str(message.id) in waiting:
-                continue
+        for message in in_time_order(recent.values(), earlier, trigger, waiting):
             item = self.item(message)
             if item is not None:
                 items.append(item)
@@ -74,3 +77,56 @@ class HistoryReader:
             return None
         clean = (message.clean_content or "")[:MAX_ITEM_CHARS]
         return ContextItem(Role.USER, f"{message.author.display_name}: {clean}", images)
+
+    async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
+        """The channel's (or thread's) last messages before the trigger."""
+        try:
+            return [
+                message
+                async for message in channel.history(
+                    limit=self._settings.history_limit, before=trigger
+                )
+            ]
+        except call_failures(self._library) as error:  # answered without it, not unanswered
+            log.info("no history for channel %s: %r", channel.id, error)
+            return []
+
+    async def _reply_chain(self, channel: Any, trigger: Any) -> list[Any]:
+        """The message the trigger replies to, the one that replies to, and so on back.
+
+        At most `TOMORI_REPLY_CHAIN_LIMIT` messages; the chain ends early at a message that
+        is not a reply, or whose parent was deleted or cannot be read.
+        """
+        chain: list[Any] = []
+        message = trigger
+        while len(chain) < self._settings.reply_chain_limit:
+            message = await self._replied_to(channel, message)
+            if message is None:
+                break
+            chain.append(message)
+        return chain
+
+    async def _replied_to(self, channel: Any, message: Any) -> Any | None:
+        """The message `message` replies to, or None: not a reply, or not readable (logged)."""
+        reference = message.reference
+        if reference is None or reference.message_id is None:
+            return None
+        if self._library.is_forward(reference) or reference.channel_id not in (None, channel.id):
+            return None  # a forward, or a thread's link to the message it was started from
+        lib = self._library.module
+        resolved = reference.resolved  # the library's copy, when Discord sent it along
+        if isinstance(resolved, lib.Message):
+            return resolved
+        if isinstance(resolved, lib.DeletedReferencedMessage):
+            log.info("message %s replies to a deleted message", message.id)
+            return None
+        try:
+            return await channel.fetch_message(reference.message_id)
+        except call_failures(self._library) as error:
+            log.info(
+                "message %s replies to message %s, which cannot be read: %r",
+                message.id,
+                reference.message_id,
+                error,
+            )
+            return None

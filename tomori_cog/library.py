@@ -32,6 +32,14 @@ class Library:
         else:
             await channel.typing()  # awaiting discord.py's Typing triggers it once
 
+    def is_forward(self, reference: Any) -> bool:
+        """Whether a message reference is a forward (a copy of another message), not a reply.
+
+        discord.py before 2.5 knows no forwards: it sees every reference as a reply.
+        """
+        kinds = getattr(self.module, "MessageReferenceType", None)
+        return kinds is not None and getattr(reference, "type", None) == kinds.forward
+
     async def defer(self, interaction: Any) -> None:
         if self.is_nextcord:
             await interaction.response.defer(ephemeral=True, with_message=True)

@@ -1,0 +1,165 @@
+"""What the model is shown of the conversation, through the cog in a nextcord bot: reply chains
+older than the history."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import (
+    ALICE,
+    BOB,
+    CHANNEL_ID,
+    NextcordBot,
+    OpenNextcord,
+    message_payload,
+    user_payload,
+)
+from tests.support.scripts import answer
+
+
+def seed(
+    nc: NextcordBot,
+    content: str,
+    *,
+    author: int = ALICE,
+    name: str = "alice",
+    bot: bool = False,
+    channel: int = CHANNEL_ID,
+    replying_to: dict[str, Any] | None = None,
+    embeds: list[dict[str, Any]] | None = None,
+    message_id: int | None = None,
+) -> dict[str, Any]:
+    """A message already in the channel before the test's trigger (no event: nobody asked)."""
+    payload = message_payload(
+        channel,
+        user_payload(author, name, bot=bot),
+        content,
+        embeds=embeds,
+        referenced=None if replying_to is None else quoted(replying_to),
+    )
+    if message_id is not None:
+        payload["id"] = str(message_id)
+    nc.discord.add(channel, payload)
+    return payload
+
+
+def quoted(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message as Discord sends it inside a reply: without the message it replies to."""
+    copied = copy.deepcopy(payload)
+    copied.pop("referenced_message", None)
+    return copied
+
+
+def shown(server: LLMServer, request: int = 0) -> list[str]:
+    """What the model was sent, after the system prompt: each message's text, in order."""
+    messages = server.requests[request].body["messages"]
+    assert messages[0]["role"] == "system"
+    return [message["content"] for message in messages[1:]]
+
+
+@pytest.fixture
+async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> NextcordBot:
+    return await open_nextcord(settings_for(tmp_path, history_limit=3), chain_for(llm_server))
+
+
+# -- reply chains -----------------------------------------------------------------------------
+
+
+async def test_a_reply_to_a_message_older_than_the_history_brings_it_and_its_chain_in_order(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    question = seed(nc, "which port does staging use?")
+    reply = seed(nc, "5433, since the move", author=BOB, name="bob", replying_to=question)
+    for n in range(5):
+        seed(nc, f"chatter {n}")
+    llm_server.script(answer("Still 5433."))
+    nc.say(f"{nc.mention()} is that still right?", replying_to=quoted(reply))
+    await nc.settled()
+    assert shown(llm_server) == [
+        "alice: which port does staging use?",
+        "bob: 5433, since the move",
+        "alice: chatter 2",
+        "alice: chatter 3",
+        "alice: chatter 4",
+        "alice: @Tomori is that still right?",
+    ]
+    assert nc.discord.contents() == ["Still 5433."]
+
+
+async def test_a_chain_running_through_the_history_shows_each_message_once(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    first = seed(nc, "the deploy failed")
+    for n in range(3):
+        seed(nc, f"chatter {n}")
+    recent = seed(nc, "did anyone look?", author=BOB, name="bob", replying_to=first)
+    llm_server.script(answer("Looking."))
+    nc.say(f"{nc.mention()} can you?", replying_to=quoted(recent))
+    await nc.settled()
+    assert shown(llm_server) == [
+        "alice: the deploy failed",
+        "alice: chatter 1",
+        "alice: chatter 2",
+        "bob: did anyone look?",
+        "alice: @Tomori can you?",
+    ]
+
+
+async def test_the_chain_is_followed_no_further_than_its_limit(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    settings = settings_for(tmp_path, history_limit=1, reply_chain_limit=2)
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    one = seed(nc, "one")
+    two = seed(nc, "two", replying_to=one)
+    three = seed(nc, "three", replying_to=two)
+    seed(nc, "chatter")
+    llm_server.script(answer("Ok."))
+    nc.say(f"{nc.mention()} four", replying_to=quoted(three))
+    await nc.settled()
+    assert shown(llm_server) == [
+        "alice: two",
+        "alice: three",
+        "alice: chatter",
+        "alice: @Tomori four",
+    ]
+
+
+async def test_a_deleted_or_unreadable_message_ends_the_chain_and_the_turn_is_answered(
+    nc: NextcordBot, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    never_stored = message_payload(CHANNEL_ID, user_payload(BOB, "bob"), "deleted long ago")
+    orphan = message_payload(
+        CHANNEL_ID,
+        user_payload(ALICE, "alice"),
+        "an answer to something gone",
+        referenced=never_stored,
+    )
+    orphan["referenced_message"] = None  # how Discord shows a reply whose parent was deleted
+    nc.discord.add(CHANNEL_ID, orphan)
+    follow_up = seed(nc, "and a follow-up", author=BOB, name="bob", replying_to=orphan)
+    unreadable = seed(nc, "an answer to something unreadable", replying_to=never_stored)
+    for n in range(3):
+        seed(nc, f"chatter {n}")
+    llm_server.script(answer("One."), answer("Two."))
+    caplog.set_level(logging.INFO, logger="tomori_cog.history")
+    nc.say(f"{nc.mention()} first", replying_to=quoted(follow_up))
+    await nc.settled()
+    nc.say(f"{nc.mention()} second", replying_to=quoted(unreadable))
+    await nc.settled()
+    assert shown(llm_server, 0)[:2] == [
+        "alice: an answer to something gone",
+        "bob: and a follow-up",
+    ]
+    assert shown(llm_server, 1)[0] == "alice: an answer to something unreadable"
+    assert "deleted long ago" not in str(llm_server.requests[1].body)
+    assert nc.discord.contents() == ["One.", "Two."]
+    assert f"message {orphan['id']} replies to a deleted message" in caplog.text
+    assert f"replies to message {never_stored['id']}, which cannot be read" in caplog.text
