@@ -1,6 +1,7 @@
 """What the model is shown of the conversation, through the cog in a discord.py bot (dpytest):
-reply chains older than the history. discord.py builds its own referenced messages, so the
-same behaviour is proved on its objects too."""
+reply chains older than the history, a thread's starter message. discord.py builds its own
+Thread, ForumChannel and referenced messages, so the same behaviour is proved on its objects
+too."""
 
 from __future__ import annotations
 
@@ -105,3 +106,91 @@ async def test_a_reply_to_a_message_older_than_the_history_brings_it_and_its_cha
         f"{me}: @{dpy.channel.guild.me.display_name} still right?",
     ]
     assert [m.content for m in await dpy.bot_messages()] == ["Still 5433."]
+
+
+def open_thread(thread_id: int, parent: Any, owner: discord.abc.User) -> discord.Thread:
+    """THREAD_CREATE, as the gateway announces a thread (or a forum post) the bot can see."""
+    back.get_state().parse_thread_create(
+        {
+            "id": str(thread_id),
+            "guild_id": str(parent.guild.id),
+            "parent_id": str(parent.id),
+            "owner_id": str(owner.id),
+            "name": "a thread",
+            "type": 11,  # public thread
+            "last_message_id": None,
+            "message_count": 0,
+            "member_count": 1,
+            "total_message_sent": 0,
+            "rate_limit_per_user": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": "2024-01-01T00:00:00+00:00",
+                "locked": False,
+            },
+            "newly_created": True,
+        }
+    )
+    thread = parent.guild.get_thread(thread_id)
+    assert isinstance(thread, discord.Thread)
+    stored_messages().setdefault(thread_id, [])
+    return thread
+
+
+async def test_in_a_thread_the_history_is_the_threads_and_its_starter_is_shown(
+    dpy: DpyBot, llm_server: LLMServer
+) -> None:
+    starter = await post("release checklist for 2.0", dpy.channel, dpy.member)
+    thread = open_thread(starter["id"], dpy.channel, dpy.member)
+    await post("meanwhile in the channel", dpy.channel, dpy.member)
+    for n in range(5):
+        await post(f"step {n} done", thread, dpy.member)
+    llm_server.script(answer("Two steps left."))
+    await post(f"{dpy.mention()} what is left?", thread, dpy.member)
+    await dpy.service.wait_idle(thread.id)
+    me = dpy.member.display_name
+    assert shown(llm_server) == [
+        f"{me}: release checklist for 2.0",
+        f"{me}: step 2 done",
+        f"{me}: step 3 done",
+        f"{me}: step 4 done",
+        f"{me}: @{dpy.channel.guild.me.display_name} what is left?",
+    ]
+
+
+async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
+    dpy: DpyBot, llm_server: LLMServer
+) -> None:
+    guild = dpy.channel.guild
+    forum_id = facts.make_id()
+    back.get_state().parse_channel_create(
+        {
+            "id": str(forum_id),
+            "type": 15,  # forum
+            "guild_id": str(guild.id),
+            "name": "help",
+            "position": 9,
+            "permission_overwrites": [],
+            "available_tags": [],
+            "flags": 0,
+        }
+    )
+    forum = guild.get_channel(forum_id)
+    assert isinstance(forum, discord.ForumChannel)
+    post_id = facts.make_id()
+    thread = open_thread(post_id, forum, dpy.member)
+    await post("my build fails on arm64", thread, dpy.member, message_id=post_id)
+    for n in range(5):
+        await post(f"tried fix {n}", thread, dpy.member)
+    llm_server.script(answer("Pin the toolchain."))
+    await post(f"{dpy.mention()} any idea?", thread, dpy.member)
+    await dpy.service.wait_idle(thread.id)
+    me = dpy.member.display_name
+    assert shown(llm_server) == [
+        f"{me}: my build fails on arm64",
+        f"{me}: tried fix 2",
+        f"{me}: tried fix 3",
+        f"{me}: tried fix 4",
+        f"{me}: @{dpy.channel.guild.me.display_name} any idea?",
+    ]

@@ -1,5 +1,5 @@
 """What the model is shown of the conversation, through the cog in a nextcord bot: reply chains
-older than the history."""
+older than the history, a thread's starter message."""
 
 from __future__ import annotations
 
@@ -16,12 +16,16 @@ from tests.support.nextcord_fake import (
     ALICE,
     BOB,
     CHANNEL_ID,
+    GUILD_ID,
     NextcordBot,
     OpenNextcord,
     message_payload,
+    snowflake,
     user_payload,
 )
 from tests.support.scripts import answer
+
+FORUM_ID = CHANNEL_ID + 100
 
 
 def seed(
@@ -163,3 +167,106 @@ async def test_a_deleted_or_unreadable_message_ends_the_chain_and_the_turn_is_an
     assert nc.discord.contents() == ["One.", "Two."]
     assert f"message {orphan['id']} replies to a deleted message" in caplog.text
     assert f"replies to message {never_stored['id']}, which cannot be read" in caplog.text
+
+
+# -- threads and forum posts ------------------------------------------------------------------
+
+
+def open_thread(nc: NextcordBot, thread_id: int, parent_id: int) -> None:
+    """THREAD_CREATE, as the gateway announces a thread (or a forum post) the bot can see."""
+    nc.bot._connection.parse_thread_create(
+        {
+            "id": str(thread_id),
+            "guild_id": str(GUILD_ID),
+            "parent_id": str(parent_id),
+            "owner_id": str(ALICE),
+            "name": "a thread",
+            "type": 11,  # public thread
+            "last_message_id": None,
+            "message_count": 0,
+            "member_count": 1,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": "2024-01-01T00:00:00+00:00",
+                "locked": False,
+            },
+            "newly_created": True,
+        }
+    )
+
+
+async def test_in_a_thread_the_history_is_the_threads_and_its_starter_is_shown(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    starter = seed(nc, "release checklist for 2.0")
+    thread_id = int(starter["id"])  # a thread started from a message takes its ID
+    open_thread(nc, thread_id, CHANNEL_ID)
+    seed(nc, "meanwhile in the channel")
+    for n in range(5):
+        seed(nc, f"step {n} done", channel=thread_id)
+    llm_server.script(answer("Two steps left."))
+    nc.say(f"{nc.mention()} what is left?", channel=thread_id)
+    await nc.settled((thread_id,))
+    assert shown(llm_server) == [
+        "alice: release checklist for 2.0",
+        "alice: step 2 done",
+        "alice: step 3 done",
+        "alice: step 4 done",
+        "alice: @Tomori what is left?",
+    ]
+    assert nc.discord.contents(thread_id) == ["Two steps left."]
+
+
+async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    nc.bot._connection.parse_channel_create(
+        {
+            "id": str(FORUM_ID),
+            "type": 15,  # forum
+            "guild_id": str(GUILD_ID),
+            "name": "help",
+            "position": 9,
+            "permission_overwrites": [],
+            "available_tags": [],
+        }
+    )
+    post_id = snowflake()
+    open_thread(nc, post_id, FORUM_ID)
+    seed(nc, "my build fails on arm64", channel=post_id, message_id=post_id)
+    for n in range(5):
+        seed(nc, f"tried fix {n}", author=BOB, name="bob", channel=post_id)
+    llm_server.script(answer("Pin the toolchain."))
+    nc.say(f"{nc.mention()} any idea?", channel=post_id)
+    await nc.settled((post_id,))
+    assert shown(llm_server) == [
+        "alice: my build fails on arm64",
+        "bob: tried fix 2",
+        "bob: tried fix 3",
+        "bob: tried fix 4",
+        "alice: @Tomori any idea?",
+    ]
+
+
+async def test_a_short_forum_post_shows_its_first_message_once(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    nc.bot._connection.parse_channel_create(
+        {
+            "id": str(FORUM_ID),
+            "type": 15,
+            "guild_id": str(GUILD_ID),
+            "name": "help",
+            "position": 9,
+            "permission_overwrites": [],
+            "available_tags": [],
+        }
+    )
+    post_id = snowflake()
+    open_thread(nc, post_id, FORUM_ID)
+    seed(nc, "is there a dark mode?", channel=post_id, message_id=post_id)
+    llm_server.script(answer("Yes."))
+    nc.say(f"{nc.mention()} anyone?", channel=post_id)
+    await nc.settled((post_id,))
+    assert shown(llm_server) == ["alice: is there a dark mode?", "alice: @Tomori anyone?"]

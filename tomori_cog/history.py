@@ -3,14 +3,15 @@
 Kept apart from the service because it is the one place a Discord message becomes a
 `ContextItem`, and the part of a turn that grows as the cog learns to show the model more of
 the conversation. What came before the trigger is the recent history, plus what the history
-window may not reach: the chain of messages the trigger replies to. Messages arrive as the
-library's own objects; the attributes read here are the same in nextcord and discord.py.
+window may not reach: the chain of messages the trigger replies to, and in a thread the
+thread's starter message. Messages arrive as the library's own objects; the attributes read
+here are the same in nextcord and discord.py.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from tomori.config import Settings
@@ -29,7 +30,7 @@ def in_time_order(
 ) -> list[Any]:
     """The messages the model is shown: each once, oldest first, the trigger last.
 
-    `earlier` (a reply chain) may repeat messages of `recent` or the
+    `earlier` (a reply chain, a thread's starter) may repeat messages of `recent` or the
     trigger itself; a message is shown once whichever way it was found. `waiting` are the IDs
     of messages still queued for a turn of their own: each is answered with its own context,
     so none is shown ahead of its turn. Snowflake IDs order messages by time.
@@ -55,6 +56,9 @@ class HistoryReader:
         """The system prompt, then `in_time_order`'s messages, each as `item` shows it."""
         recent = {message.id: message for message in await self._recent(channel, trigger)}
         earlier = await self._reply_chain(channel, trigger)
+        starter = await self._thread_starter(channel, recent)
+        if starter is not None:
+            earlier.append(starter)
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
         for message in in_time_order(recent.values(), earlier, trigger, waiting):
             item = self.item(message)
@@ -129,4 +133,28 @@ class HistoryReader:
                 reference.message_id,
                 error,
             )
+            return None
+
+    async def _thread_starter(self, channel: Any, recent: Mapping[int, Any]) -> Any | None:
+        """In a thread, the message it was started with (None elsewhere, or if unreadable).
+
+        The starter has the thread's ID. A forum post's is the thread's own first message; a
+        thread started from a channel message has that message in its parent channel. It is
+        read only when the history does not already hold it.
+        """
+        lib = self._library.module
+        if not isinstance(channel, lib.Thread) or channel.id in recent:
+            return None
+        parent = channel.parent
+        home = channel if isinstance(parent, lib.ForumChannel) else parent
+        if home is None:
+            log.info("thread %s: its parent channel is unknown, so is its starter", channel.id)
+            return None
+        try:
+            return await home.fetch_message(channel.id)
+        except lib.NotFound:  # a thread started without a message, or its starter deleted
+            log.debug("thread %s has no starter message", channel.id)
+            return None
+        except call_failures(self._library) as error:
+            log.info("thread %s: its starter message cannot be read: %r", channel.id, error)
             return None
