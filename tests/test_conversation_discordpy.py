@@ -1,7 +1,7 @@
 """What the model is shown of the conversation, through the cog in a discord.py bot (dpytest):
-reply chains older than the history, a thread's starter message. discord.py builds its own
-Thread, ForumChannel and referenced messages, so the same behaviour is proved on its objects
-too."""
+reply chains older than the history, a thread's starter message, other bots' embeds; never the
+cog's own notices. discord.py builds its own Thread, ForumChannel and referenced messages, so
+the same behaviour is proved on its objects too."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
-from tests.support.scripts import answer
+from tests.support.scripts import answer, http_error
 
 
 @pytest.fixture
@@ -193,4 +193,27 @@ async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
         f"{me}: tried fix 3",
         f"{me}: tried fix 4",
         f"{me}: @{dpy.channel.guild.me.display_name} any idea?",
+    ]
+
+
+async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notices_are_not(
+    dpy: DpyBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(http_error(500), answer("It is green."))
+    await dpy.say(f"{dpy.mention()} hello?")
+    await dpy.settled()
+    assert [m.embeds[0].title for m in await dpy.bot_messages()] == ["Generation Error"]
+    ci_bot = facts.make_user_dict("ci-bot", 1, None, bot=True)
+    ci = back.get_state().store_user(ci_bot)  # type: ignore[arg-type]
+    build = discord.Embed(title="Build #41 passed", description="main, 3m12s")
+    await post("", dpy.channel, ci, embeds=[build])
+    preview = discord.Embed(title="Status page", url="https://example.com/status")
+    await post("see https://example.com/status", dpy.channel, dpy.member, embeds=[preview])
+    await dpy.say(f"{dpy.mention()} is the build green?")
+    await dpy.settled()
+    me = dpy.member.display_name
+    assert shown(llm_server, 1) == [
+        "ci-bot: [embed] Build #41 passed\nmain, 3m12s",
+        f"{me}: see https://example.com/status\n[embed] Status page",
+        f"{me}: @{dpy.channel.guild.me.display_name} is the build green?",
     ]

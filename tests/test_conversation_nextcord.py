@@ -1,5 +1,6 @@
 """What the model is shown of the conversation, through the cog in a nextcord bot: reply chains
-older than the history, a thread's starter message."""
+older than the history, a thread's starter message, other bots' embeds; never the cog's own
+notices."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from tests.support.nextcord_fake import (
     snowflake,
     user_payload,
 )
-from tests.support.scripts import answer
+from tests.support.scripts import answer, http_error
 
+OTHER_BOT = 5_000_000_000_000_000_005
 FORUM_ID = CHANNEL_ID + 100
 
 
@@ -270,3 +272,35 @@ async def test_a_short_forum_post_shows_its_first_message_once(
     nc.say(f"{nc.mention()} anyone?", channel=post_id)
     await nc.settled((post_id,))
     assert shown(llm_server) == ["alice: is there a dark mode?", "alice: @Tomori anyone?"]
+
+
+# -- embeds -----------------------------------------------------------------------------------
+
+
+async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notices_are_not(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(http_error(500), answer("It is green."))
+    nc.say(f"{nc.mention()} hello?")
+    await nc.settled()
+    assert nc.discord.embeds() == ["Generation Error"]
+    seed(
+        nc,
+        "",
+        author=OTHER_BOT,
+        name="ci-bot",
+        bot=True,
+        embeds=[{"type": "rich", "title": "Build #41 passed", "description": "main, 3m12s"}],
+    )
+    seed(
+        nc,
+        "see https://example.com/status",
+        embeds=[{"type": "link", "title": "Status page", "url": "https://example.com/status"}],
+    )
+    nc.say(f"{nc.mention()} is the build green?")
+    await nc.settled()
+    assert shown(llm_server, 1) == [
+        "ci-bot: [embed] Build #41 passed\nmain, 3m12s",
+        "alice: see https://example.com/status\n[embed] Status page",
+        "alice: @Tomori is the build green?",
+    ]

@@ -42,6 +42,20 @@ def in_time_order(
     return [*sorted(before.values(), key=lambda message: message.id), trigger]
 
 
+def embed_text(embeds: Iterable[Any]) -> str:
+    """The title and description of each embed, as the model is shown them."""
+    shown = []
+    for embed in embeds:
+        lines = [
+            text.strip()
+            for text in (getattr(embed, "title", None), getattr(embed, "description", None))
+            if isinstance(text, str) and text.strip()
+        ]
+        if lines:
+            shown.append("[embed] " + "\n".join(lines))
+    return "\n".join(shown)
+
+
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in."""
 
@@ -67,20 +81,26 @@ class HistoryReader:
         return tuple(items)
 
     def item(self, message: Any) -> ContextItem | None:
-        """The one place a message becomes what the model sees of it; None if nothing."""
+        """The one place a message becomes what the model sees of it; None if nothing.
+
+        The cog's own messages are the assistant's turns, by their text alone: the embeds
+        it posts are its notices, which are for the people in the channel, not the model.
+        Anyone else's embeds (another bot's, a link preview) add their title and description.
+        """
         me = self._bot.user
-        text = (message.content or "")[:MAX_ITEM_CHARS]
         if me is not None and message.author.id == me.id:
+            text = (message.content or "")[:MAX_ITEM_CHARS]
             return ContextItem(Role.ASSISTANT, text) if text.strip() else None
         images = tuple(
             attachment.url
             for attachment in message.attachments
             if (attachment.content_type or "").startswith("image/")
         )
-        if not text.strip() and not images:
+        parts = (message.clean_content or "", embed_text(message.embeds))
+        shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
+        if not shown.strip() and not images:
             return None
-        clean = (message.clean_content or "")[:MAX_ITEM_CHARS]
-        return ContextItem(Role.USER, f"{message.author.display_name}: {clean}", images)
+        return ContextItem(Role.USER, f"{message.author.display_name}: {shown}", images)
 
     async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
         """The channel's (or thread's) last messages before the trigger."""
