@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tomori.delivery import DeliveredMessage, NoticeSink
+from tomori.metrics import TurnUsage
 from tomori.notices import Notice
 from tomori.results import KillReason
 
 
 class MetricsSink(Protocol):
     def record(self, name: str, label: str) -> None: ...
+
+    def record_usage(self, usage: TurnUsage) -> None: ...
 
 
 @dataclass(eq=False)

@@ -1,10 +1,14 @@
-"""Counters an operator reads to see how often each model stalls and each tool fails.
+"""Counters an operator reads to see how often each model stalls and each tool fails, and the
+tokens each turn used, which a quota can be built on.
 
-`record` is synchronous and cheap (it runs inside a pass); counts reach the database in batches
-from one task the `Metrics` owns, which keeps writing until nothing is pending, so a count
-recorded while a batch is being written goes out in the next batch rather than waiting for
-the next `record`. `counts()` waits for that task, so it reports every count recorded before
-it was called; `close()` does the same. Each count is logged too.
+`record` and `record_usage` are synchronous and cheap (they run inside a turn); what they
+record reaches the database in batches from one task the `Metrics` owns, which keeps writing
+until nothing is pending, so what is recorded while a batch is being written goes out in the
+next batch rather than waiting for the next call. `flushed()` (and `counts()`, and `close()`)
+wait for that task, so they see everything recorded before they were called. Each count and
+each turn's usage is logged too. A batch the database refuses is logged and dropped: the turn
+it came from is over, and holding rows back for a database that may stay away would grow
+without bound.
 """
 
 from __future__ import annotations
@@ -12,53 +16,100 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from dataclasses import astuple, dataclass
 
 from tomori.store import Database
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """The tokens one model used in one turn, summed over its passes, as its provider said."""
+
+    channel_id: str
+    requester_id: str | None
+    message_id: str | None
+    """The message the turn answered."""
+    model: str
+    """provider:model, as `TOMORI_MODELS` names it."""
+    input_tokens: int
+    output_tokens: int
+
+
 class Metrics:
     def __init__(self, database: Database) -> None:
         self._db = database
         self._pending: Counter[tuple[str, str]] = Counter()
+        self._usage: list[TurnUsage] = []
         self._flush: asyncio.Task[None] | None = None
 
     def record(self, name: str, label: str) -> None:
         log.info("metric %s %s", name, label, extra={"metric": name, "label": label})
         self._pending[(name, label)] += 1
-        if self._flush is None or self._flush.done():
-            self._flush = asyncio.get_running_loop().create_task(self._drain())
+        self._start_flush()
+
+    def record_usage(self, usage: TurnUsage) -> None:
+        log.info(
+            "usage in channel %s by %s: %s, %d tokens in, %d out",
+            usage.channel_id,
+            usage.requester_id,
+            usage.model,
+            usage.input_tokens,
+            usage.output_tokens,
+        )
+        self._usage.append(usage)
+        self._start_flush()
 
     async def close(self) -> None:
-        await self._flushed()
+        await self.flushed()
 
     async def counts(self) -> dict[tuple[str, str], int]:
-        await self._flushed()
+        await self.flushed()
         rows = await self._db.fetchall("SELECT name, label, count FROM metrics")
         return {(row["name"], row["label"]): row["count"] for row in rows}
 
-    async def _flushed(self) -> None:
+    async def flushed(self) -> None:
+        """Return once everything recorded so far is written (or its batch was dropped)."""
         if self._flush is not None:
             # wait, not await: a reader cancelled while waiting must not cancel the writes
             await asyncio.wait({self._flush})
 
+    def _start_flush(self) -> None:
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.get_running_loop().create_task(self._drain())
+
     async def _drain(self) -> None:
-        while self._pending:
+        while self._pending or self._usage:
             await self._write()
 
     async def _write(self) -> None:
         pending, self._pending = self._pending, Counter()
+        usage, self._usage = self._usage, []
         try:
             async with self._db.transaction() as tx:
                 now = await tx.now()
-                await tx.executemany(
-                    "INSERT INTO metrics (name, label, count, updated_at) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (name, label) DO UPDATE"
-                    " SET count = metrics.count + excluded.count, updated_at = excluded.updated_at",
-                    [(name, label, count, now) for (name, label), count in pending.items()],
-                )
+                if pending:
+                    await tx.executemany(
+                        "INSERT INTO metrics (name, label, count, updated_at) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (name, label) DO UPDATE"
+                        " SET count = metrics.count + excluded.count,"
+                        " updated_at = excluded.updated_at",
+                        [(name, label, count, now) for (name, label), count in pending.items()],
+                    )
+                if usage:
+                    await tx.executemany(
+                        "INSERT INTO token_usage (channel_id, requester_id, message_id, model,"
+                        " input_tokens, output_tokens, recorded_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(*astuple(turn), now) for turn in usage],
+                    )
         except Exception as error:
             if not self._db.is_database_error(error):
                 raise
-            log.warning("could not write %d metric counts", sum(pending.values()), exc_info=True)
+            log.warning(
+                "could not write %d metric counts and %d turns' usage",
+                sum(pending.values()),
+                len(usage),
+                exc_info=True,
+            )

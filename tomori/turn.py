@@ -10,7 +10,8 @@ would fail any model the same way) and a channel that is gone or forbidden. When
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
 last model too answered nothing; earlier attempts' timeout notices stay stashed and are
-dropped.
+dropped. The tokens each model's provider reported are recorded with the turn, however
+it ended.
 """
 
 from __future__ import annotations
@@ -22,9 +23,17 @@ from dataclasses import dataclass, replace
 from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable
 from tomori.locks import TurnGuard
+from tomori.metrics import TurnUsage
 from tomori.models import ModelEntry
 from tomori.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
-from tomori.providers.base import ContextItem, Provider, ProviderError, Role, StreamRequest
+from tomori.providers.base import (
+    ContextItem,
+    Provider,
+    ProviderError,
+    Role,
+    StreamRequest,
+    Usage,
+)
 from tomori.results import StreamStatus
 from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
@@ -57,6 +66,20 @@ class TurnResult:
     def text(self) -> str:
         return "".join(attempt.result.text for attempt in self.attempts)
 
+    def usage(self) -> dict[str, Usage]:
+        """The tokens each model used, by label, summed over its passes; only models whose
+        provider reported any (a stalled or failed pass usually reports none)."""
+        used: dict[str, Usage] = {}
+        for attempt in self.attempts:
+            for result in attempt.result.passes:
+                if result.usage is not None:
+                    so_far = used.get(attempt.model.label, Usage())
+                    used[attempt.model.label] = Usage(
+                        so_far.input_tokens + result.usage.input_tokens,
+                        so_far.output_tokens + result.usage.output_tokens,
+                    )
+        return used
+
 
 async def run_generation_turn(
     chain: Sequence[ModelEntry],
@@ -64,7 +87,30 @@ async def run_generation_turn(
     request: StreamRequest,
     env: TurnEnvironment,
 ) -> TurnResult:
-    """Run the turn over the model chain; see the module docstring for the rules."""
+    """Run the turn over the model chain, then record what it used; see the module docstring."""
+    result = await _run_chain(chain, providers, request, env)
+    metrics = env.ctx.metrics
+    if metrics is not None:
+        for model, usage in result.usage().items():
+            metrics.record_usage(
+                TurnUsage(
+                    channel_id=env.ctx.channel_id,
+                    requester_id=env.requester_id,
+                    message_id=env.ctx.trigger_message_id,
+                    model=model,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                )
+            )
+    return result
+
+
+async def _run_chain(
+    chain: Sequence[ModelEntry],
+    providers: Mapping[str, Provider],
+    request: StreamRequest,
+    env: TurnEnvironment,
+) -> TurnResult:
     ctx, guard, surface_errors = env.ctx, env.guard, env.surface_errors
     attempts: list[Attempt] = []
     history = request.tool_history  # tools already run stay run: a fallback gets their results
