@@ -16,6 +16,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
     ALICE,
     BOB,
+    BOT_ID,
     CHANNEL_ID,
     GUILD_ID,
     NextcordBot,
@@ -97,6 +98,24 @@ async def test_a_reply_to_a_message_older_than_the_history_brings_it_and_its_cha
         "alice: @Tomori is that still right?",
     ]
     assert nc.discord.contents() == ["Still 5433."]
+
+
+async def test_a_reply_to_an_old_answer_of_the_bot_shows_it_as_the_assistants(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    question = seed(nc, "Tomori, name a prime")
+    old_answer = seed(nc, "7", author=BOT_ID, name="Tomori", bot=True, replying_to=question)
+    for n in range(4):
+        seed(nc, f"chatter {n}")
+    llm_server.script(answer("11."))
+    nc.say("another one?", replying_to=quoted(old_answer))
+    await nc.settled()
+    messages = llm_server.requests[0].body["messages"]
+    assert [(m["role"], m["content"]) for m in messages[1:3]] == [
+        ("user", "alice: Tomori, name a prime"),
+        ("assistant", "7"),
+    ]
+    assert nc.discord.contents() == ["7", "11."]
 
 
 async def test_a_chain_running_through_the_history_shows_each_message_once(
