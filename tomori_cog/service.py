@@ -35,12 +35,14 @@ from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
+from tomori_cog.attachments import TurnAttachments, read_attachments
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
 
 log = logging.getLogger(__name__)
 
+Context = tuple[ContextItem, ...]
 MAX_ITEM_CHARS = 8_000
 """A history message longer than this is cut: one huge paste must not crowd out the rest."""
 
@@ -206,7 +208,7 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
-                context = await self._context(channel, message)
+                context, notices = await self._context(channel, message)
             except Exception:
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
@@ -225,7 +227,7 @@ class TomoriService:
             result = await run_generation_turn(
                 self._chain.entries,
                 self._providers,
-                StreamRequest(model="", context=context),
+                StreamRequest(model="", context=context, request_notices=notices),
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,
@@ -286,8 +288,9 @@ class TomoriService:
         except call_failures(self._library) as error:
             log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 
-    async def _context(self, channel: Any, trigger: Any) -> tuple[ContextItem, ...]:
-        """System prompt, then recent history oldest first, without messages still queued."""
+    async def _context(self, channel: Any, trigger: Any) -> tuple[Context, Context]:
+        """System prompt, then recent history oldest first, without messages still queued;
+        and the request-only notices on what of their attachments the model is not shown."""
         assert self._locks is not None
         waiting = await self._locks.queued_message_ids(str(channel.id))
         try:
@@ -301,29 +304,25 @@ class TomoriService:
             log.info("no history for channel %s: %r", channel.id, error)
             history = []
         history.sort(key=lambda message: message.id)  # snowflakes order by time
+        kept = [message for message in [*history, trigger] if str(message.id) not in waiting]
+        attached = await read_attachments(kept, self._settings, self._bot.user)
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
-        for message in [*history, trigger]:
-            if str(message.id) in waiting:
-                continue
-            item = self._item(message)
+        for message in kept:
+            item = self._item(message, attached)
             if item is not None:
                 items.append(item)
-        return tuple(items)
+        return tuple(items), attached.notices
 
-    def _item(self, message: Any) -> ContextItem | None:
+    def _item(self, message: Any, attached: TurnAttachments) -> ContextItem | None:
         me = self._bot.user
         text = (message.content or "")[:MAX_ITEM_CHARS]
         if me is not None and message.author.id == me.id:
             return ContextItem(Role.ASSISTANT, text) if text.strip() else None
-        images = tuple(
-            attachment.url
-            for attachment in message.attachments
-            if (attachment.content_type or "").startswith("image/")
-        )
-        if not text.strip() and not images:
+        parts = attached.of(message)
+        if not text.strip() and not parts:
             return None
         clean = (message.clean_content or "")[:MAX_ITEM_CHARS]
-        return ContextItem(Role.USER, f"{message.author.display_name}: {clean}", images)
+        return parts.item(f"{message.author.display_name}: ", clean)
 
     # -- /kill --------------------------------------------------------------------------------
 
