@@ -20,6 +20,7 @@ from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer, http_error
 from tomori.models import ModelChain
+from tomori.vision import UNSEEN_IMAGES_NOTICE
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ async def files() -> AsyncIterator[FileServer]:
     await server.close()
 
 
-def chain(server: LLMServer, models: str = "openai:test-model") -> ModelChain:
+def chain(server: LLMServer, models: str = "openai:test-model+vision") -> ModelChain:
     return ModelChain.from_env(
         {
             "TOMORI_MODELS": models,
@@ -95,7 +96,7 @@ async def test_an_image_reaches_the_model_inline_with_its_bytes_and_type(
 async def test_gemini_is_sent_the_image_inline_with_the_attachments_own_type(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "gemini:test-model"))
+    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "gemini:test-model+vision"))
     llm_server.script(Reply(body=[sse(response(text_part("A pixel."), finish="STOP"))]))
     webp = b"RIFF\x1a\x00\x00\x00WEBPVP8L" + bytes(range(14))  # declared webp, served as such
     nc.say(f"{nc.mention()} look", attachments=[files.attachment("photo.webp", webp, "image/webp")])
@@ -230,10 +231,51 @@ async def test_a_file_that_cannot_be_read_is_told_and_the_turn_is_answered(
     assert nc.discord.contents() == ["It did not load."]
 
 
+async def test_a_model_without_vision_gets_the_text_and_a_notice_and_still_answers(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
+) -> None:
+    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "openai:text-only"))
+    llm_server.script(answer("I cannot view images."))
+    nc.say(f"{nc.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")])
+    await nc.settled()
+    assert images_sent(0, llm_server) == []
+    assert user_texts(0, llm_server)[-2:] == [
+        "alice: @Tomori what?",
+        UNSEEN_IMAGES_NOTICE.format(count="an image"),
+    ]
+    assert nc.discord.contents() == ["I cannot view images."]
+
+
+async def test_a_400_naming_images_is_retried_once_without_them(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer
+) -> None:
+    refusal = Reply(
+        status=400, json_body={"error": {"message": "image input is not supported by this model"}}
+    )
+    llm_server.script(refusal, answer("Text only, then."))
+    nc.say(f"{nc.mention()} hm", attachments=[files.attachment("a.png", PIXEL, "image/png")])
+    await nc.settled()
+    assert len(llm_server.requests) == 2
+    assert len(images_sent(0, llm_server)) == 1
+    assert images_sent(1, llm_server) == []
+    assert user_texts(1, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
+    assert nc.discord.contents() == ["Text only, then."]
+    assert nc.discord.embeds() == []
+
+
+async def test_a_400_about_something_else_is_not_retried(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer
+) -> None:
+    llm_server.script(http_error(400))
+    nc.say(f"{nc.mention()} hm", attachments=[files.attachment("a.png", PIXEL, "image/png")])
+    await nc.settled()
+    assert len(llm_server.requests) == 1
+
+
 async def test_images_are_read_once_per_turn_even_when_a_fallback_answers(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    models = "openai:first,openai:second"
+    models = "openai:first+vision,openai:second+vision"
     nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, models))
     llm_server.script(http_error(500), answer("The fallback saw it."))
     nc.say(f"{nc.mention()} see?", attachments=[files.attachment("a.png", PIXEL, "image/png")])

@@ -13,10 +13,11 @@ import pytest
 from tests.support.cog_settings import settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer
 from tests.test_cog_attachments import chain, images_sent, last_user_content, user_texts
 from tomori.config import Settings
+from tomori.vision import UNSEEN_IMAGES_NOTICE
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -37,7 +38,9 @@ async def open_dpy(
 ) -> AsyncIterator[OpenDpy]:
     bots: list[DpyBot] = []
 
-    async def start(settings: Settings | None = None, models: str = "openai:test-model") -> DpyBot:
+    async def start(
+        settings: Settings | None = None, models: str = "openai:test-model+vision"
+    ) -> DpyBot:
         harness = await start_dpy_bot(
             settings or settings_for(tmp_path), chain(llm_server, models), monkeypatch
         )
@@ -99,3 +102,31 @@ async def test_an_oversized_image_is_skipped_with_a_notice(
     assert images_sent(0, llm_server) == []
     assert files.fetched["huge.jpg"] == 0
     assert f"{name}'s image huge.jpg (12.0 MB) is larger" in user_texts(0, llm_server)[-1]
+
+
+async def test_a_model_without_vision_gets_text_only_and_still_answers(
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+) -> None:
+    dpy = await open_dpy(models="openai:text-only")
+    llm_server.script(answer("No eyes here."))
+    await dpy.say(
+        f"{dpy.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")]
+    )
+    await dpy.settled()
+    assert images_sent(0, llm_server) == []
+    assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
+    assert [m.content for m in await dpy.bot_messages()] == ["No eyes here."]
+
+
+async def test_a_400_naming_images_is_retried_once_without_them(
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+) -> None:
+    dpy = await open_dpy()
+    refusal = Reply(status=400, json_body={"error": {"message": "this model has no vision"}})
+    llm_server.script(refusal, answer("Without the picture, then."))
+    await dpy.say(
+        f"{dpy.mention()} hm", attachments=[files.attachment("a.png", PIXEL, "image/png")]
+    )
+    await dpy.settled()
+    assert [len(images_sent(n, llm_server)) for n in range(2)] == [1, 0]
+    assert [m.content for m in await dpy.bot_messages()] == ["Without the picture, then."]
