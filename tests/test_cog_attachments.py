@@ -284,3 +284,14 @@ async def test_images_are_read_once_per_turn_even_when_a_fallback_answers(
     assert images_sent(0, llm_server) == images_sent(1, llm_server) != []
     assert files.fetched["a.png"] == 1
     assert nc.discord.contents() == ["The fallback saw it."]
+
+
+async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
+) -> None:
+    nc = await open_nextcord(settings_for(tmp_path, max_attachment_chars=0), chain(llm_server))
+    llm_server.script(answer("Named only."))
+    nc.say(f"{nc.mention()} hi", attachments=[files.attachment("a.txt", b"secret", "text/plain")])
+    await nc.settled()
+    assert files.fetched["a.txt"] == 0
+    assert last_user_content(0, llm_server) == "alice: @Tomori hi\n[a file a.txt was attached]"
