@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.support.files import PIXEL, PIXEL_B64
 from tests.support.gemini_wire import api_error, call_part, response, text_part
 from tests.support.llm_server import LLMServer, Reply, drop, pause, raw, raw_bytes, sse, stall
 from tests.support.passes import (
@@ -20,6 +21,7 @@ from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
     Finish,
+    Image,
     ProviderError,
     ProviderErrorKind,
     Role,
@@ -241,7 +243,7 @@ async def test_the_conversation_is_sent_in_the_gemini_format(
         model="test-model",
         context=(
             ContextItem(Role.SYSTEM, "Be brief."),
-            ContextItem(Role.USER, "Look:", image_urls=("https://cdn.example/cat.png",)),
+            ContextItem(Role.USER, "Look:", images=(Image(PIXEL, "image/webp"),)),
             ContextItem(Role.USER, "Well?"),
             ContextItem(Role.ASSISTANT, "A cat."),
             ContextItem(Role.USER, "Time?"),
@@ -253,12 +255,12 @@ async def test_the_conversation_is_sent_in_the_gemini_format(
     await collect(provider, request)
     body = llm_server.requests[0].body
     assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
-    image = body["contents"][0]["parts"][1]["fileData"]  # key case is the SDK's own choice
-    assert sorted(image.values()) == ["https://cdn.example/cat.png", "image/png"]
+    image = body["contents"][0]["parts"][1]["inlineData"]  # key case is the SDK's own choice
+    assert sorted(image.values()) == sorted([PIXEL_B64, "image/webp"])
     assert body["contents"] == [
         {
             "role": "user",
-            "parts": [{"text": "Look:"}, {"fileData": image}, {"text": "Well?"}],
+            "parts": [{"text": "Look:"}, {"inlineData": image}, {"text": "Well?"}],
         },
         {"role": "model", "parts": [{"text": "A cat."}]},
         {"role": "user", "parts": [{"text": "Time?"}]},

@@ -31,6 +31,19 @@ def test_the_first_entry_is_primary_and_the_rest_fallbacks_in_order() -> None:
     assert set(parsed.credentials) == {"openai", "gemini"}
 
 
+def test_vision_after_a_model_says_it_is_sent_images_and_is_not_part_of_its_name() -> None:
+    parsed = chain("openai:gpt-4o-mini+vision,gemini:gemini-2.5-flash + Vision,openai:llama3:8b")
+    assert parsed.entries == (
+        ModelEntry("openai", "gpt-4o-mini", vision=True),
+        ModelEntry("gemini", "gemini-2.5-flash", vision=True),
+        ModelEntry("openai", "llama3:8b", vision=False),
+    )
+    assert [entry.label for entry in parsed.entries[:2]] == [
+        "openai:gpt-4o-mini",
+        "gemini:gemini-2.5-flash",
+    ]
+
+
 @pytest.mark.parametrize(
     ("models", "message"),
     [
@@ -41,6 +54,7 @@ def test_the_first_entry_is_primary_and_the_rest_fallbacks_in_order() -> None:
         ("gpt-4o", "'gpt-4o' is not provider:model"),
         ("openai:", "'openai:' is not provider:model"),
         (":gpt-4o", "':gpt-4o' is not provider:model"),
+        ("openai:+vision", "'openai:\\+vision' is not provider:model"),
         ("anthropic:claude", "'anthropic:claude' names an unknown provider 'anthropic'"),
         (",".join(["openai:m"] * 7), "at most 6"),
     ],

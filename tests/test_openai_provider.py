@@ -6,6 +6,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.support.files import PIXEL, PIXEL_B64
 from tests.support.llm_server import (
     LLMServer,
     Reply,
@@ -29,6 +30,7 @@ from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
     Finish,
+    Image,
     ProviderError,
     ProviderErrorKind,
     Role,
@@ -300,7 +302,7 @@ async def test_the_conversation_is_sent_in_the_openai_format(
         model="test-model",
         context=(
             ContextItem(Role.SYSTEM, "Be brief."),
-            ContextItem(Role.USER, "What is this?", image_urls=("https://cdn.example/cat.png",)),
+            ContextItem(Role.USER, "What is this?", images=(Image(PIXEL, "image/webp"),)),
             ContextItem(Role.ASSISTANT, "A cat."),
             ContextItem(Role.USER, "And the time?"),
         ),
@@ -316,7 +318,7 @@ async def test_the_conversation_is_sent_in_the_openai_format(
             "role": "user",
             "content": [
                 {"type": "text", "text": "What is this?"},
-                {"type": "image_url", "image_url": {"url": "https://cdn.example/cat.png"}},
+                {"type": "image_url", "image_url": {"url": f"data:image/webp;base64,{PIXEL_B64}"}},
             ],
         },
         {"role": "assistant", "content": "A cat."},

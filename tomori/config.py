@@ -93,6 +93,9 @@ class Settings:
     db_busy_timeout_ms: int = 5_000
     db_url: DatabaseUrl | None = None
     reply_chain_limit: int = 10
+    max_image_bytes: int = 10_000_000
+    max_images: int = 4
+    max_attachment_chars: int = 20_000
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -343,5 +346,25 @@ VARIABLES: tuple[Variable, ...] = (
         "reply_chain_limit",
         integer(0, unit="messages", maximum=100),
         "how far back a reply chain is followed for messages older than the history; 0 for not",
+    ),
+    Variable(
+        "TOMORI_MAX_IMAGE_BYTES",
+        "max_image_bytes",
+        integer(1, unit="bytes", maximum=100_000_000),
+        "an image larger than this is not sent to the model, which is told it was too large",
+    ),
+    Variable(
+        "TOMORI_MAX_IMAGES",
+        "max_images",
+        integer(0, unit="images", maximum=100),
+        "most images one request carries, newest first, the trigger's own before history's; "
+        "0 sends none",
+    ),
+    Variable(
+        "TOMORI_MAX_ATTACHMENT_CHARS",
+        "max_attachment_chars",
+        integer(0, unit="characters", maximum=1_000_000),
+        "a text file attached is given to the model up to this many characters, then cut with "
+        "a marker; 0 names text files without reading them",
     ),
 )

@@ -1,7 +1,9 @@
 """`TOMORI_MODELS`: which models answer, in order, and the providers that serve them.
 
 `TOMORI_MODELS=openai:gpt-4o-mini,gemini:gemini-2.5-flash` names the primary model first and
-then up to five fallbacks, each `provider:model`. Every problem stops start-up with one error
+then up to five fallbacks, each `provider:model`. A model that takes images says so with
+`+vision` (`openai:gpt-4o-mini+vision`): the others are sent the text alone, with a note that
+an image they cannot see was attached. Every problem stops start-up with one error
 naming the entry at fault (never a key's value), because a chain that silently lost an entry
 would only show itself on the day the primary fails.
 
@@ -55,7 +57,8 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "TOMORI_MODELS",
         "(required)",
         "provider:model, comma separated, primary first, then up "
-        "to 5 fallbacks; providers: openai, gemini",
+        "to 5 fallbacks; providers: openai, gemini; +vision after a model that takes images "
+        "(openai:gpt-4o-mini+vision)",
     ),
     (
         "OPENAI_API_KEY",
@@ -80,10 +83,15 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
 """(variable, default, what it does) for `--help` and the README."""
 
 
+_VISION_SUFFIX = re.compile(r"\s*\+\s*vision$", re.IGNORECASE)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelEntry:
     provider: str
     model: str
+    vision: bool = False
+    """Whether the model is sent images (`+vision` in its entry); `label` leaves it out."""
 
     @property
     def label(self) -> str:
@@ -157,6 +165,7 @@ def _parse_entry(piece: str, raw: str) -> ModelEntry:
         raise ConfigError(f"TOMORI_MODELS={raw!r} has an empty entry: remove the extra comma")
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
+    model, vision = _VISION_SUFFIX.subn("", model)
     if not colon or not model or not provider:
         raise ConfigError(
             f"TOMORI_MODELS entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
@@ -167,7 +176,7 @@ def _parse_entry(piece: str, raw: str) -> ModelEntry:
             f"TOMORI_MODELS entry {entry!r} names an unknown provider {provider!r}: "
             f"known providers are {known}"
         )
-    return ModelEntry(provider, model)
+    return ModelEntry(provider, model, bool(vision))
 
 
 def _credentials_for(entry: ModelEntry, env: Mapping[str, str]) -> Credentials:

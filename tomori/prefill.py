@@ -21,7 +21,7 @@ def ends_with_native_prefill(context: tuple[ContextItem, ...], prefill: str | No
     if not prefill or not context:
         return False
     last = context[-1]
-    return last.role is Role.ASSISTANT and last.text == prefill and not last.image_urls
+    return last.role is Role.ASSISTANT and last.text == prefill and not last.images
 
 
 def insert_request_notices(

@@ -5,6 +5,8 @@ While a later model is still pending, the current attempt's user-facing errors a
 `empty_response` move on to the next model, which continues from the text already in the
 channel: it is sent as the assistant's partial answer with a request-only notice to go on
 without repeating it (after an empty answer there is none, so the request is the same).
+A model is sent the turn's images only if its entry says `+vision` (see `vision`), and one
+whose provider refuses them with a bad request that names them is asked once more without.
 `completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
 would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
@@ -34,9 +36,11 @@ from tomori.providers.base import (
     StreamRequest,
     Usage,
 )
+from tomori.providers.errors import refuses_images
 from tomori.results import StreamStatus
 from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
+from tomori.vision import image_count, shown_to, without_images
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +122,20 @@ async def _run_chain(
         for index, model in enumerate(chain):
             fallback_pending = index < len(chain) - 1
             ctx.suppress_user_errors = fallback_pending or not surface_errors
-            loop = await run_tool_loop(
-                providers[model.provider],
+            provider = providers[model.provider]
+            sent = shown_to(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),
-                env,
+                sees_images=model.vision,
             )
+            loop = await run_tool_loop(provider, sent, env)
+            if _refused_images(loop) and image_count(sent):
+                log.warning(
+                    "model %s refused the images%s; once more without", model.label, _detail(loop)
+                )
+                again = await run_tool_loop(
+                    provider, replace(without_images(sent), tool_history=loop.tool_history), env
+                )
+                loop = replace(again, passes=(*loop.passes, *again.passes))
             history = loop.tool_history
             attempts.append(Attempt(model, loop))
             if loop.status not in RETRYABLE or loop.gave_up:
@@ -170,6 +183,12 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
         context=(*request.context, ContextItem(Role.ASSISTANT, shown)),
         request_notices=(*request.request_notices, ContextItem(Role.USER, CONTINUE_NOTICE)),
     )
+
+
+def _refused_images(loop: LoopResult) -> bool:
+    """Whether the loop's last pass was turned down because of its images (see `vision`)."""
+    data = loop.passes[-1].data if loop.passes else None
+    return isinstance(data, ProviderError) and refuses_images(data)
 
 
 def _detail(loop: LoopResult) -> str:

@@ -16,10 +16,13 @@ from typing import Any
 
 from tomori.config import Settings
 from tomori.providers.base import ContextItem, Role
+from tomori_cog.attachments import TurnAttachments, read_attachments
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
+
+Context = tuple[ContextItem, ...]
 
 MAX_ITEM_CHARS = 8_000
 """A history message longer than this is cut: one huge paste must not crowd out the rest."""
@@ -66,21 +69,24 @@ class HistoryReader:
 
     async def context(
         self, channel: Any, trigger: Any, waiting: Collection[str]
-    ) -> tuple[ContextItem, ...]:
-        """The system prompt, then `in_time_order`'s messages, each as `item` shows it."""
+    ) -> tuple[Context, Context]:
+        """The system prompt, then `in_time_order`'s messages, each as `item` shows it; and the
+        request-only notices on what of their attachments the model is not shown."""
         recent = {message.id: message for message in await self._recent(channel, trigger)}
         earlier = await self._reply_chain(channel, trigger)
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
+        shown = in_time_order(recent.values(), earlier, trigger, waiting)
+        attached = await read_attachments(shown, self._settings, self._bot.user)
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
-        for message in in_time_order(recent.values(), earlier, trigger, waiting):
-            item = self.item(message)
+        for message in shown:
+            item = self.item(message, attached)
             if item is not None:
                 items.append(item)
-        return tuple(items)
+        return tuple(items), attached.notices
 
-    def item(self, message: Any) -> ContextItem | None:
+    def item(self, message: Any, attached: TurnAttachments) -> ContextItem | None:
         """The one place a message becomes what the model sees of it; None if nothing.
 
         The cog's own messages are the assistant's turns, by their text alone: the embeds
@@ -91,16 +97,12 @@ class HistoryReader:
         if me is not None and message.author.id == me.id:
             text = (message.content or "")[:MAX_ITEM_CHARS]
             return ContextItem(Role.ASSISTANT, text) if text.strip() else None
-        images = tuple(
-            attachment.url
-            for attachment in message.attachments
-            if (attachment.content_type or "").startswith("image/")
-        )
+        files = attached.of(message)
         parts = (message.clean_content or "", embed_text(message.embeds))
         shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
-        if not shown.strip() and not images:
+        if not shown.strip() and not files:
             return None
-        return ContextItem(Role.USER, f"{message.author.display_name}: {shown}", images)
+        return files.item(f"{message.author.display_name}: ", shown)
 
     async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
         """The channel's (or thread's) last messages before the trigger."""

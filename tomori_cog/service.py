@@ -207,7 +207,7 @@ class TomoriService:
                     return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
-                context = await self._history.context(channel, message, waiting)
+                context, notices = await self._history.context(channel, message, waiting)
             except Exception:
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
@@ -226,7 +226,7 @@ class TomoriService:
             result = await run_generation_turn(
                 self._chain.entries,
                 self._providers,
-                StreamRequest(model="", context=context),
+                StreamRequest(model="", context=context, request_notices=notices),
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +55,25 @@ class DpyBot:
         assert self.bot.user is not None
         return f"<@{self.bot.user.id}>"
 
-    async def say(self, content: str, member: discord.Member | None = None) -> discord.Message:
-        return await dpytest.message(content, channel=self.channel, member=member or self.member)
+    async def say(
+        self,
+        content: str,
+        member: discord.Member | None = None,
+        attachments: Sequence[dict[str, Any]] = (),
+    ) -> discord.Message:
+        """A user posts a message; `attachments` as Discord's attachment objects (dpytest's own
+        `message` would build them from file paths, with no content type or size)."""
+        if not attachments:
+            return await dpytest.message(
+                content, channel=self.channel, member=member or self.member
+            )
+        state = dpytest.backend.get_state()
+        files = [discord.Attachment(data=data, state=state) for data in attachments]  # type: ignore[arg-type]
+        message = dpytest.backend.make_message(
+            content, member or self.member, self.channel, attachments=files
+        )
+        await dpytest.run_all_events()
+        return message
 
     async def settled(self) -> None:
         await self.service.wait_idle(self.channel.id)

@@ -268,8 +268,12 @@ class NextcordBot:
         bot: bool = False,
         replying_to: dict[str, Any] | None = None,
         channel: int = CHANNEL_ID,
+        attachments: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A user posts a message: it arrives through nextcord's gateway event path."""
+        """A user posts a message: it arrives through nextcord's gateway event path.
+
+        `extra` is any other field of the message object (`embeds`, `sticker_items`)."""
         mentions = [user_payload(BOT_ID, "Tomori", bot=True)] if self.mention() in content else []
         payload = message_payload(
             channel,
@@ -278,6 +282,8 @@ class NextcordBot:
             mentions=mentions,
             referenced=replying_to,
         )
+        payload["attachments"] = attachments or []
+        payload.update(extra or {})
         payload["member"] = {k: v for k, v in member_payload(author, name).items() if k != "user"}
         self.discord.add(channel, payload)
         self.bot._connection.parse_message_create(copy.deepcopy(payload))

@@ -22,12 +22,27 @@ class Role(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """An image as the model is sent it: its bytes and its own content type (`image/png`).
+
+    Bytes, not a URL: a local server cannot fetch Discord's CDN, and its signed URLs expire.
+    The bytes are left out of `repr` so that a logged request never dumps megabytes.
+    """
+
+    data: bytes = field(repr=False)
+    content_type: str
+
+    def __repr__(self) -> str:
+        return f"Image({self.content_type}, {len(self.data)} bytes)"
+
+
+@dataclass(frozen=True, slots=True)
 class ContextItem:
     """One turn of the conversation as the model sees it."""
 
     role: Role
     text: str
-    image_urls: tuple[str, ...] = ()
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

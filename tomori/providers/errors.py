@@ -146,3 +146,17 @@ def _retry_after(headers: Mapping[str, str] | None) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None  # an HTTP date: rare from LLM providers, not worth a parser
+
+
+_IMAGE_WORDS = re.compile(r"image|vision|multimodal|multi-modal", re.IGNORECASE)
+
+
+def refuses_images(error: ProviderError) -> bool:
+    """Whether a provider turned the request down because of the images in it.
+
+    A bad request whose text names images (OpenAI's "image_url is only supported by certain
+    models", llama.cpp's "image input is not supported", Gemini's "Unable to process input
+    image", vLLM's "not a multimodal model"): the same request without them may well succeed,
+    which no other bad request promises.
+    """
+    return error.kind is ProviderErrorKind.BAD_REQUEST and bool(_IMAGE_WORDS.search(error.detail))

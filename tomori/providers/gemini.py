@@ -16,7 +16,6 @@ the first quietly as an empty answer and raise the second as a bare `UnicodeDeco
 from __future__ import annotations
 
 import json
-import mimetypes
 from collections.abc import AsyncGenerator, Mapping
 from itertools import groupby
 from typing import Any
@@ -182,9 +181,10 @@ def _role(role: Role) -> str:
 
 def _parts(item: ContextItem) -> list[types.Part]:
     parts = [types.Part(text=item.text)] if item.text else []
-    for url in item.image_urls:
-        mime_type = mimetypes.guess_type(url)[0] or "image/png"
-        parts.append(types.Part(file_data=types.FileData(file_uri=url, mime_type=mime_type)))
+    for image in item.images:
+        parts.append(
+            types.Part(inline_data=types.Blob(data=image.data, mime_type=image.content_type))
+        )
     return parts
 
 

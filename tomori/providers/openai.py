@@ -26,6 +26,7 @@ half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
     Finish,
+    Image,
     ProviderEvent,
     Role,
     StreamRequest,
@@ -168,11 +170,19 @@ def openai_messages(request: StreamRequest) -> list[dict[str, Any]]:
 
 
 def _message(item: ContextItem) -> dict[str, Any]:
-    if item.role is Role.USER and item.image_urls:
+    if item.role is Role.USER and item.images:
         parts: list[dict[str, Any]] = [{"type": "text", "text": item.text}]
-        parts += [{"type": "image_url", "image_url": {"url": url}} for url in item.image_urls]
+        parts += [
+            {"type": "image_url", "image_url": {"url": _data_url(image)}} for image in item.images
+        ]
         return {"role": "user", "content": parts}
     return {"role": str(item.role), "content": item.text}
+
+
+def _data_url(image: Image) -> str:
+    """The image inline, as every OpenAI-compatible server with vision reads it: no server
+    has to reach the place the image came from."""
+    return f"data:{image.content_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 class _MalformedChunk(ValueError):
