@@ -1,26 +1,37 @@
-"""Whole bot processes on one database: a SIGKILL mid-stream, and two processes at once."""
+"""Whole bot processes on one database, on SQLite and on PostgreSQL: a SIGKILL mid-stream, two
+processes at once, and /kill sent to the other process."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sqlite3
 import sys
+import time
 from collections.abc import AsyncIterator
-from contextlib import closing
+from itertools import count
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.bot_script import environment
+from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer
-from tests.support.nextcord_fake import ALICE, BOT_ID, CHANNEL_ID, message_payload, user_payload
+from tests.support.nextcord_fake import (
+    ALICE,
+    BOT_ID,
+    CHANNEL_ID,
+    message_payload,
+    user_payload,
+)
 from tests.support.scripts import answer, stalled_after
+from tomori.locks.postgres import SAFETY_READ_S
 from tomori.notices import KILL_STOPPED
 
 REPO = str(Path(__file__).resolve().parents[1])
+QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50"}
+_seed_files = count()
 
 
 class BotProcess:
@@ -32,20 +43,25 @@ class BotProcess:
 
     @classmethod
     async def start(
-        cls, db_path: Path, server: LLMServer, known: list[dict[str, Any]] | None = None
+        cls,
+        database: DatabaseUnderTest,
+        server: LLMServer,
+        folder: Path,
+        known: list[dict[str, Any]] | None = None,
+        **settings: str,
     ) -> BotProcess:
-        seeds = db_path.with_suffix(".seeds.json")
+        """A bot process on `database` (and `settings`, as variables), once it is serving."""
+        seeds = folder / f"seeds-{next(_seed_files)}.json"
         await asyncio.to_thread(seeds.write_text, json.dumps(known or []))
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "tests.support.bot_process",
-            str(db_path),
             server.base_url,
             str(seeds),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": REPO},
+            env=environment(**database.environment, **QUICK, **settings, PYTHONPATH=REPO),
             cwd=REPO,
         )
         bot = cls(process)
@@ -57,6 +73,7 @@ class BotProcess:
         while line := await self.process.stdout.readline():
             event = json.loads(line)
             if "sent" in event:
+                event["seen_at"] = time.monotonic()
                 self.sent.append(event)
             await self._events.put(event)
 
@@ -73,6 +90,7 @@ class BotProcess:
         await self._reader
 
     async def stop(self) -> None:
+        """SIGTERM, as a deploy stops a bot, and wait for it to exit."""
         if self.process.returncode is None:
             self.process.terminate()
             await self.process.wait()
@@ -87,9 +105,9 @@ async def processes() -> AsyncIterator[list[BotProcess]]:
         await bot.stop()
 
 
-def question(text: str) -> dict[str, Any]:
+def question(text: str, channel: int = CHANNEL_ID) -> dict[str, Any]:
     payload = message_payload(
-        CHANNEL_ID,
+        channel,
         user_payload(ALICE, "alice"),
         f"<@{BOT_ID}> {text}",
         mentions=[user_payload(BOT_ID, "Tomori", bot=True)],
@@ -105,24 +123,28 @@ def question(text: str) -> dict[str, Any]:
 
 
 async def test_a_bot_killed_mid_stream_serves_the_channel_again_and_replays_its_queue(
-    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
 ) -> None:
-    db_path = tmp_path / "tomori.db"
     llm_server.script(
         stalled_after("Working on the first...\n\n"), answer("Answer two."), answer("Answer three.")
     )
-    first = await BotProcess.start(db_path, llm_server)
+    first = await BotProcess.start(database, llm_server, tmp_path)
     processes.append(first)
     questions = [question(f"question {n}") for n in (1, 2, 3)]
     first.send(say=questions[0])
     assert (await first.next_event())["sent"] == "Working on the first..."
     first.send(say=questions[1])
     first.send(say=questions[2])
-    await asyncio.sleep(0.5)  # both are queued in the database behind the stalled turn
+    async with asyncio.timeout(10):  # both are queued in the database behind the stalled turn
+        while len(await database.rows("SELECT id FROM queued_triggers")) < 2:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
     await first.kill()
 
     # Discord still has the messages; the restarted process reads them to replay the queue.
-    second = await BotProcess.start(db_path, llm_server, known=questions)
+    second = await BotProcess.start(database, llm_server, tmp_path, known=questions)
     processes.append(second)
     replies = [await second.next_event(), await second.next_event()]
     assert [(r["sent"], r["reply_to"]) for r in replies] == [
@@ -135,12 +157,14 @@ async def test_a_bot_killed_mid_stream_serves_the_channel_again_and_replays_its_
 
 
 async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
-    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
 ) -> None:
-    db_path = tmp_path / "tomori.db"
     flood = [question(f"flood {n}") for n in range(12)]
     llm_server.script(*[answer(f"Reply {n}.", gap=0.01) for n in range(12)])
-    bots = [await BotProcess.start(db_path, llm_server) for _ in range(2)]
+    bots = [await BotProcess.start(database, llm_server, tmp_path) for _ in range(2)]
     processes.extend(bots)
     for payload in flood:
         for bot in bots:
@@ -158,32 +182,28 @@ async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
 
 
 async def test_a_kill_sent_to_the_other_process_stops_the_turn_and_frees_the_channel(
-    tmp_path: Path, llm_server: LLMServer, processes: list[BotProcess]
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
 ) -> None:
-    db_path = tmp_path / "tomori.db"
     llm_server.script(stalled_after("Working on it...\n\n"), answer("Next answer."))
-    owner, other = [await BotProcess.start(db_path, llm_server) for _ in range(2)]
+    owner, other = [await BotProcess.start(database, llm_server, tmp_path) for _ in range(2)]
     processes.extend((owner, other))
     owner.send(say=question("a long one"))
     assert (await owner.next_event())["sent"] == "Working on it..."
 
-    other.send(kill=True)  # Discord delivered /kill to the process not running the turn
+    other.send(kill=CHANNEL_ID)  # Discord delivered /kill to the process not running the turn
     assert (await other.next_event())["kill_reply"] == KILL_STOPPED.title
     connection = llm_server.connections[0]
-    await asyncio.wait_for(connection.closed.wait(), 5)
+    # SQLite's owner reads stop requests every 250 ms; PostgreSQL's hears the notice at once,
+    # well before its safety read would have found the request.
+    await asyncio.wait_for(connection.closed.wait(), SAFETY_READ_S / 2)
     assert connection.closed_by_client
     async with asyncio.timeout(5):
-        while await _lock_rows(db_path):  # noqa: ASYNC110 - another process writes it
+        while await database.rows("SELECT channel_id FROM channel_locks"):  # noqa: ASYNC110
             await asyncio.sleep(0.02)
 
     other.send(say=question("next"))
     assert (await other.next_event())["sent"] == "Next answer."
     assert [event["sent"] for event in owner.sent] == ["Working on it..."]  # and no notice
-
-
-async def _lock_rows(db_path: Path) -> list[tuple[Any, ...]]:
-    def read() -> list[tuple[Any, ...]]:
-        with closing(sqlite3.connect(db_path)) as db:
-            return db.execute("SELECT channel_id FROM channel_locks").fetchall()
-
-    return await asyncio.to_thread(read)
