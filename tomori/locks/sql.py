@@ -179,7 +179,13 @@ class SqlLockBackend:
     # -- hand-off ---------------------------------------------------------------------------
 
     async def hand_off(
-        self, channel_id: str, turn_id: str, *, discard_queue: bool, closing: bool
+        self,
+        channel_id: str,
+        turn_id: str,
+        *,
+        discard_queue: bool,
+        closing: bool,
+        replay: bool = False,
     ) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
             row = await tx.fetchone(
@@ -198,7 +204,36 @@ class SqlLockBackend:
                 await self._discard_queue(tx, channel_id, "its turn was stopped by /kill")
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
                 return None
+            if replay:
+                await self._queue_first(tx, channel_id, row, now)
             return await self._pass_on(tx, channel_id, now, closing=closing)
+
+    async def _queue_first(self, tx: Transaction, channel_id: str, lock: Row, now: float) -> None:
+        """Put the lock's own trigger back at the head of the channel's queue (the queue is
+        rewritten behind it, keeping its order: ids alone order it, on both engines)."""
+        waiting = await tx.fetchall(
+            "SELECT message_id, requester_id, payload, received_at FROM queued_triggers"
+            " WHERE channel_id = ? ORDER BY id",
+            (channel_id,),
+        )
+        await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+        await tx.executemany(
+            "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+            " received_at) VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    channel_id,
+                    row["message_id"],
+                    row["requester_id"],
+                    row["payload"],
+                    now if row["received_at"] is None else row["received_at"],
+                )
+                for row in [lock, *waiting]
+            ],
+        )
+        log.info(
+            "message %s of channel %s goes back to its queue's head", lock["message_id"], channel_id
+        )
 
     async def _pass_on(
         self, tx: Transaction, channel_id: str, now: float, *, closing: bool
