@@ -1,13 +1,15 @@
 """Whole bot processes on one database, on SQLite and on PostgreSQL: a SIGKILL mid-stream, two
-processes at once, and /kill sent to the other process."""
+processes at once, a rolling restart under a flood, and /kill sent to the other process."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from itertools import count
 from pathlib import Path
@@ -17,11 +19,12 @@ import pytest
 
 from tests.support.bot_script import environment
 from tests.support.databases import DatabaseUnderTest
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, SeenRequest
 from tests.support.nextcord_fake import (
     ALICE,
     BOT_ID,
     CHANNEL_ID,
+    CHANNEL_IDS,
     message_payload,
     user_payload,
 )
@@ -48,7 +51,7 @@ class BotProcess:
         server: LLMServer,
         folder: Path,
         known: list[dict[str, Any]] | None = None,
-        **settings: str,
+        settings: dict[str, str] | None = None,
     ) -> BotProcess:
         """A bot process on `database` (and `settings`, as variables), once it is serving."""
         seeds = folder / f"seeds-{next(_seed_files)}.json"
@@ -61,7 +64,7 @@ class BotProcess:
             str(seeds),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env=environment(**database.environment, **QUICK, **settings, PYTHONPATH=REPO),
+            env=environment(**database.environment, **QUICK, **(settings or {}), PYTHONPATH=REPO),
             cwd=REPO,
         )
         bot = cls(process)
@@ -179,6 +182,90 @@ async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
     assert len(answered) == len(flood)  # every question once, none twice
     assert len(llm_server.requests) == len(flood)
     assert llm_server.most_in_flight == 1  # never two turns in the channel at once
+
+
+def echo(request: SeenRequest) -> Reply:
+    """The model answers the question it was asked, naming it, taking a moment to stream."""
+    asked = request.body["messages"][-1]["content"]
+    if isinstance(asked, list):
+        asked = " ".join(part.get("text", "") for part in asked)
+    return answer(f"Answer to {asked}.", pieces=4, gap=0.1)
+
+
+@pytest.fixture
+async def echo_server() -> AsyncIterator[LLMServer]:
+    server = LLMServer(default=echo)
+    await server.start()
+    yield server
+    await server.close()
+
+
+def answered(bots: list[BotProcess]) -> list[dict[str, Any]]:
+    """Every answer either process posted, in the order they were posted."""
+    return sorted((event for bot in bots for event in bot.sent), key=lambda e: e["seen_at"])
+
+
+def flood_number(content: str) -> int:
+    found = re.search(r"flood (\d+)", content)
+    assert found is not None, content
+    return int(found.group(1))
+
+
+async def test_a_rolling_restart_under_a_flood_answers_every_message_once_in_order(
+    database: DatabaseUnderTest, tmp_path: Path, echo_server: LLMServer
+) -> None:
+    flood = [question(f"flood {n}", CHANNEL_IDS[n % 3]) for n in range(30)]
+    settings = {"CHANNEL_LOCK_TIMEOUT_MS": "3000"}  # instances beat every second
+    old = await BotProcess.start(database, echo_server, tmp_path, settings=settings)
+    bots = [old]
+    receiving = [old]
+    new: BotProcess | None = None
+    starting: asyncio.Task[BotProcess] | None = None
+    stopping: asyncio.Task[None] | None = None
+    overlap = 0
+    try:
+        for n, payload in enumerate(flood):
+            for bot in receiving:
+                bot.send(say=payload)
+            if n == 3:  # the deploy starts the new process while the old one serves
+                starting = asyncio.create_task(
+                    BotProcess.start(database, echo_server, tmp_path, flood[: n + 1], settings)
+                )
+            if n == 12 and starting is not None and new is None:
+                await asyncio.wait({starting})  # a slow start: the flood waits, still queued
+            if starting is not None and starting.done() and new is None:
+                new = starting.result()
+                bots.append(new)
+                for earlier in flood[4 : n + 1]:  # what Discord took while it was starting
+                    new.send(seed=earlier)
+                receiving = [old, new]  # Discord now delivers each message to both
+            if new is not None and (overlap := overlap + 1) == 6:
+                stopping = asyncio.create_task(old.stop())  # then the deploy stops the old one
+                receiving = [new]
+            await asyncio.sleep(0.1)
+        assert stopping is not None, "the new process took the whole flood to start"
+        await stopping
+        waiting_until = time.monotonic() + 20  # then the assertions below say what is missing
+        while len(answered(bots)) < len(flood) and time.monotonic() < waiting_until:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # and nothing more comes
+    finally:
+        if starting is not None and new is None:
+            bots.append(await starting)
+        for bot in bots:
+            await bot.stop()
+
+    posted = answered(bots)
+    numbers = [flood_number(event["sent"]) for event in posted]
+    assert Counter(numbers) == Counter(range(len(flood)))  # every message once, none twice
+    for event, number in zip(posted, numbers, strict=True):
+        assert event["channel"] == CHANNEL_IDS[number % 3]
+        assert event["reply_to"] in (None, int(flood[number]["id"]))
+    for channel in range(3):
+        in_channel = [n for n in numbers if n % 3 == channel]
+        assert in_channel == sorted(in_channel)  # in each channel, in message order
+    assert await database.rows("SELECT channel_id FROM channel_locks") == []
+    assert await database.rows("SELECT message_id FROM queued_triggers") == []
 
 
 async def test_a_kill_sent_to_the_other_process_stops_the_turn_and_frees_the_channel(
