@@ -67,21 +67,24 @@ class ChannelLocks:
             "reading stop requests", self._stop_requests.step, pause_after_failure_s=0.25
         )
         self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
-        await self._recover_orphans()
+        await self._recover(await backend.orphaned_channels())
         await backend.forget_dead_instances()
 
     async def _heartbeat(self) -> None:
+        """Say this instance is alive, then serve the queues a closed process left.
+
+        A process that closes leaves its queues to the processes still running, and in a
+        rolling restart the one that takes over started before it closed: without this, a
+        channel with no new message would wait for the next start. Locks whose owner is gone
+        are not taken here, only at start and when a message comes: after the database was
+        out of reach every instance's heartbeat is late, and a live owner would lose its turns.
+        """
         await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
         await self._backend.heartbeat()
-        await self._recover_orphans()
+        await self._recover(await self._backend.left_queues())
 
-    async def _recover_orphans(self) -> None:
-        """Serve the channels no live process serves: those whose owner is gone, and queues
-        with no lock. Not only at start: a process that closes leaves its queues to the
-        processes still running, and in a rolling restart the one that takes over started
-        before it closed; a channel with no new message would otherwise wait for a restart.
-        """
-        for channel_id in await self._backend.orphaned_channels():
+    async def _recover(self, channels: list[str]) -> None:
+        for channel_id in channels:
             turn = await self._backend.recover(channel_id)
             if turn is not None:
                 self._begin(turn)

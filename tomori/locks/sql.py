@@ -80,11 +80,18 @@ class SqlLockBackend:
                 for row in rows
                 if not await self._instances.is_alive(tx, row["owner"], now)
             ]
-            rows = await tx.fetchall(
-                "SELECT DISTINCT channel_id FROM queued_triggers"
-                " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
-            )
-            return orphaned + [row["channel_id"] for row in rows]
+            return orphaned + await self._left_queues(tx)
+
+    async def left_queues(self) -> list[str]:
+        async with self._db.transaction() as tx:
+            return await self._left_queues(tx)
+
+    async def _left_queues(self, tx: Transaction) -> list[str]:
+        rows = await tx.fetchall(
+            "SELECT DISTINCT channel_id FROM queued_triggers"
+            " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
+        )
+        return [row["channel_id"] for row in rows]
 
     async def recover(self, channel_id: str) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
