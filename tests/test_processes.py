@@ -28,7 +28,7 @@ from tests.support.nextcord_fake import (
     message_payload,
     user_payload,
 )
-from tests.support.scripts import answer, stalled_after
+from tests.support.scripts import answer, silent, stalled_after
 from tomori.locks.postgres import SAFETY_READ_S
 from tomori.notices import KILL_STOPPED
 
@@ -184,6 +184,57 @@ async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
     assert llm_server.most_in_flight == 1  # never two turns in the channel at once
 
 
+BEATING = {"CHANNEL_LOCK_TIMEOUT_MS": "3000"}
+"""Instances beat every second: a queue a stopped process left is served within one."""
+
+
+async def test_a_turn_a_stop_cut_before_it_showed_anything_is_answered_by_the_process_left(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    llm_server.script(silent(), answer("Answered after the restart."))
+    stopped, left = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=BEATING) for _ in range(2)
+    ]
+    processes.extend((stopped, left))
+    asked = question("a slow one")
+    left.send(seed=asked)
+    stopped.send(say=asked)
+    await asyncio.wait_for(llm_server.request_arrived.wait(), 10)
+    await stopped.stop()  # the deploy's SIGTERM, while the model has said nothing yet
+
+    reply = await left.next_event()
+    assert (reply["sent"], reply["reply_to"]) == ("Answered after the restart.", int(asked["id"]))
+    assert stopped.sent == []
+    assert await database.rows("SELECT message_id FROM queued_triggers") == []
+
+
+async def test_a_turn_a_stop_cut_after_its_first_words_is_not_answered_again(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    llm_server.script(stalled_after("Working on it...\n\n"), answer("The next answer."))
+    stopped, left = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=BEATING) for _ in range(2)
+    ]
+    processes.extend((stopped, left))
+    asked = question("a long one")
+    left.send(seed=asked)
+    stopped.send(say=asked)
+    assert (await stopped.next_event())["sent"] == "Working on it..."
+    await stopped.stop()
+
+    left.send(say=question("next"))  # a message replayed first would be answered first
+    reply = await left.next_event()
+    assert (reply["sent"], reply["reply_to"]) == ("The next answer.", None)
+    assert "next" in str(llm_server.requests[1].body["messages"][-1])
+    assert len(llm_server.requests) == 2
+
+
 def echo(request: SeenRequest) -> Reply:
     """The model answers the question it was asked, naming it, taking a moment to stream."""
     asked = request.body["messages"][-1]["content"]
@@ -215,7 +266,7 @@ async def test_a_rolling_restart_under_a_flood_answers_every_message_once_in_ord
     database: DatabaseUnderTest, tmp_path: Path, echo_server: LLMServer
 ) -> None:
     flood = [question(f"flood {n}", CHANNEL_IDS[n % 3]) for n in range(30)]
-    settings = {"CHANNEL_LOCK_TIMEOUT_MS": "3000"}  # instances beat every second
+    settings = BEATING
     old = await BotProcess.start(database, echo_server, tmp_path, settings=settings)
     bots = [old]
     receiving = [old]
