@@ -149,6 +149,64 @@ async def test_a_message_delivered_to_two_processes_is_answered_once(
     assert old_turns.started_ids + new_turns.started_ids == ["m1", "m2"]
 
 
+async def answering(turn: Turn, guard: TurnGuard) -> None:
+    guard.mark_answered()  # its first words are in the channel
+
+
+async def test_a_process_that_closes_leaves_its_queue_to_the_process_still_running(
+    open_locks: OpenLocks, database: DatabaseUnderTest
+) -> None:
+    """The end of a rolling restart: the old process stops while the new one serves. Its queue
+    is served without waiting for another message in the channel; the turn it cut had already
+    answered, so it is not run again."""
+    old_turns, new_turns = HeldTurns(answering), HeldTurns()
+    old = await open_locks(old_turns)
+    new = await open_locks(new_turns, channel_lock_timeout_ms=1500)  # it beats every second
+    assert await old.submit(trigger("m1")) is Admission.STARTED
+    await old_turns.next_started()
+    assert await old.submit(trigger("m2")) is Admission.QUEUED
+    assert await new.submit(trigger("m3")) is Admission.QUEUED
+    await old.close()
+
+    served = await new_turns.next_started()
+    assert (served.trigger.message_id, served.from_queue) == ("m2", True)
+    new_turns.let_finish("m2")
+    new_turns.let_finish("m3")
+    assert (await new_turns.next_started()).trigger.message_id == "m3"
+    await new.wait_idle(CHANNEL)
+    assert new_turns.started_ids == ["m2", "m3"]
+    assert await database.rows("SELECT * FROM channel_locks") == []
+
+
+async def test_a_turn_cut_by_closing_before_it_answered_is_answered_first_by_another_process(
+    open_locks: OpenLocks, database: DatabaseUnderTest
+) -> None:
+    """Cut before it showed anything, the turn's message would otherwise go unanswered: it
+    goes back to the head of its queue, ahead of the messages that waited behind it."""
+    old_turns, new_turns = HeldTurns(), HeldTurns()
+    old = await open_locks(old_turns)
+    new = await open_locks(new_turns, channel_lock_timeout_ms=1500)
+    assert await old.submit(trigger("m1", note="first")) is Admission.STARTED
+    await old_turns.next_started()
+    assert await old.submit(trigger("m2")) is Admission.QUEUED
+    await old.close()
+    assert old_turns.cancelled == ["m1"]
+    assert await database.rows("SELECT message_id FROM queued_triggers ORDER BY id") == [
+        ("m1",),
+        ("m2",),
+    ]
+
+    replayed = await new_turns.next_started()
+    assert (replayed.trigger.message_id, replayed.from_queue) == ("m1", True)
+    assert replayed.trigger.payload == {"note": "first"}
+    new_turns.let_finish("m1")
+    new_turns.let_finish("m2")
+    assert (await new_turns.next_started()).trigger.message_id == "m2"
+    await new.wait_idle(CHANNEL)
+    assert await new.submit(trigger("m1")) is Admission.IGNORED  # answered once, here
+    assert new_turns.started_ids == ["m1", "m2"]
+
+
 async def test_an_admission_retried_after_its_commit_landed_starts_its_turn_once(
     open_locks: OpenLocks,
 ) -> None:

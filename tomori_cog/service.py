@@ -253,6 +253,8 @@ class TomoriService:
                 " (channel unreachable)" if result.unreachable else "",
             )
         finally:
+            if ctx.delivered:
+                guard.mark_answered()  # cut short now, it must not be answered again elsewhere
             if typing is not None:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)

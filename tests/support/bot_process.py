@@ -1,15 +1,21 @@
 """A whole bot process for crash and multi-process tests: a real nextcord bot with tomori-cog
 on the REST recorder, talking to the test's LLM server, driven through stdin.
 
-    python -m tests.support.bot_process DB_PATH LLM_BASE_URL [SEEDS_JSON]
+    python -m tests.support.bot_process LLM_BASE_URL [SEEDS_JSON]
+
+The database and every setting come from the environment, as a deployed bot reads them
+(`Settings.from_env()`: TOMORI_DB_URL for PostgreSQL, else TOMORI_DB_PATH). The bot runs under
+bot.py's own `serve`, standing for a bot connected to the gateway, so SIGTERM stops it the way
+a deploy stops bot.py: the cog closes (its turns end and release their locks), then the bot.
 
 SEEDS_JSON is a file of message payloads Discord already holds, stored before the cog starts
 (a restarted bot replays queued triggers at once and reads their messages).
 
 Reads JSON lines: {"seed": payload} stores a message as Discord would have it; {"say": payload}
-also delivers it through the gateway path; {"kill": true} runs /kill in the channel. Writes
-JSON lines: {"ready": true} once serving, {"sent": content, "reply_to": id or null} for every
-message the bot posts, and {"kill_reply": title} for the answer to a /kill.
+also delivers it through the gateway path; {"kill": channel_id} runs /kill in that channel.
+Writes JSON lines: {"ready": true} once serving, {"sent": content, "reply_to": id or null,
+"channel": id} for every message the bot posts, {"kill_reply": title} for the answer to a
+/kill, and {"closed": true} once a stop signal has closed it.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.nextcord_fake import CHANNEL_ID, start_nextcord_bot
+from tests.support.bot_script import bot_script
+from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot
 from tomori.config import Settings
 from tomori.models import ModelChain
 
@@ -35,37 +42,56 @@ def emit(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-async def main(db_path: str, base_url: str, known: list[dict[str, Any]]) -> None:
-    settings = Settings(db_path=Path(db_path), stream_abandoned_settle_timeout_ms=50)
+async def main(base_url: str, known: list[dict[str, Any]]) -> None:
     chain = ModelChain.from_env(
         {"TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"{base_url}/v1"}
     )
-    bot = await start_nextcord_bot(settings, chain, _Setattr(), messages=known)
-    create = bot.discord._create
+    nc = await start_nextcord_bot(Settings.from_env(), chain, _Setattr(), messages=known)
+    create = nc.discord._create
 
     def reporting_create(channel_id: int, body: dict[str, Any]) -> dict[str, Any]:
         payload = create(channel_id, body)
         reference = body.get("message_reference") or {}
-        emit({"sent": payload["content"], "reply_to": reference.get("message_id")})
+        emit(
+            {
+                "sent": payload["content"],
+                "reply_to": reference.get("message_id"),
+                "channel": channel_id,
+            }
+        )
         return payload
 
-    bot.discord._create = reporting_create  # type: ignore[method-assign]
+    nc.discord._create = reporting_create  # type: ignore[method-assign]
+
+    async def connected(token: str, *, reconnect: bool = True) -> None:
+        await asyncio.Event().wait()  # connected to the gateway until the bot closes
+
+    nc.bot.start = connected  # type: ignore[method-assign]
+    serving = asyncio.create_task(bot_script().serve(nc.bot, "token"))
+    commands = asyncio.create_task(obey(nc))
     emit({"ready": True})
+    await serving
+    commands.cancel()
+    await asyncio.gather(commands, return_exceptions=True)
+    emit({"closed": True})
+
+
+async def obey(nc: NextcordBot) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     while line := await reader.readline():
         command = json.loads(line)
-        if "seed" in command:
-            bot.discord.add(CHANNEL_ID, command["seed"])
+        for key in ("seed", "say"):
+            if key in command:
+                nc.discord.add(int(command[key]["channel_id"]), command[key])
         if "say" in command:
-            bot.discord.add(CHANNEL_ID, command["say"])
-            bot.bot._connection.parse_message_create(command["say"])
+            nc.bot._connection.parse_message_create(command["say"])
         if "kill" in command:
-            reply = await bot.kill()
+            reply = await nc.kill(channel=int(command["kill"]))
             emit({"kill_reply": reply["data"]["embeds"][0]["title"]})
 
 
 if __name__ == "__main__":
-    seeds = json.loads(Path(sys.argv[3]).read_text()) if len(sys.argv) > 3 else []
-    asyncio.run(main(sys.argv[1], sys.argv[2], seeds))
+    seeds = json.loads(Path(sys.argv[2]).read_text()) if len(sys.argv) > 2 else []
+    asyncio.run(main(sys.argv[1], seeds))

@@ -328,10 +328,15 @@ class NextcordBot:
         }
 
     async def kill(
-        self, *, user: int = ALICE, name: str = "alice", permissions: int = 0
+        self,
+        *,
+        user: int = ALICE,
+        name: str = "alice",
+        permissions: int = 0,
+        channel: int = CHANNEL_ID,
     ) -> dict[str, Any]:
         """/kill through nextcord's interaction path; return what was answered."""
-        payload = self.kill_payload(user=user, name=name, permissions=permissions)
+        payload = self.kill_payload(user=user, name=name, permissions=permissions, channel=channel)
         before = len(self.discord.interaction_replies)
         self.bot._connection.parse_interaction_create(payload)
         async with asyncio.timeout(5):

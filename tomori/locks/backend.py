@@ -70,6 +70,10 @@ class LockBackend(Protocol):
         """Channels whose lock owner is gone, or whose queue has no lock: they need a hand-off."""
         ...
 
+    async def left_queues(self) -> list[str]:
+        """Channels with queued triggers and no lock: a process that closed left them."""
+        ...
+
     async def recover(self, channel_id: str) -> Turn | None:
         """Hand an orphaned channel to its next queued trigger, if it is still orphaned."""
         ...
@@ -89,10 +93,17 @@ class LockBackend(Protocol):
         ...
 
     async def hand_off(
-        self, channel_id: str, turn_id: str, *, discard_queue: bool, closing: bool
+        self,
+        channel_id: str,
+        turn_id: str,
+        *,
+        discard_queue: bool,
+        closing: bool,
+        replay: bool = False,
     ) -> Turn | None:
         """Release `turn_id`'s lock if it still holds the channel, giving the channel to the next
-        queued trigger (unless `discard_queue` or `closing`)."""
+        queued trigger (unless `discard_queue` or `closing`). With `replay`, the turn's own
+        trigger goes back to the head of the queue first (it was cut before it answered)."""
         ...
 
     async def record_progress(self, progress: Sequence[Progress]) -> set[tuple[str, str]]:

@@ -37,6 +37,8 @@ class Lease:
         self._on_progress = on_progress
         self._watchdogs: set[object] = set()
         self._kill: KillCallback | None = None
+        self.answered = False
+        """Whether the turn showed something in the channel (so it must never run again)."""
 
     # -- the turn's guard -------------------------------------------------------------------
 
@@ -66,6 +68,9 @@ class Lease:
     def clear_kill(self, kill: KillCallback) -> None:
         if self._kill is kill:  # an old pass never erases a newer one's callback
             self._kill = None
+
+    def mark_answered(self) -> None:
+        self.answered = True
 
     # -- for the registry -------------------------------------------------------------------
 

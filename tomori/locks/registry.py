@@ -67,19 +67,34 @@ class ChannelLocks:
             "reading stop requests", self._stop_requests.step, pause_after_failure_s=0.25
         )
         self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
-        for channel_id in await backend.orphaned_channels():
-            turn = await backend.recover(channel_id)
-            if turn is not None:
-                self._begin(turn)
+        await self._recover(await backend.orphaned_channels())
         await backend.forget_dead_instances()
 
     async def _heartbeat(self) -> None:
+        """Say this instance is alive, then serve the queues a closed process left.
+
+        A process that closes leaves its queues to the processes still running, and in a
+        rolling restart the one that takes over started before it closed: without this, a
+        channel with no new message would wait for the next start. Locks whose owner is gone
+        are not taken here, only at start and when a message comes: after the database was
+        out of reach every instance's heartbeat is late, and a live owner would lose its turns.
+        """
         await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
         await self._backend.heartbeat()
+        await self._recover(await self._backend.left_queues())
+
+    async def _recover(self, channels: list[str]) -> None:
+        for channel_id in channels:
+            turn = await self._backend.recover(channel_id)
+            if turn is not None:
+                self._begin(turn)
 
     async def close(self) -> None:
-        """Stop every running turn, release its lock (queued triggers stay for the next start)."""
+        """Stop every running turn and release its lock; queued triggers stay for a process
+        still running (or the next start), and a turn cut before it showed anything goes back
+        to the head of its queue, so that a restart leaves no message unanswered."""
         self._closing = True
+        await self._loops.close()  # first: a recovery must not begin a turn from now on
         # A submit already inside its transaction begins its turn right after it commits;
         # waiting for the store once lets every such turn start, so the loop below sees it.
         # (Retries of a busy database stop now: closing is their signal to give up.)
@@ -91,7 +106,6 @@ class ChannelLocks:
         # awaiting only ended tasks never yields, so it would never leave: skip them.
         while running := [task for task in self._tasks if not task.done()]:
             await asyncio.gather(*running, return_exceptions=True)
-        await self._loops.close()
         await self._backend.close()
         try:
             await self._backend.unregister()
@@ -246,6 +260,7 @@ class ChannelLocks:
 
     async def _serve(self, lease: Lease) -> None:
         turn = lease.turn
+        ended = False
         try:
             if lease.stop_requested():
                 # /kill reached it while the channel was handed to it: it was never started,
@@ -255,16 +270,20 @@ class ChannelLocks:
                 )
             else:
                 await self._run_turn(turn, lease)
+            ended = True
         except Exception:
+            ended = True
             log.exception("turn %s in channel %s failed", turn.turn_id, turn.channel_id)
         finally:
-            await self._release(lease)
+            await self._release(lease, cut=not ended)
 
-    async def _release(self, lease: Lease) -> None:
-        """Free the channel (or hand it to the next trigger); runs once per lease, always."""
+    async def _release(self, lease: Lease, *, cut: bool = False) -> None:
+        """Free the channel (or hand it to the next trigger); runs once per lease, always.
+        A turn `cut` short (by closing) that showed nothing goes back to its queue's head."""
         if lease.state is LeaseState.RELEASED:
             return
         discard_queue = lease.release()
+        replay = cut and not lease.answered and not discard_queue
         self._progress.forget(lease)
         channel_id, turn_id = lease.turn.channel_id, lease.turn.turn_id
         following: Turn | None = None
@@ -272,7 +291,11 @@ class ChannelLocks:
             following = await until_not_busy(
                 f"handing channel {channel_id} on",
                 lambda: self._backend.hand_off(
-                    channel_id, turn_id, discard_queue=discard_queue, closing=self._closing
+                    channel_id,
+                    turn_id,
+                    discard_queue=discard_queue,
+                    closing=self._closing,
+                    replay=replay,
                 ),
                 self._backend.is_transient,
                 keep_trying=lambda: not self._closing,

@@ -44,6 +44,34 @@ async def discard_queue(tx: Transaction, channel_id: str, why: str) -> None:
         log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
 
 
+async def queue_first(tx: Transaction, channel_id: str, lock: Row, now: float) -> None:
+    """Put the lock's own trigger back at the head of the channel's queue (the queue is
+    rewritten behind it, keeping its order: ids alone order it, on both engines)."""
+    waiting = await tx.fetchall(
+        "SELECT message_id, requester_id, payload, received_at FROM queued_triggers"
+        " WHERE channel_id = ? ORDER BY id",
+        (channel_id,),
+    )
+    await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+    await tx.executemany(
+        "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+        " received_at) VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                channel_id,
+                row["message_id"],
+                row["requester_id"],
+                row["payload"],
+                now if row["received_at"] is None else row["received_at"],
+            )
+            for row in [lock, *waiting]
+        ],
+    )
+    log.info(
+        "message %s of channel %s goes back to its queue's head", lock["message_id"], channel_id
+    )
+
+
 async def pop_next(
     tx: Transaction, channel_id: str, now: float, queue_max_age_s: float
 ) -> Turn | None:

@@ -73,11 +73,18 @@ class SqlLockBackend:
                 for row in found
                 if not await self._instances.is_alive(tx, row["owner"], now)
             ]
-            found = await tx.fetchall(
-                "SELECT DISTINCT channel_id FROM queued_triggers"
-                " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
-            )
-            return orphaned + [row["channel_id"] for row in found]
+            return orphaned + await self._left_queues(tx)
+
+    async def left_queues(self) -> list[str]:
+        async with self._db.transaction() as tx:
+            return await self._left_queues(tx)
+
+    async def _left_queues(self, tx: Transaction) -> list[str]:
+        found = await tx.fetchall(
+            "SELECT DISTINCT channel_id FROM queued_triggers"
+            " WHERE channel_id NOT IN (SELECT channel_id FROM channel_locks)"
+        )
+        return [row["channel_id"] for row in found]
 
     async def recover(self, channel_id: str) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
@@ -172,7 +179,13 @@ class SqlLockBackend:
     # -- hand-off ---------------------------------------------------------------------------
 
     async def hand_off(
-        self, channel_id: str, turn_id: str, *, discard_queue: bool, closing: bool
+        self,
+        channel_id: str,
+        turn_id: str,
+        *,
+        discard_queue: bool,
+        closing: bool,
+        replay: bool = False,
     ) -> Turn | None:
         async with self._db.transaction(channel_id) as tx:
             row = await tx.fetchone(
@@ -194,6 +207,8 @@ class SqlLockBackend:
                 await rows.discard_queue(tx, channel_id, "its turn was stopped by /kill")
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
                 return None
+            if replay:
+                await rows.queue_first(tx, channel_id, row, now)
             return await self._pass_on(tx, channel_id, now, closing=closing)
 
     async def _pass_on(

@@ -84,5 +84,11 @@ class TurnGuard(Protocol):
         """Clear the kill callback only if it is still `kill` (compare-and-clear)."""
         ...
 
+    def mark_answered(self) -> None:
+        """Say the turn has shown (some of) its answer in the channel. A turn cut short by the
+        bot closing is run again by the next process unless it said so: nothing shown twice,
+        and no message left unanswered by a restart."""
+        ...
+
 
 TurnRunner = Callable[[Turn, TurnGuard], Awaitable[None]]

@@ -45,12 +45,11 @@ class ProgressWriter:
         written_at = time.monotonic()
         batch = [lease for lease in self._dirty if lease.state is not LeaseState.RELEASED]
         self._dirty.clear()
-        try:
-            if batch:
-                await self._write(batch)
-        finally:
-            pause = written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()
-            await asyncio.sleep(max(0.0, pause))
+        if batch:
+            await self._write(batch)  # a failed write is paced by the loop's pause
+        # Not in a `finally`: a step cancelled mid-write (the registry closing) must end at once,
+        # and a sleep there outlived the cancellation, holding a close up for a second.
+        await asyncio.sleep(max(0.0, written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()))
 
     async def _write(self, batch: list[Lease]) -> None:
         held = await self._backend.record_progress(
