@@ -213,6 +213,14 @@ def table(engines: list[Engine], figures: list[Figures]) -> str:
     )
     row("    ... each run", lambda f: f.each(lag))
     row(
+        "    ... less the time the loop waited for a CPU, median",
+        lambda f: _ms(f.median(lambda r: r.own_lag_p99)),
+    )
+    row(
+        "    ... share of the run the loop waited for a CPU, median",
+        lambda f: f"{f.median(lambda r: r.waited) * 100:.0f}%",
+    )
+    row(
         f"  stalled streams' timeouts ({stalled}) late by, p99, median",
         lambda f: _ms(f.median(late)),
         "< 50 ms",

@@ -21,6 +21,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import asyncpg
 
 from tests.support.postgres import PostgresServer
@@ -84,6 +86,10 @@ class Scale:
     streams: int
     stalled: int
     lag_p99: float
+    own_lag_p99: float
+    """The lag less the time the loop's thread waited for a CPU: what the process itself caused."""
+    waited: float
+    """The share of the run the loop's thread waited for a CPU (the worse process's)."""
     late_p99: float
     transactions_per_s: float
     statements_per_s: float
@@ -142,6 +148,13 @@ async def scale(environment: dict[str, str], server: PostgresServer | None) -> S
         streams=sum(result["streams"] for result in results),
         stalled=len(late),
         lag_p99=max(percentile(result["lag"], 0.99) for result in results),
+        own_lag_p99=max(
+            percentile(
+                [max(0.0, lag - wait) for lag, wait in zip(r["lag"], r["waits"], strict=True)], 0.99
+            )
+            for r in results
+        ),
+        waited=max(result["waited"] / result["elapsed"] for result in results),
         late_p99=percentile(late, 0.99) if late else float("nan"),
         transactions_per_s=sum(result["transactions"] for result in results) / elapsed,
         statements_per_s=sum(result["statements"] for result in results) / elapsed,

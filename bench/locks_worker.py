@@ -108,13 +108,22 @@ async def turns(base_url: str) -> None:
         await database.close()
 
 
+def cpu_wait() -> float:
+    """How long this thread has waited for a CPU while ready to run, in seconds: the kernel's
+    run-queue delay, which no code of this process can cause or cure."""
+    return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+
+
 @contextlib.contextmanager
-def loop_lag(samples: list[float], every: float = 0.01) -> Iterator[None]:
+def loop_lag(samples: list[float], waits: list[float], every: float = 0.01) -> Iterator[None]:
+    """Sample the event loop's lag, and how much of each sample was spent waiting for a CPU."""
+
     async def watch() -> None:
         while True:
-            started = time.monotonic()
+            started, waited = time.monotonic(), cpu_wait()
             await asyncio.sleep(every)
             samples.append(time.monotonic() - started - every)
+            waits.append(cpu_wait() - waited)
 
     task = asyncio.get_running_loop().create_task(watch())
     try:
@@ -169,17 +178,19 @@ async def scale(port: int, first: int, count: int, idle_ms: int) -> None:
 
     logging.getLogger("tomori.stream_once").addHandler(TimeoutTimes())
     lag: list[float] = []
+    waits: list[float] = []
     answer("ready")
     async with commands() as reader:
         await reader.readline()
         database = recorded[0]
         transactions, statements = len(database.transactions), _statements(database)
-        started, cpu = time.monotonic(), time.process_time()
-        with loop_lag(lag):
+        started, cpu, waited = time.monotonic(), time.process_time(), cpu_wait()
+        with loop_lag(lag, waits):
             for channel in channels:
                 bot.say(f"{bot.mention()} stream", channel=channel)
             await bot.settled(channels)
         elapsed, cpu = time.monotonic() - started, time.process_time() - cpu
+        waited = cpu_wait() - waited
         transactions = len(database.transactions) - transactions
         statements = _statements(database) - statements
     await stop_nextcord_bot(bot)
@@ -192,6 +203,8 @@ async def scale(port: int, first: int, count: int, idle_ms: int) -> None:
     streams = sum(1 for events in posted.values() if any(not notice for _, notice in events))
     result = {
         "lag": lag,
+        "waits": waits,
+        "waited": waited,
         "late": late,
         "streams": streams,
         "stalled": len(fired),
