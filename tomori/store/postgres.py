@@ -64,17 +64,23 @@ def _changed(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
+CLOCK = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+LOCK_THEN_CLOCK = (
+    "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+    " FROM (SELECT pg_advisory_xact_lock(hashtextextended($1, 0)) OFFSET 0) AS locked"
+)
+"""The channel's lock, then the clock, in one round trip: the subquery (kept whole by OFFSET 0)
+returns its row only once the lock is held, so the time is read after any wait for it."""
+
+
 class PostgresTransaction:
-    def __init__(self, connection: PoolConnectionProxy[Any]) -> None:
+    def __init__(self, connection: PoolConnectionProxy[Any], now: float | None = None) -> None:
         self._connection = connection
-        self._now: float | None = None
+        self._now = now
 
     async def now(self) -> float:
         if self._now is None:
-            now = await self._connection.fetchval(
-                "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
-            )
-            self._now = float(now)
+            self._now = float(await self._connection.fetchval(CLOCK))
         return self._now
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
@@ -138,11 +144,9 @@ class PostgresDatabase:
         self._in_flight.add(done)
         try:
             async with self._pool.acquire() as connection, connection.transaction():
-                if key is not None:
-                    await connection.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
-                    )
-                yield PostgresTransaction(connection)
+                # Nearly every keyed transaction reads the clock: both in one round trip.
+                now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
+                yield PostgresTransaction(connection, None if now is None else float(now))
         finally:
             self._in_flight.discard(done)
             done.set_result(None)
