@@ -20,6 +20,7 @@ installed, one line says so and only SQLite is measured. Each figure gets a fres
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import statistics
@@ -248,7 +249,7 @@ def table(engines: list[Engine], figures: list[Figures]) -> str:
         lambda f: f"{f.median(lambda r: r.machine_busy) * 100:.0f}%",
     )
     row(
-        "    ... cores used: bots, LLM server, PostgreSQL",
+        "    ... cores used in the first run: bots, LLM server, PostgreSQL",
         lambda f: " ".join(
             [
                 "+".join(f"{c:.2f}" for c in f.runs[0].bots_cores),
@@ -275,7 +276,7 @@ def _ms(seconds: float) -> str:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        files = iter(range(1, 1_000))
+        files = itertools.count(1)
 
         async def sqlite_file() -> dict[str, str]:
             return {"TOMORI_DB_PATH": str(folder / f"locks-{next(files)}.db")}
