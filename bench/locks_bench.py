@@ -13,8 +13,10 @@ installed, one line says so and only SQLite is measured. Each figure gets a fres
   connection. From B's kill call to that moment; p50 and p99. SQLite reaches A by A's read of
   its stop requests every 250 ms; PostgreSQL by NOTIFY.
 - Scale: 500 channels at 20 chunks/s split across two bot processes on one database (see
-  bench/locks_processes.py), three runs: event-loop lag, stalled streams' timeouts late by,
-  database transactions and statements per second, and the CPU the machine had to spare.
+  bench/locks_processes.py), three runs of each engine, alternating: event-loop lag, stalled
+  streams' timeouts late by, database transactions and statements per second, and the CPU the
+  machine had to spare (how long the bots' loops waited for a CPU, and what lag is left without
+  that wait).
 """
 
 from __future__ import annotations
@@ -153,12 +155,18 @@ class Figures:
         return " / ".join(f"{figure(run) * 1e3:.0f}" for run in self.runs) + " ms"
 
 
-async def measure(engine: Engine) -> Figures:
-    one = await admissions(await engine.fresh(), one_channel=True)
-    many = await admissions(await engine.fresh(), one_channel=False)
-    kills = await kill_to_close(await engine.fresh())
-    runs = [await scale(await engine.fresh(), engine.server) for _ in range(SCALE_RUNS)]
-    return Figures(one, many, kills, runs)
+async def measure(engines: list[Engine]) -> list[Figures]:
+    """Each engine's figures; the scale runs alternate between the engines, so that a spell of
+    other work on a shared machine does not fall on one engine's runs only."""
+    figures = []
+    for engine in engines:
+        one = await admissions(await engine.fresh(), one_channel=True)
+        many = await admissions(await engine.fresh(), one_channel=False)
+        figures.append(Figures(one, many, await kill_to_close(await engine.fresh()), []))
+    for _ in range(SCALE_RUNS):
+        for engine, figure in zip(engines, figures, strict=True):
+            figure.runs.append(await scale(await engine.fresh(), engine.server))
+    return figures
 
 
 Met = Callable[[Engine, Figures], bool | None]
@@ -285,7 +293,7 @@ async def main() -> None:
         binaries = find_binaries(None)
         if binaries is None:
             print(f"SQLite only: {INSTALL_HINT}")
-            print(table(engines, [await measure(engine) for engine in engines]))
+            print(table(engines, await measure(engines)))
             return
         with running_postgres(binaries) as server:
 
@@ -293,7 +301,7 @@ async def main() -> None:
                 return {"TOMORI_DB_URL": server.url(await server.create_database())}
 
             engines.append(Engine("postgres", postgres_database, server))
-            print(table(engines, [await measure(engine) for engine in engines]))
+            print(table(engines, await measure(engines)))
 
 
 if __name__ == "__main__":
