@@ -69,17 +69,23 @@ def _changed(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
+CLOCK = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+LOCK_THEN_CLOCK = (
+    "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+    " FROM (SELECT pg_advisory_xact_lock(hashtextextended($1, 0)) OFFSET 0) AS locked"
+)
+"""The channel's lock, then the clock, in one round trip: the subquery (kept whole by OFFSET 0)
+returns its row only once the lock is held, so the time is read after any wait for it."""
+
+
 class PostgresTransaction:
-    def __init__(self, connection: PoolConnectionProxy[Any]) -> None:
+    def __init__(self, connection: PoolConnectionProxy[Any], now: float | None = None) -> None:
         self._connection = connection
-        self._now: float | None = None
+        self._now = now
 
     async def now(self) -> float:
         if self._now is None:
-            now = await self._connection.fetchval(
-                "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
-            )
-            self._now = float(now)
+            self._now = float(await self._connection.fetchval(CLOCK))
         return self._now
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
@@ -118,6 +124,7 @@ class PostgresDatabase:
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
                 command_timeout=COMMAND_TIMEOUT_S,
+                reset=_keep_session,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(
@@ -144,11 +151,9 @@ class PostgresDatabase:
         self._in_flight.add(done)
         try:
             async with self._pool.acquire() as connection, connection.transaction():
-                if key is not None:
-                    await connection.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
-                    )
-                yield PostgresTransaction(connection)
+                # Nearly every keyed transaction reads the clock: both in one round trip.
+                now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
+                yield PostgresTransaction(connection, None if now is None else float(now))
         finally:
             self._in_flight.discard(done)
             done.set_result(None)
@@ -204,6 +209,14 @@ class PostgresDatabase:
                 except asyncpg.PostgresError as error:
                     raise MigrationError(f"migration {name} failed: {error}") from error
             return await _version(connection)
+
+
+async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
+    """Give a connection back to the pool as it is: asyncpg still rolls back a transaction left
+    open and drops listeners, but its default reset (unlock advisory locks, close cursors,
+    UNLISTEN, RESET ALL) would be one more round trip after every transaction, for session state
+    these connections never get: their advisory locks end with the transaction, LISTEN is on a
+    dedicated connection, and nothing is SET or left open."""
 
 
 async def _version(connection: PoolConnectionProxy[Any]) -> int:
