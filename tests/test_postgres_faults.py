@@ -1,0 +1,113 @@
+"""PostgreSQL going away under traffic, as a bot's users meet it.
+
+The server is really stopped and started again (or has every connection cut from its side)
+while an answer streams and more messages arrive. What users must see: the answer streaming
+when it went away is finished, the messages sent meanwhile are answered once it is back, in
+order, each once, and the channel works after; the database keeps no lock behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.support.cog_settings import SHORT_BUDGETS, chain_for
+from tests.support.databases import DatabaseUnderTest, postgres_database
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import NextcordBot, OpenNextcord
+from tests.support.postgres import PostgresServer
+from tests.support.scripts import answer
+
+OpenBot = Callable[..., Awaitable[NextcordBot]]
+
+
+@pytest.fixture
+async def pg_database(pg_url: str) -> Any:
+    database = postgres_database(pg_url)
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def open_bot(
+    pg_database: DatabaseUnderTest, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> OpenBot:
+    async def start(**overrides: object) -> NextcordBot:
+        settings = pg_database.settings(**{**SHORT_BUDGETS, **overrides})
+        return await open_nextcord(settings, chain_for(llm_server))
+
+    return start
+
+
+async def until(condition: Callable[[], bool], within: float = 20.0) -> None:
+    """Wait for a state the test can see; the budget only bounds a broken run."""
+    async with asyncio.timeout(within):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+ANSWERS = [f"Answer number {n}." for n in range(1, 5)]
+
+
+async def assert_all_answered_once_and_usable(
+    nc: NextcordBot, llm_server: LLMServer, database: DatabaseUnderTest
+) -> None:
+    async with asyncio.timeout(30):
+        await nc.settled()
+    assert nc.discord.contents() == ANSWERS  # in order, each once
+    assert len(llm_server.requests) == len(ANSWERS)  # no model asked twice for one message
+    llm_server.script(answer("Still here."))
+    nc.say(f"{nc.mention()} are you there?")
+    async with asyncio.timeout(30):
+        await nc.settled()
+    assert nc.discord.contents() == [*ANSWERS, "Still here."]
+    assert await database.rows("SELECT * FROM channel_locks") == []
+    assert await database.rows("SELECT * FROM queued_triggers") == []
+
+
+async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    pg_server: PostgresServer,
+    pg_database: DatabaseUnderTest,
+) -> None:
+    nc = await open_bot(channel_lock_timeout_ms=2_000)
+    llm_server.script(answer(ANSWERS[0], pieces=10, gap=0.1), *map(answer, ANSWERS[1:]))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+
+    await pg_server.stop()
+    for word in ("two", "three", "four"):  # held while the server is away
+        nc.say(f"{nc.mention()} {word}")
+    await until(lambda: nc.discord.contents() == ANSWERS[:1])  # finished without the database
+    await asyncio.sleep(4)  # longer than the lock's stale window and its owner's dead window
+    assert len(llm_server.requests) == 1
+    await pg_server.start()
+
+    await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
+
+
+async def test_connections_cut_under_traffic_lose_and_repeat_nothing(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    pg_server: PostgresServer,
+    pg_database: DatabaseUnderTest,
+) -> None:
+    """Cut mid-transaction, a commit may or may not have landed: retries must not repeat it."""
+    nc = await open_bot(channel_lock_timeout_ms=2_000)
+    llm_server.script(*(answer(text, pieces=6, gap=0.05) for text in ANSWERS))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    for word in ("two", "three", "four"):
+        nc.say(f"{nc.mention()} {word}")
+        await asyncio.sleep(0)  # its admission is under way
+        await pg_server.terminate_connections()
+    async with asyncio.timeout(30):
+        while len(llm_server.requests) < len(ANSWERS):  # cut the hand-offs too
+            await pg_server.terminate_connections()
+            await asyncio.sleep(0.05)
+
+    await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
