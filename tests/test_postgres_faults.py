@@ -9,7 +9,9 @@ order, each once, and the channel works after; the database keeps no lock behind
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -20,8 +22,13 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.postgres import PostgresServer
 from tests.support.scripts import answer
+from tests.support.turns import HeldTurns
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
+from tomori.locks.backends import lock_backend
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
+OpenRegistry = Callable[..., Awaitable[ChannelLocks]]
+CHANNEL = "100"
 
 
 @pytest.fixture
@@ -111,3 +118,66 @@ async def test_connections_cut_under_traffic_lose_and_repeat_nothing(
             await asyncio.sleep(0.05)
 
     await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
+
+
+# -- /kill from another process, announced ---------------------------------------------------
+
+
+@pytest.fixture
+async def open_registry(pg_database: DatabaseUnderTest) -> AsyncIterator[OpenRegistry]:
+    """Opens registries on the test's PostgreSQL database, each with a pool of its own, as
+    separate processes would."""
+    opened: list[ChannelLocks] = []
+
+    async def factory(runner: TurnRunner, **settings: object) -> ChannelLocks:
+        chosen = pg_database.settings(**settings)
+        locks = ChannelLocks(lock_backend(await pg_database.open(), chosen), chosen, runner)
+        await locks.start()
+        opened.append(locks)
+        return locks
+
+    yield factory
+    for locks in opened:
+        await locks.close()
+
+
+async def kill_delays(
+    owner: ChannelLocks, other: ChannelLocks, count: int, round: str
+) -> list[float]:
+    """Seconds from a /kill in `other` to the kill callback of the turn running in `owner`."""
+    killed: list[float] = []
+
+    async def turn(turn: Turn, guard: TurnGuard) -> None:
+        guard.set_kill(lambda reason: killed.append(time.monotonic()))
+        await asyncio.Event().wait()
+
+    owner._run_turn = turn
+    delays = []
+    for n in range(count):
+        assert await owner.submit(Trigger(CHANNEL, f"{round}-{n}")) is Admission.STARTED
+        killed.clear()
+        await asyncio.sleep(0.05)  # the turn set its callback, the owner waits for requests
+        asked = time.monotonic()
+        assert (await other.kill(CHANNEL, requester_id="42")).stopped
+        await until(lambda: bool(killed), within=10)
+        delays.append(killed[0] - asked)
+        owner._leases[CHANNEL].task.cancel()  # type: ignore[union-attr]
+        await owner.wait_idle(CHANNEL)
+    return delays
+
+
+async def test_a_kill_from_another_process_is_heard_at_once_even_after_connections_drop(
+    open_registry: OpenRegistry, pg_server: PostgresServer
+) -> None:
+    """Polled, a /kill would wait for the owner's next read; announced, it arrives well before
+    (the owner reads at once when PostgreSQL tells it). After every connection is cut the
+    owner listens again, at once, not after its next safety read."""
+    owner = await open_registry(HeldTurns())
+    other = await open_registry(HeldTurns())
+    assert statistics.median(await kill_delays(owner, other, 5, "before")) < 0.15
+
+    assert await pg_server.terminate_connections() > 0
+    await asyncio.sleep(0.3)
+    delays = await kill_delays(owner, other, 5, "after")
+    assert max(delays) < 1.0  # the safety read would come after 5 s
+    assert statistics.median(delays) < 0.15

@@ -5,6 +5,8 @@ its payload the owner's instance id), and the owner, which listens on a connecti
 while it runs turns, reads its stop requests at once instead of on a timer. While that
 connection is down (the server restarting), the owner reads every `POLL_WHILE_DEAF_S` until it
 is back; and it reads every `SAFETY_READ_S` anyway, for a notice lost as the connection broke.
+A listening connection that ends (the server cut it, or went away) wakes the owner at once, so
+it listens again without waiting for that safety read: a /kill sent meanwhile is not late.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class PostgresLockBackend(SqlLockBackend):
         self._listener = None
         try:
             listener = await self._postgres.dedicated_connection()
+            listener.add_termination_listener(self._deaf)
             await listener.add_listener(CHANNEL, self._heard)
         except Exception as error:
             if not self._postgres.is_transient(error):
@@ -73,6 +76,10 @@ class PostgresLockBackend(SqlLockBackend):
     def _heard(self, connection: object, pid: int, channel: str, payload: object) -> None:
         if payload == self.instance_id:
             self._announced.set()
+
+    def _deaf(self, connection: object) -> None:
+        if connection is self._listener:  # not one closed on purpose
+            self._announced.set()  # wake up: reconnect, and read what came meanwhile
 
     async def close(self) -> None:
         listener, self._listener = self._listener, None
