@@ -181,3 +181,36 @@ async def test_a_kill_from_another_process_is_heard_at_once_even_after_connectio
     delays = await kill_delays(owner, other, 5, "after")
     assert max(delays) < 1.0  # the safety read would come after 5 s
     assert statistics.median(delays) < 0.15
+
+
+# -- liveness across a restart ---------------------------------------------------------------
+
+
+async def test_a_process_that_outlived_a_server_restart_keeps_its_channel(
+    open_registry: OpenRegistry, pg_server: PostgresServer
+) -> None:
+    """While the server is down nobody can write a heartbeat or progress: after a restart
+    longer than the dead and stale windows, another process must not take the channel of a
+    turn that streamed on all along, neither at once nor once the owner writes again."""
+
+    async def streaming(turn: Turn, guard: TurnGuard) -> None:
+        while True:
+            guard.touch()
+            await asyncio.sleep(0.05)
+
+    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
+    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
+    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
+    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+    await owner_turns.next_started()
+    await asyncio.sleep(1.5)  # its progress is in the row
+
+    await pg_server.stop()
+    await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
+    await pg_server.start()
+    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
+    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
+    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
+    assert owner.is_busy(CHANNEL)
+    assert owner_turns.cancelled == []
+    assert other_turns.started == []

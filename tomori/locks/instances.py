@@ -8,6 +8,7 @@ is gone, after a missed heartbeat window otherwise.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 from tomori.locks import rules
 from tomori.locks.process import current_process, process_token
@@ -18,10 +19,17 @@ from tomori.store.base import Database, Transaction
 class InstanceRows:
     """This instance's row in `instances`, and the liveness of the others'."""
 
-    def __init__(self, database: Database, lock_timeout_s: float) -> None:
+    def __init__(
+        self,
+        database: Database,
+        lock_timeout_s: float,
+        up_since: Callable[[Transaction], Awaitable[float]],
+    ) -> None:
+        """`up_since`: when the database last came up, in a transaction (`rules.silent_s`)."""
         self.instance_id = uuid.uuid4().hex
         self._db = database
         self._lock_timeout_s = lock_timeout_s
+        self._up_since = up_since
         self._process = current_process()
 
     async def register(self) -> None:
@@ -48,17 +56,19 @@ class InstanceRows:
     async def forget_dead(self) -> None:
         """Drop the rows of instances that are gone."""
         async with self._db.transaction() as tx:
-            now = await tx.now()
+            now, up_since = await tx.now(), await self._up_since(tx)
             rows = await tx.fetchall(
                 "SELECT instance_id FROM instances WHERE instance_id != ?", (self.instance_id,)
             )
             for row in rows:
-                if not await self.is_alive(tx, row["instance_id"], now):
+                if not await self.is_alive(tx, row["instance_id"], now, up_since):
                     await tx.execute(
                         "DELETE FROM instances WHERE instance_id = ?", (row["instance_id"],)
                     )
 
-    async def is_alive(self, tx: Transaction, instance_id: str, now: float) -> bool:
+    async def is_alive(
+        self, tx: Transaction, instance_id: str, now: float, up_since: float
+    ) -> bool:
         if instance_id == self.instance_id:
             return True
         row = await tx.fetchone(
@@ -70,5 +80,6 @@ class InstanceRows:
             here_host=self._process.host,
             token_of=process_token,
             now=now,
+            up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )

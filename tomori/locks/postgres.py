@@ -45,6 +45,15 @@ class PostgresLockBackend(SqlLockBackend):
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         await tx.execute("SELECT pg_notify(?, ?)", (CHANNEL, owner))
 
+    async def _database_up_since(self, tx: Transaction) -> float:
+        # Every heartbeat and progress write stopped while the server was down; a restart
+        # longer than a dead or stale window must not make the processes that outlived it
+        # look dead to the first one back.
+        row = await tx.fetchone(
+            "SELECT EXTRACT(EPOCH FROM pg_postmaster_start_time())::float8 AS up_since"
+        )
+        return 0.0 if row is None else float(row["up_since"])
+
     async def wait_for_stop_requests(self) -> None:
         if not await self._listening():
             await asyncio.sleep(POLL_WHILE_DEAF_S)

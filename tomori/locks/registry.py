@@ -74,8 +74,10 @@ class ChannelLocks:
         await backend.forget_dead_instances()
 
     async def _heartbeat(self) -> None:
-        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+        # Write, then wait: after a failed write (the database away) the retry writes at once,
+        # well inside the dead window that restarts once the database is back.
         await self._backend.heartbeat()
+        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
 
     async def close(self) -> None:
         """Stop every running turn, release its lock (queued triggers stay for the next start)."""

@@ -9,6 +9,10 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - A lock whose owner is gone is taken over, and its queue is served, not discarded.
 - A lock whose row says a stop was requested reads as "unwinding": new triggers are ignored,
   so the queue /kill just emptied is not refilled.
+
+Silence (no progress, no heartbeat) is counted from when the database last came up at the
+earliest (`up_since`): while it was down or restarting nobody could write, so a process that
+streamed on through a restart is neither stale nor dead the moment the database is back.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ class Verdict(StrEnum):
         return self in (Verdict.ABANDONED_HERE, Verdict.STALE)
 
 
+def silent_s(now: float, last_written_at: float, up_since: float) -> float:
+    """How long a row's writer has said nothing, not counting time the database was down."""
+    return now - max(last_written_at, up_since)
+
+
 def is_stale(watchdogs: int, idle_s: float, lock_timeout_s: float) -> bool:
     """A lock is stale when no watchdog token exempts it and it made no progress in time."""
     return watchdogs == 0 and idle_s > lock_timeout_s
@@ -75,6 +84,7 @@ def judge(
     given_up_turn_id: str | None,
     owner_alive: bool,
     now: float,
+    up_since: float,
     lock_timeout_s: float,
 ) -> Verdict:
     """The state of a channel's lock, for the instance `me`.
@@ -92,7 +102,7 @@ def judge(
         return Verdict.ABANDONED_HERE if row.turn_id == given_up_turn_id else held
     if not owner_alive:
         return Verdict.OWNER_GONE
-    if is_stale(row.watchdogs, now - row.last_progress_at, lock_timeout_s):
+    if is_stale(row.watchdogs, silent_s(now, row.last_progress_at, up_since), lock_timeout_s):
         return Verdict.STALE
     return held
 
@@ -113,6 +123,7 @@ def is_alive(
     here_host: str,
     token_of: Callable[[int], str | None],
     now: float,
+    up_since: float,
     lock_timeout_s: float,
 ) -> bool:
     """Whether the instance that wrote a lock can still be serving it.
@@ -125,7 +136,7 @@ def is_alive(
         return False
     if instance.host == here_host and token_of(instance.pid) != instance.process_token:
         return False
-    return now - instance.heartbeat_at <= dead_after_s(lock_timeout_s)
+    return silent_s(now, instance.heartbeat_at, up_since) <= dead_after_s(lock_timeout_s)
 
 
 def too_old(received_at: float, now: float, queue_max_age_s: float) -> bool:

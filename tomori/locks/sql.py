@@ -42,7 +42,7 @@ class SqlLockBackend:
         self._db = database
         self._lock_timeout_s = lock_timeout_s
         self._queue_max_age_s = queue_max_age_s
-        self._instances = InstanceRows(database, lock_timeout_s)
+        self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
 
     @property
@@ -70,7 +70,7 @@ class SqlLockBackend:
 
     async def orphaned_channels(self) -> list[str]:
         async with self._db.transaction() as tx:
-            now = await tx.now()
+            now, up_since = await tx.now(), await self._database_up_since(tx)
             rows = await tx.fetchall(
                 "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
                 (self._instance_id,),
@@ -78,7 +78,7 @@ class SqlLockBackend:
             orphaned = [
                 row["channel_id"]
                 for row in rows
-                if not await self._instances.is_alive(tx, row["owner"], now)
+                if not await self._instances.is_alive(tx, row["owner"], now, up_since)
             ]
             rows = await tx.fetchall(
                 "SELECT DISTINCT channel_id FROM queued_triggers"
@@ -175,6 +175,11 @@ class SqlLockBackend:
 
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
+
+    async def _database_up_since(self, tx: Transaction) -> float:
+        """When the database last came up, on its clock (`rules.silent_s`); by default it was
+        never down while processes ran (SQLite is a file: nothing restarts under them)."""
+        return 0.0
 
     # -- hand-off ---------------------------------------------------------------------------
 
@@ -285,14 +290,17 @@ class SqlLockBackend:
         )
         lock = None if row is None else LockRow(*row)
         alive = lock is None or lock.owner == self._instance_id
+        up_since = 0.0  # only another's row is judged on time
         if lock is not None and not alive:
-            alive = await self._instances.is_alive(tx, lock.owner, now)
+            up_since = await self._database_up_since(tx)
+            alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
         verdict = rules.judge(
             lock,
             me=self._instance_id,
             given_up_turn_id=given_up_turn_id,
             owner_alive=alive,
             now=now,
+            up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )
         if lock is not None and verdict is Verdict.OWNER_GONE:
