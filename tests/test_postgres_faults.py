@@ -214,3 +214,31 @@ async def test_a_process_that_outlived_a_server_restart_keeps_its_channel(
     assert owner.is_busy(CHANNEL)
     assert owner_turns.cancelled == []
     assert other_turns.started == []
+
+
+async def test_progress_that_could_not_be_written_is_written_once_the_server_is_back(
+    open_registry: OpenRegistry, pg_server: PostgresServer
+) -> None:
+    """A turn that began waiting under a watchdog while the server was down (a tool call, say)
+    is exempt from stale expiry: the row must say so once the server is back, even though the
+    turn makes no progress to write again."""
+    server_down = asyncio.Event()
+
+    async def tool_call_during_the_outage(turn: Turn, guard: TurnGuard) -> None:
+        await server_down.wait()
+        await guard.run_under_watchdog(asyncio.Event().wait())
+
+    owner_turns, other_turns = HeldTurns(tool_call_during_the_outage), HeldTurns()
+    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
+    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
+    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+    await owner_turns.next_started()
+
+    await pg_server.stop()
+    server_down.set()
+    await asyncio.sleep(1.5)  # its write failed
+    await pg_server.start()
+    await asyncio.sleep(3)  # longer than the stale window, counted from the restart
+    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
+    assert owner_turns.cancelled == []
+    assert other_turns.started == []
