@@ -25,6 +25,7 @@ from tests.support.scripts import answer
 from tests.support.turns import HeldTurns
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
 from tomori.locks.backends import lock_backend
+from tomori.notices import GENERATION_ERROR
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
 OpenRegistry = Callable[..., Awaitable[ChannelLocks]]
@@ -242,3 +243,35 @@ async def test_progress_that_could_not_be_written_is_written_once_the_server_is_
     assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
     assert owner_turns.cancelled == []
     assert other_turns.started == []
+
+
+# -- a server gone silent --------------------------------------------------------------------
+
+
+async def test_a_server_gone_silent_fails_new_messages_in_time_instead_of_hanging(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    pg_server: PostgresServer,
+    pg_database: DatabaseUnderTest,
+) -> None:
+    """A host that stops answering (no refusal, no reset: a frozen server, a dead route) must
+    not hold the bot forever: the answer streaming finishes, a message sent meanwhile gets the
+    error notice once it could no longer be answered in time, and once the server answers
+    again the channel works."""
+    nc = await open_bot(channel_lock_timeout_ms=2_000, queue_max_age_ms=3_000)
+    llm_server.script(answer(ANSWERS[0], pieces=10, gap=0.1), answer("After the silence."))
+    nc.say(f"{nc.mention()} one")
+    await until(lambda: len(llm_server.requests) == 1)
+    pg_server.freeze()
+    try:
+        nc.say(f"{nc.mention()} two")
+        await until(lambda: nc.discord.contents() == ANSWERS[:1])
+        await until(lambda: nc.discord.embeds() == [GENERATION_ERROR.title], within=60)
+    finally:
+        pg_server.thaw()
+    nc.say(f"{nc.mention()} three")
+    async with asyncio.timeout(60):
+        await nc.settled()
+    assert nc.discord.contents() == [ANSWERS[0], "After the silence."]
+    assert len(llm_server.requests) == 2
+    assert await pg_database.rows("SELECT * FROM channel_locks") == []

@@ -7,8 +7,11 @@ transaction, whatever way it ends, and with the connection if the process dies. 
 the server's (`clock_timestamp()`, read after that lock), so hosts whose clocks differ agree.
 
 While the server is restarting or out of reach, the errors it causes are transient: the caller
-retries the whole transaction (`tomori.busy`). The password is never shown: `description` is
-the URL with it masked, and errors name that.
+retries the whole transaction (`tomori.busy`). A server that goes silent (a frozen host, a dead
+route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
+for a pooled connection gives up after `STATEMENT_TIMEOUT_S` with a (transient) timeout, so
+nothing waits for it forever, not even a bot being shut down. The password is never shown:
+`description` is the URL with it masked, and errors name that.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ POOL_MAX_SIZE = 10
 admissions, hand-offs, /kills and its once-a-second progress write without queueing for long."""
 
 CONNECT_TIMEOUT_S = 10.0
+STATEMENT_TIMEOUT_S = 10.0
+"""Our statements take milliseconds, and a wait for a channel's advisory lock lasts one short
+transaction of another process: a statement this late means the server stopped answering."""
 MIGRATION_LOCK = 0x746F6D6F7269  # any constant: one migrating process at a time
 
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -112,6 +118,7 @@ class PostgresDatabase:
                 min_size=POOL_MIN_SIZE,
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
+                command_timeout=STATEMENT_TIMEOUT_S,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(
@@ -128,16 +135,21 @@ class PostgresDatabase:
     def description(self) -> str:
         return self._description
 
-    async def dedicated_connection(self) -> asyncpg.Connection[Any]:
+    async def dedicated_connection(
+        self, command_timeout: float | None = STATEMENT_TIMEOUT_S
+    ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
-        return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S)
+        return await asyncpg.connect(
+            self._dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
+        )
 
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[PostgresTransaction]:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            async with self._pool.acquire() as connection, connection.transaction():
+            acquired = self._pool.acquire(timeout=STATEMENT_TIMEOUT_S)
+            async with acquired as connection, connection.transaction():
                 if key is not None:
                     await connection.execute(
                         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
@@ -148,10 +160,12 @@ class PostgresDatabase:
             done.set_result(None)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self._pool.fetch(numbered_placeholders(sql), *params))
+        async with self._pool.acquire(timeout=STATEMENT_TIMEOUT_S) as connection:
+            return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        return _changed(await self._pool.execute(numbered_placeholders(sql), *params))
+        async with self._pool.acquire(timeout=STATEMENT_TIMEOUT_S) as connection:
+            return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
         return isinstance(error, TRANSIENT)
@@ -170,13 +184,15 @@ class PostgresDatabase:
         """Apply the numbered migrations not applied yet, each once; return the schema version.
 
         Each file runs in one transaction with the record of its number, under an advisory
-        lock, so processes starting together apply it once between them.
+        lock, so processes starting together apply it once between them. On a connection of
+        its own, without the pool's statement timeout: a migration may rightly take long.
         """
         ordered = number_migrations(
             shipped_migrations("postgres") if migrations is None else migrations
         )
         latest = ordered[-1][0] if ordered else 0
-        async with self._pool.acquire() as connection:
+        connection = await self.dedicated_connection(command_timeout=None)
+        try:
             await connection.execute(
                 "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
             )
@@ -198,9 +214,11 @@ class PostgresDatabase:
                 except asyncpg.PostgresError as error:
                     raise MigrationError(f"migration {name} failed: {error}") from error
             return await _version(connection)
+        finally:
+            await connection.close()
 
 
-async def _version(connection: PoolConnectionProxy[Any]) -> int:
+async def _version(connection: asyncpg.Connection[Any]) -> int:
     version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
     return int(version or 0)
 
