@@ -9,9 +9,13 @@ order, each once, and the channel works after; the database keeps no lock behind
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import sys
+import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +34,7 @@ from tomori.notices import GENERATION_ERROR
 OpenBot = Callable[..., Awaitable[NextcordBot]]
 OpenRegistry = Callable[..., Awaitable[ChannelLocks]]
 CHANNEL = "100"
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
 
 @pytest.fixture
@@ -275,3 +280,112 @@ async def test_a_server_gone_silent_fails_new_messages_in_time_instead_of_hangin
     assert nc.discord.contents() == [ANSWERS[0], "After the silence."]
     assert len(llm_server.requests) == 2
     assert await pg_database.rows("SELECT * FROM channel_locks") == []
+
+
+# -- clocks that disagree --------------------------------------------------------------------
+
+SKEWED_REGISTRY = textwrap.dedent(
+    """
+    import sys
+    import time
+
+    SKEW_S = float(sys.argv[1])
+    _true_time = time.time
+    time.time = lambda: _true_time() + SKEW_S  # this host's clock is off, before tomori reads it
+
+    import asyncio
+
+    from tomori.config import Settings
+    from tomori.locks import ChannelLocks, Trigger
+    from tomori.locks.backends import lock_backend
+    from tomori.store.connect import open_database
+
+    async def streaming(turn, guard):
+        while True:
+            guard.touch()
+            await asyncio.sleep(0.05)
+
+    async def main() -> None:
+        settings = Settings.from_env()
+        database = await open_database(settings)
+        locks = ChannelLocks(lock_backend(database, settings), settings, streaming)
+        await locks.start()
+        while line := await asyncio.to_thread(sys.stdin.readline):
+            channel_id, message_id = line.split()
+            print(await locks.submit(Trigger(channel_id, message_id)), flush=True)
+        await locks.close()
+        await database.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+class SkewedRegistry:
+    """A registry in a process of its own whose wall clock is `skew_s` off the true one."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+
+    @classmethod
+    async def start(cls, database: DatabaseUnderTest, skew_s: float, **env: str) -> SkewedRegistry:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            SKEWED_REGISTRY,
+            str(skew_s),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, **database.environment, **env, "PYTHONPATH": REPO_ROOT},
+        )
+        return cls(process)
+
+    async def submit(self, channel_id: str, message_id: str) -> str:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.write(f"{channel_id} {message_id}\n".encode())
+        await self._process.stdin.drain()
+        return (await asyncio.wait_for(self._process.stdout.readline(), 30)).decode().strip()
+
+    async def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            await asyncio.wait_for(self._process.wait(), 30)
+        except TimeoutError:
+            self._process.kill()
+            await self._process.wait()
+
+
+@pytest.mark.parametrize("skew_s", [60.0, -60.0])
+async def test_hosts_whose_clocks_differ_by_a_minute_neither_steal_nor_keep_a_lock(
+    open_registry: OpenRegistry, pg_database: DatabaseUnderTest, skew_s: float
+) -> None:
+    """Staleness and liveness are judged on the server's clock: a process whose clock is a
+    minute ahead (or behind) holds its channel like any other, and does not take another's."""
+
+    async def streaming(turn: Turn, guard: TurnGuard) -> None:
+        while True:
+            guard.touch()
+            await asyncio.sleep(0.05)
+
+    here_turns = HeldTurns(streaming)
+    here = await open_registry(here_turns, channel_lock_timeout_ms=2_000)
+    there = await SkewedRegistry.start(pg_database, skew_s, CHANNEL_LOCK_TIMEOUT_MS="2000")
+    try:
+        assert await there.submit("1", "there-1") == "started"
+        assert await here.submit(Trigger("2", "here-1")) is Admission.STARTED
+        assert await here.submit(Trigger("1", "here-2")) is Admission.QUEUED
+        assert await there.submit("2", "there-2") == "queued"
+        await asyncio.sleep(3)  # past the stale and dead windows: both still stream, and say so
+        assert await here.submit(Trigger("1", "here-3")) is Admission.QUEUED
+        assert await there.submit("2", "there-3") == "queued"
+        assert here_turns.cancelled == []
+        ((now,),) = await pg_database.rows("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")
+        for (written_at,) in await pg_database.rows(
+            "SELECT last_progress_at FROM channel_locks UNION ALL"
+            " SELECT heartbeat_at FROM instances UNION ALL SELECT received_at FROM queued_triggers"
+        ):
+            assert abs(written_at - now) < 10  # on the server's clock, not the skewed one's
+    finally:
+        await there.close()
