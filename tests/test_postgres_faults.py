@@ -27,6 +27,7 @@ from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.postgres import PostgresServer
 from tests.support.scripts import answer
 from tests.support.turns import HeldTurns
+from tomori import busy
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
 from tomori.locks.backends import lock_backend
 from tomori.notices import GENERATION_ERROR
@@ -124,6 +125,28 @@ async def test_connections_cut_under_traffic_lose_and_repeat_nothing(
             await asyncio.sleep(0.05)
 
     await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
+
+
+async def test_messages_past_the_bound_held_in_memory_get_the_error_notice(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    pg_server: PostgresServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Messages held for the database are kept in memory, so there is a most: past it a
+    message is not held but told at once that it failed, and the held ones are answered."""
+    monkeypatch.setattr(busy, "MAX_HELD", 2)
+    nc = await open_bot()
+    llm_server.script(*map(answer, ANSWERS[:3]))
+    await pg_server.stop()
+    for word in ("one", "two", "three"):
+        nc.say(f"{nc.mention()} {word}")
+    await until(lambda: nc.discord.embeds() == [GENERATION_ERROR.title])  # the third, at once
+    await pg_server.start()
+    async with asyncio.timeout(30):
+        await nc.settled()
+    assert nc.discord.contents() == ANSWERS[:2]
+    assert len(llm_server.requests) == 2
 
 
 # -- /kill from another process, announced ---------------------------------------------------

@@ -13,7 +13,8 @@ just emptied is not refilled; a turn stopped by /kill discards the queue when it
 
 A database that is busy or out of reach loses nothing: admission, release and /kill are
 retried (`tomori.busy`) until they succeed, admissions of one channel in arrival order, and a
-trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`, as is one that finds
+`tomori.busy.MAX_HELD` triggers held in memory already.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ class ChannelLocks:
         A database that is busy or out of reach is waited out, in arrival order per channel,
         for as long as the trigger could wait in the queue; past that it is `FAILED`.
         """
+        if self._in_order.is_full(f"message {trigger.message_id} in channel {trigger.channel_id}"):
+            return Admission.FAILED
         async with self._in_order.turn_of(trigger.channel_id):
             deadline = trigger.received_at + self._settings.queue_max_age_s
             try:
