@@ -11,8 +11,9 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
   so the queue /kill just emptied is not refilled.
 
 Silence (no progress, no heartbeat) is counted from when the database last came up at the
-earliest (`up_since`): while it was down or restarting nobody could write, so a process that
-streamed on through a restart is neither stale nor dead the moment the database is back.
+earliest (`up_since`; 0 for a database that never goes down under its processes): while it was
+down or restarting nobody could write, so a process that streamed on through a restart is
+neither stale nor dead the moment the database is back.
 """
 
 from __future__ import annotations
@@ -84,8 +85,8 @@ def judge(
     given_up_turn_id: str | None,
     owner_alive: bool,
     now: float,
-    up_since: float,
     lock_timeout_s: float,
+    up_since: float = 0.0,
 ) -> Verdict:
     """The state of a channel's lock, for the instance `me`.
 
@@ -123,8 +124,8 @@ def is_alive(
     here_host: str,
     token_of: Callable[[int], str | None],
     now: float,
-    up_since: float,
     lock_timeout_s: float,
+    up_since: float = 0.0,
 ) -> bool:
     """Whether the instance that wrote a lock can still be serving it.
 

@@ -9,7 +9,7 @@ the server's (`clock_timestamp()`, read after that lock), so hosts whose clocks 
 While the server is restarting or out of reach, the errors it causes are transient: the caller
 retries the whole transaction (`tomori.busy`). A server that goes silent (a frozen host, a dead
 route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
-for a pooled connection gives up after `STATEMENT_TIMEOUT_S` with a (transient) timeout, so
+for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
 nothing waits for it forever, not even a bot being shut down. The password is never shown:
 `description` is the URL with it masked, and errors name that.
 """
@@ -36,9 +36,9 @@ POOL_MAX_SIZE = 10
 admissions, hand-offs, /kills and its once-a-second progress write without queueing for long."""
 
 CONNECT_TIMEOUT_S = 10.0
-STATEMENT_TIMEOUT_S = 10.0
-"""Our statements take milliseconds, and a wait for a channel's advisory lock lasts one short
-transaction of another process: a statement this late means the server stopped answering."""
+COMMAND_TIMEOUT_S = 15.0
+"""A statement with no answer this long is given up (and retried): a connection the network
+dropped without a word would otherwise wait for TCP to notice, for hours."""
 MIGRATION_LOCK = 0x746F6D6F7269  # any constant: one migrating process at a time
 
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -118,7 +118,7 @@ class PostgresDatabase:
                 min_size=POOL_MIN_SIZE,
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
-                command_timeout=STATEMENT_TIMEOUT_S,
+                command_timeout=COMMAND_TIMEOUT_S,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(
@@ -136,7 +136,7 @@ class PostgresDatabase:
         return self._description
 
     async def dedicated_connection(
-        self, command_timeout: float | None = STATEMENT_TIMEOUT_S
+        self, command_timeout: float | None = COMMAND_TIMEOUT_S
     ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
         return await asyncpg.connect(
@@ -148,7 +148,7 @@ class PostgresDatabase:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            acquired = self._pool.acquire(timeout=STATEMENT_TIMEOUT_S)
+            acquired = self._pool.acquire(timeout=COMMAND_TIMEOUT_S)
             async with acquired as connection, connection.transaction():
                 if key is not None:
                     await connection.execute(
@@ -160,11 +160,11 @@ class PostgresDatabase:
             done.set_result(None)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._pool.acquire(timeout=STATEMENT_TIMEOUT_S) as connection:
+        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
             return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        async with self._pool.acquire(timeout=STATEMENT_TIMEOUT_S) as connection:
+        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
             return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
