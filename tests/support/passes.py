@@ -60,6 +60,7 @@ class Harness:
 
     def __init__(self, database: Database) -> None:
         self._database = database
+        self._runs = 0
         self.locks: ChannelLocks | None = None
 
     async def run(
@@ -97,7 +98,8 @@ class Harness:
         self.locks = ChannelLocks(lock_backend(self._database, settings), settings, turn)
         await self.locks.start()
         try:
-            await self.locks.submit(Trigger(CHANNEL, "m1"))
+            self._runs += 1  # each run answers a message of its own: one is admitted only once
+            await self.locks.submit(Trigger(CHANNEL, f"m{self._runs}"))
             if meanwhile is not None:
                 await meanwhile(self.locks)
             await self.locks.wait_idle(CHANNEL)
