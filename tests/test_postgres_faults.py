@@ -245,6 +245,39 @@ async def test_a_process_that_outlived_a_server_restart_keeps_its_channel(
     assert other_turns.started == []
 
 
+async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channels(
+    open_registry: OpenRegistry, pg_server: PostgresServer, pg_url: str
+) -> None:
+    """The network between every process and the server goes away for longer than the dead
+    and stale windows, and comes back; the server never restarted. The first process back
+    must not take the channel of one that streamed on, since it was cut off as long itself."""
+
+    async def streaming(turn: Turn, guard: TurnGuard) -> None:
+        while True:
+            guard.touch()
+            await asyncio.sleep(0.05)
+
+    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
+    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
+    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
+    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+    await owner_turns.next_started()
+    await asyncio.sleep(1.5)  # its progress is in the row
+
+    name = pg_url.rsplit("/", 1)[1]
+    await pg_server.cut_off(name)
+    try:
+        await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
+    finally:
+        await pg_server.cut_off(name, cut=False)
+    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
+    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
+    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
+    assert owner.is_busy(CHANNEL)
+    assert owner_turns.cancelled == []
+    assert other_turns.started == []
+
+
 async def test_progress_that_could_not_be_written_is_written_once_the_server_is_back(
     open_registry: OpenRegistry, pg_server: PostgresServer
 ) -> None:

@@ -233,6 +233,13 @@ class PostgresServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(stat.parent.name), sig)
 
+    async def cut_off(self, database: str, *, cut: bool = True) -> None:
+        """Let nobody connect to `database` (and cut who is connected), or let them again: the
+        server stays up, as when the network between the bot's hosts and it goes away."""
+        await self._admin(f"ALTER DATABASE {database} ALLOW_CONNECTIONS {str(not cut).lower()}")
+        if cut:
+            await self.terminate_connections()
+
     async def create_database(self) -> str:
         """A new, empty database (t_1, t_2, ...) for one test; returns its name."""
         name = f"t_{next(self._numbers)}"

@@ -10,10 +10,10 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - A lock whose row says a stop was requested reads as "unwinding": new triggers are ignored,
   so the queue /kill just emptied is not refilled.
 
-Silence (no progress, no heartbeat) is counted from when the database last came up at the
-earliest (`up_since`; 0 for a database that never goes down under its processes): while it was
-down or restarting nobody could write, so a process that streamed on through a restart is
-neither stale nor dead the moment the database is back.
+Silence (no progress, no heartbeat) is counted from `up_since` at the earliest: when the
+database last came up, or the judging process got it back after losing it (0 when neither
+happened). While it was down or out of reach nobody could write, so a process that streamed on
+through an outage is neither stale nor dead the moment the database is back.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class SqlLockBackend:
 
     async def orphaned_channels(self) -> list[str]:
         async with self._db.transaction() as tx:
-            now, up_since = await tx.now(), await self._database_up_since(tx)
+            now, up_since = await tx.now(), await self._instances.up_since(tx)
             rows = await tx.fetchall(
                 "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
                 (self._instance_id,),
@@ -177,8 +177,8 @@ class SqlLockBackend:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
 
     async def _database_up_since(self, tx: Transaction) -> float:
-        """When the database last came up, on its clock (`rules.silent_s`); by default it was
-        never down while processes ran (SQLite is a file: nothing restarts under them)."""
+        """When the database server last started, on its clock; by default it never restarts
+        under its processes (SQLite is a file)."""
         return 0.0
 
     # -- hand-off ---------------------------------------------------------------------------
@@ -292,7 +292,7 @@ class SqlLockBackend:
         alive = lock is None or lock.owner == self._instance_id
         up_since = 0.0  # only another's row is judged on time
         if lock is not None and not alive:
-            up_since = await self._database_up_since(tx)
+            up_since = await self._instances.up_since(tx)
             alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
         verdict = rules.judge(
             lock,
