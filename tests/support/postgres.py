@@ -175,6 +175,8 @@ class PostgresServer:
     def shut_down(self) -> None:
         """Fast shutdown (SIGINT: clients are disconnected, then a checkpoint), as `pg_ctl stop`
         does; an immediate one (SIGQUIT), then SIGKILL, for a server that does not finish."""
+        if self.running:
+            self.thaw()  # a frozen server would never act on the signals below
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
