@@ -8,6 +8,7 @@ start or this process's return to it at the earliest (`up_since`).
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -34,7 +35,7 @@ class InstanceRows:
         self._process = current_process()
         self._out_of_touch = False
         """A heartbeat failed, and none succeeded since: this process lost the database."""
-        self._back_since = 0.0
+        self._back_since = -math.inf
         """When, on the database's clock, this process last got the database back."""
 
     async def register(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Any, Protocol
 
 import asyncpg
@@ -52,7 +53,7 @@ class PostgresLockBackend(SqlLockBackend):
         row = await tx.fetchone(
             "SELECT EXTRACT(EPOCH FROM pg_postmaster_start_time())::float8 AS up_since"
         )
-        return 0.0 if row is None else float(row["up_since"])
+        return -math.inf if row is None else float(row["up_since"])
 
     async def wait_for_stop_requests(self) -> None:
         if not await self._listening():

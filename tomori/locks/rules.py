@@ -11,13 +11,14 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
   so the queue /kill just emptied is not refilled.
 
 Silence (no progress, no heartbeat) is counted from `up_since` at the earliest: when the
-database last came up, or the judging process got it back after losing it (0 when neither
+database last came up, or the judging process got it back after losing it (-inf when neither
 happened). While it was down or out of reach nobody could write, so a process that streamed on
 through an outage is neither stale nor dead the moment the database is back.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -86,7 +87,7 @@ def judge(
     owner_alive: bool,
     now: float,
     lock_timeout_s: float,
-    up_since: float = 0.0,
+    up_since: float = -math.inf,
 ) -> Verdict:
     """The state of a channel's lock, for the instance `me`.
 
@@ -125,7 +126,7 @@ def is_alive(
     token_of: Callable[[int], str | None],
     now: float,
     lock_timeout_s: float,
-    up_since: float = 0.0,
+    up_since: float = -math.inf,
 ) -> bool:
     """Whether the instance that wrote a lock can still be serving it.
 

@@ -179,7 +179,7 @@ class SqlLockBackend:
     async def _database_up_since(self, tx: Transaction) -> float:
         """When the database server last started, on its clock; by default it never restarts
         under its processes (SQLite is a file)."""
-        return 0.0
+        return float("-inf")
 
     # -- hand-off ---------------------------------------------------------------------------
 
@@ -290,7 +290,7 @@ class SqlLockBackend:
         )
         lock = None if row is None else LockRow(*row)
         alive = lock is None or lock.owner == self._instance_id
-        up_since = 0.0  # only another's row is judged on time
+        up_since = float("-inf")  # only another's row is judged on time
         if lock is not None and not alive:
             up_since = await self._instances.up_since(tx)
             alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
