@@ -13,7 +13,8 @@ just emptied is not refilled; a turn stopped by /kill discards the queue when it
 
 A database that is busy or out of reach loses nothing: admission, release and /kill are
 retried (`tomori.busy`) until they succeed, admissions of one channel in arrival order, and a
-trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`, as is one that finds
+`tomori.busy.MAX_HELD` triggers held in memory already.
 """
 
 from __future__ import annotations
@@ -79,9 +80,11 @@ class ChannelLocks:
         are not taken here, only at start and when a message comes: after the database was
         out of reach every instance's heartbeat is late, and a live owner would lose its turns.
         """
-        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+        # Write, then wait: after a failed write (the database away) the retry writes at once,
+        # well inside the dead window that restarts once the database is back.
         await self._backend.heartbeat()
         await self._recover(await self._backend.left_queues())
+        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
 
     async def _recover(self, channels: list[str]) -> None:
         for channel_id in channels:
@@ -122,6 +125,8 @@ class ChannelLocks:
         A database that is busy or out of reach is waited out, in arrival order per channel,
         for as long as the trigger could wait in the queue; past that it is `FAILED`.
         """
+        if self._in_order.is_full(f"message {trigger.message_id} in channel {trigger.channel_id}"):
+            return Admission.FAILED
         async with self._in_order.turn_of(trigger.channel_id):
             deadline = trigger.received_at + self._settings.queue_max_age_s
             try:

@@ -35,7 +35,7 @@ class SqlLockBackend:
         self._db = database
         self._lock_timeout_s = lock_timeout_s
         self._queue_max_age_s = queue_max_age_s
-        self._instances = InstanceRows(database, lock_timeout_s)
+        self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
 
     @property
@@ -63,7 +63,7 @@ class SqlLockBackend:
 
     async def orphaned_channels(self) -> list[str]:
         async with self._db.transaction() as tx:
-            now = await tx.now()
+            now, up_since = await tx.now(), await self._instances.up_since(tx)
             found = await tx.fetchall(
                 "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
                 (self._instance_id,),
@@ -71,7 +71,7 @@ class SqlLockBackend:
             orphaned = [
                 row["channel_id"]
                 for row in found
-                if not await self._instances.is_alive(tx, row["owner"], now)
+                if not await self._instances.is_alive(tx, row["owner"], now, up_since)
             ]
             return orphaned + await self._left_queues(tx)
 
@@ -175,6 +175,11 @@ class SqlLockBackend:
 
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
+
+    async def _database_up_since(self, tx: Transaction) -> float:
+        """When the database server last started, on its clock; by default it never restarts
+        under its processes (SQLite is a file)."""
+        return float("-inf")
 
     # -- hand-off ---------------------------------------------------------------------------
 
@@ -296,14 +301,17 @@ class SqlLockBackend:
         )
         lock = None if row is None else LockRow(*row)
         alive = lock is None or lock.owner == self._instance_id
+        up_since = float("-inf")  # only another's row is judged on time
         if lock is not None and not alive:
-            alive = await self._instances.is_alive(tx, lock.owner, now)
+            up_since = await self._instances.up_since(tx)
+            alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
         verdict = rules.judge(
             lock,
             me=self._instance_id,
             given_up_turn_id=given_up_turn_id,
             owner_alive=alive,
             now=now,
+            up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )
         if lock is not None and verdict is Verdict.OWNER_GONE:
