@@ -1,6 +1,6 @@
 """Run every benchmark and write the figures, with the machine they came from, to RESULTS.md.
 
-Run: `.venv/bin/python bench/all.py` (about four minutes). Each script runs in a process of its
+Run: `.venv/bin/python bench/all.py` (about seven minutes). Each script runs in a process of its
 own so that none inherits another's memory or warm caches.
 """
 
@@ -20,6 +20,7 @@ SCRIPTS = [
     "delivery_bench.py",
     "splitting_bench.py",
     "cog_bench.py",
+    "locks_bench.py",
 ]
 
 

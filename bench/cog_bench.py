@@ -159,8 +159,10 @@ def _words_posted(bot: NextcordBot) -> int:
 async def full_path_overhead(folder: Path) -> list[Figure]:
     server = LLMServer()
     await server.start()
-    bot = await start_nextcord_bot(
-        Settings(db_path=folder / "overhead.db"), chain(server.base_url), NoPatch()
+    bot = await start_nextcord_bot(  # the whole answer is ~14 messages: past the default ceiling
+        Settings(db_path=folder / "overhead.db", max_messages_per_answer=20),
+        chain(server.base_url),
+        NoPatch(),
     )
     client = openai.AsyncOpenAI(
         api_key="k",

@@ -189,12 +189,8 @@ async def test_a_turn_cut_by_closing_before_it_answered_is_answered_first_by_ano
     assert await old.submit(trigger("m1", note="first")) is Admission.STARTED
     await old_turns.next_started()
     assert await old.submit(trigger("m2")) is Admission.QUEUED
-    await old.close()
+    await old.close()  # the new process may take the queue up at once: its heartbeat serves it
     assert old_turns.cancelled == ["m1"]
-    assert await database.rows("SELECT message_id FROM queued_triggers ORDER BY id") == [
-        ("m1",),
-        ("m2",),
-    ]
 
     replayed = await new_turns.next_started()
     assert (replayed.trigger.message_id, replayed.from_queue) == ("m1", True)

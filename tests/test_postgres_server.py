@@ -124,3 +124,20 @@ def test_binaries_are_found_on_path_first_then_in_the_newest_versioned_folder(
     executable(own / "postgres")
     path = os.pathsep.join([str(tmp_path / "empty"), str(own)])
     assert find_binaries(path, versioned) == own
+
+
+async def test_a_frozen_server_answers_nothing_until_thawed_and_still_shuts_down(
+    pg_server: PostgresServer,
+) -> None:
+    connection = await asyncpg.connect(pg_server.url())
+    try:
+        pg_server.freeze()
+        with pytest.raises(TimeoutError):  # its backend is frozen too, not only the postmaster
+            await connection.fetchval("SELECT 1", timeout=0.5)
+        await pg_server.stop()  # thaws it first: a stopped process acts on no signal
+        await pg_server.start()
+        again = await asyncpg.connect(pg_server.url())
+        assert await again.fetchval("SELECT 1") == 1
+        await again.close()
+    finally:
+        connection.terminate()

@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 RETRY_PAUSE_S = 0.05
 """Pause between two attempts, so the caller queued behind this one on the store gets a turn."""
 
+MAX_HELD = 1_000
+"""Writes waiting for the database at once, at most. A write takes milliseconds, so only an
+outage gathers this many; each holds what it was asked for (a Discord message) in memory."""
+
 
 class GaveUp(Exception):
     """The database stayed busy until the caller stopped waiting for it."""
@@ -76,15 +80,31 @@ class InArrivalOrder:
 
     def __init__(self) -> None:
         self._gates: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._waiting = 0
+        self._most = MAX_HELD
+
+    def is_full(self, what: str) -> bool:
+        """Whether `MAX_HELD` writes wait already, of every key: `what` is then not held (the
+        caller says it failed), and the log says why."""
+        if self._waiting < self._most:
+            return False
+        log.error(
+            "not holding %s: %d writes already wait for the database, the most kept in memory",
+            what,
+            self._waiting,
+        )
+        return True
 
     @asynccontextmanager
     async def turn_of(self, key: str) -> AsyncIterator[None]:
         gate, users = self._gates.get(key, (asyncio.Lock(), 0))
         self._gates[key] = (gate, users + 1)
+        self._waiting += 1
         try:
             async with gate:
                 yield
         finally:
+            self._waiting -= 1
             gate, users = self._gates[key]
             if users == 1:
                 del self._gates[key]

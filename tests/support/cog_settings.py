@@ -8,16 +8,18 @@ from tests.support.llm_server import LLMServer
 from tomori.config import Settings
 from tomori.models import ModelChain
 
+SHORT_BUDGETS: dict[str, object] = {
+    "stream_first_token_timeout_ms": 2_000,
+    "stream_sdk_call_timeout_ms": 2_000,
+    "stream_abandoned_settle_timeout_ms": 100,
+    "typing_keepalive_interval_ms": 50,
+}
+"""Budgets short enough for a test; merge them into any database's settings."""
+
 
 def settings_for(tmp_path: Path, **overrides: object) -> Settings:
     """Settings on a database in `tmp_path`, with budgets short enough for a test."""
-    values: dict[str, object] = {
-        "db_path": tmp_path / "tomori.db",
-        "stream_first_token_timeout_ms": 2_000,
-        "stream_sdk_call_timeout_ms": 2_000,
-        "stream_abandoned_settle_timeout_ms": 100,
-        "typing_keepalive_interval_ms": 50,
-    }
+    values: dict[str, object] = {"db_path": tmp_path / "tomori.db", **SHORT_BUDGETS}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 

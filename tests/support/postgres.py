@@ -3,12 +3,14 @@
 The PostgreSQL backend is proved against the real server, not a fake: this module finds the
 installed binaries, creates a throwaway cluster in a temporary folder and runs it on a free port
 of 127.0.0.1, with password authentication (scram-sha-256) so the app's URL carries a password
-as a deployment's does. Fault tests stop and start the server, or cut every client connection.
+as a deployment's does. Fault tests stop and start the server, cut every client connection, or
+freeze it (a host that went silent).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import glob
 import itertools
 import os
@@ -173,6 +175,8 @@ class PostgresServer:
     def shut_down(self) -> None:
         """Fast shutdown (SIGINT: clients are disconnected, then a checkpoint), as `pg_ctl stop`
         does; an immediate one (SIGQUIT), then SIGKILL, for a server that does not finish."""
+        if self.running:
+            self.thaw()  # a frozen server would never act on the signals below
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
@@ -207,6 +211,36 @@ class PostgresServer:
         finally:
             await admin.close()
         return int(count)
+
+    def freeze(self) -> None:
+        """Stop every server process (SIGSTOP): a host gone silent. Connections stay open and
+        new ones are accepted by the kernel, but nothing is ever answered, until `thaw`."""
+        self._signal_all(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        """The postmaster first (it forks no more), then each child: backends and auxiliary
+        processes each run in a session of their own, so the postmaster's group misses them."""
+        assert self._process is not None
+        postmaster = self._process.pid
+        os.kill(postmaster, sig)
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended meanwhile
+            if int(fields[1]) == postmaster:  # its parent
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(stat.parent.name), sig)
+
+    async def cut_off(self, database: str, *, cut: bool = True) -> None:
+        """Let nobody connect to `database` (and cut who is connected), or let them again: the
+        server stays up, as when the network between the bot's hosts and it goes away."""
+        await self._admin(f"ALTER DATABASE {database} ALLOW_CONNECTIONS {str(not cut).lower()}")
+        if cut:
+            await self.terminate_connections()
 
     async def create_database(self) -> str:
         """A new, empty database (t_1, t_2, ...) for one test; returns its name."""

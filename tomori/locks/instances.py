@@ -2,12 +2,15 @@
 
 Each registry registers an instance row and refreshes its heartbeat, on the database's clock.
 Whether an owner is alive is `rules.is_alive`: at once when it ran on this host and its process
-is gone, after a missed heartbeat window otherwise.
+is gone, after a missed heartbeat window otherwise, that window counted from the database's
+start or this process's return to it at the earliest (`up_since`).
 """
 
 from __future__ import annotations
 
+import math
 import uuid
+from collections.abc import Awaitable, Callable
 
 from tomori.locks import rules
 from tomori.locks.process import current_process, process_token
@@ -18,11 +21,22 @@ from tomori.store.base import Database, Transaction
 class InstanceRows:
     """This instance's row in `instances`, and the liveness of the others'."""
 
-    def __init__(self, database: Database, lock_timeout_s: float) -> None:
+    def __init__(
+        self,
+        database: Database,
+        lock_timeout_s: float,
+        server_up_since: Callable[[Transaction], Awaitable[float]],
+    ) -> None:
+        """`server_up_since`: when the database server last started, in a transaction."""
         self.instance_id = uuid.uuid4().hex
         self._db = database
         self._lock_timeout_s = lock_timeout_s
+        self._server_up_since = server_up_since
         self._process = current_process()
+        self._out_of_touch = False
+        """A heartbeat failed, and none succeeded since: this process lost the database."""
+        self._back_since = -math.inf
+        """When, on the database's clock, this process last got the database back."""
 
     async def register(self) -> None:
         process = self._process
@@ -36,11 +50,28 @@ class InstanceRows:
             )
 
     async def heartbeat(self) -> None:
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?",
-                (await tx.now(), self.instance_id),
-            )
+        try:
+            async with self._db.transaction() as tx:
+                now = await tx.now()
+                await tx.execute(
+                    "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?",
+                    (now, self.instance_id),
+                )
+        except Exception:
+            self._out_of_touch = True
+            raise
+        if self._out_of_touch:
+            self._out_of_touch, self._back_since = False, now
+
+    async def up_since(self, tx: Transaction) -> float:
+        """Since when another's silence counts (`rules.silent_s`): the server's start, or this
+        process's return to the database after losing it, whichever is later. A process cut
+        off from the database (the network, a failover) was likely not cut off alone: the
+        others' rows are as old as its own, and they deserve the same windows to write again.
+        Until its own heartbeat says it is back, it judges nobody gone on old rows at all."""
+        if self._out_of_touch:
+            return await tx.now()
+        return max(await self._server_up_since(tx), self._back_since)
 
     async def unregister(self) -> None:
         await self._db.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
@@ -48,17 +79,19 @@ class InstanceRows:
     async def forget_dead(self) -> None:
         """Drop the rows of instances that are gone."""
         async with self._db.transaction() as tx:
-            now = await tx.now()
+            now, up_since = await tx.now(), await self.up_since(tx)
             rows = await tx.fetchall(
                 "SELECT instance_id FROM instances WHERE instance_id != ?", (self.instance_id,)
             )
             for row in rows:
-                if not await self.is_alive(tx, row["instance_id"], now):
+                if not await self.is_alive(tx, row["instance_id"], now, up_since):
                     await tx.execute(
                         "DELETE FROM instances WHERE instance_id = ?", (row["instance_id"],)
                     )
 
-    async def is_alive(self, tx: Transaction, instance_id: str, now: float) -> bool:
+    async def is_alive(
+        self, tx: Transaction, instance_id: str, now: float, up_since: float
+    ) -> bool:
         if instance_id == self.instance_id:
             return True
         row = await tx.fetchone(
@@ -70,5 +103,6 @@ class InstanceRows:
             here_host=self._process.host,
             token_of=process_token,
             now=now,
+            up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )

@@ -5,12 +5,15 @@ its payload the owner's instance id), and the owner, which listens on a connecti
 while it runs turns, reads its stop requests at once instead of on a timer. While that
 connection is down (the server restarting), the owner reads every `POLL_WHILE_DEAF_S` until it
 is back; and it reads every `SAFETY_READ_S` anyway, for a notice lost as the connection broke.
+A listening connection that ends (the server cut it, or went away) wakes the owner at once, so
+it listens again without waiting for that safety read: a /kill sent meanwhile is not late.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Any, Protocol
 
 import asyncpg
@@ -43,6 +46,15 @@ class PostgresLockBackend(SqlLockBackend):
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         await tx.execute("SELECT pg_notify(?, ?)", (CHANNEL, owner))
 
+    async def _database_up_since(self, tx: Transaction) -> float:
+        # Every heartbeat and progress write stopped while the server was down; a restart
+        # longer than a dead or stale window must not make the processes that outlived it
+        # look dead to the first one back.
+        row = await tx.fetchone(
+            "SELECT EXTRACT(EPOCH FROM pg_postmaster_start_time())::float8 AS up_since"
+        )
+        return -math.inf if row is None else float(row["up_since"])
+
     async def wait_for_stop_requests(self) -> None:
         if not await self._listening():
             await asyncio.sleep(POLL_WHILE_DEAF_S)
@@ -61,6 +73,7 @@ class PostgresLockBackend(SqlLockBackend):
         self._listener = None
         try:
             listener = await self._postgres.dedicated_connection()
+            listener.add_termination_listener(self._deaf)
             await listener.add_listener(CHANNEL, self._heard)
         except Exception as error:
             if not self._postgres.is_transient(error):
@@ -73,6 +86,10 @@ class PostgresLockBackend(SqlLockBackend):
     def _heard(self, connection: object, pid: int, channel: str, payload: object) -> None:
         if payload == self.instance_id:
             self._announced.set()
+
+    def _deaf(self, connection: object) -> None:
+        if connection is self._listener:  # not one closed on purpose
+            self._announced.set()  # wake up: reconnect, and read what came meanwhile
 
     async def close(self) -> None:
         listener, self._listener = self._listener, None

@@ -13,7 +13,8 @@ just emptied is not refilled; a turn stopped by /kill discards the queue when it
 
 A database that is busy or out of reach loses nothing: admission, release and /kill are
 retried (`tomori.busy`) until they succeed, admissions of one channel in arrival order, and a
-trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`.
+trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`, as is one that finds
+`tomori.busy.MAX_HELD` triggers held in memory already.
 """
 
 from __future__ import annotations
@@ -26,11 +27,10 @@ from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
 from tomori.config import Settings
 from tomori.locks import rules
 from tomori.locks.backend import LockBackend
-from tomori.locks.lease import Lease, LeaseState
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.rules import Verdict
+from tomori.locks.supervisor import TurnSupervisor
 from tomori.locks.turns import Admission, KillOutcome, Trigger, Turn, TurnRunner
-from tomori.locks.upkeep import ProgressWriter, StopRequestReader
 
 log = logging.getLogger("tomori.locks")
 
@@ -41,13 +41,9 @@ class ChannelLocks:
     def __init__(self, backend: LockBackend, settings: Settings, run_turn: TurnRunner) -> None:
         self._backend = backend
         self._settings = settings
-        self._run_turn = run_turn
-        self._leases: dict[str, Lease] = {}
-        self._given_up: dict[str, str] = {}
-        """Channel -> the turn this registry gave up there, until its row is replaced."""
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._progress = ProgressWriter(backend, self._abandon_taken_over)
-        self._stop_requests = StopRequestReader(backend, self._leases)
+        self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
+        self._leases = self._turns.leases
+        self._given_up = self._turns.given_up
         self._loops = BackgroundLoops()
         self._in_order = InArrivalOrder()
         self._closing = False
@@ -62,9 +58,11 @@ class ChannelLocks:
         """Register this instance and recover channels whose owner is gone, replaying queues."""
         backend = self._backend
         await backend.register()
-        self._loops.start("recording progress", self._progress.step, pause_after_failure_s=1.0)
         self._loops.start(
-            "reading stop requests", self._stop_requests.step, pause_after_failure_s=0.25
+            "recording progress", self._turns.progress.step, pause_after_failure_s=1.0
+        )
+        self._loops.start(
+            "reading stop requests", self._turns.stop_requests.step, pause_after_failure_s=0.25
         )
         self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
         await self._recover(await backend.orphaned_channels())
@@ -79,15 +77,17 @@ class ChannelLocks:
         are not taken here, only at start and when a message comes: after the database was
         out of reach every instance's heartbeat is late, and a live owner would lose its turns.
         """
-        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+        # Write, then wait: after a failed write (the database away) the retry writes at once,
+        # well inside the dead window that restarts once the database is back.
         await self._backend.heartbeat()
         await self._recover(await self._backend.left_queues())
+        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
 
     async def _recover(self, channels: list[str]) -> None:
         for channel_id in channels:
             turn = await self._backend.recover(channel_id)
             if turn is not None:
-                self._begin(turn)
+                self._turns.begin(turn)
 
     async def close(self) -> None:
         """Stop every running turn and release its lock; queued triggers stay for a process
@@ -99,13 +99,7 @@ class ChannelLocks:
         # waiting for the store once lets every such turn start, so the loop below sees it.
         # (Retries of a busy database stop now: closing is their signal to give up.)
         await self._backend.wait_for_pending()
-        for lease in list(self._leases.values()):
-            if lease.task is not None:
-                lease.task.cancel()
-        # A task that just ended may still be in the set (its done callback not run yet);
-        # awaiting only ended tasks never yields, so it would never leave: skip them.
-        while running := [task for task in self._tasks if not task.done()]:
-            await asyncio.gather(*running, return_exceptions=True)
+        await self._turns.stop_all()
         await self._backend.close()
         try:
             await self._backend.unregister()
@@ -122,6 +116,8 @@ class ChannelLocks:
         A database that is busy or out of reach is waited out, in arrival order per channel,
         for as long as the trigger could wait in the queue; past that it is `FAILED`.
         """
+        if self._in_order.is_full(f"message {trigger.message_id} in channel {trigger.channel_id}"):
+            return Admission.FAILED
         async with self._in_order.turn_of(trigger.channel_id):
             deadline = trigger.received_at + self._settings.queue_max_age_s
             try:
@@ -144,7 +140,7 @@ class ChannelLocks:
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
         if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
-            self._force_release(lease)
+            self._turns.force_release(lease)
             lease = None
         admitted = await self._backend.admit(trigger, self._given_up.get(channel_id))
         if admitted.already is not None:
@@ -156,7 +152,7 @@ class ChannelLocks:
             return Admission.IGNORED
         if admitted.turn is None:
             return Admission.QUEUED
-        self._begin(admitted.turn)
+        self._turns.begin(admitted.turn)
         return Admission.STARTED if admitted.turn.trigger is trigger else Admission.QUEUED
 
     def _admitted_before(
@@ -167,7 +163,7 @@ class ChannelLocks:
         lease = self._leases.get(trigger.channel_id)
         if ours is not None and (lease is None or lease.turn.turn_id != ours.turn_id):
             log.warning("beginning turn %s, whose admission's reply was lost", ours.turn_id)
-            self._begin(ours)
+            self._turns.begin(ours)
             return Admission.STARTED
         log.info("message %s was admitted before: %s", trigger.message_id, already)
         return Admission.QUEUED if already is Admission.QUEUED else Admission.IGNORED
@@ -188,7 +184,7 @@ class ChannelLocks:
         """
         lease = self._leases.get(channel_id)
         if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
-            self._force_release(lease)
+            self._turns.force_release(lease)
             lease = None
         requester = requester_id or "system"
         stopped_here = False
@@ -244,102 +240,4 @@ class ChannelLocks:
 
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until this registry has no turn running or handed on in the channel."""
-        while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
-            await asyncio.wait({lease.task})
-
-    # -- turns --------------------------------------------------------------------------------
-
-    def _begin(self, turn: Turn) -> None:
-        lease = Lease(turn, on_progress=self._progress.mark)
-        self._leases[turn.channel_id] = lease
-        self._stop_requests.wake()
-        task = asyncio.create_task(self._serve(lease), name=f"tomori-turn-{turn.channel_id}")
-        lease.task = task
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _serve(self, lease: Lease) -> None:
-        turn = lease.turn
-        ended = False
-        try:
-            if lease.stop_requested():
-                # /kill reached it while the channel was handed to it: it was never started,
-                # so it shows nothing (no typing, no Discord reads) and calls no model.
-                log.info(
-                    "turn %s in channel %s stopped before it started", turn.turn_id, turn.channel_id
-                )
-            else:
-                await self._run_turn(turn, lease)
-            ended = True
-        except Exception:
-            ended = True
-            log.exception("turn %s in channel %s failed", turn.turn_id, turn.channel_id)
-        finally:
-            await self._release(lease, cut=not ended)
-
-    async def _release(self, lease: Lease, *, cut: bool = False) -> None:
-        """Free the channel (or hand it to the next trigger); runs once per lease, always.
-        A turn `cut` short (by closing) that showed nothing goes back to its queue's head."""
-        if lease.state is LeaseState.RELEASED:
-            return
-        discard_queue = lease.release()
-        replay = cut and not lease.answered and not discard_queue
-        self._progress.forget(lease)
-        channel_id, turn_id = lease.turn.channel_id, lease.turn.turn_id
-        following: Turn | None = None
-        try:
-            following = await until_not_busy(
-                f"handing channel {channel_id} on",
-                lambda: self._backend.hand_off(
-                    channel_id,
-                    turn_id,
-                    discard_queue=discard_queue,
-                    closing=self._closing,
-                    replay=replay,
-                ),
-                self._backend.is_transient,
-                keep_trying=lambda: not self._closing,
-            )
-        except GaveUp:
-            log.warning("closing: channel %s is recovered at the next start", channel_id)
-        except Exception as error:
-            if not self._backend.is_database_error(error):
-                raise
-            log.exception("could not release channel %s; the next message will", channel_id)
-            self._given_up[channel_id] = turn_id
-        finally:
-            if self._leases.get(channel_id) is lease:
-                del self._leases[channel_id]
-        if following is not None:
-            self._begin(following)
-
-    def _force_release(self, lease: Lease) -> None:
-        """End a turn this registry can no longer vouch for; its lock row is taken over next."""
-        turn = lease.turn
-        log.warning(
-            "forcibly releasing the stale lock of channel %s (turn %s, locked %.0fs ago, "
-            "last progress %.0fs ago)",
-            turn.channel_id,
-            turn.turn_id,
-            time.monotonic() - lease.began_at,
-            lease.idle_s(),
-        )
-        self._abandon(lease)
-
-    def _abandon(self, lease: Lease) -> None:
-        channel_id = lease.turn.channel_id
-        if self._leases.get(channel_id) is lease:
-            del self._leases[channel_id]
-        self._given_up[channel_id] = lease.turn.turn_id
-        self._progress.forget(lease)
-        lease.abandon()
-
-    def _abandon_taken_over(self, lease: Lease) -> None:
-        if lease.state is LeaseState.RELEASED:
-            return
-        log.warning(
-            "channel %s was taken over by another instance; stopping turn %s",
-            lease.turn.channel_id,
-            lease.turn.turn_id,
-        )
-        self._abandon(lease)
+        await self._turns.wait_idle(channel_id)

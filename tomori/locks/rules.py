@@ -9,10 +9,16 @@ Rules kept from TomoriBot, the bot this cog's behaviour was taken from:
 - A lock whose owner is gone is taken over, and its queue is served, not discarded.
 - A lock whose row says a stop was requested reads as "unwinding": new triggers are ignored,
   so the queue /kill just emptied is not refilled.
+
+Silence (no progress, no heartbeat) is counted from `up_since` at the earliest: when the
+database last came up, or the judging process got it back after losing it (-inf when neither
+happened). While it was down or out of reach nobody could write, so a process that streamed on
+through an outage is neither stale nor dead the moment the database is back.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -63,6 +69,11 @@ class Verdict(StrEnum):
         return self in (Verdict.ABANDONED_HERE, Verdict.STALE)
 
 
+def silent_s(now: float, last_written_at: float, up_since: float) -> float:
+    """How long a row's writer has said nothing, not counting time the database was down."""
+    return now - max(last_written_at, up_since)
+
+
 def is_stale(watchdogs: int, idle_s: float, lock_timeout_s: float) -> bool:
     """A lock is stale when no watchdog token exempts it and it made no progress in time."""
     return watchdogs == 0 and idle_s > lock_timeout_s
@@ -76,6 +87,7 @@ def judge(
     owner_alive: bool,
     now: float,
     lock_timeout_s: float,
+    up_since: float = -math.inf,
 ) -> Verdict:
     """The state of a channel's lock, for the instance `me`.
 
@@ -92,7 +104,7 @@ def judge(
         return Verdict.ABANDONED_HERE if row.turn_id == given_up_turn_id else held
     if not owner_alive:
         return Verdict.OWNER_GONE
-    if is_stale(row.watchdogs, now - row.last_progress_at, lock_timeout_s):
+    if is_stale(row.watchdogs, silent_s(now, row.last_progress_at, up_since), lock_timeout_s):
         return Verdict.STALE
     return held
 
@@ -114,6 +126,7 @@ def is_alive(
     token_of: Callable[[int], str | None],
     now: float,
     lock_timeout_s: float,
+    up_since: float = -math.inf,
 ) -> bool:
     """Whether the instance that wrote a lock can still be serving it.
 
@@ -125,7 +138,7 @@ def is_alive(
         return False
     if instance.host == here_host and token_of(instance.pid) != instance.process_token:
         return False
-    return now - instance.heartbeat_at <= dead_after_s(lock_timeout_s)
+    return silent_s(now, instance.heartbeat_at, up_since) <= dead_after_s(lock_timeout_s)
 
 
 def too_old(received_at: float, now: float, queue_max_age_s: float) -> bool:

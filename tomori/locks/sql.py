@@ -15,11 +15,11 @@ import logging
 import uuid
 from collections.abc import Sequence
 
-from tomori.locks import rows, rules
+from tomori.locks import once, rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
 from tomori.locks.rules import LockRow, Verdict
-from tomori.locks.turns import Admission, Trigger, Turn
+from tomori.locks.turns import Trigger, Turn
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
@@ -35,7 +35,7 @@ class SqlLockBackend:
         self._db = database
         self._lock_timeout_s = lock_timeout_s
         self._queue_max_age_s = queue_max_age_s
-        self._instances = InstanceRows(database, lock_timeout_s)
+        self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
 
     @property
@@ -50,8 +50,7 @@ class SqlLockBackend:
     async def heartbeat(self) -> None:
         await self._instances.heartbeat()
         async with self._db.transaction() as tx:
-            cutoff = await tx.now() - self._queue_max_age_s
-            await tx.execute("DELETE FROM admitted_messages WHERE admitted_at < ?", (cutoff,))
+            await once.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
 
     async def unregister(self) -> None:
         await self._instances.unregister()
@@ -63,7 +62,7 @@ class SqlLockBackend:
 
     async def orphaned_channels(self) -> list[str]:
         async with self._db.transaction() as tx:
-            now = await tx.now()
+            now, up_since = await tx.now(), await self._instances.up_since(tx)
             found = await tx.fetchall(
                 "SELECT channel_id, owner FROM channel_locks WHERE owner != ?",
                 (self._instance_id,),
@@ -71,7 +70,7 @@ class SqlLockBackend:
             orphaned = [
                 row["channel_id"]
                 for row in found
-                if not await self._instances.is_alive(tx, row["owner"], now)
+                if not await self._instances.is_alive(tx, row["owner"], now, up_since)
             ]
             return orphaned + await self._left_queues(tx)
 
@@ -101,8 +100,8 @@ class SqlLockBackend:
         channel_id = trigger.channel_id
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
-            if not await self._first_admission(tx, trigger, now):
-                return await self._admitted_before(tx, trigger)
+            if not await once.record_admission(tx, trigger, self._instance_id, now):
+                return await once.admitted_before(tx, trigger, self._instance_id)
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
             if verdict is Verdict.STOPPING:
                 return Admitted(verdict, None)
@@ -118,35 +117,6 @@ class SqlLockBackend:
                 await rows.enqueue(tx, trigger, now)
             await rows.write_lock(tx, turn, self._instance_id, now)
             return Admitted(verdict, turn)
-
-    async def _first_admission(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
-        """Record that the trigger's message is admitted; False if it was before."""
-        if trigger.message_id is None:
-            return True
-        return bool(
-            await tx.execute(
-                "INSERT INTO admitted_messages (message_id, admitted_by, admitted_at)"
-                " VALUES (?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
-                (trigger.message_id, self._instance_id, now),
-            )
-        )
-
-    async def _admitted_before(self, tx: Transaction, trigger: Trigger) -> Admitted:
-        """Where a message admitted before stands now."""
-        lock = await tx.fetchone(
-            f"SELECT {rows.LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
-            (trigger.channel_id,),
-        )
-        if lock is not None and lock["message_id"] == trigger.message_id:
-            ours = lock["owner"] == self._instance_id
-            turn = Turn(lock["turn_id"], trigger, from_queue=False) if ours else None
-            return Admitted(Verdict.HELD, turn, already=Admission.STARTED)
-        queued = await tx.fetchone(
-            "SELECT 1 FROM queued_triggers WHERE channel_id = ? AND message_id = ?",
-            (trigger.channel_id, trigger.message_id),
-        )
-        already = Admission.IGNORED if queued is None else Admission.QUEUED
-        return Admitted(Verdict.HELD, None, already=already)
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
@@ -175,6 +145,11 @@ class SqlLockBackend:
 
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
+
+    async def _database_up_since(self, tx: Transaction) -> float:
+        """When the database server last started, on its clock; by default it never restarts
+        under its processes (SQLite is a file)."""
+        return float("-inf")
 
     # -- hand-off ---------------------------------------------------------------------------
 
@@ -296,14 +271,17 @@ class SqlLockBackend:
         )
         lock = None if row is None else LockRow(*row)
         alive = lock is None or lock.owner == self._instance_id
+        up_since = float("-inf")  # only another's row is judged on time
         if lock is not None and not alive:
-            alive = await self._instances.is_alive(tx, lock.owner, now)
+            up_since = await self._instances.up_since(tx)
+            alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
         verdict = rules.judge(
             lock,
             me=self._instance_id,
             given_up_turn_id=given_up_turn_id,
             owner_alive=alive,
             now=now,
+            up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )
         if lock is not None and verdict is Verdict.OWNER_GONE:

@@ -4,7 +4,8 @@
 second: a write per channel would be a task, a round trip and a wait on the database per
 channel and second, and at hundreds of streaming channels that backlog would delay every
 admission behind it. After each write it learns which locks this instance still holds; a turn
-whose lock is gone or held by another turn was taken over, and is stopped.
+whose lock is gone or held by another turn was taken over, and is stopped. A write that fails
+is tried again with the next one, so no turn's last progress is lost to an outage.
 
 `StopRequestReader` hears the /kills other processes wrote into the lock rows of turns this
 process runs. It reads only while this process runs turns, each time the backend says requests
@@ -45,10 +46,18 @@ class ProgressWriter:
         written_at = time.monotonic()
         batch = [lease for lease in self._dirty if lease.state is not LeaseState.RELEASED]
         self._dirty.clear()
-        if batch:
-            await self._write(batch)  # a failed write is paced by the loop's pause
+        try:
+            if batch:
+                await self._write(batch)
+        except BaseException:
+            # Not written (the database away): write it next time, or a turn whose last news
+            # was "under a watchdog" would read as stale once the database is back.
+            for lease in batch:
+                self.mark(lease)
+            raise
         # Not in a `finally`: a step cancelled mid-write (the registry closing) must end at once,
-        # and a sleep there outlived the cancellation, holding a close up for a second.
+        # and a sleep there outlived the cancellation, holding a close up for a second. A failed
+        # write is paced by the loop's own pause.
         await asyncio.sleep(max(0.0, written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()))
 
     async def _write(self, batch: list[Lease]) -> None:

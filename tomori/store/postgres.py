@@ -7,8 +7,11 @@ transaction, whatever way it ends, and with the connection if the process dies. 
 the server's (`clock_timestamp()`, read after that lock), so hosts whose clocks differ agree.
 
 While the server is restarting or out of reach, the errors it causes are transient: the caller
-retries the whole transaction (`tomori.busy`). The password is never shown: `description` is
-the URL with it masked, and errors name that.
+retries the whole transaction (`tomori.busy`). A server that goes silent (a frozen host, a dead
+route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
+for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
+nothing waits for it forever, not even a bot being shut down. The password is never shown:
+`description` is the URL with it masked, and errors name that.
 """
 
 from __future__ import annotations
@@ -69,17 +72,23 @@ def _changed(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
+CLOCK = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+LOCK_THEN_CLOCK = (
+    "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+    " FROM (SELECT pg_advisory_xact_lock(hashtextextended($1, 0)) OFFSET 0) AS locked"
+)
+"""The channel's lock, then the clock, in one round trip: the subquery (kept whole by OFFSET 0)
+returns its row only once the lock is held, so the time is read after any wait for it."""
+
+
 class PostgresTransaction:
-    def __init__(self, connection: PoolConnectionProxy[Any]) -> None:
+    def __init__(self, connection: PoolConnectionProxy[Any], now: float | None = None) -> None:
         self._connection = connection
-        self._now: float | None = None
+        self._now = now
 
     async def now(self) -> float:
         if self._now is None:
-            now = await self._connection.fetchval(
-                "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
-            )
-            self._now = float(now)
+            self._now = float(await self._connection.fetchval(CLOCK))
         return self._now
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
@@ -118,6 +127,7 @@ class PostgresDatabase:
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
                 command_timeout=COMMAND_TIMEOUT_S,
+                reset=_keep_session,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise StoreError(
@@ -134,30 +144,35 @@ class PostgresDatabase:
     def description(self) -> str:
         return self._description
 
-    async def dedicated_connection(self) -> asyncpg.Connection[Any]:
+    async def dedicated_connection(
+        self, command_timeout: float | None = COMMAND_TIMEOUT_S
+    ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
-        return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S)
+        return await asyncpg.connect(
+            self._dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
+        )
 
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[PostgresTransaction]:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            async with self._pool.acquire() as connection, connection.transaction():
-                if key is not None:
-                    await connection.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
-                    )
-                yield PostgresTransaction(connection)
+            acquired = self._pool.acquire(timeout=COMMAND_TIMEOUT_S)
+            async with acquired as connection, connection.transaction():
+                # Nearly every keyed transaction reads the clock: both in one round trip.
+                now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
+                yield PostgresTransaction(connection, None if now is None else float(now))
         finally:
             self._in_flight.discard(done)
             done.set_result(None)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self._pool.fetch(numbered_placeholders(sql), *params))
+        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+            return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        return _changed(await self._pool.execute(numbered_placeholders(sql), *params))
+        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+            return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
         return isinstance(error, TRANSIENT)
@@ -176,13 +191,15 @@ class PostgresDatabase:
         """Apply the numbered migrations not applied yet, each once; return the schema version.
 
         Each file runs in one transaction with the record of its number, under an advisory
-        lock, so processes starting together apply it once between them.
+        lock, so processes starting together apply it once between them. On a connection of
+        its own, without the pool's statement timeout: a migration may rightly take long.
         """
         ordered = number_migrations(
             shipped_migrations("postgres") if migrations is None else migrations
         )
         latest = ordered[-1][0] if ordered else 0
-        async with self._pool.acquire() as connection:
+        connection = await self.dedicated_connection(command_timeout=None)
+        try:
             await connection.execute(
                 "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
             )
@@ -204,9 +221,19 @@ class PostgresDatabase:
                 except asyncpg.PostgresError as error:
                     raise MigrationError(f"migration {name} failed: {error}") from error
             return await _version(connection)
+        finally:
+            await connection.close()
 
 
-async def _version(connection: PoolConnectionProxy[Any]) -> int:
+async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
+    """Give a connection back to the pool as it is: asyncpg still rolls back a transaction left
+    open and drops listeners, but its default reset (unlock advisory locks, close cursors,
+    UNLISTEN, RESET ALL) would be one more round trip after every transaction, for session state
+    these connections never get: their advisory locks end with the transaction, LISTEN is on a
+    dedicated connection, and nothing is SET or left open."""
+
+
+async def _version(connection: asyncpg.Connection[Any]) -> int:
     version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
     return int(version or 0)
 

@@ -1,0 +1,148 @@
+"""The turns one process runs: each in a task it owns, under a lease, released always.
+
+A turn's task serves it and, however it ends, hands the channel on (`LockBackend.hand_off`,
+retried while the database is busy or away). A turn this process can no longer vouch for
+(stale, or taken over by another process) is abandoned: its stream and task are stopped and
+the turn remembered as given up, so its lock row reads as free (`rules.judge`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from tomori.busy import GaveUp, until_not_busy
+from tomori.locks.backend import LockBackend
+from tomori.locks.lease import Lease, LeaseState
+from tomori.locks.turns import Turn, TurnRunner
+from tomori.locks.upkeep import ProgressWriter, StopRequestReader
+
+log = logging.getLogger("tomori.locks")
+
+
+class TurnSupervisor:
+    def __init__(
+        self, backend: LockBackend, run_turn: TurnRunner, closing: Callable[[], bool]
+    ) -> None:
+        self._backend = backend
+        self._run_turn = run_turn
+        self._closing = closing
+        self.leases: dict[str, Lease] = {}
+        """Channel -> the lease of the turn this process runs there."""
+        self.given_up: dict[str, str] = {}
+        """Channel -> the turn this process gave up there, until its row is replaced."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.progress = ProgressWriter(backend, self._abandon_taken_over)
+        self.stop_requests = StopRequestReader(backend, self.leases)
+
+    async def stop_all(self) -> None:
+        """Cancel every turn and wait until each has released its channel."""
+        for lease in list(self.leases.values()):
+            if lease.task is not None:
+                lease.task.cancel()
+        # A task that just ended may still be in the set (its done callback not run yet);
+        # awaiting only ended tasks never yields, so it would never leave: skip them.
+        while running := [task for task in self._tasks if not task.done()]:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def wait_idle(self, channel_id: str) -> None:
+        """Wait until no turn runs or is handed on in the channel."""
+        while (lease := self.leases.get(channel_id)) is not None and lease.task is not None:
+            await asyncio.wait({lease.task})
+
+    def begin(self, turn: Turn) -> None:
+        lease = Lease(turn, on_progress=self.progress.mark)
+        self.leases[turn.channel_id] = lease
+        self.stop_requests.wake()
+        task = asyncio.create_task(self._serve(lease), name=f"tomori-turn-{turn.channel_id}")
+        lease.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, lease: Lease) -> None:
+        turn = lease.turn
+        ended = False
+        try:
+            if lease.stop_requested():
+                # /kill reached it while the channel was handed to it: it was never started,
+                # so it shows nothing (no typing, no Discord reads) and calls no model.
+                log.info(
+                    "turn %s in channel %s stopped before it started", turn.turn_id, turn.channel_id
+                )
+            else:
+                await self._run_turn(turn, lease)
+            ended = True
+        except Exception:
+            ended = True
+            log.exception("turn %s in channel %s failed", turn.turn_id, turn.channel_id)
+        finally:
+            await self._release(lease, cut=not ended)
+
+    async def _release(self, lease: Lease, *, cut: bool = False) -> None:
+        """Free the channel (or hand it to the next trigger); runs once per lease, always.
+        A turn `cut` short (by closing) that showed nothing goes back to its queue's head."""
+        if lease.state is LeaseState.RELEASED:
+            return
+        discard_queue = lease.release()
+        replay = cut and not lease.answered and not discard_queue
+        self.progress.forget(lease)
+        channel_id, turn_id = lease.turn.channel_id, lease.turn.turn_id
+        following: Turn | None = None
+        try:
+            following = await until_not_busy(
+                f"handing channel {channel_id} on",
+                lambda: self._backend.hand_off(
+                    channel_id,
+                    turn_id,
+                    discard_queue=discard_queue,
+                    closing=self._closing(),
+                    replay=replay,
+                ),
+                self._backend.is_transient,
+                keep_trying=lambda: not self._closing(),
+            )
+        except GaveUp:
+            log.warning("closing: channel %s is recovered at the next start", channel_id)
+        except Exception as error:
+            if not self._backend.is_database_error(error):
+                raise
+            log.exception("could not release channel %s; the next message will", channel_id)
+            self.given_up[channel_id] = turn_id
+        finally:
+            if self.leases.get(channel_id) is lease:
+                del self.leases[channel_id]
+        if following is not None:
+            self.begin(following)
+
+    def force_release(self, lease: Lease) -> None:
+        """End a turn this registry can no longer vouch for; its lock row is taken over next."""
+        turn = lease.turn
+        log.warning(
+            "forcibly releasing the stale lock of channel %s (turn %s, locked %.0fs ago, "
+            "last progress %.0fs ago)",
+            turn.channel_id,
+            turn.turn_id,
+            time.monotonic() - lease.began_at,
+            lease.idle_s(),
+        )
+        self._abandon(lease)
+
+    def _abandon(self, lease: Lease) -> None:
+        channel_id = lease.turn.channel_id
+        if self.leases.get(channel_id) is lease:
+            del self.leases[channel_id]
+        self.given_up[channel_id] = lease.turn.turn_id
+        self.progress.forget(lease)
+        lease.abandon()
+
+    def _abandon_taken_over(self, lease: Lease) -> None:
+        if lease.state is LeaseState.RELEASED:
+            return
+        log.warning(
+            "channel %s was taken over by another instance; stopping turn %s",
+            lease.turn.channel_id,
+            lease.turn.turn_id,
+        )
+        self._abandon(lease)
