@@ -10,6 +10,7 @@ one message.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -135,3 +136,13 @@ class EmbedNotices:
                 embed=embed_for(self._library, notice),
                 allowed_mentions=self._library.module.AllowedMentions.none(),
             )
+
+
+async def keep_typing(library: Library, channel: Any, interval_s: float) -> None:
+    """Show "typing" in the channel until cancelled, or until Discord refuses it (logged)."""
+    try:
+        while True:
+            await library.trigger_typing(channel)
+            await asyncio.sleep(interval_s)
+    except call_failures(library) as error:
+        log.info("typing indicator stopped in channel %s: %r", channel.id, error)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import aiohttp
 
-READ_TIMEOUT_S = 30.0
-"""The most one file's read may take, connection included."""
+READ_TIMEOUT_S = 10.0
+"""The most one file's read may take, connection included. Short: the turn waits on it, and a
+file that failed is read again at the next turn that shows its message (at most this again)."""
 CHUNK_BYTES = 64 * 1024
 
 

@@ -29,13 +29,14 @@ from tomori.notices import (
 )
 from tomori.output import DiscordStreamWriter
 from tomori.providers.base import Provider, StreamRequest
+from tomori.stoppable import Stopped, until_stopped
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures
+from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
@@ -205,9 +206,16 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
+                typing = asyncio.create_task(  # from here: reading the files may take a while
+                    keep_typing(self._library, channel, self._settings.typing_interval_s)
+                )
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
-                context, notices = await self._history.context(channel, message, waiting)
+                reading = self._history.context(channel, message, waiting)
+                context, notices = await until_stopped(guard, reading)
+            except Stopped:
+                log.info("turn %s stopped while it read its context", turn.turn_id)
+                return
             except Exception:
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
@@ -220,7 +228,6 @@ class TomoriService:
             if guard.stop_requested():  # /kill came while it read
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
                 return
-            typing = asyncio.create_task(self._keep_typing(channel))
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
@@ -280,14 +287,6 @@ class TomoriService:
             return await channel.fetch_message(int(message_id))
         except (lib.NotFound, lib.Forbidden, ValueError):
             return None  # deleted, or no longer readable: nothing to answer
-
-    async def _keep_typing(self, channel: Any) -> None:
-        try:
-            while True:
-                await self._library.trigger_typing(channel)
-                await asyncio.sleep(self._settings.typing_interval_s)
-        except call_failures(self._library) as error:
-            log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 
     # -- /kill --------------------------------------------------------------------------------
 

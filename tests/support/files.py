@@ -6,6 +6,7 @@ of it, so a test can see each file was read once per turn. `PIXEL` is a real one
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import itertools
 from collections import Counter
@@ -28,6 +29,9 @@ class FileServer:
 
     files: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     fetched: Counter[str] = field(default_factory=Counter)
+    hanging: set[str] = field(default_factory=set)
+    """Names whose GET is answered only when the server closes: a CDN that stopped answering."""
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -41,6 +45,7 @@ class FileServer:
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -75,6 +80,8 @@ class FileServer:
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
         self.fetched[name] += 1
+        if name in self.hanging:
+            await self._closing.wait()
         if name not in self.files:
             return web.Response(status=404)
         data, content_type = self.files[name]
