@@ -47,7 +47,7 @@ async def _sent_and_told(
                 SimpleNamespace(id=number, author=author, attachments=attachments, embeds=[])
             )
         setup = Settings(db_path=Path("unused.db"), max_images=max_images, max_image_bytes=LIMIT)
-        attached = await read_attachments(messages, setup, me=None)
+        attached = await read_attachments(messages, setup, me=None, images=True)
         sent = [image.data for m in messages for image in attached.of(m).images]
         return sent, names, [notice.text for notice in attached.notices]
     finally:

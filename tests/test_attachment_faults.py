@@ -8,6 +8,7 @@ the model is sent is what the bytes are, and what the log keeps never holds a si
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ from tests.support.files import PIXEL, FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tests.test_cog_attachments import chain, files
+from tests.test_cog_attachments import chain, files, images_sent, user_texts
 from tests.test_cog_attachments_discordpy import OpenDpy, open_dpy
+from tomori.vision import UNSEEN_IMAGES_NOTICE
 
 __all__ = ["files", "open_dpy"]  # the fixtures, shared with the other attachment tests
 
@@ -75,3 +77,49 @@ async def test_kill_stops_a_turn_waiting_on_a_download_at_once_discordpy(
     await dpy.say(f"{dpy.mention()} hello again")
     await dpy.settled()
     assert [m.content for m in await dpy.bot_messages()] == ["Here now."]
+
+
+# -- no model that sees images ---------------------------------------------------------------
+
+
+async def test_a_chain_without_vision_reads_no_image_and_the_model_is_told(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
+) -> None:
+    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "openai:text-only"))
+    files.hanging.add("a.png")  # read, it would hold the turn
+    llm_server.script(answer("No eyes here."))
+    nc.say(f"{nc.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")])
+    async with asyncio.timeout(3):
+        await nc.settled()
+    assert files.fetched["a.png"] == 0
+    assert images_sent(0, llm_server) == []
+    assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
+    assert nc.discord.contents() == ["No eyes here."]
+
+
+async def test_a_chain_without_vision_reads_no_image_discordpy(
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+) -> None:
+    dpy = await open_dpy(models="openai:text-only")
+    llm_server.script(answer("No eyes here."))
+    await dpy.say(
+        f"{dpy.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")]
+    )
+    await dpy.settled()
+    assert files.fetched["a.png"] == 0
+    assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
+
+
+async def test_the_start_up_line_names_the_models_that_see_images(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    models = "openai:test-model+vision,openai:text-only"
+    with caplog.at_level(logging.INFO):
+        nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, models))
+        llm_server.script(answer("Hi."))
+        nc.say(f"{nc.mention()} hi")
+        await nc.settled()
+    assert "tomori serving with openai:test-model+vision, openai:text-only" in caplog.text

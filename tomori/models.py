@@ -135,6 +135,16 @@ class ModelChain:
                 credentials[entry.provider] = _credentials_for(entry, env)
         return cls(entries, credentials)
 
+    @property
+    def described(self) -> str:
+        """The chain as its entries were written, `+vision` included (for the log)."""
+        return ", ".join(m.label + ("+vision" if m.vision else "") for m in self.entries)
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether any model of the chain is sent images: if none is, none are read."""
+        return any(m.vision for m in self.entries)
+
     def build_providers(self) -> dict[str, Provider]:
         """One provider (one HTTP client) per provider named; the caller closes them.
 

@@ -28,13 +28,18 @@ def shown_to(request: StreamRequest, *, sees_images: bool) -> StreamRequest:
     return request if sees_images else without_images(request)
 
 
+def unseen_images_notice(count: int) -> ContextItem:
+    """What a model that cannot see `count` (at least one) images of the turn is told."""
+    images = "an image" if count == 1 else f"{count} images"
+    return ContextItem(Role.USER, UNSEEN_IMAGES_NOTICE.format(count=images))
+
+
 def without_images(request: StreamRequest) -> StreamRequest:
     """The request with every image taken out and the notice that says so (none if none)."""
     count = image_count(request)
     if count == 0:
         return request
-    images = "an image" if count == 1 else f"{count} images"
-    notice = ContextItem(Role.USER, UNSEEN_IMAGES_NOTICE.format(count=images))
+    notice = unseen_images_notice(count)
     return replace(
         request,
         context=tuple(

@@ -11,7 +11,8 @@ the very same bytes and nothing is fetched twice. Bounded as a bot author sets i
   names, and an embed's image (a link to a picture) as an image, within the same bounds.
 Nothing a user sent is dropped in silence: an image left out (too large, over the count, or
 unreadable) and a file that could not be read are told to the model in a request-only notice,
-and each failed read is logged.
+and each failed read is logged. When no model of the chain takes images, none are read: the
+model is told of them as any model without vision is.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import aiohttp
 
 from tomori.config import Settings
 from tomori.providers.base import ContextItem, Image, Role
+from tomori.vision import unseen_images_notice
 from tomori_cog.fetch import TooLarge, fetch
 
 log = logging.getLogger(__name__)
@@ -77,17 +79,22 @@ class TurnAttachments:
 
     parts: Mapping[int, MessageParts] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    unseen_images: int = 0
+    """Images not read at all, since no model of the chain takes images."""
 
     def of(self, message: Any) -> MessageParts:
         return self.parts.get(message.id, MessageParts())
 
     @property
     def notices(self) -> tuple[ContextItem, ...]:
-        """One request-only notice listing everything left out, or none."""
-        if not self.notes:
-            return ()
-        lines = "\n".join(f"- {note}" for note in self.notes)
-        return (ContextItem(Role.USER, f"Some attachments above are not shown to you:\n{lines}"),)
+        """Request-only notices: everything left out, and images no model here can see."""
+        notices = [unseen_images_notice(self.unseen_images)] if self.unseen_images else []
+        if self.notes:
+            lines = "\n".join(f"- {note}" for note in self.notes)
+            notices.append(
+                ContextItem(Role.USER, f"Some attachments above are not shown to you:\n{lines}")
+            )
+        return tuple(notices)
 
 
 @dataclass(slots=True)
@@ -105,14 +112,22 @@ class _Wanted:
     """Why it is not shown, for the model's notice; None with no result: nothing to tell."""
 
 
-async def read_attachments(messages: Sequence[Any], settings: Settings, me: Any) -> TurnAttachments:
+async def read_attachments(
+    messages: Sequence[Any], settings: Settings, me: Any, *, images: bool
+) -> TurnAttachments:
     """Read what the messages (in the order the model sees them, the trigger last) attached.
 
     The bot's own messages (`me`) are skipped: the model wrote them, it was never shown their
-    files as a user's.
+    files as a user's. `images`: whether any model is sent images; if not, none is read (a
+    CDN that hangs must not hold up a model that could never see the picture).
     """
     own_id = getattr(me, "id", None)
     found = {m.id: _candidates(m) for m in messages if m.author.id != own_id}
+    unseen = 0
+    if not images:
+        for candidates in found.values():
+            unseen += sum(1 for one in candidates if isinstance(one, _Wanted) and not one.text)
+            candidates[:] = [one for one in candidates if isinstance(one, str) or one.text]
     wanted, notes = _within_bounds(reversed(found.values()), settings)  # newest first
     if wanted:
         async with aiohttp.ClientSession() as session, asyncio.TaskGroup() as group:
@@ -120,7 +135,7 @@ async def read_attachments(messages: Sequence[Any], settings: Settings, me: Any)
                 group.create_task(_read(session, one, settings))
     parts = {message_id: _parts(candidates) for message_id, candidates in found.items()}
     notes += [f"{_whose(one)} {one.problem}" for one in wanted if one.problem]
-    return TurnAttachments(parts, tuple(notes))
+    return TurnAttachments(parts, tuple(notes), unseen)
 
 
 def _within_bounds(

@@ -62,10 +62,12 @@ def embed_text(embeds: Iterable[Any]) -> str:
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in."""
 
-    def __init__(self, bot: Any, library: Library, settings: Settings) -> None:
+    def __init__(self, bot: Any, library: Library, settings: Settings, *, images: bool) -> None:
         self._bot = bot
         self._library = library
         self._settings = settings
+        self._images = images
+        """Whether any model is sent images: if none is, none are read (see read_attachments)."""
 
     async def context(
         self, channel: Any, trigger: Any, waiting: Collection[str]
@@ -78,7 +80,9 @@ class HistoryReader:
         if starter is not None:
             earlier.append(starter)
         shown = in_time_order(recent.values(), earlier, trigger, waiting)
-        attached = await read_attachments(shown, self._settings, self._bot.user)
+        attached = await read_attachments(
+            shown, self._settings, self._bot.user, images=self._images
+        )
         items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
         for message in shown:
             item = self.item(message, attached)

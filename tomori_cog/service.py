@@ -55,7 +55,7 @@ class TomoriService:
         self.metrics: Metrics | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
-        self._history = HistoryReader(bot, library, settings)
+        self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
         self._providers: dict[str, Provider] = {}
         self._live_messages: dict[str, tuple[Any, float]] = {}
         """Trigger messages by ID, with when they came, until their turn reads them."""
@@ -83,7 +83,7 @@ class TomoriService:
                 except BaseException:
                     await self._release_resources()
                     raise
-                log.info("tomori serving with %s", ", ".join(m.label for m in self._chain.entries))
+                log.info("tomori serving with %s", self._chain.described)
             return self._locks
 
     async def close(self) -> None:
