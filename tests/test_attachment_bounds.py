@@ -19,6 +19,8 @@ from tests.support.files import FileServer
 from tomori.config import Settings
 from tomori_cog.attachments import read_attachments
 
+PNG = b"\x89PNG\r\n\x1a\n"
+"""A PNG's signature: each image here is it, then its own name."""
 LIMIT = 100
 """TOMORI_MAX_IMAGE_BYTES here: declared sizes fall on both sides of it."""
 
@@ -40,7 +42,7 @@ async def _sent_and_told(
             for position, size in enumerate(declared):
                 name = f"m{number}-{position}.png"
                 names.append(name)
-                payload = files.attachment(name, name.encode(), "image/png", size=size)
+                payload = files.attachment(name, PNG + name.encode(), "image/png", size=size)
                 attachments.append(SimpleNamespace(**payload))
             author = SimpleNamespace(id=number, display_name=f"user{number}")
             messages.append(
@@ -48,7 +50,7 @@ async def _sent_and_told(
             )
         setup = Settings(db_path=Path("unused.db"), max_images=max_images, max_image_bytes=LIMIT)
         attached = await read_attachments(messages, setup, me=None, images=True)
-        sent = [image.data for m in messages for image in attached.of(m).images]
+        sent = [image.data.removeprefix(PNG) for m in messages for image in attached.of(m).images]
         return sent, names, [notice.text for notice in attached.notices]
     finally:
         await files.close()

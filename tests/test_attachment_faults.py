@@ -8,23 +8,27 @@ the model is sent is what the bytes are, and what the log keeps never holds a si
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from pathlib import Path
 
 import pytest
 
 from tests.support.cog_settings import settings_for
-from tests.support.files import PIXEL, FileServer
+from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tests.test_cog_attachments import chain, files, images_sent, user_texts
+from tests.test_cog_attachments import chain, files, images_sent, last_user_content, user_texts
 from tests.test_cog_attachments_discordpy import OpenDpy, open_dpy
 from tomori.vision import UNSEEN_IMAGES_NOTICE
+from tomori_cog import fetch
 
 __all__ = ["files", "open_dpy"]  # the fixtures, shared with the other attachment tests
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+JPEG = b"\xff\xd8\xff\xe0 a jpeg's first bytes"
 
 
 async def until_fetched(files: FileServer, name: str) -> None:
@@ -79,6 +83,38 @@ async def test_kill_stops_a_turn_waiting_on_a_download_at_once_discordpy(
     assert [m.content for m in await dpy.bot_messages()] == ["Here now."]
 
 
+async def test_a_download_past_its_deadline_is_told_and_logged_with_its_duration(
+    nc: NextcordBot,
+    llm_server: LLMServer,
+    files: FileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(fetch, "READ_TIMEOUT_S", 0.2)
+    files.hanging.add("slow.png")
+    llm_server.script(answer("It did not load."))
+    nc.say(f"{nc.mention()} see", attachments=[files.attachment("slow.png", PIXEL, "image/png")])
+    with caplog.at_level(logging.INFO):
+        await nc.settled()
+    assert "alice's image slow.png could not be read" in user_texts(0, llm_server)[-1]
+    assert f"127.0.0.1:{files.port}/slow.png: no answer within 0.2s" in caplog.text
+
+
+async def test_a_failed_download_is_logged_without_the_signed_query(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = files.attachment("gone.png", PIXEL, "image/png")
+    del files.files["gone.png"]  # the server answers 404
+    gone["url"] += "?ex=67&hm=secret-signature"
+    llm_server.script(answer("Gone."))
+    nc.say(f"{nc.mention()} see", attachments=[gone])
+    await nc.settled()
+    assert "alice's image gone.png could not be read" in user_texts(0, llm_server)[-1]
+    assert "gone.png of message" in caplog.text
+    assert f"127.0.0.1:{files.port}/gone.png: HTTP 404" in caplog.text
+    assert "secret-signature" not in caplog.text
+
+
 # -- no model that sees images ---------------------------------------------------------------
 
 
@@ -123,3 +159,65 @@ async def test_the_start_up_line_names_the_models_that_see_images(
         nc.say(f"{nc.mention()} hi")
         await nc.settled()
     assert "tomori serving with openai:test-model+vision, openai:text-only" in caplog.text
+
+
+# -- the bytes decide ------------------------------------------------------------------------
+
+
+async def test_an_image_is_sent_under_the_type_its_bytes_say_and_a_fake_one_is_told(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm_server.script(answer("One picture."))
+    nc.say(
+        f"{nc.mention()} two pictures?",
+        attachments=[
+            files.attachment("photo.png", JPEG, "image/png"),  # a JPEG under a PNG's type
+            files.attachment("fake.png", b"<html>not an image</html>", "image/png"),
+        ],
+    )
+    await nc.settled()
+    assert images_sent(0, llm_server) == [
+        f"data:image/jpeg;base64,{base64.b64encode(JPEG).decode()}"
+    ]
+    assert (
+        "alice's image fake.png could not be read: it is not an image"
+        in (user_texts(0, llm_server)[-1])
+    )
+    assert "fake.png of message" in caplog.text
+
+
+async def test_an_image_is_sent_under_the_type_its_bytes_say_discordpy(
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+) -> None:
+    dpy = await open_dpy()
+    llm_server.script(answer("A pixel."))
+    await dpy.say(
+        f"{dpy.mention()} see", attachments=[files.attachment("dot.jpg", PIXEL, "image/jpeg")]
+    )
+    await dpy.settled()
+    assert images_sent(0, llm_server) == [f"data:image/png;base64,{PIXEL_B64}"]
+
+
+async def test_a_binary_file_named_as_text_is_named_not_read(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer
+) -> None:
+    llm_server.script(answer("Noted."))
+    binary = b"PK\x03\x04\x00\x00 zipped bytes \x00\x01\x02"
+    nc.say(
+        f"{nc.mention()} read", attachments=[files.attachment("notes.txt", binary, "text/plain")]
+    )
+    await nc.settled()
+    assert last_user_content(0, llm_server) == (
+        "alice: @Tomori read\n[a file notes.txt was attached]"
+    )
+
+
+async def test_a_binary_file_named_as_text_is_named_not_read_discordpy(
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+) -> None:
+    dpy = await open_dpy()
+    llm_server.script(answer("Noted."))
+    binary = bytes(range(128, 256)) * 4  # no NUL, but no UTF-8 either
+    await dpy.say(f"{dpy.mention()} read", attachments=[files.attachment("data.log", binary, None)])
+    await dpy.settled()
+    assert last_user_content(0, llm_server).endswith("read\n[a file data.log was attached]")

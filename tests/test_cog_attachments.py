@@ -200,9 +200,9 @@ async def test_the_newest_images_are_sent_the_triggers_first_and_the_rest_told(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
     nc = await open_nextcord(settings_for(tmp_path, max_images=2), chain(llm_server))
-    old = files.attachment("old.png", b"old-bytes", "image/png")
-    newer = files.attachment("newer.png", b"newer-bytes", "image/png")
-    own = files.attachment("own.gif", b"own-bytes", "image/gif")
+    old = files.attachment("old.png", PIXEL + b"old", "image/png")
+    newer = files.attachment("newer.png", PIXEL + b"newer", "image/png")
+    own = files.attachment("own.gif", b"GIF89a own", "image/gif")
     nc.say("first", attachments=[old])
     nc.say("second", attachments=[newer])
     llm_server.script(answer("Two of three."))
@@ -210,7 +210,7 @@ async def test_the_newest_images_are_sent_the_triggers_first_and_the_rest_told(
     await nc.settled()
     assert sorted(images_sent(0, llm_server)) == sorted(
         f"data:image/{kind};base64,{base64.b64encode(data).decode()}"
-        for kind, data in (("png", b"newer-bytes"), ("gif", b"own-bytes"))
+        for kind, data in (("png", PIXEL + b"newer"), ("gif", b"GIF89a own"))
     )
     assert files.fetched["old.png"] == 0
     assert (

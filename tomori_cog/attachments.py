@@ -9,10 +9,13 @@ the very same bytes and nothing is fetched twice. Bounded as a bot author sets i
   under their name and cut with a marker that says so;
 - any other file named ("a file report.pdf was attached"), stickers and custom emoji as their
   names, and an embed's image (a link to a picture) as an image, within the same bounds.
+The bytes decide what a file is, not its declared type: an image is sent under the type its
+signature says, bytes that are no image are not sent as one, and a "text" file holding binary
+bytes is named, not read. When no model of the chain takes images, none are read: the model is
+told of them as any model without vision is.
 Nothing a user sent is dropped in silence: an image left out (too large, over the count, or
 unreadable) and a file that could not be read are told to the model in a request-only notice,
-and each failed read is logged. When no model of the chain takes images, none are read: the
-model is told of them as any model without vision is.
+and each is logged.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ import aiohttp
 
 from tomori.config import Settings
 from tomori.providers.base import ContextItem, Image, Role
+from tomori.sniff import image_type, is_text
 from tomori.vision import unseen_images_notice
-from tomori_cog.fetch import TooLarge, fetch
+from tomori_cog.fetch import TooLarge, failure, fetch, where
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +165,8 @@ def _within_bounds(
                     f"{_whose(one)} is left out: only the {settings.max_images} newest images "
                     f"are shown"
                 )
+    for note in notes:
+        log.info("%s", note)
     return wanted, notes
 
 
@@ -237,15 +243,22 @@ async def _read(session: aiohttp.ClientSession, one: _Wanted, settings: Settings
             one.result = await _read_text(session, one, settings.max_attachment_chars)
             return
         fetched = await fetch(session, one.url, settings.max_image_bytes, may_cut=False)
-        content_type = one.content_type or fetched.content_type
-        if content_type in IMAGE_TYPES:
-            one.result = Image(fetched.data, content_type)
+        kind = image_type(fetched.data)  # the bytes' own type, whatever was declared
+        if kind is not None:
+            one.result = Image(fetched.data, kind)
+        elif one.content_type:  # an attachment said to be an image, but it is not one
+            log.warning("%s of message %s is not an image: %s", one.name, one.message.id,
+                        where(one.url))  # fmt: skip
+            one.problem = "could not be read: it is not an image"
         else:  # a link that looked like a picture: its URL is in the message text already
-            log.info("embed image %s is %r, not an image a model takes", one.name, content_type)
+            log.info("embed image %s is %r, not an image a model takes", one.name,
+                     fetched.content_type)  # fmt: skip
     except TooLarge:
+        log.info("%s of message %s is too large to read", one.name, one.message.id)
         one.problem = _too_large(None, settings)
     except Exception as error:  # any failure: the model is told, the turn goes on
-        log.warning("could not read %s of message %s: %r", one.name, one.message.id, error)
+        log.warning("could not read %s of message %s: %s", one.name, one.message.id,
+                    failure(one.url, error))  # fmt: skip
         one.problem = "could not be read"
 
 
@@ -253,6 +266,9 @@ async def _read_text(session: aiohttp.ClientSession, one: _Wanted, limit: int) -
     if limit == 0:
         return f"[a file {one.name} was attached]"
     fetched = await fetch(session, one.url, limit * BYTES_PER_CHAR, may_cut=True)
+    if not is_text(fetched.data, cut=fetched.cut):
+        log.info("%s of message %s is not text: named, not read", one.name, one.message.id)
+        return f"[a file {one.name} was attached]"
     return text_section(one.name, fetched.data, cut=fetched.cut, limit=limit)
 
 

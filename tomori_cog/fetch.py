@@ -9,6 +9,7 @@ deadline of its own: a CDN that stops answering must not hold the turn.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -50,3 +51,22 @@ async def fetch(session: aiohttp.ClientSession, url: str, limit: int, *, may_cut
                     raise TooLarge
                 return Fetched(bytes(body[:limit]), content_type, cut=True)
         return Fetched(bytes(body), content_type, cut=False)
+
+
+def where(url: str) -> str:
+    """Host and path of a file's URL, for the log: never the query, which on Discord's CDN is
+    a signature that lets anyone holding it read the file."""
+    parts = urlsplit(url)
+    return f"{parts.netloc}{parts.path}"
+
+
+def failure(url: str, error: Exception) -> str:
+    """A failed read of `url`, for the log: where, and why, without the signed URL that
+    aiohttp's own errors repeat."""
+    if isinstance(error, aiohttp.ClientResponseError):
+        why = f"HTTP {error.status}"
+    elif isinstance(error, TimeoutError):
+        why = f"no answer within {READ_TIMEOUT_S:g}s"
+    else:
+        why = type(error).__name__
+    return f"{where(url)}: {why}"
