@@ -221,3 +221,30 @@ async def test_a_binary_file_named_as_text_is_named_not_read_discordpy(
     await dpy.say(f"{dpy.mention()} read", attachments=[files.attachment("data.log", binary, None)])
     await dpy.settled()
     assert last_user_content(0, llm_server).endswith("read\n[a file data.log was attached]")
+
+
+# -- names and settings the notes must not garble ---------------------------------------------
+
+
+async def test_a_bracket_in_a_file_name_does_not_end_its_marker(
+    nc: NextcordBot, llm_server: LLMServer, files: FileServer
+) -> None:
+    llm_server.script(answer("Read."))
+    nc.say(
+        f"{nc.mention()} read",
+        attachments=[files.attachment("a]b.txt", b"hello", "text/plain")],
+    )
+    await nc.settled()
+    assert last_user_content(0, llm_server).endswith("[file a)b.txt]\nhello\n[end of a)b.txt]")
+
+
+async def test_no_images_at_max_images_zero_is_said_as_such(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
+) -> None:
+    nc = await open_nextcord(settings_for(tmp_path, max_images=0), chain(llm_server))
+    llm_server.script(answer("None seen."))
+    nc.say(f"{nc.mention()} see", attachments=[files.attachment("a.png", PIXEL, "image/png")])
+    await nc.settled()
+    told = user_texts(0, llm_server)[-1]
+    assert "alice's image a.png is left out: this bot sends no images to models" in told
+    assert "only the 0 newest" not in told

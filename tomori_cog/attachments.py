@@ -160,6 +160,8 @@ def _within_bounds(
             elif images_left > 0:
                 images_left -= 1
                 wanted.append(one)
+            elif settings.max_images == 0:
+                notes.append(f"{_whose(one)} is left out: this bot sends no images to models")
             else:
                 notes.append(
                     f"{_whose(one)} is left out: only the {settings.max_images} newest images "
@@ -192,7 +194,7 @@ def _candidates(message: Any) -> list[_Wanted | str]:
     """The message's files, stickers and embed images: to read, or already named."""
     found: list[_Wanted | str] = []
     for attachment in message.attachments:
-        name = attachment.filename
+        name = _shown_name(attachment.filename)
         content_type = _content_type(attachment.content_type, name)
         if content_type in IMAGE_TYPES or _is_text(content_type, name):
             found.append(
@@ -207,8 +209,14 @@ def _candidates(message: Any) -> list[_Wanted | str]:
         url = _embed_image(embed)
         if url is not None:
             name = PurePosixPath(str(getattr(embed, "url", None) or url).split("?")[0]).name
-            found.append(_Wanted(message, name or "image", url, None, "", text=False))
+            found.append(_Wanted(message, _shown_name(name or "image"), url, None, "", text=False))
     return found
+
+
+def _shown_name(name: str) -> str:
+    """A file name as the markers around it show it: a `]` or a line break in the name must
+    not end a `[file ...]` marker early, nor start a line of its own."""
+    return " ".join(name.split()).replace("[", "(").replace("]", ")")
 
 
 def _embed_image(embed: Any) -> str | None:
