@@ -5,6 +5,7 @@ the same behaviour is proved on its objects too."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer, http_error
 
 
@@ -217,3 +218,21 @@ async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notice
         f"{me}: see https://example.com/status\n[embed] Status page",
         f"{me}: @{dpy.channel.guild.me.display_name} is the build green?",
     ]
+
+
+async def test_a_queued_message_is_shown_the_answer_posted_while_it_waited(
+    dpy: DpyBot, llm_server: LLMServer
+) -> None:
+    slow = answer("First answer.")
+    llm_server.script(Reply(body=slow.body, header_delay=0.5), answer("Second answer."))
+    await dpy.say(f"{dpy.mention()} first")
+    async with asyncio.timeout(5):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await dpy.say(f"{dpy.mention()} second")  # queued behind the first
+    await dpy.settled()
+    assert [m.content for m in await dpy.bot_messages()] == ["First answer.", "Second answer."]
+    answered, asked = shown(llm_server, 1)[-2:]
+    assert answered == "First answer."
+    assert asked.startswith(f"{dpy.member.display_name}: @")
+    assert asked.endswith(" second")

@@ -4,6 +4,7 @@ notices."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply
 from tests.support.nextcord_fake import (
     ALICE,
     BOB,
@@ -323,3 +324,21 @@ async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notice
         "alice: see https://example.com/status\n[embed] Status page",
         "alice: @Tomori is the build green?",
     ]
+
+
+# -- a queued message -------------------------------------------------------------------------
+
+
+async def test_a_queued_message_is_shown_the_answer_posted_while_it_waited(
+    nc: NextcordBot, llm_server: LLMServer
+) -> None:
+    slow = answer("First answer.")
+    llm_server.script(Reply(body=slow.body, header_delay=0.5), answer("Second answer."))
+    nc.say(f"{nc.mention()} first")
+    async with asyncio.timeout(5):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    nc.say(f"{nc.mention()} second", author=BOB, name="bob")  # queued behind the first
+    await nc.settled()
+    assert nc.discord.contents() == ["First answer.", "Second answer."]
+    assert shown(llm_server, 1) == ["alice: @Tomori first", "First answer.", "bob: @Tomori second"]

@@ -33,10 +33,13 @@ def in_time_order(
 ) -> list[Any]:
     """The messages the model is shown: each once, oldest first, the trigger last.
 
-    `earlier` (a reply chain, a thread's starter) may repeat messages of `recent` or the
-    trigger itself; a message is shown once whichever way it was found. `waiting` are the IDs
-    of messages still queued for a turn of their own: each is answered with its own context,
-    so none is shown ahead of its turn. Snowflake IDs order messages by time.
+    `earlier` (a reply chain, a thread's starter, the answers the bot posted while the
+    trigger waited in the queue) may repeat messages of `recent` or the trigger itself; a
+    message is shown once whichever way it was found. An answer posted after the trigger is
+    still shown before it: it answers what came before, and the trigger is what is asked now.
+    `waiting` are the IDs of messages still queued for a turn of their own: each is answered
+    with its own context, so none is shown ahead of its turn. Snowflake IDs order messages by
+    time.
     """
     before: dict[int, Any] = {}
     for message in [*recent, *earlier]:
@@ -70,12 +73,16 @@ class HistoryReader:
         """Whether any model is sent images: if none is, none are read (see read_attachments)."""
 
     async def context(
-        self, channel: Any, trigger: Any, waiting: Collection[str]
+        self, channel: Any, trigger: Any, waiting: Collection[str], *, queued: bool = False
     ) -> tuple[Context, Context]:
         """The system prompt, then `in_time_order`'s messages, each as `item` shows it; and the
-        request-only notices on what of their attachments the model is not shown."""
+        request-only notices on what of their attachments the model is not shown.
+
+        `queued`: the trigger waited for the turns before it, whose answers came after it."""
         recent = {message.id: message for message in await self._recent(channel, trigger)}
         earlier = await self._reply_chain(channel, trigger)
+        if queued:
+            earlier += await self._answers_since(channel, trigger)
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
@@ -119,6 +126,22 @@ class HistoryReader:
             ]
         except call_failures(self._library) as error:  # answered without it, not unanswered
             log.info("no history for channel %s: %r", channel.id, error)
+            return []
+
+    async def _answers_since(self, channel: Any, trigger: Any) -> list[Any]:
+        """The bot's own messages posted after the trigger: the answers to the messages queued
+        before it, which the model must see to go on from them, not answer them again."""
+        me = self._bot.user
+        try:
+            return [
+                message
+                async for message in channel.history(
+                    limit=self._settings.history_limit, after=trigger
+                )
+                if me is not None and message.author.id == me.id
+            ]
+        except call_failures(self._library) as error:
+            log.info("no answers since message %s: %r", trigger.id, error)
             return []
 
     async def _reply_chain(self, channel: Any, trigger: Any) -> list[Any]:

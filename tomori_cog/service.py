@@ -211,7 +211,7 @@ class TomoriService:
                 )
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
-                reading = self._history.context(channel, message, waiting)
+                reading = self._history.context(channel, message, waiting, queued=turn.from_queue)
                 context, notices = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped while it read its context", turn.turn_id)

@@ -167,11 +167,16 @@ class FakeDiscord:
 
     def _history(self, channel_id: int, params: dict[str, Any]) -> str:
         before = int(params["before"]) if params.get("before") else None
+        after = int(params["after"]) if params.get("after") else None
+        limit = int(params.get("limit", 50))
         newest_first = []
         for stored in reversed(self._messages.get(channel_id, [])):
-            if before is None or int(json.loads(stored)["id"]) < before:
+            message_id = int(json.loads(stored)["id"])
+            if (before is None or message_id < before) and (after is None or message_id > after):
                 newest_first.append(stored)
-        return "[" + ",".join(newest_first[: int(params.get("limit", 50))]) + "]"
+        # Discord answers with newest first; `after` gives the `limit` just after it
+        shown = newest_first[-limit:] if after is not None else newest_first[:limit]
+        return "[" + ",".join(shown) + "]"
 
     def _one(self, channel_id: int, message_id: int, method: str, body: dict[str, Any]) -> str:
         stored = self._messages.get(channel_id, [])
