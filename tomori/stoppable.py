@@ -20,7 +20,8 @@ class Stopped(Exception):
 
 
 async def until_stopped[T](guard: TurnGuard, work: Coroutine[Any, Any, T]) -> T:
-    """`work`'s result; `Stopped` if the guard's kill came first (before it began, too)."""
+    """`work`'s result; `Stopped` if the guard's kill came first, before it began, or while
+    it ended (after the callback was cleared: the caller must not go on either way)."""
     running: asyncio.Task[T] = asyncio.create_task(work)
 
     def kill(reason: KillReason) -> None:
@@ -30,7 +31,7 @@ async def until_stopped[T](guard: TurnGuard, work: Coroutine[Any, Any, T]) -> T:
     try:
         if guard.stop_requested():  # /kill came before the callback was set
             running.cancel()
-        return await running
+        result = await running
     except asyncio.CancelledError:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
@@ -41,3 +42,6 @@ async def until_stopped[T](guard: TurnGuard, work: Coroutine[Any, Any, T]) -> T:
         if not running.done():
             running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+    if guard.stop_requested():
+        raise Stopped
+    return result

@@ -206,15 +206,17 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
+                assert self._locks is not None  # turns run only while the locks are open
+                waiting = await self._locks.queued_message_ids(turn.channel_id)
+                if guard.stop_requested():  # /kill came while it waited: no typing, no read
+                    raise Stopped
                 typing = asyncio.create_task(  # from here: reading the files may take a while
                     keep_typing(self._library, channel, self._settings.typing_interval_s)
                 )
-                assert self._locks is not None  # turns run only while the locks are open
-                waiting = await self._locks.queued_message_ids(turn.channel_id)
                 reading = self._history.context(channel, message, waiting, queued=turn.from_queue)
                 context, notices = await until_stopped(guard, reading)
             except Stopped:
-                log.info("turn %s stopped while it read its context", turn.turn_id)
+                log.info("turn %s stopped before any model was asked", turn.turn_id)
                 return
             except Exception:
                 log.exception(
@@ -224,9 +226,6 @@ class TomoriService:
                 )
                 if surface_errors:
                     await post_notice_safely(ctx, GENERATION_ERROR)
-                return
-            if guard.stop_requested():  # /kill came while it read
-                log.info("turn %s stopped before any model was asked", turn.turn_id)
                 return
             port = LibraryPort(self._library, channel)
             settings = self._settings
