@@ -12,6 +12,7 @@ import base64
 import logging
 from pathlib import Path
 
+import discord.ext.test.backend as back
 import pytest
 
 from tests.support.cog_settings import settings_for
@@ -65,14 +66,22 @@ async def test_kill_stops_a_turn_waiting_on_a_download_at_once_and_the_next_is_a
 
 
 async def test_kill_stops_a_turn_waiting_on_a_download_at_once_discordpy(
-    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
+    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    typed: list[int] = []
+
+    async def send_typing(http: object, channel_id: int) -> None:
+        typed.append(channel_id)
+
+    monkeypatch.setattr(back.FakeHttp, "send_typing", send_typing)
     dpy = await open_dpy()
     files.hanging.add("hang.png")
     await dpy.say(
         f"{dpy.mention()} look", attachments=[files.attachment("hang.png", PIXEL, "image/png")]
     )
     await until_fetched(files, "hang.png")
+    assert typed  # the channel shows the bot at work while it reads
+    assert set(typed) == {dpy.channel.id}
     await dpy.kill()
     async with asyncio.timeout(3):
         await dpy.settled()
