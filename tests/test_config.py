@@ -295,9 +295,10 @@ def test_without_a_database_url_sqlite_stays_the_default() -> None:
 @pytest.mark.parametrize(
     ("raw", "shown", "why"),
     [
-        ("", "", "not a postgresql:// address"),
+        ("", "***", "not a postgresql:// address"),
         ("mysql://u:hunter2@db/bot", "mysql://u:***@db/bot", "not a postgresql:// address"),
-        ("u:hunter2@db/bot", "u:***@db/bot", "not a postgresql:// address"),
+        ("u:hunter2@db/bot", "***", "not a postgresql:// address"),
+        ("host=db user=u password=hunter2 dbname=bot", "***", "a space"),  # libpq's keywords
         ("postgresql://u:hunter2@db", "postgresql://u:***@db", "database name is missing"),
         ("postgresql://u:hunter2@db/a/b", "postgresql://u:***@db/a/b", "database name"),
         ("postgresql://u:hunter2@/bot", "postgresql://u:***@/bot", "host is missing"),

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
 from tests.support.turns import HeldTurns
+from tests.support.write_lock import write_lock_held
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
 from tomori.locks.backends import lock_backend
 from tomori.results import KillReason
@@ -545,3 +546,51 @@ async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
     turns.let_finish("m2")
     assert (await turns.next_started()).trigger.message_id == "m3"
     assert "m1" not in turns.started_ids
+
+
+async def test_a_dead_processs_channel_is_served_without_waiting_for_a_new_message(
+    open_locks: OpenLocks, database: DatabaseUnderTest
+) -> None:
+    """The owner crashed mid-answer; the process still running serves its queue by itself."""
+    turns = HeldTurns()
+    await open_locks(turns, channel_lock_timeout_ms=1500)  # a heartbeat a second
+    now = time.time()
+    await database.execute(
+        "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at, last_progress_at,"
+        " watchdogs) VALUES (?, 'crashed', 't', ?, ?, 1)",
+        (CHANNEL, now, now),
+    )
+    await database.execute(
+        "INSERT INTO queued_triggers (channel_id, message_id, payload, received_at)"
+        " VALUES (?, 'waiting', '{}', ?)",
+        (CHANNEL, now),
+    )
+    served = await turns.next_started(within=10)
+    assert (served.trigger.message_id, served.from_queue) == ("waiting", True)
+    turns.let_finish("waiting")
+
+
+async def test_a_message_still_waiting_for_the_database_when_kill_comes_is_dropped(
+    open_locks: OpenLocks, database: DatabaseUnderTest
+) -> None:
+    """/kill clears the queue; a message that came before it but could not reach the queue
+    yet (the database busy or away) is dropped with it, not answered after."""
+    if database.engine != "sqlite":
+        pytest.skip("the database is held busy through SQLite's write lock")
+    turns = HeldTurns()
+    locks = await open_locks(turns, db_busy_timeout_ms=50)
+    assert await locks.submit(trigger("m1")) is Admission.STARTED
+    await turns.next_started()
+    async with write_lock_held(Path(database.environment["TOMORI_DB_PATH"])):
+        retried = asyncio.create_task(locks.submit(trigger("m2")))
+        await asyncio.sleep(0.2)  # m2 is being retried; m3 waits its turn behind it
+        waiting = asyncio.create_task(locks.submit(trigger("m3")))
+        await asyncio.sleep(0.05)
+        killing = asyncio.create_task(locks.kill(CHANNEL, requester_id="42"))
+        await asyncio.sleep(0.2)
+    assert await waiting is Admission.IGNORED
+    await retried  # queued and cleared, or dropped: either way never answered
+    await killing
+    turns.let_finish("m1")
+    await locks.wait_idle(CHANNEL)
+    assert turns.started_ids == ["m1"]

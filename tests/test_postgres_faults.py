@@ -460,3 +460,30 @@ async def test_hosts_whose_clocks_differ_by_a_minute_neither_steal_nor_keep_a_lo
             assert abs(written_at - now) < 10  # on the server's clock, not the skewed one's
     finally:
         await there.close()
+
+
+async def test_closing_does_not_wait_on_a_server_that_stopped_answering(
+    open_registry: OpenRegistry, pg_server: PostgresServer
+) -> None:
+    turns = HeldTurns()
+    locks = await open_registry(turns)
+    assert await locks.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+    await turns.next_started()
+    pg_server.freeze()
+    try:
+        async with asyncio.timeout(60):  # bounded by the statement timeouts; it hung before
+            await locks.close()
+        assert turns.cancelled == ["m1"]  # the running answer is stopped, not left streaming
+    finally:
+        pg_server.thaw()
+
+
+async def test_a_kill_in_a_process_without_the_turn_works_while_the_server_is_down(
+    open_registry: OpenRegistry, pg_server: PostgresServer
+) -> None:
+    other = await open_registry(HeldTurns())
+    await pg_server.stop()
+    try:
+        assert await other.requester_of(CHANNEL) is None  # not an error: /kill goes on
+    finally:
+        await pg_server.start()

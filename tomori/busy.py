@@ -54,7 +54,7 @@ async def until_not_busy[T](
                 started = time.monotonic()
                 log.warning(
                     "the database is busy or out of reach (%s); retrying %s until it succeeds",
-                    error,
+                    str(error) or type(error).__name__,
                     what,
                 )
             if not keep_trying():

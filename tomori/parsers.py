@@ -202,11 +202,11 @@ def masked_url(raw: str) -> str:
     The text is refused, so where its password lies is a guess, and the guess masks too much
     rather than too little: after the user name up to the last `@`, after a `:` in the host
     part unless a host and a port number are all it holds, and any `?` or `#` part (where a
-    `?password=` would be).
+    `?password=` would be). Text that is no URL at all is masked whole.
     """
     scheme, separator, rest = raw.partition("://")
-    if not separator:
-        scheme, rest = "", raw
+    if not separator:  # not a URL at all: a keyword string (`password=...`) shows nothing
+        return "***"
     userinfo, at, hostpart = rest.rpartition("@")
     if ":" in userinfo:
         userinfo = userinfo.split(":", 1)[0] + ":***"

@@ -70,10 +70,6 @@ class LockBackend(Protocol):
         """Channels whose lock owner is gone, or whose queue has no lock: they need a hand-off."""
         ...
 
-    async def left_queues(self) -> list[str]:
-        """Channels with queued triggers and no lock: a process that closed left them."""
-        ...
-
     async def recover(self, channel_id: str) -> Turn | None:
         """Hand an orphaned channel to its next queued trigger, if it is still orphaned."""
         ...

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
@@ -29,7 +30,7 @@ from tomori.locks import rules
 from tomori.locks.backend import LockBackend
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.rules import Verdict
-from tomori.locks.supervisor import TurnSupervisor
+from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.turns import Admission, KillOutcome, Trigger, Turn, TurnRunner
 
 log = logging.getLogger("tomori.locks")
@@ -46,6 +47,9 @@ class ChannelLocks:
         self._given_up = self._turns.given_up
         self._loops = BackgroundLoops()
         self._in_order = InArrivalOrder()
+        self._killed_at: dict[str, float] = {}
+        """Channel -> when its last /kill came: a message from before it, still waiting for
+        the database, is dropped as the queue it would have joined was."""
         self._closing = False
 
     @property
@@ -69,18 +73,18 @@ class ChannelLocks:
         await backend.forget_dead_instances()
 
     async def _heartbeat(self) -> None:
-        """Say this instance is alive, then serve the queues a closed process left.
+        """Say this instance is alive, then serve the channels no live process serves: the
+        queues a closed process left, and the locks of a process that died.
 
-        A process that closes leaves its queues to the processes still running, and in a
-        rolling restart the one that takes over started before it closed: without this, a
-        channel with no new message would wait for the next start. Locks whose owner is gone
-        are not taken here, only at start and when a message comes: after the database was
-        out of reach every instance's heartbeat is late, and a live owner would lose its turns.
+        In a rolling restart the process that takes over started before the old one closed or
+        crashed, and a channel with no new message would otherwise wait for the next start
+        (or be answered only when the queue has grown too old). An outage does not make live
+        owners look gone: their silence counts from the database's return (`rules.silent_s`).
         """
         # Write, then wait: after a failed write (the database away) the retry writes at once,
         # well inside the dead window that restarts once the database is back.
         await self._backend.heartbeat()
-        await self._recover(await self._backend.left_queues())
+        await self._recover(await self._backend.orphaned_channels())
         await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
 
     async def _recover(self, channels: list[str]) -> None:
@@ -102,7 +106,10 @@ class ChannelLocks:
         await self._turns.stop_all()
         await self._backend.close()
         try:
-            await self._backend.unregister()
+            async with asyncio.timeout(CLOSING_GRACE_S):
+                await self._backend.unregister()
+        except TimeoutError:
+            log.warning("the database did not answer; this instance's row expires on its own")
         except Exception as error:  # a busy database must not stop a close: the row goes stale
             if not self._backend.is_database_error(error):
                 raise
@@ -138,6 +145,15 @@ class ChannelLocks:
         lease = self._leases.get(channel_id)
         if lease is not None and lease.stop_requested():
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+            return Admission.IGNORED
+        if trigger.received_at <= self._killed_at.get(channel_id, -math.inf):
+            # It came before a /kill while the database was away: the queue /kill cleared
+            # would have held it.
+            log.info(
+                "dropping message %s of channel %s: /kill came after it",
+                trigger.message_id,
+                channel_id,
+            )
             return Admission.IGNORED
         if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
             self._turns.force_release(lease)
@@ -187,6 +203,7 @@ class ChannelLocks:
             self._turns.force_release(lease)
             lease = None
         requester = requester_id or "system"
+        self._killed_at[channel_id] = time.time()
         stopped_here = False
         if lease is not None:
             lease.request_stop()  # at once; the transaction below may wait
@@ -232,7 +249,15 @@ class ChannelLocks:
         lease = self._leases.get(channel_id)
         if lease is not None:
             return lease.turn.trigger.requester_id
-        return await self._backend.requester_of(channel_id)
+        try:
+            return await self._backend.requester_of(channel_id)
+        except Exception as error:
+            if not self._backend.is_transient(error):
+                raise
+            # /kill must work while the database is away: it stops a turn running here at
+            # once, and the rest waits for the database, as /kill does.
+            log.warning("who asked in channel %s is unknown while the database is away", channel_id)
+            return None
 
     async def queued_message_ids(self, channel_id: str) -> set[str]:
         """Messages waiting for their own turn: a history built now must leave them out."""

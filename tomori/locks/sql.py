@@ -74,10 +74,6 @@ class SqlLockBackend:
             ]
             return orphaned + await self._left_queues(tx)
 
-    async def left_queues(self) -> list[str]:
-        async with self._db.transaction() as tx:
-            return await self._left_queues(tx)
-
     async def _left_queues(self, tx: Transaction) -> list[str]:
         found = await tx.fetchall(
             "SELECT DISTINCT channel_id FROM queued_triggers"

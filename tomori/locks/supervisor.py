@@ -21,6 +21,9 @@ from tomori.locks.upkeep import ProgressWriter, StopRequestReader
 
 log = logging.getLogger("tomori.locks")
 
+CLOSING_GRACE_S = 2.0
+"""How long a closing registry waits for the database to take each of its last writes."""
+
 
 class TurnSupervisor:
     def __init__(
@@ -91,20 +94,23 @@ class TurnSupervisor:
         channel_id, turn_id = lease.turn.channel_id, lease.turn.turn_id
         following: Turn | None = None
         try:
-            following = await until_not_busy(
-                f"handing channel {channel_id} on",
-                lambda: self._backend.hand_off(
-                    channel_id,
-                    turn_id,
-                    discard_queue=discard_queue,
-                    closing=self._closing(),
-                    replay=replay,
-                ),
-                self._backend.is_transient,
-                keep_trying=lambda: not self._closing(),
-            )
-        except GaveUp:
-            log.warning("closing: channel %s is recovered at the next start", channel_id)
+            # Closing does not wait on a database that stopped answering: the lock left
+            # behind is recovered by the processes still running, or the next start.
+            async with asyncio.timeout(CLOSING_GRACE_S if self._closing() else None):
+                following = await until_not_busy(
+                    f"handing channel {channel_id} on",
+                    lambda: self._backend.hand_off(
+                        channel_id,
+                        turn_id,
+                        discard_queue=discard_queue,
+                        closing=self._closing(),
+                        replay=replay,
+                    ),
+                    self._backend.is_transient,
+                    keep_trying=lambda: not self._closing(),
+                )
+        except (GaveUp, TimeoutError):
+            log.warning("closing: channel %s is recovered by another process", channel_id)
         except Exception as error:
             if not self._backend.is_database_error(error):
                 raise

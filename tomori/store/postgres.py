@@ -38,6 +38,8 @@ POOL_MAX_SIZE = 10
 admissions, hand-offs, /kills and its once-a-second progress write without queueing for long."""
 
 CONNECT_TIMEOUT_S = 10.0
+CLOSE_GRACE_S = 2.0
+"""How long closing waits for the server before cutting its connections."""
 COMMAND_TIMEOUT_S = 15.0
 """A statement with no answer this long is given up (and retried): a connection the network
 dropped without a word would otherwise wait for TCP to notice, for hours."""
@@ -181,11 +183,18 @@ class PostgresDatabase:
         return isinstance(error, (asyncpg.PostgresError, *TRANSIENT))
 
     async def wait_for_pending(self) -> None:
+        """Wait for the transactions under way, but not for a server that stopped answering."""
         if self._in_flight:
-            await asyncio.wait(set(self._in_flight))
+            await asyncio.wait(set(self._in_flight), timeout=CLOSE_GRACE_S)
 
     async def close(self) -> None:
-        await self._pool.close()
+        """Close the pool; a server that stopped answering gets its connections cut instead of
+        a goodbye, so closing the cog (or the bot) never waits on it."""
+        try:
+            async with asyncio.timeout(CLOSE_GRACE_S):
+                await self._pool.close()
+        except TimeoutError:
+            self._pool.terminate()
 
     async def migrate(self, migrations: Iterable[tuple[str, str]] | None = None) -> int:
         """Apply the numbered migrations not applied yet, each once; return the schema version.
