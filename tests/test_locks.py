@@ -587,10 +587,11 @@ async def test_a_message_still_waiting_for_the_database_when_kill_comes_is_dropp
         waiting = asyncio.create_task(locks.submit(trigger("m3")))
         await asyncio.sleep(0.05)
         killing = asyncio.create_task(locks.kill(CHANNEL, requester_id="42"))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.1)
+        turns.let_finish("m1")  # its turn ends; its release waits for the database too
+        await asyncio.sleep(0.1)
     assert await waiting is Admission.IGNORED
     await retried  # queued and cleared, or dropped: either way never answered
     await killing
-    turns.let_finish("m1")
     await locks.wait_idle(CHANNEL)
     assert turns.started_ids == ["m1"]
