@@ -23,6 +23,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 
 from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
 from tomori.config import Settings
@@ -132,10 +133,14 @@ class ChannelLocks:
                     f"admitting message {trigger.message_id} in channel {trigger.channel_id}",
                     lambda: self._admit(trigger),
                     self._backend.is_transient,
-                    keep_trying=lambda: not self._closing and time.time() < deadline,
+                    keep_trying=self._until(deadline),
                 )
             except GaveUp:
                 return Admission.IGNORED if self._closing else Admission.FAILED
+
+    def _until(self, deadline: float) -> Callable[[], bool]:
+        """Whether a write the database keeps refusing is still worth another attempt."""
+        return lambda: not self._closing and time.time() < deadline
 
     async def _admit(self, trigger: Trigger) -> Admission:
         """One attempt at `submit`, in one transaction."""
@@ -215,7 +220,7 @@ class ChannelLocks:
                 channel_id, requester, self._given_up.get(channel_id)
             ),
             self._backend.is_transient,
-            keep_trying=lambda: not self._closing and time.time() < deadline,
+            keep_trying=self._until(deadline),
         )
         stopped = not verdict.is_free
         if verdict.is_free:

@@ -23,8 +23,12 @@ LOCKED_TRIGGER = (
 """A lock row's columns that say whose it is and which trigger its turn answers."""
 
 
+def arrival_on_database_clock(trigger: Trigger, now: float) -> float:
+    """When the trigger arrived, told on the database's clock: `now` less how long ago."""
+    return now - max(0.0, time.time() - trigger.received_at)
+
+
 async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
-    waited = max(0.0, time.time() - trigger.received_at)
     await tx.execute(
         "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
         " received_at) VALUES (?, ?, ?, ?, ?)",
@@ -33,7 +37,7 @@ async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
             trigger.message_id,
             trigger.requester_id,
             json.dumps(dict(trigger.payload)),
-            now - waited,
+            arrival_on_database_clock(trigger, now),
         ),
     )
 
@@ -114,7 +118,7 @@ async def write_lock(tx: Transaction, turn: Turn, owner: str, now: float) -> Non
             trigger.message_id,
             trigger.requester_id,
             json.dumps(dict(trigger.payload)),
-            now - max(0.0, time.time() - trigger.received_at),
+            arrival_on_database_clock(trigger, now),
             now,
             now,
         ),
