@@ -6,11 +6,20 @@ must not be lost retries past it, see `tomori.busy`). Statements of one transact
 interleave with another coroutine's statements on the same connection, so every use goes
 through one `asyncio.Lock`. Every transaction takes the file's write lock at once (BEGIN
 IMMEDIATE), which serialises them all, whatever their key; the clock is this machine's.
+
+A caller cancelled while it awaits a statement (a bot being stopped cancels what it is doing)
+does not stop the statement: it still runs in the connection's thread. A BEGIN that gets the
+write lock after its caller gave up would leave the connection inside a transaction nobody
+owns, and every later transaction would fail. So a caller that leaves by an exception does not
+release the connection itself: a settling task (`_settle`) waits for what it left running, rolls
+back whatever is still open, and only then lets the next caller in. The cancelled caller
+returns at once; it is the next one that waits, as it would have for the thread anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import threading
@@ -23,6 +32,8 @@ import aiosqlite
 
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 """The default of `TOMORI_DB_BUSY_TIMEOUT_MS`: one wait for another connection's write lock."""
@@ -61,6 +72,7 @@ class SqliteDatabase:
         self._connection = connection
         self._path = path
         self._lock = asyncio.Lock()
+        self._settling: set[asyncio.Task[None]] = set()
 
     @property
     def engine(self) -> str:
@@ -113,23 +125,57 @@ class SqliteDatabase:
         return self._connection
 
     async def close(self) -> None:
+        await asyncio.gather(*self._settling, return_exceptions=True)
         await self._connection.close()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement in its own transaction; return the number of rows it changed."""
-        async with self._lock:
-            cursor = await self._connection.execute(sql, params)
+        async with self._exclusive() as connection:
+            cursor = await connection.execute(sql, params)
             return cursor.rowcount
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._lock:
-            cursor = await self._connection.execute(sql, params)
+        async with self._exclusive() as connection:
+            cursor = await connection.execute(sql, params)
             return list(await cursor.fetchall())
+
+    @asynccontextmanager
+    async def _exclusive(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, for this caller alone until it is out of any transaction again.
+
+        Leaving by an exception (a cancel above all) hands the connection to `_settle`
+        instead of releasing it: a statement the caller left may still run in the thread.
+        """
+        await self._lock.acquire()
+        try:
+            yield self._connection
+        except BaseException:
+            settling = asyncio.create_task(self._settle(), name="tomori-sqlite-settle")
+            self._settling.add(settling)
+            settling.add_done_callback(self._settling.discard)
+            raise
+        self._lock.release()
+
+    async def _settle(self) -> None:
+        """Roll back what a caller that left by an exception may have left open; then release.
+
+        The connection's thread runs its calls in order, so the rollback runs after whatever
+        the caller left running (a BEGIN still waiting for the write lock, a COMMIT): once it
+        returns, the connection is out of any transaction, whatever those did. sqlite3's
+        `rollback` does nothing outside a transaction.
+        """
+        try:
+            await self._connection.rollback()
+        except (sqlite3.Error, ValueError) as error:  # ValueError: the connection is closed
+            log.warning("could not roll back a transaction left open: %s", error)
+        finally:
+            self._lock.release()
 
     async def wait_for_pending(self) -> None:
         """Return once every statement and transaction already waiting for the store has run.
 
-        It takes no database lock, so it returns even while another process keeps SQLite busy.
+        It takes no database lock, so it returns even while another process keeps SQLite busy
+        (unless a cancelled BEGIN still waits for it: that one is waited out first).
         """
         async with self._lock:
             pass
@@ -140,9 +186,10 @@ class SqliteDatabase:
 
         IMMEDIATE takes the write lock at once, so a read-decide-write sequence is atomic across
         processes: two registries deciding who holds a channel never both see it free. It
-        excludes every other transaction, so `key` needs no lock of its own.
+        excludes every other transaction, so `key` needs no lock of its own. The rollback
+        is `_exclusive`'s, so a cancel at BEGIN or COMMIT is rolled back as one in the body is.
         """
-        async with self._lock, _immediate(self._connection) as connection:
+        async with self._exclusive() as connection, _immediate(connection):
             yield SqliteTransaction(connection)
 
     def is_transient(self, error: BaseException) -> bool:
@@ -168,35 +215,35 @@ class SqliteDatabase:
             shipped_migrations("sqlite") if migrations is None else migrations
         )
         latest = ordered[-1][0] if ordered else 0
-        async with self._lock:
-            current = await _user_version(self._connection)
+        async with self._exclusive() as connection:
+            current = await _user_version(connection)
             if current > latest:
                 raise newer_than_known(current, latest, "TOMORI_DB_PATH")
             for number, name, sql in ordered:
-                await self._apply(number, name, sql)
-            return await _user_version(self._connection)
+                await _apply(connection, number, name, sql)
+            return await _user_version(connection)
 
-    async def _apply(self, number: int, name: str, sql: str) -> None:
-        try:
-            async with _immediate(self._connection) as connection:
-                # Read again inside the write lock: another process may have just applied it.
-                if await _user_version(connection) >= number:
-                    return
-                for statement in split_statements(sql):
-                    await connection.execute(statement)
-                await connection.execute(f"PRAGMA user_version = {number}")
-        except sqlite3.Error as error:
-            raise MigrationError(f"migration {name} failed: {error}") from error
+
+async def _apply(connection: aiosqlite.Connection, number: int, name: str, sql: str) -> None:
+    """One migration file, with its version bump, in one transaction (`_exclusive`'s)."""
+    try:
+        async with _immediate(connection):
+            # Read again inside the write lock: another process may have just applied it.
+            if await _user_version(connection) >= number:
+                return
+            for statement in split_statements(sql):
+                await connection.execute(statement)
+            await connection.execute(f"PRAGMA user_version = {number}")
+    except sqlite3.Error as error:
+        raise MigrationError(f"migration {name} failed: {error}") from error
 
 
 @asynccontextmanager
-async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
+async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT. Not the ROLLBACK: a body that raises leaves the connection
+    by an exception, which `SqliteDatabase._exclusive` rolls back once nothing of it runs."""
     await connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield connection
-    except BaseException:
-        await connection.execute("ROLLBACK")
-        raise
+    yield
     await connection.execute("COMMIT")
 
 
