@@ -122,7 +122,8 @@ class ChannelLocks:
         """Start a turn for `trigger`, or queue it behind the channel's running turn.
 
         A database that is busy or out of reach is waited out, in arrival order per channel,
-        for as long as the trigger could wait in the queue; past that it is `FAILED`.
+        for as long as the trigger could wait in the queue; past that it is `FAILED`, as it is
+        at once when the database refuses it for good.
         """
         if self._in_order.is_full(f"message {trigger.message_id} in channel {trigger.channel_id}"):
             return Admission.FAILED
@@ -137,6 +138,17 @@ class ChannelLocks:
                 )
             except GaveUp:
                 return Admission.IGNORED if self._closing else Admission.FAILED
+            except Exception as error:
+                # Not worth another attempt (a broken schema, a full disk): the message is not
+                # admitted, and says so, rather than vanishing in an unhandled error.
+                if not self._backend.is_database_error(error):
+                    raise
+                log.exception(
+                    "could not admit message %s in channel %s",
+                    trigger.message_id,
+                    trigger.channel_id,
+                )
+                return Admission.FAILED
 
     def _until(self, deadline: float) -> Callable[[], bool]:
         """Whether a write the database keeps refusing is still worth another attempt."""
