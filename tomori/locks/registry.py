@@ -70,6 +70,9 @@ class ChannelLocks:
             "reading stop requests", self._turns.stop_requests.step, pause_after_failure_s=0.25
         )
         self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
+        self._loops.start(
+            "serving what stopped processes left", self._serve_departures, pause_after_failure_s=1.0
+        )
         await self._recover(await backend.orphaned_channels())
         await backend.forget_dead_instances()
 
@@ -87,6 +90,12 @@ class ChannelLocks:
         await self._backend.heartbeat()
         await self._recover(await self._backend.orphaned_channels())
         await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+
+    async def _serve_departures(self) -> None:
+        """Serve what a process that just stopped left (its queues, a lock it could not hand
+        on) as soon as it says it stopped, where the database can say so (PostgreSQL)."""
+        await self._backend.wait_for_departure()
+        await self._recover(await self._backend.orphaned_channels())
 
     async def _recover(self, channels: list[str]) -> None:
         for channel_id in channels:

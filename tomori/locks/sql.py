@@ -6,7 +6,8 @@ compares comes from the database's clock (`Transaction.now`); this process's own
 says how long ago something happened here (a trigger's arrival, a turn's last progress), which
 the backend turns into a time on the database's clock.
 
-What differs by engine lives in the subclasses: how another process hears a stop request.
+What differs by engine lives in the subclasses: how another process hears a stop request, and
+that a process stopped and left channels to serve.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class SqlLockBackend:
             await once.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
 
     async def unregister(self) -> None:
-        await self._instances.unregister()
+        async with self._db.transaction() as tx:
+            await self._instances.unregister(tx)
+            await self._announce_departure(tx)
 
     async def forget_dead_instances(self) -> None:
         await self._instances.forget_dead()
@@ -141,6 +144,11 @@ class SqlLockBackend:
 
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
+
+    async def _announce_departure(self, tx: Transaction) -> None:
+        """Tell the other processes at commit that this one is gone, so that they serve what
+        it left (queues, a lock it could not hand on) at once; by default they find it at
+        their next heartbeat."""
 
     async def _database_up_since(self, tx: Transaction) -> float:
         """When the database server last started, on its clock; by default it never restarts
