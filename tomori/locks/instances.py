@@ -73,8 +73,8 @@ class InstanceRows:
             return await tx.now()
         return max(await self._server_up_since(tx), self._back_since)
 
-    async def unregister(self, tx: Transaction) -> None:
-        await tx.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
+    async def unregister(self) -> None:
+        await self._db.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
 
     async def forget_dead(self) -> None:
         """Drop the rows of instances that are gone."""

@@ -54,9 +54,8 @@ class SqlLockBackend:
             await once.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
 
     async def unregister(self) -> None:
-        async with self._db.transaction() as tx:
-            await self._instances.unregister(tx)
-            await self._announce_departure(tx)
+        await self._instances.unregister()
+        await self._announce_departure()
 
     async def forget_dead_instances(self) -> None:
         await self._instances.forget_dead()
@@ -145,9 +144,9 @@ class SqlLockBackend:
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
 
-    async def _announce_departure(self, tx: Transaction) -> None:
-        """Tell the other processes at commit that this one is gone, so that they serve what
-        it left (queues, a lock it could not hand on) at once; by default they find it at
+    async def _announce_departure(self) -> None:
+        """Tell the other processes that this one is gone (its row is), so that they serve
+        what it left (queues, a lock it could not hand on) at once; by default they find it at
         their next heartbeat."""
 
     async def _database_up_since(self, tx: Transaction) -> float:
