@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from tests.support.databases import DatabaseUnderTest, sqlite_database
+from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite_database
 from tests.support.held_channel import channel_held
+from tests.support.postgres import PostgresServer
 from tests.support.turns import HeldTurns
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.locks.backends import lock_backend
@@ -111,4 +112,39 @@ async def test_closing_while_the_heartbeat_waits_for_sqlite_still_hands_the_cut_
     finally:
         for locks in opened:
             await locks.close()
+        await database.close()
+
+
+async def test_a_cancel_does_not_wait_for_a_postgresql_server_gone_silent(
+    pg_url: str, pg_server: PostgresServer
+) -> None:
+    """A bot stopping while the server is frozen (a host gone silent) cancels what waits for
+    it: the cancel returns at once instead of after the statement timeout, and the server,
+    once it answers again, has rolled the cut transaction back: the channel is free."""
+    database = postgres_database(pg_url)
+    turns = HeldTurns()
+    store = await database.open()
+    settings = database.base
+    locks = ChannelLocks(lock_backend(store, settings), settings, turns)
+    await locks.start()
+    try:
+        pg_server.freeze()
+        admitting = asyncio.create_task(locks.submit(trigger("m1")))
+        try:
+            # Its transaction began: a pooled connection is at hand, and BEGIN goes out at once.
+            await until(lambda: bool(store._in_flight))  # type: ignore[attr-defined]
+            await asyncio.sleep(0.1)  # and it waits for the answer
+            admitting.cancel()
+            done, _ = await asyncio.wait({admitting}, timeout=1)
+            assert done, "the cancel waits for the server"  # for its statement timeout, 15 s
+        finally:
+            pg_server.thaw()
+            await asyncio.gather(admitting, return_exceptions=True)
+        assert await locks.submit(trigger("m2")) is Admission.STARTED
+        assert (await turns.next_started()).trigger.message_id == "m2"
+        turns.let_finish("m2")
+        await locks.wait_idle(CHANNEL)
+        assert await database.rows("SELECT channel_id FROM channel_locks") == []
+    finally:
+        await locks.close()
         await database.close()

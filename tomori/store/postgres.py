@@ -159,21 +159,46 @@ class PostgresDatabase:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            acquired = self._pool.acquire(timeout=COMMAND_TIMEOUT_S)
-            async with acquired as connection, connection.transaction():
-                # Nearly every keyed transaction reads the clock: both in one round trip.
-                now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
-                yield PostgresTransaction(connection, None if now is None else float(now))
+            async with self._connection() as connection:
+                transaction = connection.transaction()
+                await transaction.start()
+                try:
+                    # Nearly every keyed transaction reads the clock: both in one round trip.
+                    now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
+                    yield PostgresTransaction(connection, None if now is None else float(now))
+                except asyncio.CancelledError:
+                    raise  # the connection is cut: the server rolls back as it ends
+                except BaseException:
+                    await transaction.rollback()
+                    raise
+                await transaction.commit()
         finally:
             self._in_flight.discard(done)
             done.set_result(None)
 
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[PoolConnectionProxy[Any]]:
+        """A pooled connection, cut instead of given back if its user is cancelled.
+
+        asyncpg gives a cancelled connection back by asking the server to cancel what it runs
+        and waiting for it, then rolling back: on a server gone silent that is the statement
+        timeout, which a cancel (a closing bot's grace, above all) must not wait for. Cut, the
+        connection ends its transaction on the server, which rolls it back (or, for a COMMIT
+        already sent, keeps it) and frees its locks before another transaction sees them.
+        """
         async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+            try:
+                yield connection
+            except asyncio.CancelledError:
+                connection.terminate()
+                raise
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        async with self._connection() as connection:
             return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+        async with self._connection() as connection:
             return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
