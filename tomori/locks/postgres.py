@@ -95,12 +95,15 @@ class PostgresLockBackend(SqlLockBackend):
             if self._listener is not None and not self._listener.is_closed():
                 return True
             self._listener = None
+            listener = None
             try:
                 listener = await self._postgres.dedicated_connection()
                 listener.add_termination_listener(self._deaf)
                 await listener.add_listener(CHANNEL, self._heard)
                 await listener.add_listener(DEPARTURES, self._heard_departure)
             except Exception as error:
+                if listener is not None:  # connected, but not listening: not kept
+                    listener.terminate()
                 if not self._postgres.is_transient(error):
                     raise
                 return False
