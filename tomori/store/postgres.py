@@ -11,7 +11,7 @@ retries the whole transaction (`tomori.busy`). A server that goes silent (a froz
 route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
 for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
 nothing waits for it forever, not even a bot being shut down. The password is never shown:
-`description` is the URL with it masked, and errors name that.
+`description` is the URL with it masked (`DatabaseUrl`), and errors name that.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import asyncpg
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
+from tomori.database_url import DatabaseUrl
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
 
@@ -110,21 +110,20 @@ class PostgresTransaction:
 class PostgresDatabase:
     """A pool of connections to one PostgreSQL database."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], dsn: str, description: str) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], url: DatabaseUrl) -> None:
         self._pool = pool
-        self._dsn = dsn
-        self._description = description
+        self._url = url
         self._in_flight: set[asyncio.Future[None]] = set()
 
     @classmethod
-    async def open(cls, dsn: str, description: str) -> PostgresDatabase:
-        """Connect; `description` names the database in errors (the URL without its password).
+    async def open(cls, url: DatabaseUrl) -> PostgresDatabase:
+        """Connect to `url`, which errors name with its password masked.
 
-        A server that cannot be reached, or refuses the login, is a `StoreError` naming the
-        database and why, without the password."""
+        A server that cannot be reached, refuses the login or the TLS that `?sslmode=` asks
+        for, is a `StoreError` naming the database and why, without the password."""
         try:
             pool = await asyncpg.create_pool(
-                dsn,
+                url.dsn(),
                 min_size=POOL_MIN_SIZE,
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
@@ -132,11 +131,12 @@ class PostgresDatabase:
                 reset=_keep_session,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            why = url.masked(str(error) or type(error).__name__)
             raise StoreError(
-                f"the database {description} cannot be used ({_without(dsn, error)}): check "
-                "TOMORI_DB_URL, and that the server is running and lets this user in"
+                f"the database {url} cannot be used ({why}): check TOMORI_DB_URL, and that the "
+                "server is running, lets this user in and offers the TLS that ?sslmode= asks for"
             ) from None
-        return cls(pool, dsn, description)
+        return cls(pool, url)
 
     @property
     def engine(self) -> str:
@@ -144,14 +144,14 @@ class PostgresDatabase:
 
     @property
     def description(self) -> str:
-        return self._description
+        return str(self._url)
 
     async def dedicated_connection(
         self, command_timeout: float | None = COMMAND_TIMEOUT_S
     ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
         return await asyncpg.connect(
-            self._dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
+            self._url.dsn(), timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
         )
 
     @asynccontextmanager
@@ -245,13 +245,3 @@ async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
 async def _version(connection: asyncpg.Connection[Any]) -> int:
     version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
     return int(version or 0)
-
-
-def _without(dsn: str, error: BaseException) -> str:
-    """The error's text, with the DSN's password taken out should a driver ever echo it."""
-    text = str(error) or type(error).__name__
-    match = re.match(r"^[a-z]+://[^:@/]*:([^@/]*)@", dsn)
-    if match and match.group(1):
-        for form in {match.group(1), unquote(match.group(1))}:
-            text = text.replace(form, "***")
-    return text
