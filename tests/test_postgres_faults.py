@@ -14,6 +14,7 @@ minute neither steal nor keep a lock.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -92,7 +93,11 @@ async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
     llm_server: LLMServer,
     pg_server: PostgresServer,
     pg_database: DatabaseUnderTest,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """And the log tells the outage once per kind of failure, without a traceback, and once
+    that it is over: not once per statement, held message, loop or reconnection attempt."""
+    caplog.set_level(logging.INFO)
     nc = await open_bot(channel_lock_timeout_ms=2_000)
     llm_server.script(answer(ANSWERS[0], pieces=10, gap=0.1), *map(answer, ANSWERS[1:]))
     nc.say(f"{nc.mention()} one")
@@ -107,6 +112,21 @@ async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
     await pg_server.start()
 
     await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    outage = [r.getMessage() for r in warnings if "is out of reach" in r.getMessage()]
+    assert outage, "the outage was not told"
+    kinds = [message.split("(", 1)[1].split(":", 1)[0] for message in outage]
+    assert len(kinds) == len(set(kinds)), outage  # each kind once
+    assert [r for r in warnings if "is back after" in r.getMessage()][1:] == []
+    assert any("is back after" in r.getMessage() for r in warnings)
+    told_again = [
+        f"{r.name}: {r.getMessage()}"
+        for r in warnings
+        if r.name.startswith(("tomori", "asyncpg"))
+        and ("is out of reach" not in r.getMessage() or r.exc_info)
+        and "is back after" not in r.getMessage()
+    ]
+    assert told_again == []
 
 
 async def test_connections_cut_under_traffic_lose_and_repeat_nothing(

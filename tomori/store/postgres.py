@@ -11,13 +11,17 @@ retries the whole transaction (`tomori.busy`). A server that goes silent (a froz
 route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
 for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
 nothing waits for it forever, not even a bot being shut down. The password is never shown:
-`description` is the URL with it masked (`DatabaseUrl`), and errors name that.
+`description` is the URL with it masked (`DatabaseUrl`), and errors name that. An outage is
+logged once per kind of failure and once when it ends (`tomori.store.outage`), not per
+statement; the pool's own warning for each failed reconnection is left out for the same
+failures (`_already_reported`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 from tomori.database_url import DatabaseUrl
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
+from tomori.store.outage import OutageLog, reported
 
 POOL_MIN_SIZE = 2
 POOL_MAX_SIZE = 10
@@ -52,6 +57,11 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.InsufficientResourcesError,  # too many connections, for now
     asyncpg.exceptions.TransactionRollbackError,  # serialization failure, deadlock
     asyncpg.InterfaceError,  # the connection closed under us
+    # A statement sent in the moment between the server's goodbye to a pooled connection
+    # (FATAL "terminating connection", on shutdown) and its closing: "cannot switch to
+    # state ...; another operation is in progress". The connection closes an instant later
+    # and the pool replaces it, so the transaction, tried again, meets a new one.
+    asyncpg.InternalClientError,
 )
 
 
@@ -110,10 +120,12 @@ class PostgresTransaction:
 class PostgresDatabase:
     """A pool of connections to one PostgreSQL database."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], url: DatabaseUrl) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], url: DatabaseUrl, outage: OutageLog) -> None:
         self._pool = pool
         self._url = url
+        self._outage = outage
         self._in_flight: set[asyncio.Future[None]] = set()
+        outage.reporting = True
 
     @classmethod
     async def open(cls, url: DatabaseUrl) -> PostgresDatabase:
@@ -121,6 +133,7 @@ class PostgresDatabase:
 
         A server that cannot be reached, refuses the login or the TLS that `?sslmode=` asks
         for, is a `StoreError` naming the database and why, without the password."""
+        outage = OutageLog(str(url), url.masked)
         try:
             pool = await asyncpg.create_pool(
                 url.dsn(),
@@ -129,6 +142,7 @@ class PostgresDatabase:
                 timeout=CONNECT_TIMEOUT_S,
                 command_timeout=COMMAND_TIMEOUT_S,
                 reset=_keep_session,
+                connect=functools.partial(_connect, outage),
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             why = url.masked(str(error) or type(error).__name__)
@@ -136,7 +150,7 @@ class PostgresDatabase:
                 f"the database {url} cannot be used ({why}): check TOMORI_DB_URL, and that the "
                 "server is running, lets this user in and offers the TLS that ?sslmode= asks for"
             ) from None
-        return cls(pool, url)
+        return cls(pool, url, outage)
 
     @property
     def engine(self) -> str:
@@ -150,17 +164,33 @@ class PostgresDatabase:
         self, command_timeout: float | None = COMMAND_TIMEOUT_S
     ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
-        return await asyncpg.connect(
-            self._url.dsn(), timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
+        connection = await _connect(
+            self._outage,
+            self._url.dsn(),
+            timeout=CONNECT_TIMEOUT_S,
+            command_timeout=command_timeout,
         )
+        self._outage.succeeded()
+        return connection
+
+    @asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[PoolConnectionProxy[Any]]:
+        """A pooled connection; what becomes of its use is noted in the outage log."""
+        try:
+            async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+                yield connection
+        except Exception as error:
+            if isinstance(error, TRANSIENT):
+                self._outage.failed(error)
+            raise
+        self._outage.succeeded()
 
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[PostgresTransaction]:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            acquired = self._pool.acquire(timeout=COMMAND_TIMEOUT_S)
-            async with acquired as connection, connection.transaction():
+            async with self._acquire() as connection, connection.transaction():
                 # Nearly every keyed transaction reads the clock: both in one round trip.
                 now = None if key is None else await connection.fetchval(LOCK_THEN_CLOCK, key)
                 yield PostgresTransaction(connection, None if now is None else float(now))
@@ -169,11 +199,11 @@ class PostgresDatabase:
             done.set_result(None)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+        async with self._acquire() as connection:
             return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+        async with self._acquire() as connection:
             return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
@@ -245,3 +275,23 @@ async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
 async def _version(connection: asyncpg.Connection[Any]) -> int:
     version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
     return int(version or 0)
+
+
+async def _connect(outage: OutageLog, *args: Any, **kwargs: Any) -> asyncpg.Connection[Any]:
+    """`asyncpg.connect`, its passing failures noted in the outage log (the pool's too)."""
+    try:
+        connection: asyncpg.Connection[Any] = await asyncpg.connect(*args, **kwargs)
+    except Exception as error:
+        if isinstance(error, TRANSIENT):
+            outage.failed(error)
+        raise
+    return connection
+
+
+def _already_reported(record: logging.LogRecord) -> bool:
+    """Leave out asyncpg's pool warning (with its traceback, once per attempt) for a failed
+    reconnection whose error the outage log has reported: ours, and of a passing kind."""
+    return not (record.exc_info and reported(record.exc_info[1]))
+
+
+logging.getLogger("asyncpg.pool").addFilter(_already_reported)
