@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,15 @@ from tests.support.databases import DatabaseUnderTest, postgres_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.postgres import PostgresServer
+from tests.support.registries import OpenRegistry, registries
 from tests.support.scripts import answer
-from tests.support.turns import HeldTurns
+from tests.support.turns import HeldTurns, TurnBody, streaming
+from tests.support.waiting import until
 from tomori import busy
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
-from tomori.locks.backends import lock_backend
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.notices import GENERATION_ERROR
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
-OpenRegistry = Callable[..., Awaitable[ChannelLocks]]
 CHANNEL = "100"
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -60,13 +61,6 @@ def open_bot(
         return await open_nextcord(settings, chain_for(llm_server))
 
     return start
-
-
-async def until(condition: Callable[[], bool], within: float = 20.0) -> None:
-    """Wait for a state the test can see; the budget only bounds a broken run."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
 
 
 ANSWERS = [f"Answer number {n}." for n in range(1, 5)]
@@ -181,18 +175,8 @@ async def test_messages_past_the_bound_held_in_memory_get_the_error_notice(
 async def open_registry(pg_database: DatabaseUnderTest) -> AsyncIterator[OpenRegistry]:
     """Opens registries on the test's PostgreSQL database, each with a pool of its own, as
     separate processes would."""
-    opened: list[ChannelLocks] = []
-
-    async def factory(runner: TurnRunner, **settings: object) -> ChannelLocks:
-        chosen = pg_database.settings(**settings)
-        locks = ChannelLocks(lock_backend(await pg_database.open(), chosen), chosen, runner)
-        await locks.start()
-        opened.append(locks)
-        return locks
-
-    yield factory
-    for locks in opened:
-        await locks.close()
+    async with registries(pg_database) as factory:
+        yield factory
 
 
 class KilledTurns:
@@ -250,34 +234,50 @@ async def test_a_kill_from_another_process_is_heard_at_once_even_after_connectio
 # -- liveness across a restart ---------------------------------------------------------------
 
 
+@dataclass
+class OwnerAndOther:
+    """Two processes on one channel, with a 2 s stale window: the owner runs a turn of
+    `body` in it (streaming unless told), the other would take the channel if it judged wrong."""
+
+    owner: ChannelLocks
+    owner_turns: HeldTurns
+    other: ChannelLocks
+    other_turns: HeldTurns
+
+    @classmethod
+    async def open(cls, open_registry: OpenRegistry, body: TurnBody = streaming) -> OwnerAndOther:
+        owner_turns, other_turns = HeldTurns(body), HeldTurns()
+        owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
+        other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
+        assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+        await owner_turns.next_started()
+        return cls(owner, owner_turns, other, other_turns)
+
+    async def assert_the_owner_keeps_the_channel(self, again_after_s: float = 0) -> None:
+        """A message in the other process is queued behind the owner's turn, and, if asked,
+        once more after `again_after_s` (the owner wrote again meanwhile); nothing was taken."""
+        assert await self.other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
+        if again_after_s:
+            await asyncio.sleep(again_after_s)
+            assert await self.other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
+            assert self.owner.is_busy(CHANNEL)
+        assert self.owner_turns.cancelled == []
+        assert self.other_turns.started == []
+
+
 async def test_a_process_that_outlived_a_server_restart_keeps_its_channel(
     open_registry: OpenRegistry, pg_server: PostgresServer
 ) -> None:
     """While the server is down nobody can write a heartbeat or progress: after a restart
     longer than the dead and stale windows, another process must not take the channel of a
     turn that streamed on all along, neither at once nor once the owner writes again."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
-
-    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry)
     await asyncio.sleep(1.5)  # its progress is in the row
 
     await pg_server.stop()
     await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
     await pg_server.start()
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
-    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
-    assert owner.is_busy(CHANNEL)
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel(again_after_s=4)
 
 
 async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channels(
@@ -286,17 +286,7 @@ async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channel
     """The network between every process and the server goes away for longer than the dead
     and stale windows, and comes back; the server never restarted. The first process back
     must not take the channel of one that streamed on, since it was cut off as long itself."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
-
-    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry)
     await asyncio.sleep(1.5)  # its progress is in the row
 
     name = pg_url.rsplit("/", 1)[1]
@@ -305,12 +295,7 @@ async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channel
         await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
     finally:
         await pg_server.cut_off(name, cut=False)
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
-    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
-    assert owner.is_busy(CHANNEL)
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel(again_after_s=4)
 
 
 async def test_progress_that_could_not_be_written_is_written_once_the_server_is_back(
@@ -325,20 +310,14 @@ async def test_progress_that_could_not_be_written_is_written_once_the_server_is_
         await server_down.wait()
         await guard.run_under_watchdog(asyncio.Event().wait())
 
-    owner_turns, other_turns = HeldTurns(tool_call_during_the_outage), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry, tool_call_during_the_outage)
 
     await pg_server.stop()
     server_down.set()
     await asyncio.sleep(1.5)  # its write failed
     await pg_server.start()
     await asyncio.sleep(3)  # longer than the stale window, counted from the restart
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel()
 
 
 # -- a server gone silent --------------------------------------------------------------------
@@ -454,11 +433,6 @@ async def test_hosts_whose_clocks_differ_by_a_minute_neither_steal_nor_keep_a_lo
 ) -> None:
     """Staleness and liveness are judged on the server's clock: a process whose clock is a
     minute ahead (or behind) holds its channel like any other, and does not take another's."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
 
     here_turns = HeldTurns(streaming)
     here = await open_registry(here_turns, channel_lock_timeout_ms=2_000)
