@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import statistics
 import sys
 import textwrap
@@ -109,7 +110,7 @@ async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     outage = [r.getMessage() for r in warnings if "is out of reach" in r.getMessage()]
     assert outage, "the outage was not told"
-    kinds = [message.split("(", 1)[1].split(":", 1)[0] for message in outage]
+    kinds = [re.findall(r"out of reach \((\w+)", message)[0] for message in outage]
     assert len(kinds) == len(set(kinds)), outage  # each kind once
     assert [r for r in warnings if "is back after" in r.getMessage()][1:] == []
     assert any("is back after" in r.getMessage() for r in warnings)

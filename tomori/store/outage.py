@@ -50,12 +50,13 @@ class OutageLog:
         if kind in self._kinds:
             return
         self._kinds.add(kind)
+        said = self._mask(str(error))  # a timeout says nothing: its kind says it all
         log.warning(
-            "the database %s is out of reach (%s: %s); answers under way finish, new messages "
+            "the database %s is out of reach (%s%s); answers under way finish, new messages "
             "are held and retried until it is back",
             self._description,
             kind,
-            self._mask(str(error) or kind),
+            f": {said}" if said else "",
         )
 
     def succeeded(self) -> None:
