@@ -15,6 +15,10 @@ from tests.support.bot_script import run
 from tomori.config import VARIABLES, ConfigError, DatabaseUrl, Settings
 from tomori.store.connect import open_database
 
+CERT = Path(__file__)
+"""Any file stands for a certificate here: the address is checked to name one, not read."""
+CERT_IN_URL = quote(str(CERT), safe="")
+
 
 @pytest.mark.parametrize(
     ("raw", "dsn", "shown"),
@@ -38,14 +42,16 @@ from tomori.store.connect import open_database
             "postgresql://b%C3%B6t:***@db/my%20bot",
         ),
         (
-            "postgresql://u:pw@db/bot?sslmode=verify-full&sslrootcert=/etc/ca%20certs/root.crt",
-            "postgresql://u:pw@db/bot?sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20certs%2Froot.crt",
-            "postgresql://u:***@db/bot?sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20certs%2Froot.crt",
+            f"postgresql://u:pw@db/bot?sslmode=verify-full&sslrootcert={CERT}",
+            f"postgresql://u:pw@db/bot?sslmode=verify-full&sslrootcert={CERT_IN_URL}",
+            f"postgresql://u:***@db/bot?sslmode=verify-full&sslrootcert={CERT_IN_URL}",
         ),
         (
-            "postgresql://u@db/bot?sslcert=c.pem&sslkey=k.pem&sslpassword=p%26w&sslmode=require",
-            "postgresql://u@db/bot?sslcert=c.pem&sslkey=k.pem&sslpassword=p%26w&sslmode=require",
-            "postgresql://u@db/bot?sslcert=c.pem&sslkey=k.pem&sslpassword=***&sslmode=require",
+            f"postgresql://u@db/bot?sslcert={CERT}&sslkey={CERT}&sslpassword=p%26w&sslmode=require",
+            f"postgresql://u@db/bot?sslcert={CERT_IN_URL}&sslkey={CERT_IN_URL}&sslpassword=p%26w"
+            "&sslmode=require",
+            f"postgresql://u@db/bot?sslcert={CERT_IN_URL}&sslkey={CERT_IN_URL}&sslpassword=***"
+            "&sslmode=require",
         ),
         (
             "postgresql://db/bot?ssl_min_protocol_version=TLSv1.3&sslnegotiation=direct",
@@ -124,6 +130,11 @@ def test_without_a_database_url_sqlite_stays_the_default() -> None:
             "twice",
         ),
         ("postgresql://u:hunter2@db/bot?sslrootcert=", "postgresql://u:***@db/bot?***", "a value"),
+        (
+            "postgresql://u:hunter2@db/bot?sslrootcert=/no/such/ca.pem",
+            "postgresql://u:***@db/bot?***",
+            "?sslrootcert= names no file: '/no/such/ca.pem'",
+        ),
         ("postgresql://u:hunter2@db/bot#x", "postgresql://u:***@db/bot#***", "#... part"),
         ("postgresql://u:hun ter2@db/bot", "postgresql://u:***@db/bot", "space"),
     ],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from tomori.parsers import ConfigError, refused
@@ -35,6 +36,7 @@ takes (None: a file path or a password). Any other name asyncpg would send to th
 setting, which refuses libpq's other options (`connect_timeout`, `channel_binding`...) at the
 first connection: refused here instead, at start-up, with what is read."""
 SECRET_OPTIONS = frozenset({"sslpassword"})
+FILE_OPTIONS = frozenset({"sslrootcert", "sslcert", "sslkey", "sslcrl"})
 OPTION_NAME = re.compile(r"[a-z_]{1,40}")
 """An option name shown in an error: one that could not be a password's text."""
 
@@ -205,4 +207,8 @@ def _tls_options(query: str, no: Callable[[str], ConfigError]) -> list[tuple[str
         if not value or (values is not None and value not in values):
             allowed = "a value" if values is None else "one of " + ", ".join(sorted(values))
             raise no(f"{shown} must be {allowed}")
+        if name in FILE_OPTIONS and not Path(value).is_file():
+            # The driver would fail at the first connection with a bare "No such file".
+            where = "" if Path(value).is_absolute() else f" in {str(Path.cwd())!r}"
+            raise no(f"{shown} names no file: {value!r}{where}")
     return options
