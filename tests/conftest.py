@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.attachments import files, open_dpy  # noqa: F401 (fixtures for every test)
 from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (

@@ -15,17 +15,19 @@ from pathlib import Path
 import discord.ext.test.backend as back
 import pytest
 
-from tests.support.cog_settings import settings_for
+from tests.support.attachments import (
+    SEEING,
+    OpenDpy,
+    images_sent,
+    last_user_content,
+    user_texts,
+)
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tests.test_cog_attachments import chain, files, images_sent, last_user_content, user_texts
-from tests.test_cog_attachments_discordpy import OpenDpy, open_dpy
-from tomori.vision import UNSEEN_IMAGES_NOTICE
 from tomori_cog import fetch
-
-__all__ = ["files", "open_dpy"]  # the fixtures, shared with the other attachment tests
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -41,7 +43,7 @@ async def until_fetched(files: FileServer, name: str) -> None:
 
 @pytest.fixture
 async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> NextcordBot:
-    return await open_nextcord(settings_for(tmp_path), chain(llm_server))
+    return await open_nextcord(settings_for(tmp_path), chain_for(llm_server, SEEING))
 
 
 # -- a CDN that stops answering -------------------------------------------------------------
@@ -127,34 +129,6 @@ async def test_a_failed_download_is_logged_without_the_signed_query(
 # -- no model that sees images ---------------------------------------------------------------
 
 
-async def test_a_chain_without_vision_reads_no_image_and_the_model_is_told(
-    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
-) -> None:
-    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "openai:text-only"))
-    files.hanging.add("a.png")  # read, it would hold the turn
-    llm_server.script(answer("No eyes here."))
-    nc.say(f"{nc.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")])
-    async with asyncio.timeout(3):
-        await nc.settled()
-    assert files.fetched["a.png"] == 0
-    assert images_sent(0, llm_server) == []
-    assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
-    assert nc.discord.contents() == ["No eyes here."]
-
-
-async def test_a_chain_without_vision_reads_no_image_discordpy(
-    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer
-) -> None:
-    dpy = await open_dpy(models="openai:text-only")
-    llm_server.script(answer("No eyes here."))
-    await dpy.say(
-        f"{dpy.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")]
-    )
-    await dpy.settled()
-    assert files.fetched["a.png"] == 0
-    assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
-
-
 async def test_the_start_up_line_names_the_models_that_see_images(
     tmp_path: Path,
     llm_server: LLMServer,
@@ -163,7 +137,7 @@ async def test_the_start_up_line_names_the_models_that_see_images(
 ) -> None:
     models = "openai:test-model+vision,openai:text-only"
     with caplog.at_level(logging.INFO):
-        nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, models))
+        nc = await open_nextcord(settings_for(tmp_path), chain_for(llm_server, models))
         llm_server.script(answer("Hi."))
         nc.say(f"{nc.mention()} hi")
         await nc.settled()
@@ -250,7 +224,7 @@ async def test_a_bracket_in_a_file_name_does_not_end_its_marker(
 async def test_no_images_at_max_images_zero_is_said_as_such(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_images=0), chain(llm_server))
+    nc = await open_nextcord(settings_for(tmp_path, max_images=0), chain_for(llm_server, SEEING))
     llm_server.script(answer("None seen."))
     nc.say(f"{nc.mention()} see", attachments=[files.attachment("a.png", PIXEL, "image/png")])
     await nc.settled()

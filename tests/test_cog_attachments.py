@@ -6,75 +6,25 @@ server records what each model was sent.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.cog_settings import settings_for
+from tests.support.attachments import SEEING, images_sent, last_user_content, user_texts
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer, http_error
-from tomori.models import ModelChain
 from tomori.vision import UNSEEN_IMAGES_NOTICE
 
 
 @pytest.fixture
-async def files() -> AsyncIterator[FileServer]:
-    server = FileServer()
-    await server.start()
-    yield server
-    await server.close()
-
-
-def chain(server: LLMServer, models: str = "openai:test-model+vision") -> ModelChain:
-    return ModelChain.from_env(
-        {
-            "TOMORI_MODELS": models,
-            "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": f"{server.base_url}/v1",
-            "GEMINI_API_KEY": "gemini-test-key",
-            "GEMINI_BASE_URL": server.base_url,
-        }
-    )
-
-
-@pytest.fixture
 async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> NextcordBot:
-    return await open_nextcord(settings_for(tmp_path), chain(llm_server))
-
-
-def last_user_content(request_number: int, llm_server: LLMServer) -> Any:
-    messages = llm_server.requests[request_number].body["messages"]
-    return [m for m in messages if m["role"] == "user"][-1]["content"]
-
-
-def user_texts(request_number: int, llm_server: LLMServer) -> list[str]:
-    """Every user message's text, its text parts included, in the order sent."""
-    texts = []
-    for message in llm_server.requests[request_number].body["messages"]:
-        content = message["content"]
-        if message["role"] != "user":
-            continue
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            texts += [part["text"] for part in content if part["type"] == "text"]
-    return texts
-
-
-def images_sent(request_number: int, llm_server: LLMServer) -> list[str]:
-    return [
-        part["image_url"]["url"]
-        for message in llm_server.requests[request_number].body["messages"]
-        if isinstance(message["content"], list)
-        for part in message["content"]
-        if part["type"] == "image_url"
-    ]
+    return await open_nextcord(settings_for(tmp_path), chain_for(llm_server, SEEING))
 
 
 async def test_an_image_reaches_the_model_inline_with_its_bytes_and_type(
@@ -96,7 +46,9 @@ async def test_an_image_reaches_the_model_inline_with_its_bytes_and_type(
 async def test_gemini_is_sent_the_image_inline_with_the_attachments_own_type(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "gemini:test-model+vision"))
+    nc = await open_nextcord(
+        settings_for(tmp_path), chain_for(llm_server, "gemini:test-model+vision")
+    )
     llm_server.script(Reply(body=[sse(response(text_part("A pixel."), finish="STOP"))]))
     webp = b"RIFF\x1a\x00\x00\x00WEBPVP8L" + bytes(range(14))  # declared webp, served as such
     nc.say(f"{nc.mention()} look", attachments=[files.attachment("photo.webp", webp, "image/webp")])
@@ -112,7 +64,9 @@ async def test_gemini_is_sent_the_image_inline_with_the_attachments_own_type(
 async def test_an_image_over_the_size_limit_is_not_read_and_the_model_is_told(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_image_bytes=1_000), chain(llm_server))
+    nc = await open_nextcord(
+        settings_for(tmp_path, max_image_bytes=1_000), chain_for(llm_server, SEEING)
+    )
     llm_server.script(answer("I cannot see it."))
     big = files.attachment("huge.png", PIXEL, "image/png", size=25_000_000)
     nc.say(f"{nc.mention()} see?", attachments=[big])
@@ -127,7 +81,9 @@ async def test_an_image_over_the_size_limit_is_not_read_and_the_model_is_told(
 async def test_an_image_larger_than_declared_is_cut_off_at_the_limit_and_told(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_image_bytes=100), chain(llm_server))
+    nc = await open_nextcord(
+        settings_for(tmp_path, max_image_bytes=100), chain_for(llm_server, SEEING)
+    )
     llm_server.script(answer("Too big."))
     nc.say(
         f"{nc.mention()} see?",
@@ -144,7 +100,9 @@ async def test_an_image_larger_than_declared_is_cut_off_at_the_limit_and_told(
 async def test_a_text_file_arrives_under_its_name_and_a_long_one_is_cut_with_a_marker(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_attachment_chars=50), chain(llm_server))
+    nc = await open_nextcord(
+        settings_for(tmp_path, max_attachment_chars=50), chain_for(llm_server, SEEING)
+    )
     llm_server.script(answer("Read them."))
     code = "def héllo():\n    return 1\n"
     log_text = "line\n" * 100
@@ -199,7 +157,7 @@ async def test_a_link_to_a_picture_is_shown_as_the_image_discords_proxy_serves(
 async def test_the_newest_images_are_sent_the_triggers_first_and_the_rest_told(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_images=2), chain(llm_server))
+    nc = await open_nextcord(settings_for(tmp_path, max_images=2), chain_for(llm_server, SEEING))
     old = files.attachment("old.png", PIXEL + b"old", "image/png")
     newer = files.attachment("newer.png", PIXEL + b"newer", "image/png")
     own = files.attachment("own.gif", b"GIF89a own", "image/gif")
@@ -234,10 +192,13 @@ async def test_a_file_that_cannot_be_read_is_told_and_the_turn_is_answered(
 async def test_a_model_without_vision_gets_the_text_and_a_notice_and_still_answers(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, "openai:text-only"))
+    nc = await open_nextcord(settings_for(tmp_path), chain_for(llm_server, "openai:text-only"))
+    files.hanging.add("a.png")  # read, it would hold the turn
     llm_server.script(answer("I cannot view images."))
     nc.say(f"{nc.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")])
-    await nc.settled()
+    async with asyncio.timeout(3):
+        await nc.settled()
+    assert files.fetched["a.png"] == 0
     assert images_sent(0, llm_server) == []
     assert user_texts(0, llm_server)[-2:] == [
         "alice: @Tomori what?",
@@ -276,7 +237,7 @@ async def test_images_are_read_once_per_turn_even_when_a_fallback_answers(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
     models = "openai:first+vision,openai:second+vision"
-    nc = await open_nextcord(settings_for(tmp_path), chain(llm_server, models))
+    nc = await open_nextcord(settings_for(tmp_path), chain_for(llm_server, models))
     llm_server.script(http_error(500), answer("The fallback saw it."))
     nc.say(f"{nc.mention()} see?", attachments=[files.attachment("a.png", PIXEL, "image/png")])
     await nc.settled()
@@ -289,7 +250,9 @@ async def test_images_are_read_once_per_turn_even_when_a_fallback_answers(
 async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, files: FileServer
 ) -> None:
-    nc = await open_nextcord(settings_for(tmp_path, max_attachment_chars=0), chain(llm_server))
+    nc = await open_nextcord(
+        settings_for(tmp_path, max_attachment_chars=0), chain_for(llm_server, SEEING)
+    )
     llm_server.script(answer("Named only."))
     nc.say(f"{nc.mention()} hi", attachments=[files.attachment("a.txt", b"secret", "text/plain")])
     await nc.settled()

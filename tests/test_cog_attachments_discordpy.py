@@ -5,51 +5,18 @@ The same rules as tests/test_cog_attachments.py, on the other library's own `Att
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.attachments import OpenDpy, images_sent, last_user_content, user_texts
 from tests.support.cog_settings import settings_for
-from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer
-from tests.test_cog_attachments import chain, images_sent, last_user_content, user_texts
-from tomori.config import Settings
 from tomori.vision import UNSEEN_IMAGES_NOTICE
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-OpenDpy = Callable[..., Awaitable[DpyBot]]
-
-
-@pytest.fixture
-async def files() -> AsyncIterator[FileServer]:
-    server = FileServer()
-    await server.start()
-    yield server
-    await server.close()
-
-
-@pytest.fixture
-async def open_dpy(
-    tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OpenDpy]:
-    bots: list[DpyBot] = []
-
-    async def start(
-        settings: Settings | None = None, models: str = "openai:test-model+vision"
-    ) -> DpyBot:
-        harness = await start_dpy_bot(
-            settings or settings_for(tmp_path), chain(llm_server, models), monkeypatch
-        )
-        bots.append(harness)
-        return harness
-
-    yield start
-    for harness in bots:
-        await stop_dpy_bot(harness)
 
 
 async def test_an_image_reaches_the_model_inline_with_its_bytes_and_type(
@@ -113,6 +80,7 @@ async def test_a_model_without_vision_gets_text_only_and_still_answers(
         f"{dpy.mention()} what?", attachments=[files.attachment("a.png", PIXEL, "image/png")]
     )
     await dpy.settled()
+    assert files.fetched["a.png"] == 0
     assert images_sent(0, llm_server) == []
     assert user_texts(0, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
     assert [m.content for m in await dpy.bot_messages()] == ["No eyes here."]

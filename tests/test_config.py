@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from hypothesis import given, settings
@@ -11,14 +9,13 @@ from hypothesis import strategies as st
 from tomori.config import (
     VARIABLES,
     ConfigError,
-    DatabaseUrl,
     Delivery,
     IntegerParser,
     KillPolicy,
     Settings,
     Variable,
 )
-from tomori.parsers import masked_url
+from tomori.database_url import masked_url
 
 INTEGER_VARIABLES = [
     "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -244,127 +241,3 @@ def test_any_value_of_any_variable_is_read_in_bounds_or_refused_naming_it(
     if isinstance(variable.parser, IntegerParser):
         assert variable.parser.minimum <= value <= variable.parser.maximum
     assert Settings(**{variable.field: value}) == built
-
-
-@pytest.mark.parametrize(
-    ("raw", "dsn", "shown"),
-    [
-        (
-            "postgresql://tomori:hunter2@db:5432/bot",
-            "postgresql://tomori:hunter2@db:5432/bot",
-            "postgresql://tomori:***@db:5432/bot",
-        ),
-        (" postgres://tomori@db/bot ", "postgresql://tomori@db/bot", "postgresql://tomori@db/bot"),
-        ("postgresql://db.internal/bot", "postgresql://db.internal/bot", None),
-        (
-            "postgresql://u:p%40ss%2Fw%3Ard@[::1]:6432/bot",
-            "postgresql://u:p%40ss%2Fw%3Ard@[::1]:6432/bot",
-            "postgresql://u:***@[::1]:6432/bot",
-        ),
-        ("postgresql://u:p@ss@db/bot", "postgresql://u:p%40ss@db/bot", "postgresql://u:***@db/bot"),
-        (
-            "postgresql://b%C3%B6t:pw@db/my%20bot",
-            "postgresql://b%C3%B6t:pw@db/my%20bot",
-            "postgresql://b%C3%B6t:***@db/my%20bot",
-        ),
-    ],
-)
-def test_a_postgresql_url_is_read_and_shown_without_its_password(
-    raw: str, dsn: str, shown: str | None
-) -> None:
-    url = Settings.from_env({"TOMORI_DB_URL": raw}).db_url
-    assert url is not None
-    assert url.dsn() == dsn
-    assert str(url) == (shown or dsn)
-    assert repr(url) == f"DatabaseUrl({str(url)!r})"
-
-
-def test_the_parts_of_a_database_url_are_decoded() -> None:
-    url = Settings.from_env({"TOMORI_DB_URL": "postgresql://b%C3%B6t:x@DB:5433/my%20bot"}).db_url
-    assert url is not None
-    assert (url.user, url.host, url.port, url.database) == ("böt", "db", 5433, "my bot")
-
-
-def test_without_a_database_url_sqlite_stays_the_default() -> None:
-    settings = Settings.from_env({"TOMORI_DB_PATH": "bot.db"})
-    assert settings.db_url is None
-    assert settings.db_path == Path("bot.db")
-    assert [v.default for v in VARIABLES if v.name == "TOMORI_DB_URL"] == ["(none)"]
-
-
-@pytest.mark.parametrize(
-    ("raw", "shown", "why"),
-    [
-        ("", "***", "not a postgresql:// address"),
-        ("mysql://u:hunter2@db/bot", "mysql://u:***@db/bot", "not a postgresql:// address"),
-        ("u:hunter2@db/bot", "***", "not a postgresql:// address"),
-        ("host=db user=u password=hunter2 dbname=bot", "***", "a space"),  # libpq's keywords
-        ("postgresql://u:hunter2@db", "postgresql://u:***@db", "database name is missing"),
-        ("postgresql://u:hunter2@db/a/b", "postgresql://u:***@db/a/b", "database name"),
-        ("postgresql://u:hunter2@/bot", "postgresql://u:***@/bot", "host is missing"),
-        ("postgresql://u:hunter2@a,b/bot", "postgresql://u:***@a,b/bot", "more than one host"),
-        ("postgresql://u:hunter2@db:99999/bot", "postgresql://u:***@db:99999/bot", "port"),
-        ("postgresql://u:hunter2@db:0/bot", "postgresql://u:***@db:0/bot", "port is 0"),
-        ("postgresql://u:hunter2@db:x/bot", "postgresql://u:***@db:***/bot", "port"),
-        ("postgresql://u:hunt/er2@db/bot", "postgresql://u:***@db/bot", "host or port"),
-        ("postgresql://u:hunter2", "postgresql://u:***", "host or port"),
-        ("postgresql://u@db/bot?password=hunter2", "postgresql://u@db/bot?***", "leave it out"),
-        ("postgresql://u:hun ter2@db/bot", "postgresql://u:***@db/bot", "space"),
-    ],
-)
-def test_a_bad_database_url_stops_start_up_naming_it_without_its_password(
-    raw: str, shown: str, why: str
-) -> None:
-    with pytest.raises(ConfigError) as raised:
-        Settings.from_env({"TOMORI_DB_URL": raw})
-    message = str(raised.value)
-    assert message.startswith(f"TOMORI_DB_URL={shown!r} is not allowed: it must be postgresql://")
-    assert why in message
-    assert "hunter2" not in message
-    assert "hun ter2" not in message
-
-
-def test_a_database_url_set_in_code_is_checked_without_showing_its_password() -> None:
-    with pytest.raises(ConfigError) as raised:
-        Settings(db_url="postgresql://u:hunter2@db/bot")  # type: ignore[arg-type]
-    assert str(raised.value).startswith("Settings(db_url='postgresql://u:***@db/bot') is not")
-    assert "hunter2" not in str(raised.value)
-    with pytest.raises(ConfigError, match="host is missing") as raised:
-        Settings(db_url=DatabaseUrl(host="", database="bot", password="hunter2"))
-    assert "hunter2" not in str(raised.value)
-    good = DatabaseUrl(host="db", database="bot", user="u", password="hunter2")
-    assert Settings(db_url=good).db_url == good
-
-
-MARKER = "S3cr"
-"""Starts every generated password: text no address or message contains by itself."""
-
-
-@settings(max_examples=300, deadline=None)
-@given(password=st.text(max_size=20).map(lambda rest: MARKER + rest))
-def test_a_password_of_any_characters_is_never_shown(password: str) -> None:
-    encoded = quote(password, safe="")
-    url = Settings.from_env({"TOMORI_DB_URL": f"postgresql://u:{encoded}@db:5432/bot"}).db_url
-    assert url is not None
-    assert unquote(urlsplit(url.dsn()).password or "") == password
-    seen = [str(url), repr(url), repr(Settings(db_url=url)), str(asdict(Settings(db_url=url)))]
-    for broken in [
-        f"postgresql://u:{encoded}@db:5432",
-        f"postgres://u:{encoded}@db:70000/bot",
-        f"postgresql://u:{encoded}@db/bot?sslmode=require",
-        f"postgresql://u:{password}@db/bot",  # not %-encoded: read as it parses, or refused
-        f"postgresql://u:{password}",
-        f"postgresql://u@db/bot?password={encoded}",
-        f"mysql://u:{password}@db/bot",
-    ]:
-        try:
-            seen.append(repr(Settings.from_env({"TOMORI_DB_URL": broken})))
-        except ConfigError as error:
-            seen.append(str(error))
-        try:
-            Settings(db_url=broken)  # type: ignore[arg-type]
-        except ConfigError as error:
-            seen.append(str(error))
-    for text in seen:
-        assert MARKER not in text, text
-        assert quote(MARKER) not in text, text

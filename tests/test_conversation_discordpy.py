@@ -6,7 +6,6 @@ the same behaviour is proved on its objects too."""
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import discord.ext.test.factories as facts
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
+from tests.support.conversation import forum_payload, quoted, shown, thread_payload
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer, http_error
@@ -61,11 +61,9 @@ async def post(
         guild_id=guild.id,
     )
     if replying_to is not None:
-        quoted = copy.copy(replying_to)
-        quoted.pop("referenced_message", None)
         data["type"] = 19
-        data["message_reference"] = {"message_id": quoted["id"], "channel_id": channel.id}
-        data["referenced_message"] = quoted
+        data["message_reference"] = {"message_id": replying_to["id"], "channel_id": channel.id}
+        data["referenced_message"] = quoted(replying_to)
     stored_messages().setdefault(channel.id, []).append(data)
     back.get_state().parse_message_create(data)  # type: ignore[arg-type]
     await dpytest.run_all_events()
@@ -77,13 +75,6 @@ def stored_messages() -> dict[int, list[dict[str, Any]]]:
     config = back._cur_config
     assert config is not None
     return config.messages
-
-
-def shown(server: LLMServer, request: int = 0) -> list[str]:
-    """What the model was sent, after the system prompt: each message's text, in order."""
-    messages = server.requests[request].body["messages"]
-    assert messages[0]["role"] == "system"
-    return [message["content"] for message in messages[1:]]
 
 
 async def test_a_reply_to_a_message_older_than_the_history_brings_it_and_its_chain_in_order(
@@ -112,26 +103,7 @@ async def test_a_reply_to_a_message_older_than_the_history_brings_it_and_its_cha
 def open_thread(thread_id: int, parent: Any, owner: discord.abc.User) -> discord.Thread:
     """THREAD_CREATE, as the gateway announces a thread (or a forum post) the bot can see."""
     back.get_state().parse_thread_create(
-        {
-            "id": str(thread_id),
-            "guild_id": str(parent.guild.id),
-            "parent_id": str(parent.id),
-            "owner_id": str(owner.id),
-            "name": "a thread",
-            "type": 11,  # public thread
-            "last_message_id": None,
-            "message_count": 0,
-            "member_count": 1,
-            "total_message_sent": 0,
-            "rate_limit_per_user": 0,
-            "thread_metadata": {
-                "archived": False,
-                "auto_archive_duration": 1440,
-                "archive_timestamp": "2024-01-01T00:00:00+00:00",
-                "locked": False,
-            },
-            "newly_created": True,
-        }
+        thread_payload(thread_id, parent.guild.id, parent.id, owner.id)  # type: ignore[arg-type]
     )
     thread = parent.guild.get_thread(thread_id)
     assert isinstance(thread, discord.Thread)
@@ -165,18 +137,7 @@ async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
 ) -> None:
     guild = dpy.channel.guild
     forum_id = facts.make_id()
-    back.get_state().parse_channel_create(
-        {
-            "id": str(forum_id),
-            "type": 15,  # forum
-            "guild_id": str(guild.id),
-            "name": "help",
-            "position": 9,
-            "permission_overwrites": [],
-            "available_tags": [],
-            "flags": 0,
-        }
-    )
+    back.get_state().parse_channel_create(forum_payload(forum_id, guild.id))
     forum = guild.get_channel(forum_id)
     assert isinstance(forum, discord.ForumChannel)
     post_id = facts.make_id()

@@ -5,7 +5,6 @@ notices."""
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
+from tests.support.conversation import forum_payload, quoted, shown, thread_payload
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.nextcord_fake import (
     ALICE,
@@ -56,20 +56,6 @@ def seed(
         payload["id"] = str(message_id)
     nc.discord.add(channel, payload)
     return payload
-
-
-def quoted(payload: dict[str, Any]) -> dict[str, Any]:
-    """A message as Discord sends it inside a reply: without the message it replies to."""
-    copied = copy.deepcopy(payload)
-    copied.pop("referenced_message", None)
-    return copied
-
-
-def shown(server: LLMServer, request: int = 0) -> list[str]:
-    """What the model was sent, after the system prompt: each message's text, in order."""
-    messages = server.requests[request].body["messages"]
-    assert messages[0]["role"] == "system"
-    return [message["content"] for message in messages[1:]]
 
 
 @pytest.fixture
@@ -196,26 +182,16 @@ async def test_a_deleted_or_unreadable_message_ends_the_chain_and_the_turn_is_an
 
 def open_thread(nc: NextcordBot, thread_id: int, parent_id: int) -> None:
     """THREAD_CREATE, as the gateway announces a thread (or a forum post) the bot can see."""
-    nc.bot._connection.parse_thread_create(
-        {
-            "id": str(thread_id),
-            "guild_id": str(GUILD_ID),
-            "parent_id": str(parent_id),
-            "owner_id": str(ALICE),
-            "name": "a thread",
-            "type": 11,  # public thread
-            "last_message_id": None,
-            "message_count": 0,
-            "member_count": 1,
-            "thread_metadata": {
-                "archived": False,
-                "auto_archive_duration": 1440,
-                "archive_timestamp": "2024-01-01T00:00:00+00:00",
-                "locked": False,
-            },
-            "newly_created": True,
-        }
-    )
+    nc.bot._connection.parse_thread_create(thread_payload(thread_id, GUILD_ID, parent_id, ALICE))
+
+
+def open_forum_post(nc: NextcordBot) -> int:
+    """A forum, and a post opened in it, as the gateway announces them; returns the post's ID
+    (which is its first message's too)."""
+    nc.bot._connection.parse_channel_create(forum_payload(FORUM_ID, GUILD_ID))
+    post_id = snowflake()
+    open_thread(nc, post_id, FORUM_ID)
+    return post_id
 
 
 async def test_in_a_thread_the_history_is_the_threads_and_its_starter_is_shown(
@@ -243,19 +219,7 @@ async def test_in_a_thread_the_history_is_the_threads_and_its_starter_is_shown(
 async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
     nc: NextcordBot, llm_server: LLMServer
 ) -> None:
-    nc.bot._connection.parse_channel_create(
-        {
-            "id": str(FORUM_ID),
-            "type": 15,  # forum
-            "guild_id": str(GUILD_ID),
-            "name": "help",
-            "position": 9,
-            "permission_overwrites": [],
-            "available_tags": [],
-        }
-    )
-    post_id = snowflake()
-    open_thread(nc, post_id, FORUM_ID)
+    post_id = open_forum_post(nc)
     seed(nc, "my build fails on arm64", channel=post_id, message_id=post_id)
     for n in range(5):
         seed(nc, f"tried fix {n}", author=BOB, name="bob", channel=post_id)
@@ -274,19 +238,7 @@ async def test_a_forum_posts_first_message_is_shown_however_long_the_post(
 async def test_a_short_forum_post_shows_its_first_message_once(
     nc: NextcordBot, llm_server: LLMServer
 ) -> None:
-    nc.bot._connection.parse_channel_create(
-        {
-            "id": str(FORUM_ID),
-            "type": 15,
-            "guild_id": str(GUILD_ID),
-            "name": "help",
-            "position": 9,
-            "permission_overwrites": [],
-            "available_tags": [],
-        }
-    )
-    post_id = snowflake()
-    open_thread(nc, post_id, FORUM_ID)
+    post_id = open_forum_post(nc)
     seed(nc, "is there a dark mode?", channel=post_id, message_id=post_id)
     llm_server.script(answer("Yes."))
     nc.say(f"{nc.mention()} anyone?", channel=post_id)

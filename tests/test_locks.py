@@ -7,20 +7,19 @@ import signal
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
+from tests.support.registries import OpenRegistry, registries
 from tests.support.turns import HeldTurns
 from tests.support.write_lock import write_lock_held
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
-from tomori.locks.backends import lock_backend
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.results import KillReason
-from tomori.store import Database
 
-OpenLocks = Callable[..., Awaitable[ChannelLocks]]
+OpenLocks = OpenRegistry
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 CHANNEL = "100"
 
@@ -31,26 +30,9 @@ def trigger(message_id: str, channel_id: str = CHANNEL, **payload: object) -> Tr
 
 @pytest.fixture
 async def open_locks(database: DatabaseUnderTest) -> AsyncIterator[OpenLocks]:
-    """Opens registries on the test's database, each with a connection of its own, as
-    separate processes would; `recorder` sees every statement one of them sends."""
-    opened: list[ChannelLocks] = []
-
-    async def factory(
-        runner: TurnRunner, recorder: list[RecordingDatabase] | None = None, **settings: object
-    ) -> ChannelLocks:
-        chosen = database.settings(**settings)
-        db: Database = await database.open()
-        if recorder is not None:
-            db = RecordingDatabase(db)
-            recorder.append(db)
-        locks = ChannelLocks(lock_backend(db, chosen), chosen, runner)
-        await locks.start()
-        opened.append(locks)
-        return locks
-
-    yield factory
-    for locks in opened:
-        await locks.close()
+    """Opens registries on the test's database, as separate processes would."""
+    async with registries(database) as factory:
+        yield factory
 
 
 async def open_recording_kills(

@@ -20,6 +20,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
+from tests.support.waiting import until
 from tests.support.write_lock import write_lock_held
 from tomori.locks.lease import LeaseState
 from tomori.notices import KILL_STOPPED
@@ -32,13 +33,6 @@ def open_bot(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord)
         return await open_nextcord(settings_for(tmp_path, **overrides), chain_for(llm_server))
 
     return start
-
-
-async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
-    """Wait for a state the test can see; the budget only bounds a broken run."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
 
 
 def queued(db_path: Path) -> int:

@@ -48,7 +48,7 @@ def bot_author_scripts(folder: Path) -> list[Path]:
     """What a bot author writes: the README's import, and its snippets in a bot of each library."""
     scripts = [folder / "bot_author.py"]
     scripts[0].write_text(BOT_AUTHOR)
-    for section in ("Your own tools", "Many channels at once"):
+    for section in ("Your own tools", "Many channels at once", "Running on several machines"):
         for library, bot in BOTS.items():
             script = folder / f"{section.replace(' ', '_').lower()}_{library}.py"
             script.write_text(bot + readme_code(section) + "\n")

@@ -14,12 +14,15 @@ minute neither steal nor keep a lock.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import re
 import statistics
 import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +33,15 @@ from tests.support.databases import DatabaseUnderTest, postgres_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.postgres import PostgresServer
+from tests.support.registries import OpenRegistry, registries
 from tests.support.scripts import answer
-from tests.support.turns import HeldTurns
+from tests.support.turns import HeldTurns, TurnBody, streaming
+from tests.support.waiting import until
 from tomori import busy
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, TurnRunner
-from tomori.locks.backends import lock_backend
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.notices import GENERATION_ERROR
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
-OpenRegistry = Callable[..., Awaitable[ChannelLocks]]
 CHANNEL = "100"
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -59,13 +62,6 @@ def open_bot(
         return await open_nextcord(settings, chain_for(llm_server))
 
     return start
-
-
-async def until(condition: Callable[[], bool], within: float = 20.0) -> None:
-    """Wait for a state the test can see; the budget only bounds a broken run."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
 
 
 ANSWERS = [f"Answer number {n}." for n in range(1, 5)]
@@ -92,7 +88,11 @@ async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
     llm_server: LLMServer,
     pg_server: PostgresServer,
     pg_database: DatabaseUnderTest,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """And the log tells the outage once per kind of failure, without a traceback, and once
+    that it is over: not once per statement, held message, loop or reconnection attempt."""
+    caplog.set_level(logging.INFO)
     nc = await open_bot(channel_lock_timeout_ms=2_000)
     llm_server.script(answer(ANSWERS[0], pieces=10, gap=0.1), *map(answer, ANSWERS[1:]))
     nc.say(f"{nc.mention()} one")
@@ -107,6 +107,21 @@ async def test_a_server_restart_under_traffic_loses_and_repeats_nothing(
     await pg_server.start()
 
     await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    outage = [r.getMessage() for r in warnings if "is out of reach" in r.getMessage()]
+    assert outage, "the outage was not told"
+    kinds = [re.findall(r"out of reach \((\w+)", message)[0] for message in outage]
+    assert len(kinds) == len(set(kinds)), outage  # each kind once
+    assert [r for r in warnings if "is back after" in r.getMessage()][1:] == []
+    assert any("is back after" in r.getMessage() for r in warnings)
+    told_again = [
+        f"{r.name}: {r.getMessage()}"
+        for r in warnings
+        if r.name.startswith(("tomori", "asyncpg"))
+        and ("is out of reach" not in r.getMessage() or r.exc_info)
+        and "is back after" not in r.getMessage()
+    ]
+    assert told_again == []
 
 
 async def test_connections_cut_under_traffic_lose_and_repeat_nothing(
@@ -161,18 +176,8 @@ async def test_messages_past_the_bound_held_in_memory_get_the_error_notice(
 async def open_registry(pg_database: DatabaseUnderTest) -> AsyncIterator[OpenRegistry]:
     """Opens registries on the test's PostgreSQL database, each with a pool of its own, as
     separate processes would."""
-    opened: list[ChannelLocks] = []
-
-    async def factory(runner: TurnRunner, **settings: object) -> ChannelLocks:
-        chosen = pg_database.settings(**settings)
-        locks = ChannelLocks(lock_backend(await pg_database.open(), chosen), chosen, runner)
-        await locks.start()
-        opened.append(locks)
-        return locks
-
-    yield factory
-    for locks in opened:
-        await locks.close()
+    async with registries(pg_database) as factory:
+        yield factory
 
 
 class KilledTurns:
@@ -230,34 +235,50 @@ async def test_a_kill_from_another_process_is_heard_at_once_even_after_connectio
 # -- liveness across a restart ---------------------------------------------------------------
 
 
+@dataclass
+class OwnerAndOther:
+    """Two processes on one channel, with a 2 s stale window: the owner runs a turn of
+    `body` in it (streaming unless told), the other would take the channel if it judged wrong."""
+
+    owner: ChannelLocks
+    owner_turns: HeldTurns
+    other: ChannelLocks
+    other_turns: HeldTurns
+
+    @classmethod
+    async def open(cls, open_registry: OpenRegistry, body: TurnBody = streaming) -> OwnerAndOther:
+        owner_turns, other_turns = HeldTurns(body), HeldTurns()
+        owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
+        other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
+        assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
+        await owner_turns.next_started()
+        return cls(owner, owner_turns, other, other_turns)
+
+    async def assert_the_owner_keeps_the_channel(self, again_after_s: float = 0) -> None:
+        """A message in the other process is queued behind the owner's turn, and, if asked,
+        once more after `again_after_s` (the owner wrote again meanwhile); nothing was taken."""
+        assert await self.other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
+        if again_after_s:
+            await asyncio.sleep(again_after_s)
+            assert await self.other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
+            assert self.owner.is_busy(CHANNEL)
+        assert self.owner_turns.cancelled == []
+        assert self.other_turns.started == []
+
+
 async def test_a_process_that_outlived_a_server_restart_keeps_its_channel(
     open_registry: OpenRegistry, pg_server: PostgresServer
 ) -> None:
     """While the server is down nobody can write a heartbeat or progress: after a restart
     longer than the dead and stale windows, another process must not take the channel of a
     turn that streamed on all along, neither at once nor once the owner writes again."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
-
-    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry)
     await asyncio.sleep(1.5)  # its progress is in the row
 
     await pg_server.stop()
     await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
     await pg_server.start()
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
-    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
-    assert owner.is_busy(CHANNEL)
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel(again_after_s=4)
 
 
 async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channels(
@@ -266,17 +287,7 @@ async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channel
     """The network between every process and the server goes away for longer than the dead
     and stale windows, and comes back; the server never restarted. The first process back
     must not take the channel of one that streamed on, since it was cut off as long itself."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
-
-    owner_turns, other_turns = HeldTurns(streaming), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry)
     await asyncio.sleep(1.5)  # its progress is in the row
 
     name = pg_url.rsplit("/", 1)[1]
@@ -285,12 +296,7 @@ async def test_processes_cut_off_from_a_server_that_stayed_up_keep_their_channel
         await asyncio.sleep(4)  # longer than its dead window (3 s) and stale window (2 s)
     finally:
         await pg_server.cut_off(name, cut=False)
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    await asyncio.sleep(4)  # the owner said it is alive again, and wrote progress
-    assert await other.submit(Trigger(CHANNEL, "m3")) is Admission.QUEUED
-    assert owner.is_busy(CHANNEL)
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel(again_after_s=4)
 
 
 async def test_progress_that_could_not_be_written_is_written_once_the_server_is_back(
@@ -305,20 +311,14 @@ async def test_progress_that_could_not_be_written_is_written_once_the_server_is_
         await server_down.wait()
         await guard.run_under_watchdog(asyncio.Event().wait())
 
-    owner_turns, other_turns = HeldTurns(tool_call_during_the_outage), HeldTurns()
-    owner = await open_registry(owner_turns, channel_lock_timeout_ms=2_000)
-    other = await open_registry(other_turns, channel_lock_timeout_ms=2_000)
-    assert await owner.submit(Trigger(CHANNEL, "m1")) is Admission.STARTED
-    await owner_turns.next_started()
+    both = await OwnerAndOther.open(open_registry, tool_call_during_the_outage)
 
     await pg_server.stop()
     server_down.set()
     await asyncio.sleep(1.5)  # its write failed
     await pg_server.start()
     await asyncio.sleep(3)  # longer than the stale window, counted from the restart
-    assert await other.submit(Trigger(CHANNEL, "m2")) is Admission.QUEUED
-    assert owner_turns.cancelled == []
-    assert other_turns.started == []
+    await both.assert_the_owner_keeps_the_channel()
 
 
 # -- a server gone silent --------------------------------------------------------------------
@@ -434,11 +434,6 @@ async def test_hosts_whose_clocks_differ_by_a_minute_neither_steal_nor_keep_a_lo
 ) -> None:
     """Staleness and liveness are judged on the server's clock: a process whose clock is a
     minute ahead (or behind) holds its channel like any other, and does not take another's."""
-
-    async def streaming(turn: Turn, guard: TurnGuard) -> None:
-        while True:
-            guard.touch()
-            await asyncio.sleep(0.05)
 
     here_turns = HeldTurns(streaming)
     here = await open_registry(here_turns, channel_lock_timeout_ms=2_000)

@@ -5,7 +5,9 @@ than one busy timeout; a PostgreSQL server may restart, or its network go away f
 write that must not be lost (admitting a message, handing a channel on) is then tried again
 until it succeeds, the caller gives up (a deadline, or the registry closing), or it is
 cancelled: each attempt is one transaction, so a retry repeats the whole read-decide-write and
-never half of it. The wait is logged once when it starts and once when it ends, not per attempt.
+never half of it. The wait is logged once when it starts and once when it ends, not per attempt,
+and only at debug level when the store has reported the outage itself (`tomori.store.outage`):
+an outage is one warning, not one per message held.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+
+from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,7 @@ async def until_not_busy[T](
     `what` names the write for the log ("admitting message 42 in channel 7").
     """
     started: float | None = None
+    level = logging.WARNING
     while True:
         try:
             result = await attempt()
@@ -52,7 +57,9 @@ async def until_not_busy[T](
                 raise
             if started is None:
                 started = time.monotonic()
-                log.warning(
+                level = logging.DEBUG if reported(error) else logging.WARNING
+                log.log(
+                    level,
                     "the database is busy or out of reach (%s); retrying %s until it succeeds",
                     str(error) or type(error).__name__,
                     what,
@@ -65,8 +72,11 @@ async def until_not_busy[T](
             await asyncio.sleep(RETRY_PAUSE_S)
             continue
         if started is not None:
-            log.info(
-                "%s succeeded after %.1fs of a busy database", what, time.monotonic() - started
+            log.log(
+                min(level, logging.INFO),
+                "%s succeeded after %.1fs of a busy database",
+                what,
+                time.monotonic() - started,
             )
         return result
 

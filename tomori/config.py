@@ -16,21 +16,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from tomori.database_url import DatabaseUrl, database_url, masked_url
 from tomori.parsers import (
     HOUR_MS,
     WEEK_MS,
     ConfigError,
-    DatabaseUrl,
     IntegerParser,
     as_text,
     channel_ids,
     choice,
-    database_url,
     db_path,
     flag,
     integer,
     kind_of,
-    masked_url,
     refuse,
     same_kind,
     shown,
@@ -161,12 +159,15 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read every variable; raise `ConfigError` on the first bad one."""
+        """Read every variable; raise `ConfigError` on the first bad one.
+
+        An optional variable set to nothing (`TOMORI_DB_URL=` left empty in a .env file) is
+        unset, as the providers' optional `*_BASE_URL` variables are."""
         env = os.environ if environ is None else environ
         values = {
             variable.field: variable.parse(env[variable.name])
             for variable in VARIABLES
-            if variable.name in env
+            if variable.name in env and (env[variable.name].strip() or not variable.optional)
         }
         return cls(**values)  # type: ignore[arg-type]
 
@@ -180,7 +181,8 @@ class Variable:
     parser: Callable[[str, str], object]
     help: str
     optional: bool = False
-    """Whether its setting may be None: the variable unset, what it turns on stays off."""
+    """Whether its setting may be None: the variable unset (or set to nothing), what it turns on
+    stays off."""
     secret: bool = False
     """Whether its text may hold a password, which no error may show (its parser masks it)."""
 
@@ -337,7 +339,7 @@ VARIABLES: tuple[Variable, ...] = (
         "db_url",
         database_url,
         "PostgreSQL instead of SQLite, for a bot whose processes run on several machines: "
-        "postgresql://user:password@host:port/dbname",
+        "postgresql://user:password@host:port/dbname, with ?sslmode=require for TLS",
         optional=True,
         secret=True,
     ),

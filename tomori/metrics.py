@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import astuple, dataclass
 
 from tomori.store import Database
+from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +108,11 @@ class Metrics:
         except Exception as error:
             if not self._db.is_database_error(error):
                 raise
-            log.warning(
+            quiet = reported(error)  # the store logged the outage: no traceback again
+            log.log(
+                logging.INFO if quiet else logging.WARNING,
                 "could not write %d metric counts and %d turns' usage",
                 sum(pending.values()),
                 len(usage),
-                exc_info=True,
+                exc_info=not quiet,
             )

@@ -10,11 +10,9 @@ checked by the very same parsers.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
 
 
 class ConfigError(ValueError):
@@ -132,128 +130,6 @@ def db_path(name: str, raw: str) -> Path:
     except OSError as error:  # a name too long, a folder we may not enter
         raise refused(name, raw, f"it cannot be checked ({error.strerror})") from None
     return path
-
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-DATABASE_URL_SHAPE = (
-    "postgresql://user:password@host:port/dbname (port optional; "
-    "@ : / ? # in the user or password %-encoded)"
-)
-
-
-class DatabaseUrl:
-    """A PostgreSQL address whose password shows nowhere but in `dsn()`.
-
-    The settings are printed, logged and put in error messages; a password held as a plain
-    string would go with them. `str` and `repr` show `postgresql://user:***@host:port/dbname`,
-    and only the driver's connect call asks for `dsn()`. Not a dataclass, so that
-    `dataclasses.asdict(settings)` keeps it whole (and masked) instead of spelling out its parts.
-    """
-
-    __slots__ = ("_password", "database", "host", "port", "user")
-
-    def __init__(
-        self,
-        *,
-        host: str,
-        database: str,
-        port: int | None = None,
-        user: str = "",
-        password: str = "",
-    ) -> None:
-        self.host = host
-        self.database = database
-        self.port = port
-        self.user = user
-        self._password = password
-
-    def dsn(self) -> str:
-        """The address with the real password, for the database driver and nothing else."""
-        return self._written(quote(self._password, safe=""))
-
-    def _written(self, password: str) -> str:
-        user = quote(self.user, safe="")
-        userinfo = f"{user}:{password}@" if password else f"{user}@" if user else ""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        port = "" if self.port is None else f":{self.port}"
-        return f"postgresql://{userinfo}{host}{port}/{quote(self.database, safe='')}"
-
-    def __str__(self) -> str:
-        return self._written("***" if self._password else "")
-
-    def __repr__(self) -> str:
-        return f"DatabaseUrl({str(self)!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DatabaseUrl) and self.dsn() == other.dsn()
-
-    def __hash__(self) -> int:
-        return hash(self.dsn())
-
-
-HOST_AND_PORT = re.compile(r"(\[[0-9a-f:.]*\]|[^:\[\]]*)(:[0-9]+)?", re.ASCII | re.IGNORECASE)
-"""A host part that holds nothing but a host (a name, an address, an IPv6 one in brackets) and
-maybe a port number: what is shown of it in an error; anything else may be a password."""
-
-
-def masked_url(raw: str) -> str:
-    """`raw` as an error may show it: whatever could be a password replaced by `***`.
-
-    The text is refused, so where its password lies is a guess, and the guess masks too much
-    rather than too little: after the user name up to the last `@`, after a `:` in the host
-    part unless a host and a port number are all it holds, and any `?` or `#` part (where a
-    `?password=` would be). Text that is no URL at all is masked whole.
-    """
-    scheme, separator, rest = raw.partition("://")
-    if not separator:  # not a URL at all: a keyword string (`password=...`) shows nothing
-        return "***"
-    userinfo, at, hostpart = rest.rpartition("@")
-    if ":" in userinfo:
-        userinfo = userinfo.split(":", 1)[0] + ":***"
-    cut = min([i for i in map(hostpart.find, "/?#") if i >= 0], default=len(hostpart))
-    authority, tail = hostpart[:cut], hostpart[cut:]
-    if not HOST_AND_PORT.fullmatch(authority):
-        authority = authority.split(":", 1)[0] + ":***"
-    cut = min([i for i in map(tail.find, "?#") if i >= 0], default=len(tail))
-    tail = tail[: cut + 1] + "***" if cut < len(tail) else tail
-    return f"{scheme}{separator}{userinfo}{at}{authority}{tail}"
-
-
-def database_url(name: str, raw: str) -> DatabaseUrl:
-    """Accept `postgresql://` (or `postgres://`) with a host and a database name; refuse the
-    rest naming the variable, its value shown with the password masked."""
-
-    def no(problem: str) -> ConfigError:
-        return refused(name, masked_url(raw), f"it must be {DATABASE_URL_SHAPE}: {problem}")
-
-    text = raw.strip()
-    if any(character.isspace() or not character.isprintable() for character in text):
-        raise no("it has a space or a control character")
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError:
-        raise no("its host or port cannot be read") from None
-    if parts.scheme not in POSTGRES_SCHEMES:
-        raise no("it is not a postgresql:// address (unset it for SQLite at TOMORI_DB_PATH)")
-    if not parts.hostname:
-        raise no("the host is missing")
-    if "," in parts.hostname:
-        raise no("it names more than one host")
-    if port == 0:
-        raise no("the port is 0")
-    database = unquote(parts.path.removeprefix("/"))
-    if not database or "/" in parts.path[1:]:
-        raise no("the database name is missing, or has a /")
-    if "?" in text or "#" in text:
-        raise no("a ?... or #... part is not read here; leave it out")
-    return DatabaseUrl(
-        host=parts.hostname,
-        database=database,
-        port=port,
-        user=unquote(parts.username or ""),
-        password=unquote(parts.password or ""),
-    )
 
 
 def as_text(value: object) -> str:

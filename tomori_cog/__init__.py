@@ -17,7 +17,7 @@ import importlib
 import inspect
 from typing import Any
 
-from tomori.config import ConfigError, Settings
+from tomori.config import ConfigError, DatabaseUrl, Settings
 from tomori.models import ModelChain
 from tomori.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.commands import COG_NAME, TomoriCogParts
@@ -27,6 +27,7 @@ from tomori_cog.service import TomoriService
 __all__ = [
     "AlreadyLoaded",
     "ConfigError",
+    "DatabaseUrl",
     "ModelChain",
     "Settings",
     "TomoriCog",

@@ -24,12 +24,14 @@ def settings_for(tmp_path: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
-def chain_for(server: LLMServer) -> ModelChain:
-    """One openai model, served by the local LLM server."""
+def chain_for(server: LLMServer, models: str = "openai:test-model") -> ModelChain:
+    """`models` (one openai model unless told), each provider served by the local LLM server."""
     return ModelChain.from_env(
         {
-            "TOMORI_MODELS": "openai:test-model",
+            "TOMORI_MODELS": models,
             "OPENAI_API_KEY": "sk-test",
             "OPENAI_BASE_URL": f"{server.base_url}/v1",
+            "GEMINI_API_KEY": "gemini-test-key",
+            "GEMINI_BASE_URL": server.base_url,
         }
     )

@@ -42,3 +42,10 @@ class HeldTurns:
     @property
     def started_ids(self) -> list[str | None]:
         return [turn.trigger.message_id for turn in self.started]
+
+
+async def streaming(turn: Turn, guard: TurnGuard) -> None:
+    """A turn that streams until it is stopped: progress on its lock every 50 ms."""
+    while True:
+        guard.touch()
+        await asyncio.sleep(0.05)

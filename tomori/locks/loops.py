@@ -11,6 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from tomori.store.outage import reported
+
 log = logging.getLogger("tomori.locks")
 
 Step = Callable[[], Awaitable[None]]
@@ -37,15 +39,22 @@ class BackgroundLoops:
 
 async def _repeat(what: str, step: Step, pause_after_failure_s: float) -> None:
     failing = False
+    quiet = False  # the store reported the failure (an outage): no traceback, no warning
     while True:
         try:
             await step()
-        except Exception:
+        except Exception as error:
             if not failing:
-                log.warning("%s failed; retrying until it succeeds", what, exc_info=True)
+                quiet = reported(error)
+                log.log(
+                    logging.DEBUG if quiet else logging.WARNING,
+                    "%s failed; retrying until it succeeds",
+                    what,
+                    exc_info=not quiet,
+                )
             failing = True
             await asyncio.sleep(pause_after_failure_s)
             continue
         if failing:
-            log.info("%s works again", what)
+            log.log(logging.DEBUG if quiet else logging.INFO, "%s works again", what)
         failing = False

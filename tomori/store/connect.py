@@ -21,7 +21,7 @@ async def open_database(settings: Settings) -> Database:
             from tomori.store.postgres import PostgresDatabase
         except ImportError as error:
             raise StoreError(POSTGRES_EXTRA) from error
-        database = await PostgresDatabase.open(settings.db_url.dsn(), str(settings.db_url))
+        database = await PostgresDatabase.open(settings.db_url)
     else:
         database = await SqliteDatabase.open(
             settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms

@@ -11,26 +11,31 @@ retries the whole transaction (`tomori.busy`). A server that goes silent (a froz
 route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
 for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
 nothing waits for it forever, not even a bot being shut down. The password is never shown:
-`description` is the URL with it masked, and errors name that.
+`description` is the URL with it masked (`DatabaseUrl`), and errors name that. An outage is
+logged once per kind of failure and once when it ends (`tomori.store.outage`), not per
+statement; the pool's own warning for each failed reconnection is left out for the same
+failures (`_already_reported`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import asyncpg
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
+from tomori.database_url import DatabaseUrl
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
+from tomori.store.outage import OutageLog, reported
 
 POOL_MIN_SIZE = 2
 POOL_MAX_SIZE = 10
@@ -52,6 +57,11 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.InsufficientResourcesError,  # too many connections, for now
     asyncpg.exceptions.TransactionRollbackError,  # serialization failure, deadlock
     asyncpg.InterfaceError,  # the connection closed under us
+    # A statement sent in the moment between the server's goodbye to a pooled connection
+    # (FATAL "terminating connection", on shutdown) and its closing: "cannot switch to
+    # state ...; another operation is in progress". The connection closes an instant later
+    # and the pool replaces it, so the transaction, tried again, meets a new one.
+    asyncpg.InternalClientError,
 )
 
 
@@ -110,33 +120,37 @@ class PostgresTransaction:
 class PostgresDatabase:
     """A pool of connections to one PostgreSQL database."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], dsn: str, description: str) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], url: DatabaseUrl, outage: OutageLog) -> None:
         self._pool = pool
-        self._dsn = dsn
-        self._description = description
+        self._url = url
+        self._outage = outage
         self._in_flight: set[asyncio.Future[None]] = set()
+        outage.reporting = True
 
     @classmethod
-    async def open(cls, dsn: str, description: str) -> PostgresDatabase:
-        """Connect; `description` names the database in errors (the URL without its password).
+    async def open(cls, url: DatabaseUrl) -> PostgresDatabase:
+        """Connect to `url`, which errors name with its password masked.
 
-        A server that cannot be reached, or refuses the login, is a `StoreError` naming the
-        database and why, without the password."""
+        A server that cannot be reached, refuses the login or the TLS that `?sslmode=` asks
+        for, is a `StoreError` naming the database and why, without the password."""
+        outage = OutageLog(str(url), url.masked)
         try:
             pool = await asyncpg.create_pool(
-                dsn,
+                url.dsn(),
                 min_size=POOL_MIN_SIZE,
                 max_size=POOL_MAX_SIZE,
                 timeout=CONNECT_TIMEOUT_S,
                 command_timeout=COMMAND_TIMEOUT_S,
                 reset=_keep_session,
+                connect=functools.partial(_connect, outage),
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            why = url.masked(str(error) or type(error).__name__)
             raise StoreError(
-                f"the database {description} cannot be used ({_without(dsn, error)}): check "
-                "TOMORI_DB_URL, and that the server is running and lets this user in"
+                f"the database {url} cannot be used ({why}): check TOMORI_DB_URL, and that the "
+                "server is running, lets this user in and offers the TLS that ?sslmode= asks for"
             ) from None
-        return cls(pool, dsn, description)
+        return cls(pool, url, outage)
 
     @property
     def engine(self) -> str:
@@ -144,22 +158,51 @@ class PostgresDatabase:
 
     @property
     def description(self) -> str:
-        return self._description
+        return str(self._url)
 
     async def dedicated_connection(
         self, command_timeout: float | None = COMMAND_TIMEOUT_S
     ) -> asyncpg.Connection[Any]:
         """A connection of its own, outside the pool (to LISTEN on, for as long as it lives)."""
-        return await asyncpg.connect(
-            self._dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=command_timeout
+        connection = await _connect(
+            self._outage,
+            self._url.dsn(),
+            timeout=CONNECT_TIMEOUT_S,
+            command_timeout=command_timeout,
         )
+        self._outage.succeeded()
+        return connection
+
+    @asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[PoolConnectionProxy[Any]]:
+        """A pooled connection, cut instead of given back if its user is cancelled.
+
+        What becomes of its use is noted in the outage log. asyncpg gives a cancelled
+        connection back by asking the server to cancel what it runs and waiting for it, then
+        rolling back: on a server gone silent that is the statement timeout, which a cancel (a
+        closing bot's grace, above all) must not wait for. Cut, the connection ends its
+        transaction on the server, which rolls it back (or, for a COMMIT already sent, keeps
+        it) and frees its locks before another transaction sees them.
+        """
+        try:
+            async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
+                try:
+                    yield connection
+                except asyncio.CancelledError:
+                    connection.terminate()
+                    raise
+        except Exception as error:
+            if isinstance(error, TRANSIENT):
+                self._outage.failed(error)
+            raise
+        self._outage.succeeded()
 
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[PostgresTransaction]:
         done = asyncio.get_running_loop().create_future()
         self._in_flight.add(done)
         try:
-            async with self._connection() as connection:
+            async with self._acquire() as connection:
                 transaction = connection.transaction()
                 await transaction.start()
                 try:
@@ -176,29 +219,12 @@ class PostgresDatabase:
             self._in_flight.discard(done)
             done.set_result(None)
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[PoolConnectionProxy[Any]]:
-        """A pooled connection, cut instead of given back if its user is cancelled.
-
-        asyncpg gives a cancelled connection back by asking the server to cancel what it runs
-        and waiting for it, then rolling back: on a server gone silent that is the statement
-        timeout, which a cancel (a closing bot's grace, above all) must not wait for. Cut, the
-        connection ends its transaction on the server, which rolls it back (or, for a COMMIT
-        already sent, keeps it) and frees its locks before another transaction sees them.
-        """
-        async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
-            try:
-                yield connection
-            except asyncio.CancelledError:
-                connection.terminate()
-                raise
-
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._connection() as connection:
+        async with self._acquire() as connection:
             return list(await connection.fetch(numbered_placeholders(sql), *params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        async with self._connection() as connection:
+        async with self._acquire() as connection:
             return _changed(await connection.execute(numbered_placeholders(sql), *params))
 
     def is_transient(self, error: BaseException) -> bool:
@@ -272,11 +298,21 @@ async def _version(connection: asyncpg.Connection[Any]) -> int:
     return int(version or 0)
 
 
-def _without(dsn: str, error: BaseException) -> str:
-    """The error's text, with the DSN's password taken out should a driver ever echo it."""
-    text = str(error) or type(error).__name__
-    match = re.match(r"^[a-z]+://[^:@/]*:([^@/]*)@", dsn)
-    if match and match.group(1):
-        for form in {match.group(1), unquote(match.group(1))}:
-            text = text.replace(form, "***")
-    return text
+async def _connect(outage: OutageLog, *args: Any, **kwargs: Any) -> asyncpg.Connection[Any]:
+    """`asyncpg.connect`, its passing failures noted in the outage log (the pool's too)."""
+    try:
+        connection: asyncpg.Connection[Any] = await asyncpg.connect(*args, **kwargs)
+    except Exception as error:
+        if isinstance(error, TRANSIENT):
+            outage.failed(error)
+        raise
+    return connection
+
+
+def _already_reported(record: logging.LogRecord) -> bool:
+    """Leave out asyncpg's pool warning (with its traceback, once per attempt) for a failed
+    reconnection whose error the outage log has reported: ours, and of a passing kind."""
+    return not (record.exc_info and reported(record.exc_info[1]))
+
+
+logging.getLogger("asyncpg.pool").addFilter(_already_reported)

@@ -1,0 +1,61 @@
+"""What the conversation tests of both libraries share: the gateway payloads of a thread and a
+forum as Discord sends them, a reply's quoted message, and what the model was shown."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.support.llm_server import LLMServer
+
+
+def shown(server: LLMServer, request: int = 0) -> list[str]:
+    """What the model was sent, after the system prompt: each message's text, in order."""
+    messages = server.requests[request].body["messages"]
+    assert messages[0]["role"] == "system"
+    return [message["content"] for message in messages[1:]]
+
+
+def quoted(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message as Discord sends it inside a reply: without the message it replies to."""
+    copied = copy.deepcopy(payload)
+    copied.pop("referenced_message", None)
+    return copied
+
+
+def thread_payload(thread_id: int, guild_id: int, parent_id: int, owner_id: int) -> dict[str, Any]:
+    """THREAD_CREATE's data, as the gateway announces a thread (or a forum post)."""
+    return {
+        "id": str(thread_id),
+        "guild_id": str(guild_id),
+        "parent_id": str(parent_id),
+        "owner_id": str(owner_id),
+        "name": "a thread",
+        "type": 11,  # public thread
+        "last_message_id": None,
+        "message_count": 0,
+        "member_count": 1,
+        "total_message_sent": 0,
+        "rate_limit_per_user": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": "2024-01-01T00:00:00+00:00",
+            "locked": False,
+        },
+        "newly_created": True,
+    }
+
+
+def forum_payload(forum_id: int, guild_id: int) -> dict[str, Any]:
+    """CHANNEL_CREATE's data for a forum channel."""
+    return {
+        "id": str(forum_id),
+        "type": 15,  # forum
+        "guild_id": str(guild_id),
+        "name": "help",
+        "position": 9,
+        "permission_overwrites": [],
+        "available_tags": [],
+        "flags": 0,
+    }
