@@ -123,7 +123,10 @@ def db_path(name: str, raw: str) -> Path:
     """Accept a file path whose folder exists; refuse what SQLite could never open."""
     if not raw.strip() or "\0" in raw:
         raise refuse(name, raw, "a file path")
-    path = Path(raw).expanduser()
+    try:
+        path = Path(raw).expanduser()
+    except RuntimeError:  # ~name of a user this machine does not have
+        raise refused(name, raw, "its home folder cannot be found") from None
     try:
         if path.is_dir():
             raise refused(name, raw, "it is a folder, not a file")
