@@ -169,4 +169,4 @@ async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
     nc.say(f"{nc.mention()} later")
     await nc.settled()
     assert nc.discord.contents() == ["Busy.", "Later."]
-    assert nc.service._live_messages == {}  # none of the four messages is held any more
+    assert len(nc.service._live_messages) == 0  # none of the four messages is held any more

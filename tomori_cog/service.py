@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 from tomori.config import KillPolicy, Settings
@@ -39,7 +38,9 @@ from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
+from tomori_cog.live_messages import LiveMessages
 from tomori_cog.message_tool import message_lookup_tool
+from tomori_cog.reply_mode import reply_mode
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,7 @@ class TomoriService:
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
         self._providers: dict[str, Provider] = {}
-        self._live_messages: dict[str, tuple[Any, float]] = {}
-        """Trigger messages by ID, with when they came, until their turn reads them."""
+        self._live_messages = LiveMessages(settings.queue_max_age_s)
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -116,7 +116,7 @@ class TomoriService:
     # -- the listener -------------------------------------------------------------------------
 
     async def handle_message(self, message: Any) -> None:
-        surface_errors = self._reply_mode(message)
+        surface_errors = reply_mode(self._bot, self._library, self._settings, message)
         if surface_errors is None:
             return
         locks = await self.ensure_started()
@@ -126,11 +126,10 @@ class TomoriService:
             requester_id=str(message.author.id),
             payload={"surface_errors": surface_errors},
         )
-        self._forget_unservable_messages()
-        self._live_messages[trigger.message_id or ""] = (message, time.monotonic())
+        self._live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
-            self._live_messages.pop(trigger.message_id or "", None)
+            self._live_messages.take(trigger.message_id or "")
         if admission is Admission.FAILED:
             log.error(
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id
@@ -141,42 +140,6 @@ class TomoriService:
                     StreamingContext(trigger.channel_id, notices), GENERATION_ERROR
                 )
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
-
-    def _forget_unservable_messages(self) -> None:
-        """Drop kept messages whose trigger can no longer be served from memory.
-
-        A trigger cleared by /kill or too old to answer never reads its message back; past
-        `TOMORI_QUEUE_MAX_AGE_MS` none will, so keeping them would leak one message per such
-        trigger for the life of the bot. Oldest first: the dict keeps arrival order.
-        """
-        cutoff = time.monotonic() - self._settings.queue_max_age_s
-        for message_id, (_, kept_at) in list(self._live_messages.items()):
-            if kept_at >= cutoff:
-                break
-            del self._live_messages[message_id]
-
-    def _reply_mode(self, message: Any) -> bool | None:
-        """None to ignore the message; else whether errors are shown (direct triggers)."""
-        me = self._bot.user
-        author = message.author
-        if me is None or author.id == me.id:
-            return None
-        if (author.bot or message.webhook_id) and not self._settings.reply_to_bots:
-            return None
-        types = self._library.module.MessageType
-        if message.type not in (types.default, types.reply):
-            return None
-        text = (message.content or "").strip()
-        if (not text and not message.attachments) or text.startswith("!"):
-            return None
-        if message.guild is None or any(user.id == me.id for user in message.mentions):
-            return True
-        replied = message.reference.resolved if message.reference is not None else None
-        if getattr(getattr(replied, "author", None), "id", None) == me.id:
-            return True
-        if message.channel.id in self._settings.channels:
-            return False
-        return None
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -278,9 +241,9 @@ class TomoriService:
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
         """The trigger, or None if it was deleted; any other failure to read it is raised."""
         message_id = turn.trigger.message_id or ""
-        live = self._live_messages.pop(message_id, None)
+        live = self._live_messages.take(message_id)
         if live is not None:
-            return live[0]
+            return live
         lib = self._library.module
         try:  # a trigger replayed after a restart: read it again
             return await channel.fetch_message(int(message_id))
