@@ -27,6 +27,7 @@ from tomori.parsers import (
     choice,
     database_url,
     db_path,
+    decimal,
     flag,
     integer,
     kind_of,
@@ -96,6 +97,8 @@ class Settings:
     max_image_bytes: int = 10_000_000
     max_images: int = 4
     max_attachment_chars: int = 20_000
+    max_output_tokens: int | None = None
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -366,5 +369,19 @@ VARIABLES: tuple[Variable, ...] = (
         integer(0, unit="characters", maximum=1_000_000),
         "a text file attached is given to the model up to this many characters, then cut with "
         "a marker; 0 names text files without reading them",
+    ),
+    Variable(
+        "TOMORI_MAX_OUTPUT_TOKENS",
+        "max_output_tokens",
+        integer(1, unit="tokens", maximum=1_000_000),
+        "most tokens one model pass may write (unset: the provider's default)",
+        optional=True,
+    ),
+    Variable(
+        "TOMORI_TEMPERATURE",
+        "temperature",
+        decimal(0, 2),
+        "sampling temperature sent to every model (unset: the provider's default)",
+        optional=True,
     ),
 )

@@ -294,3 +294,29 @@ def same_kind(value: object, parsed: object) -> bool:
     if isinstance(parsed, frozenset | tuple):
         return isinstance(value, type(parsed)) and parsed == value
     return isinstance(value, type(parsed))
+
+
+class DecimalParser:
+    """Reads a plain decimal number (`0.7`, `1`) from `minimum` to `maximum`, ASCII only.
+
+    No exponent, sign, `nan` or `inf`: `float` reads all of those, and none is a value a bot
+    author means; at most six digits on each side of the point.
+    """
+
+    def __init__(self, minimum: float, maximum: float) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.allowed = f"a decimal number from {minimum:g} to {maximum:g} (such as 0.7)"
+
+    def __call__(self, name: str, raw: str) -> float:
+        text = raw.strip()
+        if (
+            not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", text, flags=re.ASCII)
+            or not self.minimum <= float(text) <= self.maximum
+        ):
+            raise refuse(name, raw, self.allowed)
+        return float(text)
+
+
+def decimal(minimum: float, maximum: float) -> DecimalParser:
+    return DecimalParser(minimum, maximum)

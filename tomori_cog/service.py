@@ -195,7 +195,13 @@ class TomoriService:
             result = await run_generation_turn(
                 self._chain.entries,
                 self._providers,
-                StreamRequest(model="", context=context, request_notices=notices),
+                StreamRequest(
+                    model="",
+                    context=context,
+                    request_notices=notices,
+                    max_output_tokens=settings.max_output_tokens,
+                    temperature=settings.temperature,
+                ),
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,
