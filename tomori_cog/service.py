@@ -14,6 +14,7 @@ from typing import Any
 
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
+from tomori.limits import UserLimits
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.backends import lock_backend
 from tomori.metrics import Metrics
@@ -36,6 +37,7 @@ from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
+from tomori_cog.gate import AdmissionGate, limit_scope
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.live_messages import LiveMessages
@@ -58,6 +60,7 @@ class TomoriService:
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
         self._providers: dict[str, Provider] = {}
+        self._gate = AdmissionGate(library, settings)
         self._live_messages = LiveMessages(settings.queue_max_age_s)
         self._start_lock = asyncio.Lock()
         self._started = False
@@ -77,6 +80,7 @@ class TomoriService:
                         lock_backend(database, self._settings), self._settings, self._run_turn
                     )
                     self._providers = self._chain.build_providers()
+                    self._gate.open(database)
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
                     await locks.start()
@@ -116,10 +120,14 @@ class TomoriService:
     # -- the listener -------------------------------------------------------------------------
 
     async def handle_message(self, message: Any) -> None:
+        self._gate.heard(message)
         surface_errors = reply_mode(self._bot, self._library, self._settings, message)
         if surface_errors is None:
             return
         locks = await self.ensure_started()
+        limits = await self._limits_for(message.guild)
+        if not await self._gate.admits(message, surface_errors, limits):
+            return
         trigger = Trigger(
             channel_id=str(message.channel.id),
             message_id=str(message.id),
@@ -140,6 +148,10 @@ class TomoriService:
                     StreamingContext(trigger.channel_id, notices), GENERATION_ERROR
                 )
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    async def _limits_for(self, guild: Any) -> UserLimits:
+        """The cooldown and daily tokens that hold for each user of this server (or DMs)."""
+        return UserLimits(self._settings.user_cooldown_s, self._settings.user_daily_tokens)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -168,6 +180,9 @@ class TomoriService:
                 message = await self._trigger_message(channel, turn)
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
+                    return
+                limits = await self._limits_for(message.guild)
+                if not await self._gate.may_start(message, surface_errors, limits):
                     return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
@@ -216,6 +231,7 @@ class TomoriService:
                     ),
                     requester_id=turn.trigger.requester_id,
                     surface_errors=surface_errors,
+                    guild_id=limit_scope(message.guild),
                 ),
             )
             log.info(
