@@ -5,12 +5,15 @@ rewriting the stored rows."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import discord
 import discord.ext.test as dpytest
 import pytest
 
@@ -19,6 +22,7 @@ from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer
 from tomori.notices import cooldown_notice, quota_notice
+from tomori_cog.deliverability import REFUSED_FOR_S
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -109,3 +113,54 @@ async def test_bots_start_at_most_max_bot_turns_in_a_row_until_a_human_speaks(
     await dpy.say(f"{dpy.mention()} beep", member=other_bot)
     await dpy.settled()
     assert len(llm_server.requests) == 3
+
+
+async def test_a_channel_the_bot_cannot_post_in_gets_no_model_call(
+    start: Start, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    dpy: DpyBot = await start()
+    # The bot has no role of its own: denying @everyone denies it (dpytest keys a member's
+    # overwrite so that discord.py does not find it).
+    guild = dpy.channel.guild
+    await dpytest.set_permission_overrides(guild.default_role, dpy.channel, send_messages=False)
+    llm_server.script(*[answer("Nobody would see this.")] * 2)
+    with caplog.at_level(logging.WARNING):
+        await dpy.say(f"{dpy.mention()} hello")
+        await dpy.say(f"{dpy.mention()} hello?")
+        await dpy.settled()
+    assert llm_server.requests == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "tomori_cog.deliverability"]
+    assert len(lines) == 1
+    assert "no send_messages permission" in lines[0]
+
+
+async def test_a_channel_that_refused_a_send_is_left_alone_for_ten_minutes(
+    start: Start, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dpy: DpyBot = await start()
+    refusing = True
+    send = dpy.bot.http.send_message
+
+    async def maybe_refused(channel_id: int, *, params: Any) -> Any:
+        # dpytest's fake finds the channel in its caller's locals: keep it there for it.
+        channel = sys._getframe(1).f_locals.get("channel")  # noqa: F841
+        if refusing:
+            response = type("Response", (), {"status": 403, "reason": "Forbidden"})()
+            raise discord.Forbidden(response, {"code": 50001, "message": "Missing Access"})
+        return await send(channel_id, params=params)
+
+    monkeypatch.setattr(dpy.bot.http, "send_message", maybe_refused)
+    llm_server.script(*[answer("You will not see this.")] * 4)
+    await dpy.say(f"{dpy.mention()} hello")
+    await dpy.settled()
+    await dpy.say(f"{dpy.mention()} hello?")
+    await dpy.settled()
+    assert len(llm_server.requests) == 1
+    refusing = False
+    deliverability = dpy.service._gate.deliverability
+    later = deliverability.clock() + REFUSED_FOR_S + 1
+    deliverability.clock = lambda: later
+    await dpy.say(f"{dpy.mention()} and now?")
+    await dpy.settled()
+    assert len(llm_server.requests) == 2
+    assert (await shown(dpy))[0] == ["You will not see this."]

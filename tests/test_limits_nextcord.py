@@ -6,8 +6,10 @@ stored rows, as another day or a later minute would find them."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import nextcord
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
@@ -15,13 +17,18 @@ from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import (
     BOB,
+    BOT_ID,
     CHANNEL_ID,
     GUILD_ID,
+    NextcordBot,
     OpenNextcord,
+    discord_error,
+    member_payload,
 )
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
 from tomori.notices import cooldown_notice, quota_notice
+from tomori_cog.deliverability import REFUSED_FOR_S
 
 OTHER_BOT = 5_000_000_000_000_000_005
 SHORT = {
@@ -163,3 +170,88 @@ async def test_bots_start_at_most_max_bot_turns_in_a_row_until_a_human_speaks(
     nc.say(f"{nc.mention()} beep", author=OTHER_BOT, name="otherbot", bot=True)
     await nc.settled()
     assert len(llm_server.requests) == 3
+
+
+def deny_send(nc: NextcordBot, permission: int) -> None:
+    """An admin denies the bot a permission in the channel: Discord tells the gateway."""
+    nc.bot._connection.parse_channel_update(
+        {
+            "id": str(CHANNEL_ID),
+            "type": 0,
+            "guild_id": str(GUILD_ID),
+            "name": "channel-0",
+            "position": 0,
+            "permission_overwrites": [
+                {"id": str(BOT_ID), "type": 1, "allow": "0", "deny": str(permission)}
+            ],
+        }
+    )
+
+
+def time_out_the_bot(nc: NextcordBot) -> None:
+    until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    payload = {**member_payload(BOT_ID, "Tomori", bot=True), "guild_id": str(GUILD_ID)}
+    payload["communication_disabled_until"] = until
+    nc.bot._connection.parse_guild_member_update(payload)
+
+
+@pytest.mark.parametrize(
+    ("take_away", "logged"),
+    [
+        (lambda nc: deny_send(nc, 1 << 11), "no send_messages permission"),
+        (lambda nc: deny_send(nc, 1 << 14), "no embed_links permission"),
+        (time_out_the_bot, "timed out"),
+    ],
+    ids=["send-messages", "embed-links", "timed-out"],
+)
+async def test_a_channel_the_bot_cannot_post_in_gets_no_model_call(
+    nc: NextcordBot,
+    llm_server: LLMServer,
+    caplog: pytest.LogCaptureFixture,
+    take_away: object,
+    logged: str,
+) -> None:
+    take_away(nc)  # type: ignore[operator]
+    llm_server.script(*[answer("Nobody would see this.")] * 2)
+    with caplog.at_level(logging.WARNING, logger="tomori_cog.deliverability"):
+        nc.say(f"{nc.mention()} hello")
+        nc.say(f"{nc.mention()} hello?")
+        await nc.settled()
+    assert llm_server.requests == []
+    assert nc.discord.sent == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "tomori_cog.deliverability"]
+    assert len(lines) == 1  # one line, not one per message
+    assert logged in lines[0]
+
+
+@pytest.fixture
+async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord) -> NextcordBot:
+    return await open_nextcord(settings_for(tmp_path), chain_for(llm_server))
+
+
+async def test_a_channel_that_refused_a_send_is_left_alone_for_ten_minutes(
+    nc: NextcordBot, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc.discord.fail_sends = lambda body: discord_error(
+        nextcord.Forbidden, 403, 50001, "Missing Access"
+    )
+    llm_server.script(*[answer("You will not see this.")] * 4)
+    with caplog.at_level(logging.INFO):
+        nc.say(f"{nc.mention()} hello")
+        await nc.settled()
+        remembered = [r for r in caplog.records if r.name == "tomori_cog.deliverability"]
+        caplog.clear()
+        nc.say(f"{nc.mention()} hello?")
+        nc.say(f"{nc.mention()} anyone?")
+        await nc.settled()
+    assert len(llm_server.requests) == 1  # the first found out; the others cost nothing
+    assert len(remembered) == 1
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    nc.discord.fail_sends = lambda body: None
+    gate = nc.service._gate.deliverability
+    later = gate.clock() + REFUSED_FOR_S + 1
+    gate.clock = lambda: later
+    nc.say(f"{nc.mention()} and now?")
+    await nc.settled()
+    assert nc.discord.contents() == ["You will not see this."]
+    assert len(llm_server.requests) == 2

@@ -70,6 +70,8 @@ class TurnResult:
     status: StreamStatus
     attempts: tuple[Attempt, ...]
     unreachable: bool = False
+    forbidden: bool = False
+    """Unreachable because Discord refused the post (403), not because the channel is gone."""
 
     @property
     def text(self) -> str:
@@ -156,9 +158,11 @@ async def _run_chain(
             log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
             if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
                 ctx.metrics.record("empty_response", model.label)
-    except DestinationUnreachable:
+    except DestinationUnreachable as error:
         log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
-        return TurnResult(StreamStatus.ERROR, tuple(attempts), unreachable=True)
+        return TurnResult(
+            StreamStatus.ERROR, tuple(attempts), unreachable=True, forbidden=error.forbidden
+        )
     except Exception:
         log.exception("the turn in channel %s failed", ctx.channel_id)
         if surface_errors:

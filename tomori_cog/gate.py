@@ -1,13 +1,13 @@
 """What a message must pass before any model is asked: the limits that protect a server.
 
-In order, cheapest first: bots have not started `TOMORI_MAX_BOT_TURNS` turns in a row in the
-channel, and the author is within their cooldown and daily tokens in the server
-(`tomori.limits`, kept by `tomori.user_limits`). A refused direct trigger is told when to try
-again (at most once per window, see `tomori.limits`); an autoreply message is refused
-silently, with a log line. A queued message is checked again as its turn starts: the turns
-before it may have spent the day's tokens since it was admitted. The database being away
-does not stop the bot answering: the limits are then not applied to that message, and the
-log says so.
+In order, cheapest first: the bot can post in the channel (`deliverability`), bots have not
+started `TOMORI_MAX_BOT_TURNS` turns in a row there, and the author is within their cooldown
+and daily tokens in the server (`tomori.limits`, kept by `tomori.user_limits`). A refused
+direct trigger is told when to try again (at most once per window, see `tomori.limits`); an
+autoreply message is refused silently, with a log line. A queued message is checked again as
+its turn starts: the channel may have refused a send, or the turns before it spent the day's
+tokens, since it was admitted. The database being away does not stop the bot answering: the
+limits are then not applied to that message, and the log says so.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tomori.notices import cooldown_notice, quota_notice
 from tomori.store import Database
 from tomori.stream_once import post_notice_safely
 from tomori.user_limits import DIRECT_MESSAGES, UserLimitStore
+from tomori_cog.deliverability import Deliverability
 from tomori_cog.discord_io import EmbedNotices
 from tomori_cog.library import Library
 from tomori_cog.reply_mode import from_bot
@@ -37,6 +38,7 @@ def limit_scope(guild: Any) -> str:
 class AdmissionGate:
     def __init__(self, library: Library, settings: Settings) -> None:
         self._library = library
+        self.deliverability = Deliverability(library)
         self._bot_turns = BotTurns.capped_at(settings.max_bot_turns)
         self._store: UserLimitStore | None = None
 
@@ -50,7 +52,10 @@ class AdmissionGate:
 
     async def admits(self, message: Any, surface_errors: bool, limits: UserLimits) -> bool:
         """Whether the message may start a turn; its author is told why not where due."""
-        channel_id = str(message.channel.id)
+        channel = message.channel
+        if not self.deliverability.allows(channel):
+            return False
+        channel_id = str(channel.id)
         bot = from_bot(message)
         if bot and not self._bot_turns.allows(channel_id):
             log.info(
@@ -69,8 +74,12 @@ class AdmissionGate:
             self._bot_turns.started(channel_id)
         return True
 
-    async def may_start(self, message: Any, surface_errors: bool, limits: UserLimits) -> bool:
+    async def may_start(
+        self, channel: Any, message: Any, surface_errors: bool, limits: UserLimits
+    ) -> bool:
         """Whether a turn about to start (maybe from the queue) may still ask a model."""
+        if not self.deliverability.allows(channel):
+            return False
         refusal = await self._judged(message, limits, surface_errors, arriving=False)
         if refusal is None:
             return True

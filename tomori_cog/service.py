@@ -182,7 +182,7 @@ class TomoriService:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
                 limits = await self._limits_for(message.guild)
-                if not await self._gate.may_start(message, surface_errors, limits):
+                if not await self._gate.may_start(channel, message, surface_errors, limits):
                     return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
@@ -243,6 +243,8 @@ class TomoriService:
                 len(result.text),
                 " (channel unreachable)" if result.unreachable else "",
             )
+            if result.forbidden:
+                self._gate.deliverability.refused(channel.id)
         finally:
             if ctx.delivered:
                 guard.mark_answered()  # cut short now, it must not be answered again elsewhere
