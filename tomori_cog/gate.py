@@ -30,6 +30,11 @@ from tomori_cog.reply_mode import from_bot
 log = logging.getLogger(__name__)
 
 
+def guild_id_of(message: Any) -> int | None:
+    """The server a message was sent in; None for a direct message."""
+    return None if message.guild is None else int(message.guild.id)
+
+
 def limit_scope(guild: Any) -> str:
     """The server a message's limits and tokens count in."""
     return DIRECT_MESSAGES if guild is None else str(guild.id)

@@ -37,7 +37,7 @@ from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
-from tomori_cog.gate import AdmissionGate, limit_scope
+from tomori_cog.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.live_messages import LiveMessages
@@ -125,7 +125,7 @@ class TomoriService:
         if surface_errors is None:
             return
         locks = await self.ensure_started()
-        limits = await self._limits_for(message.guild)
+        limits = await self._limits_for(guild_id_of(message))
         if not await self._gate.admits(message, surface_errors, limits):
             return
         trigger = Trigger(
@@ -149,8 +149,8 @@ class TomoriService:
                 )
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
-    async def _limits_for(self, guild: Any) -> UserLimits:
-        """The cooldown and daily tokens that hold for each user of this server (or DMs)."""
+    async def _limits_for(self, guild_id: int | None) -> UserLimits:
+        """The cooldown and daily tokens that hold for each user of this server (None: DMs)."""
         return UserLimits(self._settings.user_cooldown_s, self._settings.user_daily_tokens)
 
     # -- a turn -------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
-                limits = await self._limits_for(message.guild)
+                limits = await self._limits_for(guild_id_of(message))
                 if not await self._gate.may_start(channel, message, surface_errors, limits):
                     return
                 assert self._locks is not None  # turns run only while the locks are open
