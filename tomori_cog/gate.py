@@ -13,8 +13,10 @@ limits are then not applied to that message, and the log says so.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tomori.busy import InArrivalOrder
 from tomori.config import Settings
 from tomori.context import StreamingContext
 from tomori.limits import BotTurns, Limit, Refusal, UserLimits
@@ -46,6 +48,7 @@ class AdmissionGate:
         self.deliverability = Deliverability(library)
         self._bot_turns = BotTurns.capped_at(settings.max_bot_turns)
         self._store: UserLimitStore | None = None
+        self._in_order = InArrivalOrder()
 
     def open(self, database: Database) -> None:
         self._store = UserLimitStore(database)
@@ -54,6 +57,20 @@ class AdmissionGate:
         """Every message the bot sees: a human's ends the channel's run of bot turns."""
         if not from_bot(message):
             self._bot_turns.human_spoke(str(message.channel.id))
+
+    async def admits_in_order(
+        self,
+        message: Any,
+        surface_errors: bool,
+        limits_for: Callable[[int | None], Awaitable[UserLimits]],
+    ) -> bool:
+        """`admits`, one message of a channel at a time in arrival order: the checks may wait
+        for the database, and a later message must not overtake an earlier one to the lock
+        store. The caller submits an admitted message with no await in between, so it takes
+        its place in the lock store's own arrival order before the next message is checked."""
+        async with self._in_order.turn_of(str(message.channel.id)):
+            limits = await limits_for(guild_id_of(message))
+            return await self.admits(message, surface_errors, limits)
 
     async def admits(self, message: Any, surface_errors: bool, limits: UserLimits) -> bool:
         """Whether the message may start a turn; its author is told why not where due."""

@@ -125,9 +125,8 @@ class TomoriService:
         if surface_errors is None:
             return
         locks = await self.ensure_started()
-        limits = await self._limits_for(guild_id_of(message))
-        if not await self._gate.admits(message, surface_errors, limits):
-            return
+        if not await self._gate.admits_in_order(message, surface_errors, self._limits_for):
+            return  # else no await before submit: see admits_in_order
         trigger = Trigger(
             channel_id=str(message.channel.id),
             message_id=str(message.id),
