@@ -22,6 +22,7 @@ from tests.support.nextcord_fake import (
 from tests.support.scripts import answer, stalled_after
 from tomori.config import Delivery, KillPolicy
 from tomori.notices import KILL_NOT_ALLOWED, KILL_STOPPED
+from tomori_cog.deliverability import REFUSED_FOR_S
 
 OTHER_BOT = 5_000_000_000_000_000_005  # a bot that is not one of the guild's members
 
@@ -97,6 +98,9 @@ async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
     await nc.settled()
     assert nc.discord.contents() == []
     nc.discord.fail_sends = lambda body: None
+    deliverability = nc.service._gate.deliverability  # the refusal is remembered a while
+    later = deliverability.clock() + REFUSED_FOR_S
+    deliverability.clock = lambda: later
     llm_server.script(answer("Now I can talk."))
     nc.say(f"{nc.mention()} again")
     await nc.settled()
@@ -169,4 +173,4 @@ async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
     nc.say(f"{nc.mention()} later")
     await nc.settled()
     assert nc.discord.contents() == ["Busy.", "Later."]
-    assert nc.service._live_messages == {}  # none of the four messages is held any more
+    assert len(nc.service._live_messages) == 0  # none of the four messages is held any more

@@ -98,7 +98,12 @@ def test_db_path_in_an_existing_folder_is_accepted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "why"),
-    [("", "file path"), ("{tmp}", "folder"), ("{tmp}/missing/bot.db", "does not exist")],
+    [
+        ("", "file path"),
+        ("{tmp}", "folder"),
+        ("{tmp}/missing/bot.db", "does not exist"),
+        ("~no-such-user-here/bot.db", "home folder"),
+    ],
 )
 def test_an_unusable_db_path_stops_start_up(tmp_path: Path, value: str, why: str) -> None:
     with pytest.raises(ConfigError, match=f"TOMORI_DB_PATH=.*{why}"):

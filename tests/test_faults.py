@@ -246,7 +246,7 @@ async def test_a_trigger_that_cannot_be_read_back_gets_the_error_notice(
             await asyncio.sleep(0.005)
     # As after a restart: the queued message is no longer in memory and must be read back,
     # and that read gets no answer.
-    del nc.service._live_messages[second["id"]]
+    nc.service._live_messages.take(second["id"])
     nc.discord.fail_reads = aiohttp.ServerDisconnectedError
     await nc.settled()
     assert nc.discord.contents() == ["First answer."]

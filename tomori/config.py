@@ -26,6 +26,7 @@ from tomori.parsers import (
     channel_ids,
     choice,
     db_path,
+    decimal,
     flag,
     integer,
     kind_of,
@@ -94,6 +95,11 @@ class Settings:
     max_image_bytes: int = 10_000_000
     max_images: int = 4
     max_attachment_chars: int = 20_000
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    user_cooldown_ms: int = 0
+    user_daily_tokens: int = 0
+    max_bot_turns: int = 3
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds."""
@@ -156,6 +162,10 @@ class Settings:
     @property
     def tool_timeout_s(self) -> float:
         return self.tool_execution_timeout_ms / 1000
+
+    @property
+    def user_cooldown_s(self) -> float:
+        return self.user_cooldown_ms / 1000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -368,5 +378,38 @@ VARIABLES: tuple[Variable, ...] = (
         integer(0, unit="characters", maximum=1_000_000),
         "a text file attached is given to the model up to this many characters, then cut with "
         "a marker; 0 names text files without reading them",
+    ),
+    Variable(
+        "TOMORI_MAX_OUTPUT_TOKENS",
+        "max_output_tokens",
+        integer(1, unit="tokens", maximum=1_000_000),
+        "most tokens one model pass may write (unset: the provider's default)",
+        optional=True,
+    ),
+    Variable(
+        "TOMORI_TEMPERATURE",
+        "temperature",
+        decimal(0, 2),
+        "sampling temperature sent to every model (unset: the provider's default)",
+        optional=True,
+    ),
+    Variable(
+        "TOMORI_USER_COOLDOWN_MS",
+        "user_cooldown_ms",
+        integer(0),
+        "least time between two turns one user starts in one server; 0 for none",
+    ),
+    Variable(
+        "TOMORI_USER_DAILY_TOKENS",
+        "user_daily_tokens",
+        integer(0, unit="tokens", maximum=1_000_000_000),
+        "most tokens one user may spend per UTC day in one server; 0 for no limit",
+    ),
+    Variable(
+        "TOMORI_MAX_BOT_TURNS",
+        "max_bot_turns",
+        integer(1, unit="turns", maximum=1_000),
+        "with TOMORI_REPLY_TO_BOTS=1: most turns in a row bots may start in one channel "
+        "before a human speaks",
     ),
 )

@@ -73,7 +73,15 @@ class NoticeSink(Protocol):
 
 
 class DestinationUnreachable(Exception):
-    """The channel is gone or the bot may not post there: every model would fail the same way."""
+    """The channel is gone or the bot may not post there: every model would fail the same way.
+
+    `forbidden`: Discord refused the post (403), which will likely hold for a while; a channel
+    that is gone (404) may have been a thread that is archived or a lookup that raced.
+    """
+
+    def __init__(self, reason: str, *, forbidden: bool = False) -> None:
+        super().__init__(reason)
+        self.forbidden = forbidden
 
 
 class AnswerCut(Exception):

@@ -36,6 +36,8 @@ class TurnUsage:
     """provider:model, as `TOMORI_MODELS` names it."""
     input_tokens: int
     output_tokens: int
+    guild_id: str | None = None
+    """The server the turn was in (`user_limits.DIRECT_MESSAGES` for a DM): what a quota counts."""
 
 
 class Metrics:
@@ -101,8 +103,8 @@ class Metrics:
                 if usage:
                     await tx.executemany(
                         "INSERT INTO token_usage (channel_id, requester_id, message_id, model,"
-                        " input_tokens, output_tokens, recorded_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        " input_tokens, output_tokens, guild_id, recorded_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         [(*astuple(turn), now) for turn in usage],
                     )
         except Exception as error:

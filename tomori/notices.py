@@ -6,6 +6,7 @@ exception's text, a key or a URL, so nothing secret can leak through one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -107,4 +108,24 @@ def fallback_used(answered_by: str, failed: list[str]) -> Notice:
     chain = ", ".join(f"`{label}`" for label in failed)
     return Notice(
         "Fallback Model Used", f"`{answered_by}` was used instead of {chain}.", NoticeColour.WARNING
+    )
+
+
+def cooldown_notice(retry_at: float) -> Notice:
+    """Told once per cooldown window to someone who asked again too soon; Discord shows the
+    `<t:...:R>` timestamp in each reader's own terms ("in 20 seconds")."""
+    return Notice(
+        "Slow Down",
+        f"You can ask me again <t:{math.ceil(retry_at)}:R>.",
+        NoticeColour.WARNING,
+    )
+
+
+def quota_notice(reset_at: float) -> Notice:
+    """Told once per UTC day to someone who spent their tokens for the day in this server."""
+    return Notice(
+        "Daily Limit Reached",
+        "You have used your tokens for today in this server. They reset at 00:00 UTC "
+        f"(<t:{math.ceil(reset_at)}:R>).",
+        NoticeColour.WARNING,
     )

@@ -121,7 +121,10 @@ def db_path(name: str, raw: str) -> Path:
     """Accept a file path whose folder exists; refuse what SQLite could never open."""
     if not raw.strip() or "\0" in raw:
         raise refuse(name, raw, "a file path")
-    path = Path(raw).expanduser()
+    try:
+        path = Path(raw).expanduser()
+    except RuntimeError:  # ~name of a user this machine does not have
+        raise refused(name, raw, "its home folder cannot be found") from None
     try:
         if path.is_dir():
             raise refused(name, raw, "it is a folder, not a file")
@@ -167,3 +170,29 @@ def same_kind(value: object, parsed: object) -> bool:
     if isinstance(parsed, frozenset | tuple):
         return isinstance(value, type(parsed)) and parsed == value
     return isinstance(value, type(parsed))
+
+
+class DecimalParser:
+    """Reads a plain decimal number (`0.7`, `1`) from `minimum` to `maximum`, ASCII only.
+
+    No exponent, sign, `nan` or `inf`: `float` reads all of those, and none is a value a bot
+    author means; at most six digits on each side of the point.
+    """
+
+    def __init__(self, minimum: float, maximum: float) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.allowed = f"a decimal number from {minimum:g} to {maximum:g} (such as 0.7)"
+
+    def __call__(self, name: str, raw: str) -> float:
+        text = raw.strip()
+        if (
+            not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", text, flags=re.ASCII)
+            or not self.minimum <= float(text) <= self.maximum
+        ):
+            raise refuse(name, raw, self.allowed)
+        return float(text)
+
+
+def decimal(minimum: float, maximum: float) -> DecimalParser:
+    return DecimalParser(minimum, maximum)

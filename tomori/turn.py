@@ -13,7 +13,9 @@ last attempt says what the user is told, once, and never on a silent turn: a tim
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
 last model too answered nothing; earlier attempts' timeout notices stay stashed and are
 dropped. The tokens each model's provider reported are recorded with the turn, however
-it ended.
+it ended; a pass that answered but whose provider reported none is counted by its characters
+(`limits.estimated_tokens`: the request it was sent in, what it wrote out), so a quota still
+holds on a server that never reports usage.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable
+from tomori.limits import estimated_tokens
 from tomori.locks import TurnGuard
 from tomori.metrics import TurnUsage
 from tomori.models import ModelEntry
@@ -58,6 +61,8 @@ FINAL_NOTICES = {StreamStatus.ERROR: GENERATION_ERROR, StreamStatus.EMPTY_RESPON
 class Attempt:
     model: ModelEntry
     result: LoopResult
+    sent_chars: int = 0
+    """The characters of the request it was sent, for a usage its provider did not report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,22 +70,29 @@ class TurnResult:
     status: StreamStatus
     attempts: tuple[Attempt, ...]
     unreachable: bool = False
+    forbidden: bool = False
+    """Unreachable because Discord refused the post (403), not because the channel is gone."""
 
     @property
     def text(self) -> str:
         return "".join(attempt.result.text for attempt in self.attempts)
 
     def usage(self) -> dict[str, Usage]:
-        """The tokens each model used, by label, summed over its passes; only models whose
-        provider reported any (a stalled or failed pass usually reports none)."""
+        """The tokens each model used, by label, summed over its passes: as its provider
+        reported them, else estimated for a pass that answered; a pass that neither reported
+        nor answered (a stall, a refusal) counts for none."""
         used: dict[str, Usage] = {}
         for attempt in self.attempts:
             for result in attempt.result.passes:
-                if result.usage is not None:
+                spent = result.usage
+                wrote = len(result.text) + len(result.details)
+                if spent is None and (wrote or result.status is StreamStatus.FUNCTION_CALL):
+                    spent = Usage(estimated_tokens(attempt.sent_chars), estimated_tokens(wrote))
+                if spent is not None:
                     so_far = used.get(attempt.model.label, Usage())
                     used[attempt.model.label] = Usage(
-                        so_far.input_tokens + result.usage.input_tokens,
-                        so_far.output_tokens + result.usage.output_tokens,
+                        so_far.input_tokens + spent.input_tokens,
+                        so_far.output_tokens + spent.output_tokens,
                     )
         return used
 
@@ -104,6 +116,7 @@ async def run_generation_turn(
                     model=model,
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
+                    guild_id=env.guild_id,
                 )
             )
     return result
@@ -137,7 +150,7 @@ async def _run_chain(
                 )
                 loop = replace(again, passes=(*loop.passes, *again.passes))
             history = loop.tool_history
-            attempts.append(Attempt(model, loop))
+            attempts.append(Attempt(model, loop, _characters(sent)))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if index > 0 and loop.status is StreamStatus.COMPLETED:
                     await _fallback_answered(attempts, ctx, guard, surface_errors)
@@ -145,9 +158,11 @@ async def _run_chain(
             log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
             if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
                 ctx.metrics.record("empty_response", model.label)
-    except DestinationUnreachable:
+    except DestinationUnreachable as error:
         log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
-        return TurnResult(StreamStatus.ERROR, tuple(attempts), unreachable=True)
+        return TurnResult(
+            StreamStatus.ERROR, tuple(attempts), unreachable=True, forbidden=error.forbidden
+        )
     except Exception:
         log.exception("the turn in channel %s failed", ctx.channel_id)
         if surface_errors:
@@ -183,6 +198,10 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
         context=(*request.context, ContextItem(Role.ASSISTANT, shown)),
         request_notices=(*request.request_notices, ContextItem(Role.USER, CONTINUE_NOTICE)),
     )
+
+
+def _characters(request: StreamRequest) -> int:
+    return sum(len(item.text) for item in (*request.context, *request.request_notices))
 
 
 def _refused_images(loop: LoopResult) -> bool:

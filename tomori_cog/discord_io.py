@@ -115,7 +115,8 @@ class _Translate:
         status = getattr(error, "status", None)
         if isinstance(error, lib.Forbidden | lib.NotFound):
             raise DestinationUnreachable(
-                f"{status} {getattr(error, 'text', '')}".strip()
+                f"{status} {getattr(error, 'text', '')}".strip(),
+                forbidden=isinstance(error, lib.Forbidden),
             ) from error
         if status == 429:
             retry_after = float(getattr(error, "retry_after", None) or 1.0)

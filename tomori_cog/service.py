@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
+from tomori.limits import UserLimits
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.backends import lock_backend
 from tomori.metrics import Metrics
@@ -37,9 +37,12 @@ from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
+from tomori_cog.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
+from tomori_cog.live_messages import LiveMessages
 from tomori_cog.message_tool import message_lookup_tool
+from tomori_cog.reply_mode import reply_mode
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +60,8 @@ class TomoriService:
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
         self._providers: dict[str, Provider] = {}
-        self._live_messages: dict[str, tuple[Any, float]] = {}
-        """Trigger messages by ID, with when they came, until their turn reads them."""
+        self._gate = AdmissionGate(library, settings)
+        self._live_messages = LiveMessages(settings.queue_max_age_s)
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -77,6 +80,7 @@ class TomoriService:
                         lock_backend(database, self._settings), self._settings, self._run_turn
                     )
                     self._providers = self._chain.build_providers()
+                    self._gate.open(database)
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
                     await locks.start()
@@ -116,21 +120,23 @@ class TomoriService:
     # -- the listener -------------------------------------------------------------------------
 
     async def handle_message(self, message: Any) -> None:
-        surface_errors = self._reply_mode(message)
+        self._gate.heard(message)
+        surface_errors = reply_mode(self._bot, self._library, self._settings, message)
         if surface_errors is None:
             return
         locks = await self.ensure_started()
+        if not await self._gate.admits_in_order(message, surface_errors, self._limits_for):
+            return  # else no await before submit: see admits_in_order
         trigger = Trigger(
             channel_id=str(message.channel.id),
             message_id=str(message.id),
             requester_id=str(message.author.id),
             payload={"surface_errors": surface_errors},
         )
-        self._forget_unservable_messages()
-        self._live_messages[trigger.message_id or ""] = (message, time.monotonic())
+        self._live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
-            self._live_messages.pop(trigger.message_id or "", None)
+            self._live_messages.take(trigger.message_id or "")
         if admission is Admission.FAILED:
             log.error(
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id
@@ -142,41 +148,9 @@ class TomoriService:
                 )
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
-    def _forget_unservable_messages(self) -> None:
-        """Drop kept messages whose trigger can no longer be served from memory.
-
-        A trigger cleared by /kill or too old to answer never reads its message back; past
-        `TOMORI_QUEUE_MAX_AGE_MS` none will, so keeping them would leak one message per such
-        trigger for the life of the bot. Oldest first: the dict keeps arrival order.
-        """
-        cutoff = time.monotonic() - self._settings.queue_max_age_s
-        for message_id, (_, kept_at) in list(self._live_messages.items()):
-            if kept_at >= cutoff:
-                break
-            del self._live_messages[message_id]
-
-    def _reply_mode(self, message: Any) -> bool | None:
-        """None to ignore the message; else whether errors are shown (direct triggers)."""
-        me = self._bot.user
-        author = message.author
-        if me is None or author.id == me.id:
-            return None
-        if (author.bot or message.webhook_id) and not self._settings.reply_to_bots:
-            return None
-        types = self._library.module.MessageType
-        if message.type not in (types.default, types.reply):
-            return None
-        text = (message.content or "").strip()
-        if (not text and not message.attachments) or text.startswith("!"):
-            return None
-        if message.guild is None or any(user.id == me.id for user in message.mentions):
-            return True
-        replied = message.reference.resolved if message.reference is not None else None
-        if getattr(getattr(replied, "author", None), "id", None) == me.id:
-            return True
-        if message.channel.id in self._settings.channels:
-            return False
-        return None
+    async def _limits_for(self, guild_id: int | None) -> UserLimits:
+        """The cooldown and daily tokens that hold for each user of this server (None: DMs)."""
+        return UserLimits(self._settings.user_cooldown_s, self._settings.user_daily_tokens)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -206,6 +180,9 @@ class TomoriService:
                 if message is None:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
+                limits = await self._limits_for(guild_id_of(message))
+                if not await self._gate.may_start(channel, message, surface_errors, limits):
+                    return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
                 if guard.stop_requested():  # /kill came while it waited: no typing, no read
@@ -232,7 +209,13 @@ class TomoriService:
             result = await run_generation_turn(
                 self._chain.entries,
                 self._providers,
-                StreamRequest(model="", context=context, request_notices=notices),
+                StreamRequest(
+                    model="",
+                    context=context,
+                    request_notices=notices,
+                    max_output_tokens=settings.max_output_tokens,
+                    temperature=settings.temperature,
+                ),
                 TurnEnvironment(
                     ctx=ctx,
                     tools=self.tools,
@@ -247,6 +230,7 @@ class TomoriService:
                     ),
                     requester_id=turn.trigger.requester_id,
                     surface_errors=surface_errors,
+                    guild_id=limit_scope(message.guild),
                 ),
             )
             log.info(
@@ -258,6 +242,8 @@ class TomoriService:
                 len(result.text),
                 " (channel unreachable)" if result.unreachable else "",
             )
+            if result.forbidden:
+                self._gate.deliverability.refused(channel.id)
         finally:
             if ctx.delivered:
                 guard.mark_answered()  # cut short now, it must not be answered again elsewhere
@@ -278,9 +264,9 @@ class TomoriService:
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
         """The trigger, or None if it was deleted; any other failure to read it is raised."""
         message_id = turn.trigger.message_id or ""
-        live = self._live_messages.pop(message_id, None)
+        live = self._live_messages.take(message_id)
         if live is not None:
-            return live[0]
+            return live
         lib = self._library.module
         try:  # a trigger replayed after a restart: read it again
             return await channel.fetch_message(int(message_id))

@@ -147,6 +147,10 @@ async def start_dpy_bot(
     await bot._async_setup_hook()
     dpytest.configure(bot)
     bot._connection.loop = asyncio.get_running_loop()
+    # Discord gives @everyone Send Messages in Threads by default; dpytest's guild does not.
+    everyone = dpytest.get_config().guilds[0].default_role
+    in_threads = discord.Permissions(send_messages_in_threads=True).value
+    dpytest.backend.update_role(everyone, permissions=everyone.permissions.value | in_threads)
     harness = DpyBot(bot)
 
     original_send = bot.http.send_message

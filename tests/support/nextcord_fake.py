@@ -37,7 +37,8 @@ CHANNEL_ID = 4_000_000_000_000_000_004
 CHANNEL_IDS = (CHANNEL_ID, CHANNEL_ID + 1, CHANNEL_ID + 2)
 ALICE = 3_000_000_000_000_000_003
 BOB = 3_000_000_000_000_000_033
-READ_AND_SEND = (1 << 10) | (1 << 11) | (1 << 16)  # view channel, send messages, read history
+READ_AND_SEND = (1 << 10) | (1 << 11) | (1 << 14) | (1 << 16) | (1 << 38)
+"""View, send, embed links, read history, send in threads: what @everyone has by default."""
 
 _snowflakes = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
 

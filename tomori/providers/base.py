@@ -94,6 +94,10 @@ class StreamRequest:
     tools: tuple[ToolSpec, ...] = ()
     output_prefill: str | None = None
     request_notices: tuple[ContextItem, ...] = ()
+    max_output_tokens: int | None = None
+    """The most tokens the pass may write; None leaves it to the provider (sends nothing)."""
+    temperature: float | None = None
+    """The sampling temperature; None leaves it to the provider (sends nothing)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,8 @@ def gemini_request(
         ]
         if request.tools
         else None,
+        max_output_tokens=request.max_output_tokens,
+        temperature=request.temperature,
     )
     return contents, config
 

@@ -31,6 +31,7 @@ import json
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
@@ -63,6 +64,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Passed when none is configured: given `None`, the SDK would read `OPENAI_BASE_URL` from the
 process environment itself, an unchecked value (an empty one breaks every request) that a bot
 configuring its chain in code never meant to use."""
+OPENAI_HOST = "api.openai.com"
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Where OpenAI-compatible servers put thinking text: vLLM and DeepSeek, then OpenRouter."""
 
@@ -72,6 +74,7 @@ class OpenAIProvider:
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
         self._secrets = secrets_of(api_key, base_url)
+        self._max_tokens_name = max_tokens_parameter(base_url or DEFAULT_BASE_URL)
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
@@ -91,7 +94,7 @@ class OpenAIProvider:
         try:
             stream = await self._client.post(
                 "/chat/completions",
-                body=request_arguments(request),
+                body=request_arguments(request, self._max_tokens_name),
                 cast_to=object,
                 stream=True,
                 stream_cls=AsyncStream[object],
@@ -119,14 +122,33 @@ class OpenAIProvider:
             raise malformed_response(detail) from e
 
 
-def request_arguments(request: StreamRequest) -> dict[str, Any]:
-    """The keyword arguments of `chat.completions.create` for one pass."""
+def max_tokens_parameter(base_url: str) -> str:
+    """What the output ceiling is called at this endpoint.
+
+    OpenAI's own API deprecated `max_tokens` for `max_completion_tokens`, and its reasoning
+    models refuse `max_tokens` with a 400; most OpenAI-compatible servers (vLLM, llama.cpp,
+    Ollama, OpenRouter) know `max_tokens` and some refuse or ignore the newer name. Sending both
+    would be refused by OpenAI's reasoning models, so each endpoint gets the name it knows.
+    """
+    host = urlsplit(base_url).hostname or ""
+    return "max_completion_tokens" if host == OPENAI_HOST else "max_tokens"
+
+
+def request_arguments(
+    request: StreamRequest, max_tokens_name: str = "max_completion_tokens"
+) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one pass; the sampling settings
+    only where they are set, so an unset one is the provider's default."""
     arguments: dict[str, Any] = {
         "model": request.model,
         "messages": openai_messages(request),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if request.max_output_tokens is not None:
+        arguments[max_tokens_name] = request.max_output_tokens
+    if request.temperature is not None:
+        arguments["temperature"] = request.temperature
     if request.tools:
         arguments["tools"] = [
             {
