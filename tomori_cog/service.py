@@ -17,7 +17,7 @@ from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.backends import lock_backend
-from tomori.metrics import Metrics
+from tomori.metrics import Metrics, TurnOutcome
 from tomori.models import ModelChain
 from tomori.notices import (
     GENERATION_ERROR,
@@ -28,7 +28,8 @@ from tomori.notices import (
     Notice,
 )
 from tomori.output import DiscordStreamWriter
-from tomori.providers.base import Provider, StreamRequest
+from tomori.providers.base import StreamRequest
+from tomori.results import StreamStatus
 from tomori.stoppable import Stopped, until_stopped
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -36,10 +37,18 @@ from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
+from tomori_cog.channel_config import ChannelConfig
+from tomori_cog.discord_io import (
+    EmbedNotices,
+    LibraryPort,
+    find_channel,
+    guild_id_of,
+    keep_typing,
+)
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.message_tool import message_lookup_tool
+from tomori_cog.reply_rule import ReplyRule
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +58,14 @@ class TomoriService:
         self._bot = bot
         self._library = library
         self._settings = settings
-        self._chain = chain
+        self.config = ChannelConfig(settings, chain)
+        self._reply_rule = ReplyRule(bot, library, settings, self.config, self.ensure_started)
         self._database: Database | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
-        self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
-        self._providers: dict[str, Provider] = {}
+        self._history = HistoryReader(bot, library, settings)
         self._live_messages: dict[str, tuple[Any, float]] = {}
         """Trigger messages by ID, with when they came, until their turn reads them."""
         self._start_lock = asyncio.Lock()
@@ -76,14 +85,14 @@ class TomoriService:
                     locks = ChannelLocks(
                         lock_backend(database, self._settings), self._settings, self._run_turn
                     )
-                    self._providers = self._chain.build_providers()
+                    self.config.start(database)
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
                     await locks.start()
                 except BaseException:
                     await self._release_resources()
                     raise
-                log.info("tomori serving with %s", self._chain.described)
+                log.info("tomori serving with %s", self.config.chain.described)
             return self._locks
 
     async def close(self) -> None:
@@ -98,9 +107,7 @@ class TomoriService:
         if self._locks is not None:
             await self._locks.close()
             self._locks = None
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers = {}
+        await self.config.aclose()
         if self.metrics is not None:
             await self.metrics.close()
             self.metrics = None
@@ -116,7 +123,7 @@ class TomoriService:
     # -- the listener -------------------------------------------------------------------------
 
     async def handle_message(self, message: Any) -> None:
-        surface_errors = self._reply_mode(message)
+        surface_errors = await self._reply_rule.mode(message)
         if surface_errors is None:
             return
         locks = await self.ensure_started()
@@ -155,29 +162,6 @@ class TomoriService:
                 break
             del self._live_messages[message_id]
 
-    def _reply_mode(self, message: Any) -> bool | None:
-        """None to ignore the message; else whether errors are shown (direct triggers)."""
-        me = self._bot.user
-        author = message.author
-        if me is None or author.id == me.id:
-            return None
-        if (author.bot or message.webhook_id) and not self._settings.reply_to_bots:
-            return None
-        types = self._library.module.MessageType
-        if message.type not in (types.default, types.reply):
-            return None
-        text = (message.content or "").strip()
-        if (not text and not message.attachments) or text.startswith("!"):
-            return None
-        if message.guild is None or any(user.id == me.id for user in message.mentions):
-            return True
-        replied = message.reference.resolved if message.reference is not None else None
-        if getattr(getattr(replied, "author", None), "id", None) == me.id:
-            return True
-        if message.channel.id in self._settings.channels:
-            return False
-        return None
-
     # -- a turn -------------------------------------------------------------------------------
 
     async def _run_turn(self, turn: Turn, guard: TurnGuard) -> None:
@@ -187,7 +171,7 @@ class TomoriService:
         told to the person who asked directly, as a failed generation would be: the chain's
         own notices cannot, since it never ran.
         """
-        channel = await self._channel(int(turn.channel_id))
+        channel = await find_channel(self._bot, self._library, int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
@@ -197,6 +181,7 @@ class TomoriService:
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
             metrics=self.metrics,
+            guild_id=guild_id_of(channel),
         )
         surface_errors = bool(turn.trigger.payload.get("surface_errors", False))
         typing: asyncio.Task[None] | None = None
@@ -213,12 +198,22 @@ class TomoriService:
                 typing = asyncio.create_task(  # from here: reading the files may take a while
                     keep_typing(self._library, channel, self._settings.typing_interval_s)
                 )
-                reading = self._history.context(channel, message, waiting, queued=turn.from_queue)
+                config = await self.config.for_turn(channel)
+                reading = self._history.context(
+                    channel,
+                    message,
+                    waiting,
+                    queued=turn.from_queue,
+                    system_prompt=config.system_prompt,
+                    images=config.images,
+                )
                 context, notices = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
+                self._record_unasked(ctx, StreamStatus.STOPPED_BY_USER)
                 return
             except Exception:
+                self._record_unasked(ctx, StreamStatus.ERROR)
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
                     turn.turn_id,
@@ -230,8 +225,8 @@ class TomoriService:
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
-                self._chain.entries,
-                self._providers,
+                config.entries,
+                config.providers,
                 StreamRequest(model="", context=context, request_notices=notices),
                 TurnEnvironment(
                     ctx=ctx,
@@ -265,15 +260,9 @@ class TomoriService:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)
 
-    async def _channel(self, channel_id: int) -> Any:
-        channel = self._bot.get_channel(channel_id)
-        if channel is not None:
-            return channel
-        try:
-            return await self._bot.fetch_channel(channel_id)
-        except call_failures(self._library) as error:
-            log.info("could not fetch channel %s: %r", channel_id, error)
-            return None
+    def _record_unasked(self, ctx: StreamingContext, status: StreamStatus) -> None:
+        if self.metrics is not None:
+            self.metrics.record_outcome(TurnOutcome(ctx.guild_id, ctx.channel_id, None, status))
 
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
         """The trigger, or None if it was deleted; any other failure to read it is raised."""
@@ -288,6 +277,11 @@ class TomoriService:
             return None  # deleted, or no longer readable: nothing to answer
 
     # -- /kill --------------------------------------------------------------------------------
+
+    @property
+    def database(self) -> Database | None:
+        """The store, once started (for the admin commands)."""
+        return self._database
 
     async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
         """Clear the channel's queue and stop its stream; the notice says what happened."""
