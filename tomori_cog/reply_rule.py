@@ -9,6 +9,7 @@ so it is asked last, through its cache; if it cannot answer, the environment dec
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +18,9 @@ from tomori_cog.channel_config import ChannelConfig
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
+
+WARN_EVERY_S = 60.0
+"""A store out of reach fails every message's lookup: one warning a minute says so."""
 
 
 class ReplyRule:
@@ -34,6 +38,7 @@ class ReplyRule:
         self._config = config
         self._started = started
         """Opens the store, once, before it is first read."""
+        self._warned_at = -WARN_EVERY_S
 
     async def mode(self, message: Any) -> bool | None:
         """None to ignore the message; else whether errors are shown (direct triggers)."""
@@ -62,6 +67,8 @@ class ReplyRule:
             await self._started()
             resolved = await self._config.resolved(message.guild.id, channel_id, cached=True)
         except Exception as error:
-            log.warning("channel %s: could not read its settings: %r", channel_id, error)
+            if time.monotonic() - self._warned_at >= WARN_EVERY_S:
+                self._warned_at = time.monotonic()
+                log.warning("channel %s: could not read its settings: %r", channel_id, error)
             return self._config.defaults(channel_id).autoreply
         return resolved.autoreply.value
