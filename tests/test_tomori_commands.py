@@ -226,6 +226,10 @@ async def test_status_counts_what_happened_in_the_server(
         "INSERT INTO turn_outcomes (guild_id, channel_id, model, outcome, phase, fallback,"
         " recorded_at) VALUES ('1', '1', 'openai:first', 'error', NULL, 0, 1e12)"
     )
+    await database.execute(
+        "INSERT INTO token_usage (guild_id, channel_id, model, input_tokens, output_tokens,"
+        " recorded_at) VALUES ('1', '1', 'openai:first', 500, 500, 1e12)"
+    )
     title, text = said(await nextcord_tomori(nc, "status"))
     assert title == "Tomori in this server, last 24 hours"
     assert text.splitlines() == [
