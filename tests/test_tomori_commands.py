@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 import nextcord
 import pytest
 
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for
-from tests.support.databases import DatabaseUnderTest
+from tests.support.databases import DatabaseUnderTest, postgres_database
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import (
@@ -26,6 +27,7 @@ from tests.support.nextcord_fake import (
 from tests.support.scripts import answer, silent, stalled_after
 from tests.support.tomori_commands import nextcord_tomori, said
 from tomori.config import DEFAULT_SYSTEM_PROMPT, Settings
+from tomori.notices import KILL_STOPPED
 from tomori.overrides import MAX_PROMPT_CHARS
 
 OTHER_CHANNEL = CHANNEL_ID + 1
@@ -251,3 +253,29 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(nc: Next
     assert payload["contexts"] == [nextcord.InteractionContextType.guild.value]
     options = {option["name"]: option for option in payload["options"]}
     assert set(options) == {"model", "prompt", "autoreply", "show", "reset", "status", "limits"}
+
+
+async def test_kill_stops_a_turn_still_reading_its_channels_settings(
+    pg_url: str, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    database = postgres_database(pg_url)
+    nc = await open_nextcord(settings(database), chain_for(llm_server))
+    blocker = await asyncpg.connect(pg_url)
+    try:
+        holding = blocker.transaction()
+        await holding.start()  # a migration, say: the settings cannot be read meanwhile
+        await blocker.execute("LOCK TABLE channel_settings IN ACCESS EXCLUSIVE MODE")
+        llm_server.script(answer("Too late."))
+        nc.say(f"{nc.mention()} hello")
+        async with asyncio.timeout(5):
+            while nc.discord.typing == 0:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        reply = await nc.kill()
+        assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+        async with asyncio.timeout(3):  # the turn ends now, not when the read would give up
+            await nc.settled()
+        await holding.rollback()
+    finally:
+        await blocker.close()
+    assert llm_server.requests == []
+    assert nc.discord.contents() == []

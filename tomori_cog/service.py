@@ -199,7 +199,7 @@ class TomoriService:
                 typing = asyncio.create_task(  # from here: reading the files may take a while
                     keep_typing(self._library, channel, self._settings.typing_interval_s)
                 )
-                config = await self.config.for_turn(channel)
+                config = await until_stopped(guard, self.config.for_turn(channel))
                 reading = self._history.context(
                     channel,
                     message,
