@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import astuple
+
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest
@@ -22,6 +25,7 @@ from tomori.overrides import (
     resolve,
 )
 
+_guilds = itertools.count()
 texts = st.none() | st.text(min_size=1, max_size=5)
 flags = st.none() | st.booleans()
 counts = st.none() | st.integers(0, 10**6)
@@ -62,10 +66,11 @@ def test_a_prompt_is_kept_or_refused_whole(raw: str) -> None:
     try:
         prompt = check_prompt(raw)
     except ConfigError:
-        assert not raw.strip() or len(raw.strip()) > MAX_PROMPT_CHARS
+        assert not raw.strip() or len(raw.strip()) > MAX_PROMPT_CHARS or "\0" in raw
     else:
         assert prompt == raw.strip()
         assert 0 < len(prompt) <= MAX_PROMPT_CHARS
+        assert "\0" not in prompt  # PostgreSQL's text cannot hold one
 
 
 @given(st.integers(-(10**12), 10**12), st.integers(-(10**12), 10**12))
@@ -86,6 +91,8 @@ def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
         check_models(",".join(["openai:m"] * 7), environ, {})
     with pytest.raises(ConfigError, match="needs GEMINI_API_KEY"):
         check_models("gemini:g", environ, {})
+    with pytest.raises(ConfigError, match="NUL"):
+        check_models("openai:a\0", environ, {})
     assert "sk-x" not in repr(check_models("openai:a", environ, {}).credentials)
 
 
@@ -119,3 +126,66 @@ async def test_another_processs_change_is_read_at_once_and_cached_only_briefly(
     assert await here.read_cached("g", "c2") == (Overrides(), Overrides())
     await there.set(Scope.CHANNEL, "g", "c2", Overrides(autoreply=True))
     assert (await here.read_cached("g", "c2"))[0].autoreply is True  # past the TTL
+
+
+CHANNELS = ("c1", "c2")
+prompts = st.text(min_size=1, max_size=20).filter(lambda text: "\0" not in text)
+"""What `check_prompt` lets through to the store: no NUL."""
+channel_changes = st.builds(
+    Overrides,
+    models=st.none() | st.sampled_from(["openai:a", "openai:b"]),
+    system_prompt=st.none() | prompts,
+    autoreply=flags,
+)
+server_changes = st.builds(
+    Overrides,
+    models=st.none() | st.sampled_from(["openai:s", "gemini:t"]),
+    system_prompt=st.none() | prompts,
+    cooldown_ms=counts,
+    daily_tokens=counts,
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("set"), st.just(Scope.CHANNEL), st.sampled_from(CHANNELS), channel_changes
+        ),
+        st.tuples(st.just("set"), st.just(Scope.SERVER), st.just("c1"), server_changes),
+        st.tuples(st.just("reset"), st.sampled_from(Scope), st.sampled_from(CHANNELS), st.none()),
+    ),
+    max_size=6,
+)
+
+
+def merged(old: Overrides, new: Overrides) -> Overrides:
+    return Overrides(
+        *(b if b is not None else a for a, b in zip(astuple(old), astuple(new), strict=True))
+    )
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations)
+async def test_what_is_read_is_every_change_merged_in_order(
+    database: DatabaseUnderTest, steps: list[tuple[str, Scope, str, Overrides | None]]
+) -> None:
+    if not database.opened:  # one connection for every example
+        await database.open()
+    db = database.opened[0]
+    guild = f"g{next(_guilds)}"  # examples share the database: each its own server
+    store = OverrideStore(db)
+    expected = {"server": Overrides(), **{channel: Overrides() for channel in CHANNELS}}
+    for action, scope, channel, changes in steps:
+        key = "server" if scope is Scope.SERVER else channel
+        if action == "set":
+            assert changes is not None
+            await store.set(scope, guild, f"{guild}/{channel}", changes)
+            expected[key] = merged(expected[key], changes)
+        else:
+            await store.reset(scope, guild, f"{guild}/{channel}")
+            expected[key] = Overrides()
+    for channel in CHANNELS:
+        assert await store.read(guild, f"{guild}/{channel}") == (
+            expected[channel],
+            expected["server"],
+        )

@@ -122,6 +122,8 @@ def check_models(
 
     Only providers the bot has a key for pass: those of its own chain (`known`), or any whose
     key variable is set in `environ`."""
+    if "\0" in raw:
+        raise ConfigError("the models hold a NUL character: write them as provider:model")
     return ModelChain.parse(raw.strip(), environ, source="models", known=known)
 
 
@@ -129,6 +131,8 @@ def check_prompt(raw: str) -> str:
     prompt = raw.strip()
     if not prompt:
         raise ConfigError("the prompt is empty: give some text (/tomori reset clears a prompt)")
+    if "\0" in prompt:
+        raise ConfigError("the prompt holds a NUL character, which cannot be stored: remove it")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise ConfigError(
             f"the prompt is {len(prompt)} characters long: at most {MAX_PROMPT_CHARS} are "
