@@ -108,6 +108,8 @@ async def test_a_bad_chain_or_a_too_long_prompt_is_refused_and_nothing_is_stored
     title, text = said(await nextcord_tomori(nc, "limits", cooldown_ms=5_000, daily_tokens=10**12))
     assert title == "Not Changed"
     assert "daily_tokens" in text
+    title, text = said(await nextcord_tomori(nc, "model", models="openai:m", scope="everywhere"))
+    assert (title, "it must be one of channel, server" in text) == ("Not Changed", True)
     assert await database.rows("SELECT * FROM channel_settings") == []
     assert await database.rows("SELECT * FROM server_settings") == []  # no half of the limits
     body = await ask(nc, llm_server)

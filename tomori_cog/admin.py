@@ -19,6 +19,7 @@ from tomori.config import ConfigError
 from tomori.notices import Notice, NoticeColour
 from tomori.override_store import OverrideStore
 from tomori.overrides import Overrides, Resolved, Scope, check_limits, check_prompt
+from tomori.parsers import choice
 from tomori.server_status import describe, server_status
 from tomori_cog.commands import reply_in_time
 from tomori_cog.library import Library
@@ -87,7 +88,7 @@ async def _outcome(service: TomoriService, interaction: Any, action: Action) -> 
 def set_models(models: str, scope: str = "channel") -> Action:
     async def action(service: TomoriService, where: Where) -> Notice:
         chain = service.config.check_models(models)
-        await _store(service).set(Scope(scope), *_keys(where), Overrides(models=chain.described))
+        await _store(service).set(_scope(scope), *_keys(where), Overrides(models=chain.described))
         return _done(f"Models for {_scope_name(scope)}: {chain.described}")
 
     return action
@@ -96,7 +97,7 @@ def set_models(models: str, scope: str = "channel") -> Action:
 def set_prompt(text: str, scope: str = "channel") -> Action:
     async def action(service: TomoriService, where: Where) -> Notice:
         prompt = check_prompt(text)
-        await _store(service).set(Scope(scope), *_keys(where), Overrides(system_prompt=prompt))
+        await _store(service).set(_scope(scope), *_keys(where), Overrides(system_prompt=prompt))
         return _done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
 
     return action
@@ -124,7 +125,7 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
 
 def reset(scope: str = "channel") -> Action:
     async def action(service: TomoriService, where: Where) -> Notice:
-        cleared = await _store(service).reset(Scope(scope), *_keys(where))
+        cleared = await _store(service).reset(_scope(scope), *_keys(where))
         if not cleared:
             return _done(f"Nothing was set for {_scope_name(scope)}.")
         return _done(f"Cleared the settings of {_scope_name(scope)}.")
@@ -179,8 +180,13 @@ def _keys(where: Where) -> tuple[str, str]:
     return str(where.guild_id), str(where.channel_id)
 
 
+def _scope(scope: str) -> Scope:
+    """The scope option's value; Discord offers only the two, but is not trusted to."""
+    return Scope(choice(Scope)("scope", scope))
+
+
 def _scope_name(scope: str) -> str:
-    return "this server" if Scope(scope) is Scope.SERVER else "this channel"
+    return "this server" if _scope(scope) is Scope.SERVER else "this channel"
 
 
 def _done(description: str) -> Notice:
