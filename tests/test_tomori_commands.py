@@ -204,6 +204,10 @@ async def test_limits_set_one_at_a_time_keep_the_other_and_zero_turns_one_off(
     said(await nextcord_tomori(nc, "limits", daily_tokens=0))
     resolved = await nc.service.config.resolved(GUILD_ID, CHANNEL_ID, cached=False)
     assert (resolved.cooldown_ms, resolved.daily_tokens) == (2_000, 0)
+    assert await nc.service.config.server_limits(GUILD_ID) == (2_000, 0)
+    said(await nextcord_tomori(nc, "reset", scope="server"))
+    assert await nc.service.config.server_limits(GUILD_ID) == (None, None)  # at once
+    assert await nc.service.config.server_limits(None) == (None, None)  # a direct message
     title, text = said(await nextcord_tomori(nc, "limits"))
     assert (title, text) == ("Not Changed", "Give cooldown_ms, daily_tokens or both.")
 

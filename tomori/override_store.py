@@ -42,7 +42,7 @@ _READ = (
 class OverrideStore:
     def __init__(self, database: Database) -> None:
         self._db = database
-        self._cache: dict[str, tuple[float, Overrides, Overrides]] = {}
+        self._cache: dict[tuple[str, str], tuple[float, Overrides, Overrides]] = {}
 
     async def read(self, guild_id: str, channel_id: str) -> tuple[Overrides, Overrides]:
         """The channel's values and its server's, as stored now."""
@@ -50,12 +50,13 @@ class OverrideStore:
         for row in await self._db.fetchall(_READ, (channel_id, guild_id)):
             found[row["scope"]] = _overrides(row)
         channel, server = found.get("channel", NOTHING), found.get("server", NOTHING)
-        self._remember(channel_id, channel, server)
+        self._remember((guild_id, channel_id), channel, server)
         return channel, server
 
     async def read_cached(self, guild_id: str, channel_id: str) -> tuple[Overrides, Overrides]:
-        """As `read`, or as it was read less than `CACHE_TTL_S` ago."""
-        cached = self._cache.get(channel_id)
+        """As `read`, or as it was read less than `CACHE_TTL_S` ago; a `channel_id` of ""
+        reads the server's alone."""
+        cached = self._cache.get((guild_id, channel_id))
         if cached is not None and cached[0] > time.monotonic():
             return cached[1], cached[2]
         return await self.read(guild_id, channel_id)
@@ -100,19 +101,19 @@ class OverrideStore:
         self._forget(scope, guild_id, channel_id)
         return cleared > 0
 
-    def _remember(self, channel_id: str, channel: Overrides, server: Overrides) -> None:
+    def _remember(self, key: tuple[str, str], channel: Overrides, server: Overrides) -> None:
         now = time.monotonic()
         if len(self._cache) >= MAX_CACHED:
             self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
-        self._cache[channel_id] = (now + CACHE_TTL_S, channel, server)
+        self._cache[key] = (now + CACHE_TTL_S, channel, server)
 
     def _forget(self, scope: Scope, guild_id: str, channel_id: str) -> None:
         """A change through this process applies at once: drop what it may have changed (a
         server's values reach each of its channels' entries)."""
         if scope is Scope.CHANNEL:
-            self._cache.pop(channel_id, None)
+            self._cache.pop((guild_id, channel_id), None)
         else:
             self._cache.clear()
 

@@ -78,6 +78,14 @@ class ChannelConfig:
             channel, server = await read(str(guild_id), str(channel_id))
         return resolve(channel, server, self.defaults(channel_id))
 
+    async def server_limits(self, guild_id: int | None) -> tuple[int | None, int | None]:
+        """The server's (cooldown_ms, daily_tokens), None where not set (or in a direct
+        message), through the cache: asked for every message a limit applies to."""
+        if guild_id is None or self.store is None:
+            return None, None
+        _, server = await self.store.read_cached(str(guild_id), "")
+        return server.cooldown_ms, server.daily_tokens
+
     async def for_turn(self, channel: Any) -> TurnConfig:
         guild = getattr(channel, "guild", None)
         resolved = await self.resolved(getattr(guild, "id", None), channel.id, cached=False)
