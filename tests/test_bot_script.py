@@ -161,7 +161,7 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
         async with asyncio.timeout(5):
             while gc.get_freeze_count() == frozen_before:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
-        provider = nc.service._providers["openai"]
+        provider = nc.service.config.providers["openai"]
         assert not any(o is provider for o in gc.get_objects())  # out of every collection
         made_after = [object()]
         nc.bot.dispatch("ready")  # a reconnect freezes nothing more

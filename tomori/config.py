@@ -221,6 +221,13 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
     return frozenset(pieces)
 
 
+COOLDOWN_MS = integer(0)
+"""One user's least time between turns in a server: milliseconds up to a day, 0 for none; the
+same bound for `TOMORI_USER_COOLDOWN_MS` and a server's `/tomori limits`."""
+
+DAILY_TOKENS = integer(0, unit="tokens", maximum=1_000_000_000)
+"""One user's most tokens per UTC day in a server, 0 for no limit (as `COOLDOWN_MS`)."""
+
 VARIABLES: tuple[Variable, ...] = (
     Variable(
         "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -396,13 +403,13 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "TOMORI_USER_COOLDOWN_MS",
         "user_cooldown_ms",
-        integer(0),
+        COOLDOWN_MS,
         "least time between two turns one user starts in one server; 0 for none",
     ),
     Variable(
         "TOMORI_USER_DAILY_TOKENS",
         "user_daily_tokens",
-        integer(0, unit="tokens", maximum=1_000_000_000),
+        DAILY_TOKENS,
         "most tokens one user may spend per UTC day in one server; 0 for no limit",
     ),
     Variable(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tomori.delivery import DeliveredMessage, NoticeSink
-from tomori.metrics import TurnUsage
+from tomori.metrics import TurnOutcome, TurnUsage
 from tomori.notices import Notice
 from tomori.results import KillReason
 
@@ -25,6 +25,8 @@ class MetricsSink(Protocol):
     def record(self, name: str, label: str) -> None: ...
 
     def record_usage(self, usage: TurnUsage) -> None: ...
+
+    def record_outcome(self, outcome: TurnOutcome) -> None: ...
 
 
 @dataclass(eq=False)
@@ -40,6 +42,8 @@ class StreamingContext:
     abort: Callable[[KillReason], None] | None = None
     delivered: list[DeliveredMessage] = field(default_factory=list)
     metrics: MetricsSink | None = None
+    guild_id: str | None = None
+    """The server of the channel (None in a direct message), which its metrics are filed under."""
 
     @property
     def reply_to(self) -> str | None:

@@ -1,14 +1,15 @@
-"""Counters an operator reads to see how often each model stalls and each tool fails, and the
-tokens each turn used, which a quota can be built on.
+"""Counters an operator reads to see how often each model stalls and each tool fails, the
+tokens each turn used, which a quota can be built on, and how each model's part in each turn
+ended, with the server it was in, which `/tomori status` sums for a server's admins.
 
-`record` and `record_usage` are synchronous and cheap (they run inside a turn); what they
-record reaches the database in batches from one task the `Metrics` owns, which keeps writing
-until nothing is pending, so what is recorded while a batch is being written goes out in the
-next batch rather than waiting for the next call. `flushed()` (and `counts()`, and `close()`)
-wait for that task, so they see everything recorded before they were called. Each count and
-each turn's usage is logged too. A batch the database refuses is logged and dropped: the turn
-it came from is over, and holding rows back for a database that may stay away would grow
-without bound.
+`record`, `record_usage` and `record_outcome` are synchronous and cheap (they run inside a
+turn); what they record reaches the database in batches from one task the `Metrics` owns,
+which keeps writing until nothing is pending, so what is recorded while a batch is being
+written goes out in the next batch rather than waiting for the next call. `flushed()` (and
+`counts()`, and `close()`) wait for that task, so they see everything recorded before they
+were called. Each count and each turn's usage is logged too. A batch the database refuses is
+logged and dropped: the turn it came from is over, and holding rows back for a database that
+may stay away would grow without bound.
 """
 
 from __future__ import annotations
@@ -37,7 +38,28 @@ class TurnUsage:
     input_tokens: int
     output_tokens: int
     guild_id: str | None = None
-    """The server the turn was in (`user_limits.DIRECT_MESSAGES` for a DM): what a quota counts."""
+    """The server the turn was in (`user_limits.DIRECT_MESSAGES` for a DM): what a quota and
+    `/tomori status` count."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one model's part in one turn ended (`model` None: the turn ended before any model
+    was asked), for `/tomori status`."""
+
+    guild_id: str | None
+    channel_id: str
+    model: str | None
+    outcome: str
+    """A `StreamStatus` value: completed, timeout, error, empty_response, stopped_by_user."""
+    phase: str | None = None
+    """A timeout's `TimeoutPhase`: first_token or idle."""
+    fallback: bool = False
+    """Whether it answered after an earlier model of the chain failed."""
+
+
+OUTCOMES_KEPT_S = 2 * 24 * 3600.0
+"""Turn outcomes older than this are deleted as new ones are written: status shows a day."""
 
 
 class Metrics:
@@ -45,6 +67,7 @@ class Metrics:
         self._db = database
         self._pending: Counter[tuple[str, str]] = Counter()
         self._usage: list[TurnUsage] = []
+        self._outcomes: list[TurnOutcome] = []
         self._flush: asyncio.Task[None] | None = None
 
     def record(self, name: str, label: str) -> None:
@@ -62,6 +85,10 @@ class Metrics:
             usage.output_tokens,
         )
         self._usage.append(usage)
+        self._start_flush()
+
+    def record_outcome(self, outcome: TurnOutcome) -> None:
+        self._outcomes.append(outcome)
         self._start_flush()
 
     async def close(self) -> None:
@@ -83,12 +110,13 @@ class Metrics:
             self._flush = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
-        while self._pending or self._usage:
+        while self._pending or self._usage or self._outcomes:
             await self._write()
 
     async def _write(self) -> None:
         pending, self._pending = self._pending, Counter()
         usage, self._usage = self._usage, []
+        outcomes, self._outcomes = self._outcomes, []
         try:
             async with self._db.transaction() as tx:
                 now = await tx.now()
@@ -107,14 +135,24 @@ class Metrics:
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         [(*astuple(turn), now) for turn in usage],
                     )
+                if outcomes:
+                    await tx.executemany(
+                        "INSERT INTO turn_outcomes (guild_id, channel_id, model, outcome, phase,"
+                        " fallback, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(*astuple(turn)[:-1], int(turn.fallback), now) for turn in outcomes],
+                    )
+                    await tx.execute(
+                        "DELETE FROM turn_outcomes WHERE recorded_at < ?", (now - OUTCOMES_KEPT_S,)
+                    )
         except Exception as error:
             if not self._db.is_database_error(error):
                 raise
             quiet = reported(error)  # the store logged the outage: no traceback again
             log.log(
                 logging.INFO if quiet else logging.WARNING,
-                "could not write %d metric counts and %d turns' usage",
+                "could not write %d metric counts, %d turns' usage and %d outcomes",
                 sum(pending.values()),
                 len(usage),
+                len(outcomes),
                 exc_info=not quiet,
             )

@@ -123,17 +123,38 @@ class ModelChain:
                 f"TOMORI_MODELS is not set: list the models to use as provider:model, "
                 f"primary first, comma separated (for example {EXAMPLE})"
             )
-        entries = tuple(_parse_entry(piece, raw) for piece in raw.split(","))
+        return cls.parse(raw, env)
+
+    @classmethod
+    def parse(
+        cls,
+        raw: str,
+        environ: Mapping[str, str],
+        *,
+        source: str = "TOMORI_MODELS",
+        known: Mapping[str, Credentials] | None = None,
+    ) -> ModelChain:
+        """A chain written as `TOMORI_MODELS` writes one, its errors naming `source`.
+
+        A provider in `known` keeps those credentials (a chain built in code has keys the
+        environment may lack); any other takes its key from `environ`."""
+        if not raw.strip():
+            raise ConfigError(
+                f"{source} is empty: list the models as provider:model, primary first, "
+                f"comma separated (for example {EXAMPLE})"
+            )
+        entries = tuple(_parse_entry(piece, raw, source) for piece in raw.split(","))
         if len(entries) > 1 + MAX_FALLBACKS:
             raise ConfigError(
-                f"TOMORI_MODELS lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
+                f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
                 f"allowed (a primary and up to {MAX_FALLBACKS} fallbacks)"
             )
-        credentials = {}
+        credentials = dict(known or {})
         for entry in entries:
             if entry.provider not in credentials:
-                credentials[entry.provider] = _credentials_for(entry, env)
-        return cls(entries, credentials)
+                credentials[entry.provider] = _credentials_for(entry, environ, source)
+        used = {entry.provider for entry in entries}
+        return cls(entries, {name: c for name, c in credentials.items() if name in used})
 
     @property
     def described(self) -> str:
@@ -169,32 +190,32 @@ class ModelChain:
         return providers
 
 
-def _parse_entry(piece: str, raw: str) -> ModelEntry:
+def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
     entry = piece.strip()
     if not entry:
-        raise ConfigError(f"TOMORI_MODELS={raw!r} has an empty entry: remove the extra comma")
+        raise ConfigError(f"{source}={raw!r} has an empty entry: remove the extra comma")
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     model, vision = _VISION_SUFFIX.subn("", model)
     if not colon or not model or not provider:
         raise ConfigError(
-            f"TOMORI_MODELS entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
+            f"{source} entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
         )
     if provider not in PROVIDER_KINDS:
         known = ", ".join(sorted(PROVIDER_KINDS))
         raise ConfigError(
-            f"TOMORI_MODELS entry {entry!r} names an unknown provider {provider!r}: "
+            f"{source} entry {entry!r} names an unknown provider {provider!r}: "
             f"known providers are {known}"
         )
     return ModelEntry(provider, model, bool(vision))
 
 
-def _credentials_for(entry: ModelEntry, env: Mapping[str, str]) -> Credentials:
+def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:
     kind = PROVIDER_KINDS[entry.provider]
     api_key = env.get(kind.key_variable, "").strip()
     if not api_key:
         raise ConfigError(
-            f"TOMORI_MODELS entry {entry.label!r} needs {kind.key_variable}, which is not set "
+            f"{source} entry {entry.label!r} needs {kind.key_variable}, which is not set "
             f"(a local server that takes no key still needs any non-empty value)"
         )
     if not _fits_a_header(api_key):

@@ -10,6 +10,7 @@ checked by the very same parsers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path

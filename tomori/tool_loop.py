@@ -40,8 +40,6 @@ class TurnEnvironment:
     open_writer: Callable[[], StreamWriter]
     requester_id: str | None
     surface_errors: bool
-    guild_id: str | None = None
-    """The server the turn is in, which its tokens count against."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ last attempt says what the user is told, once, and never on a silent turn: a tim
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
 last model too answered nothing; earlier attempts' timeout notices stay stashed and are
 dropped. The tokens each model's provider reported are recorded with the turn, however
-it ended; a pass that answered but whose provider reported none is counted by its characters
-(`limits.estimated_tokens`: the request it was sent in, what it wrote out), so a quota still
-holds on a server that never reports usage.
+it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
+but whose provider reported none is counted by its characters (`limits.estimated_tokens`: the
+request it was sent in, what it wrote out), so a quota still holds on a server that never
+reports usage.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tomori.context import StreamingContext
 from tomori.delivery import DestinationUnreachable
 from tomori.limits import estimated_tokens
 from tomori.locks import TurnGuard
-from tomori.metrics import TurnUsage
+from tomori.metrics import TurnOutcome, TurnUsage
 from tomori.models import ModelEntry
 from tomori.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
 from tomori.providers.base import (
@@ -40,7 +41,7 @@ from tomori.providers.base import (
     Usage,
 )
 from tomori.providers.errors import refuses_images
-from tomori.results import StreamStatus
+from tomori.results import StreamStatus, TimedOut
 from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
 from tomori.vision import image_count, shown_to, without_images
@@ -116,10 +117,34 @@ async def run_generation_turn(
                     model=model,
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
-                    guild_id=env.guild_id,
+                    guild_id=env.ctx.guild_id,
                 )
             )
+        for outcome in outcomes(result, env.ctx):
+            metrics.record_outcome(outcome)
     return result
+
+
+def outcomes(result: TurnResult, ctx: StreamingContext) -> list[TurnOutcome]:
+    """How each model's part in the turn ended: a timeout with its phase, and whether a model
+    that answered did so as a fallback."""
+    if not result.attempts:  # it failed before the first model's attempt was done
+        return [TurnOutcome(ctx.guild_id, ctx.channel_id, None, str(result.status))]
+    found = []
+    for index, attempt in enumerate(result.attempts):
+        loop = attempt.result
+        data = loop.passes[-1].data if loop.passes else None
+        found.append(
+            TurnOutcome(
+                guild_id=ctx.guild_id,
+                channel_id=ctx.channel_id,
+                model=attempt.model.label,
+                outcome=str(loop.status),
+                phase=str(data.phase) if isinstance(data, TimedOut) else None,
+                fallback=index > 0 and loop.status is StreamStatus.COMPLETED,
+            )
+        )
+    return found
 
 
 async def _run_chain(

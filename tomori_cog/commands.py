@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from tomori.notices import KILL_FAILED, Notice
@@ -23,10 +24,17 @@ REPLY_WITHIN_S = 2.0
 
 
 async def respond_to_kill(library: Library, service: TomoriService, interaction: Any) -> None:
-    permissions = interaction.permissions
-    work = asyncio.ensure_future(
-        _outcome(service, interaction.channel_id, interaction.user.id, permissions)
-    )
+    user, permissions = interaction.user.id, interaction.permissions
+    outcome = _outcome(service, interaction.channel_id, user, permissions)
+    await reply_in_time(library, interaction, outcome, "/kill")
+
+
+async def reply_in_time(
+    library: Library, interaction: Any, answer: Coroutine[Any, Any, Notice], command: str
+) -> None:
+    """Reply with the notice `answer` gives, ephemerally: at once if it comes within
+    `REPLY_WITHIN_S`, else after deferring, so Discord never drops the interaction."""
+    work = asyncio.ensure_future(answer)
     done, _ = await asyncio.wait({work}, timeout=REPLY_WITHIN_S)
     try:
         if work in done:
@@ -37,7 +45,7 @@ async def respond_to_kill(library: Library, service: TomoriService, interaction:
             await library.defer(interaction)
             await interaction.followup.send(embed=embed_for(library, await work), ephemeral=True)
     except call_failures(library) as error:
-        log.warning("could not answer /kill in channel %s: %s", interaction.channel_id, error)
+        log.warning("could not answer %s in channel %s: %s", command, interaction.channel_id, error)
     finally:
         if not work.done():
             work.cancel()

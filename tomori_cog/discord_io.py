@@ -147,3 +147,15 @@ async def keep_typing(library: Library, channel: Any, interval_s: float) -> None
             await asyncio.sleep(interval_s)
     except call_failures(library) as error:
         log.info("typing indicator stopped in channel %s: %r", channel.id, error)
+
+
+async def find_channel(bot: Any, library: Library, channel_id: int) -> Any:
+    """The channel from the library's cache, else from Discord; None if Discord refuses it."""
+    channel = bot.get_channel(channel_id)
+    if channel is not None:
+        return channel
+    try:
+        return await bot.fetch_channel(channel_id)
+    except call_failures(library) as error:
+        log.info("could not fetch channel %s: %r", channel_id, error)
+        return None

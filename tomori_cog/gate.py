@@ -27,7 +27,7 @@ from tomori.user_limits import DIRECT_MESSAGES, UserLimitStore
 from tomori_cog.deliverability import Deliverability
 from tomori_cog.discord_io import EmbedNotices
 from tomori_cog.library import Library
-from tomori_cog.reply_mode import from_bot
+from tomori_cog.reply_rule import from_bot
 
 log = logging.getLogger(__name__)
 

@@ -65,19 +65,26 @@ def embed_text(embeds: Iterable[Any]) -> str:
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in."""
 
-    def __init__(self, bot: Any, library: Library, settings: Settings, *, images: bool) -> None:
+    def __init__(self, bot: Any, library: Library, settings: Settings) -> None:
         self._bot = bot
         self._library = library
         self._settings = settings
-        self._images = images
-        """Whether any model is sent images: if none is, none are read (see read_attachments)."""
 
     async def context(
-        self, channel: Any, trigger: Any, waiting: Collection[str], *, queued: bool = False
+        self,
+        channel: Any,
+        trigger: Any,
+        waiting: Collection[str],
+        *,
+        system_prompt: str,
+        images: bool,
+        queued: bool = False,
     ) -> tuple[Context, Context]:
         """The system prompt, then `in_time_order`'s messages, each as `item` shows it; and the
         request-only notices on what of their attachments the model is not shown.
 
+        `system_prompt` is the channel's (see `tomori.overrides`); `images`: whether any model
+        of its chain is sent images (if none is, none are read: see read_attachments).
         `queued`: the trigger waited for the turns before it, whose answers came after it."""
         recent = {message.id: message for message in await self._recent(channel, trigger)}
         earlier = await self._reply_chain(channel, trigger)
@@ -87,10 +94,8 @@ class HistoryReader:
         if starter is not None:
             earlier.append(starter)
         shown = in_time_order(recent.values(), earlier, trigger, waiting)
-        attached = await read_attachments(
-            shown, self._settings, self._bot.user, images=self._images
-        )
-        items = [ContextItem(Role.SYSTEM, self._settings.system_prompt)]
+        attached = await read_attachments(shown, self._settings, self._bot.user, images=images)
+        items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             item = self.item(message, attached)
             if item is not None:

@@ -1,7 +1,8 @@
 """What the cog does, whichever library the bot uses.
 
-The service owns the database, the channel locks and the providers. The library-specific cog
-classes only forward `on_message`, `/kill` and their life cycle to it. Messages arrive as the
+The service owns the database, the channel locks and each channel's configuration (with the
+providers). The library-specific cog classes only forward `on_message`, `/kill`, `/tomori`
+and their life cycle to it. Messages arrive as the
 library's own objects; the attributes read here (author, content, mentions, reference,
 attachments, history) are the same in nextcord and discord.py.
 """
@@ -17,7 +18,7 @@ from tomori.context import StreamingContext
 from tomori.limits import UserLimits
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.backends import lock_backend
-from tomori.metrics import Metrics
+from tomori.metrics import Metrics, TurnOutcome
 from tomori.models import ModelChain
 from tomori.notices import (
     GENERATION_ERROR,
@@ -28,7 +29,8 @@ from tomori.notices import (
     Notice,
 )
 from tomori.output import DiscordStreamWriter
-from tomori.providers.base import Provider, StreamRequest
+from tomori.providers.base import StreamRequest
+from tomori.results import StreamStatus
 from tomori.stoppable import Stopped, until_stopped
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -36,13 +38,14 @@ from tomori.stream_once import post_notice_safely
 from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori.turn import run_generation_turn
-from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
+from tomori_cog.channel_config import ChannelConfig
+from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
 from tomori_cog.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
 from tomori_cog.live_messages import LiveMessages
 from tomori_cog.message_tool import message_lookup_tool
-from tomori_cog.reply_mode import reply_mode
+from tomori_cog.reply_rule import ReplyRule
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +55,14 @@ class TomoriService:
         self._bot = bot
         self._library = library
         self._settings = settings
-        self._chain = chain
+        self.config = ChannelConfig(settings, chain)
+        self._reply_rule = ReplyRule(bot, library, settings, self.config, self.ensure_started)
         self._database: Database | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
-        self._history = HistoryReader(bot, library, settings, images=chain.sees_images)
-        self._providers: dict[str, Provider] = {}
+        self._history = HistoryReader(bot, library, settings)
         self._gate = AdmissionGate(library, settings)
         self._live_messages = LiveMessages(settings.queue_max_age_s)
         self._start_lock = asyncio.Lock()
@@ -79,7 +82,7 @@ class TomoriService:
                     locks = ChannelLocks(
                         lock_backend(database, self._settings), self._settings, self._run_turn
                     )
-                    self._providers = self._chain.build_providers()
+                    self.config.start(database)
                     self._gate.open(database)
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
@@ -87,7 +90,7 @@ class TomoriService:
                 except BaseException:
                     await self._release_resources()
                     raise
-                log.info("tomori serving with %s", self._chain.described)
+                log.info("tomori serving with %s", self.config.chain.described)
             return self._locks
 
     async def close(self) -> None:
@@ -102,9 +105,7 @@ class TomoriService:
         if self._locks is not None:
             await self._locks.close()
             self._locks = None
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers = {}
+        await self.config.aclose()
         if self.metrics is not None:
             await self.metrics.close()
             self.metrics = None
@@ -121,7 +122,7 @@ class TomoriService:
 
     async def handle_message(self, message: Any) -> None:
         self._gate.heard(message)
-        surface_errors = reply_mode(self._bot, self._library, self._settings, message)
+        surface_errors = await self._reply_rule.mode(message)
         if surface_errors is None:
             return
         locks = await self.ensure_started()
@@ -150,7 +151,7 @@ class TomoriService:
 
     async def _limits_for(self, guild_id: int | None) -> UserLimits:
         """The cooldown and daily tokens that hold for each user of this server (None: DMs)."""
-        return UserLimits(self._settings.user_cooldown_s, self._settings.user_daily_tokens)
+        return await self.config.user_limits(guild_id)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -161,7 +162,7 @@ class TomoriService:
         told to the person who asked directly, as a failed generation would be: the chain's
         own notices cannot, since it never ran.
         """
-        channel = await self._channel(int(turn.channel_id))
+        channel = await find_channel(self._bot, self._library, int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
@@ -171,6 +172,7 @@ class TomoriService:
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
             metrics=self.metrics,
+            guild_id=limit_scope(getattr(channel, "guild", None)),
         )
         surface_errors = bool(turn.trigger.payload.get("surface_errors", False))
         typing: asyncio.Task[None] | None = None
@@ -190,12 +192,22 @@ class TomoriService:
                 typing = asyncio.create_task(  # from here: reading the files may take a while
                     keep_typing(self._library, channel, self._settings.typing_interval_s)
                 )
-                reading = self._history.context(channel, message, waiting, queued=turn.from_queue)
+                config = await until_stopped(guard, self.config.for_turn(channel))
+                reading = self._history.context(
+                    channel,
+                    message,
+                    waiting,
+                    queued=turn.from_queue,
+                    system_prompt=config.system_prompt,
+                    images=config.images,
+                )
                 context, notices = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
+                self._record_unasked(ctx, StreamStatus.STOPPED_BY_USER)
                 return
             except Exception:
+                self._record_unasked(ctx, StreamStatus.ERROR)
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
                     turn.turn_id,
@@ -207,8 +219,8 @@ class TomoriService:
             port = LibraryPort(self._library, channel)
             settings = self._settings
             result = await run_generation_turn(
-                self._chain.entries,
-                self._providers,
+                config.entries,
+                config.providers,
                 StreamRequest(
                     model="",
                     context=context,
@@ -230,7 +242,6 @@ class TomoriService:
                     ),
                     requester_id=turn.trigger.requester_id,
                     surface_errors=surface_errors,
-                    guild_id=limit_scope(message.guild),
                 ),
             )
             log.info(
@@ -251,15 +262,9 @@ class TomoriService:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)
 
-    async def _channel(self, channel_id: int) -> Any:
-        channel = self._bot.get_channel(channel_id)
-        if channel is not None:
-            return channel
-        try:
-            return await self._bot.fetch_channel(channel_id)
-        except call_failures(self._library) as error:
-            log.info("could not fetch channel %s: %r", channel_id, error)
-            return None
+    def _record_unasked(self, ctx: StreamingContext, status: StreamStatus) -> None:
+        if self.metrics is not None:
+            self.metrics.record_outcome(TurnOutcome(ctx.guild_id, ctx.channel_id, None, status))
 
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
         """The trigger, or None if it was deleted; any other failure to read it is raised."""
@@ -274,6 +279,11 @@ class TomoriService:
             return None  # deleted, or no longer readable: nothing to answer
 
     # -- /kill --------------------------------------------------------------------------------
+
+    @property
+    def database(self) -> Database | None:
+        """The store, once started (for the admin commands)."""
+        return self._database
 
     async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
         """Clear the channel's queue and stop its stream; the notice says what happened."""

@@ -1,7 +1,6 @@
 -- A user's daily tokens are counted per server: each turn's usage names the server it was in
--- (NULL in rows written before this migration, which no quota counts; "dm" for direct
--- messages).
-ALTER TABLE token_usage ADD COLUMN guild_id TEXT;
+-- (token_usage.guild_id, from 0006: NULL in rows written before it, which no quota counts;
+-- "dm" for direct messages).
 CREATE INDEX token_usage_by_guild_requester ON token_usage (guild_id, requester_id, recorded_at);
 
 -- One row per user per server that met a limit: when their last message was admitted (the

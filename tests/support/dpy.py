@@ -88,6 +88,14 @@ class DpyBot:
         self, member: discord.Member | None = None, permissions: int = 0
     ) -> dict[str, Any]:
         """Run /kill through the real command tree; return the interaction response sent."""
+        data = {"id": str(next(_ids)), "name": "kill", "type": 1}
+        return await self.run_command(data, member, permissions)
+
+    async def run_command(
+        self, data: dict[str, Any], member: discord.Member | None = None, permissions: int = 0
+    ) -> dict[str, Any]:
+        """Run the application command `data` names (an interaction's `data` object) through
+        the real command tree; return the interaction response sent."""
         user = member or self.member
         assert self.bot.user is not None
         payload = {
@@ -121,7 +129,7 @@ class DpyBot:
                 "mute": False,
                 "flags": 0,
             },
-            "data": {"id": str(next(_ids)), "name": "kill", "type": 1},
+            "data": data,
             "entitlements": [],
             "authorizing_integration_owners": {},
             "attachment_size_limit": 10_000_000,

@@ -1,0 +1,58 @@
+"""`/tomori` subcommands run the way Discord delivers them, in both libraries' test bots.
+
+An interaction's `data` for a subcommand nests it as the group's one option, with its own
+options inside, each typed as Discord types them (string 3, integer 4, boolean 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from typing import Any
+
+from tests.support.dpy import DpyBot
+from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot
+
+MANAGE_GUILD = 1 << 5
+_ids = itertools.count(800_000_000_000_000_000)
+_TYPES = {str: 3, int: 4, bool: 5}
+
+
+def command_data(subcommand: str, **options: Any) -> dict[str, Any]:
+    given = [
+        {"name": name, "type": _TYPES[type(value)], "value": value}
+        for name, value in options.items()
+    ]
+    return {
+        "id": str(next(_ids)),
+        "name": "tomori",
+        "type": 1,
+        "options": [{"name": subcommand, "type": 1, "options": given}],
+    }
+
+
+async def nextcord_tomori(
+    nc: NextcordBot, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
+) -> dict[str, Any]:
+    """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
+    payload = nc.kill_payload(permissions=MANAGE_GUILD, channel=channel)
+    payload["data"] = command_data(subcommand, **options)
+    before = len(nc.discord.interaction_replies)
+    nc.bot._connection.parse_interaction_create(copy.deepcopy(payload))
+    async with asyncio.timeout(5):
+        while len(nc.discord.interaction_replies) == before:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+    return nc.discord.interaction_replies[-1]
+
+
+async def dpy_tomori(dpy: DpyBot, subcommand: str, **options: Any) -> dict[str, Any]:
+    """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
+    return await dpy.run_command(command_data(subcommand, **options), permissions=MANAGE_GUILD)
+
+
+def said(reply: dict[str, Any]) -> tuple[str, str]:
+    """The (title, description) of an ephemeral reply's embed; asserts it was ephemeral."""
+    assert reply["data"]["flags"] & 64
+    embed = reply["data"]["embeds"][0]
+    return embed["title"], embed.get("description", "")

@@ -1,0 +1,200 @@
+"""What applies where (channel > server > environment), and the store that keeps the values."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import astuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support.databases import DatabaseUnderTest
+from tomori import override_store
+from tomori.config import ConfigError
+from tomori.override_store import OverrideStore
+from tomori.overrides import (
+    MAX_PROMPT_CHARS,
+    Defaults,
+    Overrides,
+    Scope,
+    Source,
+    check_limits,
+    check_models,
+    check_prompt,
+    resolve,
+)
+
+_guilds = itertools.count()
+texts = st.none() | st.text(min_size=1, max_size=5)
+flags = st.none() | st.booleans()
+counts = st.none() | st.integers(0, 10**6)
+channel_values = st.builds(Overrides, models=texts, system_prompt=texts, autoreply=flags)
+server_values = st.builds(
+    Overrides, models=texts, system_prompt=texts, cooldown_ms=counts, daily_tokens=counts
+)
+defaults = st.builds(
+    Defaults,
+    models=st.text(),
+    system_prompt=st.text(),
+    autoreply=st.booleans(),
+    cooldown_ms=st.integers(0, 86_400_000),
+    daily_tokens=st.integers(0, 1_000_000_000),
+)
+
+
+@given(channel_values, server_values, defaults)
+def test_each_value_comes_from_the_nearest_scope_that_sets_it(
+    channel: Overrides, server: Overrides, environment: Defaults
+) -> None:
+    resolved = resolve(channel, server, environment)
+    for name in ("models", "system_prompt"):
+        chosen = getattr(resolved, name)
+        if getattr(channel, name) is not None:
+            expected = (getattr(channel, name), Source.CHANNEL)
+        elif getattr(server, name) is not None:
+            expected = (getattr(server, name), Source.SERVER)
+        else:
+            expected = (getattr(environment, name), Source.ENVIRONMENT)
+        assert (chosen.value, chosen.source) == expected
+    autoreply = resolved.autoreply
+    if channel.autoreply is None:
+        assert (autoreply.value, autoreply.source) == (environment.autoreply, Source.ENVIRONMENT)
+    else:
+        assert (autoreply.value, autoreply.source) == (channel.autoreply, Source.CHANNEL)
+    for name in ("cooldown_ms", "daily_tokens"):  # a server's only: a channel cannot set them
+        chosen = getattr(resolved, name)
+        if getattr(server, name) is not None:
+            assert (chosen.value, chosen.source) == (getattr(server, name), Source.SERVER)
+        else:
+            assert (chosen.value, chosen.source) == (getattr(environment, name), Source.ENVIRONMENT)
+
+
+@given(st.text(max_size=MAX_PROMPT_CHARS + 50))
+def test_a_prompt_is_kept_or_refused_whole(raw: str) -> None:
+    try:
+        prompt = check_prompt(raw)
+    except ConfigError:
+        assert not raw.strip() or len(raw.strip()) > MAX_PROMPT_CHARS or "\0" in raw
+    else:
+        assert prompt == raw.strip()
+        assert 0 < len(prompt) <= MAX_PROMPT_CHARS
+        assert "\0" not in prompt  # PostgreSQL's text cannot hold one
+
+
+@given(st.integers(-(10**12), 10**12), st.integers(-(10**12), 10**12))
+def test_limits_are_bounded_as_their_variables_are(cooldown: int, tokens: int) -> None:
+    try:
+        limits = check_limits(cooldown, tokens)
+    except ConfigError:
+        assert not (0 <= cooldown <= 86_400_000 and 0 <= tokens <= 1_000_000_000)
+    else:
+        assert (limits.cooldown_ms, limits.daily_tokens) == (cooldown, tokens)
+
+
+def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
+    environ = {"OPENAI_API_KEY": "sk-x"}
+    chain = check_models(" openai:a , openai:b+vision ", environ, {})
+    assert chain.described == "openai:a, openai:b+vision"
+    with pytest.raises(ConfigError, match="models lists 7 models"):
+        check_models(",".join(["openai:m"] * 7), environ, {})
+    with pytest.raises(ConfigError, match="needs GEMINI_API_KEY"):
+        check_models("gemini:g", environ, {})
+    with pytest.raises(ConfigError, match="NUL"):
+        check_models("openai:a\0", environ, {})
+    assert "sk-x" not in repr(check_models("openai:a", environ, {}).credentials)
+
+
+async def test_values_are_stored_per_scope_and_reset_alone(database: DatabaseUnderTest) -> None:
+    store = OverrideStore(await database.open())
+    await store.set(Scope.SERVER, "g", "c1", Overrides(models="openai:s", cooldown_ms=5))
+    await store.set(Scope.CHANNEL, "g", "c1", Overrides(system_prompt="p", autoreply=False))
+    await store.set(Scope.CHANNEL, "g", "c1", Overrides(autoreply=True))  # keeps the prompt
+    await store.set(Scope.SERVER, "g", "c1", Overrides(daily_tokens=7))  # keeps the rest
+    channel, server = await store.read("g", "c1")
+    assert channel == Overrides(system_prompt="p", autoreply=True)
+    assert server == Overrides(models="openai:s", cooldown_ms=5, daily_tokens=7)
+    assert await store.read("g", "c2") == (Overrides(), server)
+    assert await store.read("other", "c3") == (Overrides(), Overrides())
+    assert await store.reset(Scope.CHANNEL, "g", "c1")
+    assert not await store.reset(Scope.CHANNEL, "g", "c1")
+    assert await store.read("g", "c1") == (Overrides(), server)
+    with pytest.raises(ValueError, match="does not have"):
+        await store.set(Scope.CHANNEL, "g", "c1", Overrides(cooldown_ms=1))
+
+
+async def test_another_processs_change_is_read_at_once_and_cached_only_briefly(
+    database: DatabaseUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = OverrideStore(await database.open()), OverrideStore(await database.open())
+    assert await here.read_cached("g", "c") == (Overrides(), Overrides())
+    await there.set(Scope.CHANNEL, "g", "c", Overrides(autoreply=True))
+    assert await here.read_cached("g", "c") == (Overrides(), Overrides())  # within the TTL
+    assert (await here.read("g", "c"))[0].autoreply is True  # what a turn reads
+    monkeypatch.setattr(override_store, "CACHE_TTL_S", 0.0)
+    assert await here.read_cached("g", "c2") == (Overrides(), Overrides())
+    await there.set(Scope.CHANNEL, "g", "c2", Overrides(autoreply=True))
+    assert (await here.read_cached("g", "c2"))[0].autoreply is True  # past the TTL
+
+
+CHANNELS = ("c1", "c2")
+prompts = st.text(min_size=1, max_size=20).filter(lambda text: "\0" not in text)
+"""What `check_prompt` lets through to the store: no NUL."""
+channel_changes = st.builds(
+    Overrides,
+    models=st.none() | st.sampled_from(["openai:a", "openai:b"]),
+    system_prompt=st.none() | prompts,
+    autoreply=flags,
+)
+server_changes = st.builds(
+    Overrides,
+    models=st.none() | st.sampled_from(["openai:s", "gemini:t"]),
+    system_prompt=st.none() | prompts,
+    cooldown_ms=counts,
+    daily_tokens=counts,
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("set"), st.just(Scope.CHANNEL), st.sampled_from(CHANNELS), channel_changes
+        ),
+        st.tuples(st.just("set"), st.just(Scope.SERVER), st.just("c1"), server_changes),
+        st.tuples(st.just("reset"), st.sampled_from(Scope), st.sampled_from(CHANNELS), st.none()),
+    ),
+    max_size=6,
+)
+
+
+def merged(old: Overrides, new: Overrides) -> Overrides:
+    return Overrides(
+        *(b if b is not None else a for a, b in zip(astuple(old), astuple(new), strict=True))
+    )
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations)
+async def test_what_is_read_is_every_change_merged_in_order(
+    database: DatabaseUnderTest, steps: list[tuple[str, Scope, str, Overrides | None]]
+) -> None:
+    if not database.opened:  # one connection for every example
+        await database.open()
+    db = database.opened[0]
+    guild = f"g{next(_guilds)}"  # examples share the database: each its own server
+    store = OverrideStore(db)
+    expected = {"server": Overrides(), **{channel: Overrides() for channel in CHANNELS}}
+    for action, scope, channel, changes in steps:
+        key = "server" if scope is Scope.SERVER else channel
+        if action == "set":
+            assert changes is not None
+            await store.set(scope, guild, f"{guild}/{channel}", changes)
+            expected[key] = merged(expected[key], changes)
+        else:
+            await store.reset(scope, guild, f"{guild}/{channel}")
+            expected[key] = Overrides()
+    for channel in CHANNELS:
+        assert await store.read(guild, f"{guild}/{channel}") == (
+            expected[channel],
+            expected["server"],
+        )

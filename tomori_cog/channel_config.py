@@ -1,0 +1,115 @@
+"""What a channel's turn runs with: its model chain, their providers, its system prompt.
+
+The service's providers live here: one per provider name (one HTTP client), built for the
+environment's chain when the service starts, and for a provider only an admin's chain names
+the first time a turn needs it; `aclose` closes every one built. A stored chain that no longer
+parses (a key removed from the environment since) is logged and the environment's runs
+instead: a turn never fails on what an admin stored while the bot had other keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tomori.config import ConfigError, Settings
+from tomori.limits import UserLimits
+from tomori.models import ModelChain, ModelEntry
+from tomori.override_store import OverrideStore
+from tomori.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
+from tomori.providers.base import Provider
+from tomori.store import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnConfig:
+    entries: tuple[ModelEntry, ...]
+    providers: Mapping[str, Provider]
+    system_prompt: str
+    images: bool
+    """Whether any model of the chain is sent images: if none is, none are read."""
+
+
+class ChannelConfig:
+    def __init__(
+        self, settings: Settings, chain: ModelChain, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self._settings = settings
+        self.chain = chain
+        self.environ = os.environ if environ is None else environ
+        self.store: OverrideStore | None = None
+        self._providers: dict[str, Provider] = {}
+
+    def start(self, database: Database) -> None:
+        self.store = OverrideStore(database)
+        self._providers = self.chain.build_providers()
+
+    async def aclose(self) -> None:
+        providers, self._providers = self._providers, {}
+        for provider in providers.values():
+            await provider.aclose()
+        self.store = None
+
+    @property
+    def providers(self) -> Mapping[str, Provider]:
+        """Every provider built so far, by name."""
+        return self._providers
+
+    def check_models(self, raw: str) -> ModelChain:
+        """An admin's chain, checked against the keys this bot has; `ConfigError` if bad."""
+        return check_models(raw, self.environ, self.chain.credentials)
+
+    def defaults(self, channel_id: int) -> Defaults:
+        return Defaults(
+            models=self.chain.described,
+            system_prompt=self._settings.system_prompt,
+            autoreply=channel_id in self._settings.channels,
+            cooldown_ms=self._settings.user_cooldown_ms,
+            daily_tokens=self._settings.user_daily_tokens,
+        )
+
+    async def resolved(self, guild_id: int | None, channel_id: int, *, cached: bool) -> Resolved:
+        """What applies in the channel now; `cached` for the reply rule (see OverrideStore)."""
+        channel, server = NOTHING, NOTHING
+        if guild_id is not None and self.store is not None:
+            read = self.store.read_cached if cached else self.store.read
+            channel, server = await read(str(guild_id), str(channel_id))
+        return resolve(channel, server, self.defaults(channel_id))
+
+    async def user_limits(self, guild_id: int | None) -> UserLimits:
+        """The cooldown and daily tokens for each user of a server (None: direct messages, the
+        environment's), through the cache: asked for every message a limit applies to."""
+        server = NOTHING
+        if guild_id is not None and self.store is not None:
+            _, server = await self.store.read_cached(str(guild_id), "")
+        resolved = resolve(NOTHING, server, self.defaults(0))
+        return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
+
+    async def for_turn(self, channel: Any) -> TurnConfig:
+        guild = getattr(channel, "guild", None)
+        resolved = await self.resolved(getattr(guild, "id", None), channel.id, cached=False)
+        chain = self.chain
+        if resolved.models.source is not Source.ENVIRONMENT:
+            try:
+                chain = self.check_models(resolved.models.value)
+            except ConfigError as error:
+                log.warning(
+                    "channel %s: the stored model chain no longer applies (%s); using %s",
+                    channel.id,
+                    error,
+                    self.chain.described,
+                )
+        providers = self._providers_for(chain)
+        prompt = resolved.system_prompt.value
+        return TurnConfig(chain.entries, providers, prompt, chain.sees_images)
+
+    def _providers_for(self, chain: ModelChain) -> Mapping[str, Provider]:
+        missing = {n: c for n, c in chain.credentials.items() if n not in self._providers}
+        if missing:
+            self._providers.update(ModelChain((), missing).build_providers())
+        return self._providers
