@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any
 
+from tomori.answering import answer_turn
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
@@ -27,15 +28,12 @@ from tomori.notices import (
     KILL_STOPPED,
     Notice,
 )
-from tomori.output import DiscordStreamWriter
-from tomori.providers.base import Provider, StreamRequest
+from tomori.providers.base import Provider
 from tomori.stoppable import Stopped, until_stopped
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.stream_once import post_notice_safely
-from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
-from tomori.turn import run_generation_turn
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
@@ -227,36 +225,18 @@ class TomoriService:
                 if surface_errors:
                     await post_notice_safely(ctx, GENERATION_ERROR)
                 return
-            port = LibraryPort(self._library, channel)
-            settings = self._settings
-            result = await run_generation_turn(
-                self._chain.entries,
-                self._providers,
-                StreamRequest(model="", context=context, request_notices=notices),
-                TurnEnvironment(
-                    ctx=ctx,
-                    tools=self.tools,
-                    guard=guard,
-                    settings=settings,
-                    open_writer=lambda: DiscordStreamWriter(
-                        port,
-                        ctx,
-                        delivery=settings.delivery,
-                        edit_interval_s=settings.edit_interval_s,
-                        max_messages=settings.max_messages_per_answer,
-                    ),
-                    requester_id=turn.trigger.requester_id,
-                    surface_errors=surface_errors,
-                ),
-            )
-            log.info(
-                "turn %s in channel %s: %s after %s, %d characters delivered%s",
-                turn.turn_id,
-                turn.channel_id,
-                result.status,
-                ", ".join(attempt.model.label for attempt in result.attempts) or "no model",
-                len(result.text),
-                " (channel unreachable)" if result.unreachable else "",
+            await answer_turn(
+                turn,
+                guard,
+                ctx,
+                LibraryPort(self._library, channel),
+                chain=self._chain,
+                providers=self._providers,
+                tools=self.tools,
+                settings=self._settings,
+                context=context,
+                request_notices=notices,
+                surface_errors=surface_errors,
             )
         finally:
             if ctx.delivered:
