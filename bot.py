@@ -33,7 +33,11 @@ TOKEN_HELP = (
     "https://discord.com/developers/applications, add a bot with the Message Content intent, "
     "and run DISCORD_TOKEN=<its token> python bot.py"
 )
-
+CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
+CHECK_HELP = (
+    "check the settings, the database and every model (with DISCORD_TOKEN, the login, "
+    "the Message Content intent and an invite URL), then exit: 0 if all is well"
+)
 
 SHARD_COUNT = IntegerParser(1, "shards", None)
 SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
@@ -234,7 +238,14 @@ def main(argv: list[str] | None = None) -> int:
         epilog=environment_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.parse_args(argv)
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--console", action="store_true", help=CONSOLE_HELP)
+    modes.add_argument("--check", action="store_true", help=CHECK_HELP)
+    args = parser.parse_args(argv)
+    if args.console or args.check:
+        from tomori_cog.modes import check_main, console_main
+
+        return check_main() if args.check else console_main()
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)

@@ -1,0 +1,52 @@
+"""What `bot.py --console` and `bot.py --check` run: the bot's settings, without a gateway.
+
+Both read every setting first, as the bot does, so a bad one stops them with exit code 2 and
+one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from tomori.check import run_check
+from tomori.config import ConfigError, Settings
+from tomori.console import run_console
+from tomori.models import ModelChain
+from tomori.store import StoreError
+from tomori_cog.discord_check import check_discord
+
+INTERRUPTED = 130
+"""The exit code of a process ended by Ctrl+C, as shells report it."""
+
+
+def console_main() -> int:
+    """The console on this terminal (or on piped input) until the end of input or Ctrl+C."""
+    return _run(check=False)
+
+
+def check_main() -> int:
+    """The settings, the database, every model and, with a token, Discord: 0 if all is well."""
+    return _run(check=True)
+
+
+def _run(*, check: bool) -> int:
+    try:
+        settings = Settings.from_env()
+        chain = ModelChain.from_env()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    token = os.environ.get("DISCORD_TOKEN", "").strip()
+    try:
+        if check:
+            return asyncio.run(
+                run_check(settings, chain, sys.stdout, lambda out: check_discord(token, out))
+            )
+        return asyncio.run(run_console(settings, chain))
+    except StoreError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return INTERRUPTED
