@@ -107,7 +107,7 @@ async def test_a_bad_setting_stops_the_check_naming_it(
 ) -> None:
     env = bot_environment(llm_server, tmp_path, STREAM_SDK_CALL_TIMEOUT_MS="soon")
     process = await start_bot("--check", env=env)
-    out, err = await finished(process)
+    _, err = await finished(process)
     assert process.returncode == 2
     assert err.startswith("error: STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed")
     assert err.count("\n") == 1
