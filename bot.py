@@ -19,6 +19,7 @@ from tomori.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.commands import COG_NAME
+from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 0.9
@@ -31,12 +32,8 @@ bot's own close, which must run whatever the cog did, or the gateway and HTTP se
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "
     "https://discord.com/developers/applications, add a bot with the Message Content intent, "
-    "and run DISCORD_TOKEN=<its token> python bot.py"
-)
-CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
-CHECK_HELP = (
-    "check the settings, the database and every model (with DISCORD_TOKEN, the login, "
-    "the Message Content intent and an invite URL), then exit: 0 if all is well"
+    "and run DISCORD_TOKEN=<its token> python bot.py (or try it first in this terminal: "
+    "python bot.py --console)"
 )
 
 SHARD_COUNT = IntegerParser(1, "shards", None)
@@ -243,8 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     modes.add_argument("--check", action="store_true", help=CHECK_HELP)
     args = parser.parse_args(argv)
     if args.console or args.check:
-        from tomori_cog.modes import check_main, console_main
-
         return check_main() if args.check else console_main()
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:

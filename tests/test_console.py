@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.bot_script import BOT
+from tests.support.bot_script import BOT, run
 from tests.support.console_process import (
     SECRET_KEY,
     bot_environment,
@@ -212,3 +212,11 @@ async def test_in_a_terminal_each_message_prints_as_it_is_sent_then_ctrl_d_exits
     assert process.returncode == 0
     shown = seen[0].split("you> ", 1)[1]
     assert shown.startswith("hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.")
+
+
+def test_help_names_the_console_and_the_check() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "--console chat with the bot in this terminal, without Discord" in text
+    assert "--check check the settings, the database and every model" in text

@@ -17,6 +17,11 @@ from tomori.models import ModelChain
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
 
+CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
+CHECK_HELP = (
+    "check the settings, the database and every model (with DISCORD_TOKEN, the login, "
+    "the Message Content intent and an invite URL), then exit: 0 if all is well"
+)
 INTERRUPTED = 130
 """The exit code of a process ended by Ctrl+C, as shells report it."""
 
