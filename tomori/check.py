@@ -44,7 +44,7 @@ async def run_check(
                 probe(entry, providers[entry.provider], settings, _where(chain, entry.provider))
                 for entry in chain.entries
             )
-        )
+        )  # a probe raises nothing: whatever its pass raised is its line
     finally:
         for provider in providers.values():
             await provider.aclose()

@@ -37,8 +37,6 @@ from tomori.tools import CURRENT_TIME, ToolRegistry
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "console"
-"""The lock store's name for the console's channel: no Discord channel ID looks like it."""
 REQUESTER = "console"
 KILL_COMMAND = "/kill"
 
@@ -103,7 +101,7 @@ class ConsoleSession:
             if self._quit.is_set():
                 return
             if line is None:
-                await self._unless_quit(locks.wait_idle(CHANNEL))
+                await self._unless_quit(locks.wait_idle(self._channel.channel_id))
                 return
             text = line.strip()
             if text == KILL_COMMAND:
@@ -128,7 +126,7 @@ class ConsoleSession:
     async def _submit(self, locks: ChannelLocks, text: str) -> None:
         message = self._channel.post(text)
         message_id = self._channel.message_id(message)
-        trigger = Trigger(CHANNEL, message_id, REQUESTER, {"surface_errors": True})
+        trigger = Trigger(self._channel.channel_id, message_id, REQUESTER)
         admission = await locks.submit(trigger)
         if admission in (Admission.STARTED, Admission.QUEUED):
             self._outstanding += 1
@@ -153,7 +151,7 @@ class ConsoleSession:
 
     async def _kill(self) -> None:
         assert self._locks is not None
-        outcome = await self._locks.kill(CHANNEL, requester_id=REQUESTER)
+        outcome = await self._locks.kill(self._channel.channel_id, requester_id=REQUESTER)
         notice: Notice = KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         self._channel.tell(notice)
         self._outstanding = 1 if self._running else 0  # the queue is cleared
@@ -169,7 +167,7 @@ class ConsoleSession:
             log.info("skipping turn %s: its message is from an earlier session", turn.turn_id)
             return
         ctx = StreamingContext(
-            CHANNEL,
+            turn.channel_id,
             notices=self._channel,
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
@@ -178,7 +176,7 @@ class ConsoleSession:
         self._running = True
         try:
             assert self._locks is not None  # turns run only while the locks are open
-            waiting = await self._locks.queued_message_ids(CHANNEL)
+            waiting = await self._locks.queued_message_ids(self._channel.channel_id)
             if guard.stop_requested():
                 return
             await answer_turn(
@@ -211,8 +209,7 @@ class ConsoleSession:
             await asyncio.gather(task, return_exceptions=True)
         locks, self._locks = self._locks, None
         if locks is not None:
-            if locks.is_busy(CHANNEL):
-                await locks.kill(CHANNEL, requester_id=REQUESTER)
+            await locks.kill(self._channel.channel_id, requester_id=REQUESTER)
             await locks.close()
         for provider in self._providers.values():
             await provider.aclose()

@@ -14,7 +14,7 @@ The channel also keeps its messages, for the history each turn is shown (`contex
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
@@ -58,7 +58,11 @@ class ConsoleChannel:
         self._turn: list[ConsoleMessage | Notice] | None = None
         """Piped: what the running turn put in the channel, in order, printed at its end."""
         self._line_open = False
-        self._prefix = f"console-{uuid.uuid4().hex[:12]}-"
+        self.channel_id = str(-1 - secrets.randbelow(2**62))
+        """The channel in the lock store: each session's own (two consoles on one database
+        never share a queue), and an ID no Discord channel has, so that a bot on the same
+        database that ever found a console's queue would find no channel and skip it."""
+        self._prefix = f"console{self.channel_id}-"
         """Each session's message IDs are its own: the store admits a message ID only once."""
 
     # -- what the person types -----------------------------------------------------------------

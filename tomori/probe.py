@@ -64,7 +64,11 @@ async def probe(
     tools = (CURRENT_TIME.spec,) if settings.tools else ()
     request = StreamRequest(model.model, (ContextItem(Role.USER, QUESTION),), tools=tools)
     writer.started = time.monotonic()
-    result = await stream_once(provider, request, writer, ctx, _ProbeGuard(), settings)
+    try:
+        result = await stream_once(provider, request, writer, ctx, _ProbeGuard(), settings)
+    except Exception as error:  # what no provider error covers: named, its text never shown
+        total = time.monotonic() - writer.started
+        return ProbeResult(model, False, None, total, f"failed: {type(error).__name__}")
     total = time.monotonic() - writer.started
     first = None if writer.first_at is None else writer.first_at - writer.started
     if result.status in (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL):
