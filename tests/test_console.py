@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pty
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.support.bot_script import BOT, run
+from tests.support.bot_script import run
 from tests.support.console_process import (
     SECRET_KEY,
     bot_environment,
+    console_in_terminal,
     finished,
+    read_terminal,
     read_until,
     start_bot,
     type_line,
 )
-from tests.support.llm_server import LLMServer, SeenRequest
+from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
+from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent, stalled_after
 
 
@@ -164,54 +164,58 @@ async def test_the_end_of_input_waits_for_the_answer_and_ctrl_d_at_an_idle_promp
     assert llm_server.requests == []
 
 
-async def read_terminal(fd: int, text: str, seen: list[str], within_s: float = 20) -> None:
-    """Read the terminal's side of a pty until `text` shows (its line ends made plain)."""
-    loop = asyncio.get_running_loop()
-    async with asyncio.timeout(within_s):
-        while text not in seen[0]:
-            readable: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(fd, readable.set_result, None)
-            try:
-                await readable
-            finally:
-                loop.remove_reader(fd)
-            seen[0] += os.read(fd, 65_536).decode().replace("\r\n", "\n")
-
-
 async def test_in_a_terminal_each_message_prints_as_it_is_sent_then_ctrl_d_exits(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("First paragraph.\n\nSecond paragraph.", gap=0.05))
-    terminal, console_side = pty.openpty()
-    os.set_blocking(terminal, False)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
-        "--console",
-        env=bot_environment(llm_server, tmp_path),
-        stdin=console_side,
-        stdout=console_side,
-        stderr=subprocess.PIPE,
-    )
-    os.close(console_side)
     seen = [""]
-    try:
+    async with console_in_terminal(bot_environment(llm_server, tmp_path)) as (process, terminal):
         await read_terminal(terminal, "you> ", seen)
         assert seen[0].startswith("tomori console: openai:test-model, messages delivery.")
         os.write(terminal, b"hello\n")
-        await read_terminal(terminal, "Second paragraph.", seen)
         await read_terminal(terminal, "Second paragraph.\nyou> ", seen)
         os.write(terminal, b"\x04")  # Ctrl+D at the empty prompt
         async with asyncio.timeout(10):
             await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        os.close(terminal)
     assert process.returncode == 0
     shown = seen[0].split("you> ", 1)[1]
-    assert shown.startswith("hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.")
+    assert shown == "hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.\nyou> "
+
+
+async def test_in_edit_delivery_one_message_grows_in_the_terminal(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(
+        Reply(
+            body=[
+                sse(chunk("First paragraph.\n\n")),
+                pause(1.0),
+                sse(chunk("Second paragraph.")),
+                sse(chunk(finish="stop")),
+                sse("[DONE]"),
+            ]
+        )
+    )
+    env = bot_environment(
+        llm_server,
+        tmp_path,
+        TOMORI_STREAM_DELIVERY="edit",
+        STREAM_EDIT_INTERVAL_MS="100",
+        STREAM_SDK_CALL_TIMEOUT_MS="10000",
+    )
+    seen = [""]
+    async with console_in_terminal(env) as (process, terminal):
+        await read_terminal(terminal, "you> ", seen)
+        os.write(terminal, b"hello\n")
+        await read_terminal(terminal, "First paragraph.", seen)
+        assert "Second" not in seen[0]  # shown before the answer is done: it grows
+        await read_terminal(terminal, "Second paragraph.\nyou> ", seen)
+        process.send_signal(signal.SIGINT)  # Ctrl+C at the empty prompt
+        async with asyncio.timeout(10):
+            await process.wait()
+    assert process.returncode == 0
+    shown = seen[0].split("you> ", 1)[1]
+    assert shown == "hello\n[tomori #2]\nFirst paragraph.\n\nSecond paragraph.\nyou> "
 
 
 def test_help_names_the_console_and_the_check() -> None:

@@ -7,8 +7,12 @@ test scripted (in the same loop) answers it while the test writes lines and read
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tests.support.bot_script import BOT, environment
@@ -80,3 +84,45 @@ async def type_line(process: asyncio.subprocess.Process, line: str) -> None:
     assert process.stdin is not None
     process.stdin.write(line.encode() + b"\n")
     await process.stdin.drain()
+
+
+@asynccontextmanager
+async def console_in_terminal(
+    env: dict[str, str],
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """bot.py --console on a pty, as a person at a terminal runs it; the terminal's side of it.
+
+    The process is killed if the test left it running, and the pty closed."""
+    terminal, console_side = pty.openpty()
+    os.set_blocking(terminal, False)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(BOT),
+        "--console",
+        env=env,
+        stdin=console_side,
+        stdout=console_side,
+        stderr=subprocess.PIPE,
+    )
+    os.close(console_side)
+    try:
+        yield process, terminal
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        os.close(terminal)
+
+
+async def read_terminal(fd: int, text: str, seen: list[str], within_s: float = 20) -> None:
+    """Read the terminal's side of a pty into `seen[0]` until `text` shows (line ends plain)."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(within_s):
+        while text not in seen[0]:
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            seen[0] += os.read(fd, 65_536).decode().replace("\r\n", "\n")
