@@ -6,6 +6,7 @@ import asyncio
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.support.bot_script import BOT
@@ -117,17 +118,24 @@ async def test_a_bad_setting_stops_the_check_naming_it(
 LAUNCH_ON_FAKE_DISCORD = """
 import runpy, sys
 import nextcord.http
+import tomori_cog.discord_check
 nextcord.http.Route.BASE = sys.argv[2]
+tomori_cog.discord_check.DISCORD_CHECK_WITHIN_S = 1.0
 sys.argv = [sys.argv[1], "--check"]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 """bot.py --check with nextcord's REST base pointed at the test's fake Discord."""
 
 
-def fake_discord(application_flags: int, token_status: int = 200) -> LLMServer:
-    """Discord's REST API as the check reads it: the bot's user and its application."""
+def fake_discord(
+    application_flags: int, token_status: int = 200, *, answers: bool = True
+) -> LLMServer:
+    """Discord's REST API as the check reads it: the bot's user and its application; one that
+    never `answers` accepts each request and sends nothing."""
 
     def reply(request: SeenRequest) -> Reply:
+        if not answers:
+            return Reply(header_delay=60)
         if request.path.endswith("/users/@me"):
             if token_status != 200:
                 return Reply(token_status, json_body={"message": "401: Unauthorized", "code": 0})
@@ -214,3 +222,16 @@ async def test_a_refused_token_fails_the_check_in_one_line(
     )
     assert token not in out + err
     assert "Traceback" not in err
+
+
+async def test_a_discord_that_does_not_answer_fails_the_check_in_bounded_time(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    code, out, err, requests = await check_on_fake_discord(
+        llm_server, tmp_path, fake_discord(application_flags=0, answers=False), "discord-token"
+    )
+    assert code == 1, out + err
+    assert out.splitlines()[-1] == "FAILED  discord: no answer within 1 s"
+    assert len(requests) == 1
+    assert time.monotonic() - started < 15  # the bound, not the 60 s Discord would take

@@ -224,3 +224,17 @@ def test_help_names_the_console_and_the_check() -> None:
     text = " ".join(result.stdout.split())
     assert "--console chat with the bot in this terminal, without Discord" in text
     assert "--check check the settings, the database and every model" in text
+
+
+async def test_a_piped_session_on_postgresql_queues_and_answers_in_order(
+    llm_server: LLMServer, tmp_path: Path, pg_url: str
+) -> None:
+    llm_server.script(answer("Answer A.", gap=0.1), answer("Answer B."))
+    env = bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url)
+    process = await start_bot("--console", env=env)
+    out, err = await finished(process, b"a\nb\n")
+    assert process.returncode == 0, err
+    assert out == (
+        "[you #1] a\n[tomori #3]\nAnswer A.\n[you #2] b\n[tomori #4, replying to #2]\nAnswer B.\n"
+    )
+    assert not (tmp_path / "tomori.db").exists()  # the lock store was PostgreSQL's
