@@ -47,7 +47,7 @@ async def test_a_working_model_answers_and_the_check_passes(
     out, err = await finished(process)
     assert process.returncode == 0, out + err
     lines = out.splitlines()
-    assert lines[0] == "ok      settings (1 models: openai:test-model)"
+    assert lines[0] == "ok      settings (1 model: openai:test-model)"
     assert lines[1] == f"ok      database: SQLite at {tmp_path / 'tomori.db'}, opened and migrated"
     assert lines[2].startswith("ok      openai:test-model: first token ")
     assert lines[2].endswith(" s")

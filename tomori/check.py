@@ -27,7 +27,8 @@ ExtraCheck = Callable[[TextIO], Awaitable[bool]]
 async def run_check(
     settings: Settings, chain: ModelChain, out: TextIO, extra: ExtraCheck | None = None
 ) -> int:
-    print(f"ok      settings ({len(chain.entries)} models: {chain.described})", file=out)
+    models = "1 model" if len(chain.entries) == 1 else f"{len(chain.entries)} models"
+    print(f"ok      settings ({models}: {chain.described})", file=out)
     engine = "PostgreSQL (TOMORI_DB_URL)" if settings.db_url else f"SQLite at {settings.db_path}"
     try:
         database = await open_database(settings)

@@ -21,6 +21,7 @@ from typing import TextIO
 
 from tomori.config import Settings
 from tomori.conversation import in_time_order
+from tomori.delivery import as_shown
 from tomori.notices import Notice
 from tomori.providers.base import ContextItem, Role
 
@@ -181,7 +182,7 @@ class ConsoleChannel:
         self._end_line()
         if message.from_bot:
             self._print_header(message)
-            self._print(_as_shown(message.text) + "\n")
+            self._print(as_shown(message.text) + "\n")
         else:
             self._print(f"[you #{message.id}] {message.text}\n")
 
@@ -195,7 +196,7 @@ class ConsoleChannel:
         A message the writer edits only ever grows; should an edit change what is shown, the
         message prints again whole, marked as edited.
         """
-        text = _as_shown(message.text)
+        text = as_shown(message.text)
         shown = self._shown.get(message.id, "")
         if text.startswith(shown):
             self._print(text[len(shown) :])
@@ -213,8 +214,3 @@ class ConsoleChannel:
 
     def _print(self, text: str) -> None:
         self._out.write(text)
-
-
-def _as_shown(content: str) -> str:
-    """Without the blank lines at its ends, which Discord trims from a message."""
-    return content.lstrip("\n").rstrip()
