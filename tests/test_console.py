@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 from tests.support.bot_script import run
@@ -22,6 +24,10 @@ from tests.support.console_process import (
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent, stalled_after
+from tomori.config import Settings
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks.backends import lock_backend
+from tomori.store.connect import open_database
 
 
 def said_last(request: SeenRequest) -> str:
@@ -226,15 +232,46 @@ def test_help_names_the_console_and_the_check() -> None:
     assert "--check check the settings, the database and every model" in text
 
 
-async def test_a_piped_session_on_postgresql_queues_and_answers_in_order(
-    llm_server: LLMServer, tmp_path: Path, pg_url: str
+async def test_the_console_leaves_the_bots_database_and_its_queues_alone(
+    llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    llm_server.script(answer("Answer A.", gap=0.1), answer("Answer B."))
-    env = bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url)
-    process = await start_bot("--console", env=env)
-    out, err = await finished(process, b"a\nb\n")
+    """A bot stopped with a message still queued: its next start answers it. A console run
+    meanwhile on the same settings must not take the channel over (and drop the message)."""
+    database = tmp_path / "tomori.db"
+    await queue_left_by_a_stopped_bot(database)
+    assert waiting_in(database) == {"1001", "1002"}
+    before = database.read_bytes()
+    llm_server.script(answer("Hello from the model."))
+    process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
+    out, err = await finished(process, b"hello\n")
     assert process.returncode == 0, err
-    assert out == (
-        "[you #1] a\n[tomori #3]\nAnswer A.\n[you #2] b\n[tomori #4, replying to #2]\nAnswer B.\n"
-    )
-    assert not (tmp_path / "tomori.db").exists()  # the lock store was PostgreSQL's
+    assert out == "[you #1] hello\n[tomori #2]\nHello from the model.\n"
+    assert database.read_bytes() == before
+    assert waiting_in(database) == {"1001", "1002"}
+    assert len(llm_server.requests) == 1
+
+
+def waiting_in(database: Path) -> set[str]:
+    """The messages of channel 123 that the next bot to start will answer."""
+    with closing(sqlite3.connect(database)) as db:
+        locked = db.execute("SELECT trigger_message_id FROM channel_locks WHERE channel_id='123'")
+        queued = db.execute("SELECT message_id FROM queued_triggers WHERE channel_id = '123'")
+        return {row[0] for row in [*locked.fetchall(), *queued.fetchall()]}
+
+
+async def queue_left_by_a_stopped_bot(database: Path) -> None:
+    """The bot's database with a channel's queue a closed process left to the next one."""
+    settings = Settings(db_path=database)
+    store = await open_database(settings)
+    try:
+        locks = ChannelLocks(lock_backend(store, settings), settings, never_answers)
+        await locks.start()
+        await locks.submit(Trigger("123", "1001", "42"))
+        await locks.submit(Trigger("123", "1002", "42"))
+        await locks.close()
+    finally:
+        await store.close()
+
+
+async def never_answers(turn: Turn, guard: TurnGuard) -> None:
+    await asyncio.Event().wait()  # the bot is stopped mid-answer

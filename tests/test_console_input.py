@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tomori.console_input import LineReader
 
-CHARACTERS = st.characters(exclude_characters="\n\r", exclude_categories=("Cs",))
+CHARACTERS = st.characters(exclude_characters="\n\r", exclude_categories=["Cs"])
 LINES = st.lists(st.text(CHARACTERS, max_size=30), max_size=8)
 
 

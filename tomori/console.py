@@ -5,6 +5,11 @@ typed while an answer streams are queued and answered in order, each replying to
 line), the model chain with its fallbacks and timeouts, and the writer in the configured
 delivery mode, writing into a `ConsoleChannel` instead of a Discord channel.
 
+The store is a SQLite file of the session's own, in a temporary folder, never the bot's
+database: every process on a lock database takes over the channels a stopped process left
+(`ChannelLocks` recovers them at start and in its heartbeat), and a console, which cannot
+answer a Discord channel, would drop their queues. `--check` opens the configured database.
+
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
 (and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D), ends the
 session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py --console`
@@ -17,7 +22,10 @@ import asyncio
 import logging
 import signal
 import sys
+import tempfile
 from collections.abc import Coroutine
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, TextIO
 
 from tomori.answering import answer_turn
@@ -72,7 +80,11 @@ class ConsoleSession:
         """A turn is in `_run_turn`: what a /kill leaves of `_outstanding`."""
 
     async def run(self) -> int:
-        database = await open_database(self._settings)
+        with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
+            own = replace(self._settings, db_path=Path(folder) / "console.db", db_url=None)
+            return await self._run_on(await open_database(own))
+
+    async def _run_on(self, database: Database) -> int:
         loop = asyncio.get_running_loop()
         try:
             self._providers = self._chain.build_providers()
@@ -127,9 +139,10 @@ class ConsoleSession:
         message = self._channel.post(text)
         message_id = self._channel.message_id(message)
         trigger = Trigger(self._channel.channel_id, message_id, REQUESTER)
+        self._outstanding += 1  # before: a turn that starts may end before submit returns
         admission = await locks.submit(trigger)
-        if admission in (Admission.STARTED, Admission.QUEUED):
-            self._outstanding += 1
+        if admission in (Admission.IGNORED, Admission.FAILED):
+            self._outstanding = max(0, self._outstanding - 1)
         if admission is Admission.QUEUED and self._live:
             self._channel.say(f"(#{message.id} is queued: answered after the answer before it)")
         elif admission is Admission.IGNORED:
@@ -163,8 +176,8 @@ class ConsoleSession:
     async def _run_turn(self, turn: Turn, guard: TurnGuard) -> None:
         """Answer the trigger in the console's channel, as the cog answers one in Discord."""
         trigger = self._channel.message(turn.trigger.message_id)
-        if trigger is None:  # queued by an earlier session that ended: not ours to answer
-            log.info("skipping turn %s: its message is from an earlier session", turn.turn_id)
+        if trigger is None:  # cannot be: the database is the session's own
+            log.warning("skipping turn %s: its message is not in the console", turn.turn_id)
             return
         ctx = StreamingContext(
             turn.channel_id,
@@ -204,7 +217,7 @@ class ConsoleSession:
                 self._channel.prompt()
 
     async def _close(self, database: Database) -> None:
-        """Stop what still runs, drop the queue (no later process could answer it), close."""
+        """Stop what still runs and clear the queue (as /kill does), then close."""
         for task in list(self._kills):
             await asyncio.gather(task, return_exceptions=True)
         locks, self._locks = self._locks, None

@@ -14,7 +14,6 @@ The channel also keeps its messages, for the history each turn is shown (`contex
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
@@ -59,12 +58,8 @@ class ConsoleChannel:
         self._turn: list[ConsoleMessage | Notice] | None = None
         """Piped: what the running turn put in the channel, in order, printed at its end."""
         self._line_open = False
-        self.channel_id = str(-1 - secrets.randbelow(2**62))
-        """The channel in the lock store: each session's own (two consoles on one database
-        never share a queue), and an ID no Discord channel has, so that a bot on the same
-        database that ever found a console's queue would find no channel and skip it."""
-        self._prefix = f"console{self.channel_id}-"
-        """Each session's message IDs are its own: the store admits a message ID only once."""
+        self.channel_id = "console"
+        """The channel's name in the lock store (the session's own database)."""
 
     # -- what the person types -----------------------------------------------------------------
 
@@ -73,15 +68,13 @@ class ConsoleChannel:
         return self._add(text, from_bot=False)
 
     def message_id(self, message: ConsoleMessage) -> str:
-        """The message's ID in the lock store: its number, unique to this session."""
-        return f"{self._prefix}{message.id}"
+        """The message's ID in the lock store: its number."""
+        return str(message.id)
 
     def message(self, message_id: str | None) -> ConsoleMessage | None:
-        """The message with this store ID; None for another session's, or none at all."""
-        number = (message_id or "").removeprefix(self._prefix)
-        if not number.isdecimal() or number == message_id:
-            return None
-        return self._messages.get(int(number))
+        """The message with this store ID, if there is one."""
+        number = message_id or ""
+        return self._messages.get(int(number)) if number.isascii() and number.isdigit() else None
 
     def context(
         self, trigger: ConsoleMessage, waiting: Collection[str], settings: Settings
