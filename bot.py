@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     modes.add_argument("--check", action="store_true", help=CHECK_HELP)
     args = parser.parse_args(argv)
     if args.console or args.check:
-        return check_main() if args.check else console_main()
+        return check_main(lambda: Shards.from_env(os.environ)) if args.check else console_main()
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)

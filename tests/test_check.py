@@ -235,3 +235,14 @@ async def test_a_discord_that_does_not_answer_fails_the_check_in_bounded_time(
     assert out.splitlines()[-1] == "FAILED  discord: no answer within 1 s"
     assert len(requests) == 1
     assert time.monotonic() - started < 15  # the bound, not the 60 s Discord would take
+
+
+async def test_a_bad_shard_setting_stops_the_check_too(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    env = bot_environment(llm_server, tmp_path, DISCORD_SHARD_IDS="0")
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert err.startswith("error: DISCORD_SHARD_IDS='0' is not allowed")
+    assert err.count("\n") == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 
 from tomori.check import run_check
 from tomori.config import ConfigError, Settings
@@ -31,13 +32,16 @@ def console_main() -> int:
     return _run(check=False)
 
 
-def check_main() -> int:
-    """The settings, the database, every model and, with a token, Discord: 0 if all is well."""
-    return _run(check=True)
+def check_main(check_more: Callable[[], object] = lambda: None) -> int:
+    """The settings, the database, every model and, with a token, Discord: 0 if all is well.
+
+    `check_more` checks the front-end's own settings (bot.py's shards), raising `ConfigError`."""
+    return _run(check=True, check_more=check_more)
 
 
-def _run(*, check: bool) -> int:
+def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int:
     try:
+        check_more()
         settings = Settings.from_env()
         chain = ModelChain.from_env()
     except ConfigError as error:
