@@ -13,13 +13,13 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, NamedTuple
 
-from tomori.config import VARIABLES, ConfigError, Settings
-from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.config import ConfigError, Settings
+from tomori.models import ModelChain
 from tomori.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.commands import COG_NAME
-from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
+from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main, environment_help
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 0.9
@@ -89,25 +89,6 @@ class Shards(NamedTuple):
                 raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
             seen.add(shard)
         return cls(count, ids)
-
-
-def environment_help() -> str:
-    rows = [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
-    rows += list(MODEL_VARIABLES)
-    rows += [
-        (
-            variable.name,
-            variable.default,
-            ": ".join(filter(None, [variable.help, variable.allowed]))
-            + f" (Settings.{variable.field})",
-        )
-        for variable in VARIABLES
-    ]
-    width = max(len(name) for name, _, _ in rows)
-    lines = ["environment variables:"]
-    for name, default, text in rows:
-        lines.append(f"  {name:<{width}}  {text} [default: {default}]")
-    return "\n".join(lines)
 
 
 async def check_database(settings: Settings) -> None:
@@ -232,7 +213,9 @@ async def run_bot(token: str, shards: Shards) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
-        epilog=environment_help(),
+        epilog=environment_help(
+            [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     modes = parser.add_mutually_exclusive_group()
