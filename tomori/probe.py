@@ -1,8 +1,9 @@
 """Ask one model of the chain for a tiny streamed answer, and say how it went in one line.
 
 The request goes through the real provider and `stream_once`, with the configured timeouts
-and the tools the bot would offer, so a model that cannot serve the bot fails here as it would
-in a channel: a refused connection, a refused key, an unknown model, a model that takes no
+and, when the bot offers tools (`TOMORI_TOOLS`), one tool (`current_time`: any tool shows
+whether the model takes them), so a model that cannot serve the bot fails here as it would in
+a channel: a refused connection, a refused key, an unknown model, a model that takes no
 tools, a first token that does not come in time. What is said of a failure is our words and
 the provider's own, both already free of secrets (`providers.errors.sanitised`).
 """
