@@ -13,12 +13,13 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, NamedTuple
 
-from tomori.config import VARIABLES, ConfigError, Settings
-from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.config import ConfigError, Settings
+from tomori.models import ModelChain
 from tomori.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.commands import COG_NAME
+from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main, environment_help
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 0.9
@@ -31,9 +32,9 @@ bot's own close, which must run whatever the cog did, or the gateway and HTTP se
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "
     "https://discord.com/developers/applications, add a bot with the Message Content intent, "
-    "and run DISCORD_TOKEN=<its token> python bot.py"
+    "and run DISCORD_TOKEN=<its token> python bot.py (or try it first in this terminal: "
+    "python bot.py --console)"
 )
-
 
 SHARD_COUNT = IntegerParser(1, "shards", None)
 SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
@@ -88,25 +89,6 @@ class Shards(NamedTuple):
                 raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
             seen.add(shard)
         return cls(count, ids)
-
-
-def environment_help() -> str:
-    rows = [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
-    rows += list(MODEL_VARIABLES)
-    rows += [
-        (
-            variable.name,
-            variable.default,
-            ": ".join(filter(None, [variable.help, variable.allowed]))
-            + f" (Settings.{variable.field})",
-        )
-        for variable in VARIABLES
-    ]
-    width = max(len(name) for name, _, _ in rows)
-    lines = ["environment variables:"]
-    for name, default, text in rows:
-        lines.append(f"  {name:<{width}}  {text} [default: {default}]")
-    return "\n".join(lines)
 
 
 async def check_database(settings: Settings) -> None:
@@ -231,10 +213,17 @@ async def run_bot(token: str, shards: Shards) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
-        epilog=environment_help(),
+        epilog=environment_help(
+            [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.parse_args(argv)
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--console", action="store_true", help=CONSOLE_HELP)
+    modes.add_argument("--check", action="store_true", help=CHECK_HELP)
+    args = parser.parse_args(argv)
+    if args.console or args.check:
+        return check_main(lambda: Shards.from_env(os.environ)) if args.check else console_main()
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)

@@ -21,6 +21,12 @@ class DeliveredMessage:
     text: str
 
 
+def as_shown(content: str) -> str:
+    """A message as its channel shows it: without the blank lines at its ends, which Discord
+    trims from a message anyway (the console shows the same)."""
+    return content.lstrip("\n").rstrip()
+
+
 class StreamWriter(Protocol):
     """Delivers one pass's text; every successful send is reported as progress."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from tomori.delivery import DestinationUnreachable
+from tomori.delivery import DestinationUnreachable, as_shown
 from tomori.notices import Notice, NoticeColour
 from tomori.output import DeliveryFailed, DeliveryRateLimited
 from tomori_cog.library import Library
@@ -72,7 +72,7 @@ class LibraryPort:
             )
         with self._translated():
             message = await self._channel.send(
-                content=_as_shown(content),
+                content=as_shown(content),
                 reference=reference,
                 allowed_mentions=no_mass_mentions(self._library),
             )
@@ -83,16 +83,11 @@ class LibraryPort:
         message = self._sent[message_id]
         with self._translated():
             await message.edit(
-                content=_as_shown(content), allowed_mentions=no_mass_mentions(self._library)
+                content=as_shown(content), allowed_mentions=no_mass_mentions(self._library)
             )
 
     def _translated(self) -> _Translate:
         return _Translate(self._library)
-
-
-def _as_shown(content: str) -> str:
-    """Without the blank lines at its ends, which Discord trims from a message anyway."""
-    return content.lstrip("\n").rstrip()
 
 
 class _Translate:

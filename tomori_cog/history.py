@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from tomori.config import Settings
+from tomori.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 from tomori_cog.attachments import TurnAttachments, read_attachments
 from tomori_cog.discord_io import call_failures
@@ -26,26 +27,6 @@ Context = tuple[ContextItem, ...]
 
 MAX_ITEM_CHARS = 8_000
 """A history message longer than this is cut: one huge paste must not crowd out the rest."""
-
-
-def in_time_order(
-    recent: Iterable[Any], earlier: Iterable[Any], trigger: Any, waiting: Collection[str]
-) -> list[Any]:
-    """The messages the model is shown: each once, oldest first, the trigger last.
-
-    `earlier` (a reply chain, a thread's starter, the answers the bot posted while the
-    trigger waited in the queue) may repeat messages of `recent` or the trigger itself; a
-    message is shown once whichever way it was found. An answer posted after the trigger is
-    still shown before it: it answers what came before, and the trigger is what is asked now.
-    `waiting` are the IDs of messages still queued for a turn of their own: each is answered
-    with its own context, so none is shown ahead of its turn. Snowflake IDs order messages by
-    time.
-    """
-    before: dict[int, Any] = {}
-    for message in [*recent, *earlier]:
-        if message.id != trigger.id and str(message.id) not in waiting:
-            before.setdefault(message.id, message)
-    return [*sorted(before.values(), key=lambda message: message.id), trigger]
 
 
 def embed_text(embeds: Iterable[Any]) -> str:

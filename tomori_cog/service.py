@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
+from tomori.answering import answer_turn
 from tomori.config import KillPolicy, Settings
 from tomori.context import StreamingContext
 from tomori.limits import UserLimits
@@ -28,16 +29,12 @@ from tomori.notices import (
     KILL_STOPPED,
     Notice,
 )
-from tomori.output import DiscordStreamWriter
-from tomori.providers.base import StreamRequest
 from tomori.results import StreamStatus
 from tomori.stoppable import Stopped, until_stopped
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.stream_once import post_notice_safely
-from tomori.tool_loop import TurnEnvironment
 from tomori.tools import CURRENT_TIME, ToolRegistry
-from tomori.turn import run_generation_turn
 from tomori_cog.channel_config import ChannelConfig
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
 from tomori_cog.gate import AdmissionGate, guild_id_of, limit_scope
@@ -216,42 +213,18 @@ class TomoriService:
                 if surface_errors:
                     await post_notice_safely(ctx, GENERATION_ERROR)
                 return
-            port = LibraryPort(self._library, channel)
-            settings = self._settings
-            result = await run_generation_turn(
-                config.entries,
-                config.providers,
-                StreamRequest(
-                    model="",
-                    context=context,
-                    request_notices=notices,
-                    max_output_tokens=settings.max_output_tokens,
-                    temperature=settings.temperature,
-                ),
-                TurnEnvironment(
-                    ctx=ctx,
-                    tools=self.tools,
-                    guard=guard,
-                    settings=settings,
-                    open_writer=lambda: DiscordStreamWriter(
-                        port,
-                        ctx,
-                        delivery=settings.delivery,
-                        edit_interval_s=settings.edit_interval_s,
-                        max_messages=settings.max_messages_per_answer,
-                    ),
-                    requester_id=turn.trigger.requester_id,
-                    surface_errors=surface_errors,
-                ),
-            )
-            log.info(
-                "turn %s in channel %s: %s after %s, %d characters delivered%s",
-                turn.turn_id,
-                turn.channel_id,
-                result.status,
-                ", ".join(attempt.model.label for attempt in result.attempts) or "no model",
-                len(result.text),
-                " (channel unreachable)" if result.unreachable else "",
+            result = await answer_turn(
+                turn,
+                guard,
+                ctx,
+                LibraryPort(self._library, channel),
+                entries=config.entries,
+                providers=config.providers,
+                tools=self.tools,
+                settings=self._settings,
+                context=context,
+                request_notices=notices,
+                surface_errors=surface_errors,
             )
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)

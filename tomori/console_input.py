@@ -1,0 +1,76 @@
+"""Lines from standard input, read without blocking the event loop, and stopped at exit.
+
+A thread reads, because standard input may be a terminal, a pipe or a plain file: the loop's
+own pipe transport takes no plain file (`python bot.py --console < questions.txt`), and it
+would switch a terminal to non-blocking mode, which the terminal shares with standard output
+(a long answer's write could then fail). The thread waits in `select` on standard input and
+on a pipe of its own, so `stop` wakes it and joins it: no reader is left blocked at exit.
+It reads the file descriptor directly, never `sys.stdin`, whose lock a reader thread still
+holding it would keep the interpreter from taking at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import threading
+
+READ_SIZE = 65_536
+
+
+class LineReader:
+    """Lines of `fd` (decoded, without their line end), then None at the end of input."""
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake_read, self._wake_write = os.pipe()
+        self._thread = threading.Thread(target=self._read, name="tomori-console-input", daemon=True)
+        self._stopped = False
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._thread.start()
+
+    async def next_line(self) -> str | None:
+        """The next line typed or piped in; None once input has ended."""
+        return await self._lines.get()
+
+    def stop(self) -> None:
+        """Wake the reader, wait for it to end, and close its pipe; once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        os.write(self._wake_write, b"x")
+        if self._thread.is_alive():
+            self._thread.join(timeout=1.0)
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            ready, _, _ = select.select([self._fd, self._wake_read], [], [])
+            if self._wake_read in ready:
+                return
+            try:
+                chunk = os.read(self._fd, READ_SIZE)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                if pending:
+                    self._hand_over(pending)
+                self._hand_over(None)
+                return
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                self._hand_over(line)
+
+    def _hand_over(self, line: bytes | None) -> None:
+        text = None if line is None else line.decode("utf-8", "replace").rstrip("\r")
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads any more
+            self._loop.call_soon_threadsafe(self._lines.put_nowait, text)

@@ -1,0 +1,81 @@
+"""What `bot.py --console` and `bot.py --check` run, and `--help`'s list of variables.
+
+Both read every setting first, as the bot does, so a bad one stops them with exit code 2 and
+one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+
+from tomori.check import run_check
+from tomori.config import VARIABLES, ConfigError, Settings
+from tomori.console import run_console
+from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.store import StoreError
+from tomori_cog.discord_check import check_discord
+
+CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
+CHECK_HELP = (
+    "check the settings, the database and every model (with DISCORD_TOKEN, the login, "
+    "the Message Content intent and an invite URL), then exit: 0 if all is well"
+)
+INTERRUPTED = 130
+"""The exit code of a process ended by Ctrl+C, as shells report it."""
+
+
+def environment_help(front_rows: list[tuple[str, str, str]]) -> str:
+    """`--help`'s list of variables: the front-end's own (`front_rows`: name, default, what it
+    does), then the models', then every setting with the `Settings` field it fills."""
+    rows = [*front_rows, *MODEL_VARIABLES]
+    rows += [
+        (
+            variable.name,
+            variable.default,
+            ": ".join(filter(None, [variable.help, variable.allowed]))
+            + f" (Settings.{variable.field})",
+        )
+        for variable in VARIABLES
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    lines = ["environment variables:"]
+    for name, default, text in rows:
+        lines.append(f"  {name:<{width}}  {text} [default: {default}]")
+    return "\n".join(lines)
+
+
+def console_main() -> int:
+    """The console on this terminal (or on piped input) until the end of input or Ctrl+C."""
+    return _run(check=False)
+
+
+def check_main(check_more: Callable[[], object] = lambda: None) -> int:
+    """The settings, the database, every model and, with a token, Discord: 0 if all is well.
+
+    `check_more` checks the front-end's own settings (bot.py's shards), raising `ConfigError`."""
+    return _run(check=True, check_more=check_more)
+
+
+def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int:
+    try:
+        check_more()
+        settings = Settings.from_env()
+        chain = ModelChain.from_env()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    token = os.environ.get("DISCORD_TOKEN", "").strip()
+    try:
+        if check:
+            return asyncio.run(
+                run_check(settings, chain, sys.stdout, lambda out: check_discord(token, out))
+            )
+        return asyncio.run(run_console(settings, chain))
+    except StoreError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return INTERRUPTED
