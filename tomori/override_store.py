@@ -44,6 +44,9 @@ class OverrideStore:
         self._db = database
         self._cache: dict[tuple[str, str], tuple[float, Overrides, Overrides]] = {}
 
+    def is_database_error(self, error: BaseException) -> bool:
+        return self._db.is_database_error(error)
+
     async def read(self, guild_id: str, channel_id: str) -> tuple[Overrides, Overrides]:
         """The channel's values and its server's, as stored now."""
         found: dict[str, Overrides] = {}

@@ -86,7 +86,16 @@ class ChannelConfig:
         environment's), through the cache: asked for every message a limit applies to."""
         server = NOTHING
         if guild_id is not None and self.store is not None:
-            _, server = await self.store.read_cached(str(guild_id), "")
+            try:
+                _, server = await self.store.read_cached(str(guild_id), "")
+            except Exception as error:
+                if not self.store.is_database_error(error):
+                    raise
+                log.warning(  # the message goes on: the lock store holds it through an outage
+                    "server %s: could not read its limits (%r); the environment's apply",
+                    guild_id,
+                    error,
+                )
         resolved = resolve(NOTHING, server, self.defaults(0))
         return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
 
