@@ -50,14 +50,15 @@ async def test_inside_the_cooldown_no_model_is_asked_and_the_user_is_told_once(
     llm_server.script(answer("First."), answer("For Bob."), answer("A minute later."))
     nc.say(f"{nc.mention()} one")
     await nc.settled()
-    nc.say(f"{nc.mention()} two")
+    refused = nc.say(f"{nc.mention()} two")
     await nc.settled()
     nc.say(f"{nc.mention()} three")
     await nc.settled()
     assert len(llm_server.requests) == 1
     assert nc.discord.embeds() == [SLOW_DOWN]  # once for the window, not once a message
-    said = nc.discord.messages[CHANNEL_ID][-2]["embeds"][0]["description"]
-    assert "<t:" in said  # when to try again, in the reader's own time
+    notice = nc.discord.messages[CHANNEL_ID][-2]
+    assert "<t:" in notice["embeds"][0]["description"]  # when to try again, in the reader's time
+    assert str(notice["message_reference"]["message_id"]) == refused["id"]  # whom it is for
     nc.say(f"{nc.mention()} hello", author=BOB, name="bob")  # each user has their own
     await nc.settled()
     assert len(llm_server.requests) == 2

@@ -14,6 +14,7 @@ from tomori import override_store
 from tomori.config import ConfigError
 from tomori.override_store import OverrideStore
 from tomori.overrides import (
+    MAX_MODELS_CHARS,
     MAX_PROMPT_CHARS,
     Defaults,
     Overrides,
@@ -94,6 +95,9 @@ def test_limits_are_bounded_as_their_variables_are(cooldown: int, tokens: int) -
 
 def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
     environ = {"OPENAI_API_KEY": "sk-x"}
+    too_long = ",".join(f"openai:{'m' * 400}{n}" for n in range(3))  # no answer could show it
+    with pytest.raises(ConfigError, match=f"at most {MAX_MODELS_CHARS} are allowed"):
+        check_models(too_long, environ, {})
     chain = check_models(" openai:a , openai:b+vision ", environ, {})
     assert chain.described == "openai:a, openai:b+vision"
     with pytest.raises(ConfigError, match="models lists 7 models"):

@@ -24,6 +24,10 @@ MAX_PROMPT_CHARS = 4_000
 tokens each time: about 1,000 tokens at most. Discord lets a slash command's text option hold
 6,000 characters; this leaves room below that and says so before anything is stored."""
 
+MAX_MODELS_CHARS = 1_000
+"""Six model names fit many times over; a longer chain could not be shown back to the admin
+in one of Discord's embeds (4,096 characters) by the change's answer or by `/tomori show`."""
+
 
 class Scope(StrEnum):
     """Where a `/tomori` change applies."""
@@ -123,6 +127,11 @@ def check_models(
     key variable is set in `environ`."""
     if "\0" in raw:
         raise ConfigError("the models hold a NUL character: write them as provider:model")
+    if len(raw.strip()) > MAX_MODELS_CHARS:
+        raise ConfigError(
+            f"the models are {len(raw.strip())} characters long: at most {MAX_MODELS_CHARS} are "
+            f"allowed"
+        )
     return ModelChain.parse(raw.strip(), environ, source="models", known=known)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from tomori.config import ConfigError
 from tomori.notices import Notice, NoticeColour
 from tomori.override_store import OverrideStore
-from tomori.overrides import Overrides, Resolved, Scope, check_limits, check_prompt
+from tomori.overrides import Overrides, Resolved, Scope, Source, check_limits, check_prompt
 from tomori.parsers import choice
 from tomori.server_status import describe, server_status
 from tomori_cog.commands import reply_in_time
@@ -120,7 +120,9 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
         await _store(service).set(Scope.SERVER, *_keys(where), limits)
         now = await service.config.resolved(where.guild_id, where.channel_id, cached=False)
         return _done(
-            "Limits for this server: " + _limits(now.cooldown_ms.value, now.daily_tokens.value)
+            "Limits for this server: "
+            f"{_limits(now.cooldown_ms.value, now.daily_tokens.value)}"
+            f" ({_sources(now.cooldown_ms.source, now.daily_tokens.source)})"
         )
 
     return action
@@ -160,11 +162,15 @@ def _shown(resolved: Resolved) -> str:
             f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
             f" ({resolved.autoreply.source})",
             f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
-            f" ({resolved.cooldown_ms.source}; {resolved.daily_tokens.source})",
+            f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
             f"System prompt ({resolved.system_prompt.source}):",
             "\n".join(f"> {line}" for line in prompt.splitlines() or [""]),
         )
     )
+
+
+def _sources(*sources: Source) -> str:
+    return "; ".join(dict.fromkeys(sources))
 
 
 def _limits(cooldown_ms: int, daily_tokens: int) -> str:

@@ -120,17 +120,29 @@ class _Translate:
 
 
 class EmbedNotices:
-    """`NoticeSink` posting notices as embeds in the turn's channel."""
+    """`NoticeSink` posting notices as embeds in the turn's channel.
 
-    def __init__(self, library: Library, channel: Any) -> None:
+    With `reply_to`, each notice replies to that message (without pinging its author), so a
+    notice meant for one person says whom it is for in a busy channel.
+    """
+
+    def __init__(self, library: Library, channel: Any, reply_to: int | None = None) -> None:
         self._library = library
         self._channel = channel
+        self._reply_to = reply_to
 
     async def post_notice(self, notice: Notice) -> None:
+        lib = self._library.module
+        reference = None
+        if self._reply_to is not None:
+            reference = lib.MessageReference(
+                message_id=self._reply_to, channel_id=self._channel.id, fail_if_not_exists=False
+            )
         with _Translate(self._library):
             await self._channel.send(
                 embed=embed_for(self._library, notice),
-                allowed_mentions=self._library.module.AllowedMentions.none(),
+                reference=reference,
+                allowed_mentions=lib.AllowedMentions.none(),
             )
 
 

@@ -141,6 +141,6 @@ class AdmissionGate:
         )
         if surface_errors and refusal.notify:
             make = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
-            notices = EmbedNotices(self._library, message.channel)
+            notices = EmbedNotices(self._library, message.channel, reply_to=message.id)
             ctx = StreamingContext(str(message.channel.id), notices)
             await post_notice_safely(ctx, make(refusal.retry_at))
