@@ -22,6 +22,7 @@ from tests.support.nextcord_fake import (
     GUILD_ID,
     NextcordBot,
     OpenNextcord,
+    deny_send,
     discord_error,
     member_payload,
 )
@@ -171,22 +172,6 @@ async def test_bots_start_at_most_max_bot_turns_in_a_row_until_a_human_speaks(
     nc.say(f"{nc.mention()} beep", author=OTHER_BOT, name="otherbot", bot=True)
     await nc.settled()
     assert len(llm_server.requests) == 3
-
-
-def deny_send(nc: NextcordBot, permission: int) -> None:
-    """An admin denies the bot a permission in the channel: Discord tells the gateway."""
-    nc.bot._connection.parse_channel_update(
-        {
-            "id": str(CHANNEL_ID),
-            "type": 0,
-            "guild_id": str(GUILD_ID),
-            "name": "channel-0",
-            "position": 0,
-            "permission_overwrites": [
-                {"id": str(BOT_ID), "type": 1, "allow": "0", "deny": str(permission)}
-            ],
-        }
-    )
 
 
 def time_out_the_bot(nc: NextcordBot) -> None:

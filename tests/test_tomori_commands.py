@@ -22,6 +22,7 @@ from tests.support.nextcord_fake import (
     GUILD_ID,
     NextcordBot,
     OpenNextcord,
+    deny_send,
     stop_nextcord_bot,
 )
 from tests.support.scripts import answer, silent, stalled_after
@@ -161,6 +162,16 @@ async def test_autoreply_answers_every_message_in_the_channel_until_turned_off(
     nc.say("chatting on")
     await nc.settled()
     assert len(llm_server.requests) == 1
+
+
+async def test_autoreply_where_the_bot_cannot_post_says_so(nc: NextcordBot) -> None:
+    deny_send(nc, nextcord.Permissions(send_messages=True).value)
+    title, text = said(await nextcord_tomori(nc, "autoreply", enabled=True))
+    assert title == "Tomori Settings"
+    assert text.startswith(  # Discord drops what depends on sending too: embed links
+        "This channel now answers every message, but the bot cannot post here yet"
+        " (no send_messages permission"
+    )
 
 
 async def test_autoreply_off_beats_the_environments_channel_list(

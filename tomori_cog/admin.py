@@ -22,6 +22,7 @@ from tomori.overrides import Overrides, Resolved, Scope, Source, check_limits, c
 from tomori.parsers import choice
 from tomori.server_status import describe, server_status
 from tomori_cog.commands import reply_in_time
+from tomori_cog.deliverability import missing_permissions
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
 
@@ -57,6 +58,8 @@ OPTION_DESCRIPTIONS = {
 class Where:
     guild_id: int
     channel_id: int
+    cannot_post: tuple[str, ...] = ()
+    """Why the bot could not answer in this channel now (its permissions), if it could not."""
 
 
 Action = Callable[[TomoriService, Where], Awaitable[Notice]]
@@ -64,15 +67,28 @@ Action = Callable[[TomoriService, Where], Awaitable[Notice]]
 
 async def run(library: Library, service: TomoriService, interaction: Any, action: Action) -> None:
     """Answer the interaction with what `action` says, ephemerally."""
-    await reply_in_time(library, interaction, _outcome(service, interaction, action), "/tomori")
+    outcome = _outcome(library, service, interaction, action)
+    await reply_in_time(library, interaction, outcome, "/tomori")
 
 
-async def _outcome(service: TomoriService, interaction: Any, action: Action) -> Notice:
+async def _outcome(
+    library: Library, service: TomoriService, interaction: Any, action: Action
+) -> Notice:
     if interaction.guild_id is None or interaction.channel_id is None:
         return _refused("These commands work in a server's channels only.")
+    channel = interaction.channel
+    cannot_post = missing_permissions(library, channel) if _has_permissions(channel) else []
+    where = Where(interaction.guild_id, interaction.channel_id, tuple(cannot_post))
     try:
         await service.ensure_started()
-        return await action(service, Where(interaction.guild_id, interaction.channel_id))
+        notice = await action(service, where)
+        log.info(
+            "/tomori in channel %s by user %s: %s",
+            interaction.channel_id,
+            interaction.user.id,
+            notice.description.splitlines()[0] if notice.description else notice.title,
+        )
+        return notice
     except ConfigError as error:
         return _refused(str(error))
     except Exception:
@@ -107,7 +123,10 @@ def set_autoreply(enabled: bool) -> Action:
     async def action(service: TomoriService, where: Where) -> Notice:
         await _store(service).set(Scope.CHANNEL, *_keys(where), Overrides(autoreply=enabled))
         said = "answers every message" if enabled else "answers only mentions and replies"
-        return _done(f"This channel now {said}.")
+        if not enabled or not where.cannot_post:
+            return _done(f"This channel now {said}.")
+        lacking = "; ".join(where.cannot_post)
+        return _done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
 
     return action
 
@@ -205,3 +224,8 @@ def _done(description: str) -> Notice:
 
 def _refused(description: str) -> Notice:
     return Notice("Not Changed", description, NoticeColour.ERROR)
+
+
+def _has_permissions(channel: Any) -> bool:
+    """Whether the library knows the channel well enough to read the bot's permissions in it."""
+    return channel is not None and hasattr(channel, "permissions_for")

@@ -448,3 +448,19 @@ async def stop_nextcord_bot(harness: NextcordBot) -> None:
     closing = getattr(cog, "closing", None)
     if closing is not None:
         await closing
+
+
+def deny_send(nc: NextcordBot, permission: int) -> None:
+    """An admin denies the bot a permission in the channel: Discord tells the gateway."""
+    nc.bot._connection.parse_channel_update(
+        {
+            "id": str(CHANNEL_ID),
+            "type": 0,
+            "guild_id": str(GUILD_ID),
+            "name": "channel-0",
+            "position": 0,
+            "permission_overwrites": [
+                {"id": str(BOT_ID), "type": 1, "allow": "0", "deny": str(permission)}
+            ],
+        }
+    )
