@@ -246,3 +246,16 @@ async def test_a_bad_shard_setting_stops_the_check_too(
     assert process.returncode == 2
     assert err.startswith("error: DISCORD_SHARD_IDS='0' is not allowed")
     assert err.count("\n") == 1
+
+
+async def test_a_404_naming_no_model_points_at_the_address(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """The base URL without its /v1: the server's 404 names no model, so the address is blamed."""
+    llm_server.script(Reply(404, json_body={"detail": "Not Found"}))
+    process = await start_bot("--check", env=bot_environment(llm_server, tmp_path))
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    [failed] = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failed.startswith("FAILED  openai:test-model: 404: nothing found at http://127.0.0.1:")
+    assert "check OPENAI_BASE_URL (an OpenAI-compatible server's usually ends in /v1)" in failed

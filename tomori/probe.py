@@ -106,8 +106,15 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
         return f"401: the provider refused the key ({kind.key_variable}){said}"
     if data.status == 403:
         return f"403: the key may not use this model ({kind.key_variable}){said}"
-    if data.status == 404 or ("model" in words and _says_not_found(words)):
+    if "model" in words and _says_not_found(words):
         return f"model not found: {model.model!r} (TOMORI_MODELS){said}"
+    if data.status == 404:  # a 404 that names no model: most often the address is wrong
+        where = base_url or "the provider's own URL"
+        return (
+            f"404: nothing found at {where} for model {model.model!r}: check "
+            f"{kind.base_url_variable} (an OpenAI-compatible server's usually ends in /v1) "
+            f"and TOMORI_MODELS{said}"
+        )
     if data.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
         return f"tools refused: the model takes no tools (TOMORI_TOOLS= offers none){said}"
     return f"{data.safe_message}{said}"
