@@ -48,6 +48,20 @@ async def test_a_piped_session_prints_the_answer_and_exits_at_the_end_of_input(
     assert "Traceback" not in err
 
 
+async def test_a_pasted_code_block_is_one_message_and_terminal_controls_print_inert(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("\x1b[2JCleared?\x07"))
+    process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
+    out, err = await finished(process, b"Why?\n```python\nprint(1)\n```\n")
+    assert process.returncode == 0, err
+    assert said_last(llm_server.requests[0]) == "user: Why?"
+    assert len(llm_server.requests) == 2
+    assert said_last(llm_server.requests[1]).endswith("```python\nprint(1)\n```")
+    assert "\\x1b[2JCleared?\\x07" in out
+    assert "\x1b" not in out
+
+
 async def test_a_long_answer_is_cut_into_marked_messages_as_discord_would_show_it(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tomori.console_input import LineReader
+from tomori.console_input import LineReader, MessageLines
 
 CHARACTERS = st.characters(exclude_characters="\n\r", exclude_categories=["Cs"])
 LINES = st.lists(st.text(CHARACTERS, max_size=30), max_size=8)
@@ -65,3 +65,23 @@ async def test_stop_wakes_a_reader_waiting_for_input_and_ends_its_thread() -> No
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_code_block_is_one_message_and_a_backslash_goes_on() -> None:
+    gathered = MessageLines()
+    typed = ["Look at this:", "```python", "print(1)", "", "```", "and this \\", "too", "bye"]
+    messages = [message for line in typed if (message := gathered.add(line)) is not None]
+    assert messages == ["Look at this:", "```python\nprint(1)\n\n```", "and this \ntoo", "bye"]
+    assert not gathered.open
+
+
+@given(st.lists(st.text(alphabet="ab `", max_size=12), max_size=12))
+def test_every_line_is_sent_once_in_order_and_no_message_ends_inside_a_fence(
+    lines: list[str],
+) -> None:
+    gathered = MessageLines()
+    messages = [message for line in lines if (message := gathered.add(line)) is not None]
+    assert all(message.count("```") % 2 == 0 for message in messages)
+    last = gathered.flush()
+    sent = [*messages, *([last] if last is not None else [])]
+    assert "".join(sent).replace("\n", "") == "".join(lines)  # nothing lost, nothing added

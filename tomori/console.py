@@ -13,7 +13,8 @@ answer a Discord channel, would drop their queues. `--check` opens the configure
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
 (and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D), ends the
 session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py --console`
-prints the answer and exits. SIGTERM ends it at once.
+prints the answer and exits. SIGTERM ends it at once. A message is a line, or, from a line that
+opens a code fence, every line until the fence closes (see `MessageLines`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any, TextIO
 from tomori.answering import answer_turn
 from tomori.config import Settings
 from tomori.console_channel import ConsoleChannel
-from tomori.console_input import LineReader
+from tomori.console_input import LineReader, MessageLines
 from tomori.context import StreamingContext
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.backends import lock_backend
@@ -107,18 +108,26 @@ class ConsoleSession:
         return 0
 
     async def _serve(self, locks: ChannelLocks) -> None:
-        """Read lines until the end of input (then wait for the answers) or a quit."""
+        """Read messages until the end of input (then wait for the answers) or a quit."""
+        gathered = MessageLines()
         while True:
             line = await self._unless_quit(self._reader.next_line())
             if self._quit.is_set():
                 return
             if line is None:
+                if (last := gathered.flush()) is not None and last.strip():
+                    await self._submit(locks, last.strip())
+                if self._live and self._outstanding:
+                    self._channel.say("(end of input: exiting once the answers are done)")
                 await self._unless_quit(locks.wait_idle(self._channel.channel_id))
                 return
-            text = line.strip()
-            if text == KILL_COMMAND:
+            if line.strip() == KILL_COMMAND and not gathered.open:
                 await self._kill()
-            elif text:
+                continue
+            message = gathered.add(line)
+            if message is None:
+                continue
+            if text := message.strip():
                 await self._submit(locks, text)
             elif self._live and not self._outstanding:
                 self._channel.prompt()

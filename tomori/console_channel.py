@@ -14,6 +14,7 @@ The channel also keeps its messages, for the history each turn is shown (`contex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
@@ -38,6 +39,15 @@ class ConsoleMessage:
     text: str
     from_bot: bool
     reply_to: int | None = None
+
+
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""What a model could write to move the cursor, clear the screen or retitle the window: a
+Discord channel shows such characters inertly, so the terminal is shown them as escapes."""
+
+
+def _escaped(control: re.Match[str]) -> str:
+    return f"\\x{ord(control.group()):02x}"
 
 
 def notice_text(notice: Notice) -> str:
@@ -206,4 +216,4 @@ class ConsoleChannel:
             self._line_open = False
 
     def _print(self, text: str) -> None:
-        self._out.write(text)
+        self._out.write(CONTROLS.sub(_escaped, text))

@@ -74,3 +74,39 @@ class LineReader:
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads any more
             self._loop.call_soon_threadsafe(self._lines.put_nowait, text)
+
+
+FENCE = "```"
+
+
+class MessageLines:
+    """Lines gathered into messages: a line that opens a code fence goes on until it closes.
+
+    A terminal sends a line at a time, but a message with a code block is many lines; pasted
+    or typed, the block arrives whole, as one message, as it would be posted in Discord. A
+    line ending in a backslash goes on too (the backslash dropped), for any other text.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[str] = []
+
+    @property
+    def open(self) -> bool:
+        """Whether a message is begun and waits for more lines."""
+        return bool(self._pending)
+
+    def add(self, line: str) -> str | None:
+        """The message `line` completes, or None while it goes on."""
+        continues = line.endswith("\\") and not self._in_fence(line)
+        self._pending.append(line[:-1] if continues else line)
+        if continues or self._in_fence():
+            return None
+        return self.flush()
+
+    def flush(self) -> str | None:
+        """What is gathered, ended as it stands (at the end of input); None if nothing."""
+        message, self._pending = "\n".join(self._pending), []
+        return message or None
+
+    def _in_fence(self, more: str = "") -> bool:
+        return sum(line.count(FENCE) for line in (*self._pending, more)) % 2 == 1
