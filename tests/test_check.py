@@ -43,7 +43,8 @@ async def test_a_working_model_answers_and_the_check_passes(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("ready"))
-    process = await start_bot("--check", env=bot_environment(llm_server, tmp_path))
+    env = bot_environment(llm_server, tmp_path, TOMORI_TEMPERATURE="0.5")
+    process = await start_bot("--check", env=env)
     out, err = await finished(process)
     assert process.returncode == 0, out + err
     lines = out.splitlines()
@@ -55,6 +56,7 @@ async def test_a_working_model_answers_and_the_check_passes(
     assert (tmp_path / "tomori.db").exists()
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
+    assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
     assert [tool["function"]["name"] for tool in sent["tools"]] == ["current_time"]
 
 

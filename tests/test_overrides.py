@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import astuple
 
@@ -9,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.databases import DatabaseUnderTest
+from tests.support.databases import DatabaseUnderTest, RecordingDatabase
 from tomori import override_store
 from tomori.config import ConfigError
-from tomori.override_store import OverrideStore
+from tomori.override_store import OverrideStore, SettingsUnavailable
 from tomori.overrides import (
     MAX_MODELS_CHARS,
     MAX_PROMPT_CHARS,
@@ -25,6 +26,8 @@ from tomori.overrides import (
     check_prompt,
     resolve,
 )
+from tomori.store import Database
+from tomori.store.base import Params, Row
 
 _guilds = itertools.count()
 texts = st.none() | st.text(min_size=1, max_size=5)
@@ -125,6 +128,50 @@ async def test_values_are_stored_per_scope_and_reset_alone(database: DatabaseUnd
     assert await store.read("g", "c1") == (Overrides(), server)
     with pytest.raises(ValueError, match="does not have"):
         await store.set(Scope.CHANNEL, "g", "c1", Overrides(cooldown_ms=1))
+
+
+class HeldReads(RecordingDatabase):
+    """A store whose reads are held until the test lets them answer (a slow database)."""
+
+    def __init__(self, inner: Database) -> None:
+        super().__init__(inner)
+        self.reading = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        rows = await super().fetchall(sql, params)
+        self.reading.set()
+        await self.answer.wait()
+        return rows
+
+
+async def test_a_read_begun_before_a_change_does_not_bring_back_what_it_replaced(
+    database: DatabaseUnderTest,
+) -> None:
+    held = HeldReads(await database.open())
+    store = OverrideStore(held)
+    reading = asyncio.create_task(store.read_cached("g", "c"))  # the reply rule, say
+    await held.reading.wait()  # it has read autoreply unset, and is slow to say so...
+    await store.set(Scope.CHANNEL, "g", "c", Overrides(autoreply=True))  # ...as this lands
+    held.answer.set()
+    await reading
+    channel, _ = await store.read_cached("g", "c")
+    assert channel.autoreply is True  # at once, not after the cache's seconds
+
+
+async def test_a_failed_read_is_not_waited_on_again_by_the_cached_readers(
+    database: DatabaseUnderTest,
+) -> None:
+    db = RecordingDatabase(await database.open())
+    store = OverrideStore(db)
+    await db.execute("DROP TABLE server_settings")  # every read of the settings now fails
+    with pytest.raises(Exception) as first:  # noqa: PT011 - the engine's own error
+        await store.read_cached("g", "")
+    assert store.is_database_error(first.value)
+    asked = len(db.statements)
+    with pytest.raises(SettingsUnavailable):  # for a while: at once, the store not asked
+        await store.read_cached("other", "")
+    assert len(db.statements) == asked
 
 
 async def test_another_processs_change_is_read_at_once_and_cached_only_briefly(

@@ -281,6 +281,32 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(nc: Next
     assert set(options) == {"model", "prompt", "autoreply", "show", "reset", "status", "limits"}
 
 
+async def test_kill_clears_a_message_still_waiting_for_its_servers_limits(
+    pg_url: str, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    """A message asked before /kill is cleared by it, however long its checks waited."""
+    database = postgres_database(pg_url)
+    nc = await open_nextcord(settings(database), chain_for(llm_server))
+    blocker = await asyncpg.connect(pg_url)
+    try:
+        holding = blocker.transaction()
+        await holding.start()  # a migration, say: no server's settings can be read meanwhile
+        await blocker.execute("LOCK TABLE server_settings IN ACCESS EXCLUSIVE MODE")
+        llm_server.script(answer("Asked before the kill."))
+        nc.say(f"{nc.mention()} hello")
+        async with asyncio.timeout(5):  # the message waits for its server's limits
+            while not await blocker.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        await nc.kill()
+        await holding.rollback()
+        async with asyncio.timeout(10):
+            await nc.settled()
+    finally:
+        await blocker.close()
+    assert llm_server.requests == []
+    assert nc.discord.contents() == []
+
+
 async def test_kill_stops_a_turn_still_reading_its_channels_settings(
     pg_url: str, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:

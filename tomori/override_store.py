@@ -39,29 +39,49 @@ _READ = (
 )
 
 
+class SettingsUnavailable(Exception):
+    """The store failed a read less than `CACHE_TTL_S` ago: the cached readers do not wait on
+    it again meanwhile (each message would wait out the statement timeout in turn)."""
+
+
 class OverrideStore:
     def __init__(self, database: Database) -> None:
         self._db = database
         self._cache: dict[tuple[str, str], tuple[float, Overrides, Overrides]] = {}
+        self._changes = 0
+        """Bumped by every change through this process: a read begun before one is not
+        cached, or it would bring back for `CACHE_TTL_S` what the change replaced."""
+        self._failing_until = 0.0
 
     def is_database_error(self, error: BaseException) -> bool:
-        return self._db.is_database_error(error)
+        return isinstance(error, SettingsUnavailable) or self._db.is_database_error(error)
 
     async def read(self, guild_id: str, channel_id: str) -> tuple[Overrides, Overrides]:
         """The channel's values and its server's, as stored now."""
+        changes = self._changes
         found: dict[str, Overrides] = {}
-        for row in await self._db.fetchall(_READ, (channel_id, guild_id)):
+        try:
+            rows = await self._db.fetchall(_READ, (channel_id, guild_id))
+        except Exception as error:
+            if self._db.is_database_error(error):
+                self._failing_until = time.monotonic() + CACHE_TTL_S
+            raise
+        for row in rows:
             found[row["scope"]] = _overrides(row)
         channel, server = found.get("channel", NOTHING), found.get("server", NOTHING)
-        self._remember((guild_id, channel_id), channel, server)
+        if changes == self._changes:
+            self._remember((guild_id, channel_id), channel, server)
         return channel, server
 
     async def read_cached(self, guild_id: str, channel_id: str) -> tuple[Overrides, Overrides]:
         """As `read`, or as it was read less than `CACHE_TTL_S` ago; a `channel_id` of ""
-        reads the server's alone."""
+        reads the server's alone. `SettingsUnavailable` while a read failed that recently."""
+        now = time.monotonic()
         cached = self._cache.get((guild_id, channel_id))
-        if cached is not None and cached[0] > time.monotonic():
+        if cached is not None and cached[0] > now:
             return cached[1], cached[2]
+        if now < self._failing_until:
+            raise SettingsUnavailable("the settings could not be read a moment ago")
         return await self.read(guild_id, channel_id)
 
     async def set(self, scope: Scope, guild_id: str, channel_id: str, changes: Overrides) -> None:
@@ -115,6 +135,7 @@ class OverrideStore:
     def _forget(self, scope: Scope, guild_id: str, channel_id: str) -> None:
         """A change through this process applies at once: drop what it may have changed (a
         server's values reach each of its channels' entries)."""
+        self._changes += 1
         if scope is Scope.CHANNEL:
             self._cache.pop((guild_id, channel_id), None)
         else:

@@ -63,7 +63,13 @@ async def probe(
     writer = _TimingWriter()
     ctx = StreamingContext("check", notices=_Quiet(), suppress_user_errors=True)
     tools = (CURRENT_TIME.spec,) if settings.tools else ()
-    request = StreamRequest(model.model, (ContextItem(Role.USER, QUESTION),), tools=tools)
+    request = StreamRequest(  # sent as a channel's turn sends it, sampling settings too
+        model.model,
+        (ContextItem(Role.USER, QUESTION),),
+        tools=tools,
+        max_output_tokens=settings.max_output_tokens,
+        temperature=settings.temperature,
+    )
     writer.started = time.monotonic()
     try:
         result = await stream_once(provider, request, writer, ctx, _ProbeGuard(), settings)

@@ -18,7 +18,7 @@ from typing import Any
 from tomori.config import ConfigError, Settings
 from tomori.limits import UserLimits
 from tomori.models import ModelChain, ModelEntry
-from tomori.override_store import OverrideStore
+from tomori.override_store import OverrideStore, SettingsUnavailable
 from tomori.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
 from tomori.providers.base import Provider
 from tomori.store import Database
@@ -91,7 +91,8 @@ class ChannelConfig:
             except Exception as error:
                 if not self.store.is_database_error(error):
                     raise
-                log.warning(  # the message goes on: the lock store holds it through an outage
+                log.log(  # the message goes on: the lock store holds it through an outage
+                    logging.DEBUG if isinstance(error, SettingsUnavailable) else logging.WARNING,
                     "server %s: could not read its limits (%r); the environment's apply",
                     guild_id,
                     error,

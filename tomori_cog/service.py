@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from tomori.answering import answer_turn
@@ -118,6 +119,9 @@ class TomoriService:
     # -- the listener -------------------------------------------------------------------------
 
     async def handle_message(self, message: Any) -> None:
+        # When it came, not when its checks were done: a /kill after it clears it, and its
+        # queue age counts from here, however long the checks waited for the database.
+        received_at = time.time()
         self._gate.heard(message)
         surface_errors = await self._reply_rule.mode(message)
         if surface_errors is None:
@@ -130,6 +134,7 @@ class TomoriService:
             message_id=str(message.id),
             requester_id=str(message.author.id),
             payload={"surface_errors": surface_errors},
+            received_at=received_at,
         )
         self._live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
@@ -180,6 +185,9 @@ class TomoriService:
                     log.warning("skipping turn %s: its message is gone", turn.turn_id)
                     return
                 limits = await self._limits_for(guild_id_of(message))
+                if limits.daily_tokens > 0 and self.metrics is not None:
+                    # the turn before this one recorded its tokens: count them first
+                    await until_stopped(guard, self.metrics.flushed())
                 if not await self._gate.may_start(channel, message, surface_errors, limits):
                     return
                 assert self._locks is not None  # turns run only while the locks are open

@@ -19,8 +19,8 @@ CREATE TABLE channel_settings (
 );
 CREATE INDEX channel_settings_by_guild ON channel_settings (guild_id);
 
--- The server a turn's tokens were used in, for /tomori status (NULL before this migration,
--- and in direct messages).
+-- The server a turn's tokens were used in, for /tomori status and the daily quota (NULL
+-- before this migration; "dm" in direct messages).
 ALTER TABLE token_usage ADD COLUMN guild_id TEXT;
 CREATE INDEX token_usage_by_guild ON token_usage (guild_id, recorded_at);
 
