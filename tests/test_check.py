@@ -255,8 +255,12 @@ async def test_a_404_naming_no_model_points_at_the_address(
 ) -> None:
     """The base URL without its /v1: the server's 404 names no model, so the address is blamed."""
     llm_server.script(Reply(404, json_body={"detail": "Not Found"}))
-    process = await start_bot("--check", env=bot_environment(llm_server, tmp_path))
+    env = bot_environment(llm_server, tmp_path, STREAM_FIRST_TOKEN_TIMEOUT_MS="20000")
+    process = await start_bot("--check", env=env)
     out, err = await finished(process)
+    assert err.startswith(  # a long wait is said before it starts
+        "asking 1 model at once; one that never answers is waited for up to 20 s"
+    )
     assert process.returncode == 1, out + err
     [failed] = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert failed.startswith("FAILED  openai:test-model: 404: nothing found at http://127.0.0.1:")

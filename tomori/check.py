@@ -10,6 +10,7 @@ own (bot.py logs in to Discord when a token is set). Exit code 0 when everything
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TextIO
 
@@ -19,6 +20,9 @@ from tomori.probe import probe
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
 from tomori.store.connect import open_database
+
+NOTED_WAIT_S = 10.0
+"""A first-token budget past which the wait is said before it starts."""
 
 ExtraCheck = Callable[[TextIO], Awaitable[bool]]
 """Prints its own lines; True when what it checks is fine."""
@@ -38,6 +42,14 @@ async def run_check(
     await database.close()
     print(f"ok      database: {engine}, opened and migrated", file=out)
     out.flush()
+    waits = settings.first_token_budget_s
+    if waits >= NOTED_WAIT_S:  # lines come in the chain's order: say why one may be long
+        print(
+            f"asking {models} at once; one that never answers is waited for up to {waits:g} s "
+            f"(STREAM_FIRST_TOKEN_TIMEOUT_MS)",
+            file=sys.stderr,
+            flush=True,
+        )
     providers = chain.build_providers()
     try:
         results = await asyncio.gather(
