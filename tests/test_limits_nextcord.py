@@ -42,6 +42,29 @@ SLOW_DOWN = cooldown_notice(0).title
 DAILY_LIMIT = quota_notice(0).title
 
 
+async def test_limits_that_cannot_be_read_let_messages_on_and_are_not_asked_each_time(
+    database: DatabaseUnderTest,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nc = await open_nextcord(
+        database.settings(**SHORT, user_cooldown_ms=60_000), chain_for(llm_server)
+    )
+    llm_server.script(answer("First."), answer("One."), answer("Two."))
+    nc.say(f"{nc.mention()} hello")  # the store opens
+    await nc.settled()
+    await database.execute("DROP TABLE user_limits")  # a broken store: every read fails
+    with caplog.at_level(logging.WARNING, logger="tomori_cog.gate"):
+        nc.say(f"{nc.mention()} one", author=BOB, name="bob")
+        await nc.settled()
+        nc.say(f"{nc.mention()} two", author=BOB, name="bob")
+        await nc.settled()
+    assert nc.discord.contents() == ["First.", "One.", "Two."]  # Bob's second: not held either
+    unreadable = [r for r in caplog.records if "could not read the limits" in r.getMessage()]
+    assert len(unreadable) == 1  # the second message did not wait on the store again
+
+
 async def test_inside_the_cooldown_no_model_is_asked_and_the_user_is_told_once(
     database: DatabaseUnderTest, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:

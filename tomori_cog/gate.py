@@ -13,6 +13,7 @@ limits are then not applied to that message, and the log says so.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ from tomori_cog.library import Library
 from tomori_cog.reply_rule import from_bot
 
 log = logging.getLogger(__name__)
+
+UNREADABLE_SKIP_S = 5.0
+"""After the limits could not be read, how long messages are let on without asking again."""
 
 
 def guild_id_of(message: Any) -> int | None:
@@ -49,6 +53,7 @@ class AdmissionGate:
         self._bot_turns = BotTurns.capped_at(settings.max_bot_turns)
         self._store: UserLimitStore | None = None
         self._in_order = InArrivalOrder()
+        self._unreadable_until = 0.0
 
     def open(self, database: Database) -> None:
         self._store = UserLimitStore(database)
@@ -113,6 +118,9 @@ class AdmissionGate:
     ) -> Refusal | None:
         assert self._store is not None  # opened at start-up
         scope, user = limit_scope(message.guild), str(message.author.id)
+        if time.monotonic() < self._unreadable_until:
+            log.debug("message %s is not held to the limits: they could not be read", message.id)
+            return None
         try:
             if arriving:
                 return await self._store.admit(scope, user, str(message.id), limits, tells=tells)
@@ -120,12 +128,17 @@ class AdmissionGate:
         except Exception as error:
             if not self._store.is_database_error(error):
                 raise
+            # Each message after it would wait out the statement timeout in turn, one after the
+            # other in its channel: for a while, let them on without asking.
+            self._unreadable_until = time.monotonic() + UNREADABLE_SKIP_S
             log.warning(
-                "could not read the limits of user %s in %s; message %s is not held to them",
+                "could not read the limits of user %s in %s (%r); message %s, and any in the"
+                " next %g s, is not held to them",
                 user,
                 scope,
+                error,
                 message.id,
-                exc_info=True,
+                UNREADABLE_SKIP_S,
             )
             return None
 
