@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 
 from tomori.database_url import DatabaseUrl
 from tomori.store.base import MigrationError, Params, Row, StoreError
-from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
+from tomori.store.migrations import (
+    Migration,
+    newer_than_known,
+    number_migrations,
+    shipped_migrations,
+)
 from tomori.store.outage import OutageLog, reported
 
 POOL_MIN_SIZE = 2
@@ -260,29 +265,41 @@ class PostgresDatabase:
         latest = ordered[-1][0] if ordered else 0
         connection = await self.dedicated_connection(command_timeout=None)
         try:
-            await connection.execute(
-                "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
-            )
-            current = await _version(connection)
-            if current > latest:
-                raise newer_than_known(current, latest, "TOMORI_DB_URL")
-            for number, name, sql in ordered:
-                try:
-                    async with connection.transaction():
-                        await connection.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-                        current = await _version(connection)
-                        if current >= number:
-                            continue
-                        await connection.execute(sql)
-                        await connection.execute("DELETE FROM tomori_schema")
-                        await connection.execute(
-                            "INSERT INTO tomori_schema (version) VALUES ($1)", number
-                        )
-                except asyncpg.PostgresError as error:
-                    raise MigrationError(f"migration {name} failed: {error}") from error
-            return await _version(connection)
+            return await _migrate(connection, ordered, latest)
+        except asyncpg.InsufficientPrivilegeError as error:
+            why = self._url.masked(str(error))
+            raise StoreError(
+                f"the database {self._url} cannot be used ({why}): its user must be able to "
+                "create tables in its schema while migrations remain to apply, and to read and "
+                "write tomori's tables (run it once as their owner, then grant them)"
+            ) from None
         finally:
             await connection.close()
+
+
+async def _migrate(
+    connection: asyncpg.Connection[Any], ordered: list[Migration], latest: int
+) -> int:
+    if await connection.fetchval("SELECT to_regclass('tomori_schema')") is None:
+        await connection.execute(  # an already migrated database needs no CREATE right
+            "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
+        )
+    current = await _version(connection)
+    if current > latest:
+        raise newer_than_known(current, latest, "TOMORI_DB_URL")
+    for number, name, sql in ordered:
+        try:
+            async with connection.transaction():
+                await connection.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+                current = await _version(connection)
+                if current >= number:
+                    continue
+                await connection.execute(sql)
+                await connection.execute("DELETE FROM tomori_schema")
+                await connection.execute("INSERT INTO tomori_schema (version) VALUES ($1)", number)
+        except asyncpg.PostgresError as error:
+            raise MigrationError(f"migration {name} failed: {error}") from error
+    return await _version(connection)
 
 
 async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
