@@ -124,8 +124,8 @@ class ConsoleChannel:
         self._out.flush()
 
     def tell(self, notice: Notice) -> None:
-        """A notice only the person at the terminal sees (a /kill's answer): after the running
-        turn's output if one is held, else at once."""
+        """A notice (a turn's own, or a /kill's answer): after the running turn's output if
+        one is held, else at once."""
         if self._turn is not None:
             self._turn.append(notice)
             return
@@ -166,12 +166,7 @@ class ConsoleChannel:
             self._grow(message)
 
     async def post_notice(self, notice: Notice) -> None:
-        if self._turn is not None:
-            self._turn.append(notice)
-            return
-        self._end_line()
-        self._print(notice_text(notice) + "\n")
-        self._out.flush()
+        self.tell(notice)  # held with the running turn's output, as a /kill's answer is
 
     # -- printing -----------------------------------------------------------------------------
 

@@ -55,6 +55,16 @@ def embed_for(library: Library, notice: Notice) -> Any:
     )
 
 
+def reply_reference(library: Library, channel: Any, message_id: str | int | None) -> Any:
+    """What makes a send reply to `message_id` in `channel` (None: no reply); a reply to a
+    message deleted meanwhile is sent as a plain message rather than refused."""
+    if message_id is None:
+        return None
+    return library.module.MessageReference(
+        message_id=int(message_id), channel_id=channel.id, fail_if_not_exists=False
+    )
+
+
 class LibraryPort:
     """`ChannelPort` over a nextcord or discord.py channel."""
 
@@ -64,12 +74,7 @@ class LibraryPort:
         self._sent: dict[str, Any] = {}
 
     async def send(self, content: str, *, reply_to: str | None) -> str:
-        lib = self._library.module
-        reference = None
-        if reply_to is not None:
-            reference = lib.MessageReference(
-                message_id=int(reply_to), channel_id=self._channel.id, fail_if_not_exists=False
-            )
+        reference = reply_reference(self._library, self._channel, reply_to)
         with self._translated():
             message = await self._channel.send(
                 content=as_shown(content),
@@ -132,17 +137,11 @@ class EmbedNotices:
         self._reply_to = reply_to
 
     async def post_notice(self, notice: Notice) -> None:
-        lib = self._library.module
-        reference = None
-        if self._reply_to is not None:
-            reference = lib.MessageReference(
-                message_id=self._reply_to, channel_id=self._channel.id, fail_if_not_exists=False
-            )
         with _Translate(self._library):
             await self._channel.send(
                 embed=embed_for(self._library, notice),
-                reference=reference,
-                allowed_mentions=lib.AllowedMentions.none(),
+                reference=reply_reference(self._library, self._channel, self._reply_to),
+                allowed_mentions=self._library.module.AllowedMentions.none(),
             )
 
 
