@@ -13,12 +13,12 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, NamedTuple
 
-from tomori.config import ConfigError, Settings
-from tomori.models import ModelChain
-from tomori.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
+from tomori.config.models import ModelChain
+from tomori.config.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
+from tomori.config.settings import ConfigError, Settings
 from tomori.store import StoreError
 from tomori.store.connect import open_database
-from tomori_cog.commands import COG_NAME
+from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main, environment_help
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

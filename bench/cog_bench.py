@@ -48,8 +48,8 @@ from tests.support.nextcord_fake import (
     stop_nextcord_bot,
 )
 from tests.support.openai_wire import chunk
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 from tomori.store import SqliteDatabase
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -313,7 +313,7 @@ async def scale(folder: Path, *, frozen: bool, run: int = 0) -> ScaleRun:
                 fired[int(str(record.args[-1]))] = time.monotonic()  # type: ignore[index]
 
     handler = TimeoutTimes()
-    logging.getLogger("tomori.stream_once").addHandler(handler)
+    logging.getLogger("tomori.generation.stream_once").addHandler(handler)
     rss_before = rss_kib()
     peak = rss_before
     started = time.monotonic()
@@ -328,7 +328,7 @@ async def scale(folder: Path, *, frozen: bool, run: int = 0) -> ScaleRun:
             await settling
         elapsed = time.monotonic() - started
     finally:
-        logging.getLogger("tomori.stream_once").removeHandler(handler)
+        logging.getLogger("tomori.generation.stream_once").removeHandler(handler)
         await stop_nextcord_bot(bot)
         server.stdin.close()
         await server.wait()

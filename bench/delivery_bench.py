@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.llm_server import Action, LLMServer, Reply, pause, sse
 from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
 from tests.support.openai_wire import chunk
-from tomori.chunking import split_message
-from tomori.config import Delivery, Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Delivery, Settings
+from tomori.delivery.chunking import split_message
 
 SPEEDUP = 5
 TOKENS = 1_000

@@ -49,9 +49,8 @@ from locks_processes import (
 from tests.support.llm_server import LLMServer, Reply, sse, stall
 from tests.support.openai_wire import chunk
 from tests.support.postgres import INSTALL_HINT, PostgresServer, find_binaries, running_postgres
-from tomori.config import Settings
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
+from tomori.config.settings import Settings
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.locks.sqlite import STOP_REQUEST_POLL_INTERVAL_S
 from tomori.store.connect import open_database
 

@@ -37,16 +37,15 @@ import tomori_cog.service
 from tests.support.databases import RecordingDatabase
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
-from tomori.config import Settings
-from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import stream_once
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import ContextItem, Role, StreamRequest
 from tomori.providers.openai import OpenAIProvider
 from tomori.store import Database
 from tomori.store.connect import open_database
-from tomori.stream_once import stream_once
 
 REQUEST = StreamRequest(model="bench-model", context=(ContextItem(Role.USER, "go"),))
 
@@ -176,7 +175,7 @@ async def scale(port: int, first: int, count: int, idle_ms: int) -> None:
             if getattr(record, "metric", None) == "stream_sdk_timeout":
                 fired[int(str(record.args[-1]))] = time.monotonic()  # type: ignore[index]
 
-    logging.getLogger("tomori.stream_once").addHandler(TimeoutTimes())
+    logging.getLogger("tomori.generation.stream_once").addHandler(TimeoutTimes())
     lag: list[float] = []
     waits: list[float] = []
     answer("ready")

@@ -36,16 +36,15 @@ from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, raw, sse, stall
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.openai_wire import chunk
-from tomori.config import Settings
-from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
+from tomori.config.settings import Settings
+from tomori.generation.results import StreamStatus
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import stream_once
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest, TextDelta
 from tomori.providers.gemini import GeminiProvider
 from tomori.providers.openai import OpenAIProvider
-from tomori.results import StreamStatus
 from tomori.store import SqliteDatabase as Store
-from tomori.stream_once import stream_once
 
 CHUNKS = 5_000
 ROUNDS = 7

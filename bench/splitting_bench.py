@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
-from tomori.chunking import split_message
-from tomori.config import Delivery
-from tomori.context import StreamingContext
-from tomori.delivery import AnswerCut
-from tomori.hidden import HiddenBlocks
-from tomori.output import DiscordStreamWriter
-from tomori.segmenter import Segmenter
+from tomori.config.settings import Delivery
+from tomori.delivery.chunking import split_message
+from tomori.delivery.hidden import HiddenBlocks
+from tomori.delivery.port import AnswerCut
+from tomori.delivery.segmenter import Segmenter
+from tomori.delivery.writer import DiscordStreamWriter
+from tomori.generation.state import StreamingContext
 
 UNIT = (
     "Some prose with a https://example.com/path?q=1 link, `inline code` and 👍🏽 emoji.\n"

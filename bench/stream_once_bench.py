@@ -25,10 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
-from tomori.config import Settings
-from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
+from tomori.config.settings import Settings
+from tomori.generation.results import StreamStatus
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import stream_once
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import (
     ContextItem,
     ProviderEvent,
@@ -36,9 +37,7 @@ from tomori.providers.base import (
     StreamRequest,
     TextDelta,
 )
-from tomori.results import StreamStatus
 from tomori.store import SqliteDatabase as Store
-from tomori.stream_once import stream_once
 
 CHANNEL = "1"
 REQUEST = StreamRequest(model="bench", context=(ContextItem(Role.USER, "go"),))

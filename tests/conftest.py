@@ -23,8 +23,8 @@ from tests.support.postgres import (
     must_run,
     running_postgres,
 )
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 from tomori.store import SqliteDatabase
 
 

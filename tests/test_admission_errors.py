@@ -19,7 +19,7 @@ from tests.support.dpy import start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.scripts import answer
-from tomori.notices import GENERATION_ERROR
+from tomori.delivery.notices import GENERATION_ERROR
 
 BROKEN = "DROP TABLE admitted_messages"
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.files import FileServer
-from tomori.config import Settings
-from tomori_cog.attachments import read_attachments
+from tomori.config.settings import Settings
+from tomori_cog.reading.attachments import read_attachments
 
 PNG = b"\x89PNG\r\n\x1a\n"
 """A PNG's signature: each image here is it, then its own name."""

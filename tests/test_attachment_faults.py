@@ -27,7 +27,7 @@ from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tomori_cog import fetch
+from tomori_cog.reading import fetch
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

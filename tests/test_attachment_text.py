@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori_cog.attachments import BYTES_PER_CHAR, text_section
+from tomori_cog.reading.attachments import BYTES_PER_CHAR, text_section
 
 
 @given(st.text(), st.integers(min_value=1, max_value=64))

@@ -22,8 +22,8 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.scripts import stalled_after
 from tests.support.write_lock import write_lock_held
-from tomori.config import VARIABLES, Settings
-from tomori.models import MODEL_VARIABLES
+from tomori.config.models import MODEL_VARIABLES
+from tomori.config.settings import VARIABLES, Settings
 
 
 def test_help_lists_every_variable() -> None:

@@ -21,8 +21,7 @@ from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite
 from tests.support.held_channel import channel_held
 from tests.support.postgres import PostgresServer
 from tests.support.turns import HeldTurns
-from tomori.locks import Admission, ChannelLocks, Trigger
-from tomori.locks.backends import lock_backend
+from tomori.locks import Admission, ChannelLocks, Trigger, lock_backend
 from tomori.store import Database
 
 CHANNEL = "100"

@@ -7,8 +7,8 @@ import time
 import pytest
 import regex
 
-from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, split_message, stable_end
-from tomori.segmenter import Segmenter
+from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, split_message, stable_end
+from tomori.delivery.segmenter import Segmenter
 
 URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
 EMOJI = "<:tomori_wave:123456789012345678>"

@@ -19,7 +19,7 @@ from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer, http_error
-from tomori.vision import UNSEEN_IMAGES_NOTICE
+from tomori.prompt.vision import UNSEEN_IMAGES_NOTICE
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.support.cog_settings import settings_for
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer
-from tomori.vision import UNSEEN_IMAGES_NOTICE
+from tomori.prompt.vision import UNSEEN_IMAGES_NOTICE
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

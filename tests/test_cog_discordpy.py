@@ -15,8 +15,8 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer, stalled_after
-from tomori.config import KillPolicy
-from tomori.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
+from tomori.config.settings import KillPolicy
+from tomori.delivery.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
 from tomori.store.connect import open_database
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

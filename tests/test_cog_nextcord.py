@@ -20,9 +20,9 @@ from tests.support.nextcord_fake import (
     discord_error,
 )
 from tests.support.scripts import answer, stalled_after
-from tomori.config import Delivery, KillPolicy
-from tomori.notices import KILL_NOT_ALLOWED, KILL_STOPPED
-from tomori_cog.deliverability import REFUSED_FOR_S
+from tomori.config.settings import Delivery, KillPolicy
+from tomori.delivery.notices import KILL_NOT_ALLOWED, KILL_STOPPED
+from tomori_cog.listener.deliverability import REFUSED_FOR_S
 
 OTHER_BOT = 5_000_000_000_000_000_005  # a bot that is not one of the guild's members
 

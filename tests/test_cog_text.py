@@ -17,7 +17,7 @@ from tests.support.llm_server import Action, LLMServer, Reply, pause, sse, stall
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
-from tomori.config import Delivery
+from tomori.config.settings import Delivery
 
 
 def looping(line: str, *, gap: float = 0.002, lines: int = 2_000) -> Reply:

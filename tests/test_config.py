@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tomori.config import (
+from tomori.config.database_url import masked_url
+from tomori.config.settings import (
     VARIABLES,
     ConfigError,
     Delivery,
@@ -15,7 +16,6 @@ from tomori.config import (
     Settings,
     Variable,
 )
-from tomori.database_url import masked_url
 
 INTEGER_VARIABLES = [
     "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -157,7 +157,7 @@ def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
 def test_the_readme_documents_every_variable() -> None:
     from pathlib import Path
 
-    from tomori.models import MODEL_VARIABLES
+    from tomori.config.models import MODEL_VARIABLES
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:

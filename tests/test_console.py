@@ -24,9 +24,8 @@ from tests.support.console_process import (
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent, stalled_after
-from tomori.config import Settings
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
+from tomori.config.settings import Settings
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.store.connect import open_database
 
 

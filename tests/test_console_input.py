@@ -9,7 +9,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tomori.console_input import LineReader, MessageLines
+from tomori.console.input import LineReader, MessageLines
 
 CHARACTERS = st.characters(exclude_characters="\n\r", exclude_categories=["Cs"])
 LINES = st.lists(st.text(CHARACTERS, max_size=30), max_size=8)

@@ -161,7 +161,7 @@ async def test_a_deleted_or_unreadable_message_ends_the_chain_and_the_turn_is_an
     for n in range(3):
         seed(nc, f"chatter {n}")
     llm_server.script(answer("One."), answer("Two."))
-    caplog.set_level(logging.INFO, logger="tomori_cog.history")
+    caplog.set_level(logging.INFO, logger="tomori_cog.reading.history")
     nc.say(f"{nc.mention()} first", replying_to=quoted(follow_up))
     await nc.settled()
     nc.say(f"{nc.mention()} second", replying_to=quoted(unreadable))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori.conversation import in_time_order
+from tomori.prompt.conversation import in_time_order
 
 IDS = st.integers(min_value=1, max_value=60)
 

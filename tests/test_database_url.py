@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.bot_script import run
-from tomori.config import VARIABLES, ConfigError, DatabaseUrl, Settings
+from tomori.config.settings import VARIABLES, ConfigError, DatabaseUrl, Settings
 from tomori.store.connect import open_database
 
 CERT = Path(__file__)

@@ -16,8 +16,7 @@ import pytest
 
 from tests.support.databases import DatabaseUnderTest, postgres_database
 from tests.support.turns import HeldTurns
-from tomori.locks import Admission, ChannelLocks, Trigger
-from tomori.locks.backends import lock_backend
+from tomori.locks import Admission, ChannelLocks, Trigger, lock_backend
 from tomori.locks.rules import heartbeat_interval_s
 
 CHANNEL = "100"

@@ -22,8 +22,8 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, http_error, stalled_after
-from tomori.config import Delivery
-from tomori.notices import GENERATION_ERROR
+from tomori.config.settings import Delivery
+from tomori.delivery.notices import GENERATION_ERROR
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from tests.support.passes import (
     kill_mid_stream_and_check_the_socket,
     stall_and_check_the_socket,
 )
+from tomori.generation.results import TimeoutPhase
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -35,7 +36,6 @@ from tomori.providers.base import (
     UsageEvent,
 )
 from tomori.providers.gemini import GeminiProvider
-from tomori.results import TimeoutPhase
 
 API_KEY = "gemini-test-secret-key"
 SIGNATURE = base64.b64encode(b"signed-thought").decode()

@@ -6,8 +6,8 @@ import pytest
 
 from tests.support.passes import Harness, budgets
 from tests.support.scripted import ScriptedProvider, text
-from tomori.hidden import HiddenBlocks
-from tomori.results import StreamStatus
+from tomori.delivery.hidden import HiddenBlocks
+from tomori.generation.results import StreamStatus
 
 
 def run(answer: str, step: int) -> tuple[str, str]:

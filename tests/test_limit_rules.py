@@ -11,7 +11,7 @@ from itertools import pairwise
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tomori.limits import (
+from tomori.policy.limits import (
     DAY_S,
     BotTurns,
     Limit,

@@ -21,8 +21,8 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer
-from tomori.notices import cooldown_notice, quota_notice
-from tomori_cog.deliverability import REFUSED_FOR_S
+from tomori.delivery.notices import cooldown_notice, quota_notice
+from tomori_cog.listener.deliverability import REFUSED_FOR_S
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -129,7 +129,9 @@ async def test_a_channel_the_bot_cannot_post_in_gets_no_model_call(
         await dpy.say(f"{dpy.mention()} hello?")
         await dpy.settled()
     assert llm_server.requests == []
-    lines = [r.getMessage() for r in caplog.records if r.name == "tomori_cog.deliverability"]
+    lines = [
+        r.getMessage() for r in caplog.records if r.name == "tomori_cog.listener.deliverability"
+    ]
     assert len(lines) == 1
     assert "no send_messages permission" in lines[0]
 

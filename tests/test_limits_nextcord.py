@@ -28,8 +28,8 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
-from tomori.notices import cooldown_notice, quota_notice
-from tomori_cog.deliverability import REFUSED_FOR_S
+from tomori.delivery.notices import cooldown_notice, quota_notice
+from tomori_cog.listener.deliverability import REFUSED_FOR_S
 
 OTHER_BOT = 5_000_000_000_000_000_005
 SHORT = {
@@ -55,7 +55,7 @@ async def test_limits_that_cannot_be_read_let_messages_on_and_are_not_asked_each
     nc.say(f"{nc.mention()} hello")  # the store opens
     await nc.settled()
     await database.execute("DROP TABLE user_limits")  # a broken store: every read fails
-    with caplog.at_level(logging.WARNING, logger="tomori_cog.gate"):
+    with caplog.at_level(logging.WARNING, logger="tomori_cog.listener.gate"):
         nc.say(f"{nc.mention()} one", author=BOB, name="bob")
         await nc.settled()
         nc.say(f"{nc.mention()} two", author=BOB, name="bob")
@@ -104,7 +104,7 @@ async def test_an_autoreply_message_inside_the_cooldown_is_refused_silently(
     llm_server.script(answer("Hi."))
     nc.say("one")
     await nc.settled()
-    with caplog.at_level(logging.INFO, logger="tomori_cog.gate"):
+    with caplog.at_level(logging.INFO, logger="tomori_cog.listener.gate"):
         nc.say("two")
         await nc.settled()
     assert len(llm_server.requests) == 1
@@ -222,13 +222,15 @@ async def test_a_channel_the_bot_cannot_post_in_gets_no_model_call(
 ) -> None:
     take_away(nc)  # type: ignore[operator]
     llm_server.script(*[answer("Nobody would see this.")] * 2)
-    with caplog.at_level(logging.WARNING, logger="tomori_cog.deliverability"):
+    with caplog.at_level(logging.WARNING, logger="tomori_cog.listener.deliverability"):
         nc.say(f"{nc.mention()} hello")
         nc.say(f"{nc.mention()} hello?")
         await nc.settled()
     assert llm_server.requests == []
     assert nc.discord.sent == []
-    lines = [r.getMessage() for r in caplog.records if r.name == "tomori_cog.deliverability"]
+    lines = [
+        r.getMessage() for r in caplog.records if r.name == "tomori_cog.listener.deliverability"
+    ]
     assert len(lines) == 1  # one line, not one per message
     assert logged in lines[0]
 
@@ -248,7 +250,7 @@ async def test_a_channel_that_refused_a_send_is_left_alone_for_ten_minutes(
     with caplog.at_level(logging.INFO):
         nc.say(f"{nc.mention()} hello")
         await nc.settled()
-        remembered = [r for r in caplog.records if r.name == "tomori_cog.deliverability"]
+        remembered = [r for r in caplog.records if r.name == "tomori_cog.listener.deliverability"]
         caplog.clear()
         nc.say(f"{nc.mention()} hello?")
         nc.say(f"{nc.mention()} anyone?")

@@ -16,8 +16,8 @@ from tests.support.databases import DatabaseUnderTest, RecordingDatabase
 from tests.support.registries import OpenRegistry, registries
 from tests.support.turns import HeldTurns
 from tests.support.write_lock import write_lock_held
+from tomori.generation.results import KillReason
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.results import KillReason
 
 OpenLocks = OpenRegistry
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
@@ -480,9 +480,9 @@ async def test_start_up_recovers_locks_of_gone_owners_and_drops_triggers_too_old
 CRASHING_BOT = textwrap.dedent(
     """
     import asyncio
-    from tomori.config import Settings
+    from tomori.config.settings import Settings
     from tomori.locks import ChannelLocks, Trigger
-    from tomori.locks.backends import lock_backend
+    from tomori.locks import lock_backend
     from tomori.store.connect import open_database
 
     async def main() -> None:

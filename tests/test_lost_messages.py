@@ -22,8 +22,8 @@ from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
 from tests.support.waiting import until
 from tests.support.write_lock import write_lock_held
+from tomori.delivery.notices import KILL_STOPPED
 from tomori.locks.lease import LeaseState
-from tomori.notices import KILL_STOPPED
 from tomori.store import SqliteDatabase
 
 

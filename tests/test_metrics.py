@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.support.databases import DatabaseUnderTest
-from tomori.metrics import Metrics, TurnUsage
+from tomori.policy.metrics import Metrics, TurnUsage
 
 
 async def test_a_count_recorded_while_a_batch_is_written_is_written_too(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tomori.config import ConfigError
-from tomori.models import ModelChain, ModelEntry
+from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.settings import ConfigError
 from tomori.providers.gemini import GeminiProvider
 from tomori.providers.openai import OpenAIProvider
 
@@ -165,7 +165,7 @@ def test_only_the_sdks_of_configured_providers_are_imported(
         f"""
         import asyncio, sys
         import tomori_cog
-        from tomori.models import ModelChain
+        from tomori.config.models import ModelChain
 
         async def main():
             chain = ModelChain.from_env({{**{KEYS!r}, "TOMORI_MODELS": {models!r}}})

@@ -26,6 +26,7 @@ from tests.support.passes import (
     kill_mid_stream_and_check_the_socket,
     stall_and_check_the_socket,
 )
+from tomori.generation.results import TimeoutPhase
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -45,7 +46,6 @@ from tomori.providers.base import (
 )
 from tomori.providers.errors import MAX_DETAIL_CHARS, sanitised, secrets_of
 from tomori.providers.openai import OpenAIProvider
-from tomori.results import TimeoutPhase
 
 API_KEY = "sk-test-secret-key"
 

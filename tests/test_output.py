@@ -7,11 +7,11 @@ import pytest
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
-from tomori.ceiling import CUT_NOTE
-from tomori.config import Delivery
-from tomori.context import StreamingContext
-from tomori.delivery import AnswerCut, DestinationUnreachable
-from tomori.output import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+from tomori.config.settings import Delivery
+from tomori.delivery.ceiling import CUT_NOTE
+from tomori.delivery.port import AnswerCut, DestinationUnreachable
+from tomori.delivery.writer import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
+from tomori.generation.state import StreamingContext
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
 

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
-from tomori import override_store
-from tomori.config import ConfigError
-from tomori.override_store import OverrideStore, SettingsUnavailable
-from tomori.overrides import (
+from tomori.config.settings import ConfigError
+from tomori.policy import override_store
+from tomori.policy.override_store import OverrideStore, SettingsUnavailable
+from tomori.policy.overrides import (
     MAX_MODELS_CHARS,
     MAX_PROMPT_CHARS,
     Defaults,

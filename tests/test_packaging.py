@@ -21,7 +21,7 @@ BOT_AUTHOR = """
 import nextcord
 from nextcord.ext import commands
 
-from tomori.config import Settings as CoreSettings
+from tomori.config.settings import Settings as CoreSettings
 from tomori_cog import ModelChain, Settings, add_tomori
 
 bot = commands.Bot(intents=nextcord.Intents.default())
@@ -116,14 +116,24 @@ def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_the_readme_layout_names_every_module() -> None:
-    readme = (REPO / "README.md").read_text()
-    layout = readme[readme.index("## Layout") :]
-    layout = layout[: layout.index("\n## ")]
-    for package in ("tomori", "tomori_cog", "tomori/locks", "tomori/store"):
-        for module in (REPO / package).glob("*.py"):
-            if module.name != "__init__.py" or package == "tomori_cog":
-                assert f" {module.name} " in layout, f"{package}/{module.name}"
+def test_the_architecture_page_names_every_package_and_nothing_else() -> None:
+    """docs/architecture.md's tree holds every package of both code folders and every module
+    at their top, and names nothing the code does not have."""
+    tree = (REPO / "docs" / "architecture.md").read_text().split("## The tree", 1)[1]
+    tree = tree.split("```")[1]
+    named: dict[str, set[str]] = {"tomori": set(), "tomori_cog": set()}
+    folder = ""
+    for line in tree.splitlines():
+        entry = line.split()[0] if line.strip() else ""
+        if not line.startswith(" ") and entry:
+            folder = entry.rstrip("/")
+        elif line.startswith("  ") and not line.startswith("   ") and folder in named:
+            named[folder].add(entry)
+    for folder, entries in named.items():
+        root = REPO / folder
+        present = {p.name + "/" for p in root.iterdir() if (p / "__init__.py").exists()}
+        present |= {p.name for p in root.glob("*.py") if p.name != "__init__.py"}
+        assert entries == present, folder
 
 
 DESIGN_DOCUMENTS = ("BEHAVIOR.md", "ARCHITECTURE.md", "FACTS.md", "TOMORIBOT_REFERENCE.md")

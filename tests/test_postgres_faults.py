@@ -37,9 +37,9 @@ from tests.support.registries import OpenRegistry, registries
 from tests.support.scripts import answer
 from tests.support.turns import HeldTurns, TurnBody, streaming
 from tests.support.waiting import until
-from tomori import busy
+from tomori.delivery.notices import GENERATION_ERROR
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.notices import GENERATION_ERROR
+from tomori.store import retry
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
 CHANNEL = "100"
@@ -155,7 +155,7 @@ async def test_messages_past_the_bound_held_in_memory_get_the_error_notice(
 ) -> None:
     """Messages held for the database are kept in memory, so there is a most: past it a
     message is not held but told at once that it failed, and the held ones are answered."""
-    monkeypatch.setattr(busy, "MAX_HELD", 2)
+    monkeypatch.setattr(retry, "MAX_HELD", 2)
     nc = await open_bot()
     llm_server.script(*map(answer, ANSWERS[:3]))
     await pg_server.stop()
@@ -366,9 +366,9 @@ SKEWED_REGISTRY = textwrap.dedent(
 
     import asyncio
 
-    from tomori.config import Settings
+    from tomori.config.settings import Settings
     from tomori.locks import ChannelLocks, Trigger
-    from tomori.locks.backends import lock_backend
+    from tomori.locks import lock_backend
     from tomori.store.connect import open_database
 
     async def streaming(turn, guard):

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from tomori.config import Settings
-from tomori.database_url import DatabaseUrl
+from tomori.config.database_url import DatabaseUrl
+from tomori.config.settings import Settings
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 

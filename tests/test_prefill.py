@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from tomori.prefill import fold_prefill_into_tool_history, insert_request_notices, prepare_request
+from tomori.prompt.prefill import (
+    fold_prefill_into_tool_history,
+    insert_request_notices,
+    prepare_request,
+)
 from tomori.providers.base import ContextItem, Role, StreamRequest, ToolCall, ToolExchange
 
 PREFILL = "Tomori: Well,"

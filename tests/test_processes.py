@@ -29,8 +29,8 @@ from tests.support.nextcord_fake import (
     user_payload,
 )
 from tests.support.scripts import answer, silent, stalled_after
+from tomori.delivery.notices import KILL_STOPPED
 from tomori.locks.postgres import SAFETY_READ_S
-from tomori.notices import KILL_STOPPED
 
 REPO = str(Path(__file__).resolve().parents[1])
 QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50"}

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
-from tomori.ceiling import CUT_NOTE
-from tomori.chunking import HARD_LIMIT, MESSAGE_LIMIT, protected_spans
-from tomori.config import Delivery
-from tomori.context import StreamingContext
-from tomori.delivery import AnswerCut
-from tomori.fences import fence_line
-from tomori.hidden import HiddenBlocks
-from tomori.output import DiscordStreamWriter
+from tomori.config.settings import Delivery
+from tomori.delivery.ceiling import CUT_NOTE
+from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, protected_spans
+from tomori.delivery.fences import fence_line
+from tomori.delivery.hidden import HiddenBlocks
+from tomori.delivery.port import AnswerCut
+from tomori.delivery.writer import DiscordStreamWriter
+from tomori.generation.state import StreamingContext
 
 TOKENS = [
     "```",

@@ -23,10 +23,10 @@ from tests.support.llm_server import LLMServer, Reply, raw, raw_bytes, sse, stal
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
-from tomori.config import BUILTIN_TOOLS, ConfigError, Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import BUILTIN_TOOLS, ConfigError, Settings
+from tomori.generation.tools import Tool, ToolContext
 from tomori.providers.base import JsonObject
-from tomori.tools import Tool, ToolContext
 
 KEY = "sk-very-secret-key"
 FAST = {"stream_first_token_timeout_ms": 2_000, "stream_sdk_call_timeout_ms": 2_000}
@@ -100,7 +100,7 @@ async def test_a_200_without_stream_events_from_the_only_model_posts_the_error_n
 ) -> None:
     nc = await open_bot(models="openai:only")
     llm_server.script(LOGIN_PAGE)
-    with caplog.at_level(logging.WARNING, logger="tomori.turn"):
+    with caplog.at_level(logging.WARNING, logger="tomori.generation.chain"):
         nc.say(f"{nc.mention()} hello")
         await nc.settled()
     assert nc.discord.contents() == []
@@ -245,7 +245,7 @@ async def test_a_model_refusing_tools_logs_its_own_words_without_the_key(
     nc = await open_bot(models="openai:gemma:2b")
     said = f"registry.ollama.ai/library/gemma:2b does not support tools (key {KEY})"
     llm_server.script(Reply(status=400, json_body={"error": {"message": said, "type": "api"}}))
-    with caplog.at_level(logging.WARNING, logger="tomori.turn"):
+    with caplog.at_level(logging.WARNING, logger="tomori.generation.chain"):
         nc.say(f"{nc.mention()} hello")
         await nc.settled()
     assert nc.discord.embeds() == ["Generation Error"]

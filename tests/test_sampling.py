@@ -14,7 +14,7 @@ from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.scripts import answer
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
 from tomori.providers.openai import max_tokens_parameter
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori.sniff import image_type, is_text
+from tomori.prompt.sniff import image_type, is_text
 
 SIGNATURES = {
     b"\x89PNG\r\n\x1a\n": "image/png",

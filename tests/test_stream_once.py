@@ -8,9 +8,10 @@ import pytest
 from tests.support.memory_channel import MemoryChannel
 from tests.support.passes import CHANNEL, LONG, Harness, budgets, kill_after
 from tests.support.scripted import ScriptedProvider, Step, stall, text
-from tomori.config import Settings
+from tomori.config.settings import Settings
+from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
+from tomori.generation.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
 from tomori.locks import ChannelLocks
-from tomori.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -25,7 +26,6 @@ from tomori.providers.base import (
     Usage,
     UsageEvent,
 )
-from tomori.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
 
 
 async def test_a_completed_pass_returns_the_delivered_text_details_and_usage(
@@ -283,7 +283,7 @@ async def test_a_genuine_timeout_is_counted_as_a_stream_sdk_timeout_with_its_pha
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = ScriptedProvider([text("a\n"), stall(LONG)], name="slowpoke")
-    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+    with caplog.at_level("WARNING", logger="tomori.generation.stream_once"):
         await harness.run(provider, budgets(idle=0.05, settle=0.05))
     metrics = [r for r in caplog.records if getattr(r, "metric", None) == "stream_sdk_timeout"]
     assert [(r.provider, r.phase, r.reason) for r in metrics] == [("slowpoke", "idle", "timer")]  # type: ignore[attr-defined]
@@ -293,7 +293,7 @@ async def test_a_kill_is_not_counted_as_a_timeout(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = ScriptedProvider([text("a\n"), stall(LONG)])
-    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+    with caplog.at_level("WARNING", logger="tomori.generation.stream_once"):
         await harness.run(provider, budgets(), meanwhile=kill_after(0.05))
     assert not [r for r in caplog.records if getattr(r, "metric", None)]
 
@@ -333,7 +333,7 @@ async def test_when_the_delivery_bound_runs_out_the_answer_stays_answered(
 ) -> None:
     channel = MemoryChannel(send_delay=LONG)  # the only send never lands
     provider = ScriptedProvider([text("never shown")], name="quick")
-    with caplog.at_level("WARNING", logger="tomori.stream_once"):
+    with caplog.at_level("WARNING", logger="tomori.generation.stream_once"):
         run = await harness.run(provider, delivery(0.15), channel=channel)
     assert run.result is not None
     assert run.result.status is StreamStatus.COMPLETED  # not empty: no other model, no notice

@@ -27,10 +27,10 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.scripts import answer, silent, stalled_after
 from tests.support.tomori_commands import nextcord_tomori, said
-from tomori.config import DEFAULT_SYSTEM_PROMPT, Settings
-from tomori.limits import UserLimits
-from tomori.notices import KILL_STOPPED
-from tomori.overrides import MAX_PROMPT_CHARS
+from tomori.config.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from tomori.delivery.notices import KILL_STOPPED
+from tomori.policy.limits import UserLimits
+from tomori.policy.overrides import MAX_PROMPT_CHARS
 
 OTHER_CHANNEL = CHANNEL_ID + 1
 

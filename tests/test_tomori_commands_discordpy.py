@@ -18,7 +18,7 @@ from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer, silent
 from tests.support.tomori_commands import dpy_tomori, said
-from tomori.config import DEFAULT_SYSTEM_PROMPT
+from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -20,10 +20,10 @@ from tests.support.nextcord_fake import (
     OpenNextcord,
 )
 from tests.support.scripts import answer, http_error, stalled_after, tool_call
-from tomori.config import Delivery
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Delivery
+from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori.providers.base import JsonObject
-from tomori.tools import Tool, ToolContext, ToolFailure
 
 FAST = {"stream_first_token_timeout_ms": 300, "stream_sdk_call_timeout_ms": 300}
 

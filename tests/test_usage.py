@@ -11,7 +11,7 @@ from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.nextcord_fake import ALICE, BOB, CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.openai_wire import usage_chunk
 from tests.support.scripts import answer, tool_call
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
 
 SHORT = {
     "stream_first_token_timeout_ms": 2_000,

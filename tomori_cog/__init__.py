@@ -17,10 +17,10 @@ import importlib
 import inspect
 from typing import Any
 
-from tomori.config import ConfigError, DatabaseUrl, Settings
-from tomori.models import ModelChain
-from tomori.tools import Tool, ToolContext, ToolFailure
-from tomori_cog.commands import COG_NAME, TomoriCogParts
+from tomori.config.models import ModelChain
+from tomori.config.settings import ConfigError, DatabaseUrl, Settings
+from tomori.generation.tools import Tool, ToolContext, ToolFailure
+from tomori_cog.cogs.shared import COG_NAME, TomoriCogParts
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
 
@@ -61,7 +61,7 @@ def _add(
         bot, library, settings or Settings.from_env(), chain or ModelChain.from_env()
     )
     module = importlib.import_module(
-        f"tomori_cog.{library.name.replace('discord', 'discordpy')}_cog"
+        f"tomori_cog.cogs.{library.name.replace('discord', 'discordpy')}_cog"
     )
     cog = module.build_cog(service, library)
     if extension is not None:

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tomori.config import ConfigError, Settings
-from tomori.limits import UserLimits
-from tomori.models import ModelChain, ModelEntry
-from tomori.override_store import OverrideStore, SettingsUnavailable
-from tomori.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
+from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.settings import ConfigError, Settings
+from tomori.policy.limits import UserLimits
+from tomori.policy.override_store import OverrideStore, SettingsUnavailable
+from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
 from tomori.providers.base import Provider
 from tomori.store import Database
 

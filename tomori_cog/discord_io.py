@@ -16,9 +16,9 @@ from typing import Any
 
 import aiohttp
 
-from tomori.delivery import DestinationUnreachable, as_shown
-from tomori.notices import Notice, NoticeColour
-from tomori.output import DeliveryFailed, DeliveryRateLimited
+from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.port import DestinationUnreachable, as_shown
+from tomori.delivery.writer import DeliveryFailed, DeliveryRateLimited
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)

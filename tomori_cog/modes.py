@@ -11,10 +11,10 @@ import os
 import sys
 from collections.abc import Callable
 
-from tomori.check import run_check
-from tomori.config import VARIABLES, ConfigError, Settings
-from tomori.console import run_console
-from tomori.models import MODEL_VARIABLES, ModelChain
+from tomori.config.models import MODEL_VARIABLES, ModelChain
+from tomori.config.settings import VARIABLES, ConfigError, Settings
+from tomori.console.check import run_check
+from tomori.console.session import run_console
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
 

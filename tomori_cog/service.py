@@ -14,15 +14,9 @@ import logging
 import time
 from typing import Any
 
-from tomori.answering import answer_turn
-from tomori.config import KillPolicy, Settings
-from tomori.context import StreamingContext
-from tomori.limits import UserLimits
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
-from tomori.metrics import Metrics, TurnOutcome
-from tomori.models import ModelChain
-from tomori.notices import (
+from tomori.config.models import ModelChain
+from tomori.config.settings import KillPolicy, Settings
+from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_CHANNEL_REQUIRED,
     KILL_NOT_ALLOWED,
@@ -30,20 +24,25 @@ from tomori.notices import (
     KILL_STOPPED,
     Notice,
 )
-from tomori.results import StreamStatus
-from tomori.stoppable import Stopped, until_stopped
+from tomori.generation.answering import answer_turn
+from tomori.generation.results import StreamStatus
+from tomori.generation.state import StreamingContext
+from tomori.generation.stoppable import Stopped, until_stopped
+from tomori.generation.stream_once import post_notice_safely
+from tomori.generation.tools import CURRENT_TIME, ToolRegistry
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
+from tomori.policy.limits import UserLimits
+from tomori.policy.metrics import Metrics, TurnOutcome
 from tomori.store import Database
 from tomori.store.connect import open_database
-from tomori.stream_once import post_notice_safely
-from tomori.tools import CURRENT_TIME, ToolRegistry
 from tomori_cog.channel_config import ChannelConfig
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
-from tomori_cog.gate import AdmissionGate, guild_id_of, limit_scope
-from tomori_cog.history import HistoryReader
 from tomori_cog.library import Library
-from tomori_cog.live_messages import LiveMessages
-from tomori_cog.message_tool import message_lookup_tool
-from tomori_cog.reply_rule import ReplyRule
+from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
+from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.listener.reply_rule import ReplyRule
+from tomori_cog.reading.history import HistoryReader
+from tomori_cog.reading.message_tool import message_lookup_tool
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.files import FileServer
 from tests.support.llm_server import LLMServer
-from tomori.config import Settings
+from tomori.config.settings import Settings
 
 SEEING = "openai:test-model+vision"
 """A model the cog sends images to."""

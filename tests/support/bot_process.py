@@ -28,8 +28,8 @@ from typing import Any
 
 from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 
 
 class _Setattr:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.llm_server import LLMServer
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 
 SHORT_BUDGETS: dict[str, object] = {
     "stream_first_token_timeout_ms": 2_000,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tomori.config import Settings
+from tomori.config.settings import Settings
 from tomori.store import Database, Row, Transaction
 from tomori.store.base import Params
 from tomori.store.connect import open_database

@@ -20,8 +20,8 @@ import discord.ext.test as dpytest
 from discord.ext import commands
 from discord.webhook.async_ import AsyncWebhookAdapter
 
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.service import TomoriService
 

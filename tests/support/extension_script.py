@@ -16,8 +16,8 @@ import sys
 from tests.support.bot_process import _Setattr
 from tests.support.dpy import start_dpy_bot
 from tests.support.nextcord_fake import start_nextcord_bot
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 
 
 async def main(library: str, extension: str, base_url: str, db_path: str, ending: str) -> None:

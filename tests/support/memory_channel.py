@@ -11,9 +11,9 @@ import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
-from tomori.context import StreamingContext
-from tomori.delivery import DeliveredMessage
-from tomori.notices import Notice
+from tomori.delivery.notices import Notice
+from tomori.delivery.port import DeliveredMessage
+from tomori.generation.state import StreamingContext
 
 
 @dataclass

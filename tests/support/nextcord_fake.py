@@ -26,8 +26,8 @@ from nextcord.http import Route
 from nextcord.user import ClientUser
 from nextcord.webhook.async_ import AsyncWebhookAdapter
 
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.service import TomoriService
 

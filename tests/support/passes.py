@@ -11,12 +11,13 @@ import pytest
 
 from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
-from tomori.config import Settings
-from tomori.context import StreamingContext
-from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard
-from tomori.locks.backends import lock_backend
+from tomori.config.settings import Settings
+from tomori.delivery.notices import Notice
+from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import stream_once
+from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.locks.lease import Lease
-from tomori.notices import Notice
 from tomori.providers.base import (
     ContextItem,
     Provider,
@@ -25,9 +26,7 @@ from tomori.providers.base import (
     Role,
     StreamRequest,
 )
-from tomori.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.store import Database
-from tomori.stream_once import stream_once
 
 CHANNEL = "200"
 REQUEST = StreamRequest(model="test-model", context=(ContextItem(Role.USER, "hi"),))

@@ -6,8 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
-from tomori.locks import ChannelLocks, TurnRunner
-from tomori.locks.backends import lock_backend
+from tomori.locks import ChannelLocks, TurnRunner, lock_backend
 from tomori.store import Database
 
 OpenRegistry = Callable[..., Awaitable[ChannelLocks]]

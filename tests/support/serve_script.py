@@ -16,8 +16,8 @@ import sys
 from tests.support.bot_process import _Setattr
 from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import start_nextcord_bot
-from tomori.config import Settings
-from tomori.models import ModelChain
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
 
 
 async def main(base_url: str, db_path: str, phase: str) -> None:

@@ -5,10 +5,10 @@ lock rule once; a `Lease` per running turn holds what only its process knows and
 `TurnGuard`; a `LockBackend` (SQLite or PostgreSQL) keeps the rows, on the database's clock.
 """
 
-from tomori.locks.backend import LockBackend
+from tomori.locks.backend import LockBackend, lock_backend
 from tomori.locks.registry import ChannelLocks
 from tomori.locks.sqlite import SqliteLockBackend
-from tomori.locks.turns import (
+from tomori.locks.vocabulary import (
     Admission,
     KillCallback,
     KillOutcome,
@@ -29,4 +29,5 @@ __all__ = [
     "Turn",
     "TurnGuard",
     "TurnRunner",
+    "lock_backend",
 ]

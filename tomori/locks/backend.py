@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
+from tomori.config.settings import Settings
 from tomori.locks.rules import Verdict
-from tomori.locks.turns import Admission, Trigger, Turn
+from tomori.locks.vocabulary import Admission, Trigger, Turn
+from tomori.store.base import Database
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,3 +135,18 @@ class LockBackend(Protocol):
     async def close(self) -> None:
         """Stop listening; the database itself belongs to whoever opened it."""
         ...
+
+
+def lock_backend(database: Database, settings: Settings) -> LockBackend:
+    """The lock backend for `database`'s engine, with the settings' lock and queue budgets.
+
+    The engines' modules are imported here: each is built on this protocol, and asyncpg is
+    imported only when PostgreSQL is used."""
+    budgets = (settings.lock_timeout_s, settings.queue_max_age_s)
+    if database.engine == "postgres":
+        from tomori.locks.postgres import ListeningDatabase, PostgresLockBackend
+
+        return PostgresLockBackend(cast(ListeningDatabase, database), *budgets)
+    from tomori.locks.sqlite import SqliteLockBackend
+
+    return SqliteLockBackend(database, *budgets)

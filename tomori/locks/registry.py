@@ -12,9 +12,9 @@ into the lock row, and the owner hears it (`StopRequestReader`) and stops the tu
 just emptied is not refilled; a turn stopped by /kill discards the queue when it releases.
 
 A database that is busy or out of reach loses nothing: admission, release and /kill are
-retried (`tomori.busy`) until they succeed, admissions of one channel in arrival order, and a
+retried (`tomori.store.retry`) until they succeed, admissions of one channel in arrival order, and a
 trigger still not admitted after `TOMORI_QUEUE_MAX_AGE_MS` is `FAILED`, as is one that finds
-`tomori.busy.MAX_HELD` triggers held in memory already.
+`tomori.store.retry.MAX_HELD` triggers held in memory already.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ import math
 import time
 from collections.abc import Callable
 
-from tomori.busy import GaveUp, InArrivalOrder, until_not_busy
-from tomori.config import Settings
+from tomori.config.settings import Settings
 from tomori.locks import rules
 from tomori.locks.backend import LockBackend
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.rules import Verdict
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
-from tomori.locks.turns import Admission, KillOutcome, Trigger, Turn, TurnRunner
+from tomori.locks.vocabulary import Admission, KillOutcome, Trigger, Turn, TurnRunner
+from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
 

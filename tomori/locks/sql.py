@@ -16,11 +16,11 @@ import logging
 import uuid
 from collections.abc import Sequence
 
-from tomori.locks import once, rows, rules
+from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
 from tomori.locks.rules import LockRow, Verdict
-from tomori.locks.turns import Trigger, Turn
+from tomori.locks.vocabulary import Trigger, Turn
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
@@ -51,7 +51,7 @@ class SqlLockBackend:
     async def heartbeat(self) -> None:
         await self._instances.heartbeat()
         async with self._db.transaction() as tx:
-            await once.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
+            await rows.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
 
     async def unregister(self) -> None:
         await self._instances.unregister()
@@ -98,8 +98,8 @@ class SqlLockBackend:
         channel_id = trigger.channel_id
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
-            if not await once.record_admission(tx, trigger, self._instance_id, now):
-                return await once.admitted_before(tx, trigger, self._instance_id)
+            if not await rows.record_admission(tx, trigger, self._instance_id, now):
+                return await rows.admitted_before(tx, trigger, self._instance_id)
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
             if verdict is Verdict.STOPPING:
                 return Admitted(verdict, None)

@@ -13,11 +13,11 @@ import logging
 import time
 from collections.abc import Callable
 
-from tomori.busy import GaveUp, until_not_busy
 from tomori.locks.backend import LockBackend
 from tomori.locks.lease import Lease, LeaseState
-from tomori.locks.turns import Turn, TurnRunner
 from tomori.locks.upkeep import ProgressWriter, StopRequestReader
+from tomori.locks.vocabulary import Turn, TurnRunner
+from tomori.store.retry import GaveUp, until_not_busy
 
 log = logging.getLogger("tomori.locks")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tomori.config import Settings
+from tomori.config.settings import Settings
 from tomori.store.base import Database, StoreError
 from tomori.store.sqlite import SqliteDatabase
 

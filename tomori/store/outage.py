@@ -5,7 +5,7 @@ While PostgreSQL restarts or its network is away, every statement of every loop 
 message fails, again and again, for the same few reasons. The store notes each failure here:
 the first of each kind (the error's type: refused, shutting down, timed out...) is logged, the
 rest are not, and the first success ends the outage with one line saying how long it lasted.
-An error noted here is marked, so that whoever retries it (`tomori.busy`, the registry's
+An error noted here is marked, so that whoever retries it (`tomori.store.retry`, the registry's
 loops, the metrics writer) and the driver's own pool log it quietly instead of again.
 """
 

@@ -7,7 +7,8 @@ transaction, whatever way it ends, and with the connection if the process dies. 
 the server's (`clock_timestamp()`, read after that lock), so hosts whose clocks differ agree.
 
 While the server is restarting or out of reach, the errors it causes are transient: the caller
-retries the whole transaction (`tomori.busy`). A server that goes silent (a frozen host, a dead
+retries the whole transaction (`tomori.store.retry`). A server that goes
+silent (a frozen host, a dead
 route: nothing refused, nothing answered) is out of reach too: every statement, commit and wait
 for a pooled connection gives up after `COMMAND_TIMEOUT_S` with a (transient) timeout, so
 nothing waits for it forever, not even a bot being shut down. The password is never shown:
@@ -32,7 +33,7 @@ import asyncpg
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
-from tomori.database_url import DatabaseUrl
+from tomori.config.database_url import DatabaseUrl
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import (
     Migration,

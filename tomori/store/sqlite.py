@@ -2,7 +2,7 @@
 
 One aiosqlite connection per registry, in WAL mode (readers never wait for the writer) with a
 busy timeout (two processes on one file wait for each other instead of failing; a write that
-must not be lost retries past it, see `tomori.busy`). Statements of one transaction must not
+must not be lost retries past it, see `tomori.store.retry`). Statements of one transaction must not
 interleave with another coroutine's statements on the same connection, so every use goes
 through one `asyncio.Lock`. Every transaction takes the file's write lock at once (BEGIN
 IMMEDIATE), which serialises them all, whatever their key; the clock is this machine's.

@@ -1,0 +1,290 @@
+"""`TOMORI_MODELS`: which models answer, in order, and the providers that serve them.
+
+`TOMORI_MODELS=openai:gpt-4o-mini,gemini:gemini-2.5-flash` names the primary model first and
+then up to five fallbacks, each `provider:model`. A model that takes images says so with
+`+vision` (`openai:gpt-4o-mini+vision`): the others are sent the text alone, with a note that
+an image they cannot see was attached. Every problem stops start-up with one error
+naming the entry at fault (never a key's value), because a chain that silently lost an entry
+would only show itself on the day the primary fails.
+
+A base URL is checked as far as can be without a connection: scheme, host and port. Its
+`user:password@` part is sent as Basic auth where the provider's key travels in a header of its
+own (Gemini: `x-goog-api-key`), which is how an authenticating proxy in front of it expects
+it. The OpenAI SDK sends its key as `Authorization: Bearer`, the very header Basic auth needs,
+so the two cannot both reach the proxy (and aiohttp refuses the request): such a URL is refused
+at start-up instead of failing every message.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+from tomori.config.settings import ConfigError
+from tomori.providers.base import Provider
+from tomori.providers.errors import sanitised
+
+MAX_FALLBACKS = 5
+EXAMPLE = "openai:gpt-4o-mini,gemini:gemini-2.5-flash"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderKind:
+    key_variable: str
+    base_url_variable: str
+    key_header: str
+    """The HTTP header the SDK sends the key in."""
+
+    @property
+    def takes_url_credentials(self) -> bool:
+        """Basic auth from the URL can go along only if the key leaves `Authorization` free."""
+        return self.key_header != "Authorization"
+
+
+PROVIDER_KINDS = {
+    "openai": ProviderKind("OPENAI_API_KEY", "OPENAI_BASE_URL", "Authorization"),
+    "gemini": ProviderKind("GEMINI_API_KEY", "GEMINI_BASE_URL", "x-goog-api-key"),
+}
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "TOMORI_MODELS",
+        "(required)",
+        "provider:model, comma separated, primary first, then up "
+        "to 5 fallbacks; providers: openai, gemini; +vision after a model that takes images "
+        "(openai:gpt-4o-mini+vision)",
+    ),
+    (
+        "OPENAI_API_KEY",
+        "(none)",
+        "key for openai: entries (any non-empty value for a local server that takes none)",
+    ),
+    (
+        "OPENAI_BASE_URL",
+        "OpenAI's",
+        "any OpenAI-compatible server: OpenRouter, vLLM, "
+        "llama.cpp, Ollama (http://localhost:11434/v1); no user:password@ "
+        "(the key takes the Authorization header)",
+    ),
+    ("GEMINI_API_KEY", "(none)", "key for gemini: entries"),
+    (
+        "GEMINI_BASE_URL",
+        "Google's",
+        "another Gemini endpoint (a proxy, or a test server); a user:password@ goes to "
+        "the proxy as Basic auth",
+    ),
+)
+"""(variable, default, what it does) for `--help` and the README."""
+
+
+_VISION_SUFFIX = re.compile(r"\s*\+\s*vision$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    provider: str
+    model: str
+    vision: bool = False
+    """Whether the model is sent images (`+vision` in its entry); `label` leaves it out."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    api_key: str
+    base_url: str | None
+
+    def __repr__(self) -> str:  # never print a key, even in a traceback's locals
+        return f"Credentials(api_key='***', base_url={_redacted(self.base_url)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChain:
+    """The models in the order they are tried, and the credentials of each provider used."""
+
+    entries: tuple[ModelEntry, ...]
+    credentials: Mapping[str, Credentials]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ModelChain:
+        env = os.environ if environ is None else environ
+        raw = env.get("TOMORI_MODELS", "")
+        if not raw.strip():
+            raise ConfigError(
+                f"TOMORI_MODELS is not set: list the models to use as provider:model, "
+                f"primary first, comma separated (for example {EXAMPLE})"
+            )
+        return cls.parse(raw, env)
+
+    @classmethod
+    def parse(
+        cls,
+        raw: str,
+        environ: Mapping[str, str],
+        *,
+        source: str = "TOMORI_MODELS",
+        known: Mapping[str, Credentials] | None = None,
+    ) -> ModelChain:
+        """A chain written as `TOMORI_MODELS` writes one, its errors naming `source`.
+
+        A provider in `known` keeps those credentials (a chain built in code has keys the
+        environment may lack); any other takes its key from `environ`."""
+        if not raw.strip():
+            raise ConfigError(
+                f"{source} is empty: list the models as provider:model, primary first, "
+                f"comma separated (for example {EXAMPLE})"
+            )
+        entries = tuple(_parse_entry(piece, raw, source) for piece in raw.split(","))
+        if len(entries) > 1 + MAX_FALLBACKS:
+            raise ConfigError(
+                f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
+                f"allowed (a primary and up to {MAX_FALLBACKS} fallbacks)"
+            )
+        credentials = dict(known or {})
+        for entry in entries:
+            if entry.provider not in credentials:
+                credentials[entry.provider] = _credentials_for(entry, environ, source)
+        used = {entry.provider for entry in entries}
+        return cls(entries, {name: c for name, c in credentials.items() if name in used})
+
+    @property
+    def described(self) -> str:
+        """The chain as its entries were written, `+vision` included (for the log)."""
+        return ", ".join(m.label + ("+vision" if m.vision else "") for m in self.entries)
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether any model of the chain is sent images: if none is, none are read."""
+        return any(m.vision for m in self.entries)
+
+    def build_providers(self) -> dict[str, Provider]:
+        """One provider (one HTTP client) per provider named; the caller closes them.
+
+        A provider's SDK is imported here, and only when a model of it is configured: each SDK
+        brings tens of thousands of long-lived objects, which every full garbage collection of
+        the bot's process walks again (google-genai alone costs about 25 ms a pass here).
+        """
+        providers: dict[str, Provider] = {}
+        for name, credentials in self.credentials.items():
+            if name == "openai":
+                from tomori.providers.openai import OpenAIProvider
+
+                providers[name] = OpenAIProvider(
+                    api_key=credentials.api_key, base_url=credentials.base_url
+                )
+            else:
+                from tomori.providers.gemini import GeminiProvider
+
+                providers[name] = GeminiProvider(
+                    api_key=credentials.api_key, base_url=credentials.base_url
+                )
+        return providers
+
+
+def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
+    entry = piece.strip()
+    if not entry:
+        raise ConfigError(f"{source}={raw!r} has an empty entry: remove the extra comma")
+    provider, colon, model = entry.partition(":")
+    provider, model = provider.strip().lower(), model.strip()
+    model, vision = _VISION_SUFFIX.subn("", model)
+    if not colon or not model or not provider:
+        raise ConfigError(
+            f"{source} entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
+        )
+    if provider not in PROVIDER_KINDS:
+        known = ", ".join(sorted(PROVIDER_KINDS))
+        raise ConfigError(
+            f"{source} entry {entry!r} names an unknown provider {provider!r}: "
+            f"known providers are {known}"
+        )
+    return ModelEntry(provider, model, bool(vision))
+
+
+def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:
+    kind = PROVIDER_KINDS[entry.provider]
+    api_key = env.get(kind.key_variable, "").strip()
+    if not api_key:
+        raise ConfigError(
+            f"{source} entry {entry.label!r} needs {kind.key_variable}, which is not set "
+            f"(a local server that takes no key still needs any non-empty value)"
+        )
+    if not _fits_a_header(api_key):
+        raise ConfigError(
+            f"{kind.key_variable} is not allowed: a key must be printable ASCII without spaces "
+            f"(it travels in an HTTP header); look for a character changed or added in copying"
+        )
+    base_url = env.get(kind.base_url_variable, "").strip() or None
+    if base_url is not None:
+        problem = _base_url_problem(base_url, kind)
+        if problem:
+            raise ConfigError(
+                f"{kind.base_url_variable}={_redacted(base_url)!r} is not allowed: {problem}"
+            )
+    return Credentials(api_key, base_url)
+
+
+def _fits_a_header(key: str) -> bool:
+    """Whether an HTTP header can carry the key: anything else fails every request (with a
+    UnicodeEncodeError that no fallback catches), so it is refused before the first one."""
+    return all("!" <= character <= "~" for character in key)
+
+
+def _base_url_problem(url: str, kind: ProviderKind) -> str | None:
+    """What is wrong with a base URL, in words that never repeat its credentials."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return "it must be an http:// or https:// URL with a host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        return "its port must be a number from 1 to 65535"
+    if not _valid_host(parts.hostname):
+        return "its host must be a host name or an IP address"
+    if _has_credentials(parts) and not kind.takes_url_credentials:
+        return (
+            f"a user name or password in the URL cannot be sent, since the {kind.key_variable} "
+            f"already travels in the {kind.key_header} header that Basic auth would need; "
+            f"remove the user:password@ part (a proxy that checks a token can take it as "
+            f"{kind.key_variable})"
+        )
+    return None
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        name = host.encode("idna").decode("ascii").rstrip(".")
+    except UnicodeError:
+        return False
+    labels = name.split(".")
+    if all(label.isdigit() for label in labels):
+        return False  # a dotted number that is not an IPv4 address, such as 999.0.0.1
+    return len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+
+
+def _has_credentials(parts: SplitResult) -> bool:
+    return parts.username is not None or parts.password is not None
+
+
+def _redacted(url: str | None) -> str | None:
+    """The URL without any user:password part (by the same rule as provider error text)."""
+    return None if url is None else sanitised(url)

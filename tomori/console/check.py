@@ -1,0 +1,77 @@
+"""`python bot.py --check`: what would go wrong, found before any Discord user finds it.
+
+The settings were read already (a bad one stops `bot.py` with exit code 2). Here the database
+is opened and migrated, then every model of the chain is asked for a tiny streamed answer at
+once (`probe`), and one line per model says how it went. A front-end may add a check of its
+own (bot.py logs in to Discord when a token is set). Exit code 0 when everything answered,
+1 otherwise, 2 when the database cannot be used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TextIO
+
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
+from tomori.console.probe import probe
+from tomori.providers.errors import sanitised
+from tomori.store import StoreError
+from tomori.store.connect import open_database
+
+NOTED_WAIT_S = 10.0
+"""A first-token budget past which the wait is said before it starts."""
+
+ExtraCheck = Callable[[TextIO], Awaitable[bool]]
+"""Prints its own lines; True when what it checks is fine."""
+
+
+async def run_check(
+    settings: Settings, chain: ModelChain, out: TextIO, extra: ExtraCheck | None = None
+) -> int:
+    models = "1 model" if len(chain.entries) == 1 else f"{len(chain.entries)} models"
+    print(f"ok      settings ({models}: {chain.described})", file=out)
+    engine = "PostgreSQL (TOMORI_DB_URL)" if settings.db_url else f"SQLite at {settings.db_path}"
+    try:
+        database = await open_database(settings)
+    except StoreError as error:
+        print(f"FAILED  database: {error}", file=out)
+        return 2
+    await database.close()
+    print(f"ok      database: {engine}, opened and migrated", file=out)
+    out.flush()
+    waits = settings.first_token_budget_s
+    if waits >= NOTED_WAIT_S:  # lines come in the chain's order: say why one may be long
+        print(
+            f"asking {models} at once; one that never answers is waited for up to {waits:g} s "
+            f"(STREAM_FIRST_TOKEN_TIMEOUT_MS)",
+            file=sys.stderr,
+            flush=True,
+        )
+    providers = chain.build_providers()
+    try:
+        results = await asyncio.gather(
+            *(
+                probe(entry, providers[entry.provider], settings, _where(chain, entry.provider))
+                for entry in chain.entries
+            )
+        )  # a probe raises nothing: whatever its pass raised is its line
+    finally:
+        for provider in providers.values():
+            await provider.aclose()
+    for result in results:
+        print(result.line, file=out)
+    out.flush()
+    fine = all(result.answered for result in results)
+    if extra is not None:
+        fine = await extra(out) and fine
+    out.flush()
+    return 0 if fine else 1
+
+
+def _where(chain: ModelChain, provider: str) -> str | None:
+    """The provider's base URL as the operator set it, without any user:password part."""
+    url = chain.credentials[provider].base_url
+    return None if url is None else sanitised(url)

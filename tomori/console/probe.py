@@ -1,0 +1,220 @@
+"""Ask one model of the chain for a tiny streamed answer, and say how it went in one line.
+
+The request goes through the real provider and `stream_once`, with the configured timeouts
+and, when the bot offers tools (`TOMORI_TOOLS`), one tool (`current_time`: any tool shows
+whether the model takes them), so a model that cannot serve the bot fails here as it would in
+a channel: a refused connection, a refused key, an unknown model, a model that takes no
+tools, a first token that does not come in time. What is said of a failure is our words and
+the provider's own, both already free of secrets (`providers.errors.sanitised`).
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tomori.config.models import PROVIDER_KINDS, ModelEntry
+from tomori.config.settings import Settings
+from tomori.delivery.notices import Notice
+from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import stream_once
+from tomori.generation.tools import CURRENT_TIME
+from tomori.locks import KillCallback
+from tomori.providers.base import (
+    ContextItem,
+    Provider,
+    ProviderError,
+    ProviderErrorKind,
+    Role,
+    StreamRequest,
+)
+
+T = TypeVar("T")
+
+QUESTION = "Reply with the single word: ready"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    model: ModelEntry
+    answered: bool
+    first_token_s: float | None
+    total_s: float
+    why: str = ""
+    """Why the model failed, in one line; empty when it answered."""
+
+    @property
+    def line(self) -> str:
+        if self.answered:
+            first = f"{self.first_token_s:.2f} s" if self.first_token_s is not None else "-"
+            return f"ok      {self.model.label}: first token {first}, total {self.total_s:.2f} s"
+        return f"FAILED  {self.model.label}: {self.why}"
+
+
+async def probe(
+    model: ModelEntry, provider: Provider, settings: Settings, base_url: str | None
+) -> ProbeResult:
+    """Stream one tiny answer from `model`; `base_url` (without credentials) names where it
+    was asked, for a connection that failed."""
+    writer = _TimingWriter()
+    ctx = StreamingContext("check", notices=_Quiet(), suppress_user_errors=True)
+    tools = (CURRENT_TIME.spec,) if settings.tools else ()
+    request = StreamRequest(  # sent as a channel's turn sends it, sampling settings too
+        model.model,
+        (ContextItem(Role.USER, QUESTION),),
+        tools=tools,
+        max_output_tokens=settings.max_output_tokens,
+        temperature=settings.temperature,
+    )
+    writer.started = time.monotonic()
+    try:
+        result = await stream_once(provider, request, writer, ctx, _ProbeGuard(), settings)
+    except Exception as error:  # what no provider error covers: named, its text never shown
+        total = time.monotonic() - writer.started
+        return ProbeResult(model, False, None, total, f"failed: {type(error).__name__}")
+    total = time.monotonic() - writer.started
+    first = None if writer.first_at is None else writer.first_at - writer.started
+    if result.status in (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL):
+        return ProbeResult(model, True, first, total)
+    return ProbeResult(model, False, first, total, why(result, model, settings, base_url))
+
+
+def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: str | None) -> str:
+    """The reason a probe failed, for the operator: what to look at, and the provider's words."""
+    data = result.data
+    if isinstance(data, TimedOut):
+        if data.phase is TimeoutPhase.FIRST_TOKEN:
+            return (
+                f"timed out before the first token (waited {settings.first_token_budget_s:g} s: "
+                f"STREAM_FIRST_TOKEN_TIMEOUT_MS)"
+            )
+        return (
+            f"stalled after it began answering (nothing for {settings.idle_budget_s:g} s: "
+            f"STREAM_SDK_CALL_TIMEOUT_MS)"
+        )
+    if result.status is StreamStatus.EMPTY_RESPONSE:
+        return "answered nothing (an empty response)"
+    if not isinstance(data, ProviderError):
+        return f"ended with {result.status}"
+    kind = PROVIDER_KINDS[model.provider]
+    said = f": the provider said: {data.detail}" if data.detail else ""
+    words = data.detail.lower()
+    if data.kind is ProviderErrorKind.CONNECTION:
+        where = base_url or f"the provider's own URL ({kind.base_url_variable} is not set)"
+        if refused(data):
+            return f"connection refused: nothing listens at {where} ({kind.base_url_variable})"
+        return f"could not connect to {where}: {data.detail or data.safe_message}"
+    if data.status == 401:
+        return f"401: the provider refused the key ({kind.key_variable}){said}"
+    if data.status == 403:
+        return f"403: the key may not use this model ({kind.key_variable}){said}"
+    if "model" in words and _says_not_found(words):
+        return f"model not found: {model.model!r} (TOMORI_MODELS){said}"
+    if data.status == 404:  # a 404 that names no model: most often the address is wrong
+        where = base_url or "the provider's own URL"
+        return (
+            f"404: nothing found at {where} for model {model.model!r}: check "
+            f"{kind.base_url_variable} (an OpenAI-compatible server's usually ends in /v1) "
+            f"and TOMORI_MODELS{said}"
+        )
+    if data.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
+        return f"tools refused: the model takes no tools (TOMORI_TOOLS= offers none){said}"
+    return f"{data.safe_message}{said}"
+
+
+def refused(error: BaseException) -> bool:
+    """Whether the connection was refused: an `ECONNREFUSED` anywhere in what caused `error`
+    (the SDKs wrap it, and aiohttp's words for it do not say "refused")."""
+    seen: set[int] = set()
+    causes = [error]
+    while causes:
+        cause = causes.pop()
+        if id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED:
+            return True
+        for parent in (cause.__cause__, cause.__context__, getattr(cause, "os_error", None)):
+            if isinstance(parent, BaseException):
+                causes.append(parent)
+    return False
+
+
+def _says_not_found(words: str) -> bool:
+    return any(phrase in words for phrase in ("not found", "does not exist", "no such model"))
+
+
+def tools_refused(words: str) -> bool:
+    """Whether a bad request's text says the model takes no tools (OpenAI-compatible servers
+    say "does not support tools", "tool use is not supported", "function calling ...")."""
+    return ("tool" in words or "function" in words) and "support" in words
+
+
+class _TimingWriter:
+    """A `StreamWriter` that keeps nothing but when the first visible text came."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.first_at: float | None = None
+        self._text: list[str] = []
+
+    def feed(self, text: str) -> None:
+        if self.first_at is None and text.strip():
+            self.first_at = time.monotonic()
+        self._text.append(text)
+
+    def cut(self) -> None:
+        return None
+
+    async def finish(self) -> None:
+        return None
+
+    async def settle(self) -> None:
+        return None
+
+    def abandon(self) -> None:
+        return None
+
+    @property
+    def delivered_text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def sprites(self) -> tuple[str, ...]:
+        return ()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Quiet:
+    """The probe's notice sink: a probe's outcome is its line, not a notice."""
+
+    async def post_notice(self, notice: Notice) -> None:
+        return None
+
+
+class _ProbeGuard:
+    """A `TurnGuard` with no lock behind it: nothing can ask a probe to stop."""
+
+    def stop_requested(self) -> bool:
+        return False
+
+    def touch(self) -> None:
+        return None
+
+    async def run_under_watchdog(self, work: Awaitable[T]) -> T:
+        return await work
+
+    def set_kill(self, kill: KillCallback) -> None:
+        return None
+
+    def clear_kill(self, kill: KillCallback) -> None:
+        return None
+
+    def mark_answered(self) -> None:
+        return None

@@ -1,0 +1,39 @@
+"""The answer's ceiling: how an answer that would not stop is cut, written once.
+
+One answer fills at most `TOMORI_MAX_MESSAGES_PER_ANSWER` messages and one pass reads at most
+`most_read` characters from the provider; either way its last message ends with `CUT_NOTE`.
+"""
+
+from __future__ import annotations
+
+from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter
+
+CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
+
+
+def with_cut_note(text: str, shown: int = 0) -> str:
+    """The last message of a cut answer: as much of `text` as fits with `CUT_NOTE` after it.
+
+    The one rule both modes end an answer by: the piece is cut with room left for the note, so
+    the message never goes past Discord's limit (a span kept whole may fill a message up to
+    it). The cut never falls before `shown` (edit mode's message already shows that much); if
+    that alone leaves no room, the note is left out rather than the message refused.
+    """
+    room = HARD_LIMIT - len(CUT_NOTE)
+    head = text.rstrip()
+    if len(head) > room and shown < room:
+        cutter = Splitter(text, min(MESSAGE_LIMIT, room), hard=room)
+        head = cutter.pieces(floor=shown, most=2)[0].rstrip()
+    return head + CUT_NOTE if len(head) <= room else head
+
+
+READ_PER_MESSAGE = 50_000
+"""What one pass may read from the provider per message its answer may fill (visible text and
+hidden reasoning together): 25 times a message, room for long reasoning. A model looping on
+text nobody sees never fills a message, and progress keeps its idle timer from firing: this
+bound ends it."""
+
+
+def most_read(max_messages: int) -> int:
+    """How many characters one pass may read from the provider before its answer is cut."""
+    return max_messages * READ_PER_MESSAGE

@@ -1,0 +1,98 @@
+"""The protocols between the core and a channel: how streamed text and notices get posted.
+
+The core never talks to a Discord library. The cog gives each pass a `StreamWriter` that owns
+its own sending, so `stream_once` can stop reading from the provider at once while a send that
+is already on the wire finishes and is accounted for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from tomori.delivery.notices import Notice
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredMessage:
+    """A message the turn put in the channel, recorded before its send returned."""
+
+    message_id: str
+    text: str
+
+
+def as_shown(content: str) -> str:
+    """A message as its channel shows it: without the blank lines at its ends, which Discord
+    trims from a message anyway (the console shows the same)."""
+    return content.lstrip("\n").rstrip()
+
+
+class StreamWriter(Protocol):
+    """Delivers one pass's text; every successful send is reported as progress."""
+
+    def feed(self, text: str) -> None:
+        """Accept text from the model. Sends happen in the writer's own time, never here.
+
+        Raises `DestinationUnreachable` once the channel is known to be gone.
+        """
+        ...
+
+    def cut(self) -> None:
+        """The answer ends here though the model went on: `finish` ends it with a note saying so.
+
+        Called when a pass read more than one answer may hold; the note goes on the answer's
+        last message, or alone when that one is already sent, if anything was shown at all.
+        """
+        ...
+
+    async def finish(self) -> None:
+        """Deliver everything fed so far and wait until it is in the channel."""
+        ...
+
+    async def settle(self) -> None:
+        """Drop what is not sent yet and wait for the sends already on the wire."""
+        ...
+
+    def abandon(self) -> None:
+        """Drop what is not sent yet; a send already on the wire completes on its own."""
+        ...
+
+    @property
+    def delivered_text(self) -> str:
+        """All text this writer got into the channel."""
+        ...
+
+    @property
+    def sprites(self) -> tuple[str, ...]:
+        """Images this writer posted, in order."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop for good once the pass is over: nothing more is sent, what is on the wire lands."""
+        ...
+
+
+class NoticeSink(Protocol):
+    async def post_notice(self, notice: Notice) -> None:
+        """Post a notice in the turn's channel (the cog renders it as an embed)."""
+        ...
+
+
+class DestinationUnreachable(Exception):
+    """The channel is gone or the bot may not post there: every model would fail the same way.
+
+    `forbidden`: Discord refused the post (403), which will likely hold for a while; a channel
+    that is gone (404) may have been a thread that is archived or a lookup that raced.
+    """
+
+    def __init__(self, reason: str, *, forbidden: bool = False) -> None:
+        super().__init__(reason)
+        self.forbidden = forbidden
+
+
+class AnswerCut(Exception):
+    """The answer filled as many messages as one answer may: the pass stops reading.
+
+    Raised by `StreamWriter.feed` once the writer has ended the last message with a note that
+    the answer was cut; what is queued still goes out on `finish`.
+    """

@@ -1,0 +1,76 @@
+"""`answer_turn`: a turn's context answered by the model chain into one channel, through a port.
+
+The cog and the terminal console both run their turns through it, so a console session shows
+exactly what a Discord channel would: the same writer, cut into the same messages, in the
+configured delivery mode, under the same budgets and fallbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from tomori.config.models import ModelEntry
+from tomori.config.settings import Settings
+from tomori.delivery.writer import ChannelPort, DiscordStreamWriter
+from tomori.generation.chain import TurnResult, run_generation_turn
+from tomori.generation.state import StreamingContext
+from tomori.generation.tool_loop import TurnEnvironment
+from tomori.generation.tools import ToolRegistry
+from tomori.locks import Turn, TurnGuard
+from tomori.providers.base import ContextItem, Provider, StreamRequest
+
+log = logging.getLogger(__name__)
+
+
+async def answer_turn(
+    turn: Turn,
+    guard: TurnGuard,
+    ctx: StreamingContext,
+    port: ChannelPort,
+    *,
+    entries: tuple[ModelEntry, ...],
+    providers: Mapping[str, Provider],
+    tools: ToolRegistry,
+    settings: Settings,
+    context: tuple[ContextItem, ...],
+    request_notices: tuple[ContextItem, ...] = (),
+    surface_errors: bool,
+) -> TurnResult:
+    """Run the chain on `context`, each pass writing into `port`; log how the turn ended."""
+    result = await run_generation_turn(
+        entries,
+        providers,
+        StreamRequest(
+            model="",
+            context=context,
+            request_notices=request_notices,
+            max_output_tokens=settings.max_output_tokens,
+            temperature=settings.temperature,
+        ),
+        TurnEnvironment(
+            ctx=ctx,
+            tools=tools,
+            guard=guard,
+            settings=settings,
+            open_writer=lambda: DiscordStreamWriter(
+                port,
+                ctx,
+                delivery=settings.delivery,
+                edit_interval_s=settings.edit_interval_s,
+                max_messages=settings.max_messages_per_answer,
+            ),
+            requester_id=turn.trigger.requester_id,
+            surface_errors=surface_errors,
+        ),
+    )
+    log.info(
+        "turn %s in channel %s: %s after %s, %d characters delivered%s",
+        turn.turn_id,
+        turn.channel_id,
+        result.status,
+        ", ".join(attempt.model.label for attempt in result.attempts) or "no model",
+        len(result.text),
+        " (channel unreachable)" if result.unreachable else "",
+    )
+    return result

@@ -1,0 +1,244 @@
+"""`run_generation_turn`: the models of `TOMORI_MODELS` tried in order until one answers.
+
+While a later model is still pending, the current attempt's user-facing errors are held back
+(the user would otherwise see an error and then a good reply). `timeout`, `error` and
+`empty_response` move on to the next model, which continues from the text already in the
+channel: it is sent as the assistant's partial answer with a request-only notice to go on
+without repeating it (after an empty answer there is none, so the request is the same).
+A model is sent the turn's images only if its entry says `+vision` (see `vision`), and one
+whose provider refuses them with a bad request that names them is asked once more without.
+`completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
+would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
+last attempt says what the user is told, once, and never on a silent turn: a timeout notice
+(the last pass posts it itself), the error notice, or the "Empty Response" notice when the
+last model too answered nothing; earlier attempts' timeout notices stay stashed and are
+dropped. The tokens each model's provider reported are recorded with the turn, however
+it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
+but whose provider reported none is counted by its characters (`limits.estimated_tokens`: the
+request it was sent in, what it wrote out), so a quota still holds on a server that never
+reports usage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from tomori.config.models import ModelEntry
+from tomori.delivery.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
+from tomori.delivery.port import DestinationUnreachable
+from tomori.generation.results import StreamStatus, TimedOut
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import post_notice_safely
+from tomori.generation.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
+from tomori.locks import TurnGuard
+from tomori.policy.limits import estimated_tokens
+from tomori.policy.metrics import TurnOutcome, TurnUsage
+from tomori.prompt.vision import image_count, shown_to, without_images
+from tomori.providers.base import (
+    ContextItem,
+    Provider,
+    ProviderError,
+    Role,
+    StreamRequest,
+    Usage,
+)
+from tomori.providers.errors import refuses_images
+
+log = logging.getLogger(__name__)
+
+CONTINUE_NOTICE = (
+    "Your previous reply was cut off after the text above, which the user has already seen. "
+    "Continue exactly where it stops, without repeating any of it."
+)
+RETRYABLE = frozenset({StreamStatus.TIMEOUT, StreamStatus.ERROR, StreamStatus.EMPTY_RESPONSE})
+
+FINAL_NOTICES = {StreamStatus.ERROR: GENERATION_ERROR, StreamStatus.EMPTY_RESPONSE: EMPTY_RESPONSE}
+"""What a direct trigger is told when the last model too ended so (a timeout tells itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    model: ModelEntry
+    result: LoopResult
+    sent_chars: int = 0
+    """The characters of the request it was sent, for a usage its provider did not report."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    status: StreamStatus
+    attempts: tuple[Attempt, ...]
+    unreachable: bool = False
+    forbidden: bool = False
+    """Unreachable because Discord refused the post (403), not because the channel is gone."""
+
+    @property
+    def text(self) -> str:
+        return "".join(attempt.result.text for attempt in self.attempts)
+
+    def usage(self) -> dict[str, Usage]:
+        """The tokens each model used, by label, summed over its passes: as its provider
+        reported them, else estimated for a pass that answered; a pass that neither reported
+        nor answered (a stall, a refusal) counts for none."""
+        used: dict[str, Usage] = {}
+        for attempt in self.attempts:
+            for result in attempt.result.passes:
+                spent = result.usage
+                wrote = len(result.text) + len(result.details)
+                if spent is None and (wrote or result.status is StreamStatus.FUNCTION_CALL):
+                    spent = Usage(estimated_tokens(attempt.sent_chars), estimated_tokens(wrote))
+                if spent is not None:
+                    so_far = used.get(attempt.model.label, Usage())
+                    used[attempt.model.label] = Usage(
+                        so_far.input_tokens + spent.input_tokens,
+                        so_far.output_tokens + spent.output_tokens,
+                    )
+        return used
+
+
+async def run_generation_turn(
+    chain: Sequence[ModelEntry],
+    providers: Mapping[str, Provider],
+    request: StreamRequest,
+    env: TurnEnvironment,
+) -> TurnResult:
+    """Run the turn over the model chain, then record what it used; see the module docstring."""
+    result = await _run_chain(chain, providers, request, env)
+    metrics = env.ctx.metrics
+    if metrics is not None:
+        for model, usage in result.usage().items():
+            metrics.record_usage(
+                TurnUsage(
+                    channel_id=env.ctx.channel_id,
+                    requester_id=env.requester_id,
+                    message_id=env.ctx.trigger_message_id,
+                    model=model,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    guild_id=env.ctx.guild_id,
+                )
+            )
+        for outcome in outcomes(result, env.ctx):
+            metrics.record_outcome(outcome)
+    return result
+
+
+def outcomes(result: TurnResult, ctx: StreamingContext) -> list[TurnOutcome]:
+    """How each model's part in the turn ended: a timeout with its phase, and whether a model
+    that answered did so as a fallback."""
+    if not result.attempts:  # it failed before the first model's attempt was done
+        return [TurnOutcome(ctx.guild_id, ctx.channel_id, None, str(result.status))]
+    found = []
+    for index, attempt in enumerate(result.attempts):
+        loop = attempt.result
+        data = loop.passes[-1].data if loop.passes else None
+        found.append(
+            TurnOutcome(
+                guild_id=ctx.guild_id,
+                channel_id=ctx.channel_id,
+                model=attempt.model.label,
+                outcome=str(loop.status),
+                phase=str(data.phase) if isinstance(data, TimedOut) else None,
+                fallback=index > 0 and loop.status is StreamStatus.COMPLETED,
+            )
+        )
+    return found
+
+
+async def _run_chain(
+    chain: Sequence[ModelEntry],
+    providers: Mapping[str, Provider],
+    request: StreamRequest,
+    env: TurnEnvironment,
+) -> TurnResult:
+    ctx, guard, surface_errors = env.ctx, env.guard, env.surface_errors
+    attempts: list[Attempt] = []
+    history = request.tool_history  # tools already run stay run: a fallback gets their results
+    try:
+        for index, model in enumerate(chain):
+            fallback_pending = index < len(chain) - 1
+            ctx.suppress_user_errors = fallback_pending or not surface_errors
+            provider = providers[model.provider]
+            sent = shown_to(
+                _continuing(replace(request, model=model.model, tool_history=history), attempts),
+                sees_images=model.vision,
+            )
+            loop = await run_tool_loop(provider, sent, env)
+            if _refused_images(loop) and image_count(sent):
+                log.warning(
+                    "model %s refused the images%s; once more without", model.label, _detail(loop)
+                )
+                again = await run_tool_loop(
+                    provider, replace(without_images(sent), tool_history=loop.tool_history), env
+                )
+                loop = replace(again, passes=(*loop.passes, *again.passes))
+            history = loop.tool_history
+            attempts.append(Attempt(model, loop, _characters(sent)))
+            if loop.status not in RETRYABLE or loop.gave_up:
+                if index > 0 and loop.status is StreamStatus.COMPLETED:
+                    await _fallback_answered(attempts, ctx, guard, surface_errors)
+                return TurnResult(loop.status, tuple(attempts))
+            log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
+            if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
+                ctx.metrics.record("empty_response", model.label)
+    except DestinationUnreachable as error:
+        log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
+        return TurnResult(
+            StreamStatus.ERROR, tuple(attempts), unreachable=True, forbidden=error.forbidden
+        )
+    except Exception:
+        log.exception("the turn in channel %s failed", ctx.channel_id)
+        if surface_errors:
+            await post_notice_safely(ctx, GENERATION_ERROR)
+        return TurnResult(StreamStatus.ERROR, tuple(attempts))
+    # Every model failed. The last attempt ran with errors surfaced (unless the turn is
+    # silent), so stream_once already posted a timeout notice itself; the rest are ours.
+    final = attempts[-1].result.status
+    notice = FINAL_NOTICES.get(final)
+    if surface_errors and notice is not None:
+        await post_notice_safely(ctx, notice)
+    return TurnResult(final, tuple(attempts))
+
+
+async def _fallback_answered(
+    attempts: list[Attempt], ctx: StreamingContext, guard: TurnGuard, surface_errors: bool
+) -> None:
+    answered_by = attempts[-1].model.label
+    if ctx.metrics is not None:
+        ctx.metrics.record("fallback_used", answered_by)
+    if surface_errors and not guard.stop_requested():
+        failed = [attempt.model.label for attempt in attempts[:-1]]
+        await post_notice_safely(ctx, fallback_used(answered_by, failed))
+
+
+def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamRequest:
+    """Let a fallback go on from what the failed attempts showed and no tool exchange holds."""
+    shown = "".join(attempt.result.passes[-1].text for attempt in attempts if attempt.result.passes)
+    if not shown.strip():
+        return request
+    return replace(
+        request,
+        context=(*request.context, ContextItem(Role.ASSISTANT, shown)),
+        request_notices=(*request.request_notices, ContextItem(Role.USER, CONTINUE_NOTICE)),
+    )
+
+
+def _characters(request: StreamRequest) -> int:
+    return sum(len(item.text) for item in (*request.context, *request.request_notices))
+
+
+def _refused_images(loop: LoopResult) -> bool:
+    """Whether the loop's last pass was turned down because of its images (see `vision`)."""
+    data = loop.passes[-1].data if loop.passes else None
+    return isinstance(data, ProviderError) and refuses_images(data)
+
+
+def _detail(loop: LoopResult) -> str:
+    """Our words for a provider failure and, for the operator, the provider's own (sanitised)."""
+    data = loop.passes[-1].data if loop.passes else None
+    if not isinstance(data, ProviderError):
+        return ""
+    said = f"; the provider said: {data.detail}" if data.detail else ""
+    return f" ({data.safe_message}{said})"

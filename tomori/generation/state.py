@@ -1,0 +1,63 @@
+"""What a turn carries through its passes: the streaming context.
+
+It is the one mutable object shared by the turn, its passes and the writer: the progress hook
+`stream_once` installs, the abort handle of the running pass, whether user-facing errors are
+held back for a pending fallback, the timeout notice held for the end of the chain, and the
+list of every message the turn delivered.
+
+`abort` is the running pass's kill callback (the one `/kill` reaches through the lock): a
+writer or tool that learns the pass cannot go on calls it to end the pass at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tomori.delivery.notices import Notice
+from tomori.delivery.port import DeliveredMessage, NoticeSink
+from tomori.generation.results import KillReason
+from tomori.policy.metrics import TurnOutcome, TurnUsage
+
+
+class MetricsSink(Protocol):
+    def record(self, name: str, label: str) -> None: ...
+
+    def record_usage(self, usage: TurnUsage) -> None: ...
+
+    def record_outcome(self, outcome: TurnOutcome) -> None: ...
+
+
+@dataclass(eq=False)
+class StreamingContext:
+    channel_id: str
+    notices: NoticeSink
+    trigger_message_id: str | None = None
+    from_queue: bool = False
+    scene_turn: bool = False
+    suppress_user_errors: bool = False
+    deferred_timeout_notice: Notice | None = None
+    on_stream_progress: Callable[[], None] | None = None
+    abort: Callable[[KillReason], None] | None = None
+    delivered: list[DeliveredMessage] = field(default_factory=list)
+    metrics: MetricsSink | None = None
+    guild_id: str | None = None
+    """The server of the channel (None in a direct message), which its metrics are filed under."""
+
+    @property
+    def reply_to(self) -> str | None:
+        """The message the first reply answers: a queued turn's trigger, unless in a scene.
+
+        A queued answer would otherwise show no link to what it answers; in a scene every
+        persona would show "replying to" the same message, so scenes post free-standing.
+        """
+        if self.from_queue and not self.scene_turn:
+            return self.trigger_message_id
+        return None
+
+    def report_progress(self) -> None:
+        """A unit of progress (a chunk, a successful send): re-arms the pass's idle timer."""
+        hook = self.on_stream_progress
+        if hook is not None:
+            hook()

@@ -1,0 +1,310 @@
+"""`stream_once`: one provider pass under a rolling inactivity timeout, killable at once.
+
+The pass reads the provider in a task of its own (the generation task) and hands text to the
+writer, which sends in its own time. One kill callback ends the pass, with a reason: the timer
+(no progress within the budget), `/kill`, or a stale-lock release. Killing cancels the
+generation task, which closes the provider's HTTP stream at once, while a Discord send already
+on the wire may still finish: on a genuine timeout the pass waits a bounded time for such sends
+to land, so the text the fallback continues from is the text the channel really shows.
+
+Once the provider's stream has ended, only delivery remains, and a send still waiting (out a
+429, on a slow network) is not the provider being idle: the same timer then bounds delivery
+with `TOMORI_DELIVERY_TIMEOUT_MS` instead, re-armed by every send that lands. When that runs
+out, what was not sent is dropped with a log line and the pass keeps the provider's outcome;
+it is never reported as the provider's timeout. /kill ends that wait at once, as any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from asyncio import FIRST_COMPLETED
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from tomori.config.settings import Settings
+from tomori.delivery.ceiling import most_read
+from tomori.delivery.hidden import HiddenBlocks
+from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.delivery.port import AnswerCut, StreamWriter
+from tomori.generation.pass_timing import BoundedDelivery, KillSwitch, RollingTimer
+from tomori.generation.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.generation.state import StreamingContext
+from tomori.locks import TurnGuard
+from tomori.prompt.prefill import prepare_request
+from tomori.providers.base import (
+    DetailsDelta,
+    Finish,
+    Provider,
+    ProviderError,
+    StreamRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _PassState:
+    """What the generation task gathered, readable however the pass ended."""
+
+    details: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish: Finish | None = None
+    read: int = 0
+    """Characters read from the provider, visible or hidden: bounded by `most_read`."""
+    answered: bool = False
+    """The model wrote visible text: whether Discord took it is another matter."""
+
+
+async def stream_once(
+    provider: Provider,
+    request: StreamRequest,
+    writer: StreamWriter,
+    ctx: StreamingContext,
+    guard: TurnGuard,
+    settings: Settings,
+) -> StreamResult:
+    """Run one provider pass and say how it ended (a `StreamStatus`, see results.py).
+
+    Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
+    propagates to the generation turn, which posts the generic error notice.
+    """
+    ctx.deferred_timeout_notice = None
+    prepared = prepare_request(request)
+    channel_id = ctx.channel_id
+    if guard.stop_requested():
+        return StreamResult(StreamStatus.STOPPED_BY_USER)
+
+    kill = KillSwitch()
+    state = _PassState()
+    timer = RollingTimer(
+        settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
+    )
+
+    advance, touch = timer.progress, guard.touch  # looked up once: runs per chunk
+
+    def on_progress() -> None:
+        advance()
+        touch()
+
+    def delivery_ran_out(finishing: asyncio.Task[None]) -> None:
+        if finishing.done():  # it landed in the same loop iteration: nothing ran out
+            return
+        log.warning(
+            "delivery_timeout channel=%s: the provider %s had finished, but no send landed "
+            "within %gs; the rest of its answer is dropped",
+            channel_id,
+            provider.name,
+            settings.delivery_budget_s,
+            extra={"metric": "delivery_timeout", "provider": provider.name},
+        )
+        if ctx.metrics is not None:
+            ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        writer.abandon()
+        finishing.cancel()
+
+    def bound_delivery(finishing: asyncio.Task[None]) -> None:
+        timer.deliver(settings.delivery_budget_s, lambda: delivery_ran_out(finishing))
+
+    delivering = BoundedDelivery(writer, bound_delivery)
+    guard.set_kill(kill)
+    ctx.abort = kill
+    ctx.on_stream_progress = on_progress
+    generation = asyncio.create_task(
+        _generate(
+            provider, prepared, delivering, ctx, state, most_read(settings.max_messages_per_answer)
+        ),
+        name=f"tomori-generation-{channel_id}",
+    )
+    kill.generation = generation
+    try:
+        ended_or_killed: set[asyncio.Future[Any]] = {generation, kill.fired}
+        await guard.run_under_watchdog(asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED))
+        if generation.done() and (not generation.cancelled() or not kill.reasons):
+            return generation.result()  # (or a cancellation not ours)
+        timer.cancel()
+        if not generation.done():
+            await asyncio.wait({generation})
+        if guard.stop_requested():
+            writer.abandon()
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+        phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
+        reason = kill.reasons[0]
+        log.warning(
+            "stream_sdk_timeout provider=%s phase=%s reason=%s channel=%s",
+            provider.name,
+            phase,
+            reason,
+            channel_id,
+            extra={
+                "metric": "stream_sdk_timeout",
+                "provider": provider.name,
+                "phase": str(phase),
+                "reason": str(reason),
+            },
+        )
+        if ctx.metrics is not None:
+            ctx.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
+        kill.rearm()  # from here on, a further kill (a /kill) ends the settle wait
+        await guard.run_under_watchdog(
+            settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
+        )
+        if guard.stop_requested():
+            writer.abandon()
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+        notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
+        if ctx.suppress_user_errors:
+            ctx.deferred_timeout_notice = notice
+        else:
+            await post_notice_safely(ctx, notice)
+        return _partial(StreamStatus.TIMEOUT, writer, state, TimedOut(phase, reason))
+    finally:
+        timer.cancel()
+        ctx.on_stream_progress = None
+        if ctx.abort is kill:
+            ctx.abort = None
+        guard.clear_kill(kill)
+        if not generation.done():
+            generation.cancel()
+            await asyncio.gather(generation, return_exceptions=True)
+
+
+async def settle_abandoned_stream(
+    writer: StreamWriter, budget_s: float, interrupt: asyncio.Future[None] | None = None
+) -> bool:
+    """Wait at most `budget_s` for sends already on the wire; True if they all landed.
+
+    A send that was on the wire when the pass was abandoned must be counted in the text the
+    fallback continues from, or it lands later as an orphaned partial message. The wait is
+    bounded so a hung send cannot hold the fallback back, and a further kill ends it at once.
+    """
+    if budget_s <= 0:
+        writer.abandon()
+        return False
+    settling = asyncio.create_task(writer.settle())
+    waiters: set[asyncio.Future[None]] = {settling}
+    if interrupt is not None:
+        waiters.add(interrupt)
+    try:
+        await asyncio.wait(waiters, timeout=budget_s, return_when=FIRST_COMPLETED)
+        return settling.done() and not settling.cancelled() and settling.exception() is None
+    finally:
+        settling.cancel()
+        await asyncio.gather(settling, return_exceptions=True)
+
+
+async def post_notice_safely(ctx: StreamingContext, notice: Notice) -> None:
+    """Post a notice; a failure to post is logged, never raised over the turn's own outcome."""
+    try:
+        await ctx.notices.post_notice(notice)
+    except Exception:
+        log.warning(
+            "could not post the %r notice in channel %s",
+            notice.title,
+            ctx.channel_id,
+            exc_info=True,
+        )
+
+
+async def _generate(
+    provider: Provider,
+    request: StreamRequest,
+    writer: StreamWriter,
+    ctx: StreamingContext,
+    state: _PassState,
+    read_limit: int,
+) -> StreamResult:
+    """Read the provider to its end and deliver its text: the generation task.
+
+    A pass reads at most `read_limit` characters: past it the answer is cut as at the message
+    ceiling, since every event is progress and a model looping on hidden text would otherwise
+    hold the channel until /kill.
+    """
+    progress = ctx.on_stream_progress or _no_progress_hook
+    hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
+    try:
+        async with aclosing(provider.stream(request)) as events:
+            async for event in events:
+                progress()
+                if type(event) is TextDelta:
+                    state.read += len(event.text)
+                    _deliver(hidden.feed(event.text), writer, state)
+                elif type(event) is DetailsDelta:
+                    state.read += len(event.text)
+                    state.details.append(event.text)
+                elif type(event) is ToolCallEvent:
+                    state.tool_calls.append(event.call)
+                elif type(event) is UsageEvent:
+                    state.usage = event.usage
+                elif type(event) is Finish:
+                    state.finish = event
+                if state.read > read_limit:
+                    _read_too_much(provider, ctx, read_limit)
+                    writer.cut()
+                    break
+            else:
+                _deliver(hidden.finish(), writer, state)
+    except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
+        log.warning("answer in channel %s cut at its message ceiling", ctx.channel_id)
+        await writer.finish()
+        return _partial(StreamStatus.COMPLETED, writer, state, state.finish)
+    except ProviderError as error:
+        with suppress(AnswerCut):  # what the capture held is text the model wrote: it stays
+            _deliver(hidden.finish(), writer, state)
+        await writer.finish()
+        return _partial(StreamStatus.ERROR, writer, state, error)
+    if state.read > read_limit:  # cut: a tool call it made on the way is not run
+        await writer.finish()
+        status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
+        return _partial(status, writer, state, state.finish)
+    await writer.finish()
+    if state.tool_calls:
+        return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
+    # empty is what the model wrote, not what Discord took: a refused send is no empty answer
+    status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
+    return _partial(status, writer, state, state.finish)
+
+
+def _read_too_much(provider: Provider, ctx: StreamingContext, read_limit: int) -> None:
+    log.warning(
+        "answer in channel %s cut: %s wrote more than %d characters in one pass",
+        ctx.channel_id,
+        provider.name,
+        read_limit,
+    )
+
+
+def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) -> None:
+    visible, captured = decided
+    if captured:
+        state.details.append(captured)
+    if visible:
+        state.answered = True
+        writer.feed(visible)
+
+
+def _no_progress_hook() -> None:
+    pass
+
+
+def _partial(
+    status: StreamStatus,
+    writer: StreamWriter,
+    state: _PassState,
+    data: Finish | tuple[ToolCall, ...] | ProviderError | TimedOut | None = None,
+) -> StreamResult:
+    return StreamResult(
+        status=status,
+        text=writer.delivered_text,
+        details="".join(state.details),
+        sprites=writer.sprites,
+        usage=state.usage,
+        data=data,
+    )

@@ -1,0 +1,165 @@
+"""`run_tool_loop`: stream, run the tools the model asks for, stream again, until it answers.
+
+Each tool runs under the lock's watchdog (the first-token budget and the tool budget may both
+exceed the stale-lock window on purpose), bounded by `TOOL_EXECUTION_TIMEOUT_MS`, and in a task
+that `/kill` cancels through the same kill hook a stream uses. A call whose arguments arrived
+cut off is never run: a synthetic failure asks the model to issue it again. Each exchange keeps
+the text the model wrote before the call, so the next pass does not write it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tomori.config.settings import Settings
+from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
+from tomori.delivery.port import StreamWriter
+from tomori.generation.results import KillReason, StreamResult, StreamStatus
+from tomori.generation.state import StreamingContext
+from tomori.generation.stream_once import post_notice_safely, stream_once
+from tomori.generation.tools import ToolContext, ToolFailure, ToolRegistry
+from tomori.locks import TurnGuard
+from tomori.providers.base import JsonObject, Provider, StreamRequest, ToolCall, ToolExchange
+
+log = logging.getLogger(__name__)
+
+STILL_WORKING_AT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnvironment:
+    """What every pass and every tool of one turn runs with, whichever model is answering."""
+
+    ctx: StreamingContext
+    tools: ToolRegistry
+    guard: TurnGuard
+    settings: Settings
+    open_writer: Callable[[], StreamWriter]
+    requester_id: str | None
+    surface_errors: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LoopResult:
+    """How the loop ended. `gave_up`: it hit its own limit (tool errors in a row, or passes)
+    and said so; another model would meet the same tools, so the turn ends there."""
+
+    status: StreamStatus
+    passes: tuple[StreamResult, ...]
+    tool_history: tuple[ToolExchange, ...]
+    gave_up: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(result.text for result in self.passes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    ok: bool
+    payload: JsonObject
+
+
+class _Stopped(Exception):
+    """/kill ended a tool."""
+
+
+async def run_tool_loop(
+    provider: Provider, request: StreamRequest, env: TurnEnvironment
+) -> LoopResult:
+    ctx, guard, settings, surface_errors = env.ctx, env.guard, env.settings, env.surface_errors
+    history = list(request.tool_history)
+    passes: list[StreamResult] = []
+    failures_in_a_row = 0
+    specs = env.tools.specs()
+
+    def ended(status: StreamStatus, *, gave_up: bool = False) -> LoopResult:
+        return LoopResult(status, tuple(passes), tuple(history), gave_up)
+
+    for iteration in range(1, settings.max_function_call_iterations + 1):
+        if iteration == STILL_WORKING_AT and surface_errors:
+            await post_notice_safely(ctx, STILL_WORKING)
+        writer = env.open_writer()
+        try:
+            result = await stream_once(
+                provider,
+                replace(request, tool_history=tuple(history), tools=specs),
+                writer,
+                ctx,
+                guard,
+                settings,
+            )
+        finally:
+            await writer.aclose()
+        passes.append(result)
+        if result.status is not StreamStatus.FUNCTION_CALL:
+            return ended(result.status)
+        calls: tuple[ToolCall, ...] = result.data  # type: ignore[assignment]
+        for position, call in enumerate(calls):
+            if guard.stop_requested():
+                return ended(StreamStatus.STOPPED_BY_USER)
+            try:
+                outcome = await _run_tool(call, env)
+            except _Stopped:
+                return ended(StreamStatus.STOPPED_BY_USER)
+            pre_text = (result.text,) if position == 0 and result.text else ()
+            history.append(ToolExchange(call, outcome.payload, pre_tool_text=pre_text))
+            failures_in_a_row = 0 if outcome.ok else failures_in_a_row + 1
+            if ctx.metrics is not None:
+                ctx.metrics.record("tool_used" if outcome.ok else "tool_failed", call.name)
+            if failures_in_a_row >= settings.max_consecutive_tool_errors:
+                if surface_errors:
+                    await post_notice_safely(ctx, TOOL_ERROR_LOOP)
+                return ended(StreamStatus.ERROR, gave_up=True)
+    if surface_errors:
+        await post_notice_safely(ctx, THINKING_LOOP)
+    return ended(StreamStatus.TIMEOUT, gave_up=True)
+
+
+def _failure(call: ToolCall, reason: str) -> _Outcome:
+    return _Outcome(
+        False, {"status": "tool_execution_failed", "tool_name": call.name, "reason": reason}
+    )
+
+
+async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
+    ctx, guard, settings = env.ctx, env.guard, env.settings
+    if call.truncated:
+        log.warning("tool call %s arrived with its arguments cut off; not run", call.name)
+        return _failure(call, "the arguments arrived cut off; issue the whole call again")
+    tool = env.tools.get(call.name)
+    if tool is None:
+        return _failure(call, f"there is no tool named {call.name!r}")
+    running: asyncio.Task[JsonObject] = asyncio.create_task(
+        tool.run(ToolContext(ctx.channel_id, env.requester_id), call.arguments),
+        name=f"tomori-tool-{call.name}",
+    )
+
+    def kill(reason: KillReason) -> None:
+        running.cancel()
+
+    guard.set_kill(kill)
+    try:
+        async with asyncio.timeout(settings.tool_timeout_s):
+            payload = await guard.run_under_watchdog(running)
+        return _Outcome(True, {"result": dict(payload)})
+    except TimeoutError:
+        return _failure(call, f"the tool did not finish within {settings.tool_timeout_s:g}s")
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        raise _Stopped from None
+    except ToolFailure as failure:
+        return _failure(call, str(failure))
+    except Exception as error:
+        log.warning("tool %s failed", call.name, exc_info=True)
+        return _failure(call, f"the tool failed ({type(error).__name__})")
+    finally:
+        guard.clear_kill(kill)
+        if not running.done():
+            running.cancel()
+        await asyncio.gather(running, return_exceptions=True)

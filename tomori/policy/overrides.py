@@ -1,0 +1,159 @@
+"""What a server's admins set for it and its channels, and what applies where: written once.
+
+A value set for a channel beats one set for its server, which beats the bot's environment.
+Every reader goes through `resolve`: the turn (its model chain and system prompt), the reply
+rule (whether a channel answers every message) and `/tomori show` (which also says where each
+value came from), so they never disagree. Nothing here knows Discord or the database.
+
+Each value an admin may set is checked by `check_*` below, with the parsers the environment's
+variables use, so a value that could not be set there cannot be set here either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from tomori.config.models import Credentials, ModelChain
+from tomori.config.parsers import ConfigError
+from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
+
+MAX_PROMPT_CHARS = 4_000
+"""A system prompt an admin sets is sent with every turn in its channels, so it is paid for in
+tokens each time: about 1,000 tokens at most. Discord lets a slash command's text option hold
+6,000 characters; this leaves room below that and says so before anything is stored."""
+
+MAX_MODELS_CHARS = 1_000
+"""Six model names fit many times over; a longer chain could not be shown back to the admin
+in one of Discord's embeds (4,096 characters) by the change's answer or by `/tomori show`."""
+
+
+class Scope(StrEnum):
+    """Where a `/tomori` change applies."""
+
+    CHANNEL = "channel"
+    SERVER = "server"
+
+
+class Source(StrEnum):
+    """Where a value in force came from, as `/tomori show` says it."""
+
+    CHANNEL = "this channel"
+    SERVER = "this server"
+    ENVIRONMENT = "the bot's settings"
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """The values set at one scope; None is "not set here"."""
+
+    models: str | None = None
+    """A model chain as `TOMORI_MODELS` writes one, checked by `check_models` when set."""
+    system_prompt: str | None = None
+    autoreply: bool | None = None
+    """A channel's only: whether it answers every message."""
+    cooldown_ms: int | None = None
+    """A server's only, like `daily_tokens`."""
+    daily_tokens: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == Overrides()
+
+
+NOTHING = Overrides()
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """What the bot's environment gives a channel when nothing is set for it."""
+
+    models: str
+    """The environment's chain, as its entries are written."""
+    system_prompt: str
+    autoreply: bool
+    """Whether the channel is one of `TOMORI_CHANNELS`."""
+    cooldown_ms: int = 0
+    """`TOMORI_USER_COOLDOWN_MS`."""
+    daily_tokens: int = 0
+    """`TOMORI_USER_DAILY_TOKENS`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced[T]:
+    value: T
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What applies in one channel, and where each value comes from."""
+
+    models: Sourced[str]
+    system_prompt: Sourced[str]
+    autoreply: Sourced[bool]
+    cooldown_ms: Sourced[int]
+    """A server's only: a channel cannot set it."""
+    daily_tokens: Sourced[int]
+    """A server's only, like `cooldown_ms`."""
+
+
+def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
+    """Channel beats server beats environment, value by value."""
+    return Resolved(
+        models=_first(channel.models, server.models, defaults.models),
+        system_prompt=_first(channel.system_prompt, server.system_prompt, defaults.system_prompt),
+        autoreply=_first(channel.autoreply, None, defaults.autoreply),
+        cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
+        daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
+    )
+
+
+def _first[T](channel: T | None, server: T | None, environment: T) -> Sourced[T]:
+    if channel is not None:
+        return Sourced(channel, Source.CHANNEL)
+    if server is not None:
+        return Sourced(server, Source.SERVER)
+    return Sourced(environment, Source.ENVIRONMENT)
+
+
+def check_models(
+    raw: str, environ: Mapping[str, str], known: Mapping[str, Credentials]
+) -> ModelChain:
+    """The chain `raw` names, parsed as `TOMORI_MODELS` is; `ConfigError` says what is wrong.
+
+    Only providers the bot has a key for pass: those of its own chain (`known`), or any whose
+    key variable is set in `environ`."""
+    if "\0" in raw:
+        raise ConfigError("the models hold a NUL character: write them as provider:model")
+    if len(raw.strip()) > MAX_MODELS_CHARS:
+        raise ConfigError(
+            f"the models are {len(raw.strip())} characters long: at most {MAX_MODELS_CHARS} are "
+            f"allowed"
+        )
+    return ModelChain.parse(raw.strip(), environ, source="models", known=known)
+
+
+def check_prompt(raw: str) -> str:
+    prompt = raw.strip()
+    if not prompt:
+        raise ConfigError("the prompt is empty: give some text (/tomori reset clears a prompt)")
+    if "\0" in prompt:
+        raise ConfigError("the prompt holds a NUL character, which cannot be stored: remove it")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ConfigError(
+            f"the prompt is {len(prompt)} characters long: at most {MAX_PROMPT_CHARS} are "
+            f"allowed (it is sent with every message the channel gets an answer to)"
+        )
+    return prompt
+
+
+def check_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Overrides:
+    """The server limits to store, each read as its variable would be; None leaves one as is."""
+    checked = NOTHING
+    if cooldown_ms is not None:
+        checked = replace(checked, cooldown_ms=COOLDOWN_MS("cooldown_ms", str(cooldown_ms)))
+    if daily_tokens is not None:
+        checked = replace(checked, daily_tokens=DAILY_TOKENS("daily_tokens", str(daily_tokens)))
+    return checked

@@ -1,0 +1,87 @@
+"""`/tomori status`: how the models behaved in one server over the last day, from the metrics.
+
+Counted from `turn_outcomes` (one row per model tried in a turn) and `token_usage`, both filed
+under the server by the turn that wrote them; the window is measured on the database's clock,
+which wrote them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tomori.generation.results import StreamStatus
+from tomori.store import Database
+
+WINDOW_S = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    turns: Counter[str] = field(default_factory=Counter)
+    """Turns each model took part in, by provider:model."""
+    stalls: Counter[str] = field(default_factory=Counter)
+    """Timeouts by phase: first_token, idle."""
+    fallbacks: int = 0
+    """Turns a fallback model answered after an earlier one failed."""
+    kills: int = 0
+    """Turns /kill stopped."""
+    errors: int = 0
+    """Models' parts that ended in an error (the provider's, or the channel's)."""
+    empty: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+async def server_status(database: Database, guild_id: str) -> ServerStatus:
+    """What the metrics hold for the server from the last `WINDOW_S`."""
+    async with database.transaction() as tx:
+        since = await tx.now() - WINDOW_S
+        rows = await tx.fetchall(
+            "SELECT model, outcome, phase, fallback, COUNT(*) AS n FROM turn_outcomes"
+            " WHERE guild_id = ? AND recorded_at >= ? GROUP BY model, outcome, phase, fallback",
+            (guild_id, since),
+        )
+        tokens = await tx.fetchone(
+            "SELECT COALESCE(SUM(input_tokens), 0) AS tokens_in,"
+            " COALESCE(SUM(output_tokens), 0) AS tokens_out FROM token_usage"
+            " WHERE guild_id = ? AND recorded_at >= ?",
+            (guild_id, since),
+        )
+    turns: Counter[str] = Counter()
+    stalls: Counter[str] = Counter()
+    by_outcome: Counter[str] = Counter()
+    fallbacks = 0
+    for row in rows:
+        count = int(row["n"])
+        if row["model"] is not None:
+            turns[row["model"]] += count
+        if row["outcome"] == StreamStatus.TIMEOUT:
+            stalls[row["phase"] or "unknown"] += count
+        by_outcome[row["outcome"]] += count
+        fallbacks += count if row["fallback"] else 0
+    return ServerStatus(
+        turns=turns,
+        stalls=stalls,
+        fallbacks=fallbacks,
+        kills=by_outcome[StreamStatus.STOPPED_BY_USER],
+        errors=by_outcome[StreamStatus.ERROR],
+        empty=by_outcome[StreamStatus.EMPTY_RESPONSE],
+        input_tokens=int(tokens["tokens_in"]) if tokens is not None else 0,
+        output_tokens=int(tokens["tokens_out"]) if tokens is not None else 0,
+    )
+
+
+def describe(status: ServerStatus) -> str:
+    """The status as lines an admin reads."""
+    models = ", ".join(f"{model} {count}" for model, count in sorted(status.turns.items()))
+    return "\n".join(
+        (
+            f"Turns per model: {models or 'none'}",
+            f"Stalls: first token {status.stalls['first_token']}, idle {status.stalls['idle']}",
+            f"Fallbacks used: {status.fallbacks}",
+            f"Stopped by /kill: {status.kills}",
+            f"Errors: {status.errors}; empty answers: {status.empty}",
+            f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
+        )
+    )

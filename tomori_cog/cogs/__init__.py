@@ -1,0 +1,1 @@
+"""(map written with the renames that follow the move)"""

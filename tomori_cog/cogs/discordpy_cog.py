@@ -1,0 +1,94 @@
+"""The cog class for discord.py 2 bots (imported only for them)."""
+
+from typing import Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.policy.overrides import MAX_PROMPT_CHARS
+from tomori_cog.cogs import admin
+from tomori_cog.cogs.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
+from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
+from tomori_cog.library import Library
+from tomori_cog.service import TomoriService
+
+Scope = Literal["channel", "server"]
+Count = app_commands.Range[int, 0, None]
+Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
+"""Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
+
+
+def build_cog(service: TomoriService, library: Library) -> commands.Cog:
+    class Tomori(TomoriCogParts, commands.Cog):
+        """LLM chat that never hangs: streamed replies, /kill, fallback models."""
+
+        async def cog_load(self) -> None:
+            await self.service.ensure_started()
+
+        async def cog_unload(self) -> None:
+            await self.service.close()
+
+        @commands.Cog.listener()
+        async def on_message(self, message: discord.Message) -> None:
+            await self.service.handle_message(message)
+
+        @app_commands.command(name="kill", description=KILL_DESCRIPTION)
+        async def kill(self, interaction: discord.Interaction) -> None:
+            await respond_to_kill(library, self.service, interaction)
+
+        tomori = app_commands.Group(
+            name="tomori",
+            description=admin.GROUP_DESCRIPTION,
+            guild_only=True,
+            default_permissions=discord.Permissions(**{admin.PERMISSION: True}),
+        )
+
+        @tomori.command(name="model", description=DESCRIPTIONS["model"])
+        @app_commands.describe(models=OPTION_DESCRIPTIONS["models"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def model(
+            self, interaction: discord.Interaction, models: str, scope: Scope = "channel"
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.set_models(models, scope))
+
+        @tomori.command(name="prompt", description=DESCRIPTIONS["prompt"])
+        @app_commands.describe(text=OPTION_DESCRIPTIONS["text"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def prompt(
+            self, interaction: discord.Interaction, text: Prompt, scope: Scope = "channel"
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.set_prompt(text, scope))
+
+        @tomori.command(name="autoreply", description=DESCRIPTIONS["autoreply"])
+        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["enabled"])
+        async def autoreply(self, interaction: discord.Interaction, enabled: bool) -> None:
+            await admin.run(library, self.service, interaction, admin.set_autoreply(enabled))
+
+        @tomori.command(name="show", description=DESCRIPTIONS["show"])
+        async def show(self, interaction: discord.Interaction) -> None:
+            await admin.run(library, self.service, interaction, admin.show)
+
+        @tomori.command(name="reset", description=DESCRIPTIONS["reset"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def reset(self, interaction: discord.Interaction, scope: Scope = "channel") -> None:
+            await admin.run(library, self.service, interaction, admin.reset(scope))
+
+        @tomori.command(name="status", description=DESCRIPTIONS["status"])
+        async def status(self, interaction: discord.Interaction) -> None:
+            await admin.run(library, self.service, interaction, admin.status)
+
+        @tomori.command(name="limits", description=DESCRIPTIONS["limits"])
+        @app_commands.describe(cooldown_ms=OPTION_DESCRIPTIONS["cooldown_ms"])
+        @app_commands.describe(daily_tokens=OPTION_DESCRIPTIONS["daily_tokens"])
+        async def limits(
+            self,
+            interaction: discord.Interaction,
+            cooldown_ms: Count | None = None,
+            daily_tokens: Count | None = None,
+        ) -> None:
+            action = admin.set_limits(cooldown_ms, daily_tokens)
+            await admin.run(library, self.service, interaction, action)
+
+    return Tomori(service)

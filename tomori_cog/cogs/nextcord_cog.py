@@ -1,0 +1,133 @@
+"""The cog class for nextcord 3 bots (imported only for them).
+
+nextcord's `cog_unload` is not awaited, so closing is started there as a task the cog keeps
+(`closing`); `bot.run()` gives pending tasks a moment before it stops the loop, and a bot
+that manages its own loop can await `cog.closing`.
+"""
+
+import asyncio
+from typing import Any
+
+import nextcord
+from nextcord.ext import commands
+
+from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.policy.overrides import MAX_PROMPT_CHARS
+from tomori_cog.cogs import admin
+from tomori_cog.cogs.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS, SCOPES
+from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
+from tomori_cog.library import Library
+from tomori_cog.service import TomoriService
+
+
+def build_cog(service: TomoriService, library: Library) -> commands.Cog:
+    class Tomori(TomoriCogParts, commands.Cog):
+        """LLM chat that never hangs: streamed replies, /kill, fallback models."""
+
+        def __init__(self) -> None:
+            super().__init__(service)
+            self.closing: asyncio.Task[None] | None = None
+
+        @commands.Cog.listener()
+        async def on_ready(self) -> None:
+            await self.service.ensure_started()
+
+        @commands.Cog.listener()
+        async def on_message(self, message: nextcord.Message) -> None:
+            await self.service.handle_message(message)
+
+        @nextcord.slash_command(name="kill", description=KILL_DESCRIPTION)  # type: ignore[untyped-decorator]
+        async def kill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            await respond_to_kill(library, self.service, interaction)
+
+        @nextcord.slash_command(  # type: ignore[untyped-decorator]
+            name="tomori",
+            description=admin.GROUP_DESCRIPTION,
+            default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
+            contexts=[nextcord.InteractionContextType.guild],
+        )
+        async def tomori(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            """The group: Discord runs only its subcommands."""
+
+        @tomori.subcommand(name="model", description=DESCRIPTIONS["model"])  # type: ignore[untyped-decorator]
+        async def model(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            models: str = _text("models"),
+            scope: str = _scope(),
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.set_models(models, scope))
+
+        @tomori.subcommand(name="prompt", description=DESCRIPTIONS["prompt"])  # type: ignore[untyped-decorator]
+        async def prompt(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            text: str = _text("text", max_length=MAX_PROMPT_CHARS),
+            scope: str = _scope(),
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.set_prompt(text, scope))
+
+        @tomori.subcommand(name="autoreply", description=DESCRIPTIONS["autoreply"])  # type: ignore[untyped-decorator]
+        async def autoreply(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["enabled"]),
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.set_autoreply(enabled))
+
+        @tomori.subcommand(name="show", description=DESCRIPTIONS["show"])  # type: ignore[untyped-decorator]
+        async def show(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            await admin.run(library, self.service, interaction, admin.show)
+
+        @tomori.subcommand(name="reset", description=DESCRIPTIONS["reset"])  # type: ignore[untyped-decorator]
+        async def reset(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            scope: str = _scope(),
+        ) -> None:
+            await admin.run(library, self.service, interaction, admin.reset(scope))
+
+        @tomori.subcommand(name="status", description=DESCRIPTIONS["status"])  # type: ignore[untyped-decorator]
+        async def status(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            await admin.run(library, self.service, interaction, admin.status)
+
+        @tomori.subcommand(name="limits", description=DESCRIPTIONS["limits"])  # type: ignore[untyped-decorator]
+        async def limits(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            cooldown_ms: int | None = _count("cooldown_ms"),
+            daily_tokens: int | None = _count("daily_tokens"),
+        ) -> None:
+            action = admin.set_limits(cooldown_ms, daily_tokens)
+            await admin.run(library, self.service, interaction, action)
+
+        def cog_unload(self) -> None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # unloaded outside the loop: nothing was started in it
+                return
+            self.closing = loop.create_task(self.service.close())
+
+    return Tomori()
+
+
+def _text(name: str, max_length: int | None = None) -> Any:
+    return nextcord.SlashOption(
+        name=name, description=OPTION_DESCRIPTIONS[name], max_length=max_length
+    )
+
+
+def _scope() -> Any:
+    return nextcord.SlashOption(
+        description=OPTION_DESCRIPTIONS["scope"],
+        choices=list(SCOPES),
+        required=False,
+        default=SCOPES[0],
+    )
+
+
+def _count(name: str) -> Any:
+    """An optional whole number; its bounds are checked by `tomori.policy.overrides` (see admin)."""
+    return nextcord.SlashOption(
+        name=name, description=OPTION_DESCRIPTIONS[name], required=False, min_value=0
+    )

@@ -1,0 +1,81 @@
+"""What both libraries' cogs share: the `/kill` reply and the cog's own small surface.
+
+Discord drops an interaction not answered within 3 seconds. Stopping a stream is immediate,
+but clearing the queue writes to SQLite, which another process may hold for a moment; so if
+the outcome is not known within `REPLY_WITHIN_S`, the reply is deferred and sent when it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from tomori.delivery.notices import KILL_FAILED, Notice
+from tomori.generation.tools import Tool
+from tomori_cog.discord_io import call_failures, embed_for
+from tomori_cog.library import Library
+from tomori_cog.service import TomoriService
+
+log = logging.getLogger(__name__)
+
+REPLY_WITHIN_S = 2.0
+
+
+async def respond_to_kill(library: Library, service: TomoriService, interaction: Any) -> None:
+    user, permissions = interaction.user.id, interaction.permissions
+    outcome = _outcome(service, interaction.channel_id, user, permissions)
+    await reply_in_time(library, interaction, outcome, "/kill")
+
+
+async def reply_in_time(
+    library: Library, interaction: Any, answer: Coroutine[Any, Any, Notice], command: str
+) -> None:
+    """Reply with the notice `answer` gives, ephemerally: at once if it comes within
+    `REPLY_WITHIN_S`, else after deferring, so Discord never drops the interaction."""
+    work = asyncio.ensure_future(answer)
+    done, _ = await asyncio.wait({work}, timeout=REPLY_WITHIN_S)
+    try:
+        if work in done:
+            await interaction.response.send_message(
+                embed=embed_for(library, work.result()), ephemeral=True
+            )
+        else:
+            await library.defer(interaction)
+            await interaction.followup.send(embed=embed_for(library, await work), ephemeral=True)
+    except call_failures(library) as error:
+        log.warning("could not answer %s in channel %s: %s", command, interaction.channel_id, error)
+    finally:
+        if not work.done():
+            work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+
+
+async def _outcome(
+    service: TomoriService, channel_id: int | None, user_id: int, permissions: Any
+) -> Notice:
+    try:
+        return await service.kill(channel_id, user_id, bool(permissions.manage_messages))
+    except Exception:
+        log.exception("/kill failed in channel %s", channel_id)
+        return KILL_FAILED
+
+
+COG_NAME = "Tomori"
+"""The cog's name in `bot.get_cog`: its class's name, in both libraries."""
+
+
+class TomoriCogParts:
+    """What both libraries' cog classes share: the service, and adding tools to it."""
+
+    extension: str | None = None
+    """The extension name that loaded the cog (None if `add_tomori` added it): only that
+    name's `teardown` removes it."""
+
+    def __init__(self, service: TomoriService) -> None:
+        self.service = service
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer `tool` to the model from the next turn on."""
+        self.service.tools.register(tool)

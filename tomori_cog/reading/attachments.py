@@ -1,0 +1,299 @@
+"""What the model is shown of a turn's attachments: images, text files, other files, stickers.
+
+Read once per turn, before any model is asked, so every pass and every fallback model is sent
+the very same bytes and nothing is fetched twice. Bounded as a bot author sets it:
+- images (PNG, JPEG, WebP, GIF: what vision models take) up to `TOMORI_MAX_IMAGE_BYTES` each,
+  and `TOMORI_MAX_IMAGES` per request, newest first, the trigger's own before history's;
+  an image's declared size is checked before it is read, and the read stops at the bound;
+- text files (`text/*` or a known text extension) up to `TOMORI_MAX_ATTACHMENT_CHARS`, given
+  under their name and cut with a marker that says so;
+- any other file named ("a file report.pdf was attached"), stickers and custom emoji as their
+  names, and an embed's image (a link to a picture) as an image, within the same bounds.
+The bytes decide what a file is, not its declared type: an image is sent under the type its
+signature says, bytes that are no image are not sent as one, and a "text" file holding binary
+bytes is named, not read. When no model of the chain takes images, none are read: the model is
+told of them as any model without vision is.
+Nothing a user sent is dropped in silence: an image left out (too large, over the count, or
+unreadable) and a file that could not be read are told to the model in a request-only notice,
+and each is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import logging
+import mimetypes
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import aiohttp
+
+from tomori.config.settings import Settings
+from tomori.prompt.sniff import image_type, is_text
+from tomori.prompt.vision import unseen_images_notice
+from tomori.providers.base import ContextItem, Image, Role
+from tomori_cog.reading.fetch import TooLarge, failure, fetch, where
+
+log = logging.getLogger(__name__)
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+TEXT_TYPES = frozenset(
+    {"application/json", "application/xml", "application/javascript", "application/x-yaml",
+     "application/yaml", "application/toml", "application/x-sh", "application/sql"}
+)  # fmt: skip
+TEXT_EXTENSIONS = frozenset(
+    {
+        ".txt", ".md", ".markdown", ".rst", ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx",
+        ".json", ".jsonl", ".csv", ".tsv", ".log", ".xml", ".html", ".htm", ".css", ".scss",
+        ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".sh", ".bash", ".zsh", ".ps1",
+        ".bat", ".sql", ".c", ".h", ".cpp", ".hpp", ".cc", ".cs", ".java", ".kt", ".kts", ".go",
+        ".rs", ".rb", ".php", ".pl", ".lua", ".r", ".swift", ".scala", ".dart", ".hs", ".ex",
+        ".exs", ".erl", ".clj", ".vue", ".svelte", ".tex", ".diff", ".patch", ".srt", ".vtt",
+        ".gradle",
+    }
+)  # fmt: skip
+BYTES_PER_CHAR = 4
+"""UTF-8's longest character: reading this many bytes per character allowed always suffices."""
+_CUSTOM_EMOJI = re.compile(r"<a?:(\w{1,32}):\d+>")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageParts:
+    """What one message's attachments add to its text, and the images it carries."""
+
+    sections: tuple[str, ...] = ()
+    images: tuple[Image, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.sections or self.images)
+
+    def item(self, speaker: str, text: str) -> ContextItem:
+        """The user's message as the model sees it: custom emoji as `:name:`, then each file."""
+        body = "\n".join([_CUSTOM_EMOJI.sub(r":\1:", text), *self.sections]).strip()
+        return ContextItem(Role.USER, f"{speaker}{body}", self.images)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAttachments:
+    """A turn's attachments, read: each message's parts, and what the model must be told."""
+
+    parts: Mapping[int, MessageParts] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    unseen_images: int = 0
+    """Images not read at all, since no model of the chain takes images."""
+
+    def of(self, message: Any) -> MessageParts:
+        return self.parts.get(message.id, MessageParts())
+
+    @property
+    def notices(self) -> tuple[ContextItem, ...]:
+        """Request-only notices: everything left out, and images no model here can see."""
+        notices = [unseen_images_notice(self.unseen_images)] if self.unseen_images else []
+        if self.notes:
+            lines = "\n".join(f"- {note}" for note in self.notes)
+            notices.append(
+                ContextItem(Role.USER, f"Some attachments above are not shown to you:\n{lines}")
+            )
+        return tuple(notices)
+
+
+@dataclass(slots=True)
+class _Wanted:
+    """One file to read for the model, by the message it came with."""
+
+    message: Any
+    name: str
+    url: str
+    declared_size: int | None
+    content_type: str
+    text: bool
+    result: str | Image | None = None
+    problem: str | None = None
+    """Why it is not shown, for the model's notice; None with no result: nothing to tell."""
+
+
+async def read_attachments(
+    messages: Sequence[Any], settings: Settings, me: Any, *, images: bool
+) -> TurnAttachments:
+    """Read what the messages (in the order the model sees them, the trigger last) attached.
+
+    The bot's own messages (`me`) are skipped: the model wrote them, it was never shown their
+    files as a user's. `images`: whether any model is sent images; if not, none is read (a
+    CDN that hangs must not hold up a model that could never see the picture).
+    """
+    own_id = getattr(me, "id", None)
+    found = {m.id: _candidates(m) for m in messages if m.author.id != own_id}
+    unseen = 0
+    if not images:
+        for candidates in found.values():
+            unseen += sum(1 for one in candidates if isinstance(one, _Wanted) and not one.text)
+            candidates[:] = [one for one in candidates if isinstance(one, str) or one.text]
+    wanted, notes = _within_bounds(reversed(found.values()), settings)  # newest first
+    if wanted:
+        async with aiohttp.ClientSession() as session, asyncio.TaskGroup() as group:
+            for one in wanted:
+                group.create_task(_read(session, one, settings))
+    parts = {message_id: _parts(candidates) for message_id, candidates in found.items()}
+    notes += [f"{_whose(one)} {one.problem}" for one in wanted if one.problem]
+    return TurnAttachments(parts, tuple(notes), unseen)
+
+
+def _within_bounds(
+    newest_first: Iterable[list[_Wanted | str]], settings: Settings
+) -> tuple[list[_Wanted], list[str]]:
+    """The files to read, and the notes on images left out by their size or their count."""
+    wanted: list[_Wanted] = []
+    notes: list[str] = []
+    images_left = settings.max_images
+    for candidates in newest_first:
+        for one in candidates:
+            if isinstance(one, str):
+                continue
+            if one.text:
+                wanted.append(one)
+            elif one.declared_size is not None and one.declared_size > settings.max_image_bytes:
+                notes.append(f"{_whose(one)} {_too_large(one.declared_size, settings)}")
+            elif images_left > 0:
+                images_left -= 1
+                wanted.append(one)
+            elif settings.max_images == 0:
+                notes.append(f"{_whose(one)} is left out: this bot sends no images to models")
+            else:
+                notes.append(
+                    f"{_whose(one)} is left out: only the {settings.max_images} newest images "
+                    f"are shown"
+                )
+    for note in notes:
+        log.info("%s", note)
+    return wanted, notes
+
+
+def _parts(candidates: list[_Wanted | str]) -> MessageParts:
+    sections = [one if isinstance(one, str) else one.result for one in candidates]
+    images = [one.result for one in candidates if not isinstance(one, str)]
+    return MessageParts(
+        tuple(section for section in sections if isinstance(section, str)),
+        tuple(image for image in images if isinstance(image, Image)),
+    )
+
+
+def _whose(one: _Wanted) -> str:
+    return f"{one.message.author.display_name}'s {'file' if one.text else 'image'} {one.name}"
+
+
+def _too_large(size: int | None, settings: Settings) -> str:
+    shown = f"({_size(size)}) " if size is not None else ""
+    return f"{shown}is larger than the {_size(settings.max_image_bytes)} allowed"
+
+
+def _candidates(message: Any) -> list[_Wanted | str]:
+    """The message's files, stickers and embed images: to read, or already named."""
+    found: list[_Wanted | str] = []
+    for attachment in message.attachments:
+        name = _shown_name(attachment.filename)
+        content_type = _content_type(attachment.content_type, name)
+        if content_type in IMAGE_TYPES or _is_text(content_type, name):
+            found.append(
+                _Wanted(message, name, attachment.url, attachment.size, content_type,
+                        text=content_type not in IMAGE_TYPES)
+            )  # fmt: skip
+        else:
+            found.append(f"[a file {name} was attached]")
+    for sticker in getattr(message, "stickers", ()):
+        found.append(f"[sticker: {sticker.name}]")
+    for embed in message.embeds:
+        url = _embed_image(embed)
+        if url is not None:
+            name = PurePosixPath(str(getattr(embed, "url", None) or url).split("?")[0]).name
+            found.append(_Wanted(message, _shown_name(name or "image"), url, None, "", text=False))
+    return found
+
+
+def _shown_name(name: str) -> str:
+    """A file name as the markers around it show it: a `]` or a line break in the name must
+    not end a `[file ...]` marker early, nor start a line of its own."""
+    return " ".join(name.split()).replace("[", "(").replace("]", ")")
+
+
+def _embed_image(embed: Any) -> str | None:
+    """Where Discord's media proxy serves an embed's picture: a link to an image (its
+    thumbnail) or a bot's embed image. Only the proxy is read, never a URL a user posted."""
+    sources = [getattr(embed, "image", None)]
+    if getattr(embed, "type", None) == "image":
+        sources.append(getattr(embed, "thumbnail", None))
+    for source in sources:
+        url = getattr(source, "proxy_url", None) if source is not None else None
+        if isinstance(url, str) and url:
+            return url
+    return None
+
+
+def _content_type(declared: str | None, name: str) -> str:
+    """The attachment's own type, or the one its name implies when Discord gave none."""
+    kind = (declared or mimetypes.guess_type(name)[0] or "").split(";")[0].strip().lower()
+    return "image/jpeg" if kind == "image/jpg" else kind
+
+
+def _is_text(content_type: str, name: str) -> bool:
+    if content_type.startswith("text/") or content_type in TEXT_TYPES:
+        return True
+    return PurePosixPath(name.lower()).suffix in TEXT_EXTENSIONS
+
+
+async def _read(session: aiohttp.ClientSession, one: _Wanted, settings: Settings) -> None:
+    """Fill `one.result`, or `one.problem` (and log why) when it cannot be shown."""
+    try:
+        if one.text:
+            one.result = await _read_text(session, one, settings.max_attachment_chars)
+            return
+        fetched = await fetch(session, one.url, settings.max_image_bytes, may_cut=False)
+        kind = image_type(fetched.data)  # the bytes' own type, whatever was declared
+        if kind is not None:
+            one.result = Image(fetched.data, kind)
+        elif one.content_type:  # an attachment said to be an image, but it is not one
+            log.warning("%s of message %s is not an image: %s", one.name, one.message.id,
+                        where(one.url))  # fmt: skip
+            one.problem = "could not be read: it is not an image"
+        else:  # a link that looked like a picture: its URL is in the message text already
+            log.info("embed image %s is %r, not an image a model takes", one.name,
+                     fetched.content_type)  # fmt: skip
+    except TooLarge:
+        log.info("%s of message %s is too large to read", one.name, one.message.id)
+        one.problem = _too_large(None, settings)
+    except Exception as error:  # any failure: the model is told, the turn goes on
+        log.warning("could not read %s of message %s: %s", one.name, one.message.id,
+                    failure(one.url, error))  # fmt: skip
+        one.problem = "could not be read"
+
+
+async def _read_text(session: aiohttp.ClientSession, one: _Wanted, limit: int) -> str:
+    if limit == 0:
+        return f"[a file {one.name} was attached]"
+    fetched = await fetch(session, one.url, limit * BYTES_PER_CHAR, may_cut=True)
+    if not is_text(fetched.data, cut=fetched.cut):
+        log.info("%s of message %s is not text: named, not read", one.name, one.message.id)
+        return f"[a file {one.name} was attached]"
+    return text_section(one.name, fetched.data, cut=fetched.cut, limit=limit)
+
+
+def text_section(name: str, data: bytes, *, cut: bool, limit: int) -> str:
+    """A text file as the model reads it: under its name, its first `limit` characters, and a
+    marker when there was more. `cut`: `data` is only the start of the file, which may end
+    inside a character; the decoder then holds that part back rather than garble it."""
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=not cut)
+    marker = (
+        f"\n[... {name} is cut here: only its first {limit} characters are shown]"
+        if cut or len(text) > limit
+        else ""
+    )
+    return f"[file {name}]\n{text[:limit]}{marker}\n[end of {name}]"
+
+
+def _size(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1_000:.1f} kB" if size >= 1_000 else f"{size} bytes"

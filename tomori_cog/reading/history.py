@@ -1,0 +1,195 @@
+"""What the model is shown of a channel: the system prompt, what came before, the trigger.
+
+Kept apart from the service because it is the one place a Discord message becomes a
+`ContextItem`, and the part of a turn that grows as the cog learns to show the model more of
+the conversation. What came before the trigger is the recent history, plus what the history
+window may not reach: the chain of messages the trigger replies to, and in a thread the
+thread's starter message. Messages arrive as the library's own objects; the attributes read
+here are the same in nextcord and discord.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from tomori.config.settings import Settings
+from tomori.prompt.conversation import in_time_order
+from tomori.providers.base import ContextItem, Role
+from tomori_cog.discord_io import call_failures
+from tomori_cog.library import Library
+from tomori_cog.reading.attachments import TurnAttachments, read_attachments
+
+log = logging.getLogger(__name__)
+
+Context = tuple[ContextItem, ...]
+
+MAX_ITEM_CHARS = 8_000
+"""A history message longer than this is cut: one huge paste must not crowd out the rest."""
+
+
+def embed_text(embeds: Iterable[Any]) -> str:
+    """The title and description of each embed, as the model is shown them."""
+    shown = []
+    for embed in embeds:
+        lines = [
+            text.strip()
+            for text in (getattr(embed, "title", None), getattr(embed, "description", None))
+            if isinstance(text, str) and text.strip()
+        ]
+        if lines:
+            shown.append("[embed] " + "\n".join(lines))
+    return "\n".join(shown)
+
+
+class HistoryReader:
+    """Builds a turn's context from the channel the trigger came in."""
+
+    def __init__(self, bot: Any, library: Library, settings: Settings) -> None:
+        self._bot = bot
+        self._library = library
+        self._settings = settings
+
+    async def context(
+        self,
+        channel: Any,
+        trigger: Any,
+        waiting: Collection[str],
+        *,
+        system_prompt: str,
+        images: bool,
+        queued: bool = False,
+    ) -> tuple[Context, Context]:
+        """The system prompt, then `in_time_order`'s messages, each as `item` shows it; and the
+        request-only notices on what of their attachments the model is not shown.
+
+        `system_prompt` is the channel's (see `tomori.policy.overrides`); `images`: whether
+        any model of its chain is sent images (if none is, none are read: see read_attachments).
+        `queued`: the trigger waited for the turns before it, whose answers came after it."""
+        recent = {message.id: message for message in await self._recent(channel, trigger)}
+        earlier = await self._reply_chain(channel, trigger)
+        if queued:
+            earlier += await self._answers_since(channel, trigger)
+        starter = await self._thread_starter(channel, recent)
+        if starter is not None:
+            earlier.append(starter)
+        shown = in_time_order(recent.values(), earlier, trigger, waiting)
+        attached = await read_attachments(shown, self._settings, self._bot.user, images=images)
+        items = [ContextItem(Role.SYSTEM, system_prompt)]
+        for message in shown:
+            item = self.item(message, attached)
+            if item is not None:
+                items.append(item)
+        return tuple(items), attached.notices
+
+    def item(self, message: Any, attached: TurnAttachments) -> ContextItem | None:
+        """The one place a message becomes what the model sees of it; None if nothing.
+
+        The cog's own messages are the assistant's turns, by their text alone: the embeds
+        it posts are its notices, which are for the people in the channel, not the model.
+        Anyone else's embeds (another bot's, a link preview) add their title and description.
+        """
+        me = self._bot.user
+        if me is not None and message.author.id == me.id:
+            text = (message.content or "")[:MAX_ITEM_CHARS]
+            return ContextItem(Role.ASSISTANT, text) if text.strip() else None
+        files = attached.of(message)
+        parts = (message.clean_content or "", embed_text(message.embeds))
+        shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
+        if not shown.strip() and not files:
+            return None
+        return files.item(f"{message.author.display_name}: ", shown)
+
+    async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
+        """The channel's (or thread's) last messages before the trigger."""
+        try:
+            return [
+                message
+                async for message in channel.history(
+                    limit=self._settings.history_limit, before=trigger
+                )
+            ]
+        except call_failures(self._library) as error:  # answered without it, not unanswered
+            log.info("no history for channel %s: %r", channel.id, error)
+            return []
+
+    async def _answers_since(self, channel: Any, trigger: Any) -> list[Any]:
+        """The bot's own messages posted after the trigger: the answers to the messages queued
+        before it, which the model must see to go on from them, not answer them again."""
+        me = self._bot.user
+        try:
+            return [
+                message
+                async for message in channel.history(
+                    limit=self._settings.history_limit, after=trigger
+                )
+                if me is not None and message.author.id == me.id
+            ]
+        except call_failures(self._library) as error:
+            log.info("no answers since message %s: %r", trigger.id, error)
+            return []
+
+    async def _reply_chain(self, channel: Any, trigger: Any) -> list[Any]:
+        """The message the trigger replies to, the one that replies to, and so on back.
+
+        At most `TOMORI_REPLY_CHAIN_LIMIT` messages; the chain ends early at a message that
+        is not a reply, or whose parent was deleted or cannot be read.
+        """
+        chain: list[Any] = []
+        message = trigger
+        while len(chain) < self._settings.reply_chain_limit:
+            message = await self._replied_to(channel, message)
+            if message is None:
+                break
+            chain.append(message)
+        return chain
+
+    async def _replied_to(self, channel: Any, message: Any) -> Any | None:
+        """The message `message` replies to, or None: not a reply, or not readable (logged)."""
+        reference = message.reference
+        if reference is None or reference.message_id is None:
+            return None
+        if self._library.is_forward(reference) or reference.channel_id not in (None, channel.id):
+            return None  # a forward, or a thread's link to the message it was started from
+        lib = self._library.module
+        resolved = reference.resolved  # the library's copy, when Discord sent it along
+        if isinstance(resolved, lib.Message):
+            return resolved
+        if isinstance(resolved, lib.DeletedReferencedMessage):
+            log.info("message %s replies to a deleted message", message.id)
+            return None
+        try:
+            return await channel.fetch_message(reference.message_id)
+        except call_failures(self._library) as error:
+            log.info(
+                "message %s replies to message %s, which cannot be read: %r",
+                message.id,
+                reference.message_id,
+                error,
+            )
+            return None
+
+    async def _thread_starter(self, channel: Any, recent: Mapping[int, Any]) -> Any | None:
+        """In a thread, the message it was started with (None elsewhere, or if unreadable).
+
+        The starter has the thread's ID. A forum post's is the thread's own first message; a
+        thread started from a channel message has that message in its parent channel. It is
+        read only when the history does not already hold it.
+        """
+        lib = self._library.module
+        if not isinstance(channel, lib.Thread) or channel.id in recent:
+            return None
+        parent = channel.parent
+        home = channel if isinstance(parent, lib.ForumChannel) else parent
+        if home is None:
+            log.info("thread %s: its parent channel is unknown, so is its starter", channel.id)
+            return None
+        try:
+            return await home.fetch_message(channel.id)
+        except lib.NotFound:  # a thread started without a message, or its starter deleted
+            log.debug("thread %s has no starter message", channel.id)
+            return None
+        except call_failures(self._library) as error:
+            log.info("thread %s: its starter message cannot be read: %r", channel.id, error)
+            return None
