@@ -39,7 +39,7 @@ from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori.generation.state import StreamingContext
+from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import ContextItem, Role, StreamRequest
@@ -83,10 +83,10 @@ async def turns(base_url: str) -> None:
 
     async def run(turn: Turn, guard: TurnGuard) -> None:
         channel = MemoryChannel()
-        ctx = StreamingContext(turn.channel_id, notices=channel)
-        writer = MemoryStreamWriter(channel, ctx)
+        state = TurnState(turn.channel_id, notices=channel)
+        writer = MemoryStreamWriter(channel, state)
         try:
-            await stream_once(provider, REQUEST, writer, ctx, guard, settings)
+            await stream_once(provider, REQUEST, writer, state, guard, settings)
         finally:
             await writer.aclose()
 

@@ -38,7 +38,7 @@ from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.openai_wire import chunk
 from tomori.config.settings import Settings
 from tomori.generation.results import StreamStatus
-from tomori.generation.state import StreamingContext
+from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import ContextItem, Provider, Role, StreamRequest, TextDelta
@@ -155,10 +155,12 @@ async def kill_to_close(
 
     async def turn(_: Turn, guard: TurnGuard) -> None:
         channel = MemoryChannel()
-        ctx = StreamingContext("1", notices=channel)
-        writer = MemoryStreamWriter(channel, ctx)
+        state = TurnState("1", notices=channel)
+        writer = MemoryStreamWriter(channel, state)
         server.request_arrived.clear()
-        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS))
+        passing = asyncio.create_task(
+            stream_once(provider, REQUEST, writer, state, guard, SETTINGS)
+        )
         await server.request_arrived.wait()
         await asyncio.sleep(0.01)
         started = time.monotonic()

@@ -33,8 +33,8 @@ from tomori.delivery.chunking import split_message
 from tomori.delivery.hidden import HiddenBlocks
 from tomori.delivery.port import AnswerCut
 from tomori.delivery.segmenter import Segmenter
-from tomori.delivery.writer import DiscordStreamWriter
-from tomori.generation.state import StreamingContext
+from tomori.delivery.writer import ChannelWriter
+from tomori.generation.state import TurnState
 
 UNIT = (
     "Some prose with a https://example.com/path?q=1 link, `inline code` and 👍🏽 emoji.\n"
@@ -71,8 +71,8 @@ def feed_once(delivery: Delivery, text: str) -> float:
     """How long the event loop is held while one chunk is fed and the first sends are made."""
 
     async def run() -> float:
-        port, ctx = RecordingPort(), StreamingContext("1", notices=MemoryChannel())
-        writer = DiscordStreamWriter(port, ctx, delivery=delivery, edit_interval_s=0)
+        port, state = RecordingPort(), TurnState("1", notices=MemoryChannel())
+        writer = ChannelWriter(port, state, delivery=delivery, edit_interval_s=0)
         started = time.perf_counter()
         with contextlib.suppress(AnswerCut):
             writer.feed(text)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config.settings import Settings
 from tomori.generation.results import StreamStatus
-from tomori.generation.state import StreamingContext
+from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import (
@@ -130,10 +130,10 @@ async def through_stream_once(store: Store, provider: Provider) -> float:
 
     async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
-        ctx = StreamingContext(CHANNEL, notices=channel)
-        writer = MemoryStreamWriter(channel, ctx)
+        state = TurnState(CHANNEL, notices=channel)
+        writer = MemoryStreamWriter(channel, state)
         started = time.perf_counter()
-        result = await stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS)
+        result = await stream_once(provider, REQUEST, writer, state, guard, SETTINGS)
         elapsed.append(time.perf_counter() - started)
         assert result.status is StreamStatus.COMPLETED
 
@@ -160,10 +160,12 @@ async def kill_latencies(store: Store, kills: int) -> list[float]:
 
     async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
-        ctx = StreamingContext(CHANNEL, notices=channel)
-        writer = MemoryStreamWriter(channel, ctx)
+        state = TurnState(CHANNEL, notices=channel)
+        writer = MemoryStreamWriter(channel, state)
         provider = PreparedEvents(10, stall_after=5)
-        passing = asyncio.create_task(stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS))
+        passing = asyncio.create_task(
+            stream_once(provider, REQUEST, writer, state, guard, SETTINGS)
+        )
         await asyncio.sleep(0.002)
         returned: list[float] = []
         passing.add_done_callback(lambda _: returned.append(time.perf_counter()))
@@ -184,13 +186,13 @@ async def writes_while_streaming(store: Store, seconds: float, rate: int) -> int
 
     async def work(locks: ChannelLocks, guard: TurnGuard) -> None:
         channel = MemoryChannel()
-        ctx = StreamingContext(CHANNEL, notices=channel)
-        writer = MemoryStreamWriter(channel, ctx)
+        state = TurnState(CHANNEL, notices=channel)
+        writer = MemoryStreamWriter(channel, state)
         provider = PreparedEvents(int(seconds * rate), pace=1 / rate)
         await store.connection.set_trace_callback(
             lambda sql: updates.append(sql) if sql.startswith("UPDATE channel_locks") else None
         )
-        await stream_once(provider, REQUEST, writer, ctx, guard, SETTINGS)
+        await stream_once(provider, REQUEST, writer, state, guard, SETTINGS)
 
     await in_a_turn(store, work)
     return len(updates)

@@ -11,13 +11,13 @@ from itertools import pairwise
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from tomori.generation.results import estimated_tokens
 from tomori.policy.limits import (
     DAY_S,
     BotTurns,
     Limit,
     UserLimits,
     UserRecord,
-    estimated_tokens,
     judge,
     next_reset,
     utc_day_start,

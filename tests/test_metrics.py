@@ -3,7 +3,8 @@ from __future__ import annotations
 import asyncio
 
 from tests.support.databases import DatabaseUnderTest
-from tomori.policy.metrics import Metrics, TurnUsage
+from tomori.generation.results import TurnUsage
+from tomori.policy.metrics import Metrics
 
 
 async def test_a_count_recorded_while_a_batch_is_written_is_written_too(

@@ -9,20 +9,23 @@ from tests.support.memory_channel import MemoryChannel
 from tests.support.recording_port import RecordingPort
 from tomori.config.settings import Delivery
 from tomori.delivery.ceiling import CUT_NOTE
-from tomori.delivery.port import AnswerCut, DestinationUnreachable
-from tomori.delivery.writer import DeliveryFailed, DeliveryRateLimited, DiscordStreamWriter
-from tomori.generation.state import StreamingContext
+from tomori.delivery.port import (
+    AnswerCut,
+    DeliveryFailed,
+    DeliveryRateLimited,
+    DestinationUnreachable,
+)
+from tomori.delivery.writer import ChannelWriter
+from tomori.generation.state import TurnState
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
 
 
-def context(*, from_queue: bool = False) -> StreamingContext:
-    return StreamingContext(
-        "300", notices=MemoryChannel(), trigger_message_id="42", from_queue=from_queue
-    )
+def context(*, from_queue: bool = False) -> TurnState:
+    return TurnState("300", notices=MemoryChannel(), trigger_message_id="42", from_queue=from_queue)
 
 
-async def stream(writer: DiscordStreamWriter, text: str, step: int = 5, pause: float = 0.0) -> None:
+async def stream(writer: ChannelWriter, text: str, step: int = 5, pause: float = 0.0) -> None:
     for at in range(0, len(text), step):
         writer.feed(text[at : at + step])
         await asyncio.sleep(pause)
@@ -31,10 +34,10 @@ async def stream(writer: DiscordStreamWriter, text: str, step: int = 5, pause: f
 
 async def test_messages_mode_sends_each_paragraph_once_and_the_first_as_a_reply() -> None:
     port = RecordingPort()
-    ctx = context(from_queue=True)
+    state = context(from_queue=True)
     progress: list[int] = []
-    ctx.on_stream_progress = lambda: progress.append(1)
-    writer = DiscordStreamWriter(port, ctx)
+    state.on_stream_progress = lambda: progress.append(1)
+    writer = ChannelWriter(port, state)
     await stream(writer, ANSWER)
     assert [call.kind for call in port.calls] == ["send", "send", "send"]
     assert port.channel_text == [
@@ -44,20 +47,20 @@ async def test_messages_mode_sends_each_paragraph_once_and_the_first_as_a_reply(
     ]
     assert [call.reply_to for call in port.calls] == ["42", None, None]
     assert writer.delivered_text == ANSWER
-    assert [m.text for m in ctx.delivered] == port.channel_text
+    assert [m.text for m in state.delivered] == port.channel_text
     assert len(progress) == 3
 
 
 async def test_a_turn_that_was_not_queued_posts_plain_messages() -> None:
     port = RecordingPort()
-    await stream(DiscordStreamWriter(port, context()), ANSWER)
+    await stream(ChannelWriter(port, context()), ANSWER)
     assert {call.reply_to for call in port.calls} == {None}
 
 
 async def test_edit_mode_grows_one_message_no_faster_than_the_interval() -> None:
     port = RecordingPort()
-    ctx = context()
-    writer = DiscordStreamWriter(port, ctx, delivery=Delivery.EDIT, edit_interval_s=0.05)
+    state = context()
+    writer = ChannelWriter(port, state, delivery=Delivery.EDIT, edit_interval_s=0.05)
     words = " ".join(f"word{n}" for n in range(60))
     started = asyncio.get_running_loop().time()
     await stream(writer, words, step=6, pause=0.005)
@@ -67,12 +70,12 @@ async def test_edit_mode_grows_one_message_no_faster_than_the_interval() -> None
     assert len(port.calls) <= elapsed / 0.05 + 2
     assert port.channel_text == [words]
     assert writer.delivered_text == words
-    assert [m.text for m in ctx.delivered] == [words]
+    assert [m.text for m in state.delivered] == [words]
 
 
 async def test_edit_mode_goes_on_in_a_new_message_past_the_limit() -> None:
     port = RecordingPort()
-    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0.001)
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0.001)
     text = " ".join(["lorem"] * 800)  # 4,799 characters
     await stream(writer, text, step=200, pause=0.002)
     assert len(port.messages) == 3
@@ -84,14 +87,14 @@ async def test_edit_mode_goes_on_in_a_new_message_past_the_limit() -> None:
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_a_rate_limit_is_waited_out(delivery: Delivery) -> None:
     port = RecordingPort(failures={0: DeliveryRateLimited(0.05)})
-    writer = DiscordStreamWriter(port, context(), delivery=delivery)
+    writer = ChannelWriter(port, context(), delivery=delivery)
     await stream(writer, "Hello there.")
     assert port.channel_text == ["Hello there."]
 
 
 async def test_an_unreachable_channel_ends_delivery_and_says_so() -> None:
     port = RecordingPort(failures={1: DestinationUnreachable("403 Missing Access")})
-    writer = DiscordStreamWriter(port, context())
+    writer = ChannelWriter(port, context())
     with pytest.raises(DestinationUnreachable):
         await stream(writer, ANSWER)
     assert port.channel_text == ["First paragraph.\n\n"]
@@ -101,7 +104,7 @@ async def test_an_unreachable_channel_ends_delivery_and_says_so() -> None:
 
 async def test_one_failed_message_does_not_stop_the_rest() -> None:
     port = RecordingPort(failures={0: DeliveryFailed("400 bad request")})
-    writer = DiscordStreamWriter(port, context())
+    writer = ChannelWriter(port, context())
     await stream(writer, ANSWER)
     assert port.channel_text == ["Second paragraph,\nwith two lines.\n\n", "Last."]
     assert writer.delivered_text == "Second paragraph,\nwith two lines.\n\nLast."
@@ -109,7 +112,7 @@ async def test_one_failed_message_does_not_stop_the_rest() -> None:
 
 async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> None:
     port = RecordingPort(delay=0.1)
-    writer = DiscordStreamWriter(port, context())
+    writer = ChannelWriter(port, context())
     writer.feed("On the wire.\n\nWaiting.\n\n")
     await asyncio.sleep(0.01)
     await writer.settle()
@@ -119,7 +122,7 @@ async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> Non
 
 async def test_edit_mode_cuts_a_long_code_block_only_at_line_ends() -> None:
     port = RecordingPort()
-    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
     lines = [f"value_{n:03d} = compute(value_{n - 1:03d}) + {n}" for n in range(1, 120)]
     await stream(writer, "```python\n" + "\n".join(lines) + "\n```", step=5)
     final = list({call.message_id: call.content for call in port.calls}.values())
@@ -136,7 +139,7 @@ async def test_edit_mode_keeps_whole_code_lines_when_a_shown_line_fills_the_mess
 ) -> None:
     """A code line shown up to the target length: the fence is closed after it, not in it."""
     port = RecordingPort()
-    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
     lines = [f"console.log({n}); // " + "x" * 40 for n in range(80)]
     await stream(writer, "```js\n" + "\n".join(lines) + "\n```", step=step)
     final = list({call.message_id: call.content for call in port.calls}.values())
@@ -153,9 +156,7 @@ async def test_edit_mode_keeps_whole_code_lines_when_a_shown_line_fills_the_mess
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -> None:
     port = RecordingPort()
-    writer = DiscordStreamWriter(
-        port, context(), delivery=delivery, edit_interval_s=0, max_messages=3
-    )
+    writer = ChannelWriter(port, context(), delivery=delivery, edit_interval_s=0, max_messages=3)
     with contextlib.suppress(AnswerCut):  # messages mode cuts at once, edit mode as it sends
         writer.feed("lorem ipsum dolor sit amet " * 100_000)
     await asyncio.sleep(0.05)
@@ -170,7 +171,7 @@ async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -
 
 async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
     port = RecordingPort()
-    writer = DiscordStreamWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
     family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"
     for chunk in [
         "Hi \U0001f469\u200d",
@@ -189,9 +190,7 @@ async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_the_cut_note_always_fits_the_last_message(delivery: Delivery) -> None:
     port = RecordingPort()
-    writer = DiscordStreamWriter(
-        port, context(), delivery=delivery, edit_interval_s=0, max_messages=1
-    )
+    writer = ChannelWriter(port, context(), delivery=delivery, edit_interval_s=0, max_messages=1)
     text = "https://example.com/" + "p" * 1_970 + "\n\n" + "more words " * 300
     with contextlib.suppress(AnswerCut):
         await stream(writer, text, step=50, pause=0.001)

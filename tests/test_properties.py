@@ -26,8 +26,8 @@ from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, protected_spans
 from tomori.delivery.fences import fence_line
 from tomori.delivery.hidden import HiddenBlocks
 from tomori.delivery.port import AnswerCut
-from tomori.delivery.writer import DiscordStreamWriter
-from tomori.generation.state import StreamingContext
+from tomori.delivery.writer import ChannelWriter
+from tomori.generation.state import TurnState
 
 TOKENS = [
     "```",
@@ -117,9 +117,9 @@ async def deliver(
 ) -> RecordingPort:
     """What `_generate` does with text events: hide blocks, feed the writer."""
     port = RecordingPort()
-    ctx = StreamingContext("1", notices=MemoryChannel())
-    writer = DiscordStreamWriter(
-        port, ctx, delivery=delivery, edit_interval_s=0, max_messages=max_messages
+    state = TurnState("1", notices=MemoryChannel())
+    writer = ChannelWriter(
+        port, state, delivery=delivery, edit_interval_s=0, max_messages=max_messages
     )
     blocks = HiddenBlocks()
     for chunk in [*chunks, None]:

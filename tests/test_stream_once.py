@@ -10,8 +10,9 @@ from tests.support.passes import CHANNEL, LONG, Harness, budgets, kill_after
 from tests.support.scripted import ScriptedProvider, Step, stall, text
 from tomori.config.settings import Settings
 from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
-from tomori.generation.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
 from tomori.locks import ChannelLocks
+from tomori.locks.vocabulary import KillReason
 from tomori.providers.base import (
     ContextItem,
     DetailsDelta,
@@ -50,7 +51,7 @@ async def test_a_completed_pass_returns_the_delivered_text_details_and_usage(
     )
     assert run.channel.messages == ["Hello\n", "world"]
     assert run.channel.notices == []
-    assert [message.text for message in run.ctx.delivered] == ["Hello\n", "world"]
+    assert [message.text for message in run.state.delivered] == ["Hello\n", "world"]
 
 
 async def test_the_first_token_budget_is_distinct_from_the_idle_budget(
@@ -97,17 +98,17 @@ async def test_a_timeout_with_a_fallback_pending_stashes_the_notice_instead_of_p
     assert run.result is not None
     assert run.result.status is StreamStatus.TIMEOUT
     assert run.channel.notices == []
-    assert run.ctx.deferred_timeout_notice == IDLE_TIMEOUT
+    assert run.state.deferred_timeout_notice == IDLE_TIMEOUT
 
     run = await harness.run(provider, budgets(idle=0.05), suppress=False)
     assert run.channel.notices == [IDLE_TIMEOUT]
-    assert run.ctx.deferred_timeout_notice is None
+    assert run.state.deferred_timeout_notice is None
 
 
 async def test_a_new_pass_clears_a_notice_left_by_an_earlier_one(harness: Harness) -> None:
     provider = ScriptedProvider([text("fine")])
     run = await harness.run(provider, budgets(), left_over_notice=IDLE_TIMEOUT)
-    assert run.ctx.deferred_timeout_notice is None
+    assert run.state.deferred_timeout_notice is None
 
 
 async def test_kill_during_a_stall_stops_at_once_and_closes_the_provider_stream(
@@ -274,8 +275,7 @@ async def test_every_exit_clears_the_timer_the_progress_hook_and_the_kill_hook(
         meanwhile=kill_after(0.02) if ending == "stopped" else None,
     )
     assert run.leftovers == []
-    assert run.ctx.on_stream_progress is None
-    assert run.ctx.abort is None
+    assert run.state.on_stream_progress is None
     assert provider.closed == 1
 
 

@@ -1,5 +1,15 @@
-"""tomori-cog: an LLM chat for Discord bots that never hangs.
+"""tomori-cog's core: an LLM chat for Discord bots that never hangs. It imports no Discord
+library; `tomori_cog` adapts nextcord or discord.py to it.
 
-`tomori/` is the core and imports no Discord library; the cog in `cogs/` adapts nextcord or
-discord.py to it.
+Packages, from the bottom up (each imports only those above it in this list):
+- `providers/`  OpenAI-compatible and Gemini streams as events
+- `config/`     the settings, their parsers, the database URL, the model chain
+- `store/`      the database: SQLite or PostgreSQL behind one interface, retries
+- `locks/`      one turn per channel across every process, the queue, /kill
+- `delivery/`   text into Discord-shaped messages through a port; notices
+- `prompt/`     what the model is sent
+- `generation/` answering a turn: the model chain, the tool loop, `stream_once`
+- `policy/`     limits, admins' overrides, metrics, status
+- `console/`    `bot.py --console` and `--check`
+And `errors.py`: `TomoriError`, the root of every error raised.
 """

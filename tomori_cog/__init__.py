@@ -9,6 +9,16 @@ Both libraries, on unloading an extension, remove only the cogs whose class was 
 extension's own modules; the cog is built in `tomori_cog.*_cog`, which is not a module of an
 extension loaded under another name (this repository's `cogs.tomori`). So the cog remembers
 the name it was loaded under, and `teardown` removes it by that name.
+
+- `cogs/`             the cog class of each library, /kill and /tomori
+- `listener/`         which messages become turns: the reply rule, the limits, deliverability
+- `reading/`          what the model is shown of Discord: history, attachments, read_message
+- `service.py`        `TomoriService`: the listener and the turns; owns the store and the locks
+- `library.py`        which library the bot uses, and the few calls that differ
+- `channel_config.py` a channel's model chain, providers and system prompt for its turn
+- `discord_io.py`     the core's channel port and notice sink over a library channel
+- `modes.py`          what `bot.py --console` and `--check` run, and `--help`'s variables
+- `discord_check.py`  `--check` with a token: login, the Message Content intent, the invite
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from typing import Any
 
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Settings
+from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.cogs.shared import COG_NAME, TomoriCogParts
 from tomori_cog.library import detect
@@ -31,6 +42,7 @@ __all__ = [
     "ModelChain",
     "Settings",
     "TomoriCog",
+    "TomoriError",
     "Tool",
     "ToolContext",
     "ToolFailure",
@@ -88,7 +100,7 @@ def _belong_to(cog: Any, extension: str) -> None:
         command.module = extension  # discord.py's tree drops commands by this
 
 
-class AlreadyLoaded(RuntimeError):
+class AlreadyLoaded(TomoriError, RuntimeError):
     """The bot already has a Tomori cog: one bot runs one (its listener would answer twice)."""
 
 

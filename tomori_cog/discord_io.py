@@ -17,8 +17,12 @@ from typing import Any
 import aiohttp
 
 from tomori.delivery.notices import Notice, NoticeColour
-from tomori.delivery.port import DestinationUnreachable, as_shown
-from tomori.delivery.writer import DeliveryFailed, DeliveryRateLimited
+from tomori.delivery.port import (
+    DeliveryFailed,
+    DeliveryRateLimited,
+    DestinationUnreachable,
+    as_shown,
+)
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)

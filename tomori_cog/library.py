@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from tomori.errors import TomoriError
 
-class UnsupportedBot(TypeError):
+
+class UnsupportedBot(TomoriError, TypeError):
     """The bot is neither a nextcord nor a discord.py bot."""
 
 

@@ -23,16 +23,16 @@ from tomori.delivery.notices import (
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
     Notice,
+    post_notice_safely,
 )
 from tomori.generation.answering import answer_turn
-from tomori.generation.results import StreamStatus
-from tomori.generation.state import StreamingContext
+from tomori.generation.results import StreamStatus, TurnOutcome
+from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
-from tomori.generation.stream_once import post_notice_safely
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.limits import UserLimits
-from tomori.policy.metrics import Metrics, TurnOutcome
+from tomori.policy.metrics import Metrics
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori_cog.channel_config import ChannelConfig
@@ -40,7 +40,7 @@ from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
-from tomori_cog.listener.reply_rule import ReplyRule
+from tomori_cog.listener.reply_rule import Addressed, ReplyRule
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.message_tool import message_lookup_tool
 
@@ -122,17 +122,18 @@ class TomoriService:
         # queue age counts from here, however long the checks waited for the database.
         received_at = time.time()
         self._gate.heard(message)
-        surface_errors = await self._reply_rule.mode(message)
-        if surface_errors is None:
+        addressed = await self._reply_rule.addressed(message)
+        if addressed is None:
             return
         locks = await self.ensure_started()
+        surface_errors = addressed.surfaces_errors
         if not await self._gate.admits_in_order(message, surface_errors, self._limits_for):
             return  # else no await before submit: see admits_in_order
         trigger = Trigger(
             channel_id=str(message.channel.id),
             message_id=str(message.id),
             requester_id=str(message.author.id),
-            payload={"surface_errors": surface_errors},
+            payload=addressed.payload(),
             received_at=received_at,
         )
         self._live_messages.keep(trigger.message_id or "", message)
@@ -145,9 +146,7 @@ class TomoriService:
             )
             if surface_errors:
                 notices = EmbedNotices(self._library, message.channel)
-                await post_notice_safely(
-                    StreamingContext(trigger.channel_id, notices), GENERATION_ERROR
-                )
+                await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
     async def _limits_for(self, guild_id: int | None) -> UserLimits:
@@ -167,7 +166,7 @@ class TomoriService:
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        ctx = StreamingContext(
+        state = TurnState(
             turn.channel_id,
             notices=EmbedNotices(self._library, channel),
             trigger_message_id=turn.trigger.message_id,
@@ -175,7 +174,7 @@ class TomoriService:
             metrics=self.metrics,
             guild_id=limit_scope(getattr(channel, "guild", None)),
         )
-        surface_errors = bool(turn.trigger.payload.get("surface_errors", False))
+        surface_errors = Addressed.of(turn.trigger.payload).surfaces_errors
         typing: asyncio.Task[None] | None = None
         try:
             try:
@@ -208,22 +207,22 @@ class TomoriService:
                 context, notices = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
-                self._record_unasked(ctx, StreamStatus.STOPPED_BY_USER)
+                self._record_unasked(state, StreamStatus.STOPPED_BY_USER)
                 return
             except Exception:
-                self._record_unasked(ctx, StreamStatus.ERROR)
+                self._record_unasked(state, StreamStatus.ERROR)
                 log.exception(
                     "turn %s in channel %s failed before any model was asked",
                     turn.turn_id,
                     turn.channel_id,
                 )
                 if surface_errors:
-                    await post_notice_safely(ctx, GENERATION_ERROR)
+                    await state.post_notice(GENERATION_ERROR)
                 return
             result = await answer_turn(
                 turn,
                 guard,
-                ctx,
+                state,
                 LibraryPort(self._library, channel),
                 entries=config.entries,
                 providers=config.providers,
@@ -236,15 +235,15 @@ class TomoriService:
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)
         finally:
-            if ctx.delivered:
+            if state.delivered:
                 guard.mark_answered()  # cut short now, it must not be answered again elsewhere
             if typing is not None:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)
 
-    def _record_unasked(self, ctx: StreamingContext, status: StreamStatus) -> None:
+    def _record_unasked(self, state: TurnState, status: StreamStatus) -> None:
         if self.metrics is not None:
-            self.metrics.record_outcome(TurnOutcome(ctx.guild_id, ctx.channel_id, None, status))
+            self.metrics.record_outcome(TurnOutcome(state.guild_id, state.channel_id, None, status))
 
     async def _trigger_message(self, channel: Any, turn: Turn) -> Any:
         """The trigger, or None if it was deleted; any other failure to read it is raised."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import DeliveredMessage
-from tomori.generation.state import StreamingContext
+from tomori.generation.state import TurnState
 
 
 @dataclass
@@ -38,9 +38,9 @@ class MemoryChannel:
 class MemoryStreamWriter:
     """Sends each completed line as a message; the rest at `finish`."""
 
-    def __init__(self, channel: MemoryChannel, ctx: StreamingContext) -> None:
+    def __init__(self, channel: MemoryChannel, state: TurnState) -> None:
         self._channel = channel
-        self._ctx = ctx
+        self._ctx = state
         self._buffer: list[str] = []
         self._pending: deque[str] = deque()
         self._sender: asyncio.Task[None] | None = None

@@ -14,7 +14,7 @@ from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
-from tomori.generation.state import StreamingContext
+from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.locks.lease import Lease
@@ -44,7 +44,7 @@ def budgets(first: float = LONG, idle: float = LONG, settle: float = LONG) -> Se
 @dataclass
 class PassRun:
     channel: MemoryChannel
-    ctx: StreamingContext
+    state: TurnState
     result: StreamResult | None = None
     error: BaseException | None = None
     elapsed: float = 0.0
@@ -74,17 +74,19 @@ class Harness:
         left_over_notice: Notice | None = None,
     ) -> PassRun:
         channel = channel or MemoryChannel()
-        ctx = StreamingContext(CHANNEL, notices=channel, suppress_user_errors=suppress)
-        ctx.deferred_timeout_notice = left_over_notice
-        run = PassRun(channel, ctx)
+        state = TurnState(CHANNEL, notices=channel, suppress_user_errors=suppress)
+        state.deferred_timeout_notice = left_over_notice
+        run = PassRun(channel, state)
 
         async def turn(_: Turn, guard: TurnGuard) -> None:
             assert self.locks is not None
-            writer = MemoryStreamWriter(run.channel, run.ctx)
+            writer = MemoryStreamWriter(run.channel, run.state)
             started = time.monotonic()
             await asyncio.sleep(0)  # as the cog reads Discord first: a /kill can land here
             try:
-                run.result = await stream_once(provider, request, writer, run.ctx, guard, settings)
+                run.result = await stream_once(
+                    provider, request, writer, run.state, guard, settings
+                )
             except Exception as error:
                 run.error = error
             run.elapsed = time.monotonic() - started

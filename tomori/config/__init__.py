@@ -1,1 +1,22 @@
-"""(map written with the renames that follow the move)"""
+"""What the bot author sets: every setting, read once at start-up, refused naming it if bad.
+
+- `settings.py`     `Settings`: every variable, its default and bounds; `Settings.from_env()`
+- `parsers.py`      how a variable's text becomes a value within its bounds, or a `ConfigError`
+- `database_url.py` `TOMORI_DB_URL` as the driver can use it, its password shown nowhere
+- `models.py`       `TOMORI_MODELS`: the model chain, its `+vision` flags, the providers it needs
+"""
+
+from tomori.config.database_url import DatabaseUrl
+from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.parsers import ConfigError
+from tomori.config.settings import Delivery, KillPolicy, Settings
+
+__all__ = [
+    "ConfigError",
+    "DatabaseUrl",
+    "Delivery",
+    "KillPolicy",
+    "ModelChain",
+    "ModelEntry",
+    "Settings",
+]

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
+from tomori.errors import TomoriError
 
-class ConfigError(ValueError):
+
+class ConfigError(TomoriError, ValueError):
     """A setting has a value the bot cannot run with; the message says which and why.
 
     `reason` is the part after the name and value ("it must be ..."), so the same refusal can

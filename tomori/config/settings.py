@@ -35,7 +35,6 @@ from tomori.config.parsers import (
     shown,
     text,
 )
-from tomori.generation.tools import BUILTIN_TOOLS as BUILTIN_TOOLS
 
 __all__ = [
     "VARIABLES",
@@ -58,6 +57,14 @@ class KillPolicy(StrEnum):
     ANYONE = "anyone"
     REQUESTER = "requester"
 
+
+CURRENT_TIME_NAME = "current_time"
+READ_MESSAGE_NAME = "read_message"
+BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME)
+"""The tools tomori-cog itself offers the model, by the names they are built with (the core
+builds `current_time`, the cog `read_message`, which reads Discord): named here, where
+`TOMORI_TOOLS` is read, so renaming one renames it everywhere and none can drop out of the
+default set unnoticed."""
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Tomori, a friendly and helpful assistant chatting in a Discord server. "

@@ -1,1 +1,14 @@
-"""(map written with the renames that follow the move)"""
+"""`bot.py --console` and `bot.py --check`: the core at work in a terminal, without Discord.
+
+- `session.py` `run_console`: the cog's machinery answering lines on a simulated channel
+- `channel.py` that channel: messages marked as Discord would cut them, notices as text
+- `input.py`   standard input's lines (a pasted code block as one), read in a thread
+- `check.py`   `run_check`: the database, then every model of the chain, one line each
+- `probe.py`   one model asked for a tiny streamed answer; why it failed, in one line
+"""
+
+from tomori.console.check import run_check
+from tomori.console.probe import ProbeResult, probe
+from tomori.console.session import run_console
+
+__all__ = ["ProbeResult", "probe", "run_check", "run_console"]

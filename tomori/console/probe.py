@@ -19,15 +19,14 @@ from typing import TypeVar
 from tomori.config.models import PROVIDER_KINDS, ModelEntry
 from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice
-from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
-from tomori.generation.state import StreamingContext
+from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
+from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.generation.tools import CURRENT_TIME
 from tomori.locks import KillCallback
 from tomori.providers.base import (
     ContextItem,
     Provider,
-    ProviderError,
     ProviderErrorKind,
     Role,
     StreamRequest,
@@ -61,7 +60,7 @@ async def probe(
     """Stream one tiny answer from `model`; `base_url` (without credentials) names where it
     was asked, for a connection that failed."""
     writer = _TimingWriter()
-    ctx = StreamingContext("check", notices=_Quiet(), suppress_user_errors=True)
+    state = TurnState("check", notices=_Quiet(), suppress_user_errors=True)
     tools = (CURRENT_TIME.spec,) if settings.tools else ()
     request = StreamRequest(  # sent as a channel's turn sends it, sampling settings too
         model.model,
@@ -72,7 +71,7 @@ async def probe(
     )
     writer.started = time.monotonic()
     try:
-        result = await stream_once(provider, request, writer, ctx, _ProbeGuard(), settings)
+        result = await stream_once(provider, request, writer, state, _ProbeGuard(), settings)
     except Exception as error:  # what no provider error covers: named, its text never shown
         total = time.monotonic() - writer.started
         return ProbeResult(model, False, None, total, f"failed: {type(error).__name__}")
@@ -85,9 +84,9 @@ async def probe(
 
 def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: str | None) -> str:
     """The reason a probe failed, for the operator: what to look at, and the provider's words."""
-    data = result.data
-    if isinstance(data, TimedOut):
-        if data.phase is TimeoutPhase.FIRST_TOKEN:
+    timed_out, error = result.timed_out, result.error
+    if timed_out is not None:
+        if timed_out.phase is TimeoutPhase.FIRST_TOKEN:
             return (
                 f"timed out before the first token (waited {settings.first_token_budget_s:g} s: "
                 f"STREAM_FIRST_TOKEN_TIMEOUT_MS)"
@@ -98,32 +97,32 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
         )
     if result.status is StreamStatus.EMPTY_RESPONSE:
         return "answered nothing (an empty response)"
-    if not isinstance(data, ProviderError):
+    if error is None:
         return f"ended with {result.status}"
     kind = PROVIDER_KINDS[model.provider]
-    said = f": the provider said: {data.detail}" if data.detail else ""
-    words = data.detail.lower()
-    if data.kind is ProviderErrorKind.CONNECTION:
+    said = f": the provider said: {error.detail}" if error.detail else ""
+    words = error.detail.lower()
+    if error.kind is ProviderErrorKind.CONNECTION:
         where = base_url or f"the provider's own URL ({kind.base_url_variable} is not set)"
-        if refused(data):
+        if refused(error):
             return f"connection refused: nothing listens at {where} ({kind.base_url_variable})"
-        return f"could not connect to {where}: {data.detail or data.safe_message}"
-    if data.status == 401:
+        return f"could not connect to {where}: {error.detail or error.safe_message}"
+    if error.status == 401:
         return f"401: the provider refused the key ({kind.key_variable}){said}"
-    if data.status == 403:
+    if error.status == 403:
         return f"403: the key may not use this model ({kind.key_variable}){said}"
     if "model" in words and _says_not_found(words):
         return f"model not found: {model.model!r} (TOMORI_MODELS){said}"
-    if data.status == 404:  # a 404 that names no model: most often the address is wrong
+    if error.status == 404:  # a 404 that names no model: most often the address is wrong
         where = base_url or "the provider's own URL"
         return (
             f"404: nothing found at {where} for model {model.model!r}: check "
             f"{kind.base_url_variable} (an OpenAI-compatible server's usually ends in /v1) "
             f"and TOMORI_MODELS{said}"
         )
-    if data.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
+    if error.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
         return f"tools refused: the model takes no tools (TOMORI_TOOLS= offers none){said}"
-    return f"{data.safe_message}{said}"
+    return f"{error.safe_message}{said}"
 
 
 def refused(error: BaseException) -> bool:

@@ -35,8 +35,7 @@ from tomori.console.channel import ConsoleChannel
 from tomori.console.input import LineReader, MessageLines
 from tomori.delivery.notices import GENERATION_ERROR, KILL_NOTHING_TO_STOP, KILL_STOPPED, Notice
 from tomori.generation.answering import answer_turn
-from tomori.generation.state import StreamingContext
-from tomori.generation.stream_once import post_notice_safely
+from tomori.generation.state import TurnState
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.providers.base import Provider
@@ -187,7 +186,7 @@ class ConsoleSession:
         if trigger is None:  # cannot be: the database is the session's own
             log.warning("skipping turn %s: its message is not in the console", turn.turn_id)
             return
-        ctx = StreamingContext(
+        state = TurnState(
             turn.channel_id,
             notices=self._channel,
             trigger_message_id=turn.trigger.message_id,
@@ -203,7 +202,7 @@ class ConsoleSession:
             await answer_turn(
                 turn,
                 guard,
-                ctx,
+                state,
                 self._channel,
                 entries=self._chain.entries,
                 providers=self._providers,
@@ -214,9 +213,9 @@ class ConsoleSession:
             )
         except Exception:
             log.exception("turn %s failed before any model was asked", turn.turn_id)
-            await post_notice_safely(ctx, GENERATION_ERROR)
+            await state.post_notice(GENERATION_ERROR)
         finally:
-            if ctx.delivered:
+            if state.delivered:
                 guard.mark_answered()
             self._channel.end_turn()
             self._running = False

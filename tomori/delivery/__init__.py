@@ -1,1 +1,46 @@
-"""(map written with the renames that follow the move)"""
+"""Text into Discord-shaped messages, through a port the cog implements over its library.
+
+- `port.py`      the contract: `ChannelPort` (send, edit), `StreamWriter`, `AnswerRecord`, and
+                 the delivery outcomes (`DestinationUnreachable`, `DeliveryFailed`,
+                 `DeliveryRateLimited`)
+- `writer.py`    `ChannelWriter`: a pass's text into a channel, in messages or edit mode
+- `segmenter.py` streamed text released as messages-mode segments, each sent once
+- `chunking.py`  1950-character messages cut where nothing breaks
+- `fences.py`    code fences and inline code: one rule for every reader of markdown
+- `hidden.py`    `<details>` and `<think>` blocks captured, never posted
+- `ceiling.py`   the answer's ceiling: the cut note, and what one pass may read
+- `notices.py`   what the bot tells a channel, as data; `NoticeSink`, `post_notice_safely`
+"""
+
+from tomori.delivery.notices import Notice, NoticeColour, NoticeSink, post_notice_safely
+from tomori.delivery.port import (
+    AnswerCut,
+    AnswerRecord,
+    ChannelPort,
+    DeliveredMessage,
+    DeliveryError,
+    DeliveryFailed,
+    DeliveryRateLimited,
+    DestinationUnreachable,
+    StreamWriter,
+    as_shown,
+)
+from tomori.delivery.writer import ChannelWriter
+
+__all__ = [
+    "AnswerCut",
+    "AnswerRecord",
+    "ChannelPort",
+    "ChannelWriter",
+    "DeliveredMessage",
+    "DeliveryError",
+    "DeliveryFailed",
+    "DeliveryRateLimited",
+    "DestinationUnreachable",
+    "Notice",
+    "NoticeColour",
+    "NoticeSink",
+    "StreamWriter",
+    "as_shown",
+    "post_notice_safely",
+]

@@ -6,9 +6,13 @@ exception's text, a key or a URL, so nothing secret can leak through one.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
+
+log = logging.getLogger(__name__)
 
 
 class NoticeColour(StrEnum):
@@ -22,6 +26,22 @@ class Notice:
     title: str
     description: str
     colour: NoticeColour
+
+
+class NoticeSink(Protocol):
+    async def post_notice(self, notice: Notice) -> None:
+        """Post a notice in the channel (the cog renders it as an embed)."""
+        ...
+
+
+async def post_notice_safely(sink: NoticeSink, notice: Notice, channel_id: str) -> None:
+    """Post a notice; a failure to post is logged, never raised over the outcome it tells."""
+    try:
+        await sink.post_notice(notice)
+    except Exception:
+        log.warning(
+            "could not post the %r notice in channel %s", notice.title, channel_id, exc_info=True
+        )
 
 
 TIMEOUT_TITLE = "Response Timed Out"

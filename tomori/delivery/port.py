@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from tomori.delivery.notices import Notice
+from tomori.errors import TomoriError
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,24 @@ def as_shown(content: str) -> str:
     """A message as its channel shows it: without the blank lines at its ends, which Discord
     trims from a message anyway (the console shows the same)."""
     return content.lstrip("\n").rstrip()
+
+
+class DeliveryError(TomoriError):
+    """A channel did not take a message."""
+
+
+class AnswerRecord(Protocol):
+    """The turn as its writers see it: the channel, the message the first reply answers, the
+    list of every message the turn delivered (which a writer appends to before its send
+    returns), and the progress a successful send reports (it re-arms the pass's idle timer)."""
+
+    channel_id: str
+    delivered: list[DeliveredMessage]
+
+    @property
+    def reply_to(self) -> str | None: ...
+
+    def report_progress(self) -> None: ...
 
 
 class StreamWriter(Protocol):
@@ -72,13 +90,7 @@ class StreamWriter(Protocol):
         ...
 
 
-class NoticeSink(Protocol):
-    async def post_notice(self, notice: Notice) -> None:
-        """Post a notice in the turn's channel (the cog renders it as an embed)."""
-        ...
-
-
-class DestinationUnreachable(Exception):
+class DestinationUnreachable(DeliveryError):
     """The channel is gone or the bot may not post there: every model would fail the same way.
 
     `forbidden`: Discord refused the post (403), which will likely hold for a while; a channel
@@ -90,9 +102,31 @@ class DestinationUnreachable(Exception):
         self.forbidden = forbidden
 
 
-class AnswerCut(Exception):
+class AnswerCut(TomoriError):
     """The answer filled as many messages as one answer may: the pass stops reading.
 
     Raised by `StreamWriter.feed` once the writer has ended the last message with a note that
     the answer was cut; what is queued still goes out on `finish`.
     """
+
+
+class DeliveryRateLimited(DeliveryError):
+    """Discord answered 429 even after the library's own retries."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"rate limited for {retry_after_s:.2f}s")
+        self.retry_after_s = retry_after_s
+
+
+class DeliveryFailed(DeliveryError):
+    """One message could not be delivered for a reason that does not doom the next."""
+
+
+class ChannelPort(Protocol):
+    """The two calls the writer makes on a channel; mentions are never allowed to ping."""
+
+    async def send(self, content: str, *, reply_to: str | None) -> str:
+        """Post a message (as a reply to `reply_to` if given); return its ID."""
+        ...
+
+    async def edit(self, message_id: str, content: str) -> None: ...

@@ -33,51 +33,36 @@ from tomori.config.settings import Delivery
 from tomori.delivery.ceiling import CUT_NOTE, with_cut_note
 from tomori.delivery.chunking import MESSAGE_LIMIT, Splitter, stable_end
 from tomori.delivery.fences import fence_line, unclosed_fence
-from tomori.delivery.port import AnswerCut, DeliveredMessage, DestinationUnreachable
+from tomori.delivery.port import (
+    AnswerCut,
+    AnswerRecord,
+    ChannelPort,
+    DeliveredMessage,
+    DeliveryFailed,
+    DeliveryRateLimited,
+    DestinationUnreachable,
+)
 from tomori.delivery.segmenter import Segmenter
-from tomori.generation.state import StreamingContext
 
 log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAITS = 5
 
 
-class DeliveryRateLimited(Exception):
-    """Discord answered 429 even after the library's own retries."""
-
-    def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"rate limited for {retry_after_s:.2f}s")
-        self.retry_after_s = retry_after_s
-
-
-class DeliveryFailed(Exception):
-    """One message could not be delivered for a reason that does not doom the next."""
-
-
-class ChannelPort(Protocol):
-    """The two calls the writer makes on a channel; mentions are never allowed to ping."""
-
-    async def send(self, content: str, *, reply_to: str | None) -> str:
-        """Post a message (as a reply to `reply_to` if given); return its ID."""
-        ...
-
-    async def edit(self, message_id: str, content: str) -> None: ...
-
-
-class DiscordStreamWriter:
+class ChannelWriter:
     """A `StreamWriter` for one pass into one channel."""
 
     def __init__(
         self,
         port: ChannelPort,
-        ctx: StreamingContext,
+        answer: AnswerRecord,
         *,
         delivery: Delivery = Delivery.MESSAGES,
         edit_interval_s: float = 1.0,
         max_messages: int = 10,
     ) -> None:
         self._port = port
-        self._ctx = ctx
+        self._answer = answer
         self._delivery = delivery
         self._edit_interval_s = edit_interval_s
         self._segmenter = Segmenter()
@@ -85,13 +70,13 @@ class DiscordStreamWriter:
         self._sender: asyncio.Task[None] | None = None
         self._delivered: list[str] = []
         self._failure: DestinationUnreachable | None = None
-        # edit mode: the message being grown, its text, and its place in ctx.delivered
+        # edit mode: the message being grown, its text, and its place in answer.delivered
         self._growing_id: str | None = None
         self._growing_text = ""
         self._growing_index = -1
         self._last_edit_at = 0.0
         # the ceiling: messages this writer may still start, the held last one, and the cut
-        self._room = max_messages - len(ctx.delivered)
+        self._room = max_messages - len(answer.delivered)
         self._last = ""
         self._cut = False
         self._noted = False
@@ -216,7 +201,7 @@ class DiscordStreamWriter:
         if self._sender is None or self._sender.done():
             deliver = self._grow if self._delivery is Delivery.EDIT else self._send_segments
             self._sender = asyncio.create_task(
-                deliver(), name=f"tomori-send-{self._ctx.channel_id}"
+                deliver(), name=f"tomori-send-{self._answer.channel_id}"
             )
 
     async def _wait_sender(self) -> None:
@@ -275,7 +260,7 @@ class DiscordStreamWriter:
                     return
                 self._room -= 1
                 self._growing_id, self._growing_text = message_id, piece
-                self._growing_index = len(self._ctx.delivered) - 1
+                self._growing_index = len(self._answer.delivered) - 1
             else:
                 if self._room <= 0 and index + 1 < len(pieces):
                     piece = with_cut_note(piece, shown=len(self._growing_text))
@@ -290,22 +275,22 @@ class DiscordStreamWriter:
                 return
 
     def _record_growth(self) -> None:
-        entry = self._ctx.delivered[self._growing_index]
-        self._ctx.delivered[self._growing_index] = replace(entry, text=self._growing_text)
+        entry = self._answer.delivered[self._growing_index]
+        self._answer.delivered[self._growing_index] = replace(entry, text=self._growing_text)
 
     async def _send(self, content: str) -> str:
-        reply_to = self._ctx.reply_to if not self._ctx.delivered else None
+        reply_to = self._answer.reply_to if not self._answer.delivered else None
         message_id = await self._port.send(content, reply_to=reply_to)
-        self._ctx.delivered.append(DeliveredMessage(message_id, content))
+        self._answer.delivered.append(DeliveredMessage(message_id, content))
         self._last_edit_at = time.monotonic()
-        self._ctx.report_progress()
+        self._answer.report_progress()
         return message_id
 
     async def _edit(self, content: str) -> str:
         assert self._growing_id is not None
         await self._port.edit(self._growing_id, content)
         self._last_edit_at = time.monotonic()
-        self._ctx.report_progress()
+        self._answer.report_progress()
         return self._growing_id
 
     async def _call(self, operation: _Operation, content: str) -> str | None:
@@ -316,29 +301,29 @@ class DiscordStreamWriter:
             except DeliveryRateLimited as limited:
                 log.info(
                     "channel %s rate limited; waiting %.2fs",
-                    self._ctx.channel_id,
+                    self._answer.channel_id,
                     limited.retry_after_s,
                 )
                 await asyncio.sleep(limited.retry_after_s)
             except DestinationUnreachable as gone:
-                log.warning("channel %s is unreachable: %s", self._ctx.channel_id, gone)
+                log.warning("channel %s is unreachable: %s", self._answer.channel_id, gone)
                 self._failure = gone
                 self._pending.clear()
                 self._segmenter.drop()
                 return None
             except DeliveryFailed as failed:
                 log.warning(
-                    "a message to channel %s was not delivered: %s", self._ctx.channel_id, failed
+                    "a message to channel %s was not delivered: %s", self._answer.channel_id, failed
                 )
                 return None
             except Exception as error:  # the send loop must go on, and never die unobserved
                 log.warning(
-                    "a message to channel %s was not delivered: %r", self._ctx.channel_id, error
+                    "a message to channel %s was not delivered: %r", self._answer.channel_id, error
                 )
                 return None
         log.warning(
             "gave up on a message to channel %s after %d rate limits",
-            self._ctx.channel_id,
+            self._answer.channel_id,
             MAX_RATE_LIMIT_WAITS,
         )
         return None

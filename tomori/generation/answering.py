@@ -12,9 +12,10 @@ from collections.abc import Mapping
 
 from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings
-from tomori.delivery.writer import ChannelPort, DiscordStreamWriter
-from tomori.generation.chain import TurnResult, run_generation_turn
-from tomori.generation.state import StreamingContext
+from tomori.delivery.port import ChannelPort
+from tomori.delivery.writer import ChannelWriter
+from tomori.generation.chain import ChainResult, run_chain
+from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import TurnEnvironment
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import Turn, TurnGuard
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 async def answer_turn(
     turn: Turn,
     guard: TurnGuard,
-    ctx: StreamingContext,
+    state: TurnState,
     port: ChannelPort,
     *,
     entries: tuple[ModelEntry, ...],
@@ -36,9 +37,9 @@ async def answer_turn(
     context: tuple[ContextItem, ...],
     request_notices: tuple[ContextItem, ...] = (),
     surface_errors: bool,
-) -> TurnResult:
+) -> ChainResult:
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended."""
-    result = await run_generation_turn(
+    result = await run_chain(
         entries,
         providers,
         StreamRequest(
@@ -49,13 +50,13 @@ async def answer_turn(
             temperature=settings.temperature,
         ),
         TurnEnvironment(
-            ctx=ctx,
+            state=state,
             tools=tools,
             guard=guard,
             settings=settings,
-            open_writer=lambda: DiscordStreamWriter(
+            open_writer=lambda: ChannelWriter(
                 port,
-                ctx,
+                state,
                 delivery=settings.delivery,
                 edit_interval_s=settings.edit_interval_s,
                 max_messages=settings.max_messages_per_answer,

@@ -1,4 +1,4 @@
-"""`run_generation_turn`: the models of `TOMORI_MODELS` tried in order until one answers.
+"""`run_chain`: the models of `TOMORI_MODELS` tried in order until one answers.
 
 While a later model is still pending, the current attempt's user-facing errors are held back
 (the user would otherwise see an error and then a good reply). `timeout`, `error` and
@@ -28,18 +28,19 @@ from dataclasses import dataclass, replace
 from tomori.config.models import ModelEntry
 from tomori.delivery.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
 from tomori.delivery.port import DestinationUnreachable
-from tomori.generation.results import StreamStatus, TimedOut
-from tomori.generation.state import StreamingContext
-from tomori.generation.stream_once import post_notice_safely
+from tomori.generation.results import (
+    StreamStatus,
+    TurnOutcome,
+    TurnUsage,
+    estimated_tokens,
+)
+from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
 from tomori.locks import TurnGuard
-from tomori.policy.limits import estimated_tokens
-from tomori.policy.metrics import TurnOutcome, TurnUsage
 from tomori.prompt.vision import image_count, shown_to, without_images
 from tomori.providers.base import (
     ContextItem,
     Provider,
-    ProviderError,
     Role,
     StreamRequest,
     Usage,
@@ -67,7 +68,7 @@ class Attempt:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
+class ChainResult:
     status: StreamStatus
     attempts: tuple[Attempt, ...]
     unreachable: bool = False
@@ -98,68 +99,68 @@ class TurnResult:
         return used
 
 
-async def run_generation_turn(
+async def run_chain(
     chain: Sequence[ModelEntry],
     providers: Mapping[str, Provider],
     request: StreamRequest,
     env: TurnEnvironment,
-) -> TurnResult:
+) -> ChainResult:
     """Run the turn over the model chain, then record what it used; see the module docstring."""
-    result = await _run_chain(chain, providers, request, env)
-    metrics = env.ctx.metrics
+    result = await _try_models(chain, providers, request, env)
+    metrics = env.state.metrics
     if metrics is not None:
         for model, usage in result.usage().items():
             metrics.record_usage(
                 TurnUsage(
-                    channel_id=env.ctx.channel_id,
+                    channel_id=env.state.channel_id,
                     requester_id=env.requester_id,
-                    message_id=env.ctx.trigger_message_id,
+                    message_id=env.state.trigger_message_id,
                     model=model,
                     input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens,
-                    guild_id=env.ctx.guild_id,
+                    guild_id=env.state.guild_id,
                 )
             )
-        for outcome in outcomes(result, env.ctx):
+        for outcome in outcomes(result, env.state):
             metrics.record_outcome(outcome)
     return result
 
 
-def outcomes(result: TurnResult, ctx: StreamingContext) -> list[TurnOutcome]:
+def outcomes(result: ChainResult, state: TurnState) -> list[TurnOutcome]:
     """How each model's part in the turn ended: a timeout with its phase, and whether a model
     that answered did so as a fallback."""
     if not result.attempts:  # it failed before the first model's attempt was done
-        return [TurnOutcome(ctx.guild_id, ctx.channel_id, None, str(result.status))]
+        return [TurnOutcome(state.guild_id, state.channel_id, None, str(result.status))]
     found = []
     for index, attempt in enumerate(result.attempts):
         loop = attempt.result
-        data = loop.passes[-1].data if loop.passes else None
+        timed_out = loop.last.timed_out if loop.last is not None else None
         found.append(
             TurnOutcome(
-                guild_id=ctx.guild_id,
-                channel_id=ctx.channel_id,
+                guild_id=state.guild_id,
+                channel_id=state.channel_id,
                 model=attempt.model.label,
                 outcome=str(loop.status),
-                phase=str(data.phase) if isinstance(data, TimedOut) else None,
+                phase=None if timed_out is None else str(timed_out.phase),
                 fallback=index > 0 and loop.status is StreamStatus.COMPLETED,
             )
         )
     return found
 
 
-async def _run_chain(
+async def _try_models(
     chain: Sequence[ModelEntry],
     providers: Mapping[str, Provider],
     request: StreamRequest,
     env: TurnEnvironment,
-) -> TurnResult:
-    ctx, guard, surface_errors = env.ctx, env.guard, env.surface_errors
+) -> ChainResult:
+    state, guard, surface_errors = env.state, env.guard, env.surface_errors
     attempts: list[Attempt] = []
     history = request.tool_history  # tools already run stay run: a fallback gets their results
     try:
         for index, model in enumerate(chain):
             fallback_pending = index < len(chain) - 1
-            ctx.suppress_user_errors = fallback_pending or not surface_errors
+            state.suppress_user_errors = fallback_pending or not surface_errors
             provider = providers[model.provider]
             sent = shown_to(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),
@@ -178,39 +179,39 @@ async def _run_chain(
             attempts.append(Attempt(model, loop, _characters(sent)))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if index > 0 and loop.status is StreamStatus.COMPLETED:
-                    await _fallback_answered(attempts, ctx, guard, surface_errors)
-                return TurnResult(loop.status, tuple(attempts))
+                    await _fallback_answered(attempts, state, guard, surface_errors)
+                return ChainResult(loop.status, tuple(attempts))
             log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
-            if loop.status is StreamStatus.EMPTY_RESPONSE and ctx.metrics is not None:
-                ctx.metrics.record("empty_response", model.label)
+            if loop.status is StreamStatus.EMPTY_RESPONSE and state.metrics is not None:
+                state.metrics.record("empty_response", model.label)
     except DestinationUnreachable as error:
-        log.warning("channel %s is unreachable; the turn ends", ctx.channel_id)
-        return TurnResult(
+        log.warning("channel %s is unreachable; the turn ends", state.channel_id)
+        return ChainResult(
             StreamStatus.ERROR, tuple(attempts), unreachable=True, forbidden=error.forbidden
         )
     except Exception:
-        log.exception("the turn in channel %s failed", ctx.channel_id)
+        log.exception("the turn in channel %s failed", state.channel_id)
         if surface_errors:
-            await post_notice_safely(ctx, GENERATION_ERROR)
-        return TurnResult(StreamStatus.ERROR, tuple(attempts))
+            await state.post_notice(GENERATION_ERROR)
+        return ChainResult(StreamStatus.ERROR, tuple(attempts))
     # Every model failed. The last attempt ran with errors surfaced (unless the turn is
     # silent), so stream_once already posted a timeout notice itself; the rest are ours.
     final = attempts[-1].result.status
     notice = FINAL_NOTICES.get(final)
     if surface_errors and notice is not None:
-        await post_notice_safely(ctx, notice)
-    return TurnResult(final, tuple(attempts))
+        await state.post_notice(notice)
+    return ChainResult(final, tuple(attempts))
 
 
 async def _fallback_answered(
-    attempts: list[Attempt], ctx: StreamingContext, guard: TurnGuard, surface_errors: bool
+    attempts: list[Attempt], state: TurnState, guard: TurnGuard, surface_errors: bool
 ) -> None:
     answered_by = attempts[-1].model.label
-    if ctx.metrics is not None:
-        ctx.metrics.record("fallback_used", answered_by)
+    if state.metrics is not None:
+        state.metrics.record("fallback_used", answered_by)
     if surface_errors and not guard.stop_requested():
         failed = [attempt.model.label for attempt in attempts[:-1]]
-        await post_notice_safely(ctx, fallback_used(answered_by, failed))
+        await state.post_notice(fallback_used(answered_by, failed))
 
 
 def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamRequest:
@@ -231,14 +232,14 @@ def _characters(request: StreamRequest) -> int:
 
 def _refused_images(loop: LoopResult) -> bool:
     """Whether the loop's last pass was turned down because of its images (see `vision`)."""
-    data = loop.passes[-1].data if loop.passes else None
-    return isinstance(data, ProviderError) and refuses_images(data)
+    error = loop.last.error if loop.last is not None else None
+    return error is not None and refuses_images(error)
 
 
 def _detail(loop: LoopResult) -> str:
     """Our words for a provider failure and, for the operator, the provider's own (sanitised)."""
-    data = loop.passes[-1].data if loop.passes else None
-    if not isinstance(data, ProviderError):
+    error = loop.last.error if loop.last is not None else None
+    if error is None:
         return ""
-    said = f"; the provider said: {data.detail}" if data.detail else ""
-    return f" ({data.safe_message}{said})"
+    said = f"; the provider said: {error.detail}" if error.detail else ""
+    return f" ({error.safe_message}{said})"

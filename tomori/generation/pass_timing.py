@@ -14,11 +14,13 @@ from collections.abc import Callable
 from time import monotonic
 
 from tomori.delivery.port import StreamWriter
-from tomori.generation.results import KillReason, StreamResult
+from tomori.generation.results import StreamResult
+from tomori.locks.vocabulary import KillReason
 
 
 class KillSwitch:
-    """The pass's kill callback: records why, cancels the generation, wakes the waiter.
+    """The pass's kill callback: records why (the first reason), cancels the generation, wakes
+    the waiter.
 
     The waiter waits on a bare future, not on an `Event` through a task of its own: under load
     every loop iteration between the kill and the waiter resuming is milliseconds of lateness
@@ -26,12 +28,14 @@ class KillSwitch:
     """
 
     def __init__(self) -> None:
-        self.reasons: list[KillReason] = []
+        self.reason: KillReason | None = None
+        """What killed the pass first: the timer, /kill or a stale release."""
         self.generation: asyncio.Task[StreamResult] | None = None
         self.fired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def __call__(self, reason: KillReason) -> None:
-        self.reasons.append(reason)
+        if self.reason is None:
+            self.reason = reason
         if self.generation is not None:
             self.generation.cancel()
         if not self.fired.done():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tomori.locks.vocabulary import KillReason
 from tomori.providers.base import Finish, ProviderError, ToolCall, Usage
 
 
@@ -22,14 +24,6 @@ class TimeoutPhase(StrEnum):
 
     FIRST_TOKEN = "first_token"
     IDLE = "idle"
-
-
-class KillReason(StrEnum):
-    """Who ended a pass through its kill callback."""
-
-    TIMER = "timer"
-    KILL = "kill"
-    STALE = "stale"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +53,60 @@ class StreamResult:
     sprites: tuple[str, ...] = ()
     usage: Usage | None = None
     data: StreamData = None
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls a `function_call` pass asks for; none for any other ending."""
+        return self.data if isinstance(self.data, tuple) else ()
+
+    @property
+    def error(self) -> ProviderError | None:
+        """The provider's failure, for an `error` pass."""
+        return self.data if isinstance(self.data, ProviderError) else None
+
+    @property
+    def timed_out(self) -> TimedOut | None:
+        """Which budget ran out, for a `timeout` pass."""
+        return self.data if isinstance(self.data, TimedOut) else None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """The tokens one model used in one turn, summed over its passes, as its provider said."""
+
+    channel_id: str
+    requester_id: str | None
+    message_id: str | None
+    """The message the turn answered."""
+    model: str
+    """provider:model, as `TOMORI_MODELS` names it."""
+    input_tokens: int
+    output_tokens: int
+    guild_id: str | None = None
+    """The server the turn was in (`policy.limit_store.DIRECT_MESSAGES` for a DM): what a quota and
+    `/tomori status` count."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one model's part in one turn ended (`model` None: the turn ended before any model
+    was asked), for `/tomori status`."""
+
+    guild_id: str | None
+    channel_id: str
+    model: str | None
+    outcome: str
+    """A `StreamStatus` value: completed, timeout, error, empty_response, stopped_by_user."""
+    phase: str | None = None
+    """A timeout's `TimeoutPhase`: first_token or idle."""
+    fallback: bool = False
+    """Whether it answered after an earlier model of the chain failed."""
+
+
+CHARACTERS_PER_TOKEN = 4
+"""The usual English average; what a reply is counted as when its provider reports no usage."""
+
+
+def estimated_tokens(characters: int) -> int:
+    """Tokens for text of this length, for a provider that reported none: never 0 for text."""
+    return math.ceil(characters / CHARACTERS_PER_TOKEN)

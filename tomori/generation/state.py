@@ -1,12 +1,9 @@
-"""What a turn carries through its passes: the streaming context.
+"""What a turn carries through its passes: its state.
 
-It is the one mutable object shared by the turn, its passes and the writer: the progress hook
-`stream_once` installs, the abort handle of the running pass, whether user-facing errors are
-held back for a pending fallback, the timeout notice held for the end of the chain, and the
-list of every message the turn delivered.
-
-`abort` is the running pass's kill callback (the one `/kill` reaches through the lock): a
-writer or tool that learns the pass cannot go on calls it to end the pass at once.
+It is the one mutable object shared by the turn, its passes and their writers: the progress
+hook `stream_once` installs, whether user-facing errors are held back for a pending fallback,
+the timeout notice held for the end of the chain, and the list of every message the turn
+delivered. Writers see it as an `AnswerRecord` (`tomori.delivery.port`).
 """
 
 from __future__ import annotations
@@ -15,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tomori.delivery.notices import Notice
-from tomori.delivery.port import DeliveredMessage, NoticeSink
-from tomori.generation.results import KillReason
-from tomori.policy.metrics import TurnOutcome, TurnUsage
+from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
+from tomori.delivery.port import DeliveredMessage
+from tomori.generation.results import TurnOutcome, TurnUsage
 
 
 class MetricsSink(Protocol):
@@ -30,7 +26,7 @@ class MetricsSink(Protocol):
 
 
 @dataclass(eq=False)
-class StreamingContext:
+class TurnState:
     channel_id: str
     notices: NoticeSink
     trigger_message_id: str | None = None
@@ -39,7 +35,6 @@ class StreamingContext:
     suppress_user_errors: bool = False
     deferred_timeout_notice: Notice | None = None
     on_stream_progress: Callable[[], None] | None = None
-    abort: Callable[[KillReason], None] | None = None
     delivered: list[DeliveredMessage] = field(default_factory=list)
     metrics: MetricsSink | None = None
     guild_id: str | None = None
@@ -61,3 +56,8 @@ class StreamingContext:
         hook = self.on_stream_progress
         if hook is not None:
             hook()
+
+    async def post_notice(self, notice: Notice) -> None:
+        """Tell the channel; a notice that cannot be posted is logged, never raised over the
+        turn's own outcome."""
+        await post_notice_safely(self.notices, notice, self.channel_id)

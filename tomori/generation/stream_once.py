@@ -26,12 +26,13 @@ from typing import Any
 from tomori.config.settings import Settings
 from tomori.delivery.ceiling import most_read
 from tomori.delivery.hidden import HiddenBlocks
-from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, Notice
+from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
 from tomori.delivery.port import AnswerCut, StreamWriter
 from tomori.generation.pass_timing import BoundedDelivery, KillSwitch, RollingTimer
-from tomori.generation.results import KillReason, StreamResult, StreamStatus, TimedOut, TimeoutPhase
-from tomori.generation.state import StreamingContext
+from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.generation.state import TurnState
 from tomori.locks import TurnGuard
+from tomori.locks.vocabulary import KillReason
 from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
-class _PassState:
+class _Gathered:
     """What the generation task gathered, readable however the pass ended."""
 
     details: list[str] = field(default_factory=list)
@@ -67,7 +68,7 @@ async def stream_once(
     provider: Provider,
     request: StreamRequest,
     writer: StreamWriter,
-    ctx: StreamingContext,
+    state: TurnState,
     guard: TurnGuard,
     settings: Settings,
 ) -> StreamResult:
@@ -76,14 +77,14 @@ async def stream_once(
     Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
     propagates to the generation turn, which posts the generic error notice.
     """
-    ctx.deferred_timeout_notice = None
+    state.deferred_timeout_notice = None
     prepared = prepare_request(request)
-    channel_id = ctx.channel_id
+    channel_id = state.channel_id
     if guard.stop_requested():
         return StreamResult(StreamStatus.STOPPED_BY_USER)
 
     kill = KillSwitch()
-    state = _PassState()
+    gathered = _Gathered()
     timer = RollingTimer(
         settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
     )
@@ -105,8 +106,8 @@ async def stream_once(
             settings.delivery_budget_s,
             extra={"metric": "delivery_timeout", "provider": provider.name},
         )
-        if ctx.metrics is not None:
-            ctx.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        if state.metrics is not None:
+            state.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
         writer.abandon()
         finishing.cancel()
 
@@ -115,11 +116,15 @@ async def stream_once(
 
     delivering = BoundedDelivery(writer, bound_delivery)
     guard.set_kill(kill)
-    ctx.abort = kill
-    ctx.on_stream_progress = on_progress
+    state.on_stream_progress = on_progress
     generation = asyncio.create_task(
         _generate(
-            provider, prepared, delivering, ctx, state, most_read(settings.max_messages_per_answer)
+            provider,
+            prepared,
+            delivering,
+            state,
+            gathered,
+            most_read(settings.max_messages_per_answer),
         ),
         name=f"tomori-generation-{channel_id}",
     )
@@ -127,16 +132,17 @@ async def stream_once(
     try:
         ended_or_killed: set[asyncio.Future[Any]] = {generation, kill.fired}
         await guard.run_under_watchdog(asyncio.wait(ended_or_killed, return_when=FIRST_COMPLETED))
-        if generation.done() and (not generation.cancelled() or not kill.reasons):
+        if generation.done() and (not generation.cancelled() or kill.reason is None):
             return generation.result()  # (or a cancellation not ours)
         timer.cancel()
         if not generation.done():
             await asyncio.wait({generation})
         if guard.stop_requested():
             writer.abandon()
-            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
         phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
-        reason = kill.reasons[0]
+        reason = kill.reason
+        assert reason is not None  # the generation was cancelled by the kill
         log.warning(
             "stream_sdk_timeout provider=%s phase=%s reason=%s channel=%s",
             provider.name,
@@ -150,26 +156,24 @@ async def stream_once(
                 "reason": str(reason),
             },
         )
-        if ctx.metrics is not None:
-            ctx.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
+        if state.metrics is not None:
+            state.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
         kill.rearm()  # from here on, a further kill (a /kill) ends the settle wait
         await guard.run_under_watchdog(
             settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
         )
         if guard.stop_requested():
             writer.abandon()
-            return _partial(StreamStatus.STOPPED_BY_USER, writer, state)
+            return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
         notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
-        if ctx.suppress_user_errors:
-            ctx.deferred_timeout_notice = notice
+        if state.suppress_user_errors:
+            state.deferred_timeout_notice = notice
         else:
-            await post_notice_safely(ctx, notice)
-        return _partial(StreamStatus.TIMEOUT, writer, state, TimedOut(phase, reason))
+            await state.post_notice(notice)
+        return _partial(StreamStatus.TIMEOUT, writer, gathered, TimedOut(phase, reason))
     finally:
         timer.cancel()
-        ctx.on_stream_progress = None
-        if ctx.abort is kill:
-            ctx.abort = None
+        state.on_stream_progress = None
         guard.clear_kill(kill)
         if not generation.done():
             generation.cancel()
@@ -200,25 +204,12 @@ async def settle_abandoned_stream(
         await asyncio.gather(settling, return_exceptions=True)
 
 
-async def post_notice_safely(ctx: StreamingContext, notice: Notice) -> None:
-    """Post a notice; a failure to post is logged, never raised over the turn's own outcome."""
-    try:
-        await ctx.notices.post_notice(notice)
-    except Exception:
-        log.warning(
-            "could not post the %r notice in channel %s",
-            notice.title,
-            ctx.channel_id,
-            exc_info=True,
-        )
-
-
 async def _generate(
     provider: Provider,
     request: StreamRequest,
     writer: StreamWriter,
-    ctx: StreamingContext,
-    state: _PassState,
+    state: TurnState,
+    gathered: _Gathered,
     read_limit: int,
 ) -> StreamResult:
     """Read the provider to its end and deliver its text: the generation task.
@@ -227,66 +218,66 @@ async def _generate(
     ceiling, since every event is progress and a model looping on hidden text would otherwise
     hold the channel until /kill.
     """
-    progress = ctx.on_stream_progress or _no_progress_hook
+    progress = state.on_stream_progress or _no_progress_hook
     hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
     try:
         async with aclosing(provider.stream(request)) as events:
             async for event in events:
                 progress()
                 if type(event) is TextDelta:
-                    state.read += len(event.text)
-                    _deliver(hidden.feed(event.text), writer, state)
+                    gathered.read += len(event.text)
+                    _deliver(hidden.feed(event.text), writer, gathered)
                 elif type(event) is DetailsDelta:
-                    state.read += len(event.text)
-                    state.details.append(event.text)
+                    gathered.read += len(event.text)
+                    gathered.details.append(event.text)
                 elif type(event) is ToolCallEvent:
-                    state.tool_calls.append(event.call)
+                    gathered.tool_calls.append(event.call)
                 elif type(event) is UsageEvent:
-                    state.usage = event.usage
+                    gathered.usage = event.usage
                 elif type(event) is Finish:
-                    state.finish = event
-                if state.read > read_limit:
-                    _read_too_much(provider, ctx, read_limit)
+                    gathered.finish = event
+                if gathered.read > read_limit:
+                    _read_too_much(provider, state, read_limit)
                     writer.cut()
                     break
             else:
-                _deliver(hidden.finish(), writer, state)
+                _deliver(hidden.finish(), writer, gathered)
     except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
-        log.warning("answer in channel %s cut at its message ceiling", ctx.channel_id)
+        log.warning("answer in channel %s cut at its message ceiling", state.channel_id)
         await writer.finish()
-        return _partial(StreamStatus.COMPLETED, writer, state, state.finish)
+        return _partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
     except ProviderError as error:
         with suppress(AnswerCut):  # what the capture held is text the model wrote: it stays
-            _deliver(hidden.finish(), writer, state)
+            _deliver(hidden.finish(), writer, gathered)
         await writer.finish()
-        return _partial(StreamStatus.ERROR, writer, state, error)
-    if state.read > read_limit:  # cut: a tool call it made on the way is not run
+        return _partial(StreamStatus.ERROR, writer, gathered, error)
+    if gathered.read > read_limit:  # cut: a tool call it made on the way is not run
         await writer.finish()
-        status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
-        return _partial(status, writer, state, state.finish)
+        status = StreamStatus.COMPLETED if gathered.answered else StreamStatus.EMPTY_RESPONSE
+        return _partial(status, writer, gathered, gathered.finish)
     await writer.finish()
-    if state.tool_calls:
-        return _partial(StreamStatus.FUNCTION_CALL, writer, state, tuple(state.tool_calls))
+    if gathered.tool_calls:
+        return _partial(StreamStatus.FUNCTION_CALL, writer, gathered, tuple(gathered.tool_calls))
     # empty is what the model wrote, not what Discord took: a refused send is no empty answer
-    status = StreamStatus.COMPLETED if state.answered else StreamStatus.EMPTY_RESPONSE
-    return _partial(status, writer, state, state.finish)
+    status = StreamStatus.COMPLETED if gathered.answered else StreamStatus.EMPTY_RESPONSE
+    return _partial(status, writer, gathered, gathered.finish)
 
 
-def _read_too_much(provider: Provider, ctx: StreamingContext, read_limit: int) -> None:
+def _read_too_much(provider: Provider, state: TurnState, read_limit: int) -> None:
     log.warning(
         "answer in channel %s cut: %s wrote more than %d characters in one pass",
-        ctx.channel_id,
+        state.channel_id,
         provider.name,
         read_limit,
     )
 
 
-def _deliver(decided: tuple[str, str], writer: StreamWriter, state: _PassState) -> None:
+def _deliver(decided: tuple[str, str], writer: StreamWriter, gathered: _Gathered) -> None:
     visible, captured = decided
     if captured:
-        state.details.append(captured)
+        gathered.details.append(captured)
     if visible:
-        state.answered = True
+        gathered.answered = True
         writer.feed(visible)
 
 
@@ -297,14 +288,14 @@ def _no_progress_hook() -> None:
 def _partial(
     status: StreamStatus,
     writer: StreamWriter,
-    state: _PassState,
+    gathered: _Gathered,
     data: Finish | tuple[ToolCall, ...] | ProviderError | TimedOut | None = None,
 ) -> StreamResult:
     return StreamResult(
         status=status,
         text=writer.delivered_text,
-        details="".join(state.details),
+        details="".join(gathered.details),
         sprites=writer.sprites,
-        usage=state.usage,
+        usage=gathered.usage,
         data=data,
     )

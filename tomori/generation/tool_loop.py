@@ -9,7 +9,6 @@ the text the model wrote before the call, so the next pass does not write it aga
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,9 +16,10 @@ from dataclasses import dataclass, replace
 from tomori.config.settings import Settings
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
-from tomori.generation.results import KillReason, StreamResult, StreamStatus
-from tomori.generation.state import StreamingContext
-from tomori.generation.stream_once import post_notice_safely, stream_once
+from tomori.generation.results import StreamResult, StreamStatus
+from tomori.generation.state import TurnState
+from tomori.generation.stoppable import Stopped, until_stopped
+from tomori.generation.stream_once import stream_once
 from tomori.generation.tools import ToolContext, ToolFailure, ToolRegistry
 from tomori.locks import TurnGuard
 from tomori.providers.base import JsonObject, Provider, StreamRequest, ToolCall, ToolExchange
@@ -33,7 +33,7 @@ STILL_WORKING_AT = 20
 class TurnEnvironment:
     """What every pass and every tool of one turn runs with, whichever model is answering."""
 
-    ctx: StreamingContext
+    state: TurnState
     tools: ToolRegistry
     guard: TurnGuard
     settings: Settings
@@ -56,6 +56,11 @@ class LoopResult:
     def text(self) -> str:
         return "".join(result.text for result in self.passes)
 
+    @property
+    def last(self) -> StreamResult | None:
+        """The last pass, whose ending is the loop's (None: the loop ran no pass)."""
+        return self.passes[-1] if self.passes else None
+
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
@@ -63,14 +68,10 @@ class _Outcome:
     payload: JsonObject
 
 
-class _Stopped(Exception):
-    """/kill ended a tool."""
-
-
 async def run_tool_loop(
     provider: Provider, request: StreamRequest, env: TurnEnvironment
 ) -> LoopResult:
-    ctx, guard, settings, surface_errors = env.ctx, env.guard, env.settings, env.surface_errors
+    state, guard, settings, surface_errors = env.state, env.guard, env.settings, env.surface_errors
     history = list(request.tool_history)
     passes: list[StreamResult] = []
     failures_in_a_row = 0
@@ -81,14 +82,14 @@ async def run_tool_loop(
 
     for iteration in range(1, settings.max_function_call_iterations + 1):
         if iteration == STILL_WORKING_AT and surface_errors:
-            await post_notice_safely(ctx, STILL_WORKING)
+            await state.post_notice(STILL_WORKING)
         writer = env.open_writer()
         try:
             result = await stream_once(
                 provider,
                 replace(request, tool_history=tuple(history), tools=specs),
                 writer,
-                ctx,
+                state,
                 guard,
                 settings,
             )
@@ -97,25 +98,24 @@ async def run_tool_loop(
         passes.append(result)
         if result.status is not StreamStatus.FUNCTION_CALL:
             return ended(result.status)
-        calls: tuple[ToolCall, ...] = result.data  # type: ignore[assignment]
-        for position, call in enumerate(calls):
+        for position, call in enumerate(result.tool_calls):
             if guard.stop_requested():
                 return ended(StreamStatus.STOPPED_BY_USER)
             try:
                 outcome = await _run_tool(call, env)
-            except _Stopped:
+            except Stopped:
                 return ended(StreamStatus.STOPPED_BY_USER)
             pre_text = (result.text,) if position == 0 and result.text else ()
             history.append(ToolExchange(call, outcome.payload, pre_tool_text=pre_text))
             failures_in_a_row = 0 if outcome.ok else failures_in_a_row + 1
-            if ctx.metrics is not None:
-                ctx.metrics.record("tool_used" if outcome.ok else "tool_failed", call.name)
+            if state.metrics is not None:
+                state.metrics.record("tool_used" if outcome.ok else "tool_failed", call.name)
             if failures_in_a_row >= settings.max_consecutive_tool_errors:
                 if surface_errors:
-                    await post_notice_safely(ctx, TOOL_ERROR_LOOP)
+                    await state.post_notice(TOOL_ERROR_LOOP)
                 return ended(StreamStatus.ERROR, gave_up=True)
     if surface_errors:
-        await post_notice_safely(ctx, THINKING_LOOP)
+        await state.post_notice(THINKING_LOOP)
     return ended(StreamStatus.TIMEOUT, gave_up=True)
 
 
@@ -126,40 +126,29 @@ def _failure(call: ToolCall, reason: str) -> _Outcome:
 
 
 async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
-    ctx, guard, settings = env.ctx, env.guard, env.settings
+    state, guard, settings = env.state, env.guard, env.settings
     if call.truncated:
         log.warning("tool call %s arrived with its arguments cut off; not run", call.name)
         return _failure(call, "the arguments arrived cut off; issue the whole call again")
     tool = env.tools.get(call.name)
     if tool is None:
         return _failure(call, f"there is no tool named {call.name!r}")
-    running: asyncio.Task[JsonObject] = asyncio.create_task(
-        tool.run(ToolContext(ctx.channel_id, env.requester_id), call.arguments),
-        name=f"tomori-tool-{call.name}",
-    )
-
-    def kill(reason: KillReason) -> None:
-        running.cancel()
-
-    guard.set_kill(kill)
+    work = tool.run(ToolContext(state.channel_id, env.requester_id), call.arguments)
     try:
-        async with asyncio.timeout(settings.tool_timeout_s):
-            payload = await guard.run_under_watchdog(running)
+        payload = await until_stopped(
+            guard,
+            work,
+            timeout_s=settings.tool_timeout_s,
+            watched=True,
+            name=f"tomori-tool-{call.name}",
+        )
         return _Outcome(True, {"result": dict(payload)})
     except TimeoutError:
         return _failure(call, f"the tool did not finish within {settings.tool_timeout_s:g}s")
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
-        raise _Stopped from None
+    except Stopped:
+        raise
     except ToolFailure as failure:
         return _failure(call, str(failure))
     except Exception as error:
         log.warning("tool %s failed", call.name, exc_info=True)
         return _failure(call, f"the tool failed ({type(error).__name__})")
-    finally:
-        guard.clear_kill(kill)
-        if not running.done():
-            running.cancel()
-        await asyncio.gather(running, return_exceptions=True)

@@ -12,15 +12,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from tomori.config.settings import CURRENT_TIME_NAME
+from tomori.errors import TomoriError
 from tomori.providers.base import JsonObject, ToolSpec
-
-CURRENT_TIME_NAME = "current_time"
-READ_MESSAGE_NAME = "read_message"
-"""`read_message` reads Discord, so tomori_cog builds it; its name lives here, beside the other,
-so the settings can list every built-in tool without importing a Discord library."""
-BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME)
-"""The tools tomori-cog itself offers the model, by the names they are built with: renaming
-one here renames it everywhere, so none can drop out of the default set unnoticed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +28,7 @@ class ToolContext:
 ToolFunction = Callable[[ToolContext, Mapping[str, Any]], Coroutine[Any, Any, JsonObject]]
 
 
-class ToolFailure(Exception):
+class ToolFailure(TomoriError):
     """Raised by a tool to tell the model, in plain words, why it could not do the job."""
 
 

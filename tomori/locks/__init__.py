@@ -1,8 +1,18 @@
 """Channel locks: one turn per channel across every process on the database, the rest queued.
 
-`ChannelLocks` (registry.py) admits, queues, kills and supervises turns; `rules` holds each
-lock rule once; a `Lease` per running turn holds what only its process knows and is the turn's
-`TurnGuard`; a `LockBackend` (SQLite or PostgreSQL) keeps the rows, on the database's clock.
+- `vocabulary.py` `Trigger`, `Turn`, `Admission`, `KillReason`, and `TurnGuard` (what a turn
+                  may do with its lock)
+- `rules.py`      each lock rule, once, as a function of plain values
+- `registry.py`   `ChannelLocks`: admission, /kill, recovery and the life cycle, with no SQL
+- `supervisor.py` the turns a process runs: a task and a lease each, released always
+- `lease.py`      a running turn's lease: its kill hook, watchdogs, progress, state
+- `upkeep.py`     progress written once a second; stop requests from other processes heard
+- `loops.py`      the background loops (progress, stop requests, heartbeat), one life cycle
+- `backend.py`    `LockBackend`: the durable half, as intents of one transaction each
+- `sql.py`        those intents in SQL both engines accept, on the database's clock
+- `rows.py`       a channel's queue and lock rows, and each message admitted once
+- `instances.py`  which processes serve locks, and whether one is gone
+- `sqlite.py`, `postgres.py`  what differs: stop requests polled, or announced by NOTIFY
 """
 
 from tomori.locks.backend import LockBackend, lock_backend
@@ -12,6 +22,7 @@ from tomori.locks.vocabulary import (
     Admission,
     KillCallback,
     KillOutcome,
+    KillReason,
     Trigger,
     Turn,
     TurnGuard,
@@ -23,6 +34,7 @@ __all__ = [
     "ChannelLocks",
     "KillCallback",
     "KillOutcome",
+    "KillReason",
     "LockBackend",
     "SqliteLockBackend",
     "Trigger",

@@ -14,9 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 
-from tomori.generation.results import KillReason
 from tomori.locks import rules
-from tomori.locks.vocabulary import KillCallback, T, Turn
+from tomori.locks.vocabulary import KillCallback, KillReason, T, Turn
 
 
 class LeaseState(StrEnum):

@@ -261,15 +261,6 @@ class ChannelLocks:
 
     # -- questions ----------------------------------------------------------------------------
 
-    def is_busy(self, channel_id: str) -> bool:
-        """Whether this registry is running a turn in the channel."""
-        return channel_id in self._leases
-
-    def stop_requested(self, channel_id: str) -> bool:
-        """Whether the turn running here in the channel was asked to stop."""
-        lease = self._leases.get(channel_id)
-        return lease is not None and lease.stop_requested()
-
     async def requester_of(self, channel_id: str) -> str | None:
         """Who asked for the turn running in the channel, in this process or another."""
         lease = self._leases.get(channel_id)

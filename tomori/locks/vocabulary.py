@@ -8,9 +8,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from tomori.generation.results import KillReason
-
 T = TypeVar("T")
+
+
+class KillReason(StrEnum):
+    """Who ended a pass through its kill callback."""
+
+    TIMER = "timer"
+    KILL = "kill"
+    STALE = "stale"
+
 
 KillCallback = Callable[[KillReason], None]
 

@@ -1,1 +1,34 @@
-"""(map written with the renames that follow the move)"""
+"""What protects a server and what its admins set: limits, overrides, metrics, status.
+
+- `limits.py`         the cooldown, daily-token and bot-loop rules, as functions of plain values
+- `limit_store.py`    each user's cooldown and tokens per server, in the shared database
+- `overrides.py`      what admins set: channel beats server beats environment, checked
+- `override_store.py` those settings in the database: read per turn, cached for the reply rule
+- `metrics.py`        stalls, tool failures, each turn's tokens and outcome, kept in the database
+- `server_status.py`  `/tomori status`: a server's last day, counted from the metrics
+"""
+
+from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
+from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
+from tomori.policy.metrics import Metrics
+from tomori.policy.override_store import OverrideStore
+from tomori.policy.overrides import Overrides, Resolved, Scope, Source, resolve
+from tomori.policy.server_status import ServerStatus, server_status
+
+__all__ = [
+    "DIRECT_MESSAGES",
+    "BotTurns",
+    "Limit",
+    "Metrics",
+    "OverrideStore",
+    "Overrides",
+    "Refusal",
+    "Resolved",
+    "Scope",
+    "ServerStatus",
+    "Source",
+    "UserLimitStore",
+    "UserLimits",
+    "resolve",
+    "server_status",
+]

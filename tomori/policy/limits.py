@@ -19,13 +19,10 @@ reads a clock or knows Discord.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
 DAY_S = 86_400
-CHARACTERS_PER_TOKEN = 4
-"""The usual English average; what a reply is counted as when its provider reports no usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +72,6 @@ def utc_day_start(now: float) -> float:
 def next_reset(now: float) -> float:
     """When the quota of the day `now` falls in resets: the next 00:00 UTC."""
     return utc_day_start(now) + DAY_S
-
-
-def estimated_tokens(characters: int) -> int:
-    """Tokens for text of this length, for a provider that reported none: never 0 for text."""
-    return math.ceil(characters / CHARACTERS_PER_TOKEN)
 
 
 def judge(record: UserRecord, limits: UserLimits, now: float, message_id: str) -> Refusal | None:

@@ -17,45 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from dataclasses import astuple, dataclass
+from dataclasses import astuple
 
+from tomori.generation.results import TurnOutcome, TurnUsage
 from tomori.store import Database
 from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnUsage:
-    """The tokens one model used in one turn, summed over its passes, as its provider said."""
-
-    channel_id: str
-    requester_id: str | None
-    message_id: str | None
-    """The message the turn answered."""
-    model: str
-    """provider:model, as `TOMORI_MODELS` names it."""
-    input_tokens: int
-    output_tokens: int
-    guild_id: str | None = None
-    """The server the turn was in (`user_limits.DIRECT_MESSAGES` for a DM): what a quota and
-    `/tomori status` count."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """How one model's part in one turn ended (`model` None: the turn ended before any model
-    was asked), for `/tomori status`."""
-
-    guild_id: str | None
-    channel_id: str
-    model: str | None
-    outcome: str
-    """A `StreamStatus` value: completed, timeout, error, empty_response, stopped_by_user."""
-    phase: str | None = None
-    """A timeout's `TimeoutPhase`: first_token or idle."""
-    fallback: bool = False
-    """Whether it answered after an earlier model of the chain failed."""
 
 
 OUTCOMES_KEPT_S = 2 * 24 * 3600.0

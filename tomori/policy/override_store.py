@@ -13,7 +13,7 @@ import time
 from dataclasses import astuple, fields
 
 from tomori.policy.overrides import NOTHING, Overrides, Scope
-from tomori.store import Database, Row
+from tomori.store import Database, Row, StoreError
 
 CACHE_TTL_S = 5.0
 MAX_CACHED = 4_096
@@ -39,7 +39,7 @@ _READ = (
 )
 
 
-class SettingsUnavailable(Exception):
+class SettingsUnavailable(StoreError):
     """The store failed a read less than `CACHE_TTL_S` ago: the cached readers do not wait on
     it again meanwhile (each message would wait out the statement timeout in turn)."""
 

@@ -1,1 +1,23 @@
-"""(map written with the renames that follow the move)"""
+"""What the model is sent: the conversation in order, images or a note, prefill, file contents.
+
+- `conversation.py` `in_time_order`: the order a channel's messages are shown in
+- `vision.py`       a turn's images for a model with or without `+vision`
+- `sniff.py`        what a file's bytes are: an image's type by its signature, text or not
+- `prefill.py`      request-only notices before a native prefill, the prefill folded into tools
+"""
+
+from tomori.prompt.conversation import in_time_order
+from tomori.prompt.prefill import prepare_request
+from tomori.prompt.sniff import image_type, is_text
+from tomori.prompt.vision import image_count, shown_to, unseen_images_notice, without_images
+
+__all__ = [
+    "image_count",
+    "image_type",
+    "in_time_order",
+    "is_text",
+    "prepare_request",
+    "shown_to",
+    "unseen_images_notice",
+    "without_images",
+]

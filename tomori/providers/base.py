@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from tomori.errors import TomoriError
+
 JsonObject = Mapping[str, Any]
 
 
@@ -135,7 +137,6 @@ class Finish:
     """The provider's own word on why it stopped (`stop`, `length`, `tool_calls`, ...)."""
 
     reason: str | None = None
-    metadata: JsonObject = field(default_factory=dict)
 
 
 ProviderEvent = TextDelta | DetailsDelta | ToolCallEvent | UsageEvent | Finish
@@ -152,7 +153,7 @@ class ProviderErrorKind(StrEnum):
     CONTENT_BLOCKED = "content_blocked"
 
 
-class ProviderError(Exception):
+class ProviderError(TomoriError):
     """A provider failure, already classified.
 
     `safe_message` may be shown to users and logged: it never holds a key, a URL or an SDK's

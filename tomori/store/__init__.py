@@ -1,4 +1,13 @@
-"""Durable state: one `Database` interface, SQLite (the embedded default) or PostgreSQL."""
+"""Durable state: one `Database` interface, SQLite (the embedded default) or PostgreSQL.
+
+- `base.py`       the `Database` and `Transaction` protocols (SQL both engines accept)
+- `sqlite.py`     SQLite: one file, WAL, a busy timeout; the embedded default
+- `postgres.py`   PostgreSQL: an asyncpg pool, advisory locks per channel, the server's clock
+- `migrations.py` the numbered schema files, one folder per engine, applied once each
+- `connect.py`    `open_database`: the database the settings name, migrated
+- `retry.py`      a write the database is busy or away for, retried in arrival order
+- `outage.py`     an outage logged once per kind of failure and once when it ends
+"""
 
 from tomori.store.base import Database, MigrationError, Row, StoreError, Transaction
 from tomori.store.sqlite import SqliteDatabase

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from tomori.errors import TomoriError
+
 Params = Sequence[Any]
 
 
@@ -26,7 +28,7 @@ class Row(Protocol):
     def __len__(self) -> int: ...
 
 
-class StoreError(RuntimeError):
+class StoreError(TomoriError, RuntimeError):
     """The database cannot be used; the message names it (never with a password) and says why."""
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+from tomori.errors import TomoriError
 from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ MAX_HELD = 1_000
 outage gathers this many; each holds what it was asked for (a Discord message) in memory."""
 
 
-class GaveUp(Exception):
+class GaveUp(TomoriError):
     """The database stayed busy until the caller stopped waiting for it."""
 
 

@@ -1,1 +1,9 @@
-"""(map written with the renames that follow the move)"""
+"""The cog each library needs, and the commands both serve.
+
+- `nextcord_cog.py`  the cog class for nextcord (imported only for nextcord bots)
+- `discordpy_cog.py` the cog class for discord.py (imported only for discord.py bots)
+- `shared.py`        what both share: the cog's surface, the /kill reply within 3 seconds
+- `admin.py`         /tomori: each subcommand's checks, change and answer
+"""
+
+__all__: list[str] = []

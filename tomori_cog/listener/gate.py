@@ -18,9 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tomori.config.settings import Settings
-from tomori.delivery.notices import cooldown_notice, quota_notice
-from tomori.generation.state import StreamingContext
-from tomori.generation.stream_once import post_notice_safely
+from tomori.delivery.notices import cooldown_notice, post_notice_safely, quota_notice
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.store import Database
@@ -155,5 +153,4 @@ class AdmissionGate:
         if surface_errors and refusal.notify:
             make = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
             notices = EmbedNotices(self._library, message.channel, reply_to=message.id)
-            ctx = StreamingContext(str(message.channel.id), notices)
-            await post_notice_safely(ctx, make(refusal.retry_at))
+            await post_notice_safely(notices, make(refusal.retry_at), str(message.channel.id))

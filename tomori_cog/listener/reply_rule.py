@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from enum import StrEnum
 from typing import Any
 
 from tomori.config.settings import Settings
@@ -21,6 +22,31 @@ log = logging.getLogger(__name__)
 
 WARN_EVERY_S = 60.0
 """A store out of reach fails every message's lookup: one warning a minute says so."""
+
+
+class Addressed(StrEnum):
+    """How a message asked for its reply, which decides whether the asker is told of failures."""
+
+    DIRECTLY = "direct"
+    """A mention, a reply to the bot, a direct message: errors and timeouts are told."""
+    PASSIVELY = "passive"
+    """A message in a channel that answers every message: a failure stays silent."""
+
+    @property
+    def surfaces_errors(self) -> bool:
+        return self is Addressed.DIRECTLY
+
+    def payload(self) -> dict[str, str]:
+        """What a trigger carries of it, in the queue (JSON) across restarts and processes."""
+        return {"addressed": self.value}
+
+    @classmethod
+    def of(cls, payload: Mapping[str, Any]) -> Addressed:
+        """Read back what `payload()` wrote. A trigger queued by an earlier version of the cog
+        (a rolling restart) carries `surface_errors` instead, and is read by it."""
+        if "addressed" in payload:
+            return cls(payload["addressed"])
+        return cls.DIRECTLY if payload.get("surface_errors") else cls.PASSIVELY
 
 
 class ReplyRule:
@@ -40,8 +66,8 @@ class ReplyRule:
         """Opens the store, once, before it is first read."""
         self._warned_at = -WARN_EVERY_S
 
-    async def mode(self, message: Any) -> bool | None:
-        """None to ignore the message; else whether errors are shown (direct triggers)."""
+    async def addressed(self, message: Any) -> Addressed | None:
+        """How the message asks for a reply; None if it gets none."""
         me = self._bot.user
         author = message.author
         if me is None or author.id == me.id:
@@ -55,11 +81,11 @@ class ReplyRule:
         if (not text and not message.attachments) or text.startswith("!"):
             return None
         if message.guild is None or any(user.id == me.id for user in message.mentions):
-            return True
+            return Addressed.DIRECTLY
         replied = message.reference.resolved if message.reference is not None else None
         if getattr(getattr(replied, "author", None), "id", None) == me.id:
-            return True
-        return False if await self._answers_every_message(message) else None
+            return Addressed.DIRECTLY
+        return Addressed.PASSIVELY if await self._answers_every_message(message) else None
 
     async def _answers_every_message(self, message: Any) -> bool:
         channel_id = message.channel.id

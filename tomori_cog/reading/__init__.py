@@ -1,1 +1,9 @@
-"""(map written with the renames that follow the move)"""
+"""What the model is shown of Discord: a channel's history, attachments, a linked message.
+
+- `history.py`      the history, reply chains, a thread's starter, embeds, as context items
+- `attachments.py`  images, text files, other files, stickers, within their bounds
+- `fetch.py`        a file read from Discord's CDN, never past its bound or deadline
+- `message_tool.py` the built-in `read_message` tool (a message by link or ID)
+"""
+
+__all__: list[str] = []

@@ -13,13 +13,15 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from tomori.errors import TomoriError
+
 READ_TIMEOUT_S = 10.0
 """The most one file's read may take, connection included. Short: the turn waits on it, and a
 file that failed is read again at the next turn that shows its message (at most this again)."""
 CHUNK_BYTES = 64 * 1024
 
 
-class TooLarge(Exception):
+class TooLarge(TomoriError):
     """The body is larger than the bound."""
 
 

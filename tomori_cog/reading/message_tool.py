@@ -10,7 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tomori.generation.tools import READ_MESSAGE_NAME, Tool, ToolContext, ToolFailure
+from tomori.config.settings import READ_MESSAGE_NAME
+from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori.providers.base import JsonObject
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
