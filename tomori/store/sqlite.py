@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -108,9 +109,7 @@ class SqliteDatabase:
         try:
             connection.row_factory = sqlite3.Row
             await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            await connection.execute("PRAGMA journal_mode = WAL")
-            await connection.execute("PRAGMA synchronous = NORMAL")
-            await connection.execute("PRAGMA user_version")  # reads the header: fails if not SQLite
+            await _set_up(connection, busy_timeout_ms / 1000)
         except sqlite3.Error as error:
             await connection.close()
             raise _unusable(path, str(error)) from error
@@ -194,12 +193,7 @@ class SqliteDatabase:
 
     def is_transient(self, error: BaseException) -> bool:
         """Another connection holds the lock past the busy timeout."""
-        if not isinstance(error, sqlite3.OperationalError):
-            return False
-        code = getattr(error, "sqlite_errorcode", None)
-        if code is not None:
-            return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-        return "locked" in str(error) or "busy" in str(error)
+        return isinstance(error, sqlite3.OperationalError) and _is_busy(error)
 
     def is_database_error(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.Error)
@@ -245,6 +239,35 @@ async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
     await connection.execute("BEGIN IMMEDIATE")
     yield
     await connection.execute("COMMIT")
+
+
+async def _set_up(connection: aiosqlite.Connection, busy_timeout_s: float) -> None:
+    """WAL mode, NORMAL sync, and a read of the header (which fails if the file is not SQLite).
+
+    Several processes starting together on a new file all switch it to WAL, and SQLite does not
+    wait out the busy timeout there: a connection that must raise its shared lock while another
+    does the same is refused at once ("database is locked"), to avoid a deadlock. So a busy
+    refusal is tried again, for as long as the busy timeout would have waited.
+    """
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            await connection.execute("PRAGMA journal_mode = WAL")
+            await connection.execute("PRAGMA synchronous = NORMAL")
+            await connection.execute("PRAGMA user_version")
+            return
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(random.uniform(0.005, 0.05))
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Another connection holds the lock (SQLITE_BUSY or SQLITE_LOCKED)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def _is_read_only(path: Path | str) -> bool:
