@@ -22,12 +22,16 @@ from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main, environment_help
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-CLOSE_WITHIN_S = 0.9
-"""How long a stop signal leaves the cog and the bot to close: a service manager's stop
-should end the bot at once, and whatever is left (a lock row) the next start recovers."""
-COG_CLOSE_WITHIN_S = 0.6
-"""The cog's share of it (a busy database can hold its close up): the rest is kept for the
-bot's own close, which must run whatever the cog did, or the gateway and HTTP session leak."""
+CLOSE_WITHIN_S = 6.0
+"""How long a stop signal leaves the cog and the bot to close, at most: well inside a service
+manager's stop timeout (Docker waits 10 s before it kills). A healthy close takes milliseconds;
+only a database that stopped answering makes it wait."""
+COG_CLOSE_WITHIN_S = 5.0
+"""The cog's share of it: time for every turn it runs to hand its channel on (a turn cut before
+it showed anything goes back to its queue's head) while the database is slow. Whatever a close
+cut short is not lost either: the processes still running, or the next start, replay a turn
+that showed nothing. The rest is kept for the bot's own close, which must run whatever the cog
+did, or the gateway and HTTP session leak."""
 
 TOKEN_HELP = (
     "DISCORD_TOKEN is not set: create an application at "

@@ -447,7 +447,7 @@ async def test_a_stale_lock_of_another_registry_is_superseded_and_its_turn_stopp
         await slow.wait_idle(CHANNEL)
     assert slow_turns.cancelled == ["m1"]
     assert (await fresh_turns.next_started()).trigger.message_id == "m2"
-    assert await fresh.submit(trigger("m3")) is Admission.QUEUED  # m2 still holds the channel
+    assert fresh_turns.cancelled == []  # the fresh registry runs m2: it superseded, and holds
 
 
 async def test_start_up_recovers_locks_of_gone_owners_and_drops_triggers_too_old(
@@ -476,7 +476,7 @@ async def test_start_up_recovers_locks_of_gone_owners_and_drops_triggers_too_old
 
 CRASHING_BOT = textwrap.dedent(
     """
-    import asyncio
+    import asyncio, sys
     from tomori.config.settings import Settings
     from tomori.locks import ChannelLocks, Trigger
     from tomori.locks import lock_backend
@@ -485,12 +485,23 @@ CRASHING_BOT = textwrap.dedent(
     async def main() -> None:
         settings = Settings.from_env()
         database = await open_database(settings)
-        locks = ChannelLocks(
-            lock_backend(database, settings), settings, lambda turn, guard: asyncio.Event().wait()
-        )
+        answering = asyncio.Event()
+
+        async def turn(turn, guard) -> None:
+            if sys.argv[1] == "answered":
+                guard.mark_answered()  # its first words are in the channel
+            answering.set()
+            await asyncio.Event().wait()
+
+        locks = ChannelLocks(lock_backend(database, settings), settings, turn)
         await locks.start()
         for message_id in ("m1", "m2", "m3"):
             print(await locks.submit(Trigger("100", message_id, payload={"n": message_id})))
+        await answering.wait()
+        while await database.fetchall("SELECT 1 FROM channel_locks WHERE answered = 0"):
+            if sys.argv[1] != "answered":
+                break
+            await asyncio.sleep(0.05)  # written with its progress
         print("ready", flush=True)
         await asyncio.Event().wait()
 
@@ -499,13 +510,17 @@ CRASHING_BOT = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("shown", ["nothing", "answered"])
 async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
-    open_locks: OpenLocks, database: DatabaseUnderTest
+    open_locks: OpenLocks, database: DatabaseUnderTest, shown: str
 ) -> None:
+    """Its queue is replayed in order, and so is its own turn if it showed nothing yet: a
+    message is never lost to a crash, nor answered twice."""
     bot = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         CRASHING_BOT,
+        shown,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, **database.environment, "PYTHONPATH": REPO_ROOT},
     )
@@ -519,12 +534,14 @@ async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
 
     turns = HeldTurns()
     await open_locks(turns)
-    replayed = await turns.next_started()
-    assert (replayed.trigger.message_id, replayed.from_queue) == ("m2", True)
-    assert json.loads(json.dumps(replayed.trigger.payload)) == {"n": "m2"}
-    turns.let_finish("m2")
-    assert (await turns.next_started()).trigger.message_id == "m3"
-    assert "m1" not in turns.started_ids
+    expected = ["m2", "m3"] if shown == "answered" else ["m1", "m2", "m3"]
+    for message_id in expected:
+        replayed = await turns.next_started()
+        assert (replayed.trigger.message_id, replayed.from_queue) == (message_id, True)
+        assert json.loads(json.dumps(replayed.trigger.payload)) == {"n": message_id}
+        turns.let_finish(message_id)
+    await asyncio.sleep(0.2)
+    assert turns.started_ids == expected
 
 
 async def test_a_dead_processs_channel_is_served_without_waiting_for_a_new_message(

@@ -211,6 +211,31 @@ async def test_a_turn_a_stop_cut_before_it_showed_anything_is_answered_by_the_pr
     assert await database.rows("SELECT message_id FROM queued_triggers") == []
 
 
+async def test_a_turn_a_crash_cut_before_it_showed_anything_is_answered_by_the_process_left(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    """A process killed (or whose stop was cut short) before its turn showed anything leaves a
+    lock the survivor takes over: the message goes back to its queue and is answered."""
+    llm_server.script(silent(), answer("Answered after the crash."))
+    crashed, left = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=BEATING) for _ in range(2)
+    ]
+    processes.extend((crashed, left))
+    asked = question("a slow one")
+    left.send(seed=asked)
+    crashed.send(say=asked)
+    await asyncio.wait_for(llm_server.request_arrived.wait(), 10)
+    await crashed.kill()  # SIGKILL: no hand-off at all, while the model has said nothing yet
+
+    reply = await left.next_event()
+    assert (reply["sent"], reply["reply_to"]) == ("Answered after the crash.", int(asked["id"]))
+    assert crashed.sent == []
+    assert await database.rows("SELECT message_id FROM queued_triggers") == []
+
+
 async def test_a_turn_a_stop_cut_after_its_first_words_is_not_answered_again(
     database: DatabaseUnderTest,
     tmp_path: Path,
@@ -262,7 +287,25 @@ def flood_number(content: str) -> int:
     return int(found.group(1))
 
 
+@pytest.mark.parametrize("machine", ["idle", "loaded"])
 async def test_a_rolling_restart_under_a_flood_answers_every_message_once_in_order(
+    database: DatabaseUnderTest, tmp_path: Path, echo_server: LLMServer, machine: str
+) -> None:
+    """Loaded: a process spins on a core throughout, as another service on the machine would:
+    a stop's hand-offs then took longer than bot.py let the cog close, and the turns they cut
+    lost their messages (three in a row, one per channel), or, once replayed, were answered
+    twice when a cancel cut a release already under way."""
+    if machine == "loaded":
+        burner = await asyncio.create_subprocess_exec(sys.executable, "-c", "while True: pass")
+    try:
+        await _rolling_restart(database, tmp_path, echo_server)
+    finally:
+        if machine == "loaded":
+            burner.kill()
+            await burner.wait()
+
+
+async def _rolling_restart(
     database: DatabaseUnderTest, tmp_path: Path, echo_server: LLMServer
 ) -> None:
     flood = [question(f"flood {n}", CHANNEL_IDS[n % 3]) for n in range(30)]

@@ -235,8 +235,6 @@ class TomoriService:
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)
         finally:
-            if state.delivered:
-                guard.mark_answered()  # cut short now, it must not be answered again elsewhere
             if typing is not None:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)

@@ -215,8 +215,6 @@ class ConsoleSession:
             log.exception("turn %s failed before any model was asked", turn.turn_id)
             await state.post_notice(GENERATION_ERROR)
         finally:
-            if state.delivered:
-                guard.mark_answered()
             self._channel.end_turn()
             self._running = False
             self._outstanding = max(0, self._outstanding - 1)

@@ -38,7 +38,11 @@ async def answer_turn(
     request_notices: tuple[ContextItem, ...] = (),
     surface_errors: bool,
 ) -> ChainResult:
-    """Run the chain on `context`, each pass writing into `port`; log how the turn ended."""
+    """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
+
+    The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
+    after that is never run again, one cut before it is."""
+    state.on_first_message = guard.mark_answered
     result = await run_chain(
         entries,
         providers,

@@ -36,6 +36,9 @@ class TurnState:
     deferred_timeout_notice: Notice | None = None
     on_stream_progress: Callable[[], None] | None = None
     delivered: list[DeliveredMessage] = field(default_factory=list)
+    on_first_message: Callable[[], None] | None = None
+    """Called once, as the turn's first message lands: from then on the turn has answered,
+    and its lock says so (`TurnGuard.mark_answered`), so it is never run again elsewhere."""
     metrics: MetricsSink | None = None
     guild_id: str | None = None
     """The server of the channel (None in a direct message), which its metrics are filed under."""
@@ -52,10 +55,14 @@ class TurnState:
         return None
 
     def report_progress(self) -> None:
-        """A unit of progress (a chunk, a successful send): re-arms the pass's idle timer."""
+        """A send or edit landed: re-arms the pass's idle timer, and the first marks the turn
+        answered."""
         hook = self.on_stream_progress
         if hook is not None:
             hook()
+        first, self.on_first_message = self.on_first_message, None
+        if first is not None:
+            first()
 
     async def post_notice(self, notice: Notice) -> None:
         """Tell the channel; a notice that cannot be posted is logged, never raised over the

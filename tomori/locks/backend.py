@@ -27,6 +27,8 @@ class Progress:
     turn_id: str
     idle_s: float
     watchdogs: int
+    answered: bool
+    """The turn has shown something in the channel: it must never run again."""
 
 
 @dataclass(frozen=True, slots=True)

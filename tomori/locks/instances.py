@@ -20,6 +20,9 @@ from tomori.locks import rules
 from tomori.locks.rules import InstanceRow
 from tomori.store.base import Database, Transaction
 
+DEPARTURES_KEPT_S = 3600.0
+"""A departure is read within seconds; older rows only grow the table."""
+
 
 class InstanceRows:
     """This instance's row in `instances`, and the liveness of the others'."""
@@ -76,8 +79,21 @@ class InstanceRows:
             return await tx.now()
         return max(await self._server_up_since(tx), self._back_since)
 
-    async def unregister(self) -> None:
-        await self._db.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
+    async def unregister(self, tx: Transaction) -> None:
+        """Remove this instance's row and record its departure (see `departures`), at once."""
+        now = await tx.now()
+        await tx.execute("DELETE FROM instances WHERE instance_id = ?", (self.instance_id,))
+        await tx.execute(
+            "INSERT INTO departures (instance_id, departed_at) VALUES (?, ?)",
+            (self.instance_id, now),
+        )
+        await tx.execute("DELETE FROM departures WHERE departed_at < ?", (now - DEPARTURES_KEPT_S,))
+
+    async def last_departure(self) -> int:
+        """The id of the newest departure recorded (0 when none is): a process that stops
+        cleanly writes one as it leaves."""
+        row = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) AS last FROM departures")
+        return int(row[0]["last"])
 
     async def forget_dead(self) -> None:
         """Drop the rows of instances that are gone."""

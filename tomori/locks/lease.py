@@ -27,13 +27,19 @@ class LeaseState(StrEnum):
 class Lease:
     """One running turn's hold on its channel, in the process that runs it."""
 
-    def __init__(self, turn: Turn, on_progress: Callable[[Lease], None]) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        on_progress: Callable[[Lease], None],
+        on_answered: Callable[[Lease], None],
+    ) -> None:
         self.turn = turn
         self.state = LeaseState.RUNNING
         self.task: asyncio.Task[None] | None = None
         self.began_at = time.monotonic()
         self.last_progress_at = self.began_at
         self._on_progress = on_progress
+        self._on_answered = on_answered
         self._watchdogs: set[object] = set()
         self._kill: KillCallback | None = None
         self.answered = False
@@ -69,7 +75,9 @@ class Lease:
             self._kill = None
 
     def mark_answered(self) -> None:
-        self.answered = True
+        if not self.answered:
+            self.answered = True
+            self._on_answered(self)  # written at once: a crash must not run it again
 
     # -- for the registry -------------------------------------------------------------------
 

@@ -58,8 +58,8 @@ class PostgresLockBackend(SqlLockBackend):
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         await tx.execute("SELECT pg_notify(?, ?)", (CHANNEL, owner))
 
-    async def _announce_departure(self) -> None:
-        await self._db.execute("SELECT pg_notify(?, ?)", (DEPARTURES, self.instance_id))
+    async def _announce_departure(self, tx: Transaction) -> None:
+        await tx.execute("SELECT pg_notify(?, ?)", (DEPARTURES, self.instance_id))
 
     async def wait_for_departure(self) -> None:
         while True:

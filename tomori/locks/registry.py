@@ -46,7 +46,10 @@ class ChannelLocks:
         self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
         self._leases = self._turns.leases
         self._given_up = self._turns.given_up
-        self._loops = BackgroundLoops()
+        self._upkeep = BackgroundLoops()
+        """Progress and stop requests: they serve the turns running, until the last ends."""
+        self._recovery = BackgroundLoops()
+        """The heartbeat and departures: they begin turns for channels others left."""
         self._in_order = InArrivalOrder()
         self._killed_at: dict[str, float] = {}
         """Channel -> when its last /kill came: a message from before it, still waiting for
@@ -63,14 +66,14 @@ class ChannelLocks:
         """Register this instance and recover channels whose owner is gone, replaying queues."""
         backend = self._backend
         await backend.register()
-        self._loops.start(
+        self._upkeep.start(
             "recording progress", self._turns.progress.step, pause_after_failure_s=1.0
         )
-        self._loops.start(
+        self._upkeep.start(
             "reading stop requests", self._turns.stop_requests.step, pause_after_failure_s=0.25
         )
-        self._loops.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
-        self._loops.start(
+        self._recovery.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
+        self._recovery.start(
             "serving what stopped processes left", self._serve_departures, pause_after_failure_s=1.0
         )
         await self._recover(await backend.orphaned_channels())
@@ -108,12 +111,15 @@ class ChannelLocks:
         still running (or the next start), and a turn cut before it showed anything goes back
         to the head of its queue, so that a restart leaves no message unanswered."""
         self._closing = True
-        await self._loops.close()  # first: a recovery must not begin a turn from now on
+        await self._recovery.close()  # first: a recovery must not begin a turn from now on
         # A submit already inside its transaction begins its turn right after it commits;
         # waiting for the store once lets every such turn start, so the loop below sees it.
         # (Retries of a busy database stop now: closing is their signal to give up.)
         await self._backend.wait_for_pending()
         await self._turns.stop_all()
+        # Only now: until each turn has handed its channel on, its progress (that it answered,
+        # above all) must still reach the database, for whoever recovers a hand-off cut short.
+        await self._upkeep.close()
         await self._backend.close()
         try:
             async with asyncio.timeout(CLOSING_GRACE_S):

@@ -54,8 +54,9 @@ class SqlLockBackend:
             await rows.forget_admissions_before(tx, await tx.now() - self._queue_max_age_s)
 
     async def unregister(self) -> None:
-        await self._instances.unregister()
-        await self._announce_departure()
+        async with self._db.transaction() as tx:
+            await self._instances.unregister(tx)
+            await self._announce_departure(tx)
 
     async def forget_dead_instances(self) -> None:
         await self._instances.forget_dead()
@@ -90,6 +91,8 @@ class SqlLockBackend:
             if verdict not in (Verdict.FREE, Verdict.OWNER_GONE):
                 return None  # another process recovered it first, or it is live after all
             log.warning("recovering channel %s: its lock owner is gone", channel_id)
+            if verdict is Verdict.OWNER_GONE:
+                await self._replay_if_unanswered(tx, channel_id, now)
             return await self._pass_on(tx, channel_id, now, closing=False)
 
     # -- admission and /kill ----------------------------------------------------------------
@@ -108,6 +111,8 @@ class SqlLockBackend:
                 return Admitted(verdict, None)
             if verdict.discards_queue:
                 await rows.discard_queue(tx, channel_id, "stale lock released")
+            if verdict is Verdict.OWNER_GONE:
+                await self._replay_if_unanswered(tx, channel_id, now)
             turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s)
             if turn is None:
                 turn = Turn(uuid.uuid4().hex, trigger, from_queue=False)
@@ -144,10 +149,10 @@ class SqlLockBackend:
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""
 
-    async def _announce_departure(self) -> None:
-        """Tell the other processes that this one is gone (its row is), so that they serve
-        what it left (queues, a lock it could not hand on) at once; by default they find it at
-        their next heartbeat."""
+    async def _announce_departure(self, tx: Transaction) -> None:
+        """Tell the other processes at commit that this one is gone (its row is), so that they
+        serve what it left (queues, a lock it could not hand on) at once; by default they read
+        the departure it recorded (`wait_for_departure`)."""
 
     async def _database_up_since(self, tx: Transaction) -> float:
         """When the database server last started, on its clock; by default it never restarts
@@ -189,6 +194,17 @@ class SqlLockBackend:
                 await rows.queue_first(tx, channel_id, row, now)
             return await self._pass_on(tx, channel_id, now, closing=closing)
 
+    async def _replay_if_unanswered(self, tx: Transaction, channel_id: str, now: float) -> None:
+        """The turn of an owner that is gone goes back to the head of its queue if it showed
+        nothing: it crashed, or stopped before it could hand the channel on, and its message
+        must not be lost. One that showed something is not run again (it would answer twice)."""
+        row = await tx.fetchone(
+            f"SELECT {rows.LOCKED_TRIGGER}, answered FROM channel_locks WHERE channel_id = ?",
+            (channel_id,),
+        )
+        if row is not None and not row["answered"] and row["message_id"] is not None:
+            await rows.queue_first(tx, channel_id, row, now)
+
     async def _pass_on(
         self, tx: Transaction, channel_id: str, now: float, *, closing: bool
     ) -> Turn | None:
@@ -211,15 +227,22 @@ class SqlLockBackend:
                 values = ", ".join(
                     [
                         "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION),"
-                        " CAST(? AS INTEGER))"
+                        " CAST(? AS INTEGER), CAST(? AS INTEGER))"
                     ]
                     * len(batch)
                 )
                 params: list[object] = []
                 for item in batch:
-                    params += [item.channel_id, item.turn_id, now - item.idle_s, item.watchdogs]
+                    params += [
+                        item.channel_id,
+                        item.turn_id,
+                        now - item.idle_s,
+                        item.watchdogs,
+                        int(item.answered),
+                    ]
                 await tx.execute(
-                    "UPDATE channel_locks SET last_progress_at = p.column3, watchdogs = p.column4"
+                    "UPDATE channel_locks SET last_progress_at = p.column3, watchdogs = p.column4,"
+                    " answered = p.column5"
                     f" FROM (VALUES {values}) AS p"
                     " WHERE channel_locks.channel_id = p.column1"
                     " AND channel_locks.turn_id = p.column2 AND channel_locks.owner = ?",

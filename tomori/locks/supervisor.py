@@ -41,9 +41,13 @@ class TurnSupervisor:
         self.stop_requests = StopRequestReader(backend, self.leases)
 
     async def stop_all(self) -> None:
-        """Cancel every turn and wait until each has released its channel."""
+        """Cancel every turn and wait until each has released its channel.
+
+        A turn already releasing is left to finish: a cancel there would cut its hand-off,
+        leaving its lock to be recovered as its owner's, which is slower, and cannot tell
+        whether it answered if that news had not reached the database yet."""
         for lease in list(self.leases.values()):
-            if lease.task is not None:
+            if lease.task is not None and lease.state is not LeaseState.RELEASED:
                 lease.task.cancel()
         # A task that just ended may still be in the set (its done callback not run yet);
         # awaiting only ended tasks never yields, so it would never leave: skip them.
@@ -56,7 +60,7 @@ class TurnSupervisor:
             await asyncio.wait({lease.task})
 
     def begin(self, turn: Turn) -> None:
-        lease = Lease(turn, on_progress=self.progress.mark)
+        lease = Lease(turn, self.progress.mark, self.progress.mark_urgent)
         self.leases[turn.channel_id] = lease
         self.stop_requests.wake()
         task = asyncio.create_task(self._serve(lease), name=f"tomori-turn-{turn.channel_id}")

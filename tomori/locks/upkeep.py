@@ -3,8 +3,10 @@
 `ProgressWriter` writes the progress of every touched turn in one transaction, at most once a
 second: a write per channel would be a task, a round trip and a wait on the database per
 channel and second, and at hundreds of streaming channels that backlog would delay every
-admission behind it. After each write it learns which locks this instance still holds; a turn
-whose lock is gone or held by another turn was taken over, and is stopped. A write that fails
+admission behind it. A turn that just showed its first message is written at once (with
+whatever else waits): a crash before that reached the database would have it run again.
+After each write it learns which locks this instance still holds; a turn whose lock is gone or
+held by another turn was taken over, and is stopped. A write that fails
 is tried again with the next one, so no turn's last progress is lost to an outage.
 
 `StopRequestReader` hears the /kills other processes wrote into the lock rows of turns this
@@ -15,6 +17,7 @@ may have come (every 250 ms on SQLite; when PostgreSQL announces one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 
@@ -31,11 +34,18 @@ class ProgressWriter:
         self._taken_over = taken_over
         self._dirty: set[Lease] = set()
         self._due = asyncio.Event()
+        self._urgent = asyncio.Event()
 
     def mark(self, lease: Lease) -> None:
         if lease not in self._dirty:
             self._dirty.add(lease)
             self._due.set()
+
+    def mark_urgent(self, lease: Lease) -> None:
+        """Write this lease's progress now, not after the second's pause: it just answered,
+        and a crash before that reaches the database would have its turn run again."""
+        self.mark(lease)
+        self._urgent.set()
 
     def forget(self, lease: Lease) -> None:
         self._dirty.discard(lease)
@@ -43,6 +53,7 @@ class ProgressWriter:
     async def step(self) -> None:
         await self._due.wait()
         self._due.clear()
+        self._urgent.clear()  # what is marked urgent from here on cuts the pause below short
         written_at = time.monotonic()
         batch = [lease for lease in self._dirty if lease.state is not LeaseState.RELEASED]
         self._dirty.clear()
@@ -58,12 +69,21 @@ class ProgressWriter:
         # Not in a `finally`: a step cancelled mid-write (the registry closing) must end at once,
         # and a sleep there outlived the cancellation, holding a close up for a second. A failed
         # write is paced by the loop's own pause.
-        await asyncio.sleep(max(0.0, written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic()))
+        pause = max(0.0, written_at + PROGRESS_WRITE_INTERVAL_S - time.monotonic())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(pause):
+                await self._urgent.wait()
 
     async def _write(self, batch: list[Lease]) -> None:
         held = await self._backend.record_progress(
             [
-                Progress(lease.turn.channel_id, lease.turn.turn_id, lease.idle_s(), lease.watchdogs)
+                Progress(
+                    lease.turn.channel_id,
+                    lease.turn.turn_id,
+                    lease.idle_s(),
+                    lease.watchdogs,
+                    lease.answered,
+                )
                 for lease in batch
             ]
         )
