@@ -15,6 +15,7 @@ from tomori.config.settings import (
     KillPolicy,
     Settings,
     Variable,
+    seconds,
 )
 
 INTEGER_VARIABLES = [
@@ -57,7 +58,7 @@ def test_values_are_read_in_milliseconds() -> None:
         {"STREAM_FIRST_TOKEN_TIMEOUT_MS": "250", "STREAM_SDK_CALL_TIMEOUT_MS": " 40 "}
     )
     assert settings.first_token_budget_s == 0.25
-    assert settings.idle_budget_s == 0.04
+    assert seconds(settings.stream_sdk_call_timeout_ms) == 0.04
 
 
 def test_first_token_budget_is_never_below_the_idle_budget() -> None:
@@ -88,7 +89,7 @@ def test_zero_is_refused_where_a_positive_integer_is_required(variable: str) -> 
 
 def test_zero_disables_the_settle_wait() -> None:
     settings = Settings.from_env({"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "0"})
-    assert settings.settle_budget_s == 0
+    assert seconds(settings.stream_abandoned_settle_timeout_ms) == 0
 
 
 def test_db_path_in_an_existing_folder_is_accepted(tmp_path: Path) -> None:

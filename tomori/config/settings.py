@@ -47,6 +47,7 @@ __all__ = [
     "KillPolicy",
     "Settings",
     "Variable",
+    "seconds",
 ]
 
 
@@ -147,7 +148,8 @@ DAILY_TOKENS = integer(0, unit="tokens", maximum=1_000_000_000)
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every tunable of tomori-cog, in milliseconds where it is a duration.
+    """Every tunable of tomori-cog, in milliseconds where it is a duration (`seconds` turns one
+    into the seconds asyncio counts in).
 
     Each field is named for its variable: `history_limit` is `TOMORI_HISTORY_LIMIT`."""
 
@@ -366,49 +368,13 @@ class Settings:
     @property
     def first_token_budget_s(self) -> float:
         """The wait for the first token, never shorter than the idle budget."""
-        return max(self.stream_first_token_timeout_ms, self.stream_sdk_call_timeout_ms) / 1000
+        return seconds(max(self.stream_first_token_timeout_ms, self.stream_sdk_call_timeout_ms))
 
     @property
     def delivery_budget_s(self) -> float:
         """The wait for each send once the model has finished; never below the edit interval,
         which edit mode waits out before its last edit."""
-        return max(self.delivery_timeout_ms, self.stream_edit_interval_ms) / 1000
-
-    @property
-    def idle_budget_s(self) -> float:
-        return self.stream_sdk_call_timeout_ms / 1000
-
-    @property
-    def settle_budget_s(self) -> float:
-        return self.stream_abandoned_settle_timeout_ms / 1000
-
-    @property
-    def lock_timeout_s(self) -> float:
-        return self.channel_lock_timeout_ms / 1000
-
-    @property
-    def queue_max_age_s(self) -> float:
-        return self.queue_max_age_ms / 1000
-
-    @property
-    def db_busy_timeout_s(self) -> float:
-        return self.db_busy_timeout_ms / 1000
-
-    @property
-    def typing_interval_s(self) -> float:
-        return self.typing_keepalive_interval_ms / 1000
-
-    @property
-    def edit_interval_s(self) -> float:
-        return self.stream_edit_interval_ms / 1000
-
-    @property
-    def tool_timeout_s(self) -> float:
-        return self.tool_execution_timeout_ms / 1000
-
-    @property
-    def user_cooldown_s(self) -> float:
-        return self.user_cooldown_ms / 1000
+        return seconds(max(self.delivery_timeout_ms, self.stream_edit_interval_ms))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -427,3 +393,9 @@ class Settings:
 
 VARIABLES: tuple[Variable, ...] = tuple(_variable(declared) for declared in fields(Settings))
 """Every setting's variable, in the order `Settings` declares them."""
+
+
+def seconds(milliseconds: int) -> float:
+    """A duration setting in the seconds asyncio and `time` count in:
+    `seconds(settings.queue_max_age_ms)`."""
+    return milliseconds / 1000
