@@ -155,14 +155,16 @@ def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
         assert variable.default
 
 
-def test_the_readme_documents_every_variable() -> None:
+def test_the_configuration_page_documents_every_variable() -> None:
     from pathlib import Path
 
     from tomori.config.models import MODEL_VARIABLES
+    from tomori_cog.variables import BOT_VARIABLES
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:
-        assert f"`{name}`" in readme, name
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    rows = [*BOT_VARIABLES, *MODEL_VARIABLES]
+    for name in [v.name for v in VARIABLES] + [name for name, _, _ in rows]:
+        assert f"| `{name}` |" in page, name
 
 
 DIGIT_LIKE = ["²", "①", "\u0663", "\uff13", "1²", "\U0001d7d7"]

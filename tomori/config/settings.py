@@ -238,7 +238,8 @@ class Settings:
         "TOMORI_CHANNELS",
         frozenset(),
         channel_ids,
-        "channel IDs where every message gets a reply (silently: no error notices)",
+        "channel IDs (1 to 2^64-1), comma separated, where every message gets a reply "
+        "(silently: no error notices)",
     )
     reply_to_bots: bool = setting(
         "TOMORI_REPLY_TO_BOTS", False, flag, "1 to answer other bots and webhooks too"
