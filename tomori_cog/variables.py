@@ -125,7 +125,7 @@ PAGE_MODELS = """
 
 Which models answer, in order, and the keys and servers of their providers. In code,
 `ModelChain.from_env({...})` reads these names from a mapping instead of the environment.
-Images go only to a model marked `+vision` (see [Images and files](behaviour.md#images-and-files)).
+Images go only to a model marked `+vision` ([Images and files](behaviour.md#images-and-files)).
 
 """
 
@@ -137,7 +137,9 @@ environment: `add_tomori(bot, settings=Settings(history_limit=10))`. A `Settings
 code is checked by the very same rules and raises `ConfigError` naming the field. Durations are
 in milliseconds. `db_url` holds a `DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
 `DatabaseUrl.parse("postgresql://...")` reads one by `TOMORI_DB_URL`'s rule), whose text and
-repr show the password as `***`; its `dsn()` alone gives the real address.
+repr show the password as `***`; its `dsn()` alone gives the real address. `TOMORI_DB_URL`'s
+TLS options are in [PostgreSQL](operations.md#postgresql); the per-user limits, and how a
+server's admins override them, in [Limits](behaviour.md#limits).
 
 """
 
