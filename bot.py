@@ -10,16 +10,16 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Coroutine
+from typing import Any
 
 from tomori.config.models import ModelChain
-from tomori.config.parsers import COUNT_MAXIMUM, IntegerParser, refuse, refused
 from tomori.config.settings import ConfigError, Settings
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME
-from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main, environment_help
+from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
+from tomori_cog.variables import Shards, environment_help
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 6.0
@@ -39,60 +39,6 @@ TOKEN_HELP = (
     "and run DISCORD_TOKEN=<its token> python bot.py (or try it first in this terminal: "
     "python bot.py --console)"
 )
-
-SHARD_COUNT = IntegerParser(1, "shards", None)
-SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
-SHARD_VARIABLES = [
-    (
-        "DISCORD_SHARD_COUNT",
-        "(none: one connection)",
-        f"the application's shards, across every process: {SHARD_COUNT.allowed}",
-    ),
-    (
-        "DISCORD_SHARD_IDS",
-        "(all: 0 to count-1)",
-        "the shards this process runs, comma separated, each from 0 to DISCORD_SHARD_COUNT-1",
-    ),
-]
-
-
-class Shards(NamedTuple):
-    """Which of the application's shards this process runs, so that several processes on
-    several machines split one bot; no `shard_count` is one plain connection, as Discord gives
-    a bot below its sharding threshold."""
-
-    shard_count: int | None = None
-    shard_ids: tuple[int, ...] | None = None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Shards:
-        """Read DISCORD_SHARD_COUNT and DISCORD_SHARD_IDS; raise `ConfigError` naming a bad one."""
-        raw_count = environ.get("DISCORD_SHARD_COUNT")
-        raw = environ.get("DISCORD_SHARD_IDS")
-        count = None if raw_count is None else SHARD_COUNT("DISCORD_SHARD_COUNT", raw_count)
-        if raw is None:
-            return cls(count)
-        if count is None:
-            reason = "DISCORD_SHARD_COUNT must be set too (the shards of every process together)"
-            raise refused("DISCORD_SHARD_IDS", raw, reason)
-        allowed = f"shard IDs from 0 to {count - 1} separated by commas"
-        try:
-            ids = tuple(SHARD_ID("DISCORD_SHARD_IDS", p) for p in raw.split(",") if p.strip())
-        except ConfigError:
-            raise refuse("DISCORD_SHARD_IDS", raw, allowed) from None
-        if not ids:
-            raise refuse("DISCORD_SHARD_IDS", raw, allowed)
-        seen: set[int] = set()
-        for shard in ids:
-            if shard >= count:
-                reason = (
-                    f"shard {shard} is not below DISCORD_SHARD_COUNT={count}: it must be {allowed}"
-                )
-                raise refused("DISCORD_SHARD_IDS", raw, reason)
-            if shard in seen:
-                raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
-            seen.add(shard)
-        return cls(count, ids)
 
 
 async def check_database(settings: Settings) -> None:
@@ -217,9 +163,7 @@ async def run_bot(token: str, shards: Shards) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="A Discord bot whose LLM chat never hangs (tomori-cog on nextcord).",
-        epilog=environment_help(
-            [("DISCORD_TOKEN", "(required)", "the bot's token"), *SHARD_VARIABLES]
-        ),
+        epilog=environment_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     modes = parser.add_mutually_exclusive_group()

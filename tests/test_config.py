@@ -15,6 +15,7 @@ from tomori.config.settings import (
     KillPolicy,
     Settings,
     Variable,
+    seconds,
 )
 
 INTEGER_VARIABLES = [
@@ -57,7 +58,7 @@ def test_values_are_read_in_milliseconds() -> None:
         {"STREAM_FIRST_TOKEN_TIMEOUT_MS": "250", "STREAM_SDK_CALL_TIMEOUT_MS": " 40 "}
     )
     assert settings.first_token_budget_s == 0.25
-    assert settings.idle_budget_s == 0.04
+    assert seconds(settings.stream_sdk_call_timeout_ms) == 0.04
 
 
 def test_first_token_budget_is_never_below_the_idle_budget() -> None:
@@ -88,7 +89,7 @@ def test_zero_is_refused_where_a_positive_integer_is_required(variable: str) -> 
 
 def test_zero_disables_the_settle_wait() -> None:
     settings = Settings.from_env({"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "0"})
-    assert settings.settle_budget_s == 0
+    assert seconds(settings.stream_abandoned_settle_timeout_ms) == 0
 
 
 def test_db_path_in_an_existing_folder_is_accepted(tmp_path: Path) -> None:
@@ -154,14 +155,16 @@ def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
         assert variable.default
 
 
-def test_the_readme_documents_every_variable() -> None:
+def test_the_configuration_page_documents_every_variable() -> None:
     from pathlib import Path
 
     from tomori.config.models import MODEL_VARIABLES
+    from tomori_cog.variables import BOT_VARIABLES
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:
-        assert f"`{name}`" in readme, name
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    rows = [*BOT_VARIABLES, *MODEL_VARIABLES]
+    for name in [v.name for v in VARIABLES] + [name for name, _, _ in rows]:
+        assert f"| `{name}` |" in page, name
 
 
 DIGIT_LIKE = ["²", "①", "\u0663", "\uff13", "1²", "\U0001d7d7"]

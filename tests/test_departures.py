@@ -13,6 +13,7 @@ import time
 
 from tests.support.databases import DatabaseUnderTest
 from tests.support.turns import HeldTurns
+from tomori.config.settings import seconds
 from tomori.locks import Admission, ChannelLocks, Trigger, lock_backend
 from tomori.locks.rules import heartbeat_interval_s
 
@@ -29,7 +30,7 @@ async def test_a_clean_stop_hands_its_queue_to_the_other_process_at_once(
     database: DatabaseUnderTest,
 ) -> None:
     settings = database.settings(channel_lock_timeout_ms=LONG_LOCK_TIMEOUT_MS)
-    assert heartbeat_interval_s(settings.lock_timeout_s) == 20
+    assert heartbeat_interval_s(seconds(settings.channel_lock_timeout_ms)) == 20
     old_turns, new_turns = HeldTurns(), HeldTurns()
     registries: list[ChannelLocks] = []
     try:

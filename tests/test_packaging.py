@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.markdown import python_block, sections
+
 REPO = Path(__file__).resolve().parents[1]
 
 BOT_AUTHOR = """
@@ -36,22 +38,29 @@ BOTS = {
 }
 
 
-def readme_code(section: str) -> str:
-    """The first Python block of the README's `section`."""
-    readme = (REPO / "README.md").read_text()
-    text = readme[readme.index(f"## {section}\n") :]
-    code = text[text.index("```python\n") + len("```python\n") :]
-    return code[: code.index("\n```")]
+SNIPPETS = (
+    ("docs/extending.md", "Your own tools"),
+    ("docs/operations.md", "Many channels at once"),
+    ("docs/operations.md", "An address in code"),
+)
+"""The docs' sections whose Python a bot author pastes into a bot of either library."""
+
+
+def docs_code(page: str, section: str) -> str:
+    """The first Python block of `page`'s `section`."""
+    (found,) = [part for part in sections((REPO / page).read_text()) if part.title == section]
+    return python_block(found)
 
 
 def bot_author_scripts(folder: Path) -> list[Path]:
-    """What a bot author writes: the README's import, and its snippets in a bot of each library."""
+    """What a bot author writes: the README's import, and the docs' snippets in a bot of each
+    library."""
     scripts = [folder / "bot_author.py"]
     scripts[0].write_text(BOT_AUTHOR)
-    for section in ("Your own tools", "Many channels at once", "Running on several machines"):
+    for page, section in SNIPPETS:
         for library, bot in BOTS.items():
             script = folder / f"{section.replace(' ', '_').lower()}_{library}.py"
-            script.write_text(bot + readme_code(section) + "\n")
+            script.write_text(bot + docs_code(page, section))
             scripts.append(script)
     return scripts
 
@@ -141,6 +150,7 @@ DESIGN_DOCUMENTS = ("BEHAVIOR.md", "ARCHITECTURE.md", "FACTS.md", "TOMORIBOT_REF
 
 def test_the_repositorys_docs_point_only_at_files_in_it() -> None:
     files = [REPO / "README.md", REPO / "bot.py", REPO / "pyproject.toml"]
+    files += [*(REPO / "docs").glob("*.md"), REPO / "bench" / "README.md"]
     for folder in ("tomori", "tomori_cog", "cogs", "tests", "bench"):
         files += (REPO / folder).rglob("*.py")
     for path in files:

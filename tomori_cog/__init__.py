@@ -17,7 +17,9 @@ the name it was loaded under, and `teardown` removes it by that name.
 - `library.py`        which library the bot uses, and the few calls that differ
 - `channel_config.py` a channel's model chain, providers and system prompt for its turn
 - `discord_io.py`     the core's channel port and notice sink over a library channel
-- `modes.py`          what `bot.py --console` and `--check` run, and `--help`'s variables
+- `modes.py`          what `bot.py --console` and `--check` run
+- `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md
+                      list them; bot.py's shards
 - `discord_check.py`  `--check` with a token: login, the Message Content intent, the invite
 """
 

@@ -1,4 +1,4 @@
-"""What `bot.py --console` and `bot.py --check` run, and `--help`'s list of variables.
+"""What `bot.py --console` and `bot.py --check` run.
 
 Both read every setting first, as the bot does, so a bad one stops them with exit code 2 and
 one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is set.
@@ -11,8 +11,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from tomori.config.models import MODEL_VARIABLES, ModelChain
-from tomori.config.settings import VARIABLES, ConfigError, Settings
+from tomori.config.models import ModelChain
+from tomori.config.settings import ConfigError, Settings
 from tomori.console.check import run_check
 from tomori.console.session import run_console
 from tomori.store import StoreError
@@ -25,26 +25,6 @@ CHECK_HELP = (
 )
 INTERRUPTED = 130
 """The exit code of a process ended by Ctrl+C, as shells report it."""
-
-
-def environment_help(front_rows: list[tuple[str, str, str]]) -> str:
-    """`--help`'s list of variables: the front-end's own (`front_rows`: name, default, what it
-    does), then the models', then every setting with the `Settings` field it fills."""
-    rows = [*front_rows, *MODEL_VARIABLES]
-    rows += [
-        (
-            variable.name,
-            variable.default,
-            ": ".join(filter(None, [variable.help, variable.allowed]))
-            + f" (Settings.{variable.field})",
-        )
-        for variable in VARIABLES
-    ]
-    width = max(len(name) for name, _, _ in rows)
-    lines = ["environment variables:"]
-    for name, default, text in rows:
-        lines.append(f"  {name:<{width}}  {text} [default: {default}]")
-    return "\n".join(lines)
 
 
 def console_main() -> int:

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from tomori.config.models import ModelChain
-from tomori.config.settings import KillPolicy, Settings
+from tomori.config.settings import KillPolicy, Settings, seconds
 from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_CHANNEL_REQUIRED,
@@ -61,7 +61,7 @@ class TomoriService:
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._history = HistoryReader(bot, library, settings)
         self._gate = AdmissionGate(library, settings)
-        self._live_messages = LiveMessages(settings.queue_max_age_s)
+        self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -193,7 +193,9 @@ class TomoriService:
                 if guard.stop_requested():  # /kill came while it waited: no typing, no read
                     raise Stopped
                 typing = asyncio.create_task(  # from here: reading the files may take a while
-                    keep_typing(self._library, channel, self._settings.typing_interval_s)
+                    keep_typing(
+                        self._library, channel, seconds(self._settings.typing_keepalive_interval_ms)
+                    )
                 )
                 config = await until_stopped(guard, self.config.for_turn(channel))
                 reading = self._history.context(

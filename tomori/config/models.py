@@ -80,7 +80,7 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "the proxy as Basic auth",
     ),
 )
-"""(variable, default, what it does) for `--help` and the README."""
+"""(variable, default, what it does) for `--help` and docs/configuration.md."""
 
 
 _VISION_SUFFIX = re.compile(r"\s*\+\s*vision$", re.IGNORECASE)

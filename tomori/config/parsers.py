@@ -81,8 +81,8 @@ def integer(
     return IntegerParser(minimum, unit, maximum)
 
 
-def choice(kind: type[StrEnum]) -> Callable[[str, str], StrEnum]:
-    def parse(name: str, raw: str) -> StrEnum:
+def choice[Choice: StrEnum](kind: type[Choice]) -> Callable[[str, str], Choice]:
+    def parse(name: str, raw: str) -> Choice:
         try:
             return kind(raw.strip().lower())
         except ValueError:

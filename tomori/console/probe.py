@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from tomori.config.models import PROVIDER_KINDS, ModelEntry
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import Notice
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.generation.state import TurnState
@@ -91,8 +91,9 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
                 f"timed out before the first token (waited {settings.first_token_budget_s:g} s: "
                 f"STREAM_FIRST_TOKEN_TIMEOUT_MS)"
             )
+        idle_s = seconds(settings.stream_sdk_call_timeout_ms)
         return (
-            f"stalled after it began answering (nothing for {settings.idle_budget_s:g} s: "
+            f"stalled after it began answering (nothing for {idle_s:g} s: "
             f"STREAM_SDK_CALL_TIMEOUT_MS)"
         )
     if result.status is StreamStatus.EMPTY_RESPONSE:

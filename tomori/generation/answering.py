@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 
 from tomori.config.models import ModelEntry
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.port import ChannelPort
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
@@ -62,7 +62,7 @@ async def answer_turn(
                 port,
                 state,
                 delivery=settings.delivery,
-                edit_interval_s=settings.edit_interval_s,
+                edit_interval_s=seconds(settings.stream_edit_interval_ms),
                 max_messages=settings.max_messages_per_answer,
             ),
             requester_id=turn.trigger.requester_id,

@@ -23,7 +23,7 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.ceiling import most_read
 from tomori.delivery.hidden import HiddenBlocks
 from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
@@ -86,7 +86,9 @@ async def stream_once(
     kill = KillSwitch()
     gathered = _Gathered()
     timer = RollingTimer(
-        settings.first_token_budget_s, settings.idle_budget_s, lambda: kill(KillReason.TIMER)
+        settings.first_token_budget_s,
+        seconds(settings.stream_sdk_call_timeout_ms),
+        lambda: kill(KillReason.TIMER),
     )
 
     advance, touch = timer.progress, guard.touch  # looked up once: runs per chunk
@@ -160,7 +162,9 @@ async def stream_once(
             state.metrics.record("stream_sdk_timeout", f"{provider.name}:{request.model}")
         kill.rearm()  # from here on, a further kill (a /kill) ends the settle wait
         await guard.run_under_watchdog(
-            settle_abandoned_stream(writer, settings.settle_budget_s, kill.fired)
+            settle_abandoned_stream(
+                writer, seconds(settings.stream_abandoned_settle_timeout_ms), kill.fired
+            )
         )
         if guard.stop_requested():
             writer.abandon()

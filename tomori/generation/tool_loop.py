@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
 from tomori.generation.results import StreamResult, StreamStatus
@@ -138,13 +138,15 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
         payload = await until_stopped(
             guard,
             work,
-            timeout_s=settings.tool_timeout_s,
+            timeout_s=seconds(settings.tool_execution_timeout_ms),
             watched=True,
             name=f"tomori-tool-{call.name}",
         )
         return _Outcome(True, {"result": dict(payload)})
     except TimeoutError:
-        return _failure(call, f"the tool did not finish within {settings.tool_timeout_s:g}s")
+        return _failure(
+            call, f"the tool did not finish within {seconds(settings.tool_execution_timeout_ms):g}s"
+        )
     except Stopped:
         raise
     except ToolFailure as failure:

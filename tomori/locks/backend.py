@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.locks.rules import Verdict
 from tomori.locks.vocabulary import Admission, Trigger, Turn
 from tomori.store.base import Database
@@ -144,7 +144,7 @@ def lock_backend(database: Database, settings: Settings) -> LockBackend:
 
     The engines' modules are imported here: each is built on this protocol, and asyncpg is
     imported only when PostgreSQL is used."""
-    budgets = (settings.lock_timeout_s, settings.queue_max_age_s)
+    budgets = (seconds(settings.channel_lock_timeout_ms), seconds(settings.queue_max_age_ms))
     if database.engine == "postgres":
         from tomori.locks.postgres import ListeningDatabase, PostgresLockBackend
 

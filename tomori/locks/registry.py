@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, seconds
 from tomori.locks import rules
 from tomori.locks.backend import LockBackend
 from tomori.locks.loops import BackgroundLoops
@@ -42,7 +42,8 @@ class ChannelLocks:
 
     def __init__(self, backend: LockBackend, settings: Settings, run_turn: TurnRunner) -> None:
         self._backend = backend
-        self._settings = settings
+        self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
+        self._queue_max_age_s = seconds(settings.queue_max_age_ms)
         self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
         self._leases = self._turns.leases
         self._given_up = self._turns.given_up
@@ -92,7 +93,7 @@ class ChannelLocks:
         # well inside the dead window that restarts once the database is back.
         await self._backend.heartbeat()
         await self._recover(await self._backend.orphaned_channels())
-        await asyncio.sleep(rules.heartbeat_interval_s(self._settings.lock_timeout_s))
+        await asyncio.sleep(rules.heartbeat_interval_s(self._lock_timeout_s))
 
     async def _serve_departures(self) -> None:
         """Serve what a process that just stopped left (its queues, a lock it could not hand
@@ -143,7 +144,7 @@ class ChannelLocks:
         if self._in_order.is_full(f"message {trigger.message_id} in channel {trigger.channel_id}"):
             return Admission.FAILED
         async with self._in_order.turn_of(trigger.channel_id):
-            deadline = trigger.received_at + self._settings.queue_max_age_s
+            deadline = trigger.received_at + self._queue_max_age_s
             try:
                 return await until_not_busy(
                     f"admitting message {trigger.message_id} in channel {trigger.channel_id}",
@@ -187,7 +188,7 @@ class ChannelLocks:
                 channel_id,
             )
             return Admission.IGNORED
-        if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
+        if lease is not None and lease.is_stale(self._lock_timeout_s):
             self._turns.force_release(lease)
             lease = None
         admitted = await self._backend.admit(trigger, self._given_up.get(channel_id))
@@ -231,7 +232,7 @@ class ChannelLocks:
         discards the queue.
         """
         lease = self._leases.get(channel_id)
-        if lease is not None and lease.is_stale(self._settings.lock_timeout_s):
+        if lease is not None and lease.is_stale(self._lock_timeout_s):
             self._turns.force_release(lease)
             lease = None
         requester = requester_id or "system"
@@ -240,7 +241,7 @@ class ChannelLocks:
         if lease is not None:
             lease.request_stop()  # at once; the transaction below may wait
             stopped_here = lease.stop_requested()
-        deadline = time.time() + self._settings.queue_max_age_s
+        deadline = time.time() + self._queue_max_age_s
         verdict, cleared = await until_not_busy(
             f"/kill in channel {channel_id}",
             lambda: self._backend.stop_and_clear(

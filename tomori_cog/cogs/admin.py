@@ -211,7 +211,7 @@ def _keys(where: Where) -> tuple[str, str]:
 
 def _scope(scope: str) -> Scope:
     """The scope option's value; Discord offers only the two, but is not trusted to."""
-    return Scope(choice(Scope)("scope", scope))
+    return choice(Scope)("scope", scope)
 
 
 def _scope_name(scope: str) -> str:

@@ -1,0 +1,179 @@
+"""Every environment variable `bot.py` reads, in one list: `--help` and docs/configuration.md.
+
+The settings' rows are read from `Settings`' own fields and the model chain's from
+`tomori.config.models`; bot.py's own (its token and its shards) are declared here, beside
+`Shards`, which reads the shard variables. docs/configuration.md is the same list rendered as
+a page; after changing a declaration, regenerate it with
+`python -m tomori_cog.variables > docs/configuration.md` (a test fails while it differs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from tomori.config.models import MODEL_VARIABLES
+from tomori.config.parsers import COUNT_MAXIMUM, ConfigError, IntegerParser, refuse, refused
+from tomori.config.settings import VARIABLES, Variable
+
+__all__ = ["BOT_VARIABLES", "Shards", "configuration_page", "environment_help"]
+
+SHARD_COUNT = IntegerParser(1, "shards", None)
+SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
+
+BOT_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("DISCORD_TOKEN", "(required)", "the bot's token"),
+    (
+        "DISCORD_SHARD_COUNT",
+        "(none: one connection)",
+        "the application's shards, across every process (the same in each); set, bot.py runs "
+        f"nextcord's AutoShardedBot: {SHARD_COUNT.allowed}",
+    ),
+    (
+        "DISCORD_SHARD_IDS",
+        "(all: 0 to count-1)",
+        "the shards this process runs, comma separated, each from 0 to DISCORD_SHARD_COUNT-1 "
+        "(needs DISCORD_SHARD_COUNT)",
+    ),
+)
+"""(variable, default, what it does) of bot.py's own variables, which the cog does not read."""
+
+
+class Shards(NamedTuple):
+    """Which of the application's shards this process runs, so that several processes on
+    several machines split one bot; no `shard_count` is one plain connection, as Discord gives
+    a bot below its sharding threshold."""
+
+    shard_count: int | None = None
+    shard_ids: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Shards:
+        """Read DISCORD_SHARD_COUNT and DISCORD_SHARD_IDS; raise `ConfigError` naming a bad one."""
+        raw_count = environ.get("DISCORD_SHARD_COUNT")
+        raw = environ.get("DISCORD_SHARD_IDS")
+        count = None if raw_count is None else SHARD_COUNT("DISCORD_SHARD_COUNT", raw_count)
+        if raw is None:
+            return cls(count)
+        if count is None:
+            reason = "DISCORD_SHARD_COUNT must be set too (the shards of every process together)"
+            raise refused("DISCORD_SHARD_IDS", raw, reason)
+        allowed = f"shard IDs from 0 to {count - 1} separated by commas"
+        try:
+            ids = tuple(SHARD_ID("DISCORD_SHARD_IDS", p) for p in raw.split(",") if p.strip())
+        except ConfigError:
+            raise refuse("DISCORD_SHARD_IDS", raw, allowed) from None
+        if not ids:
+            raise refuse("DISCORD_SHARD_IDS", raw, allowed)
+        seen: set[int] = set()
+        for shard in ids:
+            if shard >= count:
+                reason = (
+                    f"shard {shard} is not below DISCORD_SHARD_COUNT={count}: it must be {allowed}"
+                )
+                raise refused("DISCORD_SHARD_IDS", raw, reason)
+            if shard in seen:
+                raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
+            seen.add(shard)
+        return cls(count, ids)
+
+
+def _what(variable: Variable) -> str:
+    """What a setting's variable does, then what it may be."""
+    return ": ".join(filter(None, [variable.help, variable.allowed]))
+
+
+def environment_help() -> str:
+    """`--help`'s list of variables: bot.py's own, then the models', then every setting with
+    the `Settings` field it fills."""
+    rows = [*BOT_VARIABLES, *MODEL_VARIABLES]
+    rows += [
+        (variable.name, variable.default, f"{_what(variable)} (Settings.{variable.field})")
+        for variable in VARIABLES
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    lines = ["environment variables:"]
+    for name, default, text in rows:
+        lines.append(f"  {name:<{width}}  {text} [default: {default}]")
+    return "\n".join(lines)
+
+
+PAGE_HEAD = """\
+# Configuration
+
+<!-- Generated from the declarations in the code: edit those, then regenerate this page with
+`python -m tomori_cog.variables > docs/configuration.md` (a test fails while it differs). -->
+
+tomori-cog is configured by environment variables, read once at start-up; `python bot.py
+--help` lists the same ones. A bad value stops start-up with one line naming the variable, the
+value and what is allowed (`bot.py` exits with code 2), never a silent fall-back to the
+default. Numbers are ASCII digits: `²` or `①` are refused, as is a number past its ceiling.
+An optional variable set to nothing (`TOMORI_DB_URL=` in a `.env` file) is unset; any other
+variable set to nothing is refused, except the lists (`TOMORI_CHANNELS`, `TOMORI_TOOLS`),
+where nothing is an empty list.
+
+## bot.py
+
+Read by `bot.py` alone; in your own bot, its token and sharding are yours to set (nextcord's
+and discord.py's `AutoShardedBot(shard_count=..., shard_ids=[...])` do what the two shard
+variables do here; see [Running on several machines](operations.md#running-on-several-machines)).
+
+"""
+
+PAGE_MODELS = """
+## The model chain
+
+Which models answer, in order, and the keys and servers of their providers. In code,
+`ModelChain.from_env({...})` reads these names from a mapping instead of the environment.
+Images go only to a model marked `+vision` ([Images and files](behaviour.md#images-and-files)).
+
+"""
+
+PAGE_SETTINGS = """
+## Settings
+
+Each is a field of `Settings` (from `tomori_cog`), which code can build instead of the
+environment: `add_tomori(bot, settings=Settings(history_limit=10))`. A `Settings(...)` built in
+code is checked by the very same rules and raises `ConfigError` naming the field. Durations are
+in milliseconds. `db_url` holds a `DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
+`DatabaseUrl.parse("postgresql://...")` reads one by `TOMORI_DB_URL`'s rule), whose text and
+repr show the password as `***`; its `dsn()` alone gives the real address. `TOMORI_DB_URL`'s
+TLS options are in [PostgreSQL](operations.md#postgresql); the per-user limits, and how a
+server's admins override them, in [Limits](behaviour.md#limits).
+
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _value(text: str) -> str:
+    """A setting's default as code, as the variable is written; "(none)" as words."""
+    return text if text == "(none)" else f"`{text}`"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def configuration_page() -> str:
+    """docs/configuration.md: every variable, its default and what it does, by who reads it."""
+    plain = ["variable", "default", "what it does"]
+    return (
+        PAGE_HEAD
+        + _table(plain, [[f"`{n}`", d, w] for n, d, w in BOT_VARIABLES])
+        + PAGE_MODELS
+        + _table(plain, [[f"`{n}`", d, w] for n, d, w in MODEL_VARIABLES])
+        + PAGE_SETTINGS
+        + _table(
+            ["variable", "`Settings` field", "default", "what it does"],
+            [[f"`{v.name}`", f"`{v.field}`", _value(v.default), _what(v)] for v in VARIABLES],
+        )
+    )
+
+
+if __name__ == "__main__":
+    print(configuration_page(), end="")
