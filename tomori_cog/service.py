@@ -22,6 +22,7 @@ from tomori.delivery.notices import (
     KILL_NOT_ALLOWED,
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
+    NOT_ANSWERED,
     Notice,
     post_notice_safely,
 )
@@ -77,7 +78,10 @@ class TomoriService:
                 database = await open_database(self._settings)
                 try:
                     locks = ChannelLocks(
-                        lock_backend(database, self._settings), self._settings, self._run_turn
+                        lock_backend(database, self._settings),
+                        self._settings,
+                        self._run_turn,
+                        self._tell_expired,
                     )
                     self.config.start(database)
                     self._gate.open(database)
@@ -148,6 +152,23 @@ class TomoriService:
                 notices = EmbedNotices(self._library, message.channel)
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    async def _tell_expired(self, trigger: Trigger) -> None:
+        """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
+        one the channel answers on its own stays silent (the log says it)."""
+        self._live_messages.take(trigger.message_id or "")
+        if not Addressed.of(trigger.payload).surfaces_errors or trigger.message_id is None:
+            log.info(
+                "message %s in channel %s dropped unanswered; not told (autoreply)",
+                trigger.message_id,
+                trigger.channel_id,
+            )
+            return
+        channel = await find_channel(self._bot, self._library, int(trigger.channel_id))
+        if channel is None:
+            return
+        notices = EmbedNotices(self._library, channel, reply_to=int(trigger.message_id))
+        await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
 
     async def _limits_for(self, guild_id: int | None) -> UserLimits:
         """The cooldown and daily tokens that hold for each user of this server (None: DMs)."""

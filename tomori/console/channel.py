@@ -50,9 +50,11 @@ def _escaped(control: re.Match[str]) -> str:
     return f"\\x{ord(control.group()):02x}"
 
 
-def notice_text(notice: Notice) -> str:
-    """A notice as the terminal shows it: its title, then what the embed says."""
-    return f"[{notice.title}] {notice.description}"
+def notice_text(notice: Notice, reply_to: int | None = None) -> str:
+    """A notice as the terminal shows it: its title (and the message it replies to), then what
+    the embed says."""
+    replying = "" if reply_to is None else f", replying to #{reply_to}"
+    return f"[{notice.title}{replying}] {notice.description}"
 
 
 class ConsoleChannel:
@@ -65,7 +67,8 @@ class ConsoleChannel:
         self._next_id = 1
         self._shown: dict[int, str] = {}
         """Live: what of each message is on the terminal already."""
-        self._turn: list[ConsoleMessage | Notice] | None = None
+        self._turn: list[ConsoleMessage | str] | None = None
+        """Piped: what the running turn printed, held (its messages, and notices as text)."""
         """Piped: what the running turn put in the channel, in order, printed at its end."""
         self._line_open = False
         self.channel_id = "console"
@@ -119,18 +122,20 @@ class ConsoleChannel:
             if isinstance(entry, ConsoleMessage):
                 self._print_message(entry)
             else:
-                self._print(notice_text(entry) + "\n")
+                self._print(entry + "\n")
         self._end_line()
         self._out.flush()
 
-    def tell(self, notice: Notice) -> None:
-        """A notice (a turn's own, or a /kill's answer): after the running turn's output if
-        one is held, else at once."""
+    def tell(self, notice: Notice, reply_to: str | None = None) -> None:
+        """A notice (a turn's own, a /kill's answer, or one replying to a message): after the
+        running turn's output if one is held, else at once."""
+        replied = self.message(reply_to)
+        text = notice_text(notice, replied.id if replied is not None else None)
         if self._turn is not None:
-            self._turn.append(notice)
+            self._turn.append(text)
             return
         self._end_line()
-        self._print(notice_text(notice) + "\n")
+        self._print(text + "\n")
         self._out.flush()
 
     def say(self, text: str) -> None:

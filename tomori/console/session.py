@@ -33,7 +33,13 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel
 from tomori.console.input import LineReader, MessageLines
-from tomori.delivery.notices import GENERATION_ERROR, KILL_NOTHING_TO_STOP, KILL_STOPPED, Notice
+from tomori.delivery.notices import (
+    GENERATION_ERROR,
+    KILL_NOTHING_TO_STOP,
+    KILL_STOPPED,
+    NOT_ANSWERED,
+    Notice,
+)
 from tomori.generation.answering import answer_turn
 from tomori.generation.state import TurnState
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
@@ -88,7 +94,10 @@ class ConsoleSession:
         try:
             self._providers = self._chain.build_providers()
             self._locks = ChannelLocks(
-                lock_backend(database, self._settings), self._settings, self._run_turn
+                lock_backend(database, self._settings),
+                self._settings,
+                self._run_turn,
+                self._tell_expired,
             )
             await self._locks.start()
             loop.add_signal_handler(signal.SIGINT, self._interrupted)
@@ -220,6 +229,13 @@ class ConsoleSession:
             self._outstanding = max(0, self._outstanding - 1)
             if self._live and not self._outstanding:
                 self._channel.prompt()
+
+    async def _tell_expired(self, trigger: Trigger) -> None:
+        """A line dropped from the queue unanswered (too old by its turn): it hears so."""
+        self._outstanding = max(0, self._outstanding - 1)
+        self._channel.tell(NOT_ANSWERED, reply_to=trigger.message_id)
+        if self._live and not self._outstanding:
+            self._channel.prompt()
 
     async def _close(self, database: Database) -> None:
         """Stop what still runs and clear the queue (as /kill does), then close."""

@@ -72,6 +72,15 @@ EMPTY_RESPONSE = Notice(
     NoticeColour.WARNING,
 )
 
+NOT_ANSWERED = Notice(
+    "Not Answered",
+    "This message waited too long behind other answers in this channel, so it was not "
+    "answered. Please send it again.",
+    NoticeColour.WARNING,
+)
+"""Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
+its turn came, or queued behind a turn that hung)."""
+
 KILL_DESCRIPTION = "Immediately stop the current stream and clear queued responses in this channel."
 
 KILL_STOPPED = Notice(

@@ -20,6 +20,7 @@ from tomori.locks.registry import ChannelLocks
 from tomori.locks.sqlite import SqliteLockBackend
 from tomori.locks.vocabulary import (
     Admission,
+    ExpiryTeller,
     KillCallback,
     KillOutcome,
     KillReason,
@@ -32,6 +33,7 @@ from tomori.locks.vocabulary import (
 __all__ = [
     "Admission",
     "ChannelLocks",
+    "ExpiryTeller",
     "KillCallback",
     "KillOutcome",
     "KillReason",

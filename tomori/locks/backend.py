@@ -9,7 +9,7 @@ and may be tried again whole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -79,6 +79,12 @@ class LockBackend(Protocol):
         ...
 
     async def forget_dead_instances(self) -> None: ...
+
+    def report_expired(self, report: Callable[[Sequence[Trigger]], None]) -> None:
+        """Call `report`, once each transaction commits, with the queued triggers it dropped
+        unanswered: too old to answer (`TOMORI_QUEUE_MAX_AGE_MS`), or queued behind a stale
+        lock. (/kill's clearing is asked for, and not reported.)"""
+        ...
 
     async def admit(self, trigger: Trigger, given_up_turn_id: str | None) -> Admitted:
         """Start a turn for `trigger`, or queue it: the verdict says which (a free one starts).

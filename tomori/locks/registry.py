@@ -23,7 +23,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks import rules
@@ -31,7 +31,14 @@ from tomori.locks.backend import LockBackend
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.rules import Verdict
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
-from tomori.locks.vocabulary import Admission, KillOutcome, Trigger, Turn, TurnRunner
+from tomori.locks.vocabulary import (
+    Admission,
+    ExpiryTeller,
+    KillOutcome,
+    Trigger,
+    Turn,
+    TurnRunner,
+)
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
@@ -40,7 +47,15 @@ log = logging.getLogger("tomori.locks")
 class ChannelLocks:
     """The channel lock registry of one process (or one bot instance) on one database."""
 
-    def __init__(self, backend: LockBackend, settings: Settings, run_turn: TurnRunner) -> None:
+    def __init__(
+        self,
+        backend: LockBackend,
+        settings: Settings,
+        run_turn: TurnRunner,
+        tell_expired: ExpiryTeller | None = None,
+    ) -> None:
+        """`tell_expired` is told of each queued trigger dropped unanswered, once across every
+        process (the one whose transaction dropped it), in a task this registry owns."""
         self._backend = backend
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)
@@ -56,6 +71,9 @@ class ChannelLocks:
         """Channel -> when its last /kill came: a message from before it, still waiting for
         the database, is dropped as the queue it would have joined was."""
         self._closing = False
+        self._tell_expired = tell_expired
+        self._telling: set[asyncio.Task[None]] = set()
+        backend.report_expired(self._expired)
 
     @property
     def instance_id(self) -> str:
@@ -121,6 +139,7 @@ class ChannelLocks:
         # Only now: until each turn has handed its channel on, its progress (that it answered,
         # above all) must still reach the database, for whoever recovers a hand-off cut short.
         await self._upkeep.close()
+        await self._told()
         await self._backend.close()
         try:
             async with asyncio.timeout(CLOSING_GRACE_S):
@@ -131,6 +150,36 @@ class ChannelLocks:
             if not self._backend.is_database_error(error):
                 raise
             log.warning("could not remove this instance's row; it expires with its heartbeat")
+
+    # -- dropped unanswered -------------------------------------------------------------------
+
+    def _expired(self, triggers: Sequence[Trigger]) -> None:
+        if self._tell_expired is None:
+            return
+        for trigger in triggers:
+            telling = asyncio.create_task(
+                self._tell(self._tell_expired, trigger), name=f"tomori-expired-{trigger.channel_id}"
+            )
+            self._telling.add(telling)
+            telling.add_done_callback(self._telling.discard)
+
+    async def _tell(self, tell: ExpiryTeller, trigger: Trigger) -> None:
+        try:
+            await tell(trigger)
+        except Exception:
+            log.exception(
+                "could not tell the asker of message %s in channel %s that it was dropped",
+                trigger.message_id,
+                trigger.channel_id,
+            )
+
+    async def _told(self) -> None:
+        """Let what is being told be told (for a moment, when closing); cancel the rest."""
+        if self._telling:
+            await asyncio.wait(set(self._telling), timeout=CLOSING_GRACE_S)
+        for telling in list(self._telling):
+            telling.cancel()
+        await asyncio.gather(*self._telling, return_exceptions=True)
 
     # -- admission ----------------------------------------------------------------------------
 

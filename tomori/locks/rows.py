@@ -44,7 +44,19 @@ async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
     )
 
 
-async def discard_queue(tx: Transaction, channel_id: str, why: str) -> None:
+async def discard_queue(
+    tx: Transaction, channel_id: str, why: str, now: float, expired: list[Trigger] | None = None
+) -> None:
+    """Empty the channel's queue; with `expired`, what it held is told there (a stale lock's
+    queue waited on a turn that hung: each of its messages is owed a word), else only logged
+    (/kill asked for it)."""
+    if expired is not None:
+        found = await tx.fetchall(
+            "SELECT message_id, requester_id, payload, received_at FROM queued_triggers"
+            " WHERE channel_id = ? ORDER BY id",
+            (channel_id,),
+        )
+        expired += [trigger_from(channel_id, row, now) for row in found]
     count = await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
     if count:
         log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
@@ -79,9 +91,10 @@ async def queue_first(tx: Transaction, channel_id: str, lock: Row, now: float) -
 
 
 async def pop_next(
-    tx: Transaction, channel_id: str, now: float, queue_max_age_s: float
+    tx: Transaction, channel_id: str, now: float, queue_max_age_s: float, expired: list[Trigger]
 ) -> Turn | None:
-    """Take the oldest queued trigger still young enough to answer."""
+    """Take the oldest queued trigger still young enough to answer; the older ones it passes
+    over are dropped, and added to `expired` (their askers are owed a word)."""
     while True:
         row = await tx.fetchone(
             "SELECT id, message_id, requester_id, payload, received_at FROM queued_triggers"
@@ -97,6 +110,7 @@ async def pop_next(
                 row["message_id"],
                 channel_id,
             )
+            expired.append(trigger_from(channel_id, row, now))
             continue
         return Turn(uuid.uuid4().hex, trigger_from(channel_id, row, now), from_queue=True)
 

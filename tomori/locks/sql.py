@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 
 from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
@@ -38,10 +39,25 @@ class SqlLockBackend:
         self._queue_max_age_s = queue_max_age_s
         self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
+        self._report: Callable[[Sequence[Trigger]], None] = _nobody_told
 
     @property
     def instance_id(self) -> str:
         return self._instance_id
+
+    def report_expired(self, report: Callable[[Sequence[Trigger]], None]) -> None:
+        self._report = report
+
+    @asynccontextmanager
+    async def _channel(self, channel_id: str) -> AsyncIterator[tuple[Transaction, list[Trigger]]]:
+        """A transaction keyed by the channel, and the list of the triggers it dropped unanswered
+        (too old, or a stale lock's queue): they are reported once it commits, and not at all
+        when it does not (a retried attempt drops them again, or not)."""
+        expired: list[Trigger] = []
+        async with self._db.transaction(channel_id) as tx:
+            yield tx, expired
+        if expired:
+            self._report(expired)
 
     # -- instances ------------------------------------------------------------------------
 
@@ -85,7 +101,7 @@ class SqlLockBackend:
         return [row["channel_id"] for row in found]
 
     async def recover(self, channel_id: str) -> Turn | None:
-        async with self._db.transaction(channel_id) as tx:
+        async with self._channel(channel_id) as (tx, expired):
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, None, now)
             if verdict not in (Verdict.FREE, Verdict.OWNER_GONE):
@@ -93,13 +109,13 @@ class SqlLockBackend:
             log.warning("recovering channel %s: its lock owner is gone", channel_id)
             if verdict is Verdict.OWNER_GONE:
                 await self._replay_if_unanswered(tx, channel_id, now)
-            return await self._pass_on(tx, channel_id, now, closing=False)
+            return await self._pass_on(tx, channel_id, now, expired, closing=False)
 
     # -- admission and /kill ----------------------------------------------------------------
 
     async def admit(self, trigger: Trigger, given_up_turn_id: str | None) -> Admitted:
         channel_id = trigger.channel_id
-        async with self._db.transaction(channel_id) as tx:
+        async with self._channel(channel_id) as (tx, expired):
             now = await tx.now()
             if not await rows.record_admission(tx, trigger, self._instance_id, now):
                 return await rows.admitted_before(tx, trigger, self._instance_id)
@@ -110,10 +126,10 @@ class SqlLockBackend:
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
             if verdict.discards_queue:
-                await rows.discard_queue(tx, channel_id, "stale lock released")
+                await rows.discard_queue(tx, channel_id, "stale lock released", now, expired)
             if verdict is Verdict.OWNER_GONE:
                 await self._replay_if_unanswered(tx, channel_id, now)
-            turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s)
+            turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s, expired)
             if turn is None:
                 turn = Turn(uuid.uuid4().hex, trigger, from_queue=False)
             else:
@@ -170,7 +186,7 @@ class SqlLockBackend:
         closing: bool,
         replay: bool = False,
     ) -> Turn | None:
-        async with self._db.transaction(channel_id) as tx:
+        async with self._channel(channel_id) as (tx, expired):
             row = await tx.fetchone(
                 f"SELECT {rows.LOCKED_TRIGGER} FROM channel_locks WHERE channel_id = ?",
                 (channel_id,),
@@ -187,12 +203,12 @@ class SqlLockBackend:
             if discard_queue:
                 # /kill meant the queue too: its own clearing may still be waiting on the
                 # database, and the channel must not go to a message it was asked to drop.
-                await rows.discard_queue(tx, channel_id, "its turn was stopped by /kill")
+                await rows.discard_queue(tx, channel_id, "its turn was stopped by /kill", now)
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
                 return None
             if replay:
                 await rows.queue_first(tx, channel_id, row, now)
-            return await self._pass_on(tx, channel_id, now, closing=closing)
+            return await self._pass_on(tx, channel_id, now, expired, closing=closing)
 
     async def _replay_if_unanswered(self, tx: Transaction, channel_id: str, now: float) -> None:
         """The turn of an owner that is gone goes back to the head of its queue if it showed
@@ -206,11 +222,20 @@ class SqlLockBackend:
             await rows.queue_first(tx, channel_id, row, now)
 
     async def _pass_on(
-        self, tx: Transaction, channel_id: str, now: float, *, closing: bool
+        self,
+        tx: Transaction,
+        channel_id: str,
+        now: float,
+        expired: list[Trigger],
+        *,
+        closing: bool,
     ) -> Turn | None:
         """Give the channel to its next queued trigger, or free it (always free it if closing:
         the queue waits for the next start)."""
-        turn = None if closing else await rows.pop_next(tx, channel_id, now, self._queue_max_age_s)
+        if closing:
+            turn = None
+        else:
+            turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s, expired)
         if turn is None:
             await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
         else:
@@ -321,3 +346,7 @@ class SqlLockBackend:
                 lock.owner,
             )
         return verdict
+
+
+def _nobody_told(expired: Sequence[Trigger]) -> None:
+    """Until a registry asks to hear of them, dropped triggers are only logged (by `rows`)."""

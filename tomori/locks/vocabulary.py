@@ -99,3 +99,7 @@ class TurnGuard(Protocol):
 
 
 TurnRunner = Callable[[Turn, TurnGuard], Awaitable[None]]
+
+ExpiryTeller = Callable[[Trigger], Awaitable[None]]
+"""Tells the asker that their queued trigger was dropped unanswered (too old to answer, or
+queued behind a lock that went stale): nothing a user asked for is dropped in silence."""
