@@ -13,7 +13,7 @@ import nextcord
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import LLMServer, Reply, drop, sse
+from tests.support.llm_server import LLMServer, Reply, drop, sse, stall
 from tests.support.nextcord_fake import (
     CHANNEL_ID,
     NextcordBot,
@@ -100,9 +100,10 @@ async def test_an_interaction_answered_after_the_deadline_is_logged_not_raised(
     [
         (Reply(body=[sse(chunk("Half an")), drop()]), "Generation Error"),
         (Reply(status=200, body=[sse(chunk("ok")), sse("{oops")]), "Generation Error"),
-        (http_error(429), "Generation Error"),
+        (http_error(429), "Rate Limited"),
+        (http_error(401), "Provider Refused the Key"),
     ],
-    ids=["connection-reset", "malformed-stream", "rate-limited"],
+    ids=["connection-reset", "malformed-stream", "rate-limited", "key-refused"],
 )
 async def test_provider_faults_end_in_one_notice_and_the_channel_stays_usable(
     open_bot: Any, llm_server: LLMServer, reply: Reply, notice: str
@@ -206,16 +207,46 @@ async def test_an_answer_discord_refused_is_not_reported_as_an_empty_answer(
     await served_afterwards(nc, llm_server)
 
 
+@pytest.mark.parametrize("ending", ["drop", "stall"])
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
-async def test_text_held_back_when_the_connection_drops_is_still_shown(
-    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+async def test_a_stream_that_stops_early_shows_its_complete_lines_and_the_fallback_goes_on(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    delivery: Delivery,
+    ending: str,
 ) -> None:
-    nc = await open_bot(delivery=delivery, stream_edit_interval_ms=10)
-    written = "Run `npm i` to install it, or `yarn"  # the last run may still open inline code
-    llm_server.script(Reply(body=[sse(chunk(written)), drop()]))
+    """One rule for a dropped connection and a stall: the lines the model finished are shown,
+    the line it stopped in is not (what edit mode already showed of it stays), and the next
+    model goes on from what the channel shows."""
+    settings = settings_for(tmp_path, delivery=delivery, stream_edit_interval_ms=10)
+    nc = await open_nextcord(settings, chain_for(llm_server, "openai:first,openai:second"))
+    written = "First, a whole line.\nRun `npm i` to install it, or `yarn"
+    stop = drop() if ending == "drop" else stall()
+    llm_server.script(Reply(body=[sse(chunk(written)), stop]), answer("Or yarn add it."))
     nc.say(f"{nc.mention()} how?")
     await nc.settled()
-    assert nc.discord.contents() == [written]
+    # Edit mode showed the line as it came, and a shown message only grows: it keeps what
+    # it showed, and drops only what it held back (a run that may still open inline code).
+    shown = "First, a whole line."
+    if delivery is Delivery.EDIT:
+        shown += "\nRun `npm i` to install it, or"
+    assert nc.discord.contents() == [shown, "Or yarn add it."]
+    assert nc.discord.embeds() == ["Fallback Model Used"]
+    continued = llm_server.requests[1].body["messages"]
+    assert continued[-2]["role"] == "assistant"
+    assert continued[-2]["content"].strip() == shown
+
+
+async def test_the_only_model_stopping_early_keeps_its_complete_lines_and_says_so(
+    open_bot: Any, llm_server: LLMServer
+) -> None:
+    written = "First, a whole line.\nRun `npm i` to install it, or `yarn"
+    llm_server.script(Reply(body=[sse(chunk(written)), drop()]))
+    nc = await open_bot()
+    nc.say(f"{nc.mention()} how?")
+    await nc.settled()
+    assert nc.discord.contents() == ["First, a whole line."]
     assert nc.discord.embeds() == ["Generation Error"]
 
 

@@ -85,9 +85,7 @@ async def test_a_function_call_keeps_its_thought_signature(
     )
     events = await collect(provider)
     calls = [event.call for event in events if isinstance(event, ToolCallEvent)]
-    assert [(c.name, c.arguments, c.truncated) for c in calls] == [
-        ("now", {"timezone": "UTC"}, False)
-    ]
+    assert [(c.name, c.arguments, c.problem) for c in calls] == [("now", {"timezone": "UTC"}, None)]
     assert calls[0].extras == {"thought_signature": b"signed-thought"}
     assert events[0] == TextDelta("Checking.")
 

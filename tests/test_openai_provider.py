@@ -28,6 +28,7 @@ from tests.support.passes import (
 )
 from tomori.generation.results import TimeoutPhase
 from tomori.providers.base import (
+    ArgumentsProblem,
     ContextItem,
     DetailsDelta,
     Finish,
@@ -137,18 +138,27 @@ async def test_tool_calls_without_an_index_are_told_apart_by_their_position(
     ]
 
 
-async def test_arguments_cut_off_mark_the_call_truncated(
-    provider: OpenAIProvider, llm_server: LLMServer
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ('{"tim', ArgumentsProblem.CUT_OFF),
+        ('{"timezone": UTC}', ArgumentsProblem.NOT_JSON),
+        ('["UTC"]', ArgumentsProblem.NOT_AN_OBJECT),
+    ],
+    ids=["cut-off", "not-json", "not-an-object"],
+)
+async def test_arguments_that_cannot_be_used_say_why(
+    provider: OpenAIProvider, llm_server: LLMServer, arguments: str, problem: ArgumentsProblem
 ) -> None:
     llm_server.script(
         streamed(
-            sse(chunk(tool_calls=[tool_fragment(0, call_id="c", name="now", arguments='{"tim')])),
-            sse(chunk(finish="length")),
+            sse(chunk(tool_calls=[tool_fragment(0, call_id="c", name="now", arguments=arguments)])),
+            sse(chunk(finish="tool_calls")),
         )
     )
     events = await collect(provider)
     call = next(event.call for event in events if isinstance(event, ToolCallEvent))
-    assert (call.truncated, call.arguments, call.raw_arguments) == (True, {}, '{"tim')
+    assert (call.problem, call.arguments, call.raw_arguments) == (problem, {}, arguments)
 
 
 @pytest.mark.parametrize(

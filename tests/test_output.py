@@ -110,14 +110,24 @@ async def test_one_failed_message_does_not_stop_the_rest() -> None:
     assert writer.delivered_text == "Second paragraph,\nwith two lines.\n\nLast."
 
 
-async def test_settle_waits_for_the_send_on_the_wire_and_drops_the_rest() -> None:
+async def test_settle_delivers_the_complete_lines_and_drops_the_unfinished_one() -> None:
     port = RecordingPort(delay=0.1)
     writer = ChannelWriter(port, context())
-    writer.feed("On the wire.\n\nWaiting.\n\n")
+    writer.feed("On the wire.\n\nWaiting.\n\nA whole line\nand a line the stream stopped in")
     await asyncio.sleep(0.01)
     await writer.settle()
-    assert port.channel_text == ["On the wire.\n\n"]
-    assert writer.delivered_text == "On the wire.\n\n"
+    assert writer.delivered_text == "On the wire.\n\nWaiting.\n\nA whole line\n"
+    assert "stopped in" not in "".join(port.channel_text)
+
+
+async def test_in_edit_mode_settle_keeps_what_is_shown_and_drops_what_was_held() -> None:
+    port = RecordingPort()
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    writer.feed("A whole line\nshown as it came, and then `yarn")  # the run may open code
+    await asyncio.sleep(0.05)
+    await writer.settle()
+    assert writer.delivered_text == "A whole line\nshown as it came, and then "
+    assert "yarn" not in "".join(port.channel_text)
 
 
 async def test_edit_mode_cuts_a_long_code_block_only_at_line_ends() -> None:

@@ -111,37 +111,34 @@ async def test_a_200_without_stream_events_from_the_only_model_posts_the_error_n
 # -- item 9: bytes that are not UTF-8 in the middle of a stream ---------------------------------
 
 
-async def test_invalid_utf8_mid_stream_keeps_the_text_before_it_and_falls_back(
+async def test_invalid_utf8_mid_stream_keeps_the_lines_before_it_and_falls_back(
     open_bot: Any, llm_server: LLMServer
 ) -> None:
     nc = await open_bot()
     # No paragraph break: the text is still in the writer's buffer when the bad bytes come.
     llm_server.script(
-        Reply(body=[sse(chunk("Before the bad bytes,")), BAD_BYTES, stall()]),
-        answer("and after them."),
+        Reply(body=[sse(chunk("Before the bad bytes.\nAnd a line cut")), BAD_BYTES, stall()]),
+        answer("And after them."),
     )
     nc.say(f"{nc.mention()} hello")
     await nc.settled()
-    assert nc.discord.contents() == ["Before the bad bytes,", "and after them."]
+    assert nc.discord.contents() == ["Before the bad bytes.", "And after them."]
     assert nc.discord.embeds() == ["Fallback Model Used"]
     continued = llm_server.requests[1].body["messages"]
-    assert {"role": "assistant", "content": "Before the bad bytes,"} in continued
+    assert {"role": "assistant", "content": "Before the bad bytes.\n"} in continued
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-async def test_invalid_utf8_from_the_only_model_keeps_the_text_and_posts_the_error_notice(
+async def test_invalid_utf8_from_the_only_model_keeps_the_lines_and_posts_the_error_notice(
     open_bot: Any, llm_server: LLMServer, provider: str
 ) -> None:
     nc = await open_bot(models=f"{provider}:only")
-    first = (
-        chunk("Before the bad bytes,")
-        if provider == "openai"
-        else response(text_part("Before the bad bytes,"))
-    )
+    written = "Before the bad bytes.\nAnd a line cut"
+    first = chunk(written) if provider == "openai" else response(text_part(written))
     llm_server.script(Reply(body=[sse(first), BAD_BYTES, stall()]))
     nc.say(f"{nc.mention()} hello")
     await nc.settled()
-    assert nc.discord.contents() == ["Before the bad bytes,"]
+    assert nc.discord.contents() == ["Before the bad bytes."]
     assert nc.discord.embeds() == ["Generation Error"]
 
 

@@ -174,16 +174,16 @@ async def test_with_settling_disabled_a_timeout_does_not_wait_for_sends(
     assert run.elapsed < LONG / 2
 
 
-async def test_a_provider_error_is_returned_with_the_text_delivered_before_it(
+async def test_a_provider_error_is_returned_with_the_complete_lines_delivered_before_it(
     harness: Harness,
 ) -> None:
     failure = ProviderError(ProviderErrorKind.SERVER_ERROR, "the provider failed", status=500)
-    provider = ScriptedProvider([text("some"), Step(error=failure)])
+    provider = ScriptedProvider([text("a whole line\nand some"), Step(error=failure)])
     run = await harness.run(provider, budgets())
     assert run.result is not None
     assert run.result.status is StreamStatus.ERROR
-    assert run.result.data is failure
-    assert run.result.text == "some"
+    assert run.result.error is failure
+    assert run.result.text == "a whole line\n"  # the unfinished line is not shown
 
 
 async def test_any_other_exception_propagates(harness: Harness) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ async def test_every_model_failing_posts_one_error_notice(
     open_bot: Any, llm_server: LLMServer
 ) -> None:
     nc = await open_bot()
-    llm_server.script(http_error(500), http_error(429))
+    llm_server.script(http_error(429), http_error(500))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()
     assert nc.discord.embeds() == ["Generation Error"]
@@ -200,17 +201,48 @@ async def test_five_tool_failures_in_a_row_end_the_turn_with_a_notice(
     assert last["reason"] == "the weather service is down"
 
 
-async def test_truncated_arguments_are_never_run(open_bot: Any, llm_server: LLMServer) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [('{"city": "Par', "cut off"), ('{"city": Paris}', "not valid JSON")],
+    ids=["cut-off", "invalid"],
+)
+async def test_arguments_that_cannot_be_used_are_never_run_and_the_model_is_told_why(
+    open_bot: Any,
+    llm_server: LLMServer,
+    caplog: pytest.LogCaptureFixture,
+    arguments: str,
+    said: str,
+) -> None:
     nc = await open_bot()
     flaky = FlakyTool()
     nc.bot.get_cog("Tomori").register_tool(flaky.tool())
-    llm_server.script(tool_call("weather", '{"city": "Par'), answer("Sorry, try again."))
-    nc.say(f"{nc.mention()} weather in Paris?")
-    await nc.settled()
+    llm_server.script(tool_call("weather", arguments), answer("Sorry, try again."))
+    with caplog.at_level(logging.WARNING):
+        nc.say(f"{nc.mention()} weather in Paris?")
+        await nc.settled()
     assert flaky.runs == 0
     reason = json.loads(sent_messages(llm_server, 1)[-1]["content"])["reason"]
-    assert "cut off" in reason
+    assert said in reason
     assert nc.discord.contents() == ["Sorry, try again."]
+    logged = [r.getMessage() for r in caplog.records if "not run" in r.getMessage()]
+    assert len(logged) == 1
+    assert logged[0].startswith("tool call weather not run: its arguments")
+    assert said in logged[0]
+
+
+async def test_an_unknown_tool_is_named_unknown_to_the_model_and_the_log(
+    open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    nc = await open_bot()
+    llm_server.script(tool_call("horoscope", "{}"), answer("I cannot do that."))
+    with caplog.at_level(logging.WARNING):
+        nc.say(f"{nc.mention()} my horoscope?")
+        await nc.settled()
+    reason = json.loads(sent_messages(llm_server, 1)[-1]["content"])["reason"]
+    assert "there is no tool named 'horoscope'" in reason
+    assert "current_time" in reason  # what it may call instead
+    assert any("'horoscope', which is no tool" in r.getMessage() for r in caplog.records)
+    assert nc.discord.contents() == ["I cannot do that."]
 
 
 async def test_a_tool_that_runs_past_its_timeout_fails_and_the_turn_goes_on(

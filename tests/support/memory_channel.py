@@ -67,7 +67,7 @@ class MemoryStreamWriter:
         await self._wait_sender()
 
     async def settle(self) -> None:
-        self.abandon()
+        self._buffer = []  # the unfinished line; complete lines are sent
         await self._wait_sender()
 
     def abandon(self) -> None:

@@ -66,6 +66,20 @@ GENERATION_ERROR = Notice(
     NoticeColour.ERROR,
 )
 
+RATE_LIMITED = Notice(
+    "Rate Limited",
+    "The AI provider is limiting how often it can be asked right now. Please try again in a "
+    "little while.",
+    NoticeColour.WARNING,
+)
+
+KEY_REFUSED = Notice(
+    "Provider Refused the Key",
+    "The AI provider refused this bot's key, so it cannot answer. The bot's owner needs to "
+    "check it.",
+    NoticeColour.ERROR,
+)
+
 EMPTY_RESPONSE = Notice(
     "Empty Response",
     "The AI model sent back an empty answer. Please try again or rephrase.",

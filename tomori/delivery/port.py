@@ -68,7 +68,13 @@ class StreamWriter(Protocol):
         ...
 
     async def settle(self) -> None:
-        """Drop what is not sent yet and wait for the sends already on the wire."""
+        """The model's stream stopped before its end (it stalled, or its connection dropped):
+        deliver what it wrote up to its last complete line, drop the unfinished line, and wait
+        until that and any send already on the wire are in the channel.
+
+        One rule for every early end, so the channel never shows a message cut mid-word
+        (the fallback model goes on from what the channel shows).
+        """
         ...
 
     def abandon(self) -> None:

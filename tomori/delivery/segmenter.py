@@ -62,6 +62,12 @@ class Segmenter:
         self._reset_scan()
         return self._release(rest, 0)
 
+    def keep_lines(self) -> None:
+        """Forget the unfinished line of what is held (the stream stopped in it): `finish`
+        then releases the complete lines before it."""
+        self._buffer = self._buffer[: self._buffer.rfind("\n") + 1]
+        self._scanned = min(self._scanned, len(self._buffer))
+
     def drop(self) -> None:
         """Forget what is held (the pass was abandoned)."""
         self._buffer = ""

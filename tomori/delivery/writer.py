@@ -174,8 +174,13 @@ class ChannelWriter:
             self._ensure_sender()
 
     async def settle(self) -> None:
-        self.abandon()
-        await self._wait_sender()
+        if self._delivery is Delivery.EDIT:
+            held = self._tail + "".join(self._pending)
+            self._pending.clear()
+            self._tail = held[: held.rfind("\n") + 1]
+        else:
+            self._segmenter.keep_lines()
+        await self.finish()
 
     def abandon(self) -> None:
         self._segmenter.drop()

@@ -5,8 +5,9 @@ While a later model is still pending, the current attempt's user-facing errors a
 `empty_response` move on to the next model, which continues from the text already in the
 channel: it is sent as the assistant's partial answer with a request-only notice to go on
 without repeating it (after an empty answer there is none, so the request is the same).
-A model is sent the turn's images only if its entry says `+vision` (see `vision`), and one
-whose provider refuses them with a bad request that names them is asked once more without.
+A model is sent the turn's images only if its entry says `+vision` (see `vision`); a failure
+that a second try may mend (images refused, a short rate limit) is tried once more
+(`attempt`).
 `completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
 would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
@@ -26,8 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tomori.config.models import ModelEntry
-from tomori.delivery.notices import EMPTY_RESPONSE, GENERATION_ERROR, fallback_used
+from tomori.delivery.notices import (
+    EMPTY_RESPONSE,
+    GENERATION_ERROR,
+    KEY_REFUSED,
+    RATE_LIMITED,
+    fallback_used,
+)
 from tomori.delivery.port import DestinationUnreachable
+from tomori.generation.attempt import attempt_model, detail
 from tomori.generation.results import (
     StreamStatus,
     TurnOutcome,
@@ -35,17 +43,17 @@ from tomori.generation.results import (
     estimated_tokens,
 )
 from tomori.generation.state import TurnState
-from tomori.generation.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
+from tomori.generation.tool_loop import LoopResult, TurnEnvironment
 from tomori.locks import TurnGuard
-from tomori.prompt.vision import image_count, shown_to, without_images
+from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
     ContextItem,
     Provider,
+    ProviderErrorKind,
     Role,
     StreamRequest,
     Usage,
 )
-from tomori.providers.errors import refuses_images
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +64,12 @@ CONTINUE_NOTICE = (
 RETRYABLE = frozenset({StreamStatus.TIMEOUT, StreamStatus.ERROR, StreamStatus.EMPTY_RESPONSE})
 
 FINAL_NOTICES = {StreamStatus.ERROR: GENERATION_ERROR, StreamStatus.EMPTY_RESPONSE: EMPTY_RESPONSE}
-"""What a direct trigger is told when the last model too ended so (a timeout tells itself)."""
+"""What a direct trigger is told when the last model too ended so (a timeout tells itself)..."""
+ERROR_NOTICES = {
+    ProviderErrorKind.RATE_LIMITED: RATE_LIMITED,
+    ProviderErrorKind.AUTHENTICATION: KEY_REFUSED,
+}
+"""...or, for these provider errors, what is more use to the asker than "an issue"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,22 +179,14 @@ async def _try_models(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),
                 sees_images=model.vision,
             )
-            loop = await run_tool_loop(provider, sent, env)
-            if _refused_images(loop) and image_count(sent):
-                log.warning(
-                    "model %s refused the images%s; once more without", model.label, _detail(loop)
-                )
-                again = await run_tool_loop(
-                    provider, replace(without_images(sent), tool_history=loop.tool_history), env
-                )
-                loop = replace(again, passes=(*loop.passes, *again.passes))
+            loop = await attempt_model(model, provider, sent, env)
             history = loop.tool_history
             attempts.append(Attempt(model, loop, _characters(sent)))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if index > 0 and loop.status is StreamStatus.COMPLETED:
                     await _fallback_answered(attempts, state, guard, surface_errors)
                 return ChainResult(loop.status, tuple(attempts))
-            log.warning("model %s ended with %s%s", model.label, loop.status, _detail(loop))
+            log.warning("model %s ended with %s%s", model.label, loop.status, detail(loop))
             if loop.status is StreamStatus.EMPTY_RESPONSE and state.metrics is not None:
                 state.metrics.record("empty_response", model.label)
     except DestinationUnreachable as error:
@@ -196,11 +201,14 @@ async def _try_models(
         return ChainResult(StreamStatus.ERROR, tuple(attempts))
     # Every model failed. The last attempt ran with errors surfaced (unless the turn is
     # silent), so stream_once already posted a timeout notice itself; the rest are ours.
-    final = attempts[-1].result.status
-    notice = FINAL_NOTICES.get(final)
+    last = attempts[-1].result
+    notice = FINAL_NOTICES.get(last.status)
+    failure = last.last.error if last.last is not None else None
+    if failure is not None:
+        notice = ERROR_NOTICES.get(failure.kind, notice)
     if surface_errors and notice is not None:
         await state.post_notice(notice)
-    return ChainResult(final, tuple(attempts))
+    return ChainResult(last.status, tuple(attempts))
 
 
 async def _fallback_answered(
@@ -228,18 +236,3 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
 
 def _characters(request: StreamRequest) -> int:
     return sum(len(item.text) for item in (*request.context, *request.request_notices))
-
-
-def _refused_images(loop: LoopResult) -> bool:
-    """Whether the loop's last pass was turned down because of its images (see `vision`)."""
-    error = loop.last.error if loop.last is not None else None
-    return error is not None and refuses_images(error)
-
-
-def _detail(loop: LoopResult) -> str:
-    """Our words for a provider failure and, for the operator, the provider's own (sanitised)."""
-    error = loop.last.error if loop.last is not None else None
-    if error is None:
-        return ""
-    said = f"; the provider said: {error.detail}" if error.detail else ""
-    return f" ({error.safe_message}{said})"

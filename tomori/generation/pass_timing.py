@@ -10,8 +10,9 @@ new deadline. That keeps the per-chunk cost to a clock read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from time import monotonic
+from typing import Any
 
 from tomori.delivery.port import StreamWriter
 from tomori.generation.results import StreamResult
@@ -98,8 +99,8 @@ class RollingTimer:
 class BoundedDelivery:
     """The writer as the generation task sees it: `finish` runs under a bound of its own.
 
-    `finish` is called once the provider's stream has ended (completed, failed, or stopped
-    early), when only delivery remains. Its wait runs in a task handed to `bound`, which may
+    `finish` (or `settle`, for a stream that failed) is called once the provider's stream has
+    ended, when only delivery remains. Its wait runs in a task handed to `bound`, which may
     cancel it: that ends the wait without ending the pass, which keeps the provider's outcome
     with the text that landed. A kill cancels the generation task, and this wait with it, as
     before. Everything else goes straight to the writer.
@@ -116,7 +117,13 @@ class BoundedDelivery:
         self._writer.cut()
 
     async def finish(self) -> None:
-        finishing = asyncio.create_task(self._writer.finish(), name="tomori-generation-delivery")
+        await self._bounded(self._writer.finish())
+
+    async def settle(self) -> None:
+        await self._bounded(self._writer.settle())
+
+    async def _bounded(self, delivering: Coroutine[Any, Any, None]) -> None:
+        finishing = asyncio.create_task(delivering, name="tomori-generation-delivery")
         self._bound(finishing)
         try:
             await finishing
@@ -124,9 +131,6 @@ class BoundedDelivery:
             current = asyncio.current_task()
             if not finishing.cancelled() or (current is not None and current.cancelling()):
                 raise
-
-    async def settle(self) -> None:
-        await self._writer.settle()
 
     def abandon(self) -> None:
         self._writer.abandon()

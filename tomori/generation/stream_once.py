@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,11 +187,12 @@ async def stream_once(
 async def settle_abandoned_stream(
     writer: StreamWriter, budget_s: float, interrupt: asyncio.Future[None] | None = None
 ) -> bool:
-    """Wait at most `budget_s` for sends already on the wire; True if they all landed.
+    """Wait at most `budget_s` for the abandoned pass's text to settle; True if it all landed.
 
-    A send that was on the wire when the pass was abandoned must be counted in the text the
-    fallback continues from, or it lands later as an orphaned partial message. The wait is
-    bounded so a hung send cannot hold the fallback back, and a further kill ends it at once.
+    The complete lines the model wrote before it stalled, and a send already on the wire, must
+    be counted in the text the fallback continues from, or they land later as orphaned
+    messages (`StreamWriter.settle`). The wait is bounded so a hung send cannot hold the
+    fallback back, and a further kill ends it at once: what has not landed then is dropped.
     """
     if budget_s <= 0:
         writer.abandon()
@@ -204,6 +205,8 @@ async def settle_abandoned_stream(
         await asyncio.wait(waiters, timeout=budget_s, return_when=FIRST_COMPLETED)
         return settling.done() and not settling.cancelled() and settling.exception() is None
     finally:
+        if not settling.done():
+            writer.abandon()  # what is not on the wire yet is not sent any more
         settling.cancel()
         await asyncio.gather(settling, return_exceptions=True)
 
@@ -251,9 +254,7 @@ async def _generate(
         await writer.finish()
         return _partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
     except ProviderError as error:
-        with suppress(AnswerCut):  # what the capture held is text the model wrote: it stays
-            _deliver(hidden.finish(), writer, gathered)
-        await writer.finish()
+        await writer.settle()  # as after a stall: complete lines stay, the unfinished one goes
         return _partial(StreamStatus.ERROR, writer, gathered, error)
     if gathered.read > read_limit:  # cut: a tool call it made on the way is not run
         await writer.finish()

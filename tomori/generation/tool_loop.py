@@ -22,11 +22,25 @@ from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
 from tomori.generation.tools import ToolContext, ToolFailure, ToolRegistry
 from tomori.locks import TurnGuard
-from tomori.providers.base import JsonObject, Provider, StreamRequest, ToolCall, ToolExchange
+from tomori.providers.base import (
+    ArgumentsProblem,
+    JsonObject,
+    Provider,
+    StreamRequest,
+    ToolCall,
+    ToolExchange,
+)
 
 log = logging.getLogger(__name__)
 
 STILL_WORKING_AT = 20
+
+ARGUMENTS_PROBLEMS = {
+    ArgumentsProblem.CUT_OFF: "its arguments arrived cut off",
+    ArgumentsProblem.NOT_JSON: "its arguments are not valid JSON",
+    ArgumentsProblem.NOT_AN_OBJECT: "its arguments are not a JSON object of named values",
+}
+"""What the log and the model are told of a call whose arguments cannot be used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +141,14 @@ def _failure(call: ToolCall, reason: str) -> _Outcome:
 
 async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
     state, guard, settings = env.state, env.guard, env.settings
-    if call.truncated:
-        log.warning("tool call %s arrived with its arguments cut off; not run", call.name)
-        return _failure(call, "the arguments arrived cut off; issue the whole call again")
+    if call.problem is not None:
+        log.warning("tool call %s not run: %s", call.name, ARGUMENTS_PROBLEMS[call.problem])
+        return _failure(call, f"{ARGUMENTS_PROBLEMS[call.problem]}; issue the whole call again")
     tool = env.tools.get(call.name)
     if tool is None:
-        return _failure(call, f"there is no tool named {call.name!r}")
+        known = ", ".join(spec.name for spec in env.tools.specs()) or "none"
+        log.warning("the model asked for %r, which is no tool it was offered", call.name)
+        return _failure(call, f"there is no tool named {call.name!r} (the tools are: {known})")
     work = tool.run(ToolContext(state.channel_id, env.requester_id), call.arguments)
     try:
         payload = await until_stopped(

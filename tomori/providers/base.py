@@ -47,19 +47,31 @@ class ContextItem:
     images: tuple[Image, ...] = ()
 
 
+class ArgumentsProblem(StrEnum):
+    """Why a tool call's arguments cannot be used: the call is never run, and the model is told
+    which, so it can issue the call again."""
+
+    CUT_OFF = "cut_off"
+    """The stream ended inside the JSON (most often the model's output-token limit)."""
+    NOT_JSON = "not_json"
+    """The arguments are complete, but not JSON."""
+    NOT_AN_OBJECT = "not_an_object"
+    """Valid JSON, but not the object of named arguments a tool takes."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A complete tool call as the model asked for it.
 
-    `truncated` marks arguments that arrived cut off (the stream ended inside the JSON): such a
-    call is never executed, the model is asked to issue it again.
+    `problem` says why its arguments cannot be used, if they cannot: such a call is never
+    executed, and the model is asked to issue it again.
     """
 
     id: str
     name: str
     arguments: JsonObject
     raw_arguments: str = ""
-    truncated: bool = False
+    problem: ArgumentsProblem | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     """What the provider needs echoed back with the call (Gemini's thought signature)."""
 

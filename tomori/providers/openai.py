@@ -37,6 +37,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 
 from tomori.providers.base import (
+    ArgumentsProblem,
     ContextItem,
     DetailsDelta,
     Finish,
@@ -286,8 +287,9 @@ class _PartialCall:
 class _ToolCallAssembler:
     """Builds tool calls from their streamed fragments, keyed by index.
 
-    Arguments that do not parse as a JSON object arrived cut off (or garbled): the call is
-    reported as truncated, so it is never run and the model is asked to issue it again.
+    Arguments that do not parse as a JSON object (cut off, not JSON, or not an object) are
+    reported as the call's `problem`, so it is never run and the model is asked to issue it
+    again.
     """
 
     def __init__(self) -> None:
@@ -313,8 +315,13 @@ def _complete(index: int, partial: _PartialCall) -> ToolCall:
     call_id = partial.id or f"call_{index}"
     try:
         parsed = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
-        parsed = None
+    except json.JSONDecodeError as error:
+        # A parser that ran out of text (within a string, or after the last value) was cut
+        # off; one that met a wrong character before the end was not.
+        ended = error.pos >= len(raw.rstrip()) or error.msg.startswith("Unterminated string")
+        problem = ArgumentsProblem.CUT_OFF if ended else ArgumentsProblem.NOT_JSON
+        return ToolCall(call_id, partial.name, {}, raw_arguments=raw, problem=problem)
     if not isinstance(parsed, dict):
-        return ToolCall(call_id, partial.name, {}, raw_arguments=raw, truncated=True)
+        problem = ArgumentsProblem.NOT_AN_OBJECT
+        return ToolCall(call_id, partial.name, {}, raw_arguments=raw, problem=problem)
     return ToolCall(call_id, partial.name, parsed, raw_arguments=raw)

@@ -1,0 +1,85 @@
+"""One model's attempt at a turn: its tool loop, and the one second try a failure may earn.
+
+A model whose provider refuses the turn's images with a bad request that names them is asked
+once more without them (see `prompt.vision`). A model whose provider rate limits the request
+and says how long to wait (`Retry-After`) is waited for once, and asked once more, when the wait
+is short next to the idle budget (`rate_limit_wait_s`); a longer one moves on to the next model
+at once, as does a 429 that says nothing. Either second try happens only before the model has
+shown anything. The wait is work /kill stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+from tomori.config.models import ModelEntry
+from tomori.config.settings import Settings, seconds
+from tomori.generation.results import StreamStatus
+from tomori.generation.stoppable import Stopped, until_stopped
+from tomori.generation.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
+from tomori.prompt.vision import image_count, without_images
+from tomori.providers.base import Provider, ProviderError, ProviderErrorKind, StreamRequest
+from tomori.providers.errors import refuses_images
+
+log = logging.getLogger(__name__)
+
+RATE_LIMIT_WAIT_SHARE = 0.25
+"""A provider's Retry-After is waited out when it is at most this share of the idle budget."""
+RATE_LIMIT_WAIT_MAX_S = 20.0
+"""...and never longer than this: past it, the next model answers sooner."""
+
+
+def rate_limit_wait_s(settings: Settings) -> float:
+    """The longest Retry-After that is waited out rather than handed to the next model."""
+    idle_s = seconds(settings.stream_sdk_call_timeout_ms)
+    return min(RATE_LIMIT_WAIT_MAX_S, idle_s * RATE_LIMIT_WAIT_SHARE)
+
+
+async def attempt_model(
+    model: ModelEntry, provider: Provider, sent: StreamRequest, env: TurnEnvironment
+) -> LoopResult:
+    """Run the model's tool loop on `sent`, and once more if its failure says it may help."""
+    loop = await run_tool_loop(provider, sent, env)
+    error = loop.last.error if loop.last is not None else None
+    if error is None or loop.text:
+        return loop
+    if refuses_images(error) and image_count(sent):
+        log.warning("model %s refused the images%s; once more without", model.label, detail(loop))
+        again = await run_tool_loop(
+            provider, replace(without_images(sent), tool_history=loop.tool_history), env
+        )
+        return replace(again, passes=(*loop.passes, *again.passes))
+    wait_s = _waited_out(error, env.settings)
+    if wait_s is None:
+        return loop
+    log.warning(
+        "model %s is rate limited; waiting its Retry-After of %gs, then asking once more",
+        model.label,
+        wait_s,
+    )
+    try:
+        await until_stopped(
+            env.guard, asyncio.sleep(wait_s), watched=True, name="tomori-retry-after"
+        )
+    except Stopped:
+        return replace(loop, status=StreamStatus.STOPPED_BY_USER)
+    again = await run_tool_loop(provider, replace(sent, tool_history=loop.tool_history), env)
+    return replace(again, passes=(*loop.passes, *again.passes))
+
+
+def _waited_out(error: ProviderError, settings: Settings) -> float | None:
+    """How long to wait for a rate-limited provider, or None to move on to the next model."""
+    if error.kind is not ProviderErrorKind.RATE_LIMITED or error.retry_after_s is None:
+        return None
+    return error.retry_after_s if error.retry_after_s <= rate_limit_wait_s(settings) else None
+
+
+def detail(loop: LoopResult) -> str:
+    """Our words for a provider failure and, for the operator, the provider's own (sanitised)."""
+    error = loop.last.error if loop.last is not None else None
+    if error is None:
+        return ""
+    said = f"; the provider said: {error.detail}" if error.detail else ""
+    return f" ({error.safe_message}{said})"
