@@ -3,6 +3,7 @@ and the generated reference up to date."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -54,3 +55,14 @@ def test_the_configuration_page_is_the_one_the_declarations_give() -> None:
     assert committed == configuration_page(), (
         f"docs/configuration.md differs from the settings' declarations: run `{REGENERATE}`"
     )
+
+
+def test_every_test_the_fault_table_names_exists() -> None:
+    """docs/faults.md names a test for each fault: each of them is a test of the suite."""
+    table = (REPO / "docs" / "faults.md").read_text()
+    named = set(re.findall(r"`(test_\w+)`", table))
+    defined: set[str] = set()
+    for path in (REPO / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(), re.MULTILINE))
+    assert named
+    assert named <= defined, sorted(named - defined)

@@ -14,8 +14,9 @@ import logging
 import time
 from typing import Any
 
-from tomori.config.models import ModelChain
+from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import KillPolicy, Settings, seconds
+from tomori.console.probe import probe
 from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_CHANNEL_REQUIRED,
@@ -34,6 +35,7 @@ from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.limits import UserLimits
 from tomori.policy.metrics import Metrics
+from tomori.policy.model_health import ModelHealthStore
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori_cog.channel_config import ChannelConfig
@@ -58,6 +60,7 @@ class TomoriService:
         self._database: Database | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
+        self.health: ModelHealthStore | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         self._history = HistoryReader(bot, library, settings)
@@ -88,6 +91,7 @@ class TomoriService:
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
                     await locks.start()
+                    self.health = self._model_health(database, locks.instance_id)
                 except BaseException:
                     await self._release_resources()
                     raise
@@ -106,6 +110,9 @@ class TomoriService:
         if self._locks is not None:
             await self._locks.close()
             self._locks = None
+        if self.health is not None:  # its probes use the providers
+            await self.health.close()
+            self.health = None
         await self.config.aclose()
         if self.metrics is not None:
             await self.metrics.close()
@@ -113,6 +120,30 @@ class TomoriService:
         if self._database is not None:
             await self._database.close()
             self._database = None
+
+    def _model_health(self, database: Database, instance_id: str) -> ModelHealthStore | None:
+        """The models turns skip for now, shared with every process (None: never skip)."""
+        interval_ms = self._settings.model_probe_interval_ms
+        if interval_ms == 0:
+            return None
+        health = ModelHealthStore(
+            database,
+            instance_id,
+            self._probe,
+            interval_s=seconds(interval_ms),
+            probe_budget_s=self._settings.first_token_budget_s + self._settings.delivery_budget_s,
+        )
+        health.start()
+        return health
+
+    async def _probe(self, label: str) -> bool | None:
+        """Ask the model a tiny question, as `--check` does; None if no provider can."""
+        provider_name, _, model = label.partition(":")
+        provider = self.config.providers.get(provider_name)
+        if provider is None:
+            return None
+        entry = ModelEntry(provider_name, model)
+        return (await probe(entry, provider, self._settings, base_url=None)).answered
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done (for tests and tools)."""
@@ -254,6 +285,7 @@ class TomoriService:
                 context=context,
                 request_notices=notices,
                 surface_errors=surface_errors,
+                health=self.health,
             )
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tomori.config.database_url import DatabaseUrl, database_url, masked_url
 from tomori.config.parsers import (
+    DAY_MS,
     HOUR_MS,
     WEEK_MS,
     ConfigError,
@@ -345,6 +346,14 @@ class Settings:
         integer(1, unit="turns", maximum=1_000),
         "with TOMORI_REPLY_TO_BOTS=1: most turns in a row bots (or webhooks) may start in one "
         "channel before a human writes there",
+    )
+    model_probe_interval_ms: int = setting(
+        "TOMORI_MODEL_PROBE_INTERVAL_MS",
+        30_000,
+        integer(0, maximum=DAY_MS),
+        "a model that stalled or failed with a server error is skipped (turns start on the next "
+        "model of the chain) until a probe, this long after, finds it answering again; one "
+        "probe at a time across every process; 0 never skips a model",
     )
 
     def __post_init__(self) -> None:

@@ -3,6 +3,7 @@
 From the top down, each calling the next:
 - `answering.py`   `answer_turn`: a turn's context answered into one channel (cog and console)
 - `chain.py`       `run_chain`: the models tried in order, errors held back while one is pending
+- `attempt.py`     one model's attempt, and the second try a failure may earn (images, 429)
 - `tool_loop.py`   `run_tool_loop`: stream, run the tools the model asks for, stream again
 - `stream_once.py` `stream_once`: one provider pass under the rolling timeout, killable at once
 - `pass_timing.py` the pass's kill switch, rolling timer and delivery bound
@@ -11,6 +12,7 @@ And what they share:
 - `results.py`     how a pass ended (`StreamResult`), and what a turn reports (usage, outcome)
 - `tools.py`       `Tool`, `ToolRegistry`, the built-in `current_time`
 - `stoppable.py`   `until_stopped`: work of a turn that /kill stops at once
+- `health.py`      which models are worth asking: a model that stalled is skipped (the rule)
 """
 
 from tomori.generation.answering import answer_turn

@@ -15,6 +15,7 @@ from tomori.config.settings import Settings, seconds
 from tomori.delivery.port import ChannelPort
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
+from tomori.generation.health import ModelHealth
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import TurnEnvironment
 from tomori.generation.tools import ToolRegistry
@@ -37,6 +38,7 @@ async def answer_turn(
     context: tuple[ContextItem, ...],
     request_notices: tuple[ContextItem, ...] = (),
     surface_errors: bool,
+    health: ModelHealth | None = None,
 ) -> ChainResult:
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
 
@@ -68,6 +70,7 @@ async def answer_turn(
             requester_id=turn.trigger.requester_id,
             surface_errors=surface_errors,
         ),
+        health,
     )
     log.info(
         "turn %s in channel %s: %s after %s, %d characters delivered%s",

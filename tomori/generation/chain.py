@@ -36,6 +36,7 @@ from tomori.delivery.notices import (
 )
 from tomori.delivery.port import DestinationUnreachable
 from tomori.generation.attempt import attempt_model, detail
+from tomori.generation.health import ModelHealth, judged
 from tomori.generation.results import (
     StreamStatus,
     TurnOutcome,
@@ -117,9 +118,13 @@ async def run_chain(
     providers: Mapping[str, Provider],
     request: StreamRequest,
     env: TurnEnvironment,
+    health: ModelHealth | None = None,
 ) -> ChainResult:
-    """Run the turn over the model chain, then record what it used; see the module docstring."""
-    result = await _try_models(chain, providers, request, env)
+    """Run the turn over the model chain, then record what it used; see the module docstring.
+
+    With `health`, a model it says is sick is skipped, unless it is the last of the chain, and
+    each model asked is judged by how its part ended (`generation.health`)."""
+    result = await _try_models(chain, providers, request, env, health)
     metrics = env.state.metrics
     if metrics is not None:
         for model, usage in result.usage().items():
@@ -166,6 +171,7 @@ async def _try_models(
     providers: Mapping[str, Provider],
     request: StreamRequest,
     env: TurnEnvironment,
+    health: ModelHealth | None,
 ) -> ChainResult:
     state, guard, surface_errors = env.state, env.guard, env.surface_errors
     attempts: list[Attempt] = []
@@ -173,6 +179,16 @@ async def _try_models(
     try:
         for index, model in enumerate(chain):
             fallback_pending = index < len(chain) - 1
+            sick = health.sick(model.label) if health is not None else None
+            if sick is not None and fallback_pending:
+                log.info(
+                    "skipping model %s in channel %s: it %s (a probe decides when it is "
+                    "trusted again)",
+                    model.label,
+                    state.channel_id,
+                    sick.ailment,
+                )
+                continue
             state.suppress_user_errors = fallback_pending or not surface_errors
             provider = providers[model.provider]
             sent = shown_to(
@@ -182,8 +198,10 @@ async def _try_models(
             loop = await attempt_model(model, provider, sent, env)
             history = loop.tool_history
             attempts.append(Attempt(model, loop, _characters(sent)))
+            if health is not None:
+                health.attempted(model.label, *judged(loop.status, loop.last))
             if loop.status not in RETRYABLE or loop.gave_up:
-                if index > 0 and loop.status is StreamStatus.COMPLETED:
+                if len(attempts) > 1 and loop.status is StreamStatus.COMPLETED:
                     await _fallback_answered(attempts, state, guard, surface_errors)
                 return ChainResult(loop.status, tuple(attempts))
             log.warning("model %s ended with %s%s", model.label, loop.status, detail(loop))

@@ -6,11 +6,13 @@
 - `override_store.py` those settings in the database: read per turn, cached for the reply rule
 - `metrics.py`        stalls, tool failures, each turn's tokens and outcome, kept in the database
 - `server_status.py`  `/tomori status`: a server's last day, counted from the metrics
+- `model_health.py`   the models turns skip for now, in the shared database, and their probes
 """
 
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.policy.metrics import Metrics
+from tomori.policy.model_health import ModelHealthStore
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Overrides, Resolved, Scope, Source, resolve
 from tomori.policy.server_status import ServerStatus, server_status
@@ -20,6 +22,7 @@ __all__ = [
     "BotTurns",
     "Limit",
     "Metrics",
+    "ModelHealthStore",
     "OverrideStore",
     "Overrides",
     "Refusal",

@@ -7,9 +7,12 @@ which wrote them.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tomori.generation.health import Sick
 from tomori.generation.results import StreamStatus
 from tomori.store import Database
 
@@ -72,9 +75,13 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
     )
 
 
-def describe(status: ServerStatus) -> str:
-    """The status as lines an admin reads."""
+def describe(status: ServerStatus, skipped: Sequence[Sick] = ()) -> str:
+    """The status as lines an admin reads; `skipped`: the models every turn skips right now
+    (in every server: a model's health is the bot's), with why and since when."""
     models = ", ".join(f"{model} {count}" for model, count in sorted(status.turns.items()))
+    skipping = "; ".join(
+        f"{sick.label} ({sick.ailment}, since <t:{math.floor(sick.since)}:R>)" for sick in skipped
+    )
     return "\n".join(
         (
             f"Turns per model: {models or 'none'}",
@@ -83,5 +90,6 @@ def describe(status: ServerStatus) -> str:
             f"Stopped by /kill: {status.kills}",
             f"Errors: {status.errors}; empty answers: {status.empty}",
             f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
+            f"Models skipped now: {skipping or 'none'}",
         )
     )

@@ -168,7 +168,9 @@ async def status(service: TomoriService, where: Where) -> Notice:
         raise RuntimeError("the service is not started")
     await service.metrics.flushed()
     counts = await server_status(database, str(where.guild_id))
-    return Notice("Tomori in this server, last 24 hours", describe(counts), NoticeColour.SUCCESS)
+    skipped = service.health.skipped() if service.health is not None else []
+    shown = describe(counts, skipped)
+    return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
 
 
 def _shown(resolved: Resolved) -> str:
