@@ -179,7 +179,8 @@ async def test_a_lock_left_in_the_database_is_recovered_and_the_channel_served(
     await (await open_database(settings)).close()
     dpy = await start_dpy_bot(settings, chain_for(llm_server), monkeypatch)
     try:
-        with closing(sqlite3.connect(settings.db_path)) as db:  # a crashed process's leftover lock
+        # a crashed process's leftover lock
+        with closing(sqlite3.connect(settings.db_path)) as db, db:
             db.execute(
                 "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at,"
                 " last_progress_at, watchdogs) VALUES (?, 'crashed', 't', 0, 0, 1)",
