@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.paths import REPO
 from tomori.config.database_url import masked_url
 from tomori.config.settings import (
     VARIABLES,
@@ -155,11 +156,10 @@ def test_every_variable_has_a_documented_default_and_fills_a_setting() -> None:
 
 
 def test_the_readme_documents_every_variable() -> None:
-    from pathlib import Path
 
     from tomori.config.models import MODEL_VARIABLES
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     for name in [v.name for v in VARIABLES] + [name for name, _, _ in MODEL_VARIABLES]:
         assert f"`{name}`" in readme, name
 

@@ -25,11 +25,11 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot, stop_nextcord_bot
+from tests.support.paths import REPO
 from tests.support.scripts import answer, stalled_after
 from tomori.store import SqliteDatabase
 
 NAMES = ["cogs.tomori", "tomori_cog"]
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
+from tests.support.paths import REPO
 from tests.support.registries import OpenRegistry, registries
 from tests.support.turns import HeldTurns
 from tests.support.write_lock import write_lock_held
@@ -20,7 +21,6 @@ from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.locks.vocabulary import KillReason
 
 OpenLocks = OpenRegistry
-REPO_ROOT = str(Path(__file__).resolve().parents[1])
 CHANNEL = "100"
 
 
@@ -507,7 +507,7 @@ async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
         "-c",
         CRASHING_BOT,
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, **database.environment, "PYTHONPATH": REPO_ROOT},
+        env={**os.environ, **database.environment, "PYTHONPATH": str(REPO)},
     )
     try:
         assert bot.stdout is not None

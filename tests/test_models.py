@@ -4,16 +4,15 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import ConfigError
 from tomori.providers.gemini import GeminiProvider
 from tomori.providers.openai import OpenAIProvider
 
-REPO = Path(__file__).resolve().parents[1]
 KEYS = {"OPENAI_API_KEY": "sk-secret-1", "GEMINI_API_KEY": "gm-secret-2"}
 
 

@@ -23,7 +23,6 @@ import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from tests.support.cog_settings import SHORT_BUDGETS, chain_for
 from tests.support.databases import DatabaseUnderTest, postgres_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
+from tests.support.paths import REPO
 from tests.support.postgres import PostgresServer
 from tests.support.registries import OpenRegistry, registries
 from tests.support.scripts import answer
@@ -43,7 +43,6 @@ from tomori.store import retry
 
 OpenBot = Callable[..., Awaitable[NextcordBot]]
 CHANNEL = "100"
-REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
 
 @pytest.fixture
@@ -406,7 +405,7 @@ class SkewedRegistry:
             str(skew_s),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, **database.environment, **env, "PYTHONPATH": REPO_ROOT},
+            env={**os.environ, **database.environment, **env, "PYTHONPATH": str(REPO)},
         )
         return cls(process)
 

@@ -28,11 +28,11 @@ from tests.support.nextcord_fake import (
     message_payload,
     user_payload,
 )
+from tests.support.paths import REPO
 from tests.support.scripts import answer, silent, stalled_after
 from tomori.delivery.notices import KILL_STOPPED
 from tomori.locks.postgres import SAFETY_READ_S
 
-REPO = str(Path(__file__).resolve().parents[1])
 QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50"}
 _seed_files = count()
 
@@ -64,7 +64,9 @@ class BotProcess:
             str(seeds),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env=environment(**database.environment, **QUICK, **(settings or {}), PYTHONPATH=REPO),
+            env=environment(
+                **database.environment, **QUICK, **(settings or {}), PYTHONPATH=str(REPO)
+            ),
             cwd=REPO,
         )
         bot = cls(process)
