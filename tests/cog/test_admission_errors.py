@@ -1,6 +1,6 @@
 """A message the database refuses for good is answered with the error notice, not lost in silence.
 
-A busy or unreachable database is waited out (tests/test_lost_messages.py); an error no retry
+A busy or unreachable database is waited out (tests/cog/test_lost_messages.py); an error no retry
 would cure (here the table of admitted messages is gone) used to escape the message handler as
 an unhandled exception: the message got no answer and no notice, and only the log knew.
 """

@@ -4,7 +4,7 @@ A closing process frees its channels, leaving their queues (and a turn it cut be
 answered, back at its queue's head) for the processes still running. They used to find them at
 their next heartbeat, up to a third of `CHANNEL_LOCK_TIMEOUT_MS` later; on PostgreSQL the
 stopping process announces itself, and they serve them at once. (SQLite cannot announce: its
-processes keep finding them at their heartbeat, as tests/test_locks.py shows.)
+processes keep finding them at their heartbeat, as tests/locks/test_locks.py shows.)
 """
 
 from __future__ import annotations
