@@ -438,7 +438,7 @@ class DiscordpyChat(ChatBot):
         )
         payload["attachments"] = list(attachments)
         payload.update(extra or {})
-        await self.dpy.arrive(payload)
+        self.dpy.arrive(payload)
         return Posted(int(payload["id"]), channel, payload)
 
     def seed(

@@ -139,11 +139,12 @@ class DpyBot:
         """Keep `payload` in its channel, where dpytest's REST fake reads history from."""
         stored(int(payload["channel_id"])).append(payload)
 
-    async def arrive(self, payload: dict[str, Any]) -> None:
-        """The message arrives through the gateway: kept, parsed by discord.py, dispatched."""
+    def arrive(self, payload: dict[str, Any]) -> None:
+        """The message arrives through the gateway: kept, parsed by discord.py, dispatched (its
+        handlers run as tasks, as they would while the bot reads the gateway: nothing waits
+        for them here)."""
         self.store(payload)
         back.get_state().parse_message_create(payload)  # type: ignore[arg-type]
-        await dpytest.run_all_events()
 
     async def kill(
         self,
