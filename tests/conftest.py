@@ -34,9 +34,10 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tomori.db"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def database_under_test(request: pytest.FixtureRequest, tmp_path: Path) -> DatabaseUnderTest:
-    """Each engine in turn: a test taking `database` proves its behaviour on both."""
+    """Each engine in turn: a test taking `database` proves its behaviour on both. The fast tier
+    (`-m "not slow"`) proves it once, on SQLite; the whole run on PostgreSQL too."""
     if request.param == "postgres":
         return postgres_database(request.getfixturevalue("pg_url"))
     return sqlite_database(tmp_path)

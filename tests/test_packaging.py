@@ -17,6 +17,8 @@ import pytest
 
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.slow  # builds the wheel and runs mypy on it
+
 BOT_AUTHOR = """
 import nextcord
 from nextcord.ext import commands

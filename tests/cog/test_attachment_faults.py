@@ -49,6 +49,7 @@ async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord)
 # -- a CDN that stops answering -------------------------------------------------------------
 
 
+@pytest.mark.slow  # the next turn waits out the hanging download's 10 s deadline
 async def test_kill_stops_a_turn_waiting_on_a_download_at_once_and_the_next_is_answered(
     nc: NextcordBot, llm_server: LLMServer, files: FileServer
 ) -> None:
@@ -67,6 +68,7 @@ async def test_kill_stops_a_turn_waiting_on_a_download_at_once_and_the_next_is_a
     assert nc.discord.contents() == ["Here now."]
 
 
+@pytest.mark.slow  # the next turn waits out the hanging download's 10 s deadline
 async def test_kill_stops_a_turn_waiting_on_a_download_at_once_discordpy(
     open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -273,6 +273,7 @@ async def test_discordpy_unload_mid_turn_stops_it_and_releases_the_channel(
 # -- a whole script --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a script run as a process
 @pytest.mark.parametrize("ending", ["return", "unload"])
 @pytest.mark.parametrize("extension", NAMES)
 @pytest.mark.parametrize("library", ["nextcord", "discordpy"])

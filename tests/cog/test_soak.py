@@ -21,6 +21,8 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_IDS, start_nextcord_bot, stop_nextcord_bot
 from tests.support.scripts import answer, http_error, silent, stalled_after
 
+pytestmark = pytest.mark.slow  # seconds of mixed traffic through the whole cog
+
 SOAK_SECONDS = float(os.environ.get("TOMORI_SOAK_SECONDS", "30"))
 
 

@@ -152,6 +152,7 @@ async def test_one_provider_is_built_per_provider_named() -> None:
             await provider.aclose()
 
 
+@pytest.mark.slow  # a fresh interpreter per case
 @pytest.mark.parametrize(
     ("models", "imported", "not_imported"),
     [("openai:gpt-4o-mini", "openai", "google.genai"), ("gemini:flash", "google.genai", "openai")],

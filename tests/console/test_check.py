@@ -9,10 +9,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.bot_script import BOT
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer, Reply, SeenRequest
 from tests.support.scripts import answer, silent
+
+pytestmark = pytest.mark.slow  # bot.py --check run as a process
 
 GEMINI_SECRET = "gemini-SECRET-abcdef0123456789"
 

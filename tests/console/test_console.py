@@ -10,6 +10,8 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from tests.support.bot_script import run
 from tests.support.console_process import (
     SECRET_KEY,
@@ -27,6 +29,8 @@ from tests.support.scripts import answer, silent, stalled_after
 from tomori.config.settings import Settings
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.store.connect import open_database
+
+pytestmark = pytest.mark.slow  # bot.py --console run as a process
 
 
 def said_last(request: SeenRequest) -> str:

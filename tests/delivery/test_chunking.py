@@ -176,6 +176,7 @@ def test_a_span_that_fits_one_message_may_use_up_to_discords_limit() -> None:
     assert all(len(piece) <= MESSAGE_LIMIT for piece in split_message(longer))
 
 
+@pytest.mark.slow  # times long texts
 def test_splitting_is_linear_in_the_texts_length() -> None:
     unit = "Prose with https://example.com/x and `code`.\n\n```py\nprint(1)\n```\n\n"
 

@@ -174,6 +174,7 @@ async def test_a_lone_backtick_opens_no_inline_code_that_would_show_a_think_bloc
     assert " ".join(shown).split() == expected.split()
 
 
+@pytest.mark.slow  # a long answer at the edit interval
 async def test_in_edit_mode_a_long_code_block_is_cut_only_at_line_ends(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:

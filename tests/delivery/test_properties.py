@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import re
 
+import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -228,6 +229,7 @@ def span_at_the_cut(draw: st.DrawFn) -> tuple[str, list[str]]:
     return span, [text[at : at + size] for at in range(0, len(text), size)]
 
 
+@pytest.mark.slow  # many generated cases
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(span_at_the_cut(), st.sampled_from([Delivery.MESSAGES, Delivery.EDIT]))
 def test_a_span_at_the_cut_is_kept_whole_however_it_is_chunked(

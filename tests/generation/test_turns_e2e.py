@@ -299,6 +299,7 @@ def slow(
     return delay
 
 
+@pytest.mark.slow  # waits out a slow send
 async def test_a_last_send_slower_than_the_idle_budget_still_lands(
     open_bot: Any, llm_server: LLMServer
 ) -> None:
@@ -314,6 +315,7 @@ async def test_a_last_send_slower_than_the_idle_budget_still_lands(
     assert not any(name == "stream_sdk_timeout" for name, _ in counts)
 
 
+@pytest.mark.slow  # waits out the delivery bound
 async def test_a_send_that_never_lands_is_given_up_after_the_delivery_bound(
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -351,6 +353,7 @@ async def test_kill_ends_the_wait_for_a_slow_last_send_at_once(
     assert nc.discord.embeds() == []
 
 
+@pytest.mark.slow  # waits out slow sends
 async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
     open_bot: Any, llm_server: LLMServer
 ) -> None:

@@ -363,6 +363,7 @@ def progress_writes(recorded: RecordingDatabase) -> list[list[str]]:
     return [batch for batch in writes if batch]
 
 
+@pytest.mark.slow  # counts writes over seconds
 async def test_touches_reach_the_database_at_most_once_a_second(
     open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
@@ -393,6 +394,7 @@ async def test_touches_reach_the_database_at_most_once_a_second(
     assert progress_seen[0] >= 0.9  # the lock row really moved forward
 
 
+@pytest.mark.slow  # streams for seconds
 async def test_many_streaming_channels_cost_one_progress_statement_a_second(
     open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:
@@ -527,6 +529,7 @@ async def test_a_lock_left_by_a_killed_process_is_recovered_at_start_up(
     assert "m1" not in turns.started_ids
 
 
+@pytest.mark.slow  # waits out a heartbeat
 async def test_a_dead_processs_channel_is_served_without_waiting_for_a_new_message(
     open_locks: OpenLocks, database: DatabaseUnderTest
 ) -> None:

@@ -25,6 +25,8 @@ from tests.support.write_lock import write_lock_held
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.settings import VARIABLES, Settings
 
+pytestmark = pytest.mark.slow  # bot.py run as a process
+
 
 def test_help_lists_every_variable() -> None:
     result = run("--help")

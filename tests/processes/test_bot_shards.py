@@ -16,6 +16,8 @@ from nextcord.ext import commands
 
 from tests.support.bot_script import BOT, bot_script, environment, run
 
+pytestmark = pytest.mark.slow  # bot.py run as processes
+
 GOOD = {"DISCORD_TOKEN": "x", "TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
 
 

@@ -33,6 +33,8 @@ from tests.support.scripts import answer, silent, stalled_after
 from tomori.delivery.notices import KILL_STOPPED
 from tomori.locks.postgres import SAFETY_READ_S
 
+pytestmark = pytest.mark.slow  # whole bot processes
+
 QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50"}
 _seed_files = count()
 

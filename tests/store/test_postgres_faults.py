@@ -41,6 +41,8 @@ from tomori.delivery.notices import GENERATION_ERROR
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.store import retry
 
+pytestmark = pytest.mark.slow  # a real server stopped, frozen and cut off
+
 OpenBot = Callable[..., Awaitable[NextcordBot]]
 CHANNEL = "100"
 

@@ -21,6 +21,7 @@ ROUNDS = 40
 TOGETHER = 6
 
 
+@pytest.mark.slow  # forty rounds of six connections
 async def test_connections_opened_together_on_a_new_file_all_open_and_migrate(
     tmp_path: Path,
 ) -> None:
