@@ -337,7 +337,7 @@ async def test_kill_stops_a_turn_still_reading_its_channels_settings(
         llm_server.script(answer("Too late."))
         await bot.say(f"{bot.mention()} hello")
         async with asyncio.timeout(5):
-            while bot.typing == 0:  # noqa: ASYNC110
+            while not bot.typing:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
         reply = await bot.kill()
         assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title

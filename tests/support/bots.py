@@ -235,8 +235,8 @@ class ChatBot(ABC):
 
     @property
     @abstractmethod
-    def typing(self) -> int:
-        """How many times the bot triggered "typing"."""
+    def typing(self) -> list[int]:
+        """The channel of each "typing" the bot triggered, in order."""
 
     @abstractmethod
     def registered(self, name: str) -> Registered:
@@ -387,8 +387,8 @@ class NextcordChat(ChatBot):
         return len(self.nc.discord.edits)
 
     @property
-    def typing(self) -> int:
-        return self.nc.discord.typing
+    def typing(self) -> list[int]:
+        return self.nc.discord.typed_in
 
     def registered(self, name: str) -> Registered:
         command = next(c for c in self.nc.bot.get_all_application_commands() if c.name == name)
@@ -546,8 +546,8 @@ class DiscordpyChat(ChatBot):
         return self.dpy.edits
 
     @property
-    def typing(self) -> int:
-        return self.dpy.typing
+    def typing(self) -> list[int]:
+        return self.dpy.typed_in
 
     def registered(self, name: str) -> Registered:
         command = self.dpy.bot.tree.get_command(name)

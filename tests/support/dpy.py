@@ -46,7 +46,8 @@ class DpyBot:
     references: dict[int, int] = field(default_factory=dict)
     """The message each of the bot's messages replies to, by the bot message's ID (dpytest's
     store drops a sent message's reference)."""
-    typing: int = 0
+    typed_in: list[int] = field(default_factory=list)
+    """The channel of each "typing" the bot sent, in order."""
     edits: int = 0
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda payload: None
     """Raised (if not None) instead of sending a message: Discord refusing it."""
@@ -326,8 +327,8 @@ async def start_dpy_bot(
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
 
-    async def typed(channel: object) -> None:
-        harness.typing += 1
+    async def typed(channel: discord.abc.Messageable) -> None:
+        harness.typed_in.append(channel.id)  # type: ignore[attr-defined]
 
     async def edited(channel: object, message: object, fields: object) -> None:
         harness.edits += 1

@@ -89,6 +89,8 @@ class FakeDiscord:
     _sent: list[str] = field(default_factory=list)
     _edits: list[str] = field(default_factory=list)
     typing: int = 0
+    typed_in: list[int] = field(default_factory=list)
+    """The channel of each "typing" Discord was sent, in order."""
     interaction_replies: list[dict[str, Any]] = field(default_factory=list)
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
@@ -133,6 +135,7 @@ class FakeDiscord:
                 if failure is not None:
                     raise failure
                 self.typing += 1
+                self.typed_in.append(channel_id)
                 return None
             if rest == ["messages"] and route.method == "POST":
                 return json.dumps(self._create(channel_id, body))
