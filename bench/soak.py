@@ -16,7 +16,7 @@ if __name__ == "__main__":
     repo = Path(__file__).resolve().parents[1]
     sys.exit(
         subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "tests/test_soak.py"],
+            [sys.executable, "-m", "pytest", "-q", "tests/cog/test_soak.py"],
             cwd=repo,
             env={**os.environ, "TOMORI_SOAK_SECONDS": seconds},
             check=False,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.attachments import files, open_dpy  # noqa: F401 (fixtures for every test)
+from tests.support.bots import LIBRARIES, ChatBot, Library, OpenBot, start_bot
 from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite_database
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
@@ -33,9 +34,10 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tomori.db"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def database_under_test(request: pytest.FixtureRequest, tmp_path: Path) -> DatabaseUnderTest:
-    """Each engine in turn: a test taking `database` proves its behaviour on both."""
+    """Each engine in turn: a test taking `database` proves its behaviour on both. The fast tier
+    (`-m "not slow"`) proves it once, on SQLite; the whole run on PostgreSQL too."""
     if request.param == "postgres":
         return postgres_database(request.getfixturevalue("pg_url"))
     return sqlite_database(tmp_path)
@@ -79,6 +81,28 @@ async def open_nextcord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenNe
     yield start
     for bot in bots:
         await stop_nextcord_bot(bot)
+
+
+@pytest.fixture(params=LIBRARIES)
+def library(request: pytest.FixtureRequest) -> Library:
+    """Each Discord library in turn: a test taking `open_bot` proves its behaviour on both."""
+    chosen: Library = request.param
+    return chosen
+
+
+@pytest.fixture
+async def open_bot(library: Library, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenBot]:
+    """Starts bots of the test's library with the cog; each is stopped when the test ends."""
+    bots: list[ChatBot] = []
+
+    async def start(settings: Settings, chain: ModelChain) -> ChatBot:
+        bot = await start_bot(library, settings, chain, monkeypatch)
+        bots.append(bot)
+        return bot
+
+    yield start
+    for bot in bots:
+        await bot.stop()
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,9 @@ import pytest
 
 import tomori
 import tomori_cog
+from tests.support.paths import REPO
 from tomori.errors import TomoriError
 
-REPO = Path(__file__).resolve().parent.parent
 LAYERS = (
     "providers",
     "config",

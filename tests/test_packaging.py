@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.markdown import python_block, sections
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # builds the wheel and runs mypy on it
 
 BOT_AUTHOR = """
 import nextcord

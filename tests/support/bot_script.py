@@ -6,10 +6,11 @@ import importlib.util
 import os
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 
-BOT = Path(__file__).resolve().parents[2] / "bot.py"
+from tests.support.paths import REPO
+
+BOT = REPO / "bot.py"
 
 
 def environment(**env: str) -> dict[str, str]:

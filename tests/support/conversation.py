@@ -1,5 +1,5 @@
-"""What the conversation tests of both libraries share: the gateway payloads of a thread and a
-forum as Discord sends them, a reply's quoted message, and what the model was shown."""
+"""The gateway payloads of a thread and a forum as Discord sends them and a reply's quoted
+message, which both fakes of tests/support/bots.py parse, and what the model was shown."""
 
 from __future__ import annotations
 

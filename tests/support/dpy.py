@@ -1,9 +1,13 @@
 """A real discord.py bot driven by dpytest, with tomori-cog loaded against a local LLM server.
 
-dpytest fakes Discord's REST and gateway inside discord.py itself. Two things it does not keep
-are observed here on the real call path: the payload of every message send (to see replies and
-allowed mentions) and interaction responses (dpytest has no interactions), for which the test
-builds a real `discord.Interaction` that the real command tree routes.
+dpytest fakes Discord's REST and gateway inside discord.py itself. Its guild is built here from
+tests/support/world.py, with the IDs and names the nextcord fake uses, so that one test can
+name the same channels and members on both libraries. What dpytest does not keep is observed
+on the real call path: the payload of every message send (to see replies and allowed
+mentions), typing and edits (through dpytest's callbacks), and interaction responses (dpytest
+has no interactions), for which the test builds a real `discord.Interaction` that the real
+command tree routes. A history read near a channel's start, which dpytest slices wrongly, is
+answered as Discord answers it.
 """
 
 from __future__ import annotations
@@ -11,15 +15,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import discord
 import discord.ext.test as dpytest
+import discord.ext.test.backend as back
+import discord.ext.test.callbacks as callbacks
+import discord.ext.test.factories as facts
+import discord.ext.test.runner as runner
 from discord.ext import commands
 from discord.webhook.async_ import AsyncWebhookAdapter
 
+from tests.support.world import BOT_ID, CHANNEL_IDS, GUILD_ID, Person
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
@@ -34,6 +43,14 @@ class DpyBot:
     sent_payloads: list[dict[str, Any]] = field(default_factory=list)
     interaction_replies: list[dict[str, Any]] = field(default_factory=list)
     sent: asyncio.Event = field(default_factory=asyncio.Event)
+    references: dict[int, int] = field(default_factory=dict)
+    """The message each of the bot's messages replies to, by the bot message's ID (dpytest's
+    store drops a sent message's reference)."""
+    typed_in: list[int] = field(default_factory=list)
+    """The channel of each "typing" the bot sent, in order."""
+    edits: int = 0
+    fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda payload: None
+    """Raised (if not None) instead of sending a message: Discord refusing it."""
 
     @property
     def channel(self) -> discord.TextChannel:
@@ -78,25 +95,80 @@ class DpyBot:
     async def settled(self) -> None:
         await self.service.wait_idle(self.channel.id)
 
-    async def bot_messages(self) -> list[discord.Message]:
+    async def bot_messages(self, channel_id: int | None = None) -> list[discord.Message]:
         assert self.bot.user is not None
-        messages = [m async for m in self.channel.history(limit=200)]
+        channel = self.channel if channel_id is None else self.bot.get_channel(channel_id)
+        assert isinstance(channel, discord.TextChannel | discord.Thread)
+        messages = [m async for m in channel.history(limit=200)]
         messages.sort(key=lambda message: message.id)  # dpytest returns them oldest first
         return [m for m in messages if m.author.id == self.bot.user.id]
 
+    def message_payload(
+        self,
+        content: str,
+        author: Person,
+        channel_id: int,
+        *,
+        message_id: int = -1,
+        replying_to: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A message as Discord keeps it (built by dpytest's factory), not yet in any channel.
+
+        A reply carries the message it replies to as Discord sends it: `replying_to`, which
+        the caller gives without the message that one replies to."""
+        channel = self.bot.get_channel(channel_id)
+        assert channel is not None
+        guild = self.channel.guild
+        user = self.bot.user if author is Person.TOMORI else self.bot.get_user(author.id)
+        assert user is not None
+        data: dict[str, Any] = facts.make_message_dict(
+            channel,  # type: ignore[arg-type]
+            guild.get_member(author.id) or user,  # type: ignore[arg-type]
+            message_id,
+            content=content,
+            mentions=[*back.find_user_mentions(content, guild)],
+            guild_id=guild.id,
+        )
+        data["components"] = []  # dpytest leaves it out; Discord always sends it
+        if replying_to is not None:
+            data["type"] = 19
+            data["message_reference"] = {"message_id": replying_to["id"], "channel_id": channel_id}
+            data["referenced_message"] = replying_to
+        return data
+
+    def store(self, payload: dict[str, Any]) -> None:
+        """Keep `payload` in its channel, where dpytest's REST fake reads history from."""
+        stored(int(payload["channel_id"])).append(payload)
+
+    def arrive(self, payload: dict[str, Any]) -> None:
+        """The message arrives through the gateway: kept, parsed by discord.py, dispatched (its
+        handlers run as tasks, as they would while the bot reads the gateway: nothing waits
+        for them here)."""
+        self.store(payload)
+        back.get_state().parse_message_create(payload)  # type: ignore[arg-type]
+
     async def kill(
-        self, member: discord.Member | None = None, permissions: int = 0
+        self,
+        member: discord.Member | None = None,
+        permissions: int = 0,
+        channel_id: int | None = None,
     ) -> dict[str, Any]:
         """Run /kill through the real command tree; return the interaction response sent."""
         data = {"id": str(next(_ids)), "name": "kill", "type": 1}
-        return await self.run_command(data, member, permissions)
+        return await self.run_command(data, member, permissions, channel_id)
 
     async def run_command(
-        self, data: dict[str, Any], member: discord.Member | None = None, permissions: int = 0
+        self,
+        data: dict[str, Any],
+        member: discord.Member | None = None,
+        permissions: int = 0,
+        channel_id: int | None = None,
     ) -> dict[str, Any]:
         """Run the application command `data` names (an interaction's `data` object) through
         the real command tree; return the interaction response sent."""
         user = member or self.member
+        channel = self.channel if channel_id is None else self.bot.get_channel(channel_id)
+        assert isinstance(channel, discord.TextChannel)
         assert self.bot.user is not None
         payload = {
             "id": str(next(_ids)),
@@ -104,14 +176,14 @@ class DpyBot:
             "type": 2,
             "token": "interaction-token",
             "version": 1,
-            "channel_id": str(self.channel.id),
+            "channel_id": str(channel.id),
             "channel": {
-                "id": str(self.channel.id),
+                "id": str(channel.id),
                 "type": 0,
-                "name": self.channel.name,
-                "guild_id": str(self.channel.guild.id),
+                "name": channel.name,
+                "guild_id": str(channel.guild.id),
             },
-            "guild_id": str(self.channel.guild.id),
+            "guild_id": str(channel.guild.id),
             "app_permissions": "2048",
             "locale": "en-US",
             "member": {
@@ -144,6 +216,68 @@ class DpyBot:
         return self.interaction_replies[-1]
 
 
+def stored(channel_id: int) -> list[dict[str, Any]]:
+    """dpytest's store of message payloads in a channel, which its REST fake answers from."""
+    config = back._cur_config
+    assert config is not None
+    messages: list[dict[str, Any]] = config.messages.setdefault(channel_id, [])
+    return messages
+
+
+_dpytest_logs_from = back.FakeHttp.logs_from
+
+
+async def logs_from(
+    http: back.FakeHttp,
+    channel_id: int,
+    limit: int,
+    before: int | None = None,
+    after: int | None = None,
+    around: int | None = None,
+) -> list[dict[str, Any]]:
+    """A channel's history read as Discord answers it: dpytest's own slices from a negative
+    index when fewer than `limit` messages precede `before`, and so drops the oldest."""
+    if after is not None or around is not None:
+        answered: list[dict[str, Any]] = await _dpytest_logs_from(
+            http, channel_id, limit, before=before, after=after, around=around
+        )
+        return answered
+    messages = stored(channel_id)
+    ids = [int(message["id"]) for message in messages]
+    end = len(messages) if before is None else ids.index(int(before))
+    return messages[max(0, end - limit) : end]
+
+
+def configure_world(bot: commands.Bot) -> None:
+    """dpytest's backend for `bot`, holding the guild of tests/support/world.py: its channels,
+    its people as members (bots flagged as bots), and the bot itself as Tomori."""
+    dpytest.configure(bot, guilds=0, text_channels=0, voice_channels=0, members=0)
+    state = back.get_state()
+    state.stop_dispatch()  # as dpytest builds its own guild: the bot is told nothing of it
+    me = facts.make_user_dict("Tomori", "0001", None, id_num=BOT_ID, bot=True)
+    state.user = discord.ClientUser(state=state, data=me)  # type: ignore[arg-type]
+    guild = back.make_guild("Test Guild", id_num=GUILD_ID)
+    channels: list[discord.abc.GuildChannel] = [
+        back.make_text_channel(f"channel-{position}", guild, id_num=channel_id)
+        for position, channel_id in enumerate(CHANNEL_IDS)
+    ]
+    members = []
+    for number, person in enumerate(p for p in Person if p is not Person.TOMORI):
+        data = facts.make_user_dict(
+            person.username, number + 1, None, id_num=person.id, bot=person.is_bot
+        )
+        members.append(back.make_member(state.store_user(data), guild))  # type: ignore[arg-type]
+    back.make_member(state.user, guild)
+    # Discord gives @everyone Send Messages in Threads by default; dpytest's guild does not.
+    in_threads = discord.Permissions(send_messages_in_threads=True).value
+    everyone = guild.default_role
+    back.update_role(everyone, permissions=everyone.permissions.value | in_threads)
+    state.start_dispatch()
+    runner._cur_config = runner.RunnerConfig(bot, [guild], channels, members)
+    for channel_id in CHANNEL_IDS:
+        stored(channel_id)
+
+
 async def start_dpy_bot(
     settings: Settings, chain: ModelChain, monkeypatch: Any, extension: str | None = None
 ) -> DpyBot:
@@ -153,21 +287,25 @@ async def start_dpy_bot(
     intents.members = True
     bot = commands.Bot(command_prefix="//unused ", intents=intents)
     await bot._async_setup_hook()
-    dpytest.configure(bot)
+    configure_world(bot)
     bot._connection.loop = asyncio.get_running_loop()
-    # Discord gives @everyone Send Messages in Threads by default; dpytest's guild does not.
-    everyone = dpytest.get_config().guilds[0].default_role
-    in_threads = discord.Permissions(send_messages_in_threads=True).value
-    dpytest.backend.update_role(everyone, permissions=everyone.permissions.value | in_threads)
     harness = DpyBot(bot)
+    monkeypatch.setattr(back.FakeHttp, "logs_from", logs_from)
 
     original_send = bot.http.send_message
 
     async def recording_send(channel_id: int, *, params: Any) -> Any:
         # dpytest's fake finds the channel in its caller's locals: keep it there for it.
         channel = sys._getframe(1).f_locals.get("channel")  # noqa: F841
-        harness.sent_payloads.append(dict(params.payload or {}))
+        payload = dict(params.payload or {})
+        failure = harness.fail_sends(payload)
+        if failure is not None:
+            raise failure
+        harness.sent_payloads.append(payload)
         message = await original_send(channel_id, params=params)
+        reference = payload.get("message_reference")
+        if reference:
+            harness.references[int(message["id"])] = int(reference["message_id"])
         harness.sent.set()
         return message
 
@@ -188,6 +326,15 @@ async def start_dpy_bot(
         }
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
+
+    async def typed(channel: discord.abc.Messageable) -> None:
+        harness.typed_in.append(channel.id)  # type: ignore[attr-defined]
+
+    async def edited(channel: object, message: object, fields: object) -> None:
+        harness.edits += 1
+
+    callbacks.set_callback(typed, "send_typing")
+    callbacks.set_callback(edited, "edit_message")
     if extension is None:
         await add_tomori(bot, settings=settings, chain=chain)
     else:
@@ -198,3 +345,5 @@ async def start_dpy_bot(
 async def stop_dpy_bot(harness: DpyBot) -> None:
     await harness.bot.remove_cog("Tomori")
     await dpytest.empty_queue()
+    for event in ("send_typing", "edit_message"):
+        callbacks.remove_callback(event)

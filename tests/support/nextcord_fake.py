@@ -26,19 +26,18 @@ from nextcord.http import Route
 from nextcord.user import ClientUser
 from nextcord.webhook.async_ import AsyncWebhookAdapter
 
+from tests.support.world import ALICE as ALICE
+from tests.support.world import BOB as BOB
+from tests.support.world import BOT_ID as BOT_ID
+from tests.support.world import CHANNEL_ID as CHANNEL_ID
+from tests.support.world import CHANNEL_IDS as CHANNEL_IDS
+from tests.support.world import GUILD_ID as GUILD_ID
+from tests.support.world import READ_AND_SEND as READ_AND_SEND
+from tests.support.world import channel_denying_the_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.service import TomoriService
-
-BOT_ID = 1_000_000_000_000_000_001
-GUILD_ID = 2_000_000_000_000_000_002
-CHANNEL_ID = 4_000_000_000_000_000_004
-CHANNEL_IDS = (CHANNEL_ID, CHANNEL_ID + 1, CHANNEL_ID + 2)
-ALICE = 3_000_000_000_000_000_003
-BOB = 3_000_000_000_000_000_033
-READ_AND_SEND = (1 << 10) | (1 << 11) | (1 << 14) | (1 << 16) | (1 << 38)
-"""View, send, embed links, read history, send in threads: what @everyone has by default."""
 
 _snowflakes = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
 
@@ -90,6 +89,8 @@ class FakeDiscord:
     _sent: list[str] = field(default_factory=list)
     _edits: list[str] = field(default_factory=list)
     typing: int = 0
+    typed_in: list[int] = field(default_factory=list)
+    """The channel of each "typing" Discord was sent, in order."""
     interaction_replies: list[dict[str, Any]] = field(default_factory=list)
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
     fail_edits: Callable[[dict[str, Any]], BaseException | None] = lambda body: None
@@ -134,6 +135,7 @@ class FakeDiscord:
                 if failure is not None:
                     raise failure
                 self.typing += 1
+                self.typed_in.append(channel_id)
                 return None
             if rest == ["messages"] and route.method == "POST":
                 return json.dumps(self._create(channel_id, body))
@@ -452,15 +454,4 @@ async def stop_nextcord_bot(harness: NextcordBot) -> None:
 
 def deny_send(nc: NextcordBot, permission: int) -> None:
     """An admin denies the bot a permission in the channel: Discord tells the gateway."""
-    nc.bot._connection.parse_channel_update(
-        {
-            "id": str(CHANNEL_ID),
-            "type": 0,
-            "guild_id": str(GUILD_ID),
-            "name": "channel-0",
-            "position": 0,
-            "permission_overwrites": [
-                {"id": str(BOT_ID), "type": 1, "allow": "0", "deny": str(permission)}
-            ],
-        }
-    )
+    nc.bot._connection.parse_channel_update(channel_denying_the_bot(permission))

@@ -46,9 +46,12 @@ async def nextcord_tomori(
     return nc.discord.interaction_replies[-1]
 
 
-async def dpy_tomori(dpy: DpyBot, subcommand: str, **options: Any) -> dict[str, Any]:
+async def dpy_tomori(
+    dpy: DpyBot, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
+) -> dict[str, Any]:
     """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
-    return await dpy.run_command(command_data(subcommand, **options), permissions=MANAGE_GUILD)
+    data = command_data(subcommand, **options)
+    return await dpy.run_command(data, permissions=MANAGE_GUILD, channel_id=channel)
 
 
 def said(reply: dict[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,245 @@
+"""tomori-cog in a real bot of each Discord library, end to end against the local LLM server."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from tests.support.bots import ChatBot, OpenBot
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import LLMServer
+from tests.support.scripts import answer, stalled_after
+from tests.support.world import CHANNEL_ID, Person
+from tomori.config.settings import Delivery, KillPolicy
+from tomori.delivery.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
+from tomori.store.connect import open_database
+from tomori_cog.listener.deliverability import REFUSED_FOR_S
+
+MANAGE_MESSAGES = 1 << 13
+
+
+@pytest.fixture
+async def bot(tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot) -> ChatBot:
+    return await open_bot(settings_for(tmp_path), chain_for(llm_server))
+
+
+async def test_a_mention_gets_the_models_answer_streamed_into_the_channel(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("Hello there!\n\nHow can I help?"))
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    assert await bot.contents() == ["Hello there!", "How can I help?"]
+    assert set(bot.typing) == {CHANNEL_ID}  # the channel shows the bot at work, only that one
+    assert all(sent.allowed_mentions.get("parse") == ["users"] for sent in bot.sent)
+    messages = llm_server.requests[0].body["messages"]
+    assert messages[0]["role"] == "system"
+    assert messages[-1] == {"role": "user", "content": "alice: @Tomori hi"}
+
+
+async def test_messages_that_do_not_ask_for_a_reply_are_left_alone(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    await bot.say("just chatting")
+    await bot.say(f"!{bot.mention()} a command for another bot")
+    await bot.settled()
+    assert llm_server.requests == []
+    assert await bot.messages() == []
+
+
+async def test_a_reply_to_the_bot_is_answered_and_other_bots_are_not(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("First."), answer("Replying to your reply."))
+    await bot.say(f"{bot.mention()} start")
+    await bot.settled()
+    await bot.say("and another thing", replying_to=bot.find("First."))
+    await bot.say(f"{bot.mention()} beep", by=Person.OTHER_BOT)
+    await bot.settled()
+    assert await bot.contents() == ["First.", "Replying to your reply."]
+    assert len(llm_server.requests) == 2
+
+
+async def test_a_long_answer_arrives_split_into_messages_that_fit(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    paragraph = " ".join(["streaming"] * 120)  # 1,199 characters
+    text = f"{paragraph}\n\n{paragraph}\n\n```python\n" + "x = 1\n" * 400 + "```"
+    llm_server.script(answer(text, pieces=60))
+    await bot.say(f"{bot.mention()} write a lot")
+    await bot.settled()
+    contents = await bot.contents()
+    assert len(contents) >= 4
+    assert all(len(content) <= 1950 for content in contents)
+    assert contents[0] == paragraph
+    assert contents[1] == paragraph
+    for part in contents[2:]:
+        assert part.startswith("```python\n")
+        assert part.endswith("```")
+    assert sum(part.count("x = 1") for part in contents[2:]) == 400
+
+
+async def test_two_quick_messages_are_answered_in_order_the_second_as_a_reply(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("First answer.", gap=0.05), answer("Second answer."))
+    await bot.say(f"{bot.mention()} first question")
+    second = await bot.say(f"{bot.mention()} second question")
+    await bot.settled()
+    assert await bot.contents() == ["First answer.", "Second answer."]
+    assert [sent.reply_to for sent in bot.sent] == [None, second.id]
+    # the second question was not in the first answer's context: it had its own turn
+    first_context = str(llm_server.requests[0].body["messages"])
+    assert "second question" not in first_context
+
+
+async def test_edit_mode_grows_one_message(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = settings_for(tmp_path, delivery=Delivery.EDIT, stream_edit_interval_ms=20)
+    bot = await open_bot(settings, chain_for(llm_server))
+    text = "Growing " * 40
+    llm_server.script(answer(text, pieces=20, gap=0.01))
+    await bot.say(f"{bot.mention()} grow")
+    await bot.settled()
+    assert await bot.contents() == [text.strip()]
+    assert len(bot.sent) == 1
+    assert bot.edits > 0
+
+
+async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    bot.forbid_sends(50013, "Missing Permissions")
+    llm_server.script(answer("You will not see this."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    assert await bot.contents() == []
+    bot.allow_sends()
+    deliverability = bot.service._gate.deliverability  # the refusal is remembered a while
+    later = deliverability.clock() + REFUSED_FOR_S
+    deliverability.clock = lambda: later
+    llm_server.script(answer("Now I can talk."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert await bot.contents() == ["Now I can talk."]
+
+
+async def test_a_stalled_model_posts_one_timeout_notice_and_frees_the_channel(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = settings_for(
+        tmp_path, stream_first_token_timeout_ms=300, stream_sdk_call_timeout_ms=300
+    )
+    bot = await open_bot(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("I was saying\n\n"), answer("Back again."))
+    await bot.say(f"{bot.mention()} hello?")
+    await bot.settled()
+    assert await bot.contents() == ["I was saying"]
+    assert await bot.embeds() == ["Response Timed Out"]
+    await bot.say(f"{bot.mention()} still there?")
+    await bot.settled()
+    assert (await bot.contents())[-1] == "Back again."
+
+
+async def test_kill_stops_the_stream_keeps_its_text_and_closes_the_provider_connection(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(stalled_after("Thinking hard.\n\n"), answer("Next!"))
+    await bot.say(f"{bot.mention()} think")
+    await llm_server.request_arrived.wait()
+    await bot.sent_event.wait()
+    killed_at = time.monotonic()
+    reply = await bot.kill()
+    assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    assert reply["data"]["flags"] & 64
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 1)
+    assert connection.closed_at is not None
+    assert connection.closed_at - killed_at < 0.5
+    await bot.settled()
+    assert [m.content for m in await bot.messages()] == ["Thinking hard."]
+    await bot.say(f"{bot.mention()} next")
+    await bot.settled()
+    assert await bot.contents() == ["Thinking hard.", "Next!"]
+
+
+async def test_kill_with_nothing_running_says_so(bot: ChatBot) -> None:
+    reply = await bot.kill()
+    assert reply["data"]["embeds"][0]["title"] == KILL_NOTHING_TO_STOP.title
+
+
+async def test_kill_by_another_member_is_refused_under_the_requester_policy(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = settings_for(tmp_path, kill_policy=KillPolicy.REQUESTER)
+    bot = await open_bot(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"), stalled_after("Busy again.\n\n"))
+    await bot.say(f"{bot.mention()} slow", by=Person.ALICE)
+    await bot.sent_event.wait()
+    refused = await bot.kill(by=Person.BOB)
+    assert refused["data"]["embeds"][0]["title"] == KILL_NOT_ALLOWED.title
+    moderator = await bot.kill(by=Person.BOB, permissions=MANAGE_MESSAGES)
+    assert moderator["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    await bot.settled()
+    bot.sent_event.clear()
+    await bot.say(f"{bot.mention()} slow again", by=Person.ALICE)
+    await bot.sent_event.wait()
+    allowed = await bot.kill(by=Person.ALICE)  # the requester may always stop their own
+    assert allowed["data"]["embeds"][0]["title"] == KILL_STOPPED.title
+    await bot.settled()
+
+
+async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = settings_for(tmp_path, queue_max_age_ms=200)
+    bot = await open_bot(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"), answer("Later."))
+    await bot.say(f"{bot.mention()} slow")
+    await bot.sent_event.wait()
+    for n in range(3):
+        await bot.say(f"{bot.mention()} queued {n}")
+    await bot.admitted()  # the three are admitted, queued behind the stalled turn
+    await bot.kill()  # clears them: their turns will never read their messages
+    await bot.settled()
+    await asyncio.sleep(0.3)  # past TOMORI_QUEUE_MAX_AGE_MS
+    await bot.say(f"{bot.mention()} later")
+    await bot.settled()
+    assert await bot.contents() == ["Busy.", "Later."]
+    assert len(bot.service._live_messages) == 0  # none of the four messages is held any more
+
+
+async def test_everyone_and_role_mentions_from_the_model_ping_no_one(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    llm_server.script(answer("@everyone @here <@&123456> look!"))
+    await bot.say(f"{bot.mention()} announce")
+    await bot.settled()
+    # Only users may be pinged: no @everyone/@here, no roles, not the replied-to author.
+    assert bot.sent[0].allowed_mentions == {"parse": ["users"]}
+    assert bot.sent[0].content == "@everyone @here <@&123456> look!"
+
+
+async def test_a_lock_left_in_the_database_is_recovered_and_the_channel_served(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = settings_for(tmp_path)
+    await (await open_database(settings)).close()
+    bot = await open_bot(settings, chain_for(llm_server))
+    # a crashed process's leftover lock
+    with closing(sqlite3.connect(settings.db_path)) as db, db:
+        db.execute(
+            "INSERT INTO channel_locks (channel_id, owner, turn_id, locked_at,"
+            " last_progress_at, watchdogs) VALUES (?, 'crashed', 't', 0, 0, 1)",
+            (str(CHANNEL_ID),),
+        )
+    llm_server.script(answer("Served after the crash."))
+    await bot.say(f"{bot.mention()} anyone home?")
+    await bot.settled()
+    assert (await bot.contents())[-1] == "Served after the crash."

@@ -1,0 +1,271 @@
+"""`python bot.py --check`: every model asked for a tiny answer, one line each, exit code 0 or 1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.bot_script import BOT
+from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
+from tests.support.llm_server import LLMServer, Reply, SeenRequest
+from tests.support.scripts import answer, silent
+
+pytestmark = pytest.mark.slow  # bot.py --check run as a process
+
+GEMINI_SECRET = "gemini-SECRET-abcdef0123456789"
+
+
+def closed_port() -> int:
+    """A port nothing listens on: a connection to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def by_model(request: SeenRequest) -> Reply:
+    """Each model of the chain fails its own way, whatever order the probes come in."""
+    model = request.body["model"]
+    if model == "missing":
+        return Reply(404, json_body={"error": {"message": "The model `missing` does not exist"}})
+    if model == "locked":
+        message = f"Incorrect API key provided: {SECRET_KEY}"  # as OpenAI echoes a bad key
+        return Reply(401, json_body={"error": {"message": message}})
+    if model == "no-tools":
+        return Reply(400, json_body={"error": {"message": "this model does not support tools"}})
+    if model == "stuck":
+        return silent()
+    return answer("ready")
+
+
+async def test_a_working_model_answers_and_the_check_passes(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    env = bot_environment(llm_server, tmp_path, TOMORI_TEMPERATURE="0.5")
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 0, out + err
+    lines = out.splitlines()
+    assert lines[0] == "ok      settings (1 model: openai:test-model)"
+    assert lines[1] == f"ok      database: SQLite at {tmp_path / 'tomori.db'}, opened and migrated"
+    assert lines[2].startswith("ok      openai:test-model: first token ")
+    assert lines[2].endswith(" s")
+    assert lines[3] == "skipped discord: DISCORD_TOKEN is not set"
+    assert (tmp_path / "tomori.db").exists()
+    sent = llm_server.requests[0].body
+    assert sent["stream"] is True
+    assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
+    assert [tool["function"]["name"] for tool in sent["tools"]] == ["current_time"]
+
+
+async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
+    tmp_path: Path,
+) -> None:
+    server = LLMServer(default=by_model)
+    await server.start()
+    try:
+        env = bot_environment(
+            server,
+            tmp_path,
+            TOMORI_MODELS=(
+                "openai:good,openai:missing,openai:locked,openai:no-tools,openai:stuck,gemini:g"
+            ),
+            GEMINI_API_KEY=GEMINI_SECRET,
+            GEMINI_BASE_URL=f"http://127.0.0.1:{closed_port()}",
+        )
+        process = await start_bot("--check", env=env)
+        out, err = await finished(process)
+    finally:
+        await server.close()
+    assert process.returncode == 1, out + err
+    assert out.splitlines()[2].startswith("ok      openai:good: first token ")
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failed[0] == (
+        "FAILED  openai:missing: model not found: 'missing' (TOMORI_MODELS): "
+        "the provider said: The model `missing` does not exist"
+    )
+    assert failed[1] == (
+        "FAILED  openai:locked: 401: the provider refused the key (OPENAI_API_KEY): "
+        "the provider said: Incorrect API key provided: ***"
+    )
+    assert failed[2] == (
+        "FAILED  openai:no-tools: tools refused: the model takes no tools (TOMORI_TOOLS= offers "
+        "none): the provider said: this model does not support tools"
+    )
+    assert failed[3] == (
+        "FAILED  openai:stuck: timed out before the first token (waited 1 s: "
+        "STREAM_FIRST_TOKEN_TIMEOUT_MS)"
+    )
+    assert failed[4].startswith("FAILED  gemini:g: connection refused: nothing listens at ")
+    assert failed[4].endswith("(GEMINI_BASE_URL)")
+    assert len(failed) == 5
+    for secret in (SECRET_KEY, GEMINI_SECRET):
+        assert secret not in out + err
+
+
+async def test_a_bad_setting_stops_the_check_naming_it(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    env = bot_environment(llm_server, tmp_path, STREAM_SDK_CALL_TIMEOUT_MS="soon")
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert err.startswith("error: STREAM_SDK_CALL_TIMEOUT_MS='soon' is not allowed")
+    assert err.count("\n") == 1
+    assert llm_server.requests == []
+
+
+LAUNCH_ON_FAKE_DISCORD = """
+import runpy, sys
+import nextcord.http
+import tomori_cog.discord_check
+nextcord.http.Route.BASE = sys.argv[2]
+tomori_cog.discord_check.DISCORD_CHECK_WITHIN_S = 1.0
+sys.argv = [sys.argv[1], "--check"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""bot.py --check with nextcord's REST base pointed at the test's fake Discord."""
+
+
+def fake_discord(
+    application_flags: int, token_status: int = 200, *, answers: bool = True
+) -> LLMServer:
+    """Discord's REST API as the check reads it: the bot's user and its application; one that
+    never `answers` accepts each request and sends nothing."""
+
+    def reply(request: SeenRequest) -> Reply:
+        if not answers:
+            return Reply(header_delay=60)
+        if request.path.endswith("/users/@me"):
+            if token_status != 200:
+                return Reply(token_status, json_body={"message": "401: Unauthorized", "code": 0})
+            user = {"id": "1001", "username": "tomori", "discriminator": "0", "avatar": None}
+            return Reply(json_body=user)
+        if request.path.endswith("/oauth2/applications/@me"):
+            application = {
+                "id": "4242",
+                "name": "tomori",
+                "description": "",
+                "icon": None,
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "verify_key": "k",
+                "flags": application_flags,
+            }
+            return Reply(json_body=application)
+        return Reply(404, json_body={"message": "Unknown", "code": 0})
+
+    return LLMServer(default=reply)
+
+
+async def check_on_fake_discord(
+    llm_server: LLMServer, tmp_path: Path, discord: LLMServer, token: str
+) -> tuple[int | None, str, str, list[SeenRequest]]:
+    llm_server.script(answer("ready"))
+    await discord.start()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            LAUNCH_ON_FAKE_DISCORD,
+            str(BOT),
+            f"{discord.base_url}/api/v10",
+            env=bot_environment(llm_server, tmp_path, DISCORD_TOKEN=token),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = await finished(process)
+    finally:
+        await discord.close()
+    return process.returncode, out, err, discord.requests
+
+
+async def test_with_a_token_it_logs_in_reads_the_intent_and_prints_the_invite(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    token = "discord-TOKEN-SECRET.0123456789"
+    code, out, err, requests = await check_on_fake_discord(
+        llm_server, tmp_path, fake_discord(application_flags=1 << 19), token
+    )
+    assert code == 0, out + err
+    assert out.splitlines()[-3:] == [
+        "ok      discord: logged in as tomori",
+        "ok      discord: the Message Content intent is granted",
+        "invite  https://discord.com/oauth2/authorize?client_id=4242&permissions=274877991936"
+        "&scope=bot+applications.commands",
+    ]
+    assert requests[0].headers["authorization"] == f"Bot {token}"
+    assert token not in out + err
+
+
+async def test_a_missing_message_content_intent_fails_the_check(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    code, out, _, _ = await check_on_fake_discord(
+        llm_server, tmp_path, fake_discord(application_flags=0), "discord-token"
+    )
+    assert code == 1
+    assert "FAILED  discord: the Message Content intent is not granted" in out
+    assert "invite  https://discord.com/oauth2/authorize?client_id=4242" in out
+
+
+async def test_a_refused_token_fails_the_check_in_one_line(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    token = "discord-TOKEN-SECRET.0123456789"
+    code, out, err, _ = await check_on_fake_discord(
+        llm_server, tmp_path, fake_discord(application_flags=0, token_status=401), token
+    )
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "FAILED  discord: the token was refused (401): check DISCORD_TOKEN"
+    )
+    assert token not in out + err
+    assert "Traceback" not in err
+
+
+async def test_a_discord_that_does_not_answer_fails_the_check_in_bounded_time(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    code, out, err, requests = await check_on_fake_discord(
+        llm_server, tmp_path, fake_discord(application_flags=0, answers=False), "discord-token"
+    )
+    assert code == 1, out + err
+    assert out.splitlines()[-1] == "FAILED  discord: no answer within 1 s"
+    assert len(requests) == 1
+    assert time.monotonic() - started < 15  # the bound, not the 60 s Discord would take
+
+
+async def test_a_bad_shard_setting_stops_the_check_too(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    env = bot_environment(llm_server, tmp_path, DISCORD_SHARD_IDS="0")
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert err.startswith("error: DISCORD_SHARD_IDS='0' is not allowed")
+    assert err.count("\n") == 1
+
+
+async def test_a_404_naming_no_model_points_at_the_address(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """The base URL without its /v1: the server's 404 names no model, so the address is blamed."""
+    llm_server.script(Reply(404, json_body={"detail": "Not Found"}))
+    env = bot_environment(llm_server, tmp_path, STREAM_FIRST_TOKEN_TIMEOUT_MS="20000")
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert err.startswith(  # a long wait is said before it starts
+        "asking 1 model at once; one that never answers is waited for up to 20 s"
+    )
+    assert process.returncode == 1, out + err
+    [failed] = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failed.startswith("FAILED  openai:test-model: 404: nothing found at http://127.0.0.1:")
+    assert "check OPENAI_BASE_URL (an OpenAI-compatible server's usually ends in /v1)" in failed

@@ -1,0 +1,220 @@
+"""What a channel shows for answers with code, long spans, emoji, hidden blocks, and no end.
+
+Each test sends a message through a real nextcord bot to the local LLM server and reads what
+the channel shows, in the delivery mode a bot author picks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import regex
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import Action, LLMServer, Reply, pause, sse, stall
+from tests.support.nextcord_fake import OpenNextcord
+from tests.support.openai_wire import chunk
+from tests.support.scripts import answer
+from tomori.config.settings import Delivery
+
+
+def looping(line: str, *, gap: float = 0.002, lines: int = 2_000) -> Reply:
+    """A model that repeats `line` at a steady pace and never finishes."""
+    body: list[Action] = []
+    for _ in range(lines):
+        body += [pause(gap), sse(chunk(line))]
+    return Reply(body=[*body, stall()])
+
+
+async def ask(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    reply: Reply,
+    **settings: object,
+) -> list[str]:
+    nc = await open_nextcord(settings_for(tmp_path, **settings), chain_for(llm_server))
+    llm_server.script(reply)
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    return nc.discord.contents()
+
+
+async def closed_by_the_bot(llm_server: LLMServer) -> None:
+    """The model server saw the bot close the first request's connection (within 5 s)."""
+    connection = llm_server.requests[0].connection
+    assert connection is not None
+    await asyncio.wait_for(connection.closed.wait(), 5)
+    assert connection.closed_by_client
+
+
+async def test_an_answer_ending_on_its_closing_fence_gets_no_stray_fence(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    text = "Here you go:\n```py\nprint('hi')\n```"
+    shown = await ask(tmp_path, llm_server, open_nextcord, answer(text, pieces=5))
+    assert shown == [text]
+
+
+async def test_a_one_line_snippet_is_not_taken_for_a_fence(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    text = "```npm i``` installs it.\n\nThen run it."
+    shown = await ask(tmp_path, llm_server, open_nextcord, answer(text, pieces=7))
+    assert shown == ["```npm i``` installs it.", "Then run it."]
+
+
+async def test_a_cut_inside_a_word_keeps_emoji_and_skin_tone_together(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    thumbs = "\U0001f44d\U0001f3fd"
+    text = "x" + thumbs * 1_200
+    shown = await ask(tmp_path, llm_server, open_nextcord, answer(text, pieces=3))
+    assert "".join(shown) == text
+    for message in shown:
+        clusters = regex.findall(r"\X", message)
+        assert set(clusters) <= {"x", thumbs}, message[:4]
+
+
+async def test_a_url_that_fits_one_message_is_not_cut(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    url = "https://example.com/" + "p" * 1_960
+    text = f"See {url} for more."
+    shown = await ask(tmp_path, llm_server, open_nextcord, answer(text, pieces=4))
+    assert url in shown
+
+
+async def test_in_edit_mode_a_shown_message_only_grows(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    nc = await open_nextcord(
+        settings_for(tmp_path, delivery=Delivery.EDIT, stream_edit_interval_ms=10),
+        chain_for(llm_server),
+    )
+    text = "word " * 300 + "\n\n" + "more " * 300
+    llm_server.script(answer(text, pieces=60, gap=0.01))
+    nc.say(f"{nc.mention()} grow")
+    await nc.settled()
+    seen: dict[int, str] = {}
+    for edit in nc.discord.edits:
+        before = seen.get(edit["id"], "")
+        assert edit["content"].startswith(before), (len(before), len(edit["content"]))
+        seen[edit["id"]] = edit["content"]
+    assert " ".join(nc.discord.contents()).split() == text.split()
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_model_that_never_stops_is_cut_at_the_message_ceiling(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    settings = settings_for(
+        tmp_path, max_messages_per_answer=3, delivery=delivery, stream_edit_interval_ms=10
+    )
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    llm_server.script(looping("I will say this again and again.\n\n"))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    shown = nc.discord.contents()
+    assert len(shown) == 3
+    assert shown[-1].endswith("(The answer was cut here: it was too long.)")
+    assert all(len(message) <= 2_000 for message in shown)
+    assert nc.discord.embeds() == []  # no timeout or error notice
+    await closed_by_the_bot(llm_server)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_model_looping_on_hidden_reasoning_is_cut_like_at_the_ceiling(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    settings = settings_for(
+        tmp_path, max_messages_per_answer=1, delivery=delivery, stream_edit_interval_ms=10
+    )
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    loop = looping("and yet I must think about it once more. " * 10, gap=0.001)
+    llm_server.script(Reply(body=[sse(chunk("Let me see.\n\n<think>")), *loop.body]))
+    nc.say(f"{nc.mention()} hi")
+    await nc.settled()
+    assert nc.discord.contents() == [
+        "Let me see.\n\n-# (The answer was cut here: it was too long.)"
+    ]
+    assert nc.discord.embeds() == []  # no timeout or error notice
+    await closed_by_the_bot(llm_server)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_details_and_think_blocks_are_not_posted_in_either_mode(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    text = (
+        "<think>The user wants a sum.</think>\n\nThe answer is 4.\n\n"
+        "<DETAILS open><summary>Notes</summary>my hidden notes</details>\n\n"
+        "Use `<details>` to fold text."
+    )
+    reply = answer(text, pieces=31)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    expected = "The answer is 4. Use `<details>` to fold text."
+    assert " ".join(shown).split() == expected.split()
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_lone_backtick_opens_no_inline_code_that_would_show_a_think_block(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    text = "Press the ` key. <think>secret plan</think> Answer.\n\nUse `<think>` tags."
+    reply = answer(text, pieces=9)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    expected = "Press the ` key. Answer. Use `<think>` tags."
+    assert " ".join(shown).split() == expected.split()
+
+
+@pytest.mark.slow  # a long answer at the edit interval
+async def test_in_edit_mode_a_long_code_block_is_cut_only_at_line_ends(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    lines = [f"value_{n:03d} = compute(value_{n - 1:03d}) + {n}" for n in range(1, 120)]
+    text = "```python\n" + "\n".join(lines) + "\n```"
+    reply = answer(text, pieces=len(text) // 5, gap=0.002)
+    shown = await ask(
+        tmp_path,
+        llm_server,
+        open_nextcord,
+        reply,
+        delivery=Delivery.EDIT,
+        stream_edit_interval_ms=50,
+    )
+    assert len(shown) > 1
+    code = [line for message in shown for line in message.split("\n") if "```" not in line]
+    assert code == lines
+    assert all(message.startswith("```python\n") for message in shown)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+@pytest.mark.parametrize(
+    "span",
+    [
+        "||a hidden spoiler text here||",
+        "[click here for the docs](https://docs.example.com/a/b/index.html)",
+        "**this is some bold text here**",
+    ],
+)
+async def test_a_span_at_the_message_limit_is_not_split_when_streamed_in_small_chunks(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    delivery: Delivery,
+    span: str,
+) -> None:
+    text = ("lorem ipsum dolor sit amet " * 80)[:1_935] + " " + span + " after."
+    reply = answer(text, pieces=len(text) // 3)
+    shown = await ask(
+        tmp_path, llm_server, open_nextcord, reply, delivery=delivery, stream_edit_interval_ms=10
+    )
+    assert len(shown) == 2
+    assert span in shown[0] or span in shown[1]

@@ -1,0 +1,1 @@
+"""Tests of tomori.generation: a turn, its passes and its tool loop."""

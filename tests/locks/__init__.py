@@ -1,0 +1,1 @@
+"""Tests of tomori.locks: the lock rules, the registry, and processes that leave."""

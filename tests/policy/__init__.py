@@ -1,0 +1,1 @@
+"""Tests of tomori.policy: limits, overrides and the metrics they rest on."""

@@ -1,0 +1,181 @@
+"""bot.py run as one of several processes that split a bot's shards: DISCORD_SHARD_COUNT and
+DISCORD_SHARD_IDS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import WSMsgType, web
+from nextcord.ext import commands
+
+from tests.support.bot_script import BOT, bot_script, environment, run
+
+pytestmark = pytest.mark.slow  # bot.py run as processes
+
+GOOD = {"DISCORD_TOKEN": "x", "TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
+
+
+def test_help_lists_the_shard_variables() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "DISCORD_SHARD_COUNT the application's shards, across every process" in text
+    assert "DISCORD_SHARD_IDS the shards this process runs, comma separated" in text
+
+
+@pytest.mark.parametrize(
+    ("env", "sharded", "count", "ids"),
+    [
+        ({}, False, None, None),
+        ({"DISCORD_SHARD_COUNT": "4"}, True, 4, None),  # every shard, in this one process
+        ({"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": " 2, 3,"}, True, 4, [2, 3]),
+        ({"DISCORD_SHARD_COUNT": "1", "DISCORD_SHARD_IDS": "0"}, True, 1, [0]),
+    ],
+)
+async def test_the_bot_runs_the_shards_the_environment_names(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    sharded: bool,
+    count: int | None,
+    ids: list[int] | None,
+) -> None:
+    for name, value in {**GOOD, "TOMORI_DB_PATH": str(tmp_path / "tomori.db")}.items():
+        monkeypatch.setenv(name, value)  # what the cog reads as it loads
+    script = bot_script()
+    bot = script.build_bot(script.Shards.from_env(env))
+    try:
+        if sharded:
+            assert isinstance(bot, commands.AutoShardedBot)
+        else:
+            assert type(bot) is commands.Bot  # today's bot: one connection, no shard count
+        assert bot.shard_count == count
+        assert getattr(bot, "shard_ids", None) == ids
+        assert bot.get_cog("Tomori") is not None
+    finally:
+        await script.close_bot(bot)
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "why"),
+    [
+        ({"DISCORD_SHARD_COUNT": "0"}, "DISCORD_SHARD_COUNT", "a positive integer"),
+        ({"DISCORD_SHARD_COUNT": "two"}, "DISCORD_SHARD_COUNT", "a positive integer"),
+        ({"DISCORD_SHARD_COUNT": ""}, "DISCORD_SHARD_COUNT", "a positive integer"),
+        ({"DISCORD_SHARD_IDS": "0,1"}, "DISCORD_SHARD_IDS", "DISCORD_SHARD_COUNT must be set"),
+        (
+            {"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": "0;1"},
+            "DISCORD_SHARD_IDS",
+            "shard IDs from 0 to 3 separated by commas",
+        ),
+        (
+            {"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": "1,-2"},
+            "DISCORD_SHARD_IDS",
+            "shard IDs from 0 to 3",
+        ),
+        (
+            {"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": "3,4"},
+            "DISCORD_SHARD_IDS",
+            "shard 4 is not below DISCORD_SHARD_COUNT=4",
+        ),
+        (
+            {"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": "1,2,1"},
+            "DISCORD_SHARD_IDS",
+            "shard 1 is listed twice",
+        ),
+        ({"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": " "}, "DISCORD_SHARD_IDS", "shard IDs"),
+    ],
+)
+def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
+    tmp_path: Path, env: dict[str, str], variable: str, why: str
+) -> None:
+    database = tmp_path / "tomori.db"
+    result = run(**GOOD, TOMORI_DB_PATH=str(database), **env)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {variable}={env[variable]!r} is not allowed: ")
+    assert why in result.stderr
+    assert result.stderr.count("\n") == 1  # no traceback
+    assert not database.exists()  # stopped before the database, and before Discord
+
+
+LAUNCH_AGAINST = """
+import runpy, sys
+import nextcord.http
+nextcord.http.Route.BASE = sys.argv[2] + "/api/v10"  # Discord's REST API: the test's server
+sys.argv = sys.argv[1:2]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
+
+
+async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
+    tmp_path: Path,
+) -> None:
+    """What Discord sees of a process started with DISCORD_SHARD_IDS: its IDENTIFY names the
+    shard and the count, so the gateway sends it those shards' guilds and no other."""
+    identified: asyncio.Queue[object] = asyncio.Queue()
+
+    def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
+        return web.Response(body=json.dumps(data).encode(), content_type="application/json")
+
+    async def me(request: web.Request) -> web.Response:
+        user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None}
+        return answer({**user, "bot": True})
+
+    async def gateway(request: web.Request) -> web.Response:
+        return answer({"url": f"ws://127.0.0.1:{port}/ws"})
+
+    async def websocket(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        hello = {"op": 10, "s": None, "t": None, "d": {"heartbeat_interval": 45_000}}
+        await ws.send_str(json.dumps(hello))
+        async for message in ws:
+            if message.type == WSMsgType.TEXT and json.loads(message.data)["op"] == 2:
+                await identified.put(json.loads(message.data)["d"].get("shard"))
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/v10/users/@me", me)
+    app.router.add_get("/api/v10/gateway", gateway)
+    app.router.add_get("/ws", websocket)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        LAUNCH_AGAINST,
+        str(BOT),
+        f"http://127.0.0.1:{port}",
+        env=environment(
+            **GOOD,
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+            DISCORD_SHARD_COUNT="4",
+            DISCORD_SHARD_IDS="3",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(30):
+            shard = await identified.get()
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(10):
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await runner.cleanup()
+    assert shard == [3, 4]
+    assert process.returncode == 0, err.decode()
+    assert "Traceback" not in err.decode()

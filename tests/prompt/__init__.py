@@ -1,0 +1,1 @@
+"""Tests of tomori.prompt: what the model is sent, in what order."""

@@ -1,0 +1,1 @@
+"""Tests of tomori.store: SQLite and PostgreSQL, their migrations, rights and faults."""
