@@ -224,10 +224,10 @@ async def test_a_model_without_vision_gets_the_text_and_a_notice_and_still_answe
         await bot.settled()
     assert files.fetched["a.png"] == 0
     assert images_sent(0, llm_server) == []
-    assert user_texts(0, llm_server)[-2:] == [
-        "alice: @Tomori what?",
-        UNSEEN_IMAGES_NOTICE.format(count="an image"),
-    ]
+    # the notice is sent in the user's turn, after the message (one turn per role)
+    assert user_texts(0, llm_server)[-1] == "\n".join(
+        ["alice: @Tomori what?", UNSEEN_IMAGES_NOTICE.format(count="an image")]
+    )
     assert [m.content for m in await bot.messages()] == ["I cannot view images."]
 
 
@@ -244,7 +244,9 @@ async def test_a_400_naming_images_is_retried_once_without_them(
     await bot.settled()
     assert len(llm_server.requests) == 2
     assert [len(images_sent(n, llm_server)) for n in range(2)] == [1, 0]
-    assert user_texts(1, llm_server)[-1] == UNSEEN_IMAGES_NOTICE.format(count="an image")
+    assert user_texts(1, llm_server)[-1] == "\n".join(
+        ["alice: @Tomori hm", UNSEEN_IMAGES_NOTICE.format(count="an image")]
+    )
     assert [m.content for m in await bot.messages()] == ["Text only, then."]
     assert await bot.embeds() == []
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.conversation import shown
+from tests.support.conversation import shown, turns
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.scripts import answer, http_error
 from tests.support.world import Person
@@ -64,6 +64,22 @@ async def test_a_reply_to_an_old_answer_of_the_bot_shows_it_as_the_assistants(
         ("assistant", "7"),
     ]
     assert await bot.contents() == ["7", "11."]
+
+
+async def test_an_answer_posted_as_several_messages_reaches_the_model_as_one_turn(
+    bot: ChatBot, llm_server: LLMServer
+) -> None:
+    bot.seed("Tomori, two short facts please", by=Person.BOB)
+    bot.seed("Fact one.", by=Person.TOMORI)
+    bot.seed("Fact two.", by=Person.TOMORI)
+    llm_server.script(answer("Sure."))
+    await bot.say(f"{bot.mention()} one more")  # history 3: bob's, then the answer's two
+    await bot.settled()
+    assert turns(llm_server) == [
+        {"role": "user", "content": "bob: Tomori, two short facts please"},
+        {"role": "assistant", "content": "Fact one.\nFact two."},
+        {"role": "user", "content": "alice: @Tomori one more"},
+    ]
 
 
 async def test_a_chain_running_through_the_history_shows_each_message_once(

@@ -5,12 +5,20 @@ from tomori.prompt.prefill import (
     insert_request_notices,
     prepare_request,
 )
-from tomori.providers.base import ContextItem, Role, StreamRequest, ToolCall, ToolExchange
+from tomori.providers.base import (
+    ContextItem,
+    Image,
+    Role,
+    StreamRequest,
+    ToolCall,
+    ToolExchange,
+)
 
 PREFILL = "Tomori: Well,"
 USER = ContextItem(Role.USER, "hi")
 PREFILL_ITEM = ContextItem(Role.ASSISTANT, PREFILL)
 NOTICE = ContextItem(Role.USER, "Tool calls already done: lookup.")
+PNG = Image(b"\x89PNG", "image/png")
 EXCHANGE = ToolExchange(ToolCall("1", "lookup", {}), {"result": 1}, pre_tool_text=("Checking.",))
 
 
@@ -59,6 +67,33 @@ def test_a_prepared_request_places_notices_then_folds_the_prefill() -> None:
         request_notices=(NOTICE,),
     )
     prepared = prepare_request(request)
-    assert prepared.context == (USER, NOTICE)
+    # the notice joins the user's turn: roles alternate, as strict chat templates need
+    assert prepared.context == (ContextItem(Role.USER, f"{USER.text}\n{NOTICE.text}"),)
     assert prepared.tool_history[0].pre_tool_text == (PREFILL, "Checking.")
     assert prepared.request_notices == ()
+
+
+def test_a_prepared_request_shows_consecutive_items_of_one_role_as_one_turn() -> None:
+    answer_parts = [ContextItem(Role.ASSISTANT, f"Part {n}.") for n in range(3)]
+    image_item = ContextItem(Role.USER, "Bob: and this", (PNG,))
+    request = StreamRequest(
+        model="m", context=(USER, image_item, *answer_parts, USER, PREFILL_ITEM)
+    )
+    prepared = prepare_request(request)
+    assert [item.role for item in prepared.context] == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.USER,
+        Role.ASSISTANT,
+    ]
+    assert prepared.context[0] == ContextItem(Role.USER, "hi\nBob: and this", (PNG,))
+    assert prepared.context[1].text == "Part 0.\nPart 1.\nPart 2."
+
+
+def test_a_native_prefill_stays_its_own_last_turn_after_an_answer() -> None:
+    request = StreamRequest(
+        model="m",
+        context=(USER, ContextItem(Role.ASSISTANT, "Earlier."), PREFILL_ITEM),
+        output_prefill=PREFILL,
+    )
+    assert prepare_request(request).context[-1] == PREFILL_ITEM

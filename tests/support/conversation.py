@@ -4,16 +4,39 @@ message, which both fakes of tests/support/bots.py parse, and what the model was
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from tests.support.llm_server import LLMServer
+from tests.support.world import Person
+
+SPEAKER_LINE = re.compile(
+    "^(?=(?:" + "|".join(re.escape(person.username) for person in Person) + "): )", re.M
+)
+"""The start of a line that names one of the guild's people as its speaker."""
+
+
+def turns(server: LLMServer, request: int = 0) -> list[dict[str, Any]]:
+    """The turns the model was sent after the system prompt, as the provider received them."""
+    messages = server.requests[request].body["messages"]
+    assert messages[0]["role"] == "system"
+    return list(messages[1:])
 
 
 def shown(server: LLMServer, request: int = 0) -> list[str]:
-    """What the model was sent, after the system prompt: each message's text, in order."""
-    messages = server.requests[request].body["messages"]
-    assert messages[0]["role"] == "system"
-    return [message["content"] for message in messages[1:]]
+    """What the model was sent after the system prompt: each Discord message's text, in order.
+
+    The model is sent consecutive messages of one role as one turn; a user turn is split back
+    here at each line that names a speaker, so a test can state the messages one by one.
+    """
+    texts: list[str] = []
+    for turn in turns(server, request):
+        content = turn["content"]
+        if turn["role"] == "user" and isinstance(content, str):
+            texts += [part for part in SPEAKER_LINE.split(content) if part]
+        else:
+            texts.append(content)
+    return [text.removesuffix("\n") if isinstance(text, str) else text for text in texts]
 
 
 def quoted(payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The order a channel's messages are shown to the model in, whatever the channel is.
+"""The order a channel's messages are shown to the model in, and the turns they make.
 
 The cog's Discord channels and the terminal console share it, so a console session is shown
 the conversation exactly as a channel would be.
@@ -6,8 +6,10 @@ the conversation exactly as a channel would be.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
+
+from tomori.providers.base import ContextItem
 
 
 def in_time_order(
@@ -28,3 +30,26 @@ def in_time_order(
         if message.id != trigger.id and str(message.id) not in waiting:
             before.setdefault(message.id, message)
     return [*sorted(before.values(), key=lambda message: message.id), trigger]
+
+
+TURN_JOINER = "\n"
+
+
+def joined_turns(context: Sequence[ContextItem]) -> tuple[ContextItem, ...]:
+    """The context with consecutive items of one role joined into one turn.
+
+    One answer posted as ten Discord messages is one assistant turn, and several people (or
+    one person in several messages) talking between two answers are one user turn, each line
+    still naming its speaker. Strict chat templates (llama.cpp, vLLM) and providers that want
+    the roles to alternate refuse two turns of one role in a row. Images stay with the text
+    they came with, in order.
+    """
+    turns: list[ContextItem] = []
+    for item in context:
+        if turns and turns[-1].role is item.role:
+            last = turns[-1]
+            text = TURN_JOINER.join(part for part in (last.text, item.text) if part)
+            turns[-1] = ContextItem(item.role, text, (*last.images, *item.images))
+        else:
+            turns.append(item)
+    return tuple(turns)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tomori.prompt.conversation import joined_turns
 from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
 
 
@@ -52,10 +53,15 @@ def fold_prefill_into_tool_history(
 
 
 def prepare_request(request: StreamRequest) -> StreamRequest:
-    """The request a provider is sent: notices placed, prefill folded, notices consumed."""
+    """The request a provider is sent: notices placed, turns of one role joined (a native
+    prefill stays last, apart), prefill folded, notices consumed."""
     context = insert_request_notices(
         request.context, request.request_notices, request.output_prefill
     )
+    if ends_with_native_prefill(context, request.output_prefill):
+        context = (*joined_turns(context[:-1]), context[-1])
+    else:
+        context = joined_turns(context)
     context, history = fold_prefill_into_tool_history(
         context, request.tool_history, request.output_prefill
     )
