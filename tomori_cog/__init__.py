@@ -29,13 +29,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Settings
 from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
-from tomori_cog.cogs.shared import COG_NAME, TomoriCogParts
+from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
 
@@ -57,9 +57,24 @@ __all__ = [
     "unload_as",
 ]
 
-TomoriCog = TomoriCogParts
-"""What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
-checker its `service` and `register_tool`."""
+
+@runtime_checkable
+class TomoriCog(Protocol):
+    """What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
+    checker its `service` and `register_tool`.
+
+    A protocol, not the cog's class: reloading the `tomori_cog` extension (or a failed load
+    of it) makes the library import every `tomori_cog` module afresh, so the reloaded cog's
+    class is a new one, which an `isinstance` against the class imported before would deny.
+    """
+
+    service: TomoriService
+    extension: str | None
+    """The extension name that loaded the cog; None if `add_tomori` added it."""
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
+        cog the bot loads later; a tool registered under a name already taken replaces it."""
 
 
 def add_tomori(
@@ -120,7 +135,7 @@ class AlreadyLoaded(TomoriError, RuntimeError):
 def load_as(bot: Any, extension: str) -> Any:
     """`setup` for the extension named `extension`: add a cog that remembers that name."""
     loaded = bot.get_cog(COG_NAME)
-    if isinstance(loaded, TomoriCogParts):
+    if isinstance(loaded, TomoriCog):
         where = f"as the extension {loaded.extension!r}" if loaded.extension else "with add_tomori"
         raise AlreadyLoaded(f"the Tomori cog is already loaded {where}: unload it first")
     return _add(bot, None, None, owner=extension, extension=extension)
@@ -135,7 +150,7 @@ def unload_as(bot: Any, extension: str) -> Any:
     what it returns (its `remove_cog` is a coroutine, and so is the cog's `cog_unload`).
     """
     cog = bot.get_cog(COG_NAME)
-    ours = isinstance(cog, TomoriCogParts) and cog.extension == extension
+    ours = isinstance(cog, TomoriCog) and cog.extension == extension
     removal = bot.remove_cog(COG_NAME) if ours else None
     if detect(bot).is_nextcord:
         return None

@@ -10,7 +10,7 @@ listeners, application commands, `sys.modules`): none of that may reach the runn
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,9 @@ from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot, stop_nextcord_bot
 from tests.support.scripts import answer
+from tomori.providers.base import JsonObject
 from tomori.store import SqliteDatabase
+from tomori_cog import TomoriCog, Tool, ToolContext
 
 NAMES = ("tomori_cog", "cogs.tomori")
 FIRSTS = (None, *NAMES)
@@ -187,3 +189,72 @@ async def test_discordpy_unloading_the_extension_that_called_add_tomori_removes_
     assert harness.bot.tree.get_command("kill") is None
     assert cog is not None
     assert cog.service.database is None  # type: ignore[attr-defined]
+
+
+# -- a reload keeps the bot's tools, and the documented check holds ---------------------------
+
+
+async def roll(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+    return {"rolled": 4}
+
+
+DICE = Tool("roll_die", "Roll a die.", {"type": "object", "properties": {}}, roll)
+
+
+def add_dice(bot: Any) -> None:
+    """The docs' way to add a tool (docs/extending.md, "Your own tools")."""
+    cog = bot.get_cog("Tomori")
+    if isinstance(cog, TomoriCog):
+        cog.register_tool(DICE)
+
+
+def offered(llm_server: LLMServer) -> list[str]:
+    return [tool["function"]["name"] for tool in llm_server.requests[-1].body.get("tools", [])]
+
+
+@pytest.mark.parametrize("extension", NAMES)
+async def test_nextcord_a_reload_keeps_the_tools_and_the_cog_is_still_a_tomoricog(
+    extension: str, nextcord_on: StartNextcord, llm_server: LLMServer
+) -> None:
+    nc = await nextcord_on(extension)
+    add_dice(nc.bot)
+    nc.bot.reload_extension(extension)
+    assert isinstance(nc.bot.get_cog("Tomori"), TomoriCog)
+    llm_server.script(answer("Dice at hand."))
+    nc.say(f"{nc.mention()} roll")
+    await nc.settled()
+    assert nc.discord.contents() == ["Dice at hand."]
+    assert "roll_die" in offered(llm_server)
+    add_dice(nc.bot)  # a bot that registers its tools again after each load may
+    llm_server.script(answer("Once."))
+    nc.say(f"{nc.mention()} again")
+    await nc.settled()
+    assert offered(llm_server).count("roll_die") == 1
+
+
+async def test_a_tool_may_not_take_a_built_in_tools_name(nextcord_on: StartNextcord) -> None:
+    nc = await nextcord_on(None)
+    cog = nc.bot.get_cog("Tomori")
+    assert isinstance(cog, TomoriCog)
+    with pytest.raises(ValueError, match="'current_time' is the name of a built-in tool"):
+        cog.register_tool(Tool("current_time", "Not the time.", {}, roll))
+
+
+@pytest.mark.parametrize("extension", NAMES)
+async def test_discordpy_a_reload_keeps_the_tools_and_the_cog_is_still_a_tomoricog(
+    extension: str, dpy_on: StartDpy, llm_server: LLMServer
+) -> None:
+    harness = await dpy_on(extension)
+    add_dice(harness.bot)
+    await harness.bot.reload_extension(extension)
+    assert isinstance(harness.bot.get_cog("Tomori"), TomoriCog)
+    llm_server.script(answer("Dice at hand."))
+    await harness.say(f"{harness.mention()} roll")
+    await harness.settled()
+    assert [m.content for m in await harness.bot_messages()] == ["Dice at hand."]
+    assert "roll_die" in offered(llm_server)
+    add_dice(harness.bot)
+    llm_server.script(answer("Once."))
+    await harness.say(f"{harness.mention()} again")
+    await harness.settled()
+    assert offered(llm_server).count("roll_die") == 1
