@@ -5,10 +5,11 @@ only that one is imported. Settings and the model chain are read from the enviro
 the extension loads, and a bad value stops loading with an error naming the variable. Bot
 authors who configure in code call `add_tomori(bot, settings=..., chain=...)` instead.
 
-Both libraries, on unloading an extension, remove only the cogs whose class was defined in the
-extension's own modules; the cog is built in `tomori_cog.*_cog`, which is not a module of an
-extension loaded under another name (this repository's `cogs.tomori`). So the cog remembers
-the name it was loaded under, and `teardown` removes it by that name.
+Both libraries, on unloading an extension or failing to load one, remove the cogs whose class
+module lies under the extension's name. The cog's class names whoever added it as its module
+(the extension's name, or the caller of `add_tomori`; see `_belong_to`), so a second load
+under either name leaves it alone, and it remembers the extension name it was loaded under:
+only that name's `teardown` removes it.
 
 - `cogs/`             the cog class of each library, /kill and /tomori
 - `listener/`         which messages become turns: the reply rule, the limits, deliverability
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+import sys
+from typing import Any, Protocol, runtime_checkable
 
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Settings
 from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
-from tomori_cog.cogs.shared import COG_NAME, TomoriCogParts
+from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
 
@@ -55,20 +57,44 @@ __all__ = [
     "unload_as",
 ]
 
-TomoriCog = TomoriCogParts
-"""What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
-checker its `service` and `register_tool`."""
+
+@runtime_checkable
+class TomoriCog(Protocol):
+    """What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
+    checker its `service` and `register_tool`.
+
+    A protocol, not the cog's class: reloading the `tomori_cog` extension (or a failed load
+    of it) makes the library import every `tomori_cog` module afresh, so the reloaded cog's
+    class is a new one, which an `isinstance` against the class imported before would deny.
+    """
+
+    service: TomoriService
+    extension: str | None
+    """The extension name that loaded the cog; None if `add_tomori` added it."""
+
+    def register_tool(self, tool: Tool) -> None:
+        """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
+        cog the bot loads later; a tool registered under a name already taken replaces it."""
 
 
 def add_tomori(
     bot: Any, *, settings: Settings | None = None, chain: ModelChain | None = None
 ) -> Any:
-    """Add the cog to `bot`; returns what `bot.add_cog` returns (await it on discord.py)."""
-    return _add(bot, settings, chain, extension=None)
+    """Add the cog to `bot`; returns what `bot.add_cog` returns (await it on discord.py).
+
+    The cog belongs to the module that called this, as a cog class written there would: if
+    that module is an extension of the bot's, unloading it removes the cog."""
+    caller = sys._getframe(1).f_globals.get("__name__") or "__main__"
+    return _add(bot, settings, chain, owner=caller, extension=None)
 
 
 def _add(
-    bot: Any, settings: Settings | None, chain: ModelChain | None, *, extension: str | None
+    bot: Any,
+    settings: Settings | None,
+    chain: ModelChain | None,
+    *,
+    owner: str,
+    extension: str | None,
 ) -> Any:
     library = detect(bot)
     service = TomoriService(
@@ -78,28 +104,28 @@ def _add(
         f"tomori_cog.cogs.{library.name.replace('discord', 'discordpy')}_cog"
     )
     cog = module.build_cog(service, library)
-    if extension is not None:
-        _belong_to(cog, extension)
+    cog.extension = extension
+    _belong_to(cog, owner)
     return bot.add_cog(cog)
 
 
-def _belong_to(cog: Any, extension: str) -> None:
-    """Mark the cog, its listeners and its app commands as the extension's own.
+def _belong_to(cog: Any, owner: str) -> None:
+    """Mark the cog, its listeners and its app commands as the module `owner`'s own.
 
     Both libraries decide what an extension owns by module name: when loading it fails, they
     drop every cog, listener and app command whose module lies under its name. The cog's code
-    lives in `tomori_cog.*`, so a failed load of `tomori_cog` (while `cogs.tomori` runs the
-    cog) took the running cog's listeners and `/kill` with it. Its class is built afresh for
-    each cog, so its module can name the extension that loaded it instead.
+    lives in `tomori_cog.*`, so a failed load of `tomori_cog` (while `cogs.tomori` or
+    `add_tomori` runs the cog) took the running cog with it: it was removed and closed, its
+    listeners and `/kill` gone. Its class is built afresh for each cog, so its module can name
+    whoever added it instead: the extension that loaded it, or the caller of `add_tomori`.
     """
-    cog.extension = extension
     cog_class = type(cog)
-    cog_class.__module__ = extension
+    cog_class.__module__ = owner
     for member in vars(cog_class).values():
         if inspect.isfunction(member):
-            member.__module__ = extension
+            member.__module__ = owner
     for command in getattr(cog, "get_app_commands", list)():
-        command.module = extension  # discord.py's tree drops commands by this
+        command.module = owner  # discord.py's tree drops commands by this
 
 
 class AlreadyLoaded(TomoriError, RuntimeError):
@@ -109,10 +135,10 @@ class AlreadyLoaded(TomoriError, RuntimeError):
 def load_as(bot: Any, extension: str) -> Any:
     """`setup` for the extension named `extension`: add a cog that remembers that name."""
     loaded = bot.get_cog(COG_NAME)
-    if isinstance(loaded, TomoriCogParts):
+    if isinstance(loaded, TomoriCog):
         where = f"as the extension {loaded.extension!r}" if loaded.extension else "with add_tomori"
         raise AlreadyLoaded(f"the Tomori cog is already loaded {where}: unload it first")
-    return _add(bot, None, None, extension=extension)
+    return _add(bot, None, None, owner=extension, extension=extension)
 
 
 def unload_as(bot: Any, extension: str) -> Any:
@@ -124,7 +150,7 @@ def unload_as(bot: Any, extension: str) -> Any:
     what it returns (its `remove_cog` is a coroutine, and so is the cog's `cog_unload`).
     """
     cog = bot.get_cog(COG_NAME)
-    ours = isinstance(cog, TomoriCogParts) and cog.extension == extension
+    ours = isinstance(cog, TomoriCog) and cog.extension == extension
     removal = bot.remove_cog(COG_NAME) if ours else None
     if detect(bot).is_nextcord:
         return None

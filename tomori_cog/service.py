@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 class TomoriService:
     def __init__(self, bot: Any, library: Library, settings: Settings, chain: ModelChain) -> None:
-        self._bot = bot
+        self.bot = bot
         self._library = library
         self._settings = settings
         self.config = ChannelConfig(settings, chain)
@@ -195,7 +195,7 @@ class TomoriService:
                 trigger.channel_id,
             )
             return
-        channel = await find_channel(self._bot, self._library, int(trigger.channel_id))
+        channel = await find_channel(self.bot, self._library, int(trigger.channel_id))
         if channel is None:
             return
         notices = EmbedNotices(self._library, channel, reply_to=int(trigger.message_id))
@@ -214,7 +214,7 @@ class TomoriService:
         told to the person who asked directly, as a failed generation would be: the chain's
         own notices cannot, since it never ran.
         """
-        channel = await find_channel(self._bot, self._library, int(turn.channel_id))
+        channel = await find_channel(self.bot, self._library, int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return

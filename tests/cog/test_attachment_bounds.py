@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from tests.support.files import FileServer
 from tomori.config.settings import Settings
 from tomori_cog.reading.attachments import read_attachments
+from tomori_cog.reading.unreadable import UnreadableFiles
 
 PNG = b"\x89PNG\r\n\x1a\n"
 """A PNG's signature: each image here is it, then its own name."""
@@ -49,7 +50,9 @@ async def _sent_and_told(
                 SimpleNamespace(id=number, author=author, attachments=attachments, embeds=[])
             )
         setup = Settings(db_path=Path("unused.db"), max_images=max_images, max_image_bytes=LIMIT)
-        attached = await read_attachments(messages, setup, me=None, images=True)
+        attached = await read_attachments(
+            messages, setup, me=None, images=True, unreadable=UnreadableFiles()
+        )
         sent = [image.data.removeprefix(PNG) for m in messages for image in attached.of(m).images]
         return sent, names, [notice.text for notice in attached.notices]
     finally:

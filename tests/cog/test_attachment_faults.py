@@ -1,8 +1,9 @@
 """Attachments that misbehave, through the cog in both libraries: a CDN that stops answering,
 a file whose bytes are not what its type or name says, names that would break a marker.
 
-A turn reading such a file must still show "typing", stop at once on /kill, and answer; what
-the model is sent is what the bytes are, and what the log keeps never holds a signed URL.
+A turn reading such a file must still show "typing", stop at once on /kill, and answer; a file
+that failed or hung is not waited on again by the turns after it; what the model is sent is
+what the bytes are, and what the log keeps never holds a signed URL.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import base64
 import logging
 from pathlib import Path
 
-import discord.ext.test.backend as back
 import pytest
 
 from tests.support.attachments import (
@@ -22,12 +22,15 @@ from tests.support.attachments import (
     last_user_content,
     user_texts,
 )
+from tests.support.bots import OpenBot
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import NextcordBot, OpenNextcord
 from tests.support.scripts import answer
-from tomori_cog.reading import fetch
+from tests.support.world import CHANNEL_ID
+from tomori_cog.reading import fetch, unreadable
+from tomori_cog.reading.unreadable import UnreadableFiles
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -49,51 +52,90 @@ async def nc(tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord)
 # -- a CDN that stops answering -------------------------------------------------------------
 
 
-@pytest.mark.slow  # the next turn waits out the hanging download's 10 s deadline
-async def test_kill_stops_a_turn_waiting_on_a_download_at_once_and_the_next_is_answered(
-    nc: NextcordBot, llm_server: LLMServer, files: FileServer
+async def test_kill_stops_a_turn_waiting_on_a_download_at_once_and_the_next_is_answered_at_once(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_bot: OpenBot,
+    files: FileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    monkeypatch.setattr(unreadable, "HUNG_AFTER_S", 0.2)
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, SEEING))
     files.hanging.add("hang.png")
-    nc.say(f"{nc.mention()} look", attachments=[files.attachment("hang.png", PIXEL, "image/png")])
-    await until_fetched(files, "hang.png")
-    assert nc.discord.typing >= 1  # the channel shows the bot at work while it reads
-    reply = await nc.kill()
-    assert "stopped" in str(reply).lower()
-    async with asyncio.timeout(3):  # not the download's own deadline
-        await nc.settled()
-    assert llm_server.requests == []
-    llm_server.script(answer("Here now."))
-    nc.say(f"{nc.mention()} hello again")
-    await nc.settled()
-    assert nc.discord.contents() == ["Here now."]
-
-
-@pytest.mark.slow  # the next turn waits out the hanging download's 10 s deadline
-async def test_kill_stops_a_turn_waiting_on_a_download_at_once_discordpy(
-    open_dpy: OpenDpy, llm_server: LLMServer, files: FileServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    typed: list[int] = []
-
-    async def send_typing(http: object, channel_id: int) -> None:
-        typed.append(channel_id)
-
-    monkeypatch.setattr(back.FakeHttp, "send_typing", send_typing)
-    dpy = await open_dpy()
-    files.hanging.add("hang.png")
-    await dpy.say(
-        f"{dpy.mention()} look", attachments=[files.attachment("hang.png", PIXEL, "image/png")]
+    await bot.say(
+        f"{bot.mention()} look", attachments=[files.attachment("hang.png", PIXEL, "image/png")]
     )
     await until_fetched(files, "hang.png")
-    assert typed  # the channel shows the bot at work while it reads
-    assert set(typed) == {dpy.channel.id}
-    await dpy.kill()
-    async with asyncio.timeout(3):
-        await dpy.settled()
+    await asyncio.sleep(0.3)  # the user waits on it a while, then kills
+    assert set(bot.typing) == {CHANNEL_ID}  # the channel showed the bot at work while it read
+    reply = await bot.kill()
+    assert "stopped" in str(reply).lower()
+    async with asyncio.timeout(3):  # not the download's own deadline
+        await bot.settled()
     assert llm_server.requests == []
-    llm_server.script(answer("Here now."))
-    await dpy.say(f"{dpy.mention()} hello again")
-    await dpy.settled()
-    assert [m.content for m in await dpy.bot_messages()] == ["Here now."]
+    llm_server.script(answer("Here now."), answer("Still here."))
+    await bot.say(f"{bot.mention()} hello again")
+    async with asyncio.timeout(2):  # not the download's deadline again (10 s)
+        await bot.settled()
+    await bot.say(f"{bot.mention()} and again")
+    async with asyncio.timeout(2):
+        await bot.settled()
+    assert await bot.contents() == ["Here now.", "Still here."]
+    for turn in (0, 1):
+        assert "alice's image hang.png could not be read" in user_texts(turn, llm_server)[-1]
+    assert files.fetched["hang.png"] == 1  # neither later turn read it again
+    assert f"127.0.0.1:{files.port}/hang.png: stopped after" in caplog.text
+
+
+async def test_a_file_that_could_not_be_read_is_not_read_again_for_a_while(
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_bot: OpenBot,
+    files: FileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(fetch, "READ_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(unreadable, "FORGET_AFTER_S", 1.0)
+    caplog.set_level(logging.INFO, "tomori_cog.reading")
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, SEEING))
+    files.hanging.add("slow.png")
+    llm_server.script(answer("It did not load."), answer("Still not."), answer("A pixel."))
+    first = await bot.say(
+        f"{bot.mention()} see", attachments=[files.attachment("slow.png", PIXEL, "image/png")]
+    )
+    await bot.settled()
+    await bot.say(f"{bot.mention()} and now?")
+    await bot.settled()
+    assert files.fetched["slow.png"] == 1  # the second turn did not wait on it again
+    assert f"not reading slow.png of message {first.id}: its read failed" in caplog.text
+    files.hanging.discard("slow.png")  # the CDN answers again
+    await asyncio.sleep(1.0)  # past FORGET_AFTER_S: the next turn tries it again
+    await bot.say(f"{bot.mention()} now?")
+    await bot.settled()
+    assert files.fetched["slow.png"] == 2
+    assert await bot.contents() == ["It did not load.", "Still not.", "A pixel."]
+    for turn in (0, 1):
+        assert "alice's image slow.png could not be read" in user_texts(turn, llm_server)[-1]
+    assert images_sent(2, llm_server) == [f"data:image/png;base64,{PIXEL_B64}"]
+
+
+def test_a_file_is_known_by_its_path_a_quick_stop_is_not_held_against_it_and_a_thousand_kept() -> (
+    None
+):
+    files = UnreadableFiles()
+    files.failed("https://cdn.example/attachments/1/2/a.png?ex=1&hm=first")
+    assert files.failed_lately("https://cdn.example/attachments/1/2/a.png?ex=2&hm=refreshed")
+    assert files.failed_lately("https://cdn.example/attachments/1/3/a.png") is None
+    assert not files.stopped("https://cdn.example/b.png", unreadable.HUNG_AFTER_S / 2)
+    assert files.failed_lately("https://cdn.example/b.png") is None
+    assert files.stopped("https://cdn.example/b.png", unreadable.HUNG_AFTER_S)
+    assert files.failed_lately("https://cdn.example/b.png") is not None
+    for number in range(unreadable.MOST_REMEMBERED):
+        files.failed(f"https://cdn.example/{number}.png")
+    assert files.failed_lately("https://cdn.example/attachments/1/2/a.png") is None  # the oldest
+    assert files.failed_lately("https://cdn.example/0.png") is not None
 
 
 async def test_a_download_past_its_deadline_is_told_and_logged_with_its_duration(

@@ -45,17 +45,28 @@ class Tool:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    """The tools offered to the model: the built-in ones it is built with, then those a bot
+    author registers. A bot's tool registered again under its name replaces the earlier one
+    (a bot registering its tools after every load, or a reloaded module's newer code); a
+    built-in tool's name is refused."""
+
+    def __init__(self, builtin: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for tool in tools:
-            self.register(tool)
+        for tool in builtin:
+            self._check_name(tool.name)
+            self._tools[tool.name] = tool
+        self._builtin = frozenset(self._tools)
 
     def register(self, tool: Tool) -> None:
-        if not tool.name.replace("_", "").replace("-", "").isalnum() or len(tool.name) > 64:
-            raise ValueError(f"tool name {tool.name!r}: use letters, digits, _ or -, at most 64")
-        if tool.name in self._tools:
-            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._check_name(tool.name)
+        if tool.name in self._builtin:
+            raise ValueError(f"{tool.name!r} is the name of a built-in tool: choose another")
         self._tools[tool.name] = tool
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not name.replace("_", "").replace("-", "").isalnum() or len(name) > 64:
+            raise ValueError(f"tool name {name!r}: use letters, digits, _ or -, at most 64")
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -66,6 +66,24 @@ COG_NAME = "Tomori"
 """The cog's name in `bot.get_cog`: its class's name, in both libraries."""
 
 
+KEPT_TOOLS = "_tomori_tools"
+"""The bot's attribute that keeps the tools registered with its Tomori cogs."""
+
+
+def kept_tools(bot: Any) -> dict[str, Tool]:
+    """The tools registered with the bot's Tomori cogs, by name, kept on the bot itself.
+
+    They are the bot's, not one cog's: a reload (or an unload and a load) builds a new cog,
+    which offers them too. They are kept on the bot because no module of `tomori_cog` outlives
+    a reload of the `tomori_cog` extension: the library imports them all afresh.
+    """
+    kept: dict[str, Tool] | None = getattr(bot, KEPT_TOOLS, None)
+    if kept is None:
+        kept = {}
+        setattr(bot, KEPT_TOOLS, kept)
+    return kept
+
+
 class TomoriCogParts:
     """What both libraries' cog classes share: the service, and adding tools to it."""
 
@@ -75,7 +93,12 @@ class TomoriCogParts:
 
     def __init__(self, service: TomoriService) -> None:
         self.service = service
+        for tool in kept_tools(service.bot).values():
+            service.tools.register(tool)
 
     def register_tool(self, tool: Tool) -> None:
-        """Offer `tool` to the model from the next turn on."""
+        """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
+        cog the bot loads later (a reload's among them). Registering a tool under a name
+        already registered replaces the earlier one."""
         self.service.tools.register(tool)
+        kept_tools(self.service.bot)[tool.name] = tool

@@ -3,6 +3,7 @@
 - `history.py`      the history, reply chains, a thread's starter, embeds, as context items
 - `attachments.py`  images, text files, other files, stickers, within their bounds
 - `fetch.py`        a file read from Discord's CDN, never past its bound or deadline
+- `unreadable.py`   the files whose read failed or hung lately, which turns do not try again
 - `message_tool.py` the built-in `read_message` tool (a message by link or ID)
 """
 

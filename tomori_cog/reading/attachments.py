@@ -15,7 +15,8 @@ bytes is named, not read. When no model of the chain takes images, none are read
 told of them as any model without vision is.
 Nothing a user sent is dropped in silence: an image left out (too large, over the count, or
 unreadable) and a file that could not be read are told to the model in a request-only notice,
-and each is logged.
+and each is logged. A file whose read failed or hung is not read again for a while (see
+`unreadable.py`): later turns, which show its message again, tell the model so at once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import codecs
 import logging
 import mimetypes
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -37,6 +39,7 @@ from tomori.prompt.sniff import image_type, is_text
 from tomori.prompt.vision import unseen_images_notice
 from tomori.providers.base import ContextItem, Image, Role
 from tomori_cog.reading.fetch import TooLarge, failure, fetch, where
+from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +120,19 @@ class _Wanted:
 
 
 async def read_attachments(
-    messages: Sequence[Any], settings: Settings, me: Any, *, images: bool
+    messages: Sequence[Any],
+    settings: Settings,
+    me: Any,
+    *,
+    images: bool,
+    unreadable: UnreadableFiles,
 ) -> TurnAttachments:
     """Read what the messages (in the order the model sees them, the trigger last) attached.
 
     The bot's own messages (`me`) are skipped: the model wrote them, it was never shown their
     files as a user's. `images`: whether any model is sent images; if not, none is read (a
-    CDN that hangs must not hold up a model that could never see the picture).
+    CDN that hangs must not hold up a model that could never see the picture). `unreadable`:
+    the files not to try now, to which each read that fails or hangs here is added.
     """
     own_id = getattr(me, "id", None)
     found = {m.id: _candidates(m) for m in messages if m.author.id != own_id}
@@ -136,7 +145,7 @@ async def read_attachments(
     if wanted:
         async with aiohttp.ClientSession() as session, asyncio.TaskGroup() as group:
             for one in wanted:
-                group.create_task(_read(session, one, settings))
+                group.create_task(_read(session, one, settings, unreadable))
     parts = {message_id: _parts(candidates) for message_id, candidates in found.items()}
     notes += [f"{_whose(one)} {one.problem}" for one in wanted if one.problem]
     return TurnAttachments(parts, tuple(notes), unseen)
@@ -244,8 +253,17 @@ def _is_text(content_type: str, name: str) -> bool:
     return PurePosixPath(name.lower()).suffix in TEXT_EXTENSIONS
 
 
-async def _read(session: aiohttp.ClientSession, one: _Wanted, settings: Settings) -> None:
+async def _read(
+    session: aiohttp.ClientSession, one: _Wanted, settings: Settings, unreadable: UnreadableFiles
+) -> None:
     """Fill `one.result`, or `one.problem` (and log why) when it cannot be shown."""
+    failed_ago = unreadable.failed_lately(one.url)
+    if failed_ago is not None:
+        log.info("not reading %s of message %s: its read failed %.0fs ago (%s)", one.name,
+                 one.message.id, failed_ago, where(one.url))  # fmt: skip
+        one.problem = "could not be read"
+        return
+    started = time.monotonic()
     try:
         if one.text:
             one.result = await _read_text(session, one, settings.max_attachment_chars)
@@ -264,9 +282,16 @@ async def _read(session: aiohttp.ClientSession, one: _Wanted, settings: Settings
     except TooLarge:
         log.info("%s of message %s is too large to read", one.name, one.message.id)
         one.problem = _too_large(None, settings)
+    except asyncio.CancelledError:  # the turn was stopped (by /kill) while this read ran
+        ran = time.monotonic() - started
+        if unreadable.stopped(one.url, ran):
+            log.warning("stopped reading %s of message %s: %s: stopped after %.1fs", one.name,
+                        one.message.id, where(one.url), ran)  # fmt: skip
+        raise
     except Exception as error:  # any failure: the model is told, the turn goes on
         log.warning("could not read %s of message %s: %s", one.name, one.message.id,
                     failure(one.url, error))  # fmt: skip
+        unreadable.failed(one.url)
         one.problem = "could not be read"
 
 

@@ -16,8 +16,8 @@ import aiohttp
 from tomori.errors import TomoriError
 
 READ_TIMEOUT_S = 10.0
-"""The most one file's read may take, connection included. Short: the turn waits on it, and a
-file that failed is read again at the next turn that shows its message (at most this again)."""
+"""The most one file's read may take, connection included. Short: the turn waits on it (a file
+that failed is then not read again for a while: see `unreadable.py`)."""
 CHUNK_BYTES = 64 * 1024
 
 

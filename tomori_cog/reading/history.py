@@ -20,6 +20,7 @@ from tomori.providers.base import ContextItem, Role
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.reading.attachments import TurnAttachments, read_attachments
+from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,14 @@ def embed_text(embeds: Iterable[Any]) -> str:
 
 
 class HistoryReader:
-    """Builds a turn's context from the channel the trigger came in."""
+    """Builds a turn's context from the channel the trigger came in. One per cog: it keeps the
+    files whose read failed lately, which every turn of the cog's channels skips."""
 
     def __init__(self, bot: Any, library: Library, settings: Settings) -> None:
         self._bot = bot
         self._library = library
         self._settings = settings
+        self._unreadable = UnreadableFiles()
 
     async def context(
         self,
@@ -75,7 +78,9 @@ class HistoryReader:
         if starter is not None:
             earlier.append(starter)
         shown = in_time_order(recent.values(), earlier, trigger, waiting)
-        attached = await read_attachments(shown, self._settings, self._bot.user, images=images)
+        attached = await read_attachments(
+            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+        )
         items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             item = self.item(message, attached)
