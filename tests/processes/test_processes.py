@@ -265,11 +265,14 @@ async def test_a_turn_a_stop_cut_after_its_first_words_is_not_answered_again(
 
 
 def echo(request: SeenRequest) -> Reply:
-    """The model answers the question it was asked, naming it, taking a moment to stream."""
+    """The model answers the last question of the turn, naming it, taking a moment to stream.
+
+    Questions asked one after another before an answer reach the model as one user turn, one
+    line each; the model answers the newest."""
     asked = request.body["messages"][-1]["content"]
     if isinstance(asked, list):
         asked = " ".join(part.get("text", "") for part in asked)
-    return answer(f"Answer to {asked}.", pieces=4, gap=0.1)
+    return answer(f"Answer to {asked.splitlines()[-1]}.", pieces=4, gap=0.1)
 
 
 @pytest.fixture
