@@ -41,13 +41,20 @@ class ConsoleMessage:
     reply_to: int | None = None
 
 
-CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""What a model could write to move the cursor, clear the screen or retitle the window: a
-Discord channel shows such characters inertly, so the terminal is shown them as escapes."""
+CONTROLS = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"
+    r"\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]"
+)
+"""What a model could write to move the cursor, clear the screen or retitle the window (C0
+and C1 controls), or to make text read other than it is: bidirectional overrides and
+isolates (U+202E shows "txt.exe" as "exe.txt"), invisible marks and spaces, line and paragraph
+separators. They print as escapes (`\\x1b`, `\\u202e`). The joiners (U+200C, U+200D) print as
+they are: emoji and scripts are written with them."""
 
 
 def _escaped(control: re.Match[str]) -> str:
-    return f"\\x{ord(control.group()):02x}"
+    code = ord(control.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def notice_text(notice: Notice, reply_to: int | None = None) -> str:
