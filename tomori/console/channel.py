@@ -15,6 +15,7 @@ The channel also keeps its messages, for the history each turn is shown (`contex
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
@@ -57,11 +58,29 @@ def _escaped(control: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-def notice_text(notice: Notice, reply_to: int | None = None) -> str:
+TIMESTAMP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
+"""Discord's timestamp markup (`<t:1700000000:R>`), which each reader sees in their own terms."""
+
+
+def notice_text(notice: Notice, reply_to: int | None = None, now: float | None = None) -> str:
     """A notice as the terminal shows it: its title (and the message it replies to), then what
-    the embed says."""
+    the embed says, its timestamps as Discord would show them ("in 9 s")."""
     replying = "" if reply_to is None else f", replying to #{reply_to}"
-    return f"[{notice.title}{replying}] {notice.description}"
+    at = time.time() if now is None else now
+    description = TIMESTAMP.sub(
+        lambda found: _relative(int(found.group(1)) - at), notice.description
+    )
+    return f"[{notice.title}{replying}] {description}"
+
+
+def _relative(seconds: float) -> str:
+    left = abs(round(seconds))
+    amount = next(
+        f"{left // size} {unit}"
+        for size, unit in ((3600, "h"), (60, "min"), (1, "s"))
+        if left >= size or size == 1
+    )
+    return f"in {amount}" if seconds >= 0 else f"{amount} ago"
 
 
 class ConsoleChannel:
@@ -75,9 +94,13 @@ class ConsoleChannel:
         self._shown: dict[int, str] = {}
         """Live: what of each message is on the terminal already."""
         self._turn: list[ConsoleMessage | str] | None = None
-        """Piped: what the running turn printed, held (its messages, and notices as text)."""
         """Piped: what the running turn put in the channel, in order, printed at its end."""
+        self._in_turn = False
+        self._after_turn: list[str] = []
+        """The console's own lines that wait for the running turn's output to end."""
         self._line_open = False
+        self._prompted = False
+        """Live: the prompt is the last thing printed."""
         self.channel_id = "console"
         """The channel's name in the lock store (the session's own database)."""
 
@@ -97,7 +120,11 @@ class ConsoleChannel:
         return self._messages.get(int(number)) if number.isascii() and number.isdigit() else None
 
     def context(
-        self, trigger: ConsoleMessage, waiting: Collection[str], settings: Settings
+        self,
+        trigger: ConsoleMessage,
+        waiting: Collection[str],
+        settings: Settings,
+        system_prompt: str,
     ) -> tuple[ContextItem, ...]:
         """The system prompt, the recent messages (the answers since a queued trigger among
         them), then the trigger: as the cog shows a Discord channel's."""
@@ -106,7 +133,7 @@ class ConsoleChannel:
         since = [m for m in self._messages.values() if m.id > trigger.id and m.from_bot]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
         shown = in_time_order(recent, since, trigger, numbers)
-        items = [ContextItem(Role.SYSTEM, settings.system_prompt)]
+        items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             text = message.text[:MAX_ITEM_CHARS]
             if message.from_bot:
@@ -118,12 +145,15 @@ class ConsoleChannel:
     # -- a turn -------------------------------------------------------------------------------
 
     def begin_turn(self, trigger: ConsoleMessage) -> None:
-        """Piped: hold the turn's output, after the message it answers."""
+        """Piped: hold the turn's output, after the message it answers. Either way, hold the
+        console's own lines until the turn's output is done."""
+        self._in_turn = True
         if not self._live:
             self._turn = [trigger]
 
     def end_turn(self) -> None:
-        """Print what the turn held (piped), or end its last line (live)."""
+        """Print what the turn held (piped), or end its last line (live); then the console's
+        own lines that waited for it."""
         held, self._turn = self._turn, None
         for entry in held or ():
             if isinstance(entry, ConsoleMessage):
@@ -131,30 +161,39 @@ class ConsoleChannel:
             else:
                 self._print(entry + "\n")
         self._end_line()
+        self._in_turn = False
+        waited, self._after_turn = self._after_turn, []
+        for line in waited:
+            self._print(line + "\n")
         self._out.flush()
 
     def tell(self, notice: Notice, reply_to: str | None = None) -> None:
-        """A notice (a turn's own, a /kill's answer, or one replying to a message): after the
-        running turn's output if one is held, else at once."""
+        """A notice of the console's own (a /kill's answer, one replying to a message, a
+        command's): as `say`."""
         replied = self.message(reply_to)
-        text = notice_text(notice, replied.id if replied is not None else None)
-        if self._turn is not None:
-            self._turn.append(text)
+        self.say(notice_text(notice, replied.id if replied is not None else None))
+
+    def echo(self, message: ConsoleMessage) -> None:
+        """A message typed, shown with its number (as `say`)."""
+        self.say(f"[you #{message.id}] {message.text}")
+
+    def say(self, text: str) -> None:
+        """A line of the console's own: at once, or after the running turn's output, so it
+        never cuts into an answer."""
+        if self._in_turn:
+            self._after_turn.append(text)
             return
         self._end_line()
         self._print(text + "\n")
         self._out.flush()
 
-    def say(self, text: str) -> None:
-        """A line of the console's own, never held."""
-        self._end_line()
-        self._print(text + "\n")
-        self._out.flush()
-
     def prompt(self) -> None:
-        """Live: the prompt, which the line typed after it ends."""
+        """Live: the prompt, which the line typed after it ends; once, however often asked."""
+        if self._prompted:
+            return
         self._end_line()
         self._print(PROMPT)
+        self._prompted = True
         self._out.flush()
 
     # -- ChannelPort and NoticeSink -----------------------------------------------------------
@@ -178,7 +217,14 @@ class ConsoleChannel:
             self._grow(message)
 
     async def post_notice(self, notice: Notice) -> None:
-        self.tell(notice)  # held with the running turn's output, as a /kill's answer is
+        """A notice of the running turn's own: printed with its output."""
+        text = notice_text(notice)
+        if self._turn is not None:
+            self._turn.append(text)
+            return
+        self._end_line()
+        self._print(text + "\n")
+        self._out.flush()
 
     # -- printing -----------------------------------------------------------------------------
 
@@ -223,4 +269,5 @@ class ConsoleChannel:
             self._line_open = False
 
     def _print(self, text: str) -> None:
+        self._prompted = False
         self._out.write(CONTROLS.sub(_escaped, text))

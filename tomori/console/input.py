@@ -110,3 +110,12 @@ class MessageLines:
 
     def _in_fence(self, more: str = "") -> bool:
         return sum(line.count(FENCE) for line in (*self._pending, more)) % 2 == 1
+
+
+def trimmed(message: str) -> str:
+    """A message as it is sent: without the blank lines around it or the spaces it ends with,
+    but with its first line's indentation (a pasted block keeps its shape)."""
+    lines = message.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)

@@ -11,10 +11,12 @@ database: every process on a lock database takes over the channels a stopped pro
 answer a Discord channel, would drop their queues. `--check` opens the configured database.
 
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
-(and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D), ends the
-session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py --console`
-prints the answer and exits. SIGTERM ends it at once. A message is a line, or, from a line that
-opens a code fence, every line until the fence closes (see `MessageLines`).
+(and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D, `/exit`),
+ends the session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py
+--console` prints the answer and exits. SIGTERM ends it at once. A message is a line, or, from
+a line that opens a code fence, every line until the fence closes (see `MessageLines`); one
+that is a command (`commands.py`) runs it instead, `/tomori` on the console's own server
+(`server.py`), whose settings its next turn reads.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from typing import Any, TextIO
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel
-from tomori.console.input import LineReader, MessageLines
+from tomori.console.commands import Kind, as_message, command_in, help_text, tomori_action
+from tomori.console.commands import unknown as unknown_command
+from tomori.console.input import LineReader, MessageLines, trimmed
+from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held
 from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_NOTHING_TO_STOP,
@@ -44,21 +49,17 @@ from tomori.generation.answering import answer_turn
 from tomori.generation.state import TurnState
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
-from tomori.providers.base import Provider
+from tomori.policy.admin import perform
 from tomori.store import Database
 from tomori.store.connect import open_database
 
 log = logging.getLogger(__name__)
 
-REQUESTER = "console"
-KILL_COMMAND = "/kill"
-
 
 def banner(chain: ModelChain, settings: Settings) -> str:
     return (
         f"tomori console: {chain.described}, {settings.delivery} delivery. Type a message; "
-        f"{KILL_COMMAND} or Ctrl+C stops an answer; Ctrl+C with nothing to stop, or Ctrl+D, "
-        f"exits."
+        f"/kill or Ctrl+C stops an answer; /exit or Ctrl+D leaves; /help lists the commands."
     )
 
 
@@ -74,7 +75,7 @@ class ConsoleSession:
         self._channel = ConsoleChannel(out, live=live)
         self._reader = LineReader(fd)
         self._tools = ToolRegistry(t for t in (CURRENT_TIME,) if t.name in settings.tools)
-        self._providers: dict[str, Provider] = {}
+        self._server = ConsoleServer(settings, chain)
         self._locks: ChannelLocks | None = None
         self._quit = asyncio.Event()
         self._kills: set[asyncio.Task[None]] = set()
@@ -92,7 +93,7 @@ class ConsoleSession:
     async def _run_on(self, database: Database) -> int:
         loop = asyncio.get_running_loop()
         try:
-            self._providers = self._chain.build_providers()
+            self._server.start(database)
             self._locks = ChannelLocks(
                 lock_backend(database, self._settings),
                 self._settings,
@@ -115,29 +116,44 @@ class ConsoleSession:
         return 0
 
     async def _serve(self, locks: ChannelLocks) -> None:
-        """Read messages until the end of input (then wait for the answers) or a quit."""
+        """Read messages until the end of input or /exit (then wait for the answers), or a quit."""
         gathered = MessageLines()
         while True:
             line = await self._unless_quit(self._reader.next_line())
             if self._quit.is_set():
                 return
+            message = gathered.flush() if line is None else gathered.add(line)
+            if message is not None and not await self._handle(locks, message):
+                line = None  # /exit
             if line is None:
-                if (last := gathered.flush()) is not None and last.strip():
-                    await self._submit(locks, last.strip())
                 if self._live and self._outstanding:
                     self._channel.say("(end of input: exiting once the answers are done)")
                 await self._unless_quit(locks.wait_idle(self._channel.channel_id))
                 return
-            if line.strip() == KILL_COMMAND and not gathered.open:
-                await self._kill()
-                continue
-            message = gathered.add(line)
-            if message is None:
-                continue
-            if text := message.strip():
-                await self._submit(locks, text)
-            elif self._live and not self._outstanding:
-                self._channel.prompt()
+
+    async def _handle(self, locks: ChannelLocks, message: str) -> bool:
+        """Send a message, or run the command it is; False for /exit."""
+        text = trimmed(message)
+        command = command_in(text)
+        if command is None:
+            if text:
+                await self._submit(locks, as_message(text))
+        elif command.kind is Kind.EXIT and not command.rest:
+            return False
+        elif command.kind is Kind.KILL and not command.rest:
+            await self._kill()
+        elif command.kind is Kind.HELP and not command.rest:
+            self._channel.say(help_text())
+        elif command.kind is Kind.TOMORI:
+            action = tomori_action(command.rest)
+            done = (
+                action if isinstance(action, Notice) else await perform(action, self._server, HERE)
+            )
+            self._channel.tell(done)
+        else:
+            self._channel.say(unknown_command(command))
+        self._prompt_if_idle()
+        return True
 
     async def _unless_quit[T](self, waiting: Coroutine[Any, Any, T]) -> T | None:
         """`waiting`'s result, or None (`waiting` cancelled) once the session is told to quit."""
@@ -154,7 +170,12 @@ class ConsoleSession:
     async def _submit(self, locks: ChannelLocks, text: str) -> None:
         message = self._channel.post(text)
         message_id = self._channel.message_id(message)
-        trigger = Trigger(self._channel.channel_id, message_id, REQUESTER)
+        held = await self._server.admit(message_id)
+        if held is not None:
+            self._channel.echo(message)  # no turn will show it
+            self._tell_held(held, message_id)
+            return
+        trigger = Trigger(self._channel.channel_id, message_id, USER)
         self._outstanding += 1  # before: a turn that starts may end before submit returns
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
@@ -165,6 +186,18 @@ class ConsoleSession:
             self._channel.say(f"(#{message.id} is ignored: a /kill is still stopping the answer)")
         elif admission is Admission.FAILED:
             self._channel.tell(GENERATION_ERROR)
+
+    def _tell_held(self, held: Held, message_id: str) -> None:
+        """A message over the limits: the notice Discord posts, or (where Discord says nothing,
+        having said it once) a line saying why nothing answers."""
+        if held.notice is not None:
+            self._channel.tell(held.notice, reply_to=message_id)
+        else:
+            self._channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
+
+    def _prompt_if_idle(self) -> None:
+        if self._live and not self._outstanding:
+            self._channel.prompt()
 
     # -- /kill and Ctrl+C ---------------------------------------------------------------------
 
@@ -180,12 +213,11 @@ class ConsoleSession:
 
     async def _kill(self) -> None:
         assert self._locks is not None
-        outcome = await self._locks.kill(self._channel.channel_id, requester_id=REQUESTER)
+        outcome = await self._locks.kill(self._channel.channel_id, requester_id=USER)
         notice: Notice = KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         self._channel.tell(notice)
         self._outstanding = 1 if self._running else 0  # the queue is cleared
-        if self._live and not self._outstanding:
-            self._channel.prompt()
+        self._prompt_if_idle()
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -200,24 +232,32 @@ class ConsoleSession:
             notices=self._channel,
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
+            metrics=self._server.metrics,
+            guild_id=SERVER,
         )
         self._channel.begin_turn(trigger)
         self._running = True
         try:
             assert self._locks is not None  # turns run only while the locks are open
             waiting = await self._locks.queued_message_ids(self._channel.channel_id)
+            held = await self._server.may_start()
+            if held is not None:
+                self._tell_held(held, self._channel.message_id(trigger))
+                return
+            setup = await self._server.for_turn()
             if guard.stop_requested():
                 return
+            context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
             await answer_turn(
                 turn,
                 guard,
                 state,
                 self._channel,
-                entries=self._chain.entries,
-                providers=self._providers,
+                entries=setup.entries,
+                providers=setup.providers,
                 tools=self._tools,
                 settings=self._settings,
-                context=self._channel.context(trigger, waiting, self._settings),
+                context=context,
                 surface_errors=True,
             )
         except Exception:
@@ -227,15 +267,13 @@ class ConsoleSession:
             self._channel.end_turn()
             self._running = False
             self._outstanding = max(0, self._outstanding - 1)
-            if self._live and not self._outstanding:
-                self._channel.prompt()
+            self._prompt_if_idle()
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""
         self._outstanding = max(0, self._outstanding - 1)
         self._channel.tell(NOT_ANSWERED, reply_to=trigger.message_id)
-        if self._live and not self._outstanding:
-            self._channel.prompt()
+        self._prompt_if_idle()
 
     async def _close(self, database: Database) -> None:
         """Stop what still runs and clear the queue (as /kill does), then close."""
@@ -243,10 +281,9 @@ class ConsoleSession:
             await asyncio.gather(task, return_exceptions=True)
         locks, self._locks = self._locks, None
         if locks is not None:
-            await locks.kill(self._channel.channel_id, requester_id=REQUESTER)
+            await locks.kill(self._channel.channel_id, requester_id=USER)
             await locks.close()
-        for provider in self._providers.values():
-            await provider.aclose()
+        await self._server.aclose()
         await database.close()
 
 
