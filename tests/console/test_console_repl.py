@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.support.console_process import (
     bot_environment,
     finished,
@@ -14,6 +16,8 @@ from tests.support.console_process import (
 )
 from tests.support.llm_server import LLMServer, SeenRequest
 from tests.support.scripts import answer
+
+pytestmark = pytest.mark.slow  # bot.py --console run as a process
 
 
 def said_last(request: SeenRequest) -> str:
