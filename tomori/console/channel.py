@@ -5,28 +5,38 @@ shows is what a channel would: each message the answer is cut into is marked wit
 (and, for a queued message's answer, the message it replies to), and a notice prints its title
 and text as the embed would read.
 
-Interactive (`live`), a message prints as it is sent and grows as it is edited. Otherwise
-(input piped in) each turn's output is held and printed whole once the turn is over, so a
-transcript never interleaves two answers or shows a message before its last edit.
+Interactive (`live`), a message prints as it is sent and grows as it is edited; while a turn
+has nothing new to show (before its first words, or while the next message of the answer is
+written) a "tomori is typing…" line stands below, as Discord shows the bot typing, erased by
+what comes next. The prompt names the number the next message gets (`you #3> `), and the draft
+typed after it is shown by the channel (the terminal echoes nothing, see `terminal.py`), so it
+is drawn again after anything printed over it. Otherwise (input piped in) each turn's output is
+held and printed whole once the turn is over, so a transcript never interleaves two answers or
+shows a message before its last edit.
 
 The channel also keeps its messages, for the history each turn is shown (`context`).
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import time
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Delivery, Settings
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import as_shown
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
-PROMPT = "you> "
+TYPING = "tomori is typing…"
+ERASE_LINE = "\r\x1b[K"
+"""Back to the start of the line and clear it: how the typing line is taken away."""
 USER_NAME = "user"
 """The name the model is shown for the person at the terminal."""
 
@@ -51,6 +61,14 @@ and C1 controls), or to make text read other than it is: bidirectional overrides
 isolates (U+202E shows "txt.exe" as "exe.txt"), invisible marks and spaces, line and paragraph
 separators. They print as escapes (`\\x1b`, `\\u202e`). The joiners (U+200C, U+200D) print as
 they are: emoji and scripts are written with them."""
+
+
+def _one_column(character: str) -> bool:
+    """Whether the terminal shows `character` one column wide (wide and combining ones are
+    not; a tab is not)."""
+    if not character.isprintable() or unicodedata.combining(character):
+        return False
+    return unicodedata.east_asian_width(character) not in ("W", "F")
 
 
 def _escaped(control: re.Match[str]) -> str:
@@ -86,9 +104,11 @@ def _relative(seconds: float) -> str:
 class ConsoleChannel:
     """The one channel of a console session (see the module docstring)."""
 
-    def __init__(self, out: TextIO, *, live: bool) -> None:
+    def __init__(self, out: TextIO, *, live: bool, delivery: Delivery = Delivery.MESSAGES) -> None:
         self._out = out
         self._live = live
+        self._grows = delivery is Delivery.EDIT
+        """A message sent may grow by edits: its line stays open until the next one."""
         self._messages: dict[int, ConsoleMessage] = {}
         self._next_id = 1
         self._shown: dict[int, str] = {}
@@ -100,7 +120,9 @@ class ConsoleChannel:
         """The console's own lines that wait for the running turn's output to end."""
         self._line_open = False
         self._prompted = False
-        """Live: the prompt is the last thing printed."""
+        """Live: the prompt (and the draft typed after it) is the last thing printed."""
+        self._typing_shown = False
+        """Live: the typing line is the last thing printed (its line not ended)."""
         self.channel_id = "console"
         """The channel's name in the lock store (the session's own database)."""
 
@@ -150,6 +172,7 @@ class ConsoleChannel:
         self._in_turn = True
         if not self._live:
             self._turn = [trigger]
+        self._show_typing()
 
     def end_turn(self) -> None:
         """Print what the turn held (piped), or end its last line (live); then the console's
@@ -161,6 +184,7 @@ class ConsoleChannel:
             else:
                 self._print(entry + "\n")
         self._end_line()
+        self._hide_typing()
         self._in_turn = False
         waited, self._after_turn = self._after_turn, []
         for line in waited:
@@ -187,14 +211,46 @@ class ConsoleChannel:
         self._print(text + "\n")
         self._out.flush()
 
-    def prompt(self) -> None:
-        """Live: the prompt, which the line typed after it ends; once, however often asked."""
+    def prompt(self, draft: str = "") -> None:
+        """Live: the prompt, with the number the next message gets, and what is typed of it;
+        once, however often asked."""
         if self._prompted:
             return
         self._end_line()
-        self._print(PROMPT)
-        self._prompted = True
+        self._print(f"you #{self._next_id}> {draft}")
+        self._prompted = self._line_open = True
         self._out.flush()
+
+    @property
+    def prompted(self) -> bool:
+        """Live: the prompt is showing, with the draft typed after it."""
+        return self._prompted
+
+    def typed(self, text: str) -> None:
+        """Keys typed at the prompt, shown after it (not while an answer streams: the next
+        prompt shows them)."""
+        if self._prompted:
+            self._out.write(CONTROLS.sub(_escaped, text))
+            self._out.flush()
+
+    def erased(self, text: str, draft: str) -> None:
+        """`text` taken from the end of the draft at the prompt, leaving `draft`: rubbed out
+        where each character is one column on the line, else the prompt drawn afresh below."""
+        if not self._prompted or not text:
+            return
+        shown = CONTROLS.sub(_escaped, text)
+        if all(_one_column(character) for character in shown) and not self._at_wrap(draft):
+            self._out.write("\b \b" * len(shown))
+            self._out.flush()
+            return
+        self._prompted = False
+        self.prompt(draft)
+
+    def entered(self) -> None:
+        """Enter at the prompt: the line typed is done (the message keeps the prompt's number)."""
+        if self._prompted:
+            self._end_line()
+            self._out.flush()
 
     # -- ChannelPort and NoticeSink -----------------------------------------------------------
 
@@ -207,6 +263,9 @@ class ConsoleChannel:
             self._end_line()
             self._print_header(message)
             self._grow(message)
+            if not self._grows:  # the message is whole: the next one is being written
+                self._end_line()
+                self._show_typing()
         return self.message_id(message)
 
     async def edit(self, message_id: str, content: str) -> None:
@@ -224,6 +283,7 @@ class ConsoleChannel:
             return
         self._end_line()
         self._print(text + "\n")
+        self._show_typing()
         self._out.flush()
 
     # -- printing -----------------------------------------------------------------------------
@@ -268,6 +328,31 @@ class ConsoleChannel:
             self._print("\n")
             self._line_open = False
 
+    def _show_typing(self) -> None:
+        """Live, in a turn, on a line of its own: the typing line, until anything prints."""
+        if self._live and self._in_turn and not self._line_open and not self._typing_shown:
+            self._out.write(TYPING)
+            self._typing_shown = True
+            self._out.flush()
+
+    def _hide_typing(self) -> None:
+        if self._typing_shown:
+            self._out.write(ERASE_LINE)
+            self._typing_shown = False
+
+    def _at_wrap(self, draft: str) -> bool:
+        """Whether the cursor is at the start of a wrapped row, where a backspace cannot go
+        back up (the prompt's line is as wide as the terminal)."""
+        try:
+            columns = os.get_terminal_size(self._out.fileno()).columns
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return False
+        if columns <= 0:
+            return False
+        line = f"you #{self._next_id}> {draft}".rsplit("\n", 1)[-1]
+        return len(CONTROLS.sub(_escaped, line)) % columns == 0
+
     def _print(self, text: str) -> None:
+        self._hide_typing()
         self._prompted = False
         self._out.write(CONTROLS.sub(_escaped, text))

@@ -11,12 +11,16 @@ database: every process on a lock database takes over the channels a stopped pro
 answer a Discord channel, would drop their queues. `--check` opens the configured database.
 
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
-(and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D, `/exit`),
-ends the session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py
---console` prints the answer and exits. SIGTERM ends it at once. A message is a line, or, from
-a line that opens a code fence, every line until the fence closes (see `MessageLines`); one
-that is a command (`commands.py`) runs it instead, `/tomori` on the console's own server
-(`server.py`), whose settings its next turn reads.
+(and clears the queue); Ctrl+C with a draft typed drops the draft; Ctrl+C with nothing to stop,
+or the end of input (Ctrl+D, `/exit`), ends the session, the latter once every answer is done,
+so `printf 'hello\\n' | python bot.py --console` prints the answer and exits. SIGTERM ends it
+at once. In a terminal the console takes the keys itself (`terminal.py`): a paste is one
+message, the prompt names the number the message will get, and keys typed while an answer
+streams wait, unseen, for the next prompt (a message sent meanwhile is shown after the answer,
+with its number). Piped, a message is a line, or, from a line that opens a code fence, every
+line until the fence closes (see `MessageLines`): a script of questions is one message a
+line. A message that is a command (`commands.py`) runs it instead, `/tomori` on the console's
+own server (`server.py`), whose settings its next turn reads.
 """
 
 from __future__ import annotations
@@ -36,8 +40,17 @@ from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel
 from tomori.console.commands import Kind, as_message, command_in, help_text, tomori_action
 from tomori.console.commands import unknown as unknown_command
-from tomori.console.input import LineReader, MessageLines, trimmed
+from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
 from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held
+from tomori.console.terminal import (
+    READ_AHEAD_S,
+    Ended,
+    Erased,
+    LineEditor,
+    Sent,
+    Typed,
+    keys_mode,
+)
 from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_NOTHING_TO_STOP,
@@ -72,8 +85,12 @@ class ConsoleSession:
         self._settings = settings
         self._chain = chain
         self._live = live
-        self._channel = ConsoleChannel(out, live=live)
-        self._reader = LineReader(fd)
+        self._out = out
+        self._fd = fd
+        self._channel = ConsoleChannel(out, live=live, delivery=settings.delivery)
+        self._reader = KeyReader(fd) if live else LineReader(fd)
+        self._editor = LineEditor()
+        """Live: the draft being typed (the terminal's keys are the console's own)."""
         self._tools = ToolRegistry(t for t in (CURRENT_TIME,) if t.name in settings.tools)
         self._server = ConsoleServer(settings, chain)
         self._locks: ChannelLocks | None = None
@@ -84,6 +101,8 @@ class ConsoleSession:
         """Lines admitted whose answer has not ended: what Ctrl+C stops, if any."""
         self._running = False
         """A turn is in `_run_turn`: what a /kill leaves of `_outstanding`."""
+        self._killing = 0
+        """Kills under way: the prompt waits for their notice."""
 
     async def run(self) -> int:
         with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
@@ -104,10 +123,13 @@ class ConsoleSession:
             loop.add_signal_handler(signal.SIGINT, self._interrupted)
             loop.add_signal_handler(signal.SIGTERM, self._quit.set)
             self._reader.start()
-            if self._live:
-                self._channel.say(banner(self._chain, self._settings))
-                self._channel.prompt()
-            await self._serve(self._locks)
+            if isinstance(self._reader, KeyReader):
+                with keys_mode(self._fd, self._out):
+                    self._channel.say(banner(self._chain, self._settings))
+                    self._channel.prompt()
+                    await self._serve_keys(self._locks, self._reader)
+            else:
+                await self._serve(self._locks, self._reader)
         finally:
             self._reader.stop()
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -115,29 +137,64 @@ class ConsoleSession:
             await self._close(database)
         return 0
 
-    async def _serve(self, locks: ChannelLocks) -> None:
-        """Read messages until the end of input or /exit (then wait for the answers), or a quit."""
+    async def _serve(self, locks: ChannelLocks, reader: LineReader) -> None:
+        """Piped: read messages until the end of input or /exit (then wait for the answers), or
+        a quit."""
         gathered = MessageLines()
         while True:
-            line = await self._unless_quit(self._reader.next_line())
+            line = await self._unless_quit(reader.next_line())
             if self._quit.is_set():
                 return
             message = gathered.flush() if line is None else gathered.add(line)
             if message is not None and not await self._handle(locks, message):
                 line = None  # /exit
             if line is None:
-                if self._live and self._outstanding:
-                    self._channel.say("(end of input: exiting once the answers are done)")
-                await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+                await self._finish(locks)
                 return
 
-    async def _handle(self, locks: ChannelLocks, message: str) -> bool:
-        """Send a message, or run the command it is; False for /exit."""
+    async def _serve_keys(self, locks: ChannelLocks, reader: KeyReader) -> None:
+        """In a terminal: keys edit the draft, shown after the prompt, until the end of input
+        or /exit (then wait for the answers), or a quit."""
+        while True:
+            within = READ_AHEAD_S if self._editor.enter_pending else None
+            try:
+                keys = await self._unless_quit(reader.next_keys(within))
+            except TimeoutError:
+                edits = self._editor.commit()
+            else:
+                if self._quit.is_set():
+                    return
+                edits = [Ended()] if keys is None else self._editor.feed(keys)
+            for edit in edits:
+                if isinstance(edit, Typed):
+                    self._channel.typed(edit.text)
+                elif isinstance(edit, Erased):
+                    self._channel.erased(edit.text, self._editor.draft)
+                elif isinstance(edit, Sent):
+                    shown = self._channel.prompted
+                    self._channel.entered()
+                    if not await self._handle(locks, edit.text, echo=not shown):
+                        edits = [Ended()]
+                        break
+            if any(isinstance(edit, Ended) for edit in edits):
+                self._channel.entered()
+                await self._finish(locks)
+                return
+
+    async def _finish(self, locks: ChannelLocks) -> None:
+        """The end of input: wait for the answers still to come, saying so in a terminal."""
+        if self._live and self._outstanding:
+            self._channel.say("(end of input: exiting once the answers are done)")
+        await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+
+    async def _handle(self, locks: ChannelLocks, message: str, *, echo: bool = False) -> bool:
+        """Send a message (`echo`: shown with its number, as it was typed unseen while an
+        answer streamed), or run the command it is; False for /exit."""
         text = trimmed(message)
         command = command_in(text)
         if command is None:
             if text:
-                await self._submit(locks, as_message(text))
+                await self._submit(locks, as_message(text), echo=echo)
         elif command.kind is Kind.EXIT and not command.rest:
             return False
         elif command.kind is Kind.KILL and not command.rest:
@@ -167,12 +224,13 @@ class ConsoleSession:
             await asyncio.gather(task, quitting, return_exceptions=True)
         return task.result() if task.done() and not task.cancelled() else None
 
-    async def _submit(self, locks: ChannelLocks, text: str) -> None:
+    async def _submit(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
         message = self._channel.post(text)
         message_id = self._channel.message_id(message)
         held = await self._server.admit(message_id)
+        if echo or (held is not None and not self._live):  # piped: a turn prints its message
+            self._channel.echo(message)
         if held is not None:
-            self._channel.echo(message)  # no turn will show it
             self._tell_held(held, message_id)
             return
         trigger = Trigger(self._channel.channel_id, message_id, USER)
@@ -180,9 +238,7 @@ class ConsoleSession:
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
             self._outstanding = max(0, self._outstanding - 1)
-        if admission is Admission.QUEUED and self._live:
-            self._channel.say(f"(#{message.id} is queued: answered after the answer before it)")
-        elif admission is Admission.IGNORED:
+        if admission is Admission.IGNORED:
             self._channel.say(f"(#{message.id} is ignored: a /kill is still stopping the answer)")
         elif admission is Admission.FAILED:
             self._channel.tell(GENERATION_ERROR)
@@ -196,8 +252,8 @@ class ConsoleSession:
             self._channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
 
     def _prompt_if_idle(self) -> None:
-        if self._live and not self._outstanding:
-            self._channel.prompt()
+        if self._live and not self._outstanding and not self._killing:
+            self._channel.prompt(self._editor.draft)
 
     # -- /kill and Ctrl+C ---------------------------------------------------------------------
 
@@ -208,12 +264,21 @@ class ConsoleSession:
             task = asyncio.create_task(self._kill())
             self._kills.add(task)
             task.add_done_callback(self._kills.discard)
+        elif self._editor.draft:  # as in a shell: the draft is dropped, the prompt stays
+            self._editor.clear()
+            self._channel.typed("^C")
+            self._channel.entered()
+            self._channel.prompt()
         else:
             self._quit.set()
 
     async def _kill(self) -> None:
         assert self._locks is not None
-        outcome = await self._locks.kill(self._channel.channel_id, requester_id=USER)
+        self._killing += 1  # the stopped turn's end prompts not: the kill's notice comes first
+        try:
+            outcome = await self._locks.kill(self._channel.channel_id, requester_id=USER)
+        finally:
+            self._killing -= 1
         notice: Notice = KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         self._channel.tell(notice)
         self._outstanding = 1 if self._running else 0  # the queue is cleared
