@@ -182,7 +182,7 @@ async def test_kill_prints_its_notice_and_one_prompt(llm_server: LLMServer, tmp_
     )
 
 
-async def test_backspace_ctrl_w_and_ctrl_c_edit_the_draft(
+async def test_backspace_ctrl_w_ctrl_u_up_and_ctrl_c_edit_the_draft(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("Hi."))
@@ -197,7 +197,9 @@ async def test_backspace_ctrl_w_and_ctrl_c_edit_the_draft(
         await read_terminal(terminal, "helo wrld", seen)
         os.write(terminal, b"\x17\x7f\x7flo world\r")
         await read_terminal(terminal, "you #3> ", seen)
-        os.write(terminal, b"\x04")
+        os.write(terminal, b"\x1b[A")  # Up: the message sent before
+        await read_terminal(terminal, "you #3> hello world", seen)
+        os.write(terminal, b"\x15\x04")  # Ctrl+U empties the draft, Ctrl+D leaves
         await ended(process)
     assert [said_last(request) for request in llm_server.requests] == ["user: hello world"]
     assert "you #1> hello world\n[tomori #2]\nHi.\nyou #3> " in on_screen(seen[0])

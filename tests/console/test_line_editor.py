@@ -5,7 +5,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori.console.terminal import PASTE_END, PASTE_START, Edit, Ended, LineEditor, Sent, Typed
+from tomori.console.terminal import (
+    PASTE_END,
+    PASTE_START,
+    Edit,
+    Ended,
+    Erased,
+    LineEditor,
+    Sent,
+    Typed,
+)
 
 TYPED = [*"ab c\t\\`", "\r", "\n", "\x7f", "\x15", "\x17", "\x1b", "[", "A", "é", "語"]
 SEQUENCES = [PASTE_START, PASTE_END, "\x1b[A", "\x1bOB"]
@@ -83,3 +92,38 @@ def test_erasing_keys_and_ctrl_d() -> None:
     assert editor.feed("\x04") == []  # not empty: Ctrl+D does nothing
     editor.clear()
     assert editor.feed("\x1b[D\x1bOA\x04") == [Ended()]
+
+
+def test_up_and_down_bring_back_the_messages_sent_then_the_draft() -> None:
+    editor = LineEditor()
+    for message in ("first", "second", "second"):
+        editor.feed(f"{message}\r")
+        editor.commit()
+    editor.feed("half typ")
+    editor.feed("\x1b[A")
+    assert editor.draft == "second"  # sent twice in a row, remembered once
+    editor.feed("\x1b[A\x1b[A")
+    assert editor.draft == "first"
+    assert editor.feed("\x1bOB") == [Erased("first", ""), Typed("second")]
+    editor.feed("\x1b[B")
+    assert editor.draft == "half typ"
+    editor.feed("\x1b[A!\r")
+    assert editor.commit() == [Sent("second!")]
+
+
+@given(KEYS)
+def test_each_edit_says_the_draft_it_leaves(keys: str) -> None:
+    """What the terminal shows is built from the edits alone, as the session shows them."""
+    editor = LineEditor()
+    shown = ""
+    for edit in editor.feed(keys) + editor.commit():
+        if isinstance(edit, Typed):
+            shown += edit.text
+        elif isinstance(edit, Erased):
+            assert shown.endswith(edit.text)
+            shown = shown[: len(shown) - len(edit.text)]
+            assert shown == edit.draft
+        elif isinstance(edit, Sent):
+            assert shown == edit.text
+            shown = ""
+    assert shown == editor.draft

@@ -169,7 +169,7 @@ class ConsoleSession:
                 if isinstance(edit, Typed):
                     self._channel.typed(edit.text)
                 elif isinstance(edit, Erased):
-                    self._channel.erased(edit.text, self._editor.draft)
+                    self._channel.erased(edit.text, edit.draft)
                 elif isinstance(edit, Sent):
                     shown = self._channel.prompted
                     self._channel.entered()

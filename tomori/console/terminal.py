@@ -11,8 +11,9 @@ echo, bracketed paste on) and `LineEditor` turns them into a draft and messages:
   `READ_AHEAD_S`, quicker than anyone types) is a line break too. Enter sends the draft.
 - A draft that opens a code fence goes on until the fence closes, and one ending in `\\` goes
   on to the next line (the backslash dropped), as piped lines do (`MessageLines`).
-- Backspace, Ctrl+U (the line) and Ctrl+W (the word) erase; Ctrl+D on an empty draft ends the
-  input; other controls and escape sequences (arrows, function keys) are dropped.
+- Backspace, Ctrl+U (the line) and Ctrl+W (the word) erase; Up and Down bring back the
+  messages sent before (and the draft again below them); Ctrl+D on an empty draft ends the
+  input; other controls and escape sequences (left, right, function keys) are dropped.
 
 The editor only keeps the draft and says what changed; the session shows it (after the
 prompt, or not at all while an answer streams, to be shown with the next prompt).
@@ -43,6 +44,8 @@ ERASE_LINE = "\x15"
 ERASE_WORD = "\x17"
 END_OF_INPUT = "\x04"
 ESCAPE = "\x1b"
+UP = ("\x1b[A", "\x1bOA")
+DOWN = ("\x1b[B", "\x1bOB")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +57,10 @@ class Typed:
 
 @dataclass(frozen=True, slots=True)
 class Erased:
-    """Text taken from the end of the draft."""
+    """Text taken from the end of the draft, and the draft it leaves."""
 
     text: str
+    draft: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,12 @@ class LineEditor:
         """The last key was a carriage return: a line feed after it is the same line end."""
         self.enter_pending = False
         """An Enter ended the last read: it sends unless more keys follow (`commit`)."""
+        self._sent: list[str] = []
+        """The messages sent, oldest first, for Up and Down."""
+        self._recalled: int | None = None
+        """Which of `_sent` Up brought back; None: the draft being typed."""
+        self._typed_draft = ""
+        """The draft as typed before Up replaced it, which Down past the newest gives back."""
 
     def feed(self, keys: str) -> list[Edit]:
         """What the keys of one read did to the draft, in order."""
@@ -95,7 +105,7 @@ class LineEditor:
                 self.enter_pending = False
                 edits.append(self._insert("\n"))
             if self._escape or key == ESCAPE:
-                self._escape_key(key)
+                edits.extend(self._escape_key(key))
             elif key in ENTER:
                 after_cr, self._after_cr = self._after_cr, key == "\r"
                 if key == "\n" and after_cr:
@@ -120,16 +130,18 @@ class LineEditor:
         if open_fence(self.draft):
             return [self._insert("\n")]
         if self.draft.endswith("\\"):
-            self.draft = self.draft[:-1]
-            return [Erased("\\"), self._insert("\n")]
+            return [self._erase(len(self.draft) - 1), self._insert("\n")]
         sent, self.draft = self.draft, ""
+        self._recalled = None
+        if sent.strip() and (not self._sent or self._sent[-1] != sent):
+            self._sent.append(sent)
         return [Sent(sent)]
 
-    def clear(self) -> Erased:
+    def clear(self) -> None:
         """Drop the draft (Ctrl+C)."""
-        dropped, self.draft = self.draft, ""
+        self.draft = ""
+        self._recalled = None
         self.enter_pending = False
-        return Erased(dropped)
 
     def _key(self, key: str) -> list[Edit]:
         if key in ERASE_CHAR:
@@ -145,21 +157,43 @@ class LineEditor:
             return [self._insert(key)]
         return []  # another control key
 
-    def _escape_key(self, key: str) -> None:
+    def _escape_key(self, key: str) -> list[Edit]:
         self._escape += key
         sequence = self._escape
         if len(sequence) < 2:
-            return
+            return []
         if sequence[1] == "[":
             if len(sequence) == 2 or not "\x40" <= key <= "\x7e":
-                return  # a control sequence ends with its final byte
+                return []  # a control sequence ends with its final byte
         elif sequence[1] == "O" and len(sequence) < 3:
-            return  # SS3: one more key (arrows in application mode)
+            return []  # SS3: one more key (arrows in application mode)
         self._escape = ""
         if sequence == PASTE_START:
             self._pasting = True
         elif sequence == PASTE_END:
             self._pasting = False
+        elif sequence in UP and not self._pasting:
+            return self._recall(-1)
+        elif sequence in DOWN and not self._pasting:
+            return self._recall(+1)
+        return []
+
+    def _recall(self, step: int) -> list[Edit]:
+        """Up (-1) or Down (+1) through the messages sent: the draft becomes the one reached."""
+        if self._recalled is None:
+            if step > 0 or not self._sent:
+                return []
+            self._typed_draft = self.draft
+            reached: int | None = len(self._sent) - 1
+        else:
+            reached = self._recalled + step
+            if reached < 0:
+                return []
+            if reached >= len(self._sent):
+                reached = None
+        self._recalled = reached
+        now = self._typed_draft if reached is None else self._sent[reached]
+        return [self._erase(0), self._insert(now)]
 
     def _insert(self, text: str) -> Typed:
         self.draft += text
@@ -169,7 +203,7 @@ class LineEditor:
         keep = max(0, min(keep, len(self.draft)))
         erased = self.draft[keep:]
         self.draft = self.draft[:keep]
-        return Erased(erased)
+        return Erased(erased, self.draft)
 
 
 def _last_word(text: str) -> str:
