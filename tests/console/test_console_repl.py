@@ -90,16 +90,16 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
     assert first["model"] == "other-model"
     assert first["messages"][0] == {"role": "system", "content": "You are a pirate."}
     assert second["model"] == "test-model"  # reset: the bot's own settings again
-    assert out == (  # piped, each command runs as it is read, its answer after the turn's
+    assert out == (  # piped, /tomori waits for the answers to the lines before it
         "[Tomori Settings] Models for this channel: openai:other-model\n"
         "[Tomori Settings] System prompt for this channel set (17 characters).\n"
-        "[you #1] hello\n[tomori #3]\nArr.\n"
+        "[you #1] hello\n[tomori #2]\nArr.\n"
         "[Tomori in this channel] Models: openai:other-model (this channel)\n"
         "Answers every message: yes (the bot's settings)\n"
         "Limits: cooldown off, daily tokens per user off (the bot's settings)\n"
         "System prompt (this channel):\n> You are a pirate.\n"
         "[Tomori Settings] Cleared the settings of this channel.\n"
-        "[you #2] again\n[tomori #4, replying to #2]\nArr again.\n"
+        "[you #3] again\n[tomori #4]\nArr again.\n"
     )
 
 

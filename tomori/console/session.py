@@ -202,6 +202,8 @@ class ConsoleSession:
         elif command.kind is Kind.HELP and not command.rest:
             self._channel.say(help_text())
         elif command.kind is Kind.TOMORI:
+            if not self._live:  # a script's setting applies after the messages written before it
+                await self._unless_quit(locks.wait_idle(self._channel.channel_id))
             action = tomori_action(command.rest)
             done = (
                 action if isinstance(action, Notice) else await perform(action, self._server, HERE)
