@@ -18,6 +18,8 @@ import contextlib
 import os
 import select
 import threading
+import time
+from dataclasses import dataclass
 
 READ_SIZE = 65_536
 
@@ -97,27 +99,37 @@ class LineReader(_Reader):
         return line.decode("utf-8", "replace").rstrip("\r")
 
 
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """One read of a terminal: its text, and when it was read (`time.monotonic`), so whether
+    keys came together is judged by when they came, never by when the loop got to them."""
+
+    text: str
+    at: float
+
+
 class KeyReader(_Reader):
-    """What a terminal sends, as text, a read at a time (keys, or a paste at once), then None
-    at the end of input. A character cut between two reads comes whole with the second."""
+    """What a terminal sends, a read at a time (keys, or a paste at once), then None at the
+    end of input. A character cut between two reads comes whole with the second."""
 
     def __init__(self, fd: int = 0) -> None:
         super().__init__(fd)
-        self._chunks: asyncio.Queue[str | None] = asyncio.Queue()
+        self._reads: asyncio.Queue[Keys | None] = asyncio.Queue()
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
-    async def next_keys(self, within_s: float | None = None) -> str | None:
-        """The next text read; None at the end of input. `TimeoutError` if nothing came within
+    async def next_keys(self, within_s: float | None = None) -> Keys | None:
+        """The next read; None at the end of input. `TimeoutError` if nothing came within
         `within_s` seconds."""
         async with asyncio.timeout(within_s):
-            return await self._chunks.get()
+            return await self._reads.get()
 
     def _take(self, chunk: bytes | None) -> None:
+        at = time.monotonic()
         text = self._decoder.decode(chunk or b"", final=chunk is None)
         if text:
-            self._hand_over(self._chunks, text)
+            self._hand_over(self._reads, Keys(text, at))
         if chunk is None:
-            self._hand_over(self._chunks, None)
+            self._hand_over(self._reads, None)
 
 
 FENCE = "```"

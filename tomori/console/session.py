@@ -30,6 +30,7 @@ import logging
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -155,8 +156,11 @@ class ConsoleSession:
     async def _serve_keys(self, locks: ChannelLocks, reader: KeyReader) -> None:
         """In a terminal: keys edit the draft, shown after the prompt, until the end of input
         or /exit (then wait for the answers), or a quit."""
+        enter_at = 0.0  # when the last read came: the one a pending Enter ended
         while True:
-            within = READ_AHEAD_S if self._editor.enter_pending else None
+            within = None
+            if self._editor.enter_pending:
+                within = max(0.0, enter_at + READ_AHEAD_S - time.monotonic())
             try:
                 keys = await self._unless_quit(reader.next_keys(within))
             except TimeoutError:
@@ -164,7 +168,15 @@ class ConsoleSession:
             else:
                 if self._quit.is_set():
                     return
-                edits = [Ended()] if keys is None else self._editor.feed(keys)
+                if keys is None or keys.at - enter_at > READ_AHEAD_S:
+                    edits = self._editor.commit()  # the Enter came alone: it sends
+                else:
+                    edits = []
+                if keys is None:
+                    edits.append(Ended())
+                else:
+                    edits += self._editor.feed(keys.text)
+                    enter_at = keys.at
             for edit in edits:
                 if isinstance(edit, Typed):
                     self._channel.typed(edit.text)
