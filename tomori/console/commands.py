@@ -114,8 +114,9 @@ def _lowered(description: str) -> str:
 USAGE_WIDTH = 16
 MESSAGES_HELP = (
     "Anything else is a message to the model: a line that opens a code fence (```) goes on "
-    "until it closes, one that ends in \\ goes on to the next. Start a message with // to send "
-    "one that starts with /."
+    "until it closes, one that ends in \\ goes on to the next. In a terminal a paste is one "
+    "message (Enter sends it), and Up and Down bring back what you sent. Start a message with "
+    "// to send one that starts with /."
 )
 
 
