@@ -22,7 +22,6 @@ prompt, or not at all while an answer streams, to be shown with the next prompt)
 from __future__ import annotations
 
 import contextlib
-import termios
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
@@ -232,6 +231,8 @@ def _joined(edits: list[Edit]) -> list[Edit]:
 def keys_mode(fd: int, out: TextIO) -> Iterator[None]:
     """The terminal hands over each key as typed, echoes none, and marks pastes, until the end
     of the block (then it is as it was). Ctrl+C still interrupts."""
+    import termios  # here: POSIX only, and the cog imports this package on every platform
+
     saved = termios.tcgetattr(fd)
     mode = termios.tcgetattr(fd)
     mode[3] &= ~(termios.ICANON | termios.ECHO)
