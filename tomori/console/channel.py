@@ -71,6 +71,14 @@ def _one_column(character: str) -> bool:
     return unicodedata.east_asian_width(character) not in ("W", "F")
 
 
+def _width(text: str) -> int:
+    """The columns `text` takes on a terminal (wide characters two, combining ones none)."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
 def _escaped(control: re.Match[str]) -> str:
     code = ord(control.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
@@ -239,7 +247,7 @@ class ConsoleChannel:
         if not self._prompted or not text:
             return
         shown = CONTROLS.sub(_escaped, text)
-        if all(_one_column(character) for character in shown) and not self._at_wrap(draft):
+        if all(_one_column(character) for character in shown) and self._on_one_row(text, draft):
             self._out.write("\b \b" * len(shown))
             self._out.flush()
             return
@@ -340,17 +348,19 @@ class ConsoleChannel:
             self._out.write(ERASE_LINE)
             self._typing_shown = False
 
-    def _at_wrap(self, draft: str) -> bool:
-        """Whether the cursor is at the start of a wrapped row, where a backspace cannot go
-        back up (the prompt's line is as wide as the terminal)."""
+    def _on_one_row(self, text: str, draft: str) -> bool:
+        """Whether rubbing `text` out from the end of the prompt's line (leaving `draft`) stays
+        on the row the cursor is on: a backspace does not go back up a wrapped row."""
         try:
             columns = os.get_terminal_size(self._out.fileno()).columns
         except (OSError, ValueError, io.UnsupportedOperation):
-            return False
+            return True  # not a terminal's size to go by: as the line were short
         if columns <= 0:
-            return False
+            return True
         line = f"you #{self._next_id}> {draft}".rsplit("\n", 1)[-1]
-        return len(CONTROLS.sub(_escaped, line)) % columns == 0
+        after = _width(CONTROLS.sub(_escaped, line))
+        before = after + _width(CONTROLS.sub(_escaped, text))
+        return before % columns != 0 and before // columns == after // columns
 
     def _print(self, text: str) -> None:
         self._hide_typing()
