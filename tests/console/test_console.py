@@ -26,6 +26,7 @@ from tests.support.console_process import (
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent, stalled_after
+from tests.support.terminal_screen import on_screen
 from tomori.config.settings import Settings
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.store.connect import open_database
@@ -193,16 +194,20 @@ async def test_in_a_terminal_each_message_prints_as_it_is_sent_then_ctrl_d_exits
     llm_server.script(answer("First paragraph.\n\nSecond paragraph.", gap=0.05))
     seen = [""]
     async with console_in_terminal(bot_environment(llm_server, tmp_path)) as (process, terminal):
-        await read_terminal(terminal, "you> ", seen)
-        assert seen[0].startswith("tomori console: openai:test-model, messages delivery.")
-        os.write(terminal, b"hello\n")
-        await read_terminal(terminal, "Second paragraph.\nyou> ", seen)
+        await read_terminal(terminal, "you #1> ", seen)
+        assert on_screen(seen[0]).startswith(
+            "tomori console: openai:test-model, messages delivery."
+        )
+        os.write(terminal, b"hello\r")
+        await read_terminal(terminal, "Second paragraph.\nyou #4> ", seen)
         os.write(terminal, b"\x04")  # Ctrl+D at the empty prompt
         async with asyncio.timeout(10):
             await process.wait()
     assert process.returncode == 0
-    shown = seen[0].split("you> ", 1)[1]
-    assert shown == "hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.\nyou> "
+    shown = on_screen(seen[0]).split("\n", 1)[1]
+    assert shown == (
+        "you #1> hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.\nyou #4> "
+    )
 
 
 async def test_in_edit_delivery_one_message_grows_in_the_terminal(
@@ -228,17 +233,17 @@ async def test_in_edit_delivery_one_message_grows_in_the_terminal(
     )
     seen = [""]
     async with console_in_terminal(env) as (process, terminal):
-        await read_terminal(terminal, "you> ", seen)
-        os.write(terminal, b"hello\n")
+        await read_terminal(terminal, "you #1> ", seen)
+        os.write(terminal, b"hello\r")
         await read_terminal(terminal, "First paragraph.", seen)
         assert "Second" not in seen[0]  # shown before the answer is done: it grows
-        await read_terminal(terminal, "Second paragraph.\nyou> ", seen)
+        await read_terminal(terminal, "Second paragraph.\nyou #3> ", seen)
         process.send_signal(signal.SIGINT)  # Ctrl+C at the empty prompt
         async with asyncio.timeout(10):
             await process.wait()
     assert process.returncode == 0
-    shown = seen[0].split("you> ", 1)[1]
-    assert shown == "hello\n[tomori #2]\nFirst paragraph.\n\nSecond paragraph.\nyou> "
+    shown = on_screen(seen[0]).split("\n", 1)[1]
+    assert shown == "you #1> hello\n[tomori #2]\nFirst paragraph.\n\nSecond paragraph.\nyou #3> "
 
 
 def test_help_names_the_console_and_the_check() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.support.bot_script import BOT, environment
 from tests.support.llm_server import LLMServer
+from tests.support.terminal_screen import on_screen
 
 SECRET_KEY = "sk-test-SECRET-0123456789abcdef"
 """The key every process is given: no output may ever show it."""
@@ -115,10 +116,18 @@ async def console_in_terminal(
 
 
 async def read_terminal(fd: int, text: str, seen: list[str], within_s: float = 20) -> None:
-    """Read the terminal's side of a pty into `seen[0]` until `text` shows (line ends plain)."""
+    """Read the terminal's side of a pty into `seen[0]` (line ends plain) until `text` shows
+    on the screen (`on_screen`: the typing line gone, backspaces applied)."""
+    try:
+        await _read_terminal(fd, text, seen, within_s)
+    except TimeoutError:
+        raise AssertionError(f"{text!r} did not show within {within_s} s: {seen[0]!r}") from None
+
+
+async def _read_terminal(fd: int, text: str, seen: list[str], within_s: float) -> None:
     loop = asyncio.get_running_loop()
     async with asyncio.timeout(within_s):
-        while text not in seen[0]:
+        while text not in on_screen(seen[0]):
             readable: asyncio.Future[None] = loop.create_future()
             loop.add_reader(fd, readable.set_result, None)
             try:

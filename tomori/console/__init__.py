@@ -3,6 +3,9 @@
 - `session.py` `run_console`: the cog's machinery answering lines on a simulated channel
 - `channel.py` that channel: messages marked as Discord would cut them, notices as text
 - `input.py`   standard input's lines (a pasted code block as one), read in a thread
+- `terminal.py` in a terminal: keys to a draft and messages, a paste as one message
+- `commands.py` `/help`, `/exit`, `/kill`, `/tomori ...`: what a line starting with / runs
+- `server.py`  the console's own server: what `/tomori` sets there, its limits, its metrics
 - `check.py`   `run_check`: the database, then every model of the chain, one line each
 - `probe.py`   one model asked for a tiny streamed answer; why it failed, in one line
 """

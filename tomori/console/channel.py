@@ -5,27 +5,38 @@ shows is what a channel would: each message the answer is cut into is marked wit
 (and, for a queued message's answer, the message it replies to), and a notice prints its title
 and text as the embed would read.
 
-Interactive (`live`), a message prints as it is sent and grows as it is edited. Otherwise
-(input piped in) each turn's output is held and printed whole once the turn is over, so a
-transcript never interleaves two answers or shows a message before its last edit.
+Interactive (`live`), a message prints as it is sent and grows as it is edited; while a turn
+has nothing new to show (before its first words, or while the next message of the answer is
+written) a "tomori is typing…" line stands below, as Discord shows the bot typing, erased by
+what comes next. The prompt names the number the next message gets (`you #3> `), and the draft
+typed after it is shown by the channel (the terminal echoes nothing, see `terminal.py`), so it
+is drawn again after anything printed over it. Otherwise (input piped in) each turn's output is
+held and printed whole once the turn is over, so a transcript never interleaves two answers or
+shows a message before its last edit.
 
 The channel also keeps its messages, for the history each turn is shown (`context`).
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import time
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TextIO
 
-from tomori.config.settings import Settings
+from tomori.config.settings import Delivery, Settings
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import as_shown
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
-PROMPT = "you> "
+TYPING = "tomori is typing…"
+ERASE_LINE = "\r\x1b[K"
+"""Back to the start of the line and clear it: how the typing line is taken away."""
 USER_NAME = "user"
 """The name the model is shown for the person at the terminal."""
 
@@ -41,36 +52,85 @@ class ConsoleMessage:
     reply_to: int | None = None
 
 
-CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""What a model could write to move the cursor, clear the screen or retitle the window: a
-Discord channel shows such characters inertly, so the terminal is shown them as escapes."""
+CONTROLS = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"
+    r"\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]"
+)
+"""What a model could write to move the cursor, clear the screen or retitle the window (C0
+and C1 controls), or to make text read other than it is: bidirectional overrides and
+isolates (U+202E shows "txt.exe" as "exe.txt"), invisible marks and spaces, line and paragraph
+separators. They print as escapes (`\\x1b`, `\\u202e`). The joiners (U+200C, U+200D) print as
+they are: emoji and scripts are written with them."""
+
+
+def _one_column(character: str) -> bool:
+    """Whether the terminal shows `character` one column wide (wide and combining ones are
+    not; a tab is not)."""
+    if not character.isprintable() or unicodedata.combining(character):
+        return False
+    return unicodedata.east_asian_width(character) not in ("W", "F")
+
+
+def _width(text: str) -> int:
+    """The columns `text` takes on a terminal (wide characters two, combining ones none)."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
 
 
 def _escaped(control: re.Match[str]) -> str:
-    return f"\\x{ord(control.group()):02x}"
+    code = ord(control.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-def notice_text(notice: Notice, reply_to: int | None = None) -> str:
+TIMESTAMP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
+"""Discord's timestamp markup (`<t:1700000000:R>`), which each reader sees in their own terms."""
+
+
+def notice_text(notice: Notice, reply_to: int | None = None, now: float | None = None) -> str:
     """A notice as the terminal shows it: its title (and the message it replies to), then what
-    the embed says."""
+    the embed says, its timestamps as Discord would show them ("in 9 s")."""
     replying = "" if reply_to is None else f", replying to #{reply_to}"
-    return f"[{notice.title}{replying}] {notice.description}"
+    at = time.time() if now is None else now
+    description = TIMESTAMP.sub(
+        lambda found: _relative(int(found.group(1)) - at), notice.description
+    )
+    return f"[{notice.title}{replying}] {description}"
+
+
+def _relative(seconds: float) -> str:
+    left = abs(round(seconds))
+    amount = next(
+        f"{left // size} {unit}"
+        for size, unit in ((3600, "h"), (60, "min"), (1, "s"))
+        if left >= size or size == 1
+    )
+    return f"in {amount}" if seconds >= 0 else f"{amount} ago"
 
 
 class ConsoleChannel:
     """The one channel of a console session (see the module docstring)."""
 
-    def __init__(self, out: TextIO, *, live: bool) -> None:
+    def __init__(self, out: TextIO, *, live: bool, delivery: Delivery = Delivery.MESSAGES) -> None:
         self._out = out
         self._live = live
+        self._grows = delivery is Delivery.EDIT
+        """A message sent may grow by edits: its line stays open until the next one."""
         self._messages: dict[int, ConsoleMessage] = {}
         self._next_id = 1
         self._shown: dict[int, str] = {}
         """Live: what of each message is on the terminal already."""
         self._turn: list[ConsoleMessage | str] | None = None
-        """Piped: what the running turn printed, held (its messages, and notices as text)."""
         """Piped: what the running turn put in the channel, in order, printed at its end."""
+        self._in_turn = False
+        self._after_turn: list[str] = []
+        """The console's own lines that wait for the running turn's output to end."""
         self._line_open = False
+        self._prompted = False
+        """Live: the prompt (and the draft typed after it) is the last thing printed."""
+        self._typing_shown = False
+        """Live: the typing line is the last thing printed (its line not ended)."""
         self.channel_id = "console"
         """The channel's name in the lock store (the session's own database)."""
 
@@ -90,7 +150,11 @@ class ConsoleChannel:
         return self._messages.get(int(number)) if number.isascii() and number.isdigit() else None
 
     def context(
-        self, trigger: ConsoleMessage, waiting: Collection[str], settings: Settings
+        self,
+        trigger: ConsoleMessage,
+        waiting: Collection[str],
+        settings: Settings,
+        system_prompt: str,
     ) -> tuple[ContextItem, ...]:
         """The system prompt, the recent messages (the answers since a queued trigger among
         them), then the trigger: as the cog shows a Discord channel's."""
@@ -99,7 +163,7 @@ class ConsoleChannel:
         since = [m for m in self._messages.values() if m.id > trigger.id and m.from_bot]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
         shown = in_time_order(recent, since, trigger, numbers)
-        items = [ContextItem(Role.SYSTEM, settings.system_prompt)]
+        items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             text = message.text[:MAX_ITEM_CHARS]
             if message.from_bot:
@@ -111,12 +175,16 @@ class ConsoleChannel:
     # -- a turn -------------------------------------------------------------------------------
 
     def begin_turn(self, trigger: ConsoleMessage) -> None:
-        """Piped: hold the turn's output, after the message it answers."""
+        """Piped: hold the turn's output, after the message it answers. Either way, hold the
+        console's own lines until the turn's output is done."""
+        self._in_turn = True
         if not self._live:
             self._turn = [trigger]
+        self._show_typing()
 
     def end_turn(self) -> None:
-        """Print what the turn held (piped), or end its last line (live)."""
+        """Print what the turn held (piped), or end its last line (live); then the console's
+        own lines that waited for it."""
         held, self._turn = self._turn, None
         for entry in held or ():
             if isinstance(entry, ConsoleMessage):
@@ -124,31 +192,73 @@ class ConsoleChannel:
             else:
                 self._print(entry + "\n")
         self._end_line()
+        self._hide_typing()
+        self._in_turn = False
+        waited, self._after_turn = self._after_turn, []
+        for line in waited:
+            self._print(line + "\n")
         self._out.flush()
 
     def tell(self, notice: Notice, reply_to: str | None = None) -> None:
-        """A notice (a turn's own, a /kill's answer, or one replying to a message): after the
-        running turn's output if one is held, else at once."""
+        """A notice of the console's own (a /kill's answer, one replying to a message, a
+        command's): as `say`."""
         replied = self.message(reply_to)
-        text = notice_text(notice, replied.id if replied is not None else None)
-        if self._turn is not None:
-            self._turn.append(text)
+        self.say(notice_text(notice, replied.id if replied is not None else None))
+
+    def echo(self, message: ConsoleMessage) -> None:
+        """A message typed, shown with its number (as `say`)."""
+        self.say(f"[you #{message.id}] {message.text}")
+
+    def say(self, text: str) -> None:
+        """A line of the console's own: at once, or after the running turn's output, so it
+        never cuts into an answer."""
+        if self._in_turn:
+            self._after_turn.append(text)
             return
         self._end_line()
         self._print(text + "\n")
         self._out.flush()
 
-    def say(self, text: str) -> None:
-        """A line of the console's own, never held."""
+    def prompt(self, draft: str = "") -> None:
+        """Live: the prompt, with the number the next message gets, and what is typed of it;
+        once, however often asked."""
+        if self._prompted:
+            return
         self._end_line()
-        self._print(text + "\n")
+        self._print(f"you #{self._next_id}> {draft}")
+        self._prompted = self._line_open = True
         self._out.flush()
 
-    def prompt(self) -> None:
-        """Live: the prompt, which the line typed after it ends."""
-        self._end_line()
-        self._print(PROMPT)
-        self._out.flush()
+    @property
+    def prompted(self) -> bool:
+        """Live: the prompt is showing, with the draft typed after it."""
+        return self._prompted
+
+    def typed(self, text: str) -> None:
+        """Keys typed at the prompt, shown after it (not while an answer streams: the next
+        prompt shows them)."""
+        if self._prompted:
+            self._out.write(CONTROLS.sub(_escaped, text))
+            self._out.flush()
+
+    def erased(self, text: str, draft: str) -> None:
+        """`text` taken from the end of the draft at the prompt, leaving `draft`: rubbed out
+        where each character is one column on the line, else the prompt drawn afresh below."""
+        if not self._prompted or not text:
+            return
+        shown = CONTROLS.sub(_escaped, text)
+        if all(_one_column(character) for character in shown) and self._on_one_row(text, draft):
+            self._out.write("\b \b" * len(shown))
+            self._out.flush()
+            return
+        self._prompted = False
+        self.prompt(draft)
+
+    def entered(self) -> None:
+        """Enter at the prompt: the line typed is done (the message keeps the prompt's number)."""
+        if self._prompted:
+            self._end_line()
+            self._out.flush()
 
     # -- ChannelPort and NoticeSink -----------------------------------------------------------
 
@@ -161,6 +271,9 @@ class ConsoleChannel:
             self._end_line()
             self._print_header(message)
             self._grow(message)
+            if not self._grows:  # the message is whole: the next one is being written
+                self._end_line()
+                self._show_typing()
         return self.message_id(message)
 
     async def edit(self, message_id: str, content: str) -> None:
@@ -171,7 +284,15 @@ class ConsoleChannel:
             self._grow(message)
 
     async def post_notice(self, notice: Notice) -> None:
-        self.tell(notice)  # held with the running turn's output, as a /kill's answer is
+        """A notice of the running turn's own: printed with its output."""
+        text = notice_text(notice)
+        if self._turn is not None:
+            self._turn.append(text)
+            return
+        self._end_line()
+        self._print(text + "\n")
+        self._show_typing()
+        self._out.flush()
 
     # -- printing -----------------------------------------------------------------------------
 
@@ -215,5 +336,33 @@ class ConsoleChannel:
             self._print("\n")
             self._line_open = False
 
+    def _show_typing(self) -> None:
+        """Live, in a turn, on a line of its own: the typing line, until anything prints."""
+        if self._live and self._in_turn and not self._line_open and not self._typing_shown:
+            self._out.write(TYPING)
+            self._typing_shown = True
+            self._out.flush()
+
+    def _hide_typing(self) -> None:
+        if self._typing_shown:
+            self._out.write(ERASE_LINE)
+            self._typing_shown = False
+
+    def _on_one_row(self, text: str, draft: str) -> bool:
+        """Whether rubbing `text` out from the end of the prompt's line (leaving `draft`) stays
+        on the row the cursor is on: a backspace does not go back up a wrapped row."""
+        try:
+            columns = os.get_terminal_size(self._out.fileno()).columns
+        except (OSError, ValueError, io.UnsupportedOperation):
+            return True  # not a terminal's size to go by: as the line were short
+        if columns <= 0:
+            return True
+        line = f"you #{self._next_id}> {draft}".rsplit("\n", 1)[-1]
+        after = _width(CONTROLS.sub(_escaped, line))
+        before = after + _width(CONTROLS.sub(_escaped, text))
+        return before % columns != 0 and before // columns == after // columns
+
     def _print(self, text: str) -> None:
+        self._hide_typing()
+        self._prompted = False
         self._out.write(CONTROLS.sub(_escaped, text))

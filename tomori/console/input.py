@@ -6,26 +6,30 @@ would switch a terminal to non-blocking mode, which the terminal shares with sta
 (a long answer's write could then fail). The thread waits in `select` on standard input and
 on a pipe of its own, so `stop` wakes it and joins it: no reader is left blocked at exit.
 It reads the file descriptor directly, never `sys.stdin`, whose lock a reader thread still
-holding it would keep the interpreter from taking at exit.
+holding it would keep the interpreter from taking at exit. Piped, `LineReader` hands over
+lines; in a terminal, `KeyReader` hands over each read's keys to the line editor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import select
 import threading
+import time
+from dataclasses import dataclass
 
 READ_SIZE = 65_536
 
 
-class LineReader:
-    """Lines of `fd` (decoded, without their line end), then None at the end of input."""
+class _Reader:
+    """Standard input read in a thread (see the module docstring); `_take` gets each read's
+    bytes in the reading thread, then None at the end of input."""
 
-    def __init__(self, fd: int = 0) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_read, self._wake_write = os.pipe()
         self._thread = threading.Thread(target=self._read, name="tomori-console-input", daemon=True)
@@ -34,10 +38,6 @@ class LineReader:
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._thread.start()
-
-    async def next_line(self) -> str | None:
-        """The next line typed or piped in; None once input has ended."""
-        return await self._lines.get()
 
     def stop(self) -> None:
         """Wake the reader, wait for it to end, and close its pipe; once."""
@@ -51,7 +51,6 @@ class LineReader:
         os.close(self._wake_write)
 
     def _read(self) -> None:
-        pending = b""
         while True:
             ready, _, _ = select.select([self._fd, self._wake_read], [], [])
             if self._wake_read in ready:
@@ -60,20 +59,77 @@ class LineReader:
                 chunk = os.read(self._fd, READ_SIZE)
             except OSError:
                 chunk = b""
+            self._take(chunk or None)
             if not chunk:
-                if pending:
-                    self._hand_over(pending)
-                self._hand_over(None)
                 return
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                self._hand_over(line)
 
-    def _hand_over(self, line: bytes | None) -> None:
-        text = None if line is None else line.decode("utf-8", "replace").rstrip("\r")
+    def _take(self, chunk: bytes | None) -> None:
+        raise NotImplementedError
+
+    def _hand_over[T](self, queue: asyncio.Queue[T], item: T) -> None:
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads any more
-            self._loop.call_soon_threadsafe(self._lines.put_nowait, text)
+            self._loop.call_soon_threadsafe(queue.put_nowait, item)
+
+
+class LineReader(_Reader):
+    """Lines of `fd` (decoded, without their line end), then None at the end of input."""
+
+    def __init__(self, fd: int = 0) -> None:
+        super().__init__(fd)
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._pending = b""
+
+    async def next_line(self) -> str | None:
+        """The next line typed or piped in; None once input has ended."""
+        return await self._lines.get()
+
+    def _take(self, chunk: bytes | None) -> None:
+        if chunk is None:
+            if self._pending:
+                self._hand_over(self._lines, self._decoded(self._pending))
+            self._hand_over(self._lines, None)
+            return
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        for line in lines:
+            self._hand_over(self._lines, self._decoded(line))
+
+    @staticmethod
+    def _decoded(line: bytes) -> str:
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """One read of a terminal: its text, and when it was read (`time.monotonic`), so whether
+    keys came together is judged by when they came, never by when the loop got to them."""
+
+    text: str
+    at: float
+
+
+class KeyReader(_Reader):
+    """What a terminal sends, a read at a time (keys, or a paste at once), then None at the
+    end of input. A character cut between two reads comes whole with the second."""
+
+    def __init__(self, fd: int = 0) -> None:
+        super().__init__(fd)
+        self._reads: asyncio.Queue[Keys | None] = asyncio.Queue()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    async def next_keys(self, within_s: float | None = None) -> Keys | None:
+        """The next read; None at the end of input. `TimeoutError` if nothing came within
+        `within_s` seconds."""
+        async with asyncio.timeout(within_s):
+            return await self._reads.get()
+
+    def _take(self, chunk: bytes | None) -> None:
+        at = time.monotonic()
+        text = self._decoder.decode(chunk or b"", final=chunk is None)
+        if text:
+            self._hand_over(self._reads, Keys(text, at))
+        if chunk is None:
+            self._hand_over(self._reads, None)
 
 
 FENCE = "```"
@@ -109,4 +165,18 @@ class MessageLines:
         return message or None
 
     def _in_fence(self, more: str = "") -> bool:
-        return sum(line.count(FENCE) for line in (*self._pending, more)) % 2 == 1
+        return open_fence("\n".join((*self._pending, more)))
+
+
+def open_fence(text: str) -> bool:
+    """Whether `text` opens a code fence it does not close: a message that goes on."""
+    return text.count(FENCE) % 2 == 1
+
+
+def trimmed(message: str) -> str:
+    """A message as it is sent: without the blank lines around it or the spaces it ends with,
+    but with its first line's indentation (a pasted block keeps its shape)."""
+    lines = message.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)

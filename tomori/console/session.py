@@ -11,10 +11,16 @@ database: every process on a lock database takes over the channels a stopped pro
 answer a Discord channel, would drop their queues. `--check` opens the configured database.
 
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
-(and clears the queue); Ctrl+C with nothing to stop, or the end of input (Ctrl+D), ends the
-session, the latter once every answer is done, so `printf 'hello\\n' | python bot.py --console`
-prints the answer and exits. SIGTERM ends it at once. A message is a line, or, from a line that
-opens a code fence, every line until the fence closes (see `MessageLines`).
+(and clears the queue); Ctrl+C with a draft typed drops the draft; Ctrl+C with nothing to stop,
+or the end of input (Ctrl+D, `/exit`), ends the session, the latter once every answer is done,
+so `printf 'hello\\n' | python bot.py --console` prints the answer and exits. SIGTERM ends it
+at once. In a terminal the console takes the keys itself (`terminal.py`): a paste is one
+message, the prompt names the number the message will get, and keys typed while an answer
+streams wait, unseen, for the next prompt (a message sent meanwhile is shown after the answer,
+with its number). Piped, a message is a line, or, from a line that opens a code fence, every
+line until the fence closes (see `MessageLines`): a script of questions is one message a
+line. A message that is a command (`commands.py`) runs it instead, `/tomori` on the console's
+own server (`server.py`), whose settings its next turn reads.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import logging
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +39,19 @@ from typing import Any, TextIO
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel
-from tomori.console.input import LineReader, MessageLines
+from tomori.console.commands import Kind, as_message, command_in, help_text, tomori_action
+from tomori.console.commands import unknown as unknown_command
+from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
+from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held
+from tomori.console.terminal import (
+    READ_AHEAD_S,
+    Ended,
+    Erased,
+    LineEditor,
+    Sent,
+    Typed,
+    keys_mode,
+)
 from tomori.delivery.notices import (
     GENERATION_ERROR,
     KILL_NOTHING_TO_STOP,
@@ -44,21 +63,17 @@ from tomori.generation.answering import answer_turn
 from tomori.generation.state import TurnState
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
-from tomori.providers.base import Provider
+from tomori.policy.admin import perform
 from tomori.store import Database
 from tomori.store.connect import open_database
 
 log = logging.getLogger(__name__)
 
-REQUESTER = "console"
-KILL_COMMAND = "/kill"
-
 
 def banner(chain: ModelChain, settings: Settings) -> str:
     return (
         f"tomori console: {chain.described}, {settings.delivery} delivery. Type a message; "
-        f"{KILL_COMMAND} or Ctrl+C stops an answer; Ctrl+C with nothing to stop, or Ctrl+D, "
-        f"exits."
+        f"/kill or Ctrl+C stops an answer; /exit or Ctrl+D leaves; /help lists the commands."
     )
 
 
@@ -71,10 +86,14 @@ class ConsoleSession:
         self._settings = settings
         self._chain = chain
         self._live = live
-        self._channel = ConsoleChannel(out, live=live)
-        self._reader = LineReader(fd)
+        self._out = out
+        self._fd = fd
+        self._channel = ConsoleChannel(out, live=live, delivery=settings.delivery)
+        self._reader = KeyReader(fd) if live else LineReader(fd)
+        self._editor = LineEditor()
+        """Live: the draft being typed (the terminal's keys are the console's own)."""
         self._tools = ToolRegistry(t for t in (CURRENT_TIME,) if t.name in settings.tools)
-        self._providers: dict[str, Provider] = {}
+        self._server = ConsoleServer(settings, chain)
         self._locks: ChannelLocks | None = None
         self._quit = asyncio.Event()
         self._kills: set[asyncio.Task[None]] = set()
@@ -83,6 +102,8 @@ class ConsoleSession:
         """Lines admitted whose answer has not ended: what Ctrl+C stops, if any."""
         self._running = False
         """A turn is in `_run_turn`: what a /kill leaves of `_outstanding`."""
+        self._killing = 0
+        """Kills under way: the prompt waits for their notice."""
 
     async def run(self) -> int:
         with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
@@ -92,7 +113,7 @@ class ConsoleSession:
     async def _run_on(self, database: Database) -> int:
         loop = asyncio.get_running_loop()
         try:
-            self._providers = self._chain.build_providers()
+            self._server.start(database)
             self._locks = ChannelLocks(
                 lock_backend(database, self._settings),
                 self._settings,
@@ -103,10 +124,13 @@ class ConsoleSession:
             loop.add_signal_handler(signal.SIGINT, self._interrupted)
             loop.add_signal_handler(signal.SIGTERM, self._quit.set)
             self._reader.start()
-            if self._live:
-                self._channel.say(banner(self._chain, self._settings))
-                self._channel.prompt()
-            await self._serve(self._locks)
+            if isinstance(self._reader, KeyReader):
+                with keys_mode(self._fd, self._out):
+                    self._channel.say(banner(self._chain, self._settings))
+                    self._channel.prompt()
+                    await self._serve_keys(self._locks, self._reader)
+            else:
+                await self._serve(self._locks, self._reader)
         finally:
             self._reader.stop()
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -114,30 +138,93 @@ class ConsoleSession:
             await self._close(database)
         return 0
 
-    async def _serve(self, locks: ChannelLocks) -> None:
-        """Read messages until the end of input (then wait for the answers) or a quit."""
+    async def _serve(self, locks: ChannelLocks, reader: LineReader) -> None:
+        """Piped: read messages until the end of input or /exit (then wait for the answers), or
+        a quit."""
         gathered = MessageLines()
         while True:
-            line = await self._unless_quit(self._reader.next_line())
+            line = await self._unless_quit(reader.next_line())
             if self._quit.is_set():
                 return
+            message = gathered.flush() if line is None else gathered.add(line)
+            if message is not None and not await self._handle(locks, message):
+                line = None  # /exit
             if line is None:
-                if (last := gathered.flush()) is not None and last.strip():
-                    await self._submit(locks, last.strip())
-                if self._live and self._outstanding:
-                    self._channel.say("(end of input: exiting once the answers are done)")
-                await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+                await self._finish(locks)
                 return
-            if line.strip() == KILL_COMMAND and not gathered.open:
-                await self._kill()
-                continue
-            message = gathered.add(line)
-            if message is None:
-                continue
-            if text := message.strip():
-                await self._submit(locks, text)
-            elif self._live and not self._outstanding:
-                self._channel.prompt()
+
+    async def _serve_keys(self, locks: ChannelLocks, reader: KeyReader) -> None:
+        """In a terminal: keys edit the draft, shown after the prompt, until the end of input
+        or /exit (then wait for the answers), or a quit."""
+        enter_at = 0.0  # when the last read came: the one a pending Enter ended
+        while True:
+            within = None
+            if self._editor.enter_pending:
+                within = max(0.0, enter_at + READ_AHEAD_S - time.monotonic())
+            try:
+                keys = await self._unless_quit(reader.next_keys(within))
+            except TimeoutError:
+                edits = self._editor.commit()
+            else:
+                if self._quit.is_set():
+                    return
+                if keys is None or keys.at - enter_at > READ_AHEAD_S:
+                    edits = self._editor.commit()  # the Enter came alone: it sends
+                else:
+                    edits = []
+                if keys is None:
+                    edits.append(Ended())
+                else:
+                    edits += self._editor.feed(keys.text)
+                    enter_at = keys.at
+            for edit in edits:
+                if isinstance(edit, Typed):
+                    self._channel.typed(edit.text)
+                elif isinstance(edit, Erased):
+                    self._channel.erased(edit.text, edit.draft)
+                elif isinstance(edit, Sent):
+                    shown = self._channel.prompted
+                    self._channel.entered()
+                    if not await self._handle(locks, edit.text, echo=not shown):
+                        edits = [Ended()]
+                        break
+            if any(isinstance(edit, Ended) for edit in edits):
+                self._channel.entered()
+                await self._finish(locks)
+                return
+
+    async def _finish(self, locks: ChannelLocks) -> None:
+        """The end of input: wait for the answers still to come, saying so in a terminal."""
+        if self._live and self._outstanding:
+            self._channel.say("(end of input: exiting once the answers are done)")
+        await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+
+    async def _handle(self, locks: ChannelLocks, message: str, *, echo: bool = False) -> bool:
+        """Send a message (`echo`: shown with its number, as it was typed unseen while an
+        answer streamed), or run the command it is; False for /exit."""
+        text = trimmed(message)
+        command = command_in(text)
+        if command is None:
+            if text:
+                await self._submit(locks, as_message(text), echo=echo)
+        elif command.kind is Kind.EXIT and not command.rest:
+            return False
+        elif command.kind is Kind.KILL and not command.rest:
+            await self._kill()
+        elif command.kind is Kind.HELP and not command.rest:
+            self._channel.say(help_text())
+        elif command.kind is Kind.TOMORI:
+            if not self._live:  # a script's setting applies after the messages written before it
+                await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+            action = tomori_action(command.rest)
+            done = (
+                action if isinstance(action, Notice) else await perform(action, self._server, HERE)
+            )
+            self._channel.tell(done)
+        else:
+            self._channel.say(unknown_command(command))
+        self._prompt_if_idle()
+        return True
 
     async def _unless_quit[T](self, waiting: Coroutine[Any, Any, T]) -> T | None:
         """`waiting`'s result, or None (`waiting` cancelled) once the session is told to quit."""
@@ -151,20 +238,36 @@ class ConsoleSession:
             await asyncio.gather(task, quitting, return_exceptions=True)
         return task.result() if task.done() and not task.cancelled() else None
 
-    async def _submit(self, locks: ChannelLocks, text: str) -> None:
+    async def _submit(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
         message = self._channel.post(text)
         message_id = self._channel.message_id(message)
-        trigger = Trigger(self._channel.channel_id, message_id, REQUESTER)
+        held = await self._server.admit(message_id)
+        if echo or (held is not None and not self._live):  # piped: a turn prints its message
+            self._channel.echo(message)
+        if held is not None:
+            self._tell_held(held, message_id)
+            return
+        trigger = Trigger(self._channel.channel_id, message_id, USER)
         self._outstanding += 1  # before: a turn that starts may end before submit returns
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
             self._outstanding = max(0, self._outstanding - 1)
-        if admission is Admission.QUEUED and self._live:
-            self._channel.say(f"(#{message.id} is queued: answered after the answer before it)")
-        elif admission is Admission.IGNORED:
+        if admission is Admission.IGNORED:
             self._channel.say(f"(#{message.id} is ignored: a /kill is still stopping the answer)")
         elif admission is Admission.FAILED:
             self._channel.tell(GENERATION_ERROR)
+
+    def _tell_held(self, held: Held, message_id: str) -> None:
+        """A message over the limits: the notice Discord posts, or (where Discord says nothing,
+        having said it once) a line saying why nothing answers."""
+        if held.notice is not None:
+            self._channel.tell(held.notice, reply_to=message_id)
+        else:
+            self._channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
+
+    def _prompt_if_idle(self) -> None:
+        if self._live and not self._outstanding and not self._killing:
+            self._channel.prompt(self._editor.draft)
 
     # -- /kill and Ctrl+C ---------------------------------------------------------------------
 
@@ -175,17 +278,25 @@ class ConsoleSession:
             task = asyncio.create_task(self._kill())
             self._kills.add(task)
             task.add_done_callback(self._kills.discard)
+        elif self._editor.draft:  # as in a shell: the draft is dropped, the prompt stays
+            self._editor.clear()
+            self._channel.typed("^C")
+            self._channel.entered()
+            self._channel.prompt()
         else:
             self._quit.set()
 
     async def _kill(self) -> None:
         assert self._locks is not None
-        outcome = await self._locks.kill(self._channel.channel_id, requester_id=REQUESTER)
+        self._killing += 1  # the stopped turn's end prompts not: the kill's notice comes first
+        try:
+            outcome = await self._locks.kill(self._channel.channel_id, requester_id=USER)
+        finally:
+            self._killing -= 1
         notice: Notice = KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         self._channel.tell(notice)
         self._outstanding = 1 if self._running else 0  # the queue is cleared
-        if self._live and not self._outstanding:
-            self._channel.prompt()
+        self._prompt_if_idle()
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -200,24 +311,32 @@ class ConsoleSession:
             notices=self._channel,
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
+            metrics=self._server.metrics,
+            guild_id=SERVER,
         )
         self._channel.begin_turn(trigger)
         self._running = True
         try:
             assert self._locks is not None  # turns run only while the locks are open
             waiting = await self._locks.queued_message_ids(self._channel.channel_id)
+            held = await self._server.may_start()
+            if held is not None:
+                self._tell_held(held, self._channel.message_id(trigger))
+                return
+            setup = await self._server.for_turn()
             if guard.stop_requested():
                 return
+            context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
             await answer_turn(
                 turn,
                 guard,
                 state,
                 self._channel,
-                entries=self._chain.entries,
-                providers=self._providers,
+                entries=setup.entries,
+                providers=setup.providers,
                 tools=self._tools,
                 settings=self._settings,
-                context=self._channel.context(trigger, waiting, self._settings),
+                context=context,
                 surface_errors=True,
             )
         except Exception:
@@ -227,15 +346,13 @@ class ConsoleSession:
             self._channel.end_turn()
             self._running = False
             self._outstanding = max(0, self._outstanding - 1)
-            if self._live and not self._outstanding:
-                self._channel.prompt()
+            self._prompt_if_idle()
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""
         self._outstanding = max(0, self._outstanding - 1)
         self._channel.tell(NOT_ANSWERED, reply_to=trigger.message_id)
-        if self._live and not self._outstanding:
-            self._channel.prompt()
+        self._prompt_if_idle()
 
     async def _close(self, database: Database) -> None:
         """Stop what still runs and clear the queue (as /kill does), then close."""
@@ -243,10 +360,9 @@ class ConsoleSession:
             await asyncio.gather(task, return_exceptions=True)
         locks, self._locks = self._locks, None
         if locks is not None:
-            await locks.kill(self._channel.channel_id, requester_id=REQUESTER)
+            await locks.kill(self._channel.channel_id, requester_id=USER)
             await locks.close()
-        for provider in self._providers.values():
-            await provider.aclose()
+        await self._server.aclose()
         await database.close()
 
 

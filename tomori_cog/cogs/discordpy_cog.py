@@ -7,9 +7,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.policy import admin as actions
+from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori_cog.cogs import admin
-from tomori_cog.cogs.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
@@ -51,7 +52,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def model(
             self, interaction: discord.Interaction, models: str, scope: Scope = "channel"
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.set_models(models, scope))
+            await admin.run(library, self.service, interaction, actions.set_models(models, scope))
 
         @tomori.command(name="prompt", description=DESCRIPTIONS["prompt"])
         @app_commands.describe(text=OPTION_DESCRIPTIONS["text"])
@@ -59,25 +60,25 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def prompt(
             self, interaction: discord.Interaction, text: Prompt, scope: Scope = "channel"
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.set_prompt(text, scope))
+            await admin.run(library, self.service, interaction, actions.set_prompt(text, scope))
 
         @tomori.command(name="autoreply", description=DESCRIPTIONS["autoreply"])
         @app_commands.describe(enabled=OPTION_DESCRIPTIONS["enabled"])
         async def autoreply(self, interaction: discord.Interaction, enabled: bool) -> None:
-            await admin.run(library, self.service, interaction, admin.set_autoreply(enabled))
+            await admin.run(library, self.service, interaction, actions.set_autoreply(enabled))
 
         @tomori.command(name="show", description=DESCRIPTIONS["show"])
         async def show(self, interaction: discord.Interaction) -> None:
-            await admin.run(library, self.service, interaction, admin.show)
+            await admin.run(library, self.service, interaction, actions.show)
 
         @tomori.command(name="reset", description=DESCRIPTIONS["reset"])
         @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
         async def reset(self, interaction: discord.Interaction, scope: Scope = "channel") -> None:
-            await admin.run(library, self.service, interaction, admin.reset(scope))
+            await admin.run(library, self.service, interaction, actions.reset(scope))
 
         @tomori.command(name="status", description=DESCRIPTIONS["status"])
         async def status(self, interaction: discord.Interaction) -> None:
-            await admin.run(library, self.service, interaction, admin.status)
+            await admin.run(library, self.service, interaction, actions.status)
 
         @tomori.command(name="limits", description=DESCRIPTIONS["limits"])
         @app_commands.describe(cooldown_ms=OPTION_DESCRIPTIONS["cooldown_ms"])
@@ -88,7 +89,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             cooldown_ms: Count | None = None,
             daily_tokens: Count | None = None,
         ) -> None:
-            action = admin.set_limits(cooldown_ms, daily_tokens)
+            action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
     return Tomori(service)

@@ -12,9 +12,11 @@ import nextcord
 from nextcord.ext import commands
 
 from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.policy import admin as actions
+from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori_cog.cogs import admin
-from tomori_cog.cogs.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS, SCOPES
+from tomori_cog.cogs.admin import SCOPES
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
@@ -56,7 +58,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             models: str = _text("models"),
             scope: str = _scope(),
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.set_models(models, scope))
+            await admin.run(library, self.service, interaction, actions.set_models(models, scope))
 
         @tomori.subcommand(name="prompt", description=DESCRIPTIONS["prompt"])  # type: ignore[untyped-decorator]
         async def prompt(
@@ -65,7 +67,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             text: str = _text("text", max_length=MAX_PROMPT_CHARS),
             scope: str = _scope(),
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.set_prompt(text, scope))
+            await admin.run(library, self.service, interaction, actions.set_prompt(text, scope))
 
         @tomori.subcommand(name="autoreply", description=DESCRIPTIONS["autoreply"])  # type: ignore[untyped-decorator]
         async def autoreply(
@@ -73,11 +75,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             interaction: nextcord.Interaction,  # type: ignore[type-arg]
             enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["enabled"]),
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.set_autoreply(enabled))
+            await admin.run(library, self.service, interaction, actions.set_autoreply(enabled))
 
         @tomori.subcommand(name="show", description=DESCRIPTIONS["show"])  # type: ignore[untyped-decorator]
         async def show(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            await admin.run(library, self.service, interaction, admin.show)
+            await admin.run(library, self.service, interaction, actions.show)
 
         @tomori.subcommand(name="reset", description=DESCRIPTIONS["reset"])  # type: ignore[untyped-decorator]
         async def reset(
@@ -85,11 +87,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             interaction: nextcord.Interaction,  # type: ignore[type-arg]
             scope: str = _scope(),
         ) -> None:
-            await admin.run(library, self.service, interaction, admin.reset(scope))
+            await admin.run(library, self.service, interaction, actions.reset(scope))
 
         @tomori.subcommand(name="status", description=DESCRIPTIONS["status"])  # type: ignore[untyped-decorator]
         async def status(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            await admin.run(library, self.service, interaction, admin.status)
+            await admin.run(library, self.service, interaction, actions.status)
 
         @tomori.subcommand(name="limits", description=DESCRIPTIONS["limits"])  # type: ignore[untyped-decorator]
         async def limits(
@@ -98,7 +100,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             cooldown_ms: int | None = _count("cooldown_ms"),
             daily_tokens: int | None = _count("daily_tokens"),
         ) -> None:
-            action = admin.set_limits(cooldown_ms, daily_tokens)
+            action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
         def cog_unload(self) -> None:

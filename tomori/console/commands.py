@@ -1,0 +1,186 @@
+"""The console's commands: a message that opens with `/` and a word runs one, never the model.
+
+`/help` lists them; `/exit` and `/quit` end the session as the end of input does; `/kill` stops
+the answer as the slash command does; `/tomori` runs the admin subcommands of
+`tomori.policy.admin` on the console's own channel and server, its options written as Discord
+names them, the first also without its name (`/tomori model openai:gpt-4o-mini scope:server`).
+Any other `/word` is told so in one line. A message that must open with `/word` is written
+with `//` (one slash is dropped); `//` before anything else is left as it is (a `// comment`).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS, ConfigError
+from tomori.delivery.notices import Notice
+from tomori.policy import admin
+from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS, Action
+
+_COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?=\s|\Z)")
+
+
+class Kind(StrEnum):
+    HELP = "help"
+    EXIT = "exit"
+    KILL = "kill"
+    TOMORI = "tomori"
+    UNKNOWN = "unknown"
+
+
+_KINDS = {"help": Kind.HELP, "exit": Kind.EXIT, "quit": Kind.EXIT, "kill": Kind.KILL}
+_KINDS["tomori"] = Kind.TOMORI
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    kind: Kind
+    name: str
+    """As typed, without its slash."""
+    rest: str
+    """What follows the name, as typed."""
+
+
+def command_in(text: str) -> Command | None:
+    """The command a message is, or None for a message to the model."""
+    found = _COMMAND.match(text)
+    if found is None:
+        return None
+    name = found.group(1)
+    return Command(_KINDS.get(name.lower(), Kind.UNKNOWN), name, text[found.end() :].strip())
+
+
+def as_message(text: str) -> str:
+    """A message to the model as it is sent: `//word ...` loses one slash."""
+    return text[1:] if text.startswith("//") and _COMMAND.match(text[1:]) else text
+
+
+def unknown(command: Command) -> str:
+    """One line for a command not run: not one, or one given what it takes not."""
+    name = command.name
+    said = (
+        "is not a command: /help lists them"
+        if command.kind is Kind.UNKNOWN
+        else ("takes nothing after it")
+    )
+    return f"(/{name} {said}; a message that starts with /{name} is written //{name})"
+
+
+TOMORI_SUBCOMMANDS = {
+    "model": ("models", "scope"),
+    "prompt": ("text", "scope"),
+    "show": (),
+    "reset": ("scope",),
+    "limits": ("cooldown_ms", "daily_tokens"),
+    "status": (),
+}
+"""The subcommands the console runs, and their options, the first of which needs no name."""
+
+_SUBCOMMAND_USAGE = {
+    "model": "/tomori model <models> [scope:server]",
+    "prompt": "/tomori prompt <text> [scope:server]",
+    "show": "/tomori show",
+    "reset": "/tomori reset [scope:server]",
+    "limits": "/tomori limits [cooldown_ms:<ms>] [daily_tokens:<n>]",
+    "status": "/tomori status",
+}
+
+
+def help_text() -> str:
+    entries = [
+        ("/help", "this list"),
+        ("/kill", "stop the answer and clear the queue (Ctrl+C too)"),
+        ("/exit, /quit", "leave, once the answers are done (Ctrl+D too)"),
+        *((_SUBCOMMAND_USAGE[n], _lowered(DESCRIPTIONS[n])) for n in TOMORI_SUBCOMMANDS),
+    ]
+    lines = ["Commands:"]
+    for usage, said in entries:
+        if len(usage) < USAGE_WIDTH:
+            lines.append(f"  {usage:<{USAGE_WIDTH}}{said}")
+        else:
+            lines += [f"  {usage}", f"  {'':<{USAGE_WIDTH}}{said}"]
+    lines += textwrap.wrap(MESSAGES_HELP, width=88)
+    return "\n".join(lines)
+
+
+def _lowered(description: str) -> str:
+    return description[:1].lower() + description[1:]
+
+
+USAGE_WIDTH = 16
+MESSAGES_HELP = (
+    "Anything else is a message to the model: a line that opens a code fence (```) goes on "
+    "until it closes, one that ends in \\ goes on to the next. In a terminal a paste is one "
+    "message (Enter sends it), and Up and Down bring back what you sent. Start a message with "
+    "// to send one that starts with /."
+)
+
+
+def tomori_action(rest: str) -> Action | Notice:
+    """The action `/tomori <rest>` runs, or the notice that says why none runs."""
+    name, given = (*rest.split(maxsplit=1), "", "")[:2]
+    name = name.lower()
+    if name == "autoreply":
+        return admin.refused(
+            "The console answers every message; /tomori autoreply applies to Discord channels."
+        )
+    if name not in TOMORI_SUBCOMMANDS:
+        usage = "; ".join(_SUBCOMMAND_USAGE.values())
+        said = f"/tomori {name} is not a subcommand. " if name else ""
+        return admin.refused(f"{said}They are: {usage}.")
+    try:
+        options = _options(name, given)
+        return _ACTIONS[name](options)
+    except ConfigError as error:
+        return admin.refused(str(error))
+
+
+def _options(subcommand: str, given: str) -> dict[str, str]:
+    """`given` read as the subcommand's options: `name:value`, values running to the next
+    option; text before the first named option is the first option's value."""
+    names = TOMORI_SUBCOMMANDS[subcommand]
+    if not names:
+        if given.strip():
+            raise ConfigError(f"/tomori {subcommand} takes no options")
+        return {}
+    marker = re.compile(rf"(?<!\S)({'|'.join(names)}):")
+    found = list(marker.finditer(given))
+    options: dict[str, str] = {}
+    leading = given[: found[0].start() if found else len(given)].strip()
+    if leading:
+        options[names[0]] = leading
+    for at, option in enumerate(found):
+        end = found[at + 1].start() if at + 1 < len(found) else len(given)
+        if option.group(1) in options:
+            raise ConfigError(f"{option.group(1)} is given twice")
+        options[option.group(1)] = given[option.end() : end].strip()
+    return options
+
+
+def _required(options: dict[str, str], name: str, subcommand: str) -> str:
+    value = options.get(name, "")
+    if not value:
+        raise ConfigError(f"give {OPTION_DESCRIPTIONS[name]}: {_SUBCOMMAND_USAGE[subcommand]}")
+    return value
+
+
+def _limits(options: dict[str, str]) -> Action:
+    cooldown, tokens = options.get("cooldown_ms"), options.get("daily_tokens")
+    return admin.set_limits(
+        None if cooldown is None else COOLDOWN_MS("cooldown_ms", cooldown),
+        None if tokens is None else DAILY_TOKENS("daily_tokens", tokens),
+    )
+
+
+_ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
+    "model": lambda o: admin.set_models(_required(o, "models", "model"), o.get("scope", "channel")),
+    "prompt": lambda o: admin.set_prompt(_required(o, "text", "prompt"), o.get("scope", "channel")),
+    "show": lambda o: admin.show,
+    "reset": lambda o: admin.reset(o.get("scope", "channel")),
+    "limits": _limits,
+    "status": lambda o: admin.status,
+}

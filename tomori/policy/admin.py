@@ -1,0 +1,232 @@
+"""`/tomori`'s subcommands without Discord: what each checks, stores and answers.
+
+Each is an `Action`: given what holds the bot's settings (`Administered`) and where it runs
+(`Where`), it checks its input, stores the change in one statement (so nothing is half-applied)
+and returns the notice the admin is shown; `perform` runs one and turns what it refused, or a
+store that failed, into that notice. The Discord cogs (`tomori_cog/cogs/admin.py`) and the
+console run the same actions, so a setting tried in the console reads as it does in a server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tomori.config.models import ModelChain
+from tomori.config.parsers import choice
+from tomori.config.settings import ConfigError
+from tomori.delivery.notices import Notice, NoticeColour
+from tomori.generation.health import Sick
+from tomori.policy.override_store import OverrideStore
+from tomori.policy.overrides import (
+    Defaults,
+    Overrides,
+    Resolved,
+    Scope,
+    Source,
+    check_limits,
+    check_prompt,
+    resolve,
+)
+from tomori.policy.server_status import ServerStatus, describe
+
+log = logging.getLogger(__name__)
+
+SHOWN_PROMPT_CHARS = 1_000
+"""How much of a system prompt `show` quotes: an embed holds 4,096 characters."""
+
+DESCRIPTIONS = {
+    "model": "Set the model chain (provider:model, comma separated, primary first)",
+    "prompt": "Set the system prompt",
+    "autoreply": "Answer every message in this channel, or only when addressed",
+    "show": "Show what applies in this channel and where each value comes from",
+    "reset": "Clear this channel's (or the server's) settings",
+    "status": "How the models behaved in this server over the last 24 hours",
+    "limits": "Set this server's per-user cooldown and daily token quota (0 turns one off)",
+}
+OPTION_DESCRIPTIONS = {
+    "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
+    "text": "the system prompt",
+    "enabled": "true to answer every message here, false for only mentions and replies",
+    "scope": "channel (the default) or server",
+    "cooldown_ms": "least milliseconds between two turns of one user; 0 for none",
+    "daily_tokens": "most tokens one user may use per UTC day; 0 for no limit",
+}
+NOT_CHANGED = Notice(
+    "Not Changed",
+    "The settings could not be read or saved just now; nothing was changed. Please try again.",
+    NoticeColour.ERROR,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """The server and channel a subcommand runs in, as the settings store keys them."""
+
+    guild_id: str
+    channel_id: str
+    cannot_post: tuple[str, ...] = ()
+    """Why the bot could not answer in this channel now (its permissions), if it could not."""
+
+
+class Administered(Protocol):
+    """What the actions act on: the stored settings, the bot's own, its keys, its metrics."""
+
+    @property
+    def overrides(self) -> OverrideStore: ...
+
+    def check_models(self, raw: str) -> ModelChain:
+        """A chain an admin gives, checked against the keys the bot has; `ConfigError`."""
+        ...
+
+    def defaults(self, where: Where) -> Defaults:
+        """What applies where nothing is set: the bot's environment."""
+        ...
+
+    async def status(self, guild_id: str) -> ServerStatus:
+        """The server's last day, once every metric recorded so far is written."""
+        ...
+
+    def skipped(self) -> Sequence[Sick]:
+        """The models every turn skips right now (a model's health is the bot's)."""
+        ...
+
+
+Action = Callable[[Administered, Where], Awaitable[Notice]]
+
+
+async def perform(action: Action, target: Administered, where: Where) -> Notice:
+    """What `action` answers; a refused input says why, a failed store that nothing changed."""
+    try:
+        return await action(target, where)
+    except ConfigError as error:
+        return refused(str(error))
+    except Exception:
+        log.exception("/tomori failed in channel %s", where.channel_id)
+        return NOT_CHANGED
+
+
+def set_models(models: str, scope: str = "channel") -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chain = target.check_models(models)
+        changes = Overrides(models=chain.described)
+        await target.overrides.set(_scope(scope), *_keys(where), changes)
+        return _done(f"Models for {_scope_name(scope)}: {chain.described}")
+
+    return action
+
+
+def set_prompt(text: str, scope: str = "channel") -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        prompt = check_prompt(text)
+        changes = Overrides(system_prompt=prompt)
+        await target.overrides.set(_scope(scope), *_keys(where), changes)
+        return _done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
+
+    return action
+
+
+def set_autoreply(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        changes = Overrides(autoreply=enabled)
+        await target.overrides.set(Scope.CHANNEL, *_keys(where), changes)
+        said = "answers every message" if enabled else "answers only mentions and replies"
+        if not enabled or not where.cannot_post:
+            return _done(f"This channel now {said}.")
+        lacking = "; ".join(where.cannot_post)
+        return _done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
+
+    return action
+
+
+def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        if cooldown_ms is None and daily_tokens is None:
+            return refused("Give cooldown_ms, daily_tokens or both.")
+        limits = check_limits(cooldown_ms, daily_tokens)
+        await target.overrides.set(Scope.SERVER, *_keys(where), limits)
+        now = await _resolved(target, where)
+        return _done(
+            "Limits for this server: "
+            f"{_limits(now.cooldown_ms.value, now.daily_tokens.value)}"
+            f" ({_sources(now.cooldown_ms.source, now.daily_tokens.source)})"
+        )
+
+    return action
+
+
+def reset(scope: str = "channel") -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        cleared = await target.overrides.reset(_scope(scope), *_keys(where))
+        if not cleared:
+            return _done(f"Nothing was set for {_scope_name(scope)}.")
+        return _done(f"Cleared the settings of {_scope_name(scope)}.")
+
+    return action
+
+
+async def show(target: Administered, where: Where) -> Notice:
+    resolved = await _resolved(target, where)
+    return Notice("Tomori in this channel", _shown(resolved), NoticeColour.SUCCESS)
+
+
+async def status(target: Administered, where: Where) -> Notice:
+    counts = await target.status(where.guild_id)
+    shown = describe(counts, target.skipped())
+    return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
+
+
+def refused(description: str) -> Notice:
+    return Notice("Not Changed", description, NoticeColour.ERROR)
+
+
+async def _resolved(target: Administered, where: Where) -> Resolved:
+    """What applies there now, read afresh (never through the store's cache)."""
+    channel, server = await target.overrides.read(*_keys(where))
+    return resolve(channel, server, target.defaults(where))
+
+
+def _shown(resolved: Resolved) -> str:
+    prompt = resolved.system_prompt.value
+    if len(prompt) > SHOWN_PROMPT_CHARS:
+        prompt = prompt[:SHOWN_PROMPT_CHARS] + "…"
+    return "\n".join(
+        (
+            f"Models: {resolved.models.value} ({resolved.models.source})",
+            f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
+            f" ({resolved.autoreply.source})",
+            f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
+            f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
+            f"System prompt ({resolved.system_prompt.source}):",
+            "\n".join(f"> {line}" for line in prompt.splitlines() or [""]),
+        )
+    )
+
+
+def _sources(*sources: Source) -> str:
+    return "; ".join(dict.fromkeys(sources))
+
+
+def _limits(cooldown_ms: int, daily_tokens: int) -> str:
+    cooldown = f"{cooldown_ms} ms" if cooldown_ms else "off"
+    tokens = f"{daily_tokens}" if daily_tokens else "off"
+    return f"cooldown {cooldown}, daily tokens per user {tokens}"
+
+
+def _keys(where: Where) -> tuple[str, str]:
+    return where.guild_id, where.channel_id
+
+
+def _scope(scope: str) -> Scope:
+    """The scope option's value; Discord offers only the two, but is not trusted to."""
+    return choice(Scope)("scope", scope)
+
+
+def _scope_name(scope: str) -> str:
+    return "this server" if _scope(scope) is Scope.SERVER else "this channel"
+
+
+def _done(description: str) -> Notice:
+    return Notice("Tomori Settings", description, NoticeColour.SUCCESS)
