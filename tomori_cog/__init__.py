@@ -30,7 +30,7 @@ import inspect
 from typing import Any
 
 from tomori.config.models import ModelChain
-from tomori.config.settings import ConfigError, DatabaseUrl, Settings
+from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.cogs.shared import COG_NAME, TomoriCogParts
@@ -41,6 +41,8 @@ __all__ = [
     "AlreadyLoaded",
     "ConfigError",
     "DatabaseUrl",
+    "Delivery",
+    "KillPolicy",
     "ModelChain",
     "Settings",
     "TomoriCog",

@@ -135,7 +135,12 @@ PAGE_SETTINGS = """
 Each is a field of `Settings` (from `tomori_cog`), which code can build instead of the
 environment: `add_tomori(bot, settings=Settings(history_limit=10))`. A `Settings(...)` built in
 code is checked by the very same rules and raises `ConfigError` naming the field. Durations are
-in milliseconds. `db_url` holds a `DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
+in milliseconds. A field holds its own type (`delivery=Delivery.EDIT`,
+`kill_policy=KillPolicy.REQUESTER`, `channels=frozenset({...})`, `db_path=Path(...)`;
+`Delivery` and `KillPolicy` from `tomori_cog`), and takes the plain forms too, which it stores
+as that type: `delivery="edit"`, `channels=[1, 2]` (any list, tuple or set),
+`db_path="tomori.db"`, `temperature=1`, `db_url="postgresql://..."`. `db_url` holds a
+`DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
 `DatabaseUrl.parse("postgresql://...")` reads one by `TOMORI_DB_URL`'s rule), whose text and
 repr show the password as `***`; its `dsn()` alone gives the real address. `TOMORI_DB_URL`'s
 TLS options are in [PostgreSQL](operations.md#postgresql); the per-user limits, and how a

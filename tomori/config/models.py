@@ -57,8 +57,8 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "TOMORI_MODELS",
         "(required)",
         "provider:model, comma separated, primary first, then up "
-        "to 5 fallbacks; providers: openai, gemini; +vision after a model that takes images "
-        "(openai:gpt-4o-mini+vision)",
+        "to 5 fallbacks, each model once; providers: openai, gemini; +vision (once) after a "
+        "model that takes images (openai:gpt-4o-mini+vision)",
     ),
     (
         "OPENAI_API_KEY",
@@ -144,6 +144,12 @@ class ModelChain:
                 f"comma separated (for example {EXAMPLE})"
             )
         entries = tuple(_parse_entry(piece, raw, source) for piece in raw.split(","))
+        for index, entry in enumerate(entries):
+            if entry.label in (earlier.label for earlier in entries[:index]):
+                raise ConfigError(
+                    f"{source} lists {entry.label!r} twice: name each model once (asking "
+                    f"a model that just failed again only delays the next one)"
+                )
         if len(entries) > 1 + MAX_FALLBACKS:
             raise ConfigError(
                 f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
@@ -197,6 +203,10 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     model, vision = _VISION_SUFFIX.subn("", model)
+    if vision and _VISION_SUFFIX.search(model):
+        raise ConfigError(
+            f"{source} entry {entry!r} says +vision twice: write it once, after the model"
+        )
     if not colon or not model or not provider:
         raise ConfigError(
             f"{source} entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"

@@ -139,6 +139,24 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
     return frozenset(pieces)
 
 
+def _plain_form(value: object, parsed: object) -> bool:
+    """Whether `value` is the plain form of what its parser made from it: the text of a choice
+    (`"edit"` for `Delivery.EDIT`), any collection of the right items (`[1, 2]` for
+    `frozenset({1, 2})`), a path or an address as text, a whole number for a decimal. A
+    `Settings(...)` built in code may give these, as a bot author would first write them; the
+    field then holds what the parser made."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(parsed, StrEnum | Path | DatabaseUrl):
+        return isinstance(value, str)
+    if isinstance(parsed, float):
+        return isinstance(value, int)
+    if isinstance(parsed, frozenset) and isinstance(value, list | tuple | set | frozenset):
+        kinds = {type(item) for item in parsed}
+        return all(type(item) in kinds for item in value) and frozenset(value) == parsed
+    return False
+
+
 COOLDOWN_MS = integer(0)
 """One user's least time between turns in a server: milliseconds up to a day, 0 for none; the
 same bound for `TOMORI_USER_COOLDOWN_MS` and a server's `/tomori limits`."""
@@ -369,7 +387,10 @@ class Settings:
             else:
                 if same_kind(value, parsed):
                     continue
-                reason = f"it must be a {kind_of(parsed)}, as {variable.name} gives"
+                if _plain_form(value, parsed):
+                    object.__setattr__(self, variable.field, parsed)
+                    continue
+                reason = f"it must be {kind_of(parsed)}, as {variable.name} gives"
             raise ConfigError(
                 f"Settings({variable.field}={variable.show(value)}) is not allowed: {reason}",
                 reason,
