@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
+import os
 from typing import Any
 
 from tomori.config.models import ModelChain
@@ -57,6 +59,8 @@ __all__ = [
     "unload_as",
 ]
 
+log = logging.getLogger(__name__)
+
 TomoriCog = TomoriCogParts
 """What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
 checker its `service` and `register_tool`."""
@@ -73,6 +77,12 @@ def _add(
     bot: Any, settings: Settings | None, chain: ModelChain | None, *, extension: str | None
 ) -> Any:
     library = detect(bot)
+    if settings is None:  # read from the environment: say what of it is read by nothing
+        # imported here: `python -m tomori_cog.variables` must not find it imported already
+        from tomori_cog.variables import unread_variables
+
+        for line in unread_variables(os.environ):
+            log.warning("%s", line)
     service = TomoriService(
         bot, library, settings or Settings.from_env(), chain or ModelChain.from_env()
     )

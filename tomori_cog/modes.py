@@ -7,6 +7,7 @@ one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from tomori.console.check import run_check
 from tomori.console.session import run_console
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
+from tomori_cog.variables import shards_without_a_shared_database, unread_variables
 
 CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
 CHECK_HELP = (
@@ -50,8 +52,20 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     try:
         if check:
+            logging.getLogger().addHandler(logging.NullHandler())  # the report says it all
             return asyncio.run(
-                run_check(settings, chain, sys.stdout, lambda out: check_discord(token, out))
+                run_check(
+                    settings,
+                    chain,
+                    sys.stdout,
+                    lambda out: check_discord(token, out),
+                    unread=unread_variables(os.environ),
+                    warnings=[
+                        line
+                        for line in [shards_without_a_shared_database(os.environ, settings)]
+                        if line
+                    ],
+                )
             )
         return asyncio.run(run_console(settings, chain))
     except StoreError as error:

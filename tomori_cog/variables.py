@@ -9,14 +9,22 @@ a page; after changing a declaration, regenerate it with
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.parsers import COUNT_MAXIMUM, ConfigError, IntegerParser, refuse, refused
-from tomori.config.settings import VARIABLES, Variable
+from tomori.config.settings import VARIABLES, Settings, Variable
 
-__all__ = ["BOT_VARIABLES", "Shards", "configuration_page", "environment_help"]
+__all__ = [
+    "BOT_VARIABLES",
+    "Shards",
+    "configuration_page",
+    "environment_help",
+    "shards_without_a_shared_database",
+    "unread_variables",
+]
 
 SHARD_COUNT = IntegerParser(1, "shards", None)
 SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
@@ -76,6 +84,63 @@ class Shards(NamedTuple):
                 raise refused("DISCORD_SHARD_IDS", raw, f"shard {shard} is listed twice")
             seen.add(shard)
         return cls(count, ids)
+
+
+def known_variables() -> tuple[str, ...]:
+    """Every variable bot.py and the cog read, in `--help`'s order."""
+    return (
+        *(name for name, _, _ in BOT_VARIABLES),
+        *(name for name, _, _ in MODEL_VARIABLES),
+        *(variable.name for variable in VARIABLES),
+    )
+
+
+OUR_PREFIX = "TOMORI_"
+"""Every variable named so is ours: one we do not read is a mistake."""
+CLOSE_ENOUGH = {True: 0.7, False: 0.8}
+"""How alike (difflib's ratio) the rest of a name must be, after its family's prefix, to the
+rest of one we read to be taken for its misspelling: `TOMORI_` ones (ours whatever they say)
+are given a closest name more readily than those of our other families (`DISCORD_`,
+`OPENAI_`, ...), where other software reads variables of its own (`OPENAI_ORG_ID`), not ours
+to question."""
+
+
+def unread_variables(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for each variable set that looks meant for tomori-cog but is read by nothing:
+    any `TOMORI_` one we do not know, and one of another of our families (`STREAM_`,
+    `DISCORD_`...) close to one we read. A misspelled variable is otherwise silently ignored,
+    and the setting it meant keeps its default."""
+    known = known_variables()
+    found = []
+    for name in sorted(environ):
+        family = name.split("_", 1)[0] + "_"
+        kin = {other.removeprefix(family): other for other in known if other.startswith(family)}
+        if name in known or not kin:
+            continue
+        ours = family == OUR_PREFIX
+        rest = name.removeprefix(family)
+        close = difflib.get_close_matches(rest, list(kin), n=1, cutoff=CLOSE_ENOUGH[ours])
+        if not close and not ours:
+            continue
+        meant = f": did you mean {kin[close[0]]}?" if close else " (bot.py --help lists them)"
+        found.append(f"{name} is set, but tomori-cog reads no such variable{meant}")
+    return found
+
+
+def shards_without_a_shared_database(environ: Mapping[str, str], settings: Settings) -> str:
+    """A warning when this process runs some of the bot's shards (`DISCORD_SHARD_IDS`) on
+    SQLite, or "": the processes running the other shards share its channels' locks and queues
+    only through one database, and a SQLite file reaches only the processes of this machine.
+    That is a documented set-up (several processes on one machine), so it is said, not refused.
+    """
+    if settings.db_url is not None or not environ.get("DISCORD_SHARD_IDS", "").strip():
+        return ""
+    return (
+        f"DISCORD_SHARD_IDS runs some of the bot's shards here on SQLite ({settings.db_path}): "
+        f"the processes running the others share the channels' locks only if they run on this "
+        f"machine with the same TOMORI_DB_PATH; on several machines set TOMORI_DB_URL to one "
+        f"PostgreSQL"
+    )
 
 
 def _what(variable: Variable) -> str:

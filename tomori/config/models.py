@@ -38,6 +38,8 @@ class ProviderKind:
     base_url_variable: str
     key_header: str
     """The HTTP header the SDK sends the key in."""
+    base_url_hint: str
+    """What the base URL usually looks like, for an operator whose requests found nothing."""
 
     @property
     def takes_url_credentials(self) -> bool:
@@ -46,8 +48,19 @@ class ProviderKind:
 
 
 PROVIDER_KINDS = {
-    "openai": ProviderKind("OPENAI_API_KEY", "OPENAI_BASE_URL", "Authorization"),
-    "gemini": ProviderKind("GEMINI_API_KEY", "GEMINI_BASE_URL", "x-goog-api-key"),
+    "openai": ProviderKind(
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "Authorization",
+        "an OpenAI-compatible server's usually ends in /v1",
+    ),
+    "gemini": ProviderKind(
+        "GEMINI_API_KEY",
+        "GEMINI_BASE_URL",
+        "x-goog-api-key",
+        "the endpoint's root, without /v1 or /v1beta, which the SDK adds itself; unset for "
+        "Google's own",
+    ),
 }
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
 

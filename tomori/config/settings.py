@@ -402,6 +402,17 @@ class Settings:
         return seconds(max(self.stream_first_token_timeout_ms, self.stream_sdk_call_timeout_ms))
 
     @property
+    def first_token_budget_source(self) -> str:
+        """The variable `first_token_budget_s` comes from, as an operator should read it: the
+        idle budget's, when it raises a shorter first-token wait."""
+        if self.stream_first_token_timeout_ms >= self.stream_sdk_call_timeout_ms:
+            return "STREAM_FIRST_TOKEN_TIMEOUT_MS"
+        return (
+            f"STREAM_SDK_CALL_TIMEOUT_MS, since STREAM_FIRST_TOKEN_TIMEOUT_MS="
+            f"{self.stream_first_token_timeout_ms} is below it and never waits less"
+        )
+
+    @property
     def delivery_budget_s(self) -> float:
         """The wait for each send once the model has finished; never below the edit interval,
         which edit mode waits out before its last edit."""
