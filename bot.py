@@ -14,6 +14,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tomori.config.models import ModelChain
+from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
 from tomori.store import StoreError
 from tomori.store.connect import open_database
@@ -175,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)
+        return 2
+    if not installed("nextcord"):
+        missing = f"bot.py runs on nextcord, which is not installed: {install_extra('nextcord')}"
+        print(f"error: {missing}", file=sys.stderr)
         return 2
     try:
         shards = Shards.from_env(os.environ)

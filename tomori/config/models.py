@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
+from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError
 from tomori.providers.base import Provider
 from tomori.providers.errors import sanitised
@@ -40,6 +41,9 @@ class ProviderKind:
     """The HTTP header the SDK sends the key in."""
     base_url_hint: str
     """What the base URL usually looks like, for an operator whose requests found nothing."""
+    sdk: str = ""
+    """The module of the provider's SDK when an extra of the package installs it ("" when
+    every install has it): the extra is named after the provider."""
 
     @property
     def takes_url_credentials(self) -> bool:
@@ -60,6 +64,7 @@ PROVIDER_KINDS = {
         "x-goog-api-key",
         "the endpoint's root, without /v1 or /v1beta, which the SDK adds itself; unset for "
         "Google's own",
+        sdk="google.genai",
     ),
 }
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
@@ -85,7 +90,11 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "llama.cpp, Ollama (http://localhost:11434/v1); no user:password@ "
         "(the key takes the Authorization header)",
     ),
-    ("GEMINI_API_KEY", "(none)", "key for gemini: entries"),
+    (
+        "GEMINI_API_KEY",
+        "(none)",
+        "key for gemini: entries (which need the gemini extra: pip install 'tomori-cog[gemini]')",
+    ),
     (
         "GEMINI_BASE_URL",
         "Google's",
@@ -235,6 +244,11 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
 
 def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:
     kind = PROVIDER_KINDS[entry.provider]
+    if kind.sdk and not installed(kind.sdk):
+        raise ConfigError(
+            f"{source} entry {entry.label!r} needs the {entry.provider} extra, which is not "
+            f"installed (its SDK, {kind.sdk}, is missing): {install_extra(entry.provider)}"
+        )
     api_key = env.get(kind.key_variable, "").strip()
     if not api_key:
         raise ConfigError(

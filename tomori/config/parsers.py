@@ -10,6 +10,7 @@ in code be checked by the very same parsers.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from enum import StrEnum
@@ -201,3 +202,17 @@ class DecimalParser:
 
 def decimal(minimum: float, maximum: float) -> DecimalParser:
     return DecimalParser(minimum, maximum)
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (its parent package aside): what
+    an extra of the package brings may be missing."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or one without a spec
+        return False
+
+
+def install_extra(extra: str) -> str:
+    """How to install the package's `extra`, for an error that found it missing."""
+    return f"pip install 'tomori-cog[{extra}]' (from a clone: pip install -e '.[{extra}]')"
