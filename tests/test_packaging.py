@@ -70,17 +70,16 @@ def bot_author_scripts(folder: Path) -> list[Path]:
     return scripts
 
 
+NOT_IN_A_CLONE = (".git", ".venv*", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
+"""What a checkout holds that a clean clone does not: a build/ folder left in it would leak."""
+README = REPO / "README.md"
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     source = out / "source"  # a clean copy: a build/ folder left in the checkout would leak
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
-        ),
-    )
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
         capture_output=True,
@@ -124,6 +123,49 @@ def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(
         text=True,
         cwd=tmp_path,
         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_readmes_editable_install_is_seen_by_a_bot_authors_mypy(tmp_path: Path) -> None:
+    """The README's `pip install -e` of a clone into a bot's own environment: the bot author's
+    mypy finds `tomori_cog` and its types (setuptools' default editable mode hides them)."""
+    (section,) = [s for s in sections(README.read_text()) if s.title == "Adding it to your own bot"]
+    (command,) = [line for line in section.body.splitlines() if line.startswith("pip install -e")]
+    clone = tmp_path / "tomori-cog"
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+    venv = tmp_path / "bot-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    arguments = command.removeprefix("pip install").replace("./tomori-cog", str(clone)).split()
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"pip could not install the clone here: {installed.stderr[-500:]}")
+    (tmp_path / "bot.py").write_text(
+        "from tomori_cog import Settings\n\nlimit: int = Settings(history_limit=10).history_limit\n"
+    )
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--python-executable",
+            python,
+            "bot.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         timeout=300,
         check=False,
     )
