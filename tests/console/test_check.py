@@ -219,6 +219,41 @@ async def test_shards_on_sqlite_are_a_warning_and_postgresql_is_named_by_its_hos
     )
 
 
+async def test_the_tls_variables_the_driver_reads_are_checked_and_named_like_the_address(
+    llm_server: LLMServer, tmp_path: Path, pg_url: str
+) -> None:
+    """PGSSLMODE and PGSSLROOTCERT rule the TLS of an address without ?sslmode=: a bad one is
+    refused before connecting, and a TLS the server does not offer names the variable too."""
+    url = DatabaseUrl.parse(pg_url)
+    bogus = await start_bot(
+        "--check", env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLMODE="on")
+    )
+    out, err = await finished(bogus)
+    assert bogus.returncode == 2, out + err
+    assert out.splitlines()[-1] == (
+        f"FAILED  database: the database {url} cannot be used: PGSSLMODE='on' is not allowed: "
+        f"it must be one of allow, disable, prefer, require, verify-ca, verify-full"
+    )
+    missing = tmp_path / "ca.pem"
+    no_file = await start_bot(
+        "--check",
+        env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLROOTCERT=str(missing)),
+    )
+    out, err = await finished(no_file)
+    assert no_file.returncode == 2, out + err
+    assert out.splitlines()[-1].endswith(
+        f"PGSSLROOTCERT={str(missing)!r} is not allowed: it names no file"
+    )
+    no_tls = await start_bot(
+        "--check",
+        env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLMODE="require"),
+    )
+    out, err = await finished(no_tls)
+    assert no_tls.returncode == 2, out + err
+    assert "check TOMORI_DB_URL (and PGSSLMODE='require', read too)" in out.splitlines()[-1]
+    assert llm_server.requests == []
+
+
 async def test_a_bad_setting_stops_the_check_naming_it(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
