@@ -166,17 +166,17 @@ class ModelChain:
                 f"comma separated (for example {EXAMPLE})"
             )
         entries = tuple(_parse_entry(piece, raw, source) for piece in raw.split(","))
+        if len(entries) > 1 + MAX_FALLBACKS:
+            raise ConfigError(
+                f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
+                f"allowed (a primary and up to {MAX_FALLBACKS} fallbacks)"
+            )
         for index, entry in enumerate(entries):
             if entry.label in (earlier.label for earlier in entries[:index]):
                 raise ConfigError(
                     f"{source} lists {entry.label!r} twice: name each model once (asking "
                     f"a model that just failed again only delays the next one)"
                 )
-        if len(entries) > 1 + MAX_FALLBACKS:
-            raise ConfigError(
-                f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
-                f"allowed (a primary and up to {MAX_FALLBACKS} fallbacks)"
-            )
         credentials = dict(known or {})
         for entry in entries:
             if entry.provider not in credentials:
