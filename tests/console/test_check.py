@@ -117,6 +117,8 @@ def dies_its_own_way(request: SeenRequest) -> Reply:
         return Reply(404, json_body={"error": {"code": 404, "message": "Not Found"}})
     if request.body["model"] == "cut":
         return Reply(body=[sse(chunk("Hel")), drop()])
+    if request.body["model"] == "closed":
+        return Reply(body=[drop()])
     return silent()
 
 
@@ -129,7 +131,7 @@ async def test_the_check_says_what_failed_as_it_failed_and_nothing_but_its_repor
         env = bot_environment(
             server,
             tmp_path,
-            TOMORI_MODELS="openai:cut,openai:stuck,gemini:g",
+            TOMORI_MODELS="openai:cut,openai:closed,openai:stuck,gemini:g",
             GEMINI_API_KEY=GEMINI_SECRET,
             GEMINI_BASE_URL=f"{server.base_url}/v1",
             STREAM_FIRST_TOKEN_TIMEOUT_MS="100",
@@ -149,14 +151,17 @@ async def test_the_check_says_what_failed_as_it_failed_and_nothing_but_its_repor
     assert failed[0].startswith(
         "FAILED  openai:cut: the connection dropped after it began answering (3 characters in): "
     )
-    assert failed[1] == (
+    assert failed[1].startswith(
+        f"FAILED  openai:closed: the connection to {server.base_url}/v1 closed before any answer: "
+    )
+    assert failed[2] == (
         "FAILED  openai:stuck: timed out before the first token (waited 1 s: "
         "STREAM_SDK_CALL_TIMEOUT_MS, since STREAM_FIRST_TOKEN_TIMEOUT_MS=100 is below it and "
         "never waits less)"
     )
-    assert failed[2].startswith(f"FAILED  gemini:g: 404: nothing found at {server.base_url}/v1 ")
-    assert "GEMINI_BASE_URL (the endpoint's root, without /v1 or /v1beta" in failed[2]
-    assert "OpenAI" not in failed[2]
+    assert failed[3].startswith(f"FAILED  gemini:g: 404: nothing found at {server.base_url}/v1 ")
+    assert "GEMINI_BASE_URL (the endpoint's root, without /v1 or /v1beta" in failed[3]
+    assert "OpenAI" not in failed[3]
     assert err == ""  # no log line beside the report
 
 

@@ -375,7 +375,8 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
-        """Check every field as its variable would be checked: same parser, same bounds."""
+        """Check every field as its variable would be checked: same parser, same bounds. A
+        plain form of a value (`"edit"`, `[1, 2]`) is kept as what the parser makes of it."""
         for variable in VARIABLES:
             value = getattr(self, variable.field)
             if value is None and variable.optional:
