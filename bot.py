@@ -20,7 +20,12 @@ from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
-from tomori_cog.variables import Shards, environment_help, shards_without_a_shared_database
+from tomori_cog.variables import (
+    Shards,
+    environment_help,
+    refusal,
+    shards_without_a_shared_database,
+)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 6.0
@@ -187,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         ModelChain.from_env()
         asyncio.run(check_database(settings))
     except (ConfigError, StoreError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(refusal(error, os.environ), file=sys.stderr)
         return 2
 
     logging.basicConfig(

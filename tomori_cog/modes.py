@@ -18,7 +18,7 @@ from tomori.console.check import run_check
 from tomori.console.session import run_console
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
-from tomori_cog.variables import shards_without_a_shared_database, unread_variables
+from tomori_cog.variables import refusal, shards_without_a_shared_database, unread_variables
 
 CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
 CHECK_HELP = (
@@ -47,7 +47,7 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
         settings = Settings.from_env()
         chain = ModelChain.from_env()
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(refusal(error, os.environ), file=sys.stderr)
         return 2
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     try:

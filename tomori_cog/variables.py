@@ -22,6 +22,7 @@ __all__ = [
     "Shards",
     "configuration_page",
     "environment_help",
+    "refusal",
     "shards_without_a_shared_database",
     "unread_variables",
 ]
@@ -125,6 +126,13 @@ def unread_variables(environ: Mapping[str, str]) -> list[str]:
         meant = f": did you mean {kin[close[0]]}?" if close else " (bot.py --help lists them)"
         found.append(f"{name} is set, but tomori-cog reads no such variable{meant}")
     return found
+
+
+def refusal(error: Exception, environ: Mapping[str, str]) -> str:
+    """What bot.py prints for a setting that stops it: the error, then each variable set that
+    nothing reads (`TOMORI_MODEL` beside "TOMORI_MODELS is not set" says what went wrong)."""
+    notes = [f"\nnote: {line}" for line in unread_variables(environ)]
+    return f"error: {error}" + "".join(notes)
 
 
 def shards_without_a_shared_database(environ: Mapping[str, str], settings: Settings) -> str:

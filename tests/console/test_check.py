@@ -259,6 +259,22 @@ async def test_the_tls_variables_the_driver_reads_are_checked_and_named_like_the
     assert llm_server.requests == []
 
 
+async def test_a_chain_set_under_a_misspelled_name_is_pointed_at(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    env = bot_environment(llm_server, tmp_path, TOMORI_MODEL="openai:test-model")
+    del env["TOMORI_MODELS"]
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert err.splitlines() == [
+        "error: TOMORI_MODELS is not set: list the models to use as provider:model, primary "
+        "first, comma separated (for example openai:gpt-4o-mini,gemini:gemini-2.5-flash)",
+        "note: TOMORI_MODEL is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_MODELS?",
+    ]
+
+
 async def test_a_bad_setting_stops_the_check_naming_it(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -49,6 +49,23 @@ def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:
     assert result.stderr.startswith("error: DISCORD_TOKEN is not set: create an application")
 
 
+def test_a_setting_refused_beside_a_misspelled_variable_points_at_the_misspelling() -> None:
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        TOMORI_TEMPERATURE="warm",
+        TOMORI_HISTORY_LIMT="5",
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: TOMORI_TEMPERATURE='warm' is not allowed: it must be a decimal number from 0 to "
+        "2 (such as 0.7)",
+        "note: TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_HISTORY_LIMIT?",
+    ]
+
+
 def test_a_bad_setting_stops_start_up_naming_it() -> None:
     result = run(
         DISCORD_TOKEN="x",
