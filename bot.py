@@ -14,12 +14,18 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tomori.config.models import ModelChain
+from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
-from tomori_cog.variables import Shards, environment_help
+from tomori_cog.variables import (
+    Shards,
+    environment_help,
+    refusal,
+    shards_without_a_shared_database,
+)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 CLOSE_WITHIN_S = 6.0
@@ -176,24 +182,39 @@ def main(argv: list[str] | None = None) -> int:
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)
         return 2
+    if not installed("nextcord"):
+        missing = f"bot.py runs on nextcord, which is not installed: {install_extra('nextcord')}"
+        print(f"error: {missing}", file=sys.stderr)
+        return 2
     try:
         shards = Shards.from_env(os.environ)
         settings = Settings.from_env()
         ModelChain.from_env()
         asyncio.run(check_database(settings))
     except (ConfigError, StoreError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(refusal(error, os.environ), file=sys.stderr)
         return 2
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("nextcord.client").addFilter(without_the_voice_warning)
+    shared = shards_without_a_shared_database(os.environ, settings)
+    if shared:
+        logging.getLogger(__name__).warning("%s", shared)
     try:
         run_without_waiting_for_threads(run_bot(token, shards))
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def without_the_voice_warning(record: logging.LogRecord) -> bool:
+    """Drop nextcord's "PyNaCl is not installed, voice will NOT be supported" from the log:
+    this bot only writes, so it says nothing on every start but that a library it never needs
+    is missing, which reads like a fault to whoever watches the log."""
+    return not record.getMessage().startswith("PyNaCl is not installed")
 
 
 def run_without_waiting_for_threads(main: Coroutine[Any, Any, None]) -> None:

@@ -8,13 +8,17 @@ author's own mypy would see it.
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
+from tests.support.bot_script import BOT, environment
 from tests.support.markdown import python_block, sections
 from tests.support.paths import REPO
 
@@ -66,17 +70,16 @@ def bot_author_scripts(folder: Path) -> list[Path]:
     return scripts
 
 
+NOT_IN_A_CLONE = (".git", ".venv*", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
+"""What a checkout holds that a clean clone does not: a build/ folder left in it would leak."""
+README = REPO / "README.md"
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     source = out / "source"  # a clean copy: a build/ folder left in the checkout would leak
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
-        ),
-    )
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
         capture_output=True,
@@ -124,6 +127,172 @@ def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(
         check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_readmes_editable_install_is_seen_by_a_bot_authors_mypy(tmp_path: Path) -> None:
+    """The README's `pip install -e` of a clone into a bot's own environment: the bot author's
+    mypy finds `tomori_cog` and its types (setuptools' default editable mode hides them)."""
+    (section,) = [s for s in sections(README.read_text()) if s.title == "Adding it to your own bot"]
+    (command,) = [line for line in section.body.splitlines() if line.startswith("pip install -e")]
+    clone = tmp_path / "tomori-cog"
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+    venv = tmp_path / "bot-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    arguments = command.removeprefix("pip install").replace("./tomori-cog", str(clone)).split()
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"pip could not install the clone here: {installed.stderr[-500:]}")
+    (tmp_path / "bot.py").write_text(
+        "from tomori_cog import Settings\n\nlimit: int = Settings(history_limit=10).history_limit\n"
+    )
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--python-executable",
+            python,
+            "bot.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_only_the_extras_bring_a_discord_library_and_the_gemini_sdk(wheel: Path) -> None:
+    """A bot brings its own Discord library, and one that names no gemini: model does not carry
+    google-genai: an install of the `discordpy` extra brings no nextcord."""
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+    requires = [
+        line.removeprefix("Requires-Dist: ")
+        for line in archive.read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist: ")
+    ]
+    by_extra: dict[str, set[str]] = {}
+    for requirement in map(Requirement, requires):
+        marker = str(requirement.marker or "")
+        extra = marker.split("extra ==", 1)[1].strip(" \"'") if "extra ==" in marker else ""
+        by_extra.setdefault(extra, set()).add(canonicalize_name(requirement.name))
+    assert {"nextcord", "discord-py", "google-genai"}.isdisjoint(by_extra[""])
+    assert "openai" in by_extra[""]
+    assert by_extra["nextcord"] == {"nextcord"}
+    assert by_extra["discordpy"] == {"discord-py"}
+    assert "google-genai" in by_extra["gemini"]
+
+
+HIDING = """
+import runpy, sys
+
+class NotInstalled:
+    # What pip left out: the modules named on the command line cannot be found.
+    def find_spec(self, name, path=None, target=None):
+        if any(name == hidden or name.startswith(hidden + ".") for hidden in HIDDEN):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+HIDDEN = sys.argv[1].split(",")
+sys.meta_path.insert(0, NotInstalled())
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""bot.py run with the modules given as its first argument hidden, as an install without the
+extra that brings them leaves them."""
+
+
+def without(hidden: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """bot.py with `args` and `env`, as an install without the module `hidden` runs it."""
+    return subprocess.run(
+        [sys.executable, "-c", HIDING, hidden, str(BOT), *args],
+        capture_output=True,
+        text=True,
+        env=environment(**env),
+        timeout=60,
+        check=False,
+    )
+
+
+def nowhere() -> str:
+    """An address nothing listens at: a model there fails at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize("mode", [(), ("--check",), ("--console",)])
+def test_a_gemini_model_without_the_gemini_extra_stops_start_up_naming_the_extra(
+    mode: tuple[str, ...], tmp_path: Path
+) -> None:
+    ran = without(
+        "google.genai",
+        *mode,
+        DISCORD_TOKEN="x",
+        TOMORI_DB_PATH=str(tmp_path / "t.db"),
+        TOMORI_MODELS="openai:m,gemini:g",
+        OPENAI_API_KEY="k",
+        OPENAI_BASE_URL=nowhere(),
+        GEMINI_API_KEY="k",
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr == (
+        "error: TOMORI_MODELS entry 'gemini:g' needs the gemini extra, which is not installed "
+        "(its SDK, google.genai, is missing): pip install 'tomori-cog[gemini]' (from a clone: "
+        "pip install -e '.[gemini]')\n"
+    )
+
+
+def test_postgresql_without_the_postgres_extra_stops_start_up_naming_the_extra(
+    tmp_path: Path,
+) -> None:
+    ran = without(
+        "asyncpg",
+        "--check",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        OPENAI_BASE_URL=nowhere(),
+        TOMORI_DB_URL="postgresql://tomori@127.0.0.1/tomori",
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines()[-1] == (
+        "FAILED  database: TOMORI_DB_URL needs the postgres extra, which is not installed (its "
+        "driver, asyncpg, is missing): pip install 'tomori-cog[postgres]' (from a clone: pip "
+        "install -e '.[postgres]')"
+    )
+
+
+def test_bot_py_without_nextcord_says_which_extra_brings_it(tmp_path: Path) -> None:
+    env = {
+        "TOMORI_MODELS": "openai:m",
+        "OPENAI_API_KEY": "k",
+        "OPENAI_BASE_URL": nowhere(),
+        "DISCORD_TOKEN": "x",
+        "TOMORI_DB_PATH": str(tmp_path / "t.db"),
+    }
+    ran = without("nextcord", **env)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr == (
+        "error: bot.py runs on nextcord, which is not installed: pip install "
+        "'tomori-cog[nextcord]' (from a clone: pip install -e '.[nextcord]')\n"
+    )
+    checked = without("nextcord", "--check", **env)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == (
+        "FAILED  discord: the login is checked with nextcord, which is not installed: pip "
+        "install 'tomori-cog[nextcord]' (from a clone: pip install -e '.[nextcord]')"
+    )
 
 
 def test_the_architecture_page_names_every_package_and_nothing_else() -> None:

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
+import os
 import sys
 from typing import Any, Protocol, runtime_checkable
 
 from tomori.config.models import ModelChain
-from tomori.config.settings import ConfigError, DatabaseUrl, Settings
+from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori_cog.cogs.shared import COG_NAME
@@ -43,6 +45,8 @@ __all__ = [
     "AlreadyLoaded",
     "ConfigError",
     "DatabaseUrl",
+    "Delivery",
+    "KillPolicy",
     "ModelChain",
     "Settings",
     "TomoriCog",
@@ -56,6 +60,8 @@ __all__ = [
     "teardown",
     "unload_as",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -97,6 +103,12 @@ def _add(
     extension: str | None,
 ) -> Any:
     library = detect(bot)
+    if settings is None:  # read from the environment: say what of it is read by nothing
+        # imported here: `python -m tomori_cog.variables` must not find it imported already
+        from tomori_cog.variables import unread_variables
+
+        for line in unread_variables(os.environ):
+            log.warning("%s", line)
     service = TomoriService(
         bot, library, settings or Settings.from_env(), chain or ModelChain.from_env()
     )

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 from urllib.parse import urlencode
 
+from tomori.config.parsers import install_extra, installed
+
 DISCORD_CHECK_WITHIN_S = 15.0
 
 MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
@@ -53,6 +55,13 @@ async def check_discord(token: str, out: TextIO) -> bool:
     if not token:
         print("skipped discord: DISCORD_TOKEN is not set", file=out)
         return True
+    if not installed("nextcord"):
+        print(
+            f"FAILED  discord: the login is checked with nextcord, which is not installed: "
+            f"{install_extra('nextcord')}",
+            file=out,
+        )
+        return False
     import nextcord
 
     client = nextcord.Client(intents=nextcord.Intents.none())

@@ -7,6 +7,7 @@ one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from tomori.console.check import run_check
 from tomori.console.session import run_console
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
+from tomori_cog.variables import refusal, shards_without_a_shared_database, unread_variables
 
 CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
 CHECK_HELP = (
@@ -45,14 +47,28 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
         settings = Settings.from_env()
         chain = ModelChain.from_env()
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(refusal(error, os.environ), file=sys.stderr)
         return 2
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     try:
         if check:
+            logging.getLogger().addHandler(logging.NullHandler())  # the report says it all
             return asyncio.run(
-                run_check(settings, chain, sys.stdout, lambda out: check_discord(token, out))
+                run_check(
+                    settings,
+                    chain,
+                    sys.stdout,
+                    lambda out: check_discord(token, out),
+                    unread=unread_variables(os.environ),
+                    warnings=[
+                        line
+                        for line in [shards_without_a_shared_database(os.environ, settings)]
+                        if line
+                    ],
+                )
             )
+        for line in unread_variables(os.environ):  # before the chat, which would hide it
+            print(f"note: {line}", file=sys.stderr, flush=True)
         return asyncio.run(run_console(settings, chain))
     except StoreError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -9,14 +9,23 @@ a page; after changing a declaration, regenerate it with
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.parsers import COUNT_MAXIMUM, ConfigError, IntegerParser, refuse, refused
-from tomori.config.settings import VARIABLES, Variable
+from tomori.config.settings import VARIABLES, Settings, Variable
 
-__all__ = ["BOT_VARIABLES", "Shards", "configuration_page", "environment_help"]
+__all__ = [
+    "BOT_VARIABLES",
+    "Shards",
+    "configuration_page",
+    "environment_help",
+    "refusal",
+    "shards_without_a_shared_database",
+    "unread_variables",
+]
 
 SHARD_COUNT = IntegerParser(1, "shards", None)
 SHARD_ID = IntegerParser(0, "a shard ID", COUNT_MAXIMUM - 1)
@@ -78,6 +87,70 @@ class Shards(NamedTuple):
         return cls(count, ids)
 
 
+def known_variables() -> tuple[str, ...]:
+    """Every variable bot.py and the cog read, in `--help`'s order."""
+    return (
+        *(name for name, _, _ in BOT_VARIABLES),
+        *(name for name, _, _ in MODEL_VARIABLES),
+        *(variable.name for variable in VARIABLES),
+    )
+
+
+OUR_PREFIX = "TOMORI_"
+"""Every variable named so is ours: one we do not read is a mistake."""
+CLOSE_ENOUGH = {True: 0.7, False: 0.8}
+"""How alike (difflib's ratio) the rest of a name must be, after its family's prefix, to the
+rest of one we read to be taken for its misspelling: `TOMORI_` ones (ours whatever they say)
+are given a closest name more readily than those of our other families (`DISCORD_`,
+`OPENAI_`, ...), where other software reads variables of its own (`OPENAI_ORG_ID`), not ours
+to question."""
+
+
+def unread_variables(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for each variable set that looks meant for tomori-cog but is read by nothing:
+    any `TOMORI_` one we do not know, and one of another of our families (`STREAM_`,
+    `DISCORD_`...) close to one we read. A misspelled variable is otherwise silently ignored,
+    and the setting it meant keeps its default."""
+    known = known_variables()
+    found = []
+    for name in sorted(environ):
+        family = name.split("_", 1)[0] + "_"
+        kin = {other.removeprefix(family): other for other in known if other.startswith(family)}
+        if name in known or not kin:
+            continue
+        ours = family == OUR_PREFIX
+        rest = name.removeprefix(family)
+        close = difflib.get_close_matches(rest, list(kin), n=1, cutoff=CLOSE_ENOUGH[ours])
+        if not close and not ours:
+            continue
+        meant = f": did you mean {kin[close[0]]}?" if close else " (bot.py --help lists them)"
+        found.append(f"{name} is set, but tomori-cog reads no such variable{meant}")
+    return found
+
+
+def refusal(error: Exception, environ: Mapping[str, str]) -> str:
+    """What bot.py prints for a setting that stops it: the error, then each variable set that
+    nothing reads (`TOMORI_MODEL` beside "TOMORI_MODELS is not set" says what went wrong)."""
+    notes = [f"\nnote: {line}" for line in unread_variables(environ)]
+    return f"error: {error}" + "".join(notes)
+
+
+def shards_without_a_shared_database(environ: Mapping[str, str], settings: Settings) -> str:
+    """A warning when this process runs some of the bot's shards (`DISCORD_SHARD_IDS`) on
+    SQLite, or "": the processes running the other shards share its channels' locks and queues
+    only through one database, and a SQLite file reaches only the processes of this machine.
+    That is a documented set-up (several processes on one machine), so it is said, not refused.
+    """
+    if settings.db_url is not None or not environ.get("DISCORD_SHARD_IDS", "").strip():
+        return ""
+    return (
+        f"DISCORD_SHARD_IDS runs some of the bot's shards here on SQLite ({settings.db_path}): "
+        f"the processes running the others share the channels' locks only if they run on this "
+        f"machine with the same TOMORI_DB_PATH; on several machines set TOMORI_DB_URL to one "
+        f"PostgreSQL"
+    )
+
+
 def _what(variable: Variable) -> str:
     """What a setting's variable does, then what it may be."""
     return ": ".join(filter(None, [variable.help, variable.allowed]))
@@ -135,7 +208,12 @@ PAGE_SETTINGS = """
 Each is a field of `Settings` (from `tomori_cog`), which code can build instead of the
 environment: `add_tomori(bot, settings=Settings(history_limit=10))`. A `Settings(...)` built in
 code is checked by the very same rules and raises `ConfigError` naming the field. Durations are
-in milliseconds. `db_url` holds a `DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
+in milliseconds. A field holds its own type (`delivery=Delivery.EDIT`,
+`kill_policy=KillPolicy.REQUESTER`, `channels=frozenset({...})`, `db_path=Path(...)`;
+`Delivery` and `KillPolicy` from `tomori_cog`), and takes the plain forms too, which it stores
+as that type: `delivery="edit"`, `channels=[1, 2]` (any list, tuple or set),
+`db_path="tomori.db"`, `temperature=1`, `db_url="postgresql://..."`. `db_url` holds a
+`DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
 `DatabaseUrl.parse("postgresql://...")` reads one by `TOMORI_DB_URL`'s rule), whose text and
 repr show the password as `***`; its `dsn()` alone gives the real address. `TOMORI_DB_URL`'s
 TLS options are in [PostgreSQL](operations.md#postgresql); the per-user limits, and how a

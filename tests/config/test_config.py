@@ -209,10 +209,14 @@ def test_each_number_has_a_documented_ceiling(variable: str, ceiling: int) -> No
         ("history_limit", 0, "positive integer up to 1000"),
         ("stream_sdk_call_timeout_ms", 10**400, "up to 86400000"),
         pytest.param("stream_sdk_call_timeout_ms", 10**5_000, "up to 86400000", id="5000-digits"),
-        ("queue_max_age_ms", True, "must be a int"),
+        ("queue_max_age_ms", True, "must be an int,"),
         ("channels", frozenset({"123"}), "frozenset of int"),
         ("channels", frozenset({0}), "channel IDs"),
-        ("delivery", "edit", "must be a Delivery"),
+        ("delivery", "fast", "one of messages, edit"),
+        ("delivery", 1, "one of messages, edit"),
+        ("channels", [0], "channel IDs"),
+        ("channels", ["123"], "frozenset of int"),
+        ("temperature", True, "must be a float,"),
         ("system_prompt", " ", "some text"),
     ],
 )
@@ -253,3 +257,48 @@ def test_any_value_of_any_variable_is_read_in_bounds_or_refused_naming_it(
     if isinstance(variable.parser, IntegerParser):
         assert variable.parser.minimum <= value <= variable.parser.maximum
     assert Settings(**{variable.field: value}) == built
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [(".5", 0.5), ("0.5", 0.5), ("1.", 1.0), ("2", 2.0), (" .25 ", 0.25), ("0", 0.0)],
+)
+def test_a_decimal_is_read_however_it_is_usually_written(written: str, value: float) -> None:
+    assert Settings.from_env({"TOMORI_TEMPERATURE": written}).temperature == value
+
+
+@pytest.mark.parametrize("written", [".", "..5", "-0.5", "1e0", "2.5", ".5.", "nan", "0x1"])
+def test_what_is_no_decimal_in_bounds_is_still_refused(written: str) -> None:
+    with pytest.raises(ConfigError, match=r"^TOMORI_TEMPERATURE=.* must be a decimal number"):
+        Settings.from_env({"TOMORI_TEMPERATURE": written})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.decimals(min_value=0, max_value=2, places=3))
+def test_every_decimal_in_bounds_is_read_with_or_without_its_leading_zero(number: object) -> None:
+    written = str(number)
+    short = written.removeprefix("0") if written.startswith("0.") else written
+    for text in (written, short):
+        assert Settings.from_env({"TOMORI_TEMPERATURE": text}).temperature == float(written)
+
+
+@pytest.mark.parametrize(
+    ("field", "plain", "typed"),
+    [
+        ("delivery", "edit", Delivery.EDIT),
+        ("kill_policy", "Requester", KillPolicy.REQUESTER),
+        ("channels", [1, 2], frozenset({1, 2})),
+        ("channels", (3,), frozenset({3})),
+        ("channels", [], frozenset()),
+        ("tools", ["current_time"], frozenset({"current_time"})),
+        ("db_path", "tomori.db", Path("tomori.db")),
+        ("temperature", 1, 1.0),
+    ],
+)
+def test_settings_in_code_take_the_plain_forms_the_readme_invites(
+    field: str, plain: object, typed: object
+) -> None:
+    built = Settings(**{field: plain})  # type: ignore[arg-type]
+    assert getattr(built, field) == typed
+    assert type(getattr(built, field)) is type(typed)
+    assert built == Settings(**{field: typed})  # type: ignore[arg-type]

@@ -55,12 +55,22 @@ def test_vision_after_a_model_says_it_is_sent_images_and_is_not_part_of_its_name
         (":gpt-4o", "':gpt-4o' is not provider:model"),
         ("openai:+vision", "'openai:\\+vision' is not provider:model"),
         ("anthropic:claude", "'anthropic:claude' names an unknown provider 'anthropic'"),
-        (",".join(["openai:m"] * 7), "at most 6"),
+        (",".join(f"openai:m{n}" for n in range(7)), "at most 6"),
+        ("openai:m+vision+vision", "'openai:m\\+vision\\+vision' says \\+vision twice"),
+        ("openai:m+Vision +VISION", "says \\+vision twice"),
+        ("openai:a,gemini:b,openai:a", "lists 'openai:a' twice: name each model once"),
+        ("openai:a,OpenAI: a +vision", "lists 'openai:a' twice"),
     ],
 )
 def test_a_bad_list_stops_start_up_naming_the_entry(models: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         chain(models)
+
+
+def test_vision_is_shown_one_way_however_it_was_written() -> None:
+    parsed = chain("openai:a+Vision,openai:b +VISION,openai:c")
+    assert parsed.described == "openai:a+vision, openai:b+vision, openai:c"
+    assert [entry.model for entry in parsed.entries] == ["a", "b", "c"]
 
 
 def test_a_missing_key_names_the_entry_and_the_variable() -> None:

@@ -13,8 +13,10 @@ import pytest
 
 from tests.support.bot_script import BOT
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
-from tests.support.llm_server import LLMServer, Reply, SeenRequest
+from tests.support.llm_server import LLMServer, Reply, SeenRequest, drop, sse
+from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent
+from tomori.config.settings import DatabaseUrl
 
 pytestmark = pytest.mark.slow  # bot.py --check run as a process
 
@@ -107,6 +109,170 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
     assert len(failed) == 5
     for secret in (SECRET_KEY, GEMINI_SECRET):
         assert secret not in out + err
+
+
+def dies_its_own_way(request: SeenRequest) -> Reply:
+    """A stream cut mid-answer, a stall, and a Gemini endpoint behind a wrong address."""
+    if "model" not in request.body:  # Gemini names the model in the path
+        return Reply(404, json_body={"error": {"code": 404, "message": "Not Found"}})
+    if request.body["model"] == "cut":
+        return Reply(body=[sse(chunk("Hel")), drop()])
+    if request.body["model"] == "closed":
+        return Reply(body=[drop()])
+    return silent()
+
+
+async def test_the_check_says_what_failed_as_it_failed_and_nothing_but_its_report(
+    tmp_path: Path,
+) -> None:
+    server = LLMServer(default=dies_its_own_way)
+    await server.start()
+    try:
+        env = bot_environment(
+            server,
+            tmp_path,
+            TOMORI_MODELS="openai:cut,openai:closed,openai:stuck,gemini:g",
+            GEMINI_API_KEY=GEMINI_SECRET,
+            GEMINI_BASE_URL=f"{server.base_url}/v1",
+            STREAM_FIRST_TOKEN_TIMEOUT_MS="100",
+            STREAM_SDK_CALL_TIMEOUT_MS="1000",
+        )
+        process = await start_bot("--check", env=env)
+        out, err = await finished(process)
+    finally:
+        await server.close()
+    assert process.returncode == 1, out + err
+    lines = out.splitlines()
+    assert lines[1] == (
+        "warning STREAM_FIRST_TOKEN_TIMEOUT_MS=100 is below STREAM_SDK_CALL_TIMEOUT_MS=1000: "
+        "the first token is waited for 1 s, the idle budget"
+    )
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert failed[0].startswith(
+        "FAILED  openai:cut: the connection dropped after it began answering (3 characters in): "
+    )
+    assert failed[1].startswith(
+        f"FAILED  openai:closed: the connection to {server.base_url}/v1 closed before any answer: "
+    )
+    assert failed[2] == (
+        "FAILED  openai:stuck: timed out before the first token (waited 1 s: "
+        "STREAM_SDK_CALL_TIMEOUT_MS, since STREAM_FIRST_TOKEN_TIMEOUT_MS=100 is below it and "
+        "never waits less)"
+    )
+    assert failed[3].startswith(f"FAILED  gemini:g: 404: nothing found at {server.base_url}/v1 ")
+    assert "GEMINI_BASE_URL (the endpoint's root, without /v1 or /v1beta" in failed[3]
+    assert "OpenAI" not in failed[3]
+    assert err == ""  # no log line beside the report
+
+
+async def test_a_misspelled_variable_fails_the_check_naming_the_one_meant(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    env = bot_environment(
+        llm_server,
+        tmp_path,
+        TOMORI_MODEL="openai:other",
+        TOMORI_HISTORY_LIMT="5",
+        TOMORI_SOMETHING="1",
+        DISCORD_SHARDS_IDS="0",
+        DISCORD_GUILD_ID="1",  # the bot's own, and another library's: not ours to question
+        OPENAI_ORG_ID="org",
+    )
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failed == [
+        "FAILED  DISCORD_SHARDS_IDS is set, but tomori-cog reads no such variable: did you mean "
+        "DISCORD_SHARD_IDS?",
+        "FAILED  TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_HISTORY_LIMIT?",
+        "FAILED  TOMORI_MODEL is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_MODELS?",
+        "FAILED  TOMORI_SOMETHING is set, but tomori-cog reads no such variable (bot.py --help "
+        "lists them)",
+    ]
+    assert "ok      openai:test-model: first token " in out
+
+
+async def test_shards_on_sqlite_are_a_warning_and_postgresql_is_named_by_its_host(
+    llm_server: LLMServer, tmp_path: Path, pg_url: str
+) -> None:
+    llm_server.script(answer("ready"), answer("ready"))
+    shards = {"DISCORD_SHARD_COUNT": "2", "DISCORD_SHARD_IDS": "1"}
+    on_sqlite = await start_bot(
+        "--check", env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL="", **shards)
+    )
+    out, err = await finished(on_sqlite)
+    assert on_sqlite.returncode == 0, out + err
+    assert out.splitlines()[1] == (
+        f"warning DISCORD_SHARD_IDS runs some of the bot's shards here on SQLite "
+        f"({tmp_path / 'tomori.db'}): the processes running the others share the channels' "
+        f"locks only if they run on this machine with the same TOMORI_DB_PATH; on several "
+        f"machines set TOMORI_DB_URL to one PostgreSQL"
+    )
+    url = DatabaseUrl.parse(pg_url)
+    on_postgres = await start_bot(
+        "--check", env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, **shards)
+    )
+    out, err = await finished(on_postgres)
+    assert on_postgres.returncode == 0, out + err
+    assert out.splitlines()[1] == (
+        f"ok      database: PostgreSQL at {url.host}:{url.port}/{url.database} (TOMORI_DB_URL), "
+        f"opened and migrated"
+    )
+
+
+async def test_the_tls_variables_the_driver_reads_are_checked_and_named_like_the_address(
+    llm_server: LLMServer, tmp_path: Path, pg_url: str
+) -> None:
+    """PGSSLMODE and PGSSLROOTCERT rule the TLS of an address without ?sslmode=: a bad one is
+    refused before connecting, and a TLS the server does not offer names the variable too."""
+    url = DatabaseUrl.parse(pg_url)
+    bogus = await start_bot(
+        "--check", env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLMODE="on")
+    )
+    out, err = await finished(bogus)
+    assert bogus.returncode == 2, out + err
+    assert out.splitlines()[-1] == (
+        f"FAILED  database: the database {url} cannot be used: PGSSLMODE='on' is not allowed: "
+        f"it must be one of allow, disable, prefer, require, verify-ca, verify-full"
+    )
+    missing = tmp_path / "ca.pem"
+    no_file = await start_bot(
+        "--check",
+        env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLROOTCERT=str(missing)),
+    )
+    out, err = await finished(no_file)
+    assert no_file.returncode == 2, out + err
+    assert out.splitlines()[-1].endswith(
+        f"PGSSLROOTCERT={str(missing)!r} is not allowed: it names no file"
+    )
+    no_tls = await start_bot(
+        "--check",
+        env=bot_environment(llm_server, tmp_path, TOMORI_DB_URL=pg_url, PGSSLMODE="require"),
+    )
+    out, err = await finished(no_tls)
+    assert no_tls.returncode == 2, out + err
+    assert "check TOMORI_DB_URL (and PGSSLMODE='require', read too)" in out.splitlines()[-1]
+    assert llm_server.requests == []
+
+
+async def test_a_chain_set_under_a_misspelled_name_is_pointed_at(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    env = bot_environment(llm_server, tmp_path, TOMORI_MODEL="openai:test-model")
+    del env["TOMORI_MODELS"]
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert err.splitlines() == [
+        "error: TOMORI_MODELS is not set: list the models to use as provider:model, primary "
+        "first, comma separated (for example openai:gpt-4o-mini,gemini:gemini-2.5-flash)",
+        "note: TOMORI_MODEL is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_MODELS?",
+    ]
 
 
 async def test_a_bad_setting_stops_the_check_naming_it(

@@ -49,6 +49,47 @@ def test_without_a_token_it_says_how_to_set_one_in_one_line() -> None:
     assert result.stderr.startswith("error: DISCORD_TOKEN is not set: create an application")
 
 
+def test_a_setting_refused_beside_a_misspelled_variable_points_at_the_misspelling() -> None:
+    result = run(
+        DISCORD_TOKEN="x",
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        TOMORI_TEMPERATURE="warm",
+        TOMORI_HISTORY_LIMT="5",
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: TOMORI_TEMPERATURE='warm' is not allowed: it must be a decimal number from 0 to "
+        "2 (such as 0.7)",
+        "note: TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_HISTORY_LIMIT?",
+    ]
+
+
+def test_the_console_says_which_variable_set_is_read_by_nothing_before_the_chat(
+    tmp_path: Path,
+) -> None:
+    ended = subprocess.run(
+        [sys.executable, str(BOT), "--console"],
+        input="",
+        capture_output=True,
+        text=True,
+        env=environment(
+            TOMORI_MODELS="openai:m",
+            OPENAI_API_KEY="k",
+            TOMORI_DB_PATH=str(tmp_path / "t.db"),
+            TOMORI_HISTORY_LIMT="5",
+        ),
+        timeout=60,
+        check=False,
+    )
+    assert ended.returncode == 0, ended.stdout + ended.stderr
+    assert ended.stderr.splitlines()[0] == (
+        "note: TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_HISTORY_LIMIT?"
+    )
+
+
 def test_a_bad_setting_stops_start_up_naming_it() -> None:
     result = run(
         DISCORD_TOKEN="x",

@@ -114,11 +114,9 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
 
 
-async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
-    tmp_path: Path,
-) -> None:
-    """What Discord sees of a process started with DISCORD_SHARD_IDS: its IDENTIFY names the
-    shard and the count, so the gateway sends it those shards' guilds and no other."""
+async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
+    """bot.py started with `env` against a Discord of the test's: the shard its IDENTIFY names,
+    and what it wrote to standard error until SIGTERM ended it (with exit code 0)."""
     identified: asyncio.Queue[object] = asyncio.Queue()
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
@@ -156,12 +154,7 @@ async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
         LAUNCH_AGAINST,
         str(BOT),
         f"http://127.0.0.1:{port}",
-        env=environment(
-            **GOOD,
-            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
-            DISCORD_SHARD_COUNT="4",
-            DISCORD_SHARD_IDS="3",
-        ),
+        env=environment(**GOOD, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -176,6 +169,42 @@ async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
             process.kill()
             await process.wait()
         await runner.cleanup()
-    assert shard == [3, 4]
     assert process.returncode == 0, err.decode()
     assert "Traceback" not in err.decode()
+    return shard, err.decode()
+
+
+async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
+    tmp_path: Path,
+) -> None:
+    """What Discord sees of a process started with DISCORD_SHARD_IDS: its IDENTIFY names the
+    shard and the count, so the gateway sends it those shards' guilds and no other."""
+    shard, _ = await started_on_a_fake_gateway(
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"), DISCORD_SHARD_COUNT="4", DISCORD_SHARD_IDS="3"
+    )
+    assert shard == [3, 4]
+
+
+async def test_a_start_warns_of_what_the_operator_meant_and_of_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """Some of the shards on SQLite, which other machines cannot share, and a misspelled
+    variable are said in the log; nextcord's word that voice is unsupported (this bot never
+    speaks) is not."""
+    _, err = await started_on_a_fake_gateway(
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_DB_URL="",
+        DISCORD_SHARD_COUNT="2",
+        DISCORD_SHARD_IDS="0",
+        TOMORI_HISTORY_LIMT="5",
+    )
+    warnings = [line.split(": ", 1)[1] for line in err.splitlines() if " WARNING " in line]
+    assert warnings == [
+        f"DISCORD_SHARD_IDS runs some of the bot's shards here on SQLite "
+        f"({tmp_path / 'tomori.db'}): the processes running the others share the channels' "
+        f"locks only if they run on this machine with the same TOMORI_DB_PATH; on several "
+        f"machines set TOMORI_DB_URL to one PostgreSQL",
+        "TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
+        "TOMORI_HISTORY_LIMIT?",
+    ]
+    assert "PyNaCl" not in err

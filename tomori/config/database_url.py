@@ -8,7 +8,7 @@ refused at start-up naming the variable and why, with whatever could be a passwo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
@@ -37,6 +37,8 @@ setting, which refuses libpq's other options (`connect_timeout`, `channel_bindin
 first connection: refused here instead, at start-up, with what is read."""
 SECRET_OPTIONS = frozenset({"sslpassword"})
 FILE_OPTIONS = frozenset({"sslrootcert", "sslcert", "sslkey", "sslcrl"})
+TLS_ENVIRONMENT = {"PGSSLMODE": "sslmode", "PGSSLROOTCERT": "sslrootcert"}
+"""The variables the driver (asyncpg) reads for the TLS options the address leaves out."""
 OPTION_NAME = re.compile(r"[a-z_]{1,40}")
 """An option name shown in an error: one that could not be a password's text."""
 
@@ -212,3 +214,29 @@ def _tls_options(query: str, no: Callable[[str], ConfigError]) -> list[tuple[str
             where = "" if Path(value).is_absolute() else f" in {str(Path.cwd())!r}"
             raise no(f"{shown} names no file: {value!r}{where}")
     return options
+
+
+def tls_from_environment(url: DatabaseUrl, environ: Mapping[str, str]) -> dict[str, str]:
+    """The TLS variables (`PGSSLMODE`, `PGSSLROOTCERT`) the driver will read for `url`: those
+    set whose option the address leaves out (the address wins)."""
+    given = {name for name, _ in url.options}
+    return {
+        variable: environ[variable]
+        for variable, option in TLS_ENVIRONMENT.items()
+        if environ.get(variable, "").strip() and option not in given
+    }
+
+
+def tls_environment_problem(url: DatabaseUrl, environ: Mapping[str, str]) -> str | None:
+    """What is wrong with a TLS variable the driver would read for `url`, refused before the
+    first connection as the address's own options are: the driver would fail at it with words
+    that name neither the variable nor what it may be."""
+    for variable, value in tls_from_environment(url, environ).items():
+        allowed = TLS_OPTIONS[TLS_ENVIRONMENT[variable]]
+        if allowed is not None and value not in allowed:
+            return f"{variable}={value!r} is not allowed: it must be one of " + ", ".join(
+                sorted(allowed)
+            )
+        if allowed is None and not Path(value).is_file():
+            return f"{variable}={value!r} is not allowed: it names no file"
+    return None

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
+from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError
 from tomori.providers.base import Provider
 from tomori.providers.errors import sanitised
@@ -38,6 +39,11 @@ class ProviderKind:
     base_url_variable: str
     key_header: str
     """The HTTP header the SDK sends the key in."""
+    base_url_hint: str
+    """What the base URL usually looks like, for an operator whose requests found nothing."""
+    sdk: str = ""
+    """The module of the provider's SDK when an extra of the package installs it ("" when
+    every install has it): the extra is named after the provider."""
 
     @property
     def takes_url_credentials(self) -> bool:
@@ -46,8 +52,20 @@ class ProviderKind:
 
 
 PROVIDER_KINDS = {
-    "openai": ProviderKind("OPENAI_API_KEY", "OPENAI_BASE_URL", "Authorization"),
-    "gemini": ProviderKind("GEMINI_API_KEY", "GEMINI_BASE_URL", "x-goog-api-key"),
+    "openai": ProviderKind(
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "Authorization",
+        "an OpenAI-compatible server's usually ends in /v1",
+    ),
+    "gemini": ProviderKind(
+        "GEMINI_API_KEY",
+        "GEMINI_BASE_URL",
+        "x-goog-api-key",
+        "the endpoint's root, without /v1 or /v1beta, which the SDK adds itself; unset for "
+        "Google's own",
+        sdk="google.genai",
+    ),
 }
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
 
@@ -57,8 +75,8 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "TOMORI_MODELS",
         "(required)",
         "provider:model, comma separated, primary first, then up "
-        "to 5 fallbacks; providers: openai, gemini; +vision after a model that takes images "
-        "(openai:gpt-4o-mini+vision)",
+        "to 5 fallbacks, each model once; providers: openai, gemini; +vision (once) after a "
+        "model that takes images (openai:gpt-4o-mini+vision)",
     ),
     (
         "OPENAI_API_KEY",
@@ -72,7 +90,11 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "llama.cpp, Ollama (http://localhost:11434/v1); no user:password@ "
         "(the key takes the Authorization header)",
     ),
-    ("GEMINI_API_KEY", "(none)", "key for gemini: entries"),
+    (
+        "GEMINI_API_KEY",
+        "(none)",
+        "key for gemini: entries (which need the gemini extra: pip install 'tomori-cog[gemini]')",
+    ),
     (
         "GEMINI_BASE_URL",
         "Google's",
@@ -149,6 +171,12 @@ class ModelChain:
                 f"{source} lists {len(entries)} models: at most {1 + MAX_FALLBACKS} are "
                 f"allowed (a primary and up to {MAX_FALLBACKS} fallbacks)"
             )
+        for index, entry in enumerate(entries):
+            if entry.label in (earlier.label for earlier in entries[:index]):
+                raise ConfigError(
+                    f"{source} lists {entry.label!r} twice: name each model once (asking "
+                    f"a model that just failed again only delays the next one)"
+                )
         credentials = dict(known or {})
         for entry in entries:
             if entry.provider not in credentials:
@@ -197,6 +225,10 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     model, vision = _VISION_SUFFIX.subn("", model)
+    if vision and _VISION_SUFFIX.search(model):
+        raise ConfigError(
+            f"{source} entry {entry!r} says +vision twice: write it once, after the model"
+        )
     if not colon or not model or not provider:
         raise ConfigError(
             f"{source} entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
@@ -212,6 +244,11 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
 
 def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:
     kind = PROVIDER_KINDS[entry.provider]
+    if kind.sdk and not installed(kind.sdk):
+        raise ConfigError(
+            f"{source} entry {entry.label!r} needs the {entry.provider} extra, which is not "
+            f"installed (its SDK, {kind.sdk}, is missing): {install_extra(entry.provider)}"
+        )
     api_key = env.get(kind.key_variable, "").strip()
     if not api_key:
         raise ConfigError(

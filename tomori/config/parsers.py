@@ -10,6 +10,7 @@ in code be checked by the very same parsers.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from enum import StrEnum
@@ -160,10 +161,11 @@ def shown(value: object) -> str:
 
 
 def kind_of(parsed: object) -> str:
-    """What a parser made, for a message: `int`, `frozenset of int`."""
+    """What a parser made, with its article, for a message: `an int`, `a frozenset of int`."""
+    name = type(parsed).__name__
     if isinstance(parsed, frozenset | tuple) and parsed:
-        return f"{type(parsed).__name__} of {type(next(iter(parsed))).__name__}"
-    return type(parsed).__name__
+        name = f"{name} of {type(next(iter(parsed))).__name__}"
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
 
 
 def same_kind(value: object, parsed: object) -> bool:
@@ -176,10 +178,11 @@ def same_kind(value: object, parsed: object) -> bool:
 
 
 class DecimalParser:
-    """Reads a plain decimal number (`0.7`, `1`) from `minimum` to `maximum`, ASCII only.
+    """Reads a plain decimal number (`0.7`, `.7`, `1`, `1.`) from `minimum` to `maximum`,
+    ASCII only.
 
     No exponent, sign, `nan` or `inf`: `float` reads all of those, and none is a value a bot
-    author means; at most six digits on each side of the point.
+    author means; at most six digits on each side of the point, and at least one in all.
     """
 
     def __init__(self, minimum: float, maximum: float) -> None:
@@ -190,7 +193,7 @@ class DecimalParser:
     def __call__(self, name: str, raw: str) -> float:
         text = raw.strip()
         if (
-            not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", text, flags=re.ASCII)
+            not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{0,6})?|\.[0-9]{1,6}", text, flags=re.ASCII)
             or not self.minimum <= float(text) <= self.maximum
         ):
             raise refuse(name, raw, self.allowed)
@@ -199,3 +202,17 @@ class DecimalParser:
 
 def decimal(minimum: float, maximum: float) -> DecimalParser:
     return DecimalParser(minimum, maximum)
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (its parent package aside): what
+    an extra of the package brings may be missing."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or one without a spec
+        return False
+
+
+def install_extra(extra: str) -> str:
+    """How to install the package's `extra`, for an error that found it missing."""
+    return f"pip install 'tomori-cog[{extra}]' (from a clone: pip install -e '.[{extra}]')"

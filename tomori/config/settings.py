@@ -139,6 +139,24 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
     return frozenset(pieces)
 
 
+def _plain_form(value: object, parsed: object) -> bool:
+    """Whether `value` is the plain form of what its parser made from it: the text of a choice
+    (`"edit"` for `Delivery.EDIT`), any collection of the right items (`[1, 2]` for
+    `frozenset({1, 2})`), a path or an address as text, a whole number for a decimal. A
+    `Settings(...)` built in code may give these, as a bot author would first write them; the
+    field then holds what the parser made."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(parsed, StrEnum | Path | DatabaseUrl):
+        return isinstance(value, str)
+    if isinstance(parsed, float):
+        return isinstance(value, int)
+    if isinstance(parsed, frozenset) and isinstance(value, list | tuple | set | frozenset):
+        kinds = {type(item) for item in parsed}
+        return all(type(item) in kinds for item in value) and frozenset(value) == parsed
+    return False
+
+
 COOLDOWN_MS = integer(0)
 """One user's least time between turns in a server: milliseconds up to a day, 0 for none; the
 same bound for `TOMORI_USER_COOLDOWN_MS` and a server's `/tomori limits`."""
@@ -357,7 +375,8 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
-        """Check every field as its variable would be checked: same parser, same bounds."""
+        """Check every field as its variable would be checked: same parser, same bounds. A
+        plain form of a value (`"edit"`, `[1, 2]`) is kept as what the parser makes of it."""
         for variable in VARIABLES:
             value = getattr(self, variable.field)
             if value is None and variable.optional:
@@ -369,7 +388,10 @@ class Settings:
             else:
                 if same_kind(value, parsed):
                     continue
-                reason = f"it must be a {kind_of(parsed)}, as {variable.name} gives"
+                if _plain_form(value, parsed):
+                    object.__setattr__(self, variable.field, parsed)
+                    continue
+                reason = f"it must be {kind_of(parsed)}, as {variable.name} gives"
             raise ConfigError(
                 f"Settings({variable.field}={variable.show(value)}) is not allowed: {reason}",
                 reason,
@@ -379,6 +401,17 @@ class Settings:
     def first_token_budget_s(self) -> float:
         """The wait for the first token, never shorter than the idle budget."""
         return seconds(max(self.stream_first_token_timeout_ms, self.stream_sdk_call_timeout_ms))
+
+    @property
+    def first_token_budget_source(self) -> str:
+        """The variable `first_token_budget_s` comes from, as an operator should read it: the
+        idle budget's, when it raises a shorter first-token wait."""
+        if self.stream_first_token_timeout_ms >= self.stream_sdk_call_timeout_ms:
+            return "STREAM_FIRST_TOKEN_TIMEOUT_MS"
+        return (
+            f"STREAM_SDK_CALL_TIMEOUT_MS, since STREAM_FIRST_TOKEN_TIMEOUT_MS="
+            f"{self.stream_first_token_timeout_ms} is below it and never waits less"
+        )
 
     @property
     def delivery_budget_s(self) -> float:

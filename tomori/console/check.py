@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
 from tomori.config.models import ModelChain
@@ -29,11 +29,30 @@ ExtraCheck = Callable[[TextIO], Awaitable[bool]]
 
 
 async def run_check(
-    settings: Settings, chain: ModelChain, out: TextIO, extra: ExtraCheck | None = None
+    settings: Settings,
+    chain: ModelChain,
+    out: TextIO,
+    extra: ExtraCheck | None = None,
+    *,
+    unread: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> int:
+    """Print the report; `unread` says of each variable set that nothing reads (a misspelling,
+    which fails the check: the setting it meant is not in force), `warnings` what may be meant
+    but is worth a look (the check still passes)."""
     models = "1 model" if len(chain.entries) == 1 else f"{len(chain.entries)} models"
     print(f"ok      settings ({models}: {chain.described})", file=out)
-    engine = "PostgreSQL (TOMORI_DB_URL)" if settings.db_url else f"SQLite at {settings.db_path}"
+    for line in unread:
+        print(f"FAILED  {line}", file=out)
+    for line in (*_budget_warnings(settings), *warnings):
+        print(f"warning {line}", file=out)
+    url = settings.db_url
+    engine = (
+        f"SQLite at {settings.db_path}"
+        if url is None
+        else f"PostgreSQL at {url.host}{'' if url.port is None else f':{url.port}'}/"
+        f"{url.database} (TOMORI_DB_URL)"
+    )
     try:
         database = await open_database(settings)
     except StoreError as error:
@@ -46,7 +65,7 @@ async def run_check(
     if waits >= NOTED_WAIT_S:  # lines come in the chain's order: say why one may be long
         print(
             f"asking {models} at once; one that never answers is waited for up to {waits:g} s "
-            f"(STREAM_FIRST_TOKEN_TIMEOUT_MS)",
+            f"({settings.first_token_budget_source})",
             file=sys.stderr,
             flush=True,
         )
@@ -64,11 +83,22 @@ async def run_check(
     for result in results:
         print(result.line, file=out)
     out.flush()
-    fine = all(result.answered for result in results)
+    fine = all(result.answered for result in results) and not unread
     if extra is not None:
         fine = await extra(out) and fine
     out.flush()
     return 0 if fine else 1
+
+
+def _budget_warnings(settings: Settings) -> list[str]:
+    """A first-token wait the idle budget overrides, said with the variable that is in force."""
+    if settings.stream_first_token_timeout_ms >= settings.stream_sdk_call_timeout_ms:
+        return []
+    return [
+        f"STREAM_FIRST_TOKEN_TIMEOUT_MS={settings.stream_first_token_timeout_ms} is below "
+        f"STREAM_SDK_CALL_TIMEOUT_MS={settings.stream_sdk_call_timeout_ms}: the first token is "
+        f"waited for {settings.first_token_budget_s:g} s, the idle budget"
+    ]
 
 
 def _where(chain: ModelChain, provider: str) -> str | None:

@@ -89,7 +89,7 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
         if timed_out.phase is TimeoutPhase.FIRST_TOKEN:
             return (
                 f"timed out before the first token (waited {settings.first_token_budget_s:g} s: "
-                f"STREAM_FIRST_TOKEN_TIMEOUT_MS)"
+                f"{settings.first_token_budget_source})"
             )
         idle_s = seconds(settings.stream_sdk_call_timeout_ms)
         return (
@@ -105,9 +105,17 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
     words = error.detail.lower()
     if error.kind is ProviderErrorKind.CONNECTION:
         where = base_url or f"the provider's own URL ({kind.base_url_variable} is not set)"
+        said_plainly = error.detail or error.safe_message
+        if result.text:
+            return (
+                f"the connection dropped after it began answering ({len(result.text)} "
+                f"characters in): {said_plainly}"
+            )
         if refused(error):
             return f"connection refused: nothing listens at {where} ({kind.base_url_variable})"
-        return f"could not connect to {where}: {error.detail or error.safe_message}"
+        if not _never_connected(error):
+            return f"the connection to {where} closed before any answer: {said_plainly}"
+        return f"could not connect to {where}: {said_plainly}"
     if error.status == 401:
         return f"401: the provider refused the key ({kind.key_variable}){said}"
     if error.status == 403:
@@ -118,8 +126,7 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
         where = base_url or "the provider's own URL"
         return (
             f"404: nothing found at {where} for model {model.model!r}: check "
-            f"{kind.base_url_variable} (an OpenAI-compatible server's usually ends in /v1) "
-            f"and TOMORI_MODELS{said}"
+            f"{kind.base_url_variable} ({kind.base_url_hint}) and TOMORI_MODELS{said}"
         )
     if error.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
         return f"tools refused: the model takes no tools (TOMORI_TOOLS= offers none){said}"
@@ -129,19 +136,37 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
 def refused(error: BaseException) -> bool:
     """Whether the connection was refused: an `ECONNREFUSED` anywhere in what caused `error`
     (the SDKs wrap it, and aiohttp's words for it do not say "refused")."""
-    seen: set[int] = set()
+    return any(
+        isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED for cause in _causes(error)
+    )
+
+
+CONNECT_FAILURES = frozenset(
+    {"ClientConnectorError", "ConnectError", "ConnectTimeout", "gaierror", "ConnectionRefusedError"}
+)
+"""The names aiohttp, httpx and the socket module give a connection that was never made (a
+host that does not resolve or answer): anything else that failed a connection failed it after
+it was made."""
+
+
+def _never_connected(error: BaseException) -> bool:
+    """Whether the connection was never made, judged by what caused `error` (as `refused`)."""
+    return any(type(cause).__name__ in CONNECT_FAILURES for cause in _causes(error))
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """`error` and every exception that caused it, each once."""
+    seen: list[BaseException] = []
     causes = [error]
     while causes:
         cause = causes.pop()
-        if id(cause) in seen:
+        if any(cause is known for known in seen):
             continue
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED:
-            return True
+        seen.append(cause)
         for parent in (cause.__cause__, cause.__context__, getattr(cause, "os_error", None)):
             if isinstance(parent, BaseException):
                 causes.append(parent)
-    return False
+    return seen
 
 
 def _says_not_found(words: str) -> bool:

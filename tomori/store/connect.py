@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from tomori.config.parsers import install_extra
 from tomori.config.settings import Settings
 from tomori.store.base import Database, StoreError
 from tomori.store.sqlite import SqliteDatabase
 
 POSTGRES_EXTRA = (
-    "TOMORI_DB_URL needs PostgreSQL's driver, which tomori-cog installs as an extra: "
-    "pip install 'tomori-cog[postgres]'"
+    f"TOMORI_DB_URL needs the postgres extra, which is not installed (its driver, asyncpg, is "
+    f"missing): {install_extra('postgres')}"
 )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -33,7 +34,11 @@ import asyncpg
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
 
-from tomori.config.database_url import DatabaseUrl
+from tomori.config.database_url import (
+    DatabaseUrl,
+    tls_environment_problem,
+    tls_from_environment,
+)
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.migrations import (
     Migration,
@@ -140,6 +145,12 @@ class PostgresDatabase:
         A server that cannot be reached, refuses the login or the TLS that `?sslmode=` asks
         for, is a `StoreError` naming the database and why, without the password."""
         outage = OutageLog(str(url), url.masked)
+        problem = tls_environment_problem(url, os.environ)
+        if problem is not None:
+            raise StoreError(f"the database {url} cannot be used: {problem}")
+        from_environment = [
+            f"{name}={value!r}" for name, value in tls_from_environment(url, os.environ).items()
+        ]
         try:
             pool = await asyncpg.create_pool(
                 url.dsn(),
@@ -152,9 +163,10 @@ class PostgresDatabase:
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             why = url.masked(str(error) or type(error).__name__)
+            also = f" (and {', '.join(from_environment)}, read too)" if from_environment else ""
             raise StoreError(
-                f"the database {url} cannot be used ({why}): check TOMORI_DB_URL, and that the "
-                "server is running, lets this user in and offers the TLS that ?sslmode= asks for"
+                f"the database {url} cannot be used ({why}): check TOMORI_DB_URL{also}, and that "
+                "the server is running, lets this user in and offers the TLS asked for"
             ) from None
         return cls(pool, url, outage)
 
