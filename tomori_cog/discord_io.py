@@ -21,6 +21,7 @@ from tomori.delivery.port import (
     DeliveryFailed,
     DeliveryRateLimited,
     DestinationUnreachable,
+    Urgency,
     as_shown,
 )
 from tomori_cog.library import Library
@@ -77,7 +78,11 @@ class LibraryPort:
         self._channel = channel
         self._sent: dict[str, Any] = {}
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    async def writable(self, urgency: Urgency) -> None:
+        """At once: the library paces its own requests for now (the bot's request budget will
+        answer here)."""
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         reference = reply_reference(self._library, self._channel, reply_to)
         with self._translated():
             message = await self._channel.send(
@@ -88,7 +93,7 @@ class LibraryPort:
         self._sent[str(message.id)] = message
         return str(message.id)
 
-    async def edit(self, message_id: str, content: str) -> None:
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
         message = self._sent[message_id]
         with self._translated():
             await message.edit(

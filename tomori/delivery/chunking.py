@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 import regex
 
+from tomori.config.settings import FULL_MESSAGE_CHARS
 from tomori.delivery.fences import Fence, fence_line, inline_code, unclosed_fence
 
-MESSAGE_LIMIT = 1950
+MESSAGE_LIMIT = FULL_MESSAGE_CHARS
+"""What the splitter fills a message to (declared with the settings, whose answer ceiling
+counts in full messages)."""
 HARD_LIMIT = 2000
 """Discord's own limit: only a protected span that would otherwise be cut goes past 1950."""
 
