@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -154,10 +155,19 @@ class EmbedNotices:
             )
 
 
-async def keep_typing(library: Library, channel: Any, interval_s: float) -> None:
-    """Show "typing" in the channel until cancelled, or until Discord refuses it (logged)."""
+async def keep_typing(
+    library: Library, channel: Any, interval_s: float, shown: Callable[[], bool]
+) -> None:
+    """Show "typing" in the channel while the turn has shown nothing yet (`shown` says when it
+    has), until cancelled, or until Discord refuses it (logged).
+
+    Discord shows one for about ten seconds, so it is refreshed every `interval_s` while the
+    channel waits on the model, the files or a tool, and never once the answer's text flows:
+    the text itself shows the bot at work, and each refresh would spend a request of the
+    channel's rate-limit bucket that the answer needs.
+    """
     try:
-        while True:
+        while not shown():
             await library.trigger_typing(channel)
             await asyncio.sleep(interval_s)
     except call_failures(library) as error:

@@ -203,7 +203,8 @@ class Settings:
         "DISCORD_TYPING_KEEPALIVE_INTERVAL_MS",
         8_000,
         integer(1),
-        "how often the typing indicator is refreshed while a turn works",
+        "how often the typing indicator is refreshed while a turn has shown nothing yet (once "
+        "its text flows, the text shows the bot at work)",
     )
     stream_edit_interval_ms: int = setting(
         "STREAM_EDIT_INTERVAL_MS",
