@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import LLMServer, pause
+from tests.support.llm_server import LLMServer, Reply, pause
 from tests.support.scripts import answer, stalled_after
 from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import Delivery, KillPolicy
@@ -256,8 +256,7 @@ async def test_typing_shows_while_nothing_is_shown_and_stops_once_the_text_flows
     )
     paragraphs = [f"Paragraph {n} of a slow answer." for n in range(10)]
     reply = answer("\n\n".join(paragraphs), pieces=10, gap=0.1)  # about a second of text
-    reply.body.insert(0, pause(0.4))  # the model thinks first
-    llm_server.script(reply)
+    llm_server.script(Reply(body=[pause(0.4), *reply.body]))  # the model thinks first
     await bot.say(f"{bot.mention()} hi")
     await asyncio.wait_for(bot.sent_event.wait(), 5)
     while_waiting = len(bot.typing)
