@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.memory_channel import MemoryChannel
@@ -251,6 +251,18 @@ def test_the_messages_joined_read_as_the_answer(
 
 @SETTINGS
 @given(chunked(), writable_delays)
+@example(  # "**" after a URL that swallowed an opening "**" opens a span more text closes
+    [
+        "h",
+        "t",
+        "t",
+        "ps://example.com/" + "p" * 314,
+        "p" * 600,
+        "p" * 586 + "**bold words**",
+        "https://example.com/" + "p" * 1500 + "**",
+    ],
+    [],
+)
 def test_edit_mode_messages_only_grow_and_end_intact(chunks: list[str], delays: list[int]) -> None:
     port = asyncio.run(deliver(chunks, Delivery.EDIT, writable_turns=delays))
     shown: dict[str, str] = {}
