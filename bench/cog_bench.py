@@ -160,7 +160,7 @@ async def full_path_overhead(folder: Path) -> list[Figure]:
     server = LLMServer()
     await server.start()
     bot = await start_nextcord_bot(  # the whole answer is ~14 messages: past the default ceiling
-        Settings(db_path=folder / "overhead.db", max_messages_per_answer=20),
+        Settings(db_path=folder / "overhead.db", max_answer_chars=20 * 1950),
         chain(server.base_url),
         NoPatch(),
     )

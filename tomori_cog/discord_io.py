@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -21,6 +22,7 @@ from tomori.delivery.port import (
     DeliveryFailed,
     DeliveryRateLimited,
     DestinationUnreachable,
+    Urgency,
     as_shown,
 )
 from tomori_cog.library import Library
@@ -77,7 +79,11 @@ class LibraryPort:
         self._channel = channel
         self._sent: dict[str, Any] = {}
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    async def writable(self, urgency: Urgency) -> None:
+        """At once: the library paces its own requests for now (the bot's request budget will
+        answer here)."""
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         reference = reply_reference(self._library, self._channel, reply_to)
         with self._translated():
             message = await self._channel.send(
@@ -88,7 +94,7 @@ class LibraryPort:
         self._sent[str(message.id)] = message
         return str(message.id)
 
-    async def edit(self, message_id: str, content: str) -> None:
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
         message = self._sent[message_id]
         with self._translated():
             await message.edit(
@@ -149,10 +155,19 @@ class EmbedNotices:
             )
 
 
-async def keep_typing(library: Library, channel: Any, interval_s: float) -> None:
-    """Show "typing" in the channel until cancelled, or until Discord refuses it (logged)."""
+async def keep_typing(
+    library: Library, channel: Any, interval_s: float, shown: Callable[[], bool]
+) -> None:
+    """Show "typing" in the channel while the turn has shown nothing yet (`shown` says when it
+    has), until cancelled, or until Discord refuses it (logged).
+
+    Discord shows one for about ten seconds, so it is refreshed every `interval_s` while the
+    channel waits on the model, the files or a tool, and never once the answer's text flows:
+    the text itself shows the bot at work, and each refresh would spend a request of the
+    channel's rate-limit bucket that the answer needs.
+    """
     try:
-        while True:
+        while not shown():
             await library.trigger_typing(channel)
             await asyncio.sleep(interval_s)
     except call_failures(library) as error:

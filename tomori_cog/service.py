@@ -246,7 +246,10 @@ class TomoriService:
                     raise Stopped
                 typing = asyncio.create_task(  # from here: reading the files may take a while
                     keep_typing(
-                        self._library, channel, seconds(self._settings.typing_keepalive_interval_ms)
+                        self._library,
+                        channel,
+                        seconds(self._settings.typing_keepalive_interval_ms),
+                        shown=lambda: bool(state.delivered),
                     )
                 )
                 config = await until_stopped(guard, self.config.for_turn(channel))

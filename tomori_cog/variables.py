@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.parsers import COUNT_MAXIMUM, ConfigError, IntegerParser, refuse, refused
-from tomori.config.settings import VARIABLES, Settings, Variable
+from tomori.config.settings import DEPRECATED_MAX_MESSAGES, VARIABLES, Settings, Variable
 
 __all__ = [
     "BOT_VARIABLES",
@@ -88,11 +88,13 @@ class Shards(NamedTuple):
 
 
 def known_variables() -> tuple[str, ...]:
-    """Every variable bot.py and the cog read, in `--help`'s order."""
+    """Every variable bot.py and the cog read, in `--help`'s order, then the former names
+    still read."""
     return (
         *(name for name, _, _ in BOT_VARIABLES),
         *(name for name, _, _ in MODEL_VARIABLES),
         *(variable.name for variable in VARIABLES),
+        DEPRECATED_MAX_MESSAGES,
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, pause
 from tests.support.scripts import answer, stalled_after
 from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import Delivery, KillPolicy
@@ -34,7 +34,8 @@ async def test_a_mention_gets_the_models_answer_streamed_into_the_channel(
     llm_server.script(answer("Hello there!\n\nHow can I help?"))
     await bot.say(f"{bot.mention()} hi")
     await bot.settled()
-    assert await bot.contents() == ["Hello there!", "How can I help?"]
+    # (one message or two, as the paragraphs came before or after the first send)
+    assert "\n\n".join(await bot.contents()) == "Hello there!\n\nHow can I help?"
     assert set(bot.typing) == {CHANNEL_ID}  # the channel shows the bot at work, only that one
     assert all(sent.allowed_mentions.get("parse") == ["users"] for sent in bot.sent)
     messages = llm_server.requests[0].body["messages"]
@@ -243,3 +244,24 @@ async def test_a_lock_left_in_the_database_is_recovered_and_the_channel_served(
     await bot.say(f"{bot.mention()} anyone home?")
     await bot.settled()
     assert (await bot.contents())[-1] == "Served after the crash."
+
+
+async def test_typing_shows_while_nothing_is_shown_and_stops_once_the_text_flows(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """Refreshed while the model has said nothing; once the answer's text is in the channel
+    it shows the bot at work, and a refresh would only spend the channel's requests."""
+    bot = await open_bot(
+        settings_for(tmp_path, typing_keepalive_interval_ms=50), chain_for(llm_server)
+    )
+    paragraphs = [f"Paragraph {n} of a slow answer." for n in range(10)]
+    reply = answer("\n\n".join(paragraphs), pieces=10, gap=0.1)  # about a second of text
+    llm_server.script(Reply(body=[pause(0.4), *reply.body]))  # the model thinks first
+    await bot.say(f"{bot.mention()} hi")
+    await asyncio.wait_for(bot.sent_event.wait(), 5)
+    while_waiting = len(bot.typing)
+    await bot.settled()
+    assert " ".join(await bot.contents()).split() == " ".join(paragraphs).split()
+    assert while_waiting >= 3  # refreshed while the channel showed nothing
+    assert set(bot.typing) == {CHANNEL_ID}
+    assert len(bot.typing) <= while_waiting + 1  # (one may have been on the wire meanwhile)

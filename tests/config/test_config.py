@@ -18,6 +18,7 @@ from tomori.config.settings import (
     Variable,
     seconds,
 )
+from tomori_cog.variables import unread_variables
 
 INTEGER_VARIABLES = [
     "STREAM_FIRST_TOKEN_TIMEOUT_MS",
@@ -52,6 +53,36 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.kill_policy is KillPolicy.ANYONE
     assert settings.channels == frozenset()
     assert settings.reply_to_bots is False
+    assert settings.max_answer_chars == 19_500
+
+
+def test_the_former_message_ceiling_is_read_as_characters_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="tomori.config.settings"):
+        settings = Settings.from_env({"TOMORI_MAX_MESSAGES_PER_ANSWER": "4"})
+    assert settings.max_answer_chars == 4 * 1950
+    assert caplog.messages == [
+        "TOMORI_MAX_MESSAGES_PER_ANSWER is deprecated: set TOMORI_MAX_ANSWER_CHARS instead "
+        "(read now as 4 messages of 1950 characters: TOMORI_MAX_ANSWER_CHARS=7800)"
+    ]
+
+
+def test_the_former_message_ceiling_is_not_called_a_variable_nothing_reads() -> None:
+    """It is read (as characters), so the misspelling check must not say nothing reads it."""
+    assert unread_variables({"TOMORI_MAX_MESSAGES_PER_ANSWER": "4"}) == []
+
+
+def test_the_new_answer_ceiling_wins_over_the_former_one(caplog: pytest.LogCaptureFixture) -> None:
+    environ = {"TOMORI_MAX_MESSAGES_PER_ANSWER": "4", "TOMORI_MAX_ANSWER_CHARS": "12000"}
+    with caplog.at_level("WARNING", logger="tomori.config.settings"):
+        assert Settings.from_env(environ).max_answer_chars == 12_000
+    assert "TOMORI_MAX_ANSWER_CHARS is set too and wins" in caplog.text
+
+
+def test_a_bad_former_message_ceiling_stops_start_up_naming_it() -> None:
+    with pytest.raises(ConfigError, match="TOMORI_MAX_MESSAGES_PER_ANSWER"):
+        Settings.from_env({"TOMORI_MAX_MESSAGES_PER_ANSWER": "ten"})
 
 
 def test_values_are_read_in_milliseconds() -> None:

@@ -7,7 +7,14 @@ import time
 import pytest
 import regex
 
-from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, split_message, stable_end
+from tomori.delivery.chunking import (
+    HARD_LIMIT,
+    MESSAGE_LIMIT,
+    Splitter,
+    protected_spans,
+    split_message,
+    stable_end,
+)
 from tomori.delivery.segmenter import Segmenter
 
 URL = "https://example.com/a/very/long/path?with=query&and=more#fragment"
@@ -228,6 +235,17 @@ def test_a_grapheme_cluster_that_may_go_on_is_held_in_a_growing_message() -> Non
     assert stable_end("Hi \U0001f469\u200d") == 3
     assert stable_end("a flag \U0001f1ef") == 7
     assert stable_end("plain text") == len("plain text")
+
+
+def test_a_mark_whose_opener_a_url_took_is_held_as_the_start_of_a_span() -> None:
+    """The URL swallows the first "**", so the second opens bold that more text may close
+    (as `protected_spans` reads it): a growing message must not show past it yet."""
+    text = "See https://example.com/page**bold words**"
+    assert stable_end(text) == len(text) - 2
+    closed = text + "https://example.com/other**"
+    spans = [closed[span.start : span.end] for span in protected_spans(closed)]
+    assert spans[-1] == "**https://example.com/other**"
+    assert stable_end("Some **bold words** here") == len("Some **bold words** here")
 
 
 def test_edit_mode_holds_inline_code_by_the_same_rule_as_the_capture() -> None:

@@ -107,19 +107,21 @@ async def test_in_edit_mode_a_shown_message_only_grows(
 
 
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
-async def test_a_model_that_never_stops_is_cut_at_the_message_ceiling(
+async def test_a_model_that_never_stops_is_cut_at_the_answer_ceiling(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
 ) -> None:
     settings = settings_for(
-        tmp_path, max_messages_per_answer=3, delivery=delivery, stream_edit_interval_ms=10
+        tmp_path, max_answer_chars=3 * 1950, delivery=delivery, stream_edit_interval_ms=10
     )
     nc = await open_nextcord(settings, chain_for(llm_server))
-    llm_server.script(looping("I will say this again and again.\n\n"))
+    paragraph = "I will say this again and again.\n\n"
+    llm_server.script(looping(paragraph))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()
     shown = nc.discord.contents()
-    assert len(shown) == 3
     assert shown[-1].endswith("(The answer was cut here: it was too long.)")
+    read = "".join(shown).count(paragraph.strip()) * len(paragraph)  # (Discord trims the ends)
+    assert 3 * 1950 - 2 * len(paragraph) <= read <= 3 * 1950
     assert all(len(message) <= 2_000 for message in shown)
     assert nc.discord.embeds() == []  # no timeout or error notice
     await closed_by_the_bot(llm_server)
@@ -130,16 +132,18 @@ async def test_a_model_looping_on_hidden_reasoning_is_cut_like_at_the_ceiling(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
 ) -> None:
     settings = settings_for(
-        tmp_path, max_messages_per_answer=1, delivery=delivery, stream_edit_interval_ms=10
+        tmp_path, max_answer_chars=1950, delivery=delivery, stream_edit_interval_ms=10
     )
     nc = await open_nextcord(settings, chain_for(llm_server))
     loop = looping("and yet I must think about it once more. " * 10, gap=0.001)
     llm_server.script(Reply(body=[sse(chunk("Let me see.\n\n<think>")), *loop.body]))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()
-    assert nc.discord.contents() == [
-        "Let me see.\n\n-# (The answer was cut here: it was too long.)"
-    ]
+    note = "-# (The answer was cut here: it was too long.)"
+    if delivery is Delivery.EDIT:  # the shown message takes the note
+        assert nc.discord.contents() == [f"Let me see.\n\n{note}"]
+    else:  # the sent one stays as it is: the note follows it
+        assert nc.discord.contents() == ["Let me see.", note]
     assert nc.discord.embeds() == []  # no timeout or error notice
     await closed_by_the_bot(llm_server)
 
@@ -218,3 +222,24 @@ async def test_a_span_at_the_message_limit_is_not_split_when_streamed_in_small_c
     )
     assert len(shown) == 2
     assert span in shown[0] or span in shown[1]
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_12k_character_answer_arrives_whole(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    """Seven messages' worth, more than the paragraphs' count would once have allowed: the
+    ceiling counts what a user reads, so it all arrives, with no cut note."""
+    text = "\n\n".join(f"Step {n}. " + "Do this, then check that. " * 18 for n in range(26))
+    assert len(text) > 12_000
+    shown = await ask(
+        tmp_path,
+        llm_server,
+        open_nextcord,
+        answer(text, pieces=120),
+        delivery=delivery,
+        stream_edit_interval_ms=10,
+    )
+    assert " ".join(shown).split() == text.split()
+    assert all(len(message) <= 2_000 for message in shown)
+    assert "cut here" not in shown[-1]

@@ -14,6 +14,7 @@ from tomori.delivery.port import (
     DeliveryFailed,
     DeliveryRateLimited,
     DestinationUnreachable,
+    Urgency,
 )
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.state import TurnState
@@ -166,7 +167,9 @@ async def test_edit_mode_keeps_whole_code_lines_when_a_shown_line_fills_the_mess
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -> None:
     port = RecordingPort()
-    writer = ChannelWriter(port, context(), delivery=delivery, edit_interval_s=0, max_messages=3)
+    writer = ChannelWriter(
+        port, context(), delivery=delivery, edit_interval_s=0, max_answer_chars=3 * 1950
+    )
     with contextlib.suppress(AnswerCut):  # messages mode cuts at once, edit mode as it sends
         writer.feed("lorem ipsum dolor sit amet " * 100_000)
     await asyncio.sleep(0.05)
@@ -174,9 +177,11 @@ async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -
         writer.feed("more")
     await writer.finish()
     final = list({call.message_id: call.content for call in port.calls}.values())
-    assert len(final) == 3
     assert final[-1].endswith(CUT_NOTE)
+    assert not final[-1].startswith(CUT_NOTE)  # the note ends the answer's text
     assert all(len(message) <= 2_000 for message in final)
+    read = sum(len(message.removesuffix(CUT_NOTE)) for message in final)
+    assert 3 * 1950 - 30 <= read <= 3 * 1950  # the ceiling is filled, not passed
 
 
 async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
@@ -200,7 +205,9 @@ async def test_edit_mode_never_shows_half_an_emoji_sequence() -> None:
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_the_cut_note_always_fits_the_last_message(delivery: Delivery) -> None:
     port = RecordingPort()
-    writer = ChannelWriter(port, context(), delivery=delivery, edit_interval_s=0, max_messages=1)
+    writer = ChannelWriter(
+        port, context(), delivery=delivery, edit_interval_s=0, max_answer_chars=1950
+    )
     text = "https://example.com/" + "p" * 1_970 + "\n\n" + "more words " * 300
     with contextlib.suppress(AnswerCut):
         await stream(writer, text, step=50, pause=0.001)
@@ -212,3 +219,87 @@ async def test_the_cut_note_always_fits_the_last_message(delivery: Delivery) -> 
     assert shown != final[0]  # the note is there
     assert shown.strip()  # with the answer's text before it
     assert text.startswith(shown)
+
+
+async def test_a_burst_of_paragraphs_while_the_channel_is_held_goes_out_in_one_message() -> None:
+    port = RecordingPort(gate=asyncio.Event())
+    writer = ChannelWriter(port, context())
+    paragraphs = [f"Point {n}: a short line." for n in range(15)]
+    for paragraph in paragraphs:  # each one complete, while the first send waits its turn
+        writer.feed(paragraph + "\n\n")
+        await asyncio.sleep(0)
+    assert port.calls == []
+    assert port.gate is not None
+    port.gate.set()
+    await writer.finish()
+    assert port.channel_text == ["\n\n".join(paragraphs) + "\n\n"]
+    assert [call.urgency for call in port.calls] == [Urgency.FIRST]
+
+
+async def test_text_past_one_message_goes_out_in_as_few_full_messages_as_fit() -> None:
+    port = RecordingPort(gate=asyncio.Event())
+    writer = ChannelWriter(port, context())
+    paragraphs = [f"{n:02d} " + "word " * 60 for n in range(40)]  # 40 x 303 characters
+    writer.feed("\n\n".join(paragraphs))
+    assert port.gate is not None
+    port.gate.set()
+    await writer.finish()
+    assert [len(text) for text in port.channel_text] == [6 * 305] * 6 + [4 * 305 - 2]
+    assert "".join(port.channel_text) == "\n\n".join(paragraphs)
+
+
+async def test_messages_mode_asks_first_for_the_first_text_and_last_for_the_end() -> None:
+    port = RecordingPort(gate=asyncio.Event())
+    writer = ChannelWriter(port, context())
+    writer.feed("First paragraph.\n\n")
+    await asyncio.sleep(0)
+    assert port.gate is not None
+    port.gate.set()
+    await asyncio.sleep(0.01)
+    writer.feed("Second paragraph.\n\n")
+    await asyncio.sleep(0.01)
+    writer.feed("The end.")
+    await writer.finish()
+    assert [(call.content, call.urgency) for call in port.calls] == [
+        ("First paragraph.\n\n", Urgency.FIRST),
+        ("Second paragraph.\n\n", Urgency.MORE),
+        ("The end.", Urgency.LAST),
+    ]
+
+
+async def test_edit_mode_edits_once_per_time_the_channel_may_be_written() -> None:
+    """Under load the edit interval stretches: text that comes while the channel is held is
+    shown by one edit once it may be written, the first send asked for first, the last edit
+    for last."""
+    port = RecordingPort()
+    writer = ChannelWriter(port, context(), delivery=Delivery.EDIT, edit_interval_s=0)
+    writer.feed("Hello there, ")
+    await asyncio.sleep(0.01)
+    port.gate = asyncio.Event()  # the channel's bucket is empty for a while
+    for word in ["this", "text", "comes", "while", "nothing", "may", "be", "sent"]:
+        writer.feed(word + " ")
+        await asyncio.sleep(0.005)
+    assert len(port.calls) == 1
+    port.gate.set()
+    await asyncio.sleep(0.01)
+    writer.feed("and the end.")
+    await writer.finish()
+    assert [(call.kind, call.urgency) for call in port.calls] == [
+        ("send", Urgency.FIRST),
+        ("edit", Urgency.MORE),
+        ("edit", Urgency.LAST),
+    ]
+    assert port.calls[1].content == "Hello there, this text comes while nothing may be sent "
+    assert port.channel_text == [
+        "Hello there, this text comes while nothing may be sent and the end."
+    ]
+
+
+async def test_a_12k_character_answer_arrives_whole_under_the_default_ceiling() -> None:
+    port = RecordingPort()
+    writer = ChannelWriter(port, context())
+    text = "\n\n".join(f"Section {n}. " + "Some explanation here. " * 20 for n in range(27))
+    assert len(text) > 12_000
+    await stream(writer, text, step=40)
+    assert "".join(port.channel_text) == text
+    assert not port.channel_text[-1].endswith(CUT_NOTE)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from collections.abc import Sequence
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.memory_channel import MemoryChannel
@@ -114,13 +115,17 @@ def content(text: str) -> str:
 
 
 async def deliver(
-    chunks: list[str], delivery: Delivery, max_messages: int = 10_000
+    chunks: list[str],
+    delivery: Delivery,
+    max_answer_chars: int = 10_000_000,
+    writable_turns: Sequence[int] = (),
 ) -> RecordingPort:
-    """What `_generate` does with text events: hide blocks, feed the writer."""
-    port = RecordingPort()
+    """What `_generate` does with text events: hide blocks, feed the writer (one event-loop
+    turn between chunks, and the channel writable after `writable_turns` turns each time)."""
+    port = RecordingPort(writable_turns=writable_turns)
     state = TurnState("1", notices=MemoryChannel())
     writer = ChannelWriter(
-        port, state, delivery=delivery, edit_interval_s=0, max_messages=max_messages
+        port, state, delivery=delivery, edit_interval_s=0, max_answer_chars=max_answer_chars
     )
     blocks = HiddenBlocks()
     for chunk in [*chunks, None]:
@@ -170,18 +175,96 @@ def test_hidden_blocks_do_not_depend_on_chunking(chunks: list[str]) -> None:
     assert capture(chunks) == capture(["".join(chunks)])
 
 
+writable_delays = st.lists(st.integers(0, 4), max_size=8)
+"""Event-loop turns the channel stays unwritable before each request (cycled), while the
+chunks go on coming: as Discord's limits and the bot's request budget hold a channel."""
+
+
 @SETTINGS
-@given(chunked())
-def test_messages_mode_delivers_the_visible_text_intact(chunks: list[str]) -> None:
-    port = asyncio.run(deliver(chunks, Delivery.MESSAGES))
+@given(chunked(), writable_delays)
+def test_messages_mode_delivers_the_visible_text_intact(
+    chunks: list[str], delays: list[int]
+) -> None:
+    port = asyncio.run(deliver(chunks, Delivery.MESSAGES, writable_turns=delays))
     assert {call.kind for call in port.calls} <= {"send"}
     check_messages(port.channel_text, capture(chunks)[0])
 
 
+PARAGRAPHS = st.lists(
+    st.text(st.sampled_from("abcdefghij .,!?"), min_size=1, max_size=150)
+    .map(str.strip)
+    .filter(bool),
+    min_size=2,
+    max_size=30,
+).map("\n\n".join)
+
+
+@st.composite
+def short_answer_in_chunks(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A multi-paragraph answer under a message's length, cut into random chunks."""
+    text = draw(PARAGRAPHS.filter(lambda text: len(text) <= MESSAGE_LIMIT))
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=20)))
+    return text, [text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)]) if a < b]
+
+
 @SETTINGS
-@given(chunked())
-def test_edit_mode_messages_only_grow_and_end_intact(chunks: list[str]) -> None:
-    port = asyncio.run(deliver(chunks, Delivery.EDIT))
+@given(short_answer_in_chunks())
+def test_a_short_multi_paragraph_answer_ready_at_once_is_one_message(
+    case: tuple[str, list[str]],
+) -> None:
+    """All of it came before the channel could be written to: it goes out as one message."""
+    text, chunks = case
+
+    async def held_then_released() -> RecordingPort:
+        port = RecordingPort(gate=asyncio.Event())
+        writer = ChannelWriter(port, TurnState("1", notices=MemoryChannel()))
+        for chunk in chunks:
+            writer.feed(chunk)
+            await asyncio.sleep(0)
+        assert port.gate is not None
+        port.gate.set()
+        await writer.finish()
+        return port
+
+    port = asyncio.run(held_then_released())
+    assert port.channel_text == [text]
+
+
+@SETTINGS
+@given(chunked(), writable_delays, st.sampled_from([Delivery.MESSAGES, Delivery.EDIT]))
+def test_the_messages_joined_read_as_the_answer(
+    chunks: list[str], delays: list[int], delivery: Delivery
+) -> None:
+    """However the text came and however long the channel was held, the messages in order
+    are the answer (what the splitter adds to close and reopen a code block aside)."""
+    expected = capture(chunks)[0]
+    if long_fence_like_line(expected):
+        return
+    port = asyncio.run(deliver(chunks, delivery, writable_turns=delays))
+    final = list({call.message_id: call.content for call in port.calls}.values())
+    joined = "".join(
+        line for message in final for line in message.split("\n") if fence_line(line) is None
+    )
+    assert re.sub(r"\s+", "", joined) == content(expected)
+    assert all(len(message) <= HARD_LIMIT for message in final)
+
+
+@SETTINGS
+@given(chunked(), writable_delays)
+@example(  # "**" after a URL that swallowed an opening "**" opens a span more text closes
+    [
+        "h",
+        "t",
+        "t",
+        "ps://example.com/" + "p" * 314,
+        "p" * 600,
+        "p" * 586 + "**bold words**",
+        "https://example.com/" + "p" * 1500 + "**",
+    ],
+    [],
+)
+def test_edit_mode_messages_only_grow_and_end_intact(chunks: list[str], delays: list[int]) -> None:
+    port = asyncio.run(deliver(chunks, Delivery.EDIT, writable_turns=delays))
     shown: dict[str, str] = {}
     for call in port.calls:
         assert call.content.startswith(shown.get(call.message_id, "")), call
@@ -191,18 +274,21 @@ def test_edit_mode_messages_only_grow_and_end_intact(chunks: list[str]) -> None:
 
 @SETTINGS
 @given(chunked(), st.sampled_from([Delivery.MESSAGES, Delivery.EDIT]))
-def test_an_answer_never_fills_more_messages_than_its_ceiling(
+def test_an_answer_never_shows_more_characters_than_its_ceiling(
     chunks: list[str], delivery: Delivery
 ) -> None:
-    port = asyncio.run(deliver(chunks, delivery, max_messages=2))
+    port = asyncio.run(deliver(chunks, delivery, max_answer_chars=2 * MESSAGE_LIMIT))
     messages = list({call.message_id: call.content for call in port.calls}.values())
-    assert len(messages) <= 2
+    note = CUT_NOTE.lstrip()  # (alone, when the message it would end was already sent)
+    cut = bool(messages) and (messages[-1].endswith(CUT_NOTE) or messages[-1] == note)
+    read = [message.removesuffix(CUT_NOTE) for message in messages if message != note]
+    assert sum(len(text) for text in read) <= 2 * MESSAGE_LIMIT
     assert all(len(message) <= HARD_LIMIT for message in messages)
     if long_fence_like_line(capture(chunks)[0]):
         return
-    shown = content("".join(messages).removesuffix(CUT_NOTE))
+    shown = content("".join(read))
     expected = content(capture(chunks)[0])
-    if messages and messages[-1].endswith(CUT_NOTE):
+    if cut:
         assert len(shown) < len(expected)
     else:
         assert shown == expected

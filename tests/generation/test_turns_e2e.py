@@ -169,20 +169,24 @@ class FlakyTool:
 
 
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
-async def test_the_message_ceiling_counts_every_pass_of_the_turn(
+async def test_the_answer_ceiling_counts_every_pass_of_the_turn(
     open_bot: Any, llm_server: LLMServer, delivery: Delivery
 ) -> None:
-    nc = await open_bot(max_messages_per_answer=2, delivery=delivery, stream_edit_interval_ms=10)
     long = "word " * 300
+    first_pass = f"{long}\n\n{long}\n\n"
+    nc = await open_bot(
+        max_answer_chars=len(first_pass) + 5, delivery=delivery, stream_edit_interval_ms=10
+    )
     llm_server.script(
-        tool_call("current_time", "{}", text=f"{long}\n\n{long}\n\n"),
+        tool_call("current_time", "{}", text=first_pass),
         answer("A third message would pass the ceiling."),
     )
     nc.say(f"{nc.mention()} what time is it?")
     await nc.settled()
     shown = nc.discord.contents()
-    assert len(shown) == 2
+    assert " ".join(shown).split()[:600] == first_pass.split()
     assert "third" not in " ".join(shown)
+    assert shown[-1].endswith("(The answer was cut here: it was too long.)")
 
 
 async def test_five_tool_failures_in_a_row_end_the_turn_with_a_notice(

@@ -12,6 +12,7 @@ variable, default, parser and help travel in the field, and `VARIABLES` (which `
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields, replace
@@ -38,6 +39,8 @@ from tomori.config.parsers import (
     shown,
     text,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "VARIABLES",
@@ -157,6 +160,18 @@ def _plain_form(value: object, parsed: object) -> bool:
     return False
 
 
+FULL_MESSAGE_CHARS = 1_950
+"""What a message holds when the splitter fills it (`tomori.delivery.chunking.MESSAGE_LIMIT`
+is this): Discord's 2,000 less room to keep a span whole. Declared here, below delivery, since
+the answer ceiling is counted in such messages."""
+
+DEFAULT_MAX_ANSWER_CHARS = 10 * FULL_MESSAGE_CHARS
+"""Ten full messages: an answer longer than that is a model that does not stop, not an answer
+anyone reads in a chat; a long but real answer (a 12,000-character guide) arrives whole."""
+
+DEPRECATED_MAX_MESSAGES = "TOMORI_MAX_MESSAGES_PER_ANSWER"
+"""The ceiling's former variable, in messages: still read, as that many full messages."""
+
 COOLDOWN_MS = integer(0)
 """One user's least time between turns in a server: milliseconds up to a day, 0 for none; the
 same bound for `TOMORI_USER_COOLDOWN_MS` and a server's `/tomori limits`."""
@@ -206,7 +221,8 @@ class Settings:
         "DISCORD_TYPING_KEEPALIVE_INTERVAL_MS",
         8_000,
         integer(1),
-        "how often the typing indicator is refreshed while a turn works",
+        "how often the typing indicator is refreshed while a turn has shown nothing yet (once "
+        "its text flows, the text shows the bot at work)",
     )
     stream_edit_interval_ms: int = setting(
         "STREAM_EDIT_INTERVAL_MS",
@@ -281,11 +297,13 @@ class Settings:
         "slow network; never below the edit interval); past it the rest is dropped with a log "
         "line, never a timeout notice",
     )
-    max_messages_per_answer: int = setting(
-        "TOMORI_MAX_MESSAGES_PER_ANSWER",
-        10,
-        integer(1, unit="messages"),
-        "most Discord messages one answer may fill; past it the answer is cut with a note",
+    max_answer_chars: int = setting(
+        "TOMORI_MAX_ANSWER_CHARS",
+        DEFAULT_MAX_ANSWER_CHARS,
+        integer(1, unit="characters", maximum=10_000_000),
+        "most characters one answer may show, however many messages they take; past it the "
+        f"answer is cut with a note ({DEPRECATED_MAX_MESSAGES}, its former form, is still read "
+        f"as that many full messages of {FULL_MESSAGE_CHARS} characters, with a warning)",
     )
     db_busy_timeout_ms: int = setting(
         "TOMORI_DB_BUSY_TIMEOUT_MS",
@@ -431,7 +449,29 @@ class Settings:
             for variable in VARIABLES
             if variable.name in env and (env[variable.name].strip() or not variable.optional)
         }
+        if DEPRECATED_MAX_MESSAGES in env:
+            values.setdefault("max_answer_chars", _deprecated_max_messages(env))
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _deprecated_max_messages(env: Mapping[str, str]) -> int:
+    """`TOMORI_MAX_MESSAGES_PER_ANSWER` as characters, with a warning to move to the new
+    variable (which wins when both are set): the ceiling now counts what a user reads, so a
+    burst of short paragraphs no longer spends it."""
+    messages = integer(1, unit="messages", maximum=5_000)(
+        DEPRECATED_MAX_MESSAGES, env[DEPRECATED_MAX_MESSAGES]
+    )
+    chars = messages * FULL_MESSAGE_CHARS
+    log.warning(
+        "%s is deprecated: set TOMORI_MAX_ANSWER_CHARS instead (read now as %d messages of %d "
+        "characters: TOMORI_MAX_ANSWER_CHARS=%d)%s",
+        DEPRECATED_MAX_MESSAGES,
+        messages,
+        FULL_MESSAGE_CHARS,
+        chars,
+        "; TOMORI_MAX_ANSWER_CHARS is set too and wins" if "TOMORI_MAX_ANSWER_CHARS" in env else "",
+    )
+    return chars
 
 
 VARIABLES: tuple[Variable, ...] = tuple(_variable(declared) for declared in fields(Settings))

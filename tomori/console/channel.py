@@ -30,7 +30,7 @@ from typing import TextIO
 
 from tomori.config.settings import Delivery, Settings
 from tomori.delivery.notices import Notice
-from tomori.delivery.port import as_shown
+from tomori.delivery.port import Urgency, as_shown
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
@@ -262,7 +262,10 @@ class ConsoleChannel:
 
     # -- ChannelPort and NoticeSink -----------------------------------------------------------
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    async def writable(self, urgency: Urgency) -> None:
+        """At once: a terminal has no rate limits."""
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         replied = self.message(reply_to)
         message = self._add(content, from_bot=True, reply_to=replied.id if replied else None)
         if self._turn is not None:
@@ -276,7 +279,7 @@ class ConsoleChannel:
                 self._show_typing()
         return self.message_id(message)
 
-    async def edit(self, message_id: str, content: str) -> None:
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
         message = self.message(message_id)
         assert message is not None  # the writer edits only what it sent
         message.text = content

@@ -1,6 +1,7 @@
 """Text into Discord-shaped messages, through a port the cog implements over its library.
 
-- `port.py`      the contract: `ChannelPort` (send, edit), `StreamWriter`, `AnswerRecord`, and
+- `port.py`      the contract: `ChannelPort` (writable, send, edit) and the `Urgency` of a
+                 request, `StreamWriter`, `AnswerRecord`, and
                  the delivery outcomes (`DestinationUnreachable`, `DeliveryFailed`,
                  `DeliveryRateLimited`)
 - `writer.py`    `ChannelWriter`: a pass's text into a channel, in messages or edit mode
@@ -23,6 +24,7 @@ from tomori.delivery.port import (
     DeliveryRateLimited,
     DestinationUnreachable,
     StreamWriter,
+    Urgency,
     as_shown,
 )
 from tomori.delivery.writer import ChannelWriter
@@ -41,6 +43,7 @@ __all__ = [
     "NoticeColour",
     "NoticeSink",
     "StreamWriter",
+    "Urgency",
     "as_shown",
     "post_notice_safely",
 ]

@@ -1,7 +1,8 @@
 """The answer's ceiling: how an answer that would not stop is cut, written once.
 
-One answer fills at most `TOMORI_MAX_MESSAGES_PER_ANSWER` messages and one pass reads at most
-`most_read` characters from the provider; either way its last message ends with `CUT_NOTE`.
+One answer shows at most `TOMORI_MAX_ANSWER_CHARS` characters, counted over the turn's
+messages whatever their number, and one pass reads at most `most_read` characters from the
+provider; either way its last message ends with `CUT_NOTE` (which the ceiling does not count).
 """
 
 from __future__ import annotations
@@ -9,6 +10,16 @@ from __future__ import annotations
 from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter
 
 CUT_NOTE = "\n\n-# (The answer was cut here: it was too long.)"
+
+
+def cut_to(text: str, room: int, shown: int = 0) -> str:
+    """As much of `text` as the answer may still show: at most `room` characters, cut where
+    nothing breaks (as `Splitter` cuts), never before `shown` (a message already shows that
+    much, and a shown message only grows)."""
+    room = max(room, shown)
+    if len(text) <= room:
+        return text
+    return Splitter(text, room, hard=room).pieces(floor=shown, most=2)[0]
 
 
 def with_cut_note(text: str, shown: int = 0) -> str:
@@ -27,13 +38,12 @@ def with_cut_note(text: str, shown: int = 0) -> str:
     return head + CUT_NOTE if len(head) <= room else head
 
 
-READ_PER_MESSAGE = 50_000
-"""What one pass may read from the provider per message its answer may fill (visible text and
-hidden reasoning together): 25 times a message, room for long reasoning. A model looping on
-text nobody sees never fills a message, and progress keeps its idle timer from firing: this
-bound ends it."""
+READ_PER_CHARACTER = 25
+"""What one pass may read from the provider per character its answer may show (visible text
+and hidden reasoning together): room for long reasoning. A model looping on text nobody sees
+never fills a message, and progress keeps its idle timer from firing: this bound ends it."""
 
 
-def most_read(max_messages: int) -> int:
+def most_read(max_answer_chars: int) -> int:
     """How many characters one pass may read from the provider before its answer is cut."""
-    return max_messages * READ_PER_MESSAGE
+    return max_answer_chars * READ_PER_CHARACTER

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 import regex
 
+from tomori.config.settings import FULL_MESSAGE_CHARS
 from tomori.delivery.fences import Fence, fence_line, inline_code, unclosed_fence
 
-MESSAGE_LIMIT = 1950
+MESSAGE_LIMIT = FULL_MESSAGE_CHARS
+"""What the splitter fills a message to (declared with the settings, whose answer ceiling
+counts in full messages)."""
 HARD_LIMIT = 2000
 """Discord's own limit: only a protected span that would otherwise be cut goes past 1950."""
 
@@ -294,17 +297,22 @@ def _open_emphasis(line: str) -> int | None:
     """Where in `line` a spoiler or emphasis begins that more text could still close.
 
     Only the last `HARD_LIMIT` characters are read: a span begun before them is longer than a
-    message and would be cut anyway. A mark inside a span already closed begins nothing.
+    message and would be cut anyway. A mark inside a span already found (a closed emphasis, a
+    URL, a link, inline code: read as `protected_spans` reads them) begins nothing; a mark
+    after one does, though the same mark would have closed an emphasis had the span before
+    not taken its opening mark ("https://x/a**b c**" then "d**" is bold from "c**" on).
     """
-    closed_until = max(0, len(line) - HARD_LIMIT)
-    for mark in _EMPHASIS_MARK.finditer(line, closed_until):
-        if mark.start() < closed_until:
-            continue
-        span = _OPEN_EMPHASIS.match(line, mark.start(), partial=True)
+    window = max(0, len(line) - HARD_LIMIT)
+    found = _inline_found(line, window, len(line))
+    starts = [start for start, _ in found]
+    for mark in _EMPHASIS_MARK.finditer(line, window):
+        at = mark.start()
+        index = bisect.bisect_right(starts, at) - 1
+        if index >= 0 and found[index][1] > at:
+            continue  # inside (or at the start of) a span found whole
+        span = _OPEN_EMPHASIS.match(line, at, partial=True)
         if span is not None and span.partial:
-            return mark.start()
-        if span is not None:
-            closed_until = span.end()
+            return at
     return None
 
 

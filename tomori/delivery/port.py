@@ -8,6 +8,7 @@ is already on the wire finishes and is accounted for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 from tomori.errors import TomoriError
@@ -128,11 +129,43 @@ class DeliveryFailed(DeliveryError):
     """One message could not be delivered for a reason that does not doom the next."""
 
 
-class ChannelPort(Protocol):
-    """The two calls the writer makes on a channel; mentions are never allowed to ping."""
+class Urgency(IntEnum):
+    """How soon a request to Discord should go out when the bot's requests must wait their
+    turn: lower goes sooner. A user waits on the first text of a turn far more than on the
+    refresh of text already shown, and history reads only delay the next turn, so the request
+    budget serves them in this order."""
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    FIRST = 0
+    """A turn's first visible text, and notices: until it lands the user sees nothing."""
+    LAST = 1
+    """The last text of an answer (its final send or edit): the answer is not whole without it."""
+    MORE = 2
+    """An intermediate flush or edit. These coalesce: the writer composes the newest text only
+    once it may send, so a late one carries everything that came meanwhile."""
+    TYPING = 3
+    """The typing indicator, shown while nothing else is: nice to have, never worth a delay."""
+    READ = 4
+    """A read of the channel's history, which only the next turn waits for."""
+
+
+class ChannelPort(Protocol):
+    """The calls the writer makes on a channel; mentions are never allowed to ping.
+
+    The writer awaits `writable` before each send or edit and composes the text only then, so
+    text that comes while the channel may not be written to goes out together, in as few
+    requests as possible.
+    """
+
+    async def writable(self, urgency: Urgency) -> None:
+        """Return once one request of `urgency` may be sent on this channel now (the bot's
+        request budget and the channel's rate-limit bucket allow it), reserved for the port's
+        next `send` or `edit`."""
+        ...
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         """Post a message (as a reply to `reply_to` if given); return its ID."""
         ...
 
-    async def edit(self, message_id: str, content: str) -> None: ...
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        """Replace the text of a message this port sent."""
+        ...

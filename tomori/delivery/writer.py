@@ -1,18 +1,24 @@
 """The stream writer that puts a pass's text into a Discord channel, in either delivery mode.
 
-It talks to a `ChannelPort` (send, edit), which the cog implements over nextcord or
+It talks to a `ChannelPort` (writable, send, edit), which the cog implements over nextcord or
 discord.py; nothing here knows either library. Sending happens in the writer's own task, so the
 generation can be cancelled at once while a send already on the wire completes and is counted.
 
-- `messages` mode (the default, as TomoriBot): discrete messages released at safe boundaries
-  by the `Segmenter`, never edited.
-- `edit` mode: one message grows by edits, at most one per `STREAM_EDIT_INTERVAL_MS`, and goes
-  on in a new message past 1950 characters. A shown message only ever grows: the cut that ends
-  it falls after the text already shown, never inside it.
+Before each request the writer awaits `ChannelPort.writable` and only then composes the text,
+so whatever came while the channel could not be written to goes out in that one request:
 
-One answer fills at most `max_messages` messages, counted over the turn. The last one is filled
-up to the limit (in messages mode it is held until full or the answer ends); when more would
-follow, it ends with `CUT_NOTE` and `feed` raises `AnswerCut`, so the pass stops reading.
+- `messages` mode (the default, as TomoriBot): the `Segmenter` releases text at safe
+  boundaries, and each send carries every released segment that fits one message together
+  (never over 2000 characters): a short answer is one message, a burst of paragraphs is not ten.
+  A message is never edited.
+- `edit` mode: one message grows by edits, at most one per `STREAM_EDIT_INTERVAL_MS` and one
+  per time the channel may be written to (under load the interval stretches by itself), and
+  goes on in a new message past 1950 characters. A shown message only ever grows: the cut that
+  ends it falls after the text already shown, never inside it.
+
+One answer shows at most `max_answer_chars` characters, counted over the turn (see `ceiling`);
+when more would follow, the text is cut where nothing breaks and the last message ends with
+`CUT_NOTE`, and `feed` raises `AnswerCut`, so the pass stops reading.
 
 Every successful send or edit is recorded in the turn's delivered list before it returns and is
 reported as progress, which re-arms the pass's idle timer. A rate limit is waited out; a channel
@@ -26,12 +32,13 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
 
-from tomori.config.settings import Delivery
-from tomori.delivery.ceiling import CUT_NOTE, with_cut_note
-from tomori.delivery.chunking import MESSAGE_LIMIT, Splitter, stable_end
+from tomori.config.settings import DEFAULT_MAX_ANSWER_CHARS, Delivery
+from tomori.delivery.ceiling import CUT_NOTE, cut_to, with_cut_note
+from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, stable_end
 from tomori.delivery.fences import fence_line, unclosed_fence
 from tomori.delivery.port import (
     AnswerCut,
@@ -41,6 +48,7 @@ from tomori.delivery.port import (
     DeliveryFailed,
     DeliveryRateLimited,
     DestinationUnreachable,
+    Urgency,
 )
 from tomori.delivery.segmenter import Segmenter
 
@@ -59,7 +67,7 @@ class ChannelWriter:
         *,
         delivery: Delivery = Delivery.MESSAGES,
         edit_interval_s: float = 1.0,
-        max_messages: int = 10,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
     ) -> None:
         self._port = port
         self._answer = answer
@@ -70,19 +78,22 @@ class ChannelWriter:
         self._sender: asyncio.Task[None] | None = None
         self._delivered: list[str] = []
         self._failure: DestinationUnreachable | None = None
+        self._reserved = False
+        """A `writable` returned that no send or edit has used yet."""
         # edit mode: the message being grown, its text, and its place in answer.delivered
         self._growing_id: str | None = None
         self._growing_text = ""
         self._growing_index = -1
         self._last_edit_at = 0.0
-        # the ceiling: messages this writer may still start, the held last one, and the cut
-        self._room = max_messages - len(answer.delivered)
-        self._last = ""
+        # the ceiling: the characters this pass may show (earlier passes of the turn showed
+        # the rest), those messages mode has queued, and the cut
+        self._limit = max_answer_chars - sum(len(shown.text) for shown in answer.delivered)
+        self._queued = 0
         self._cut = False
         self._noted = False
         """`cut` was called: `finish` ends the answer with `CUT_NOTE`."""
         self._started = False
-        """Visible text came: from then on `_room` counts this pass's own messages down."""
+        """Visible text came: an answer whose earlier passes filled the ceiling is cut now."""
         # edit mode: the tail held back until it cannot become part of a protected span
         self._tail = ""
         self._final = False
@@ -94,14 +105,15 @@ class ChannelWriter:
             raise self._failure
         if not self._started and text.strip():
             self._started = True
-            self._cut = self._room <= 0  # an earlier pass of the turn filled the ceiling
+            self._cut = self._limit <= 0  # an earlier pass of the turn filled the ceiling
         if self._cut:
             raise AnswerCut
         if self._delivery is Delivery.EDIT:
             self._pending.append(text)
             self._ensure_sender()
             return
-        self._segmenter.wanted = self._room + 1  # the messages left, and one to see more follows
+        # each segment holds a character at least: no more can fit, and one shows more follows
+        self._segmenter.wanted = max(0, self._limit - self._queued) + 1
         self._queue(self._segmenter.feed(text))
         if self._cut:
             raise AnswerCut
@@ -115,10 +127,7 @@ class ChannelWriter:
             self._ensure_sender()
         if self._delivery is Delivery.MESSAGES and not self._cut:
             self._queue(self._segmenter.finish())
-            if self._last:
-                self._pending.append(self._last)
-                self._last = ""
-            if self._noted:
+            if self._noted and not self._cut:
                 self._note_last_segment()
         if self._pending:
             self._ensure_sender()
@@ -133,12 +142,12 @@ class ChannelWriter:
                 self._record_growth()
 
     def _note_last_segment(self) -> None:
-        """Messages mode, `cut`: the note ends the last message, or follows it if it is sent."""
+        """Messages mode: the note ends the last message, or follows it if it is sent."""
         for index in range(len(self._pending) - 1, -1, -1):
             if self._pending[index].strip():
                 self._pending[index] = with_cut_note(self._pending[index])
                 return
-        if self._started and self._room > 0:
+        if self._started:
             self._pending.append(CUT_NOTE.lstrip())
 
     async def _close_growing_code(self) -> None:
@@ -155,21 +164,22 @@ class ChannelWriter:
             self._record_growth()
 
     def _queue(self, segments: list[str]) -> None:
-        """Queue messages-mode segments; the last message the ceiling allows is held to fill."""
+        """Queue messages-mode segments up to the ceiling; the one past it is cut with the note."""
         for segment in segments:
             if self._cut:
                 return
-            if not segment.strip() and not self._last:
+            room = self._limit - self._queued
+            if not segment.strip() or len(segment) <= room:
                 self._pending.append(segment)
-            elif self._room > 1:
-                self._pending.append(segment)
-                self._room -= 1
-            elif len(self._last) + len(segment) <= MESSAGE_LIMIT:
-                self._last += segment
+                self._queued += len(segment)
+                continue
+            self._cut = True
+            self._segmenter.drop()
+            head = cut_to(segment, room)
+            if head.strip():
+                self._pending.append(with_cut_note(head))
             else:
-                self._pending.append(with_cut_note(self._last + segment))
-                self._last, self._cut, self._room = "", True, 0
-                self._segmenter.drop()
+                self._note_last_segment()
         if self._pending:
             self._ensure_sender()
 
@@ -185,7 +195,7 @@ class ChannelWriter:
     def abandon(self) -> None:
         self._segmenter.drop()
         self._pending.clear()
-        self._last = self._tail = ""
+        self._tail = ""
 
     @property
     def delivered_text(self) -> str:
@@ -213,21 +223,50 @@ class ChannelWriter:
         if self._sender is not None:
             await asyncio.gather(self._sender, return_exceptions=True)
 
+    def _urgency(self) -> Urgency:
+        """How soon the next request matters: the turn's first text, its last, or text between."""
+        if not self._answer.delivered:
+            return Urgency.FIRST
+        return Urgency.LAST if self._final else Urgency.MORE
+
+    async def _writable(self) -> None:
+        """Wait until the channel may be written to; what is composed after goes out at once."""
+        await self._guarded(self._reserve)
+
+    async def _reserve(self) -> bool:
+        if not self._reserved:
+            await self._port.writable(self._urgency())
+            self._reserved = True
+        return True
+
     async def _send_segments(self) -> None:
         while self._pending and self._failure is None:
-            segment = self._pending.popleft()
-            if not segment.strip():
-                self._delivered.append(segment)
-                continue
-            message_id = await self._call(self._send, segment)
-            if message_id is not None:
-                self._delivered.append(segment)
+            while self._pending and not self._pending[0].strip():
+                self._delivered.append(self._pending.popleft())  # nothing to show on its own
+            if not self._pending:
+                return
+            await self._writable()
+            message = self._compose()
+            if message and await self._call(self._send, message) is not None:
+                self._delivered.append(message)
+
+    def _compose(self) -> str:
+        """The queued segments that fit one message together, in order (one, if it alone is
+        longer: a span kept whole may take it to 2000). Packing them in order, each message as
+        full as it goes, gives the fewest messages the safe cuts allow."""
+        if not self._pending:
+            return ""
+        message = self._pending.popleft()
+        while self._pending and len(message) + len(self._pending[0]) <= MESSAGE_LIMIT:
+            message += self._pending.popleft()
+        return message
 
     async def _grow(self) -> None:
         while (self._pending or (self._final and self._tail)) and self._failure is None:
             wait = self._last_edit_at + self._edit_interval_s - time.monotonic()
             if self._growing_id is not None and wait > 0:
                 await asyncio.sleep(wait)
+            await self._writable()
             text = self._growing_text + self._tail + "".join(self._pending)
             self._pending.clear()
             shown = len(self._growing_text)
@@ -238,37 +277,46 @@ class ChannelWriter:
             if self._cut:
                 self._tail = ""
 
+    def _room(self) -> int:
+        """Edit mode: the characters the growing message and any after it may still show."""
+        return self._limit - sum(len(done) for done in self._delivered)
+
     async def _extend_growing(self, addition: str) -> None:
         """Grow the current message by `addition`, going on in new ones as each fills up.
 
         The cut that ends the current message falls after what it already shows, so no text
-        ever moves out of a message the user is reading.
+        ever moves out of a message the user is reading. Past the ceiling the text is cut,
+        with the note after it.
         """
         shown = len(self._growing_text) if self._growing_id is not None else 0
-        # cut no more than the ceiling lets out (the current message, the new ones, and one
-        # to see that more follows: the rest, past the ceiling, is never cut)
-        most = self._room + 3
-        pieces = Splitter(self._growing_text + addition).pieces(floor=shown, most=most)
+        room = self._room()
+        # text a message-length past the ceiling is never shown: it is never cut either
+        text = (self._growing_text + addition)[: max(room, shown) + HARD_LIMIT]
+        pieces = Splitter(text).pieces(floor=shown)
         for index, piece in enumerate(pieces):
+            if index > 0 and room <= len(self._growing_text):  # and the ceiling is reached
+                await self._note_growing()
+                return
             if index > 0:  # the message before this piece is full: it is final now
                 self._delivered.append(self._growing_text)
                 self._growing_id, self._growing_text = None, ""
+                room = self._room()
             if self._growing_id is None:
                 if not piece.strip():  # nothing visible yet: send it with what follows
                     self._growing_text = piece
                     continue
-                if self._room <= 1 and index + 1 < len(pieces):  # the ceiling: end here
-                    piece = with_cut_note(piece)
+                if len(piece) > room:  # the ceiling: end here
+                    piece = with_cut_note(cut_to(piece, room))
                     self._cut = True
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
                     return
-                self._room -= 1
                 self._growing_id, self._growing_text = message_id, piece
                 self._growing_index = len(self._answer.delivered) - 1
             else:
-                if self._room <= 0 and index + 1 < len(pieces):
-                    piece = with_cut_note(piece, shown=len(self._growing_text))
+                if len(piece) > room:
+                    shown = len(self._growing_text)
+                    piece = with_cut_note(cut_to(piece, room, shown), shown=shown)
                     self._cut = True
                 if piece != self._growing_text:
                     if await self._call(self._edit, piece) is None:
@@ -279,30 +327,61 @@ class ChannelWriter:
                 self._pending.clear()
                 return
 
+    async def _note_growing(self) -> None:
+        """Edit mode, the ceiling reached as a message filled: the note ends that message (or
+        follows it, when the message is too full to take it)."""
+        self._cut = True
+        self._pending.clear()
+        noted = with_cut_note(self._growing_text, shown=len(self._growing_text))
+        if noted == self._growing_text:
+            self._delivered.append(self._growing_text)
+            self._growing_id, self._growing_text = None, ""
+            noted = CUT_NOTE.lstrip()
+            if await self._call(self._send, noted) is not None:
+                self._growing_id, self._growing_text = self._answer.delivered[-1].message_id, noted
+                self._growing_index = len(self._answer.delivered) - 1
+        elif await self._call(self._edit, noted) is not None:
+            self._growing_text = noted
+            self._record_growth()
+
     def _record_growth(self) -> None:
         entry = self._answer.delivered[self._growing_index]
         self._answer.delivered[self._growing_index] = replace(entry, text=self._growing_text)
 
-    async def _send(self, content: str) -> str:
+    async def _send(self, content: str, urgency: Urgency) -> str:
         reply_to = self._answer.reply_to if not self._answer.delivered else None
-        message_id = await self._port.send(content, reply_to=reply_to)
+        self._reserved = False
+        message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
         self._answer.delivered.append(DeliveredMessage(message_id, content))
         self._last_edit_at = time.monotonic()
         self._answer.report_progress()
         return message_id
 
-    async def _edit(self, content: str) -> str:
+    async def _edit(self, content: str, urgency: Urgency) -> str:
         assert self._growing_id is not None
-        await self._port.edit(self._growing_id, content)
+        self._reserved = False
+        await self._port.edit(self._growing_id, content, urgency=urgency)
         self._last_edit_at = time.monotonic()
         self._answer.report_progress()
         return self._growing_id
 
     async def _call(self, operation: _Operation, content: str) -> str | None:
-        """Run one send or edit; wait out rate limits; None if it did not land."""
+        """Run one send or edit once the channel is writable; None if it did not land."""
+
+        async def request() -> str:
+            urgency = self._urgency()
+            await self._reserve()
+            return await operation(content, urgency)
+
+        return await self._guarded(request)
+
+    async def _guarded[T](self, step: Callable[[], Awaitable[T]]) -> T | None:
+        """Run one step of delivery; wait out rate limits; None if it failed.
+
+        A channel that is gone ends delivery; any other failure loses this step only."""
         for _ in range(MAX_RATE_LIMIT_WAITS):
             try:
-                return await operation(content)
+                return await step()
             except DeliveryRateLimited as limited:
                 log.info(
                     "channel %s rate limited; waiting %.2fs",
@@ -335,4 +414,4 @@ class ChannelWriter:
 
 
 class _Operation(Protocol):
-    async def __call__(self, content: str) -> str: ...
+    async def __call__(self, content: str, urgency: Urgency) -> str: ...

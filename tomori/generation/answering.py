@@ -65,7 +65,7 @@ async def answer_turn(
                 state,
                 delivery=settings.delivery,
                 edit_interval_s=seconds(settings.stream_edit_interval_ms),
-                max_messages=settings.max_messages_per_answer,
+                max_answer_chars=settings.max_answer_chars,
             ),
             requester_id=turn.trigger.requester_id,
             surface_errors=surface_errors,

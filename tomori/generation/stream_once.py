@@ -126,7 +126,7 @@ async def stream_once(
             delivering,
             state,
             gathered,
-            most_read(settings.max_messages_per_answer),
+            most_read(settings.max_answer_chars),
         ),
         name=f"tomori-generation-{channel_id}",
     )
