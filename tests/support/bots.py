@@ -148,6 +148,19 @@ class ChatBot(ABC):
         """A message no channel holds any more: one deleted long ago."""
 
     @abstractmethod
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        """Its author edits a message: Discord keeps the new text and the gateway says so.
+        Returns the message as it now is (to reply to it)."""
+
+    @abstractmethod
+    async def delete(self, posted: Posted) -> None:
+        """A message is deleted: gone from the channel, and the gateway says so."""
+
+    @abstractmethod
+    async def reconnect(self) -> None:
+        """The gateway connection drops and resumes."""
+
+    @abstractmethod
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
     ) -> dict[str, Any]:
@@ -232,6 +245,11 @@ class ChatBot(ABC):
     @abstractmethod
     def edits(self) -> int:
         """How many message edits the bot sent."""
+
+    @property
+    @abstractmethod
+    def history_reads(self) -> int:
+        """How many times the bot read a channel's history from Discord."""
 
     @property
     @abstractmethod
@@ -320,6 +338,20 @@ class NextcordChat(ChatBot):
         payload = message_payload(CHANNEL_ID, user_payload(by.id, by.username), content)
         return Posted(int(payload["id"]), CHANNEL_ID, payload)
 
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        payload = self.nc.discord.edit(posted.channel, posted.id, content)
+        await self.admitted()
+        return Posted(posted.id, posted.channel, payload)
+
+    async def delete(self, posted: Posted) -> None:
+        self.nc.discord.delete(posted.channel, posted.id)
+        await self.admitted()
+
+    async def reconnect(self) -> None:
+        self.nc.bot.dispatch("disconnect")
+        self.nc.bot.dispatch("resumed")
+        await self.admitted()
+
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
     ) -> dict[str, Any]:
@@ -385,6 +417,10 @@ class NextcordChat(ChatBot):
     @property
     def edits(self) -> int:
         return len(self.nc.discord.edits)
+
+    @property
+    def history_reads(self) -> int:
+        return self.nc.discord.history_reads
 
     @property
     def typing(self) -> list[int]:
@@ -469,6 +505,20 @@ class DiscordpyChat(ChatBot):
         payload = self.dpy.message_payload(content, by, CHANNEL_ID)
         return Posted(int(payload["id"]), CHANNEL_ID, payload)
 
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        payload = self.dpy.edit(posted.channel, posted.id, content)
+        await self.admitted()
+        return Posted(posted.id, posted.channel, payload)
+
+    async def delete(self, posted: Posted) -> None:
+        self.dpy.delete(posted.channel, posted.id)
+        await self.admitted()
+
+    async def reconnect(self) -> None:
+        self.dpy.bot.dispatch("disconnect")
+        self.dpy.bot.dispatch("resumed")
+        await self.admitted()
+
     def _member(self, person: Person) -> discord.Member:
         member = self.dpy.channel.guild.get_member(person.id)
         assert member is not None
@@ -544,6 +594,10 @@ class DiscordpyChat(ChatBot):
     @property
     def edits(self) -> int:
         return self.dpy.edits
+
+    @property
+    def history_reads(self) -> int:
+        return self.dpy.history_reads
 
     @property
     def typing(self) -> list[int]:
