@@ -228,11 +228,7 @@ class RecentMessages:
         if trigger_id < channel.complete_from:
             return  # the read ends before memory begins: a gap stays between them
         start = FROM_THE_START if len(messages) < limit else min(m.id for m in messages)
-        answered = {message.id for message in messages}
-        for message_id in [i for i in channel.held if start <= i < trigger_id]:
-            if message_id not in answered:  # Discord no longer has it
-                del channel.held[message_id]
-        for message in messages:
+        for message in messages:  # the same as memory's copy: no edit came while it was read
             channel.held.setdefault(message.id, message)
         channel.complete_from = min(channel.complete_from, start)
         self._trim(channel)
