@@ -18,6 +18,9 @@ from tests.support.scripts import answer
 from tests.support.world import CHANNEL_IDS, Person
 from tomori.config.settings import Delivery
 
+ADD_REACTIONS = 1 << 6
+"""A permission the bot does not need: denying it changes the channel, not what the bot can do."""
+
 REMEMBERED = 500
 """Channels kept in memory (the default); 0 reads the history from Discord for every turn."""
 
@@ -116,6 +119,65 @@ async def test_a_deleted_message_does_not_reach_the_model(
         "alice: @Tomori what did bob say?",
     ]
     assert "hunter2" not in str(llm_server.requests[1].body)
+    assert bot.history_reads == reads_expected(remembered, with_memory=1, turns=2)
+
+
+async def test_messages_deleted_in_bulk_do_not_reach_the_model(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, remembered, history_limit=5)
+    llm_server.script(answer("Hi."), answer("Ok."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    spam = [await bot.say(f"buy now {n}", by=Person.BOB) for n in range(3)]
+    await bot.delete(*spam)
+    await bot.say(f"{bot.mention()} anything new?")
+    await bot.settled()
+    assert shown(llm_server, 1) == ["alice: @Tomori hello", "Hi.", "alice: @Tomori anything new?"]
+    assert bot.history_reads == reads_expected(remembered, with_memory=1, turns=2)
+
+
+async def test_after_the_channels_permissions_change_the_next_turn_reads_from_discord(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
+) -> None:
+    """The bot may have been unable to see the channel for a while: what it missed is read."""
+    bot = await open_chat(tmp_path, llm_server, open_bot, remembered)
+    llm_server.script(answer("Hi."), answer("Ok."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    bot.deny(ADD_REACTIONS)
+    await bot.admitted()
+    bot.seed("said while the bot could not see the channel", by=Person.BOB)
+    await bot.say(f"{bot.mention()} see that?")
+    await bot.settled()
+    assert shown(llm_server, 1)[-2:] == [
+        "bob: said while the bot could not see the channel",
+        "alice: @Tomori see that?",
+    ]
+    assert bot.history_reads == reads_expected(remembered, with_memory=2, turns=2)
+
+
+async def test_a_reply_chain_reaching_past_memory_shows_the_old_message_as_it_now_is(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, remembered)
+    old = bot.seed("we deploy on friday")
+    for n in range(4):
+        bot.seed(f"chatter {n}")
+    llm_server.script(answer("Hi."), answer("Monday."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    objection = await bot.say("no, thursday", by=Person.BOB, replying_to=old)
+    await bot.edit(old, "we deploy on monday")  # older than what memory holds of the channel
+    await bot.say(f"{bot.mention()} so when?", replying_to=objection)
+    await bot.settled()
+    assert shown(llm_server, 1) == [
+        "alice: we deploy on monday",
+        "alice: @Tomori hello",
+        "Hi.",
+        "bob: no, thursday",
+        "alice: @Tomori so when?",
+    ]
     assert bot.history_reads == reads_expected(remembered, with_memory=1, turns=2)
 
 

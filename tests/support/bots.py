@@ -153,8 +153,9 @@ class ChatBot(ABC):
         Returns the message as it now is (to reply to it)."""
 
     @abstractmethod
-    async def delete(self, posted: Posted) -> None:
-        """A message is deleted: gone from the channel, and the gateway says so."""
+    async def delete(self, *posted: Posted) -> None:
+        """Messages of one channel are deleted (several: in bulk): gone from the channel, and
+        the gateway says so."""
 
     @abstractmethod
     async def reconnect(self) -> None:
@@ -343,8 +344,8 @@ class NextcordChat(ChatBot):
         await self.admitted()
         return Posted(posted.id, posted.channel, payload)
 
-    async def delete(self, posted: Posted) -> None:
-        self.nc.discord.delete(posted.channel, posted.id)
+    async def delete(self, *posted: Posted) -> None:
+        self.nc.discord.delete(posted[0].channel, *(message.id for message in posted))
         await self.admitted()
 
     async def reconnect(self) -> None:
@@ -510,8 +511,8 @@ class DiscordpyChat(ChatBot):
         await self.admitted()
         return Posted(posted.id, posted.channel, payload)
 
-    async def delete(self, posted: Posted) -> None:
-        self.dpy.delete(posted.channel, posted.id)
+    async def delete(self, *posted: Posted) -> None:
+        self.dpy.delete(posted[0].channel, *(message.id for message in posted))
         await self.admitted()
 
     async def reconnect(self) -> None:

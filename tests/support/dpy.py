@@ -154,12 +154,18 @@ class DpyBot:
         back.get_state().parse_message_update(update)  # type: ignore[arg-type]
         return payload
 
-    def delete(self, channel_id: int, message_id: int) -> None:
-        """Someone deletes a message: gone from the channel, and the gateway told."""
+    def delete(self, channel_id: int, *message_ids: int) -> None:
+        """Messages are deleted, one or several at once (in bulk): gone from the channel, and
+        the gateway told."""
         messages = stored(channel_id)
-        messages[:] = [m for m in messages if int(m["id"]) != message_id]
-        data = {"id": str(message_id), "channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
-        back.get_state().parse_message_delete(data)  # type: ignore[arg-type]
+        messages[:] = [m for m in messages if int(m["id"]) not in message_ids]
+        data: dict[str, Any] = {"channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
+        state = back.get_state()
+        if len(message_ids) == 1:
+            state.parse_message_delete({**data, "id": str(message_ids[0])})  # type: ignore[typeddict-item]
+        else:
+            ids = [str(i) for i in message_ids]
+            state.parse_message_delete_bulk({**data, "ids": ids})  # type: ignore[typeddict-item]
 
     def arrive(self, payload: dict[str, Any]) -> None:
         """The message arrives through the gateway: kept, parsed by discord.py, dispatched (its

@@ -190,12 +190,16 @@ class FakeDiscord:
         self.gateway("MESSAGE_UPDATE", copy.deepcopy(payload))
         return payload
 
-    def delete(self, channel_id: int, message_id: int) -> None:
-        """Someone deletes a message: gone from the channel, and the gateway told."""
+    def delete(self, channel_id: int, *message_ids: int) -> None:
+        """Messages are deleted, one or several at once (in bulk, as a moderator's tool does):
+        gone from the channel, and the gateway told."""
         stored = self._messages.get(channel_id, [])
-        stored[:] = [m for m in stored if int(json.loads(m)["id"]) != message_id]
-        data = {"id": str(message_id), "channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
-        self.gateway("MESSAGE_DELETE", data)
+        stored[:] = [m for m in stored if int(json.loads(m)["id"]) not in message_ids]
+        data: dict[str, Any] = {"channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
+        if len(message_ids) == 1:
+            self.gateway("MESSAGE_DELETE", {**data, "id": str(message_ids[0])})
+        else:
+            self.gateway("MESSAGE_DELETE_BULK", {**data, "ids": [str(i) for i in message_ids]})
 
     def _stored(self, channel_id: int, message_id: int) -> dict[str, Any]:
         for text in self._messages.get(channel_id, []):
@@ -465,6 +469,7 @@ async def start_nextcord_bot(
         "MESSAGE_CREATE": state.parse_message_create,
         "MESSAGE_UPDATE": state.parse_message_update,
         "MESSAGE_DELETE": state.parse_message_delete,
+        "MESSAGE_DELETE_BULK": state.parse_message_delete_bulk,
     }
     fake.gateway = lambda event, payload: parsers[event](payload)
     for payload in messages or []:
