@@ -1,7 +1,8 @@
 """The memory of recent messages against a model of Discord, under any order of events: whenever
 memory offers a window, it is exactly what a history read from Discord would answer at that
 moment; never a deleted message, an old version, or a gap. REST reads may overlap the events,
-as they do when the gateway keeps talking while a read is on the wire."""
+as they do when the gateway keeps talking while a read is on the wire, and the gateway echoes
+the cog's own sends and edits whenever it gets to them."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ class Discord:
     stored: dict[int, Message] = field(default_factory=dict)
     connected: bool = True
     reads: list[tuple[Reading, int, list[Message]]] = field(default_factory=list)
+    echoes: list[tuple[str, Message]] = field(default_factory=list)
+    """The bot's own sends and edits Discord answered but the gateway has not echoed yet."""
     ids: Any = field(default_factory=lambda: itertools.count(100))
 
     def history(self, before: int) -> list[Message]:
@@ -48,12 +51,14 @@ class Discord:
         return [self.stored[i] for i in older]
 
     def create(self, text: str) -> None:
+        self.echo_all()  # the gateway is one stream: the cog's echoes come first
         message = Message(next(self.ids), text)
         self.stored[message.id] = message
         if self.connected:
             self.memory.seen(message)
 
     def edit(self, pick: int, text: str) -> None:
+        self.echo_all()  # the gateway is one stream: the cog's echoes come first
         if not self.stored:
             return
         old = self.stored[sorted(self.stored)[pick % len(self.stored)]]
@@ -63,12 +68,45 @@ class Discord:
             self.memory.edited(CHANNEL_ID, old.id, lambda held: new)
 
     def delete(self, pick: int) -> None:
+        self.echo_all()  # the gateway is one stream: the cog's echoes come first
         if not self.stored:
             return
         message_id = sorted(self.stored)[pick % len(self.stored)]
         del self.stored[message_id]
         if self.connected:
             self.memory.deleted(CHANNEL_ID, [message_id])
+
+    def bot_send(self, text: str) -> None:
+        """The cog posts a message: Discord answers, the gateway echoes it later."""
+        message = Message(next(self.ids), text)
+        self.stored[message.id] = message
+        self.echoes.append(("create", message))
+        self.memory.wrote(CHANNEL_ID, message.id, text)
+
+    def bot_edit(self, pick: int, text: str) -> None:
+        """The cog edits one of its messages (any message, here): echoed later too."""
+        if not self.stored:
+            return
+        message = Message(sorted(self.stored)[pick % len(self.stored)], text)
+        self.stored[message.id] = message
+        self.echoes.append(("edit", message))
+        self.memory.wrote(CHANNEL_ID, message.id, text)
+
+    def echo_all(self) -> None:
+        while self.echoes:
+            self.echo()
+
+    def echo(self) -> None:
+        """The gateway delivers the oldest echo still due."""
+        if not self.echoes:
+            return
+        kind, message = self.echoes.pop(0)
+        if not self.connected:
+            return
+        if kind == "create":
+            self.memory.seen(message)
+        elif message.id in self.stored:  # not deleted since
+            self.memory.edited(CHANNEL_ID, message.id, lambda held: message)
 
     def disconnect(self) -> None:
         self.connected = False
@@ -115,6 +153,10 @@ events = st.one_of(
     creates,
     reads,
     st.tuples(st.sampled_from(["disconnect", "resume"])),
+    st.tuples(st.just("bot_send"), texts),
+    st.tuples(st.just("bot_edit"), picks, texts),
+    st.tuples(st.just("echo")),
+    st.tuples(st.just("echo")),
 )
 
 

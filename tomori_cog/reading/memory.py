@@ -166,8 +166,8 @@ class RecentMessages:
         """The cog's send or edit of `message_id` with `content` was answered by Discord:
         memory is not sure of the channel until the gateway echoes that text."""
         channel = self._channels.get(channel_id)
-        if channel is None:
-            return
+        if channel is None or message_id < channel.complete_from:
+            return  # memory shows nothing of it, old or new
         shown = as_shown(content)
         held = channel.held.get(message_id)
         if held is None or (held.content or "") != shown:
@@ -250,7 +250,9 @@ class RecentMessages:
         dropped = ordered[: len(ordered) - self._per_channel]
         for message_id in dropped:
             del channel.held[message_id]
+            channel.unechoed.pop(message_id, None)  # no longer shown: its echo does not matter
         channel.complete_from = max(channel.complete_from, dropped[-1] + 1)
+        self._update_echoed(channel)
 
     def _forget_the_oldest(self) -> None:
         while len(self._channels) > self._max_channels:
