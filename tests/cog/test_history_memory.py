@@ -204,6 +204,36 @@ async def test_after_a_reconnect_the_next_turn_reads_from_discord_and_sees_what_
     assert bot.history_reads == reads_expected(remembered, with_memory=2, turns=3)
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        "disconnect",
+        "resumed",
+        "shard_ready",
+        "guild_join",
+        "guild_available",
+        "guild_role_update",
+        "member_update",
+    ],
+)
+async def test_after_an_event_that_may_hide_messages_the_next_turn_reads_from_discord(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, event: str
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, REMEMBERED)
+    llm_server.script(answer("Hi."), answer("Ok."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    await bot.gateway_event(event)
+    bot.seed("sent while the bot could not see it", by=Person.BOB)
+    await bot.say(f"{bot.mention()} see that?")
+    await bot.settled()
+    assert shown(llm_server, 1)[-2:] == [
+        "bob: sent while the bot could not see it",
+        "alice: @Tomori see that?",
+    ]
+    assert bot.history_reads == 2
+
+
 async def test_the_bots_own_answers_are_shown_as_last_edited(
     tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
 ) -> None:

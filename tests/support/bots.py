@@ -157,9 +157,33 @@ class ChatBot(ABC):
         """Messages of one channel are deleted (several: in bulk): gone from the channel, and
         the gateway says so."""
 
-    @abstractmethod
     async def reconnect(self) -> None:
         """The gateway connection drops and resumes."""
+        await self.gateway_event("disconnect")
+        await self.gateway_event("resumed")
+
+    async def gateway_event(self, event: str) -> None:
+        """The library dispatches `event` (its name without `on_`) as the gateway would send
+        it, about the test's guild: `disconnect`, `resumed`, `shard_ready`, `guild_join`,
+        `guild_available`, `guild_role_update` (@everyone) or `member_update` (the bot)."""
+        client = self.client
+        guild = client.get_guild(GUILD_ID)
+        arguments = {
+            "disconnect": (),
+            "resumed": (),
+            "shard_ready": (0,),
+            "guild_join": (guild,),
+            "guild_available": (guild,),
+            "guild_role_update": (guild.default_role, guild.default_role),
+            "member_update": (guild.me, guild.me),
+        }[event]
+        client.dispatch(event, *arguments)
+        await self.admitted()
+
+    @property
+    @abstractmethod
+    def client(self) -> Any:
+        """The library's bot."""
 
     @abstractmethod
     async def kill(
@@ -348,10 +372,9 @@ class NextcordChat(ChatBot):
         self.nc.discord.delete(posted[0].channel, *(message.id for message in posted))
         await self.admitted()
 
-    async def reconnect(self) -> None:
-        self.nc.bot.dispatch("disconnect")
-        self.nc.bot.dispatch("resumed")
-        await self.admitted()
+    @property
+    def client(self) -> Any:
+        return self.nc.bot
 
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
@@ -515,10 +538,9 @@ class DiscordpyChat(ChatBot):
         self.dpy.delete(posted[0].channel, *(message.id for message in posted))
         await self.admitted()
 
-    async def reconnect(self) -> None:
-        self.dpy.bot.dispatch("disconnect")
-        self.dpy.bot.dispatch("resumed")
-        await self.admitted()
+    @property
+    def client(self) -> Any:
+        return self.dpy.bot
 
     def _member(self, person: Person) -> discord.Member:
         member = self.dpy.channel.guild.get_member(person.id)

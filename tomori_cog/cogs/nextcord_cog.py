@@ -78,6 +78,18 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def on_member_update(self, before: Any, after: Any) -> None:
             gateway.member_changed(self.service.memory, after)
 
+        @commands.Cog.listener()
+        async def on_guild_join(self, guild: Any) -> None:
+            gateway.unsure(self.service.memory, f"joined server {guild.id}")
+
+        @commands.Cog.listener()
+        async def on_guild_available(self, guild: Any) -> None:
+            gateway.unsure(self.service.memory, f"server {guild.id} available")
+
+        @commands.Cog.listener()
+        async def on_thread_join(self, thread: Any) -> None:
+            gateway.thread_joined(self.service.memory, thread)
+
         @nextcord.slash_command(name="kill", description=KILL_DESCRIPTION)  # type: ignore[untyped-decorator]
         async def kill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
             await respond_to_kill(library, self.service, interaction)

@@ -2,8 +2,9 @@
 
 Both libraries' cogs forward the same events here (`memory.RecentMessages` says why each one
 matters): edits and deletes keep remembered messages as Discord shows them; a disconnect, a
-resume, a new session, or a change of what the bot may see makes memory forget, since messages
-may have been sent that the gateway never delivered. The raw events are used because they come
+resume, a new session, joining a server or a thread, a server back from an outage, or a change
+of what the bot may see makes memory forget, since messages may have been sent that the gateway
+never delivered. The raw events are used because they come
 whether or not the library still caches the message.
 """
 
@@ -69,3 +70,8 @@ def member_changed(memory: RecentMessages, after: Any) -> None:
     me = after.guild.me
     if me is not None and after.id == me.id:
         unsure(memory, "the bot's member changed")
+
+
+def thread_joined(memory: RecentMessages, thread: Any) -> None:
+    """`on_thread_join`: the bot joined a thread (again, perhaps: it saw nothing while out)."""
+    memory.forget(thread.id)
