@@ -331,3 +331,21 @@ async def test_a_turn_right_after_an_answer_shows_its_last_edit_however_late_the
         "alice: @Tomori and again",
     ]
     assert bot.history_reads == reads
+
+
+async def test_a_threads_starter_message_is_read_from_memory_as_it_now_is(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, remembered)
+    llm_server.script(answer("Ok."), answer("Two left."), answer("One left."))
+    await bot.say(f"{bot.mention()} hello")  # memory of the channel begins
+    await bot.settled()
+    starter = await bot.say("release checklist for 2.0")
+    bot.open_thread(starter.id)  # a thread started from a message takes its ID
+    await bot.say(f"{bot.mention()} what is left?", channel=starter.id)
+    await bot.settled(starter.id)
+    await bot.edit(starter, "release checklist for 2.1")
+    await bot.say(f"{bot.mention()} and now?", channel=starter.id)
+    await bot.settled(starter.id)
+    assert shown(llm_server, 2)[0] == "alice: release checklist for 2.1"
+    assert bot.message_reads == (0 if remembered else 2)

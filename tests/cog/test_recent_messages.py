@@ -81,7 +81,7 @@ class Discord:
         message = Message(next(self.ids), text)
         self.stored[message.id] = message
         self.echoes.append(("create", message))
-        self.memory.wrote(CHANNEL_ID, message.id, text)
+        self.memory.wrote(CHANNEL_ID, message.id, text, new=True)
 
     def bot_edit(self, pick: int, text: str) -> None:
         """The cog edits one of its messages (any message, here): echoed later too."""
@@ -90,30 +90,31 @@ class Discord:
         message = Message(sorted(self.stored)[pick % len(self.stored)], text)
         self.stored[message.id] = message
         self.echoes.append(("edit", message))
-        self.memory.wrote(CHANNEL_ID, message.id, text)
+        self.memory.wrote(CHANNEL_ID, message.id, text, new=False)
 
     def echo_all(self) -> None:
-        while self.echoes:
+        while self.echoes and self.connected:
             self.echo()
 
     def echo(self) -> None:
-        """The gateway delivers the oldest echo still due."""
-        if not self.echoes:
+        """The gateway delivers the oldest echo still due (once connected again, if not)."""
+        if not self.echoes or not self.connected:
             return
         kind, message = self.echoes.pop(0)
-        if not self.connected:
-            return
         if kind == "create":
             self.memory.seen(message)
         elif message.id in self.stored:  # not deleted since
             self.memory.edited(CHANNEL_ID, message.id, lambda held: message)
 
     def disconnect(self) -> None:
+        """Until `resume`, the gateway delivers nothing: what users do meanwhile is missed."""
         self.connected = False
         self.memory.forget_all()
 
     def resume(self) -> None:
+        """Discord replays the echoes still due, then says the session resumed."""
         self.connected = True
+        self.echo_all()
         self.memory.forget_all()
 
     def start_read(self) -> None:
@@ -129,7 +130,12 @@ class Discord:
             self.memory.read(reading, trigger, LIMIT, answered)
 
     def check(self) -> None:
-        """Memory's window for any message's turn is what Discord would answer now."""
+        """Memory's window for any message's turn is what Discord would answer now, and so is
+        any message memory says it knows."""
+        for message_id in range(100, max(self.stored, default=100) + 2):
+            known, message = self.memory.known(CHANNEL_ID, message_id)
+            if known:
+                assert message == self.stored.get(message_id)
         for trigger in self.stored:
             window = self.memory.window(CHANNEL_ID, trigger, LIMIT)
             if window is None:

@@ -278,6 +278,11 @@ class ChatBot(ABC):
 
     @property
     @abstractmethod
+    def message_reads(self) -> int:
+        """How many times the bot read one message by its ID from Discord."""
+
+    @property
+    @abstractmethod
     def typing(self) -> list[int]:
         """The channel of each "typing" the bot triggered, in order."""
 
@@ -445,6 +450,10 @@ class NextcordChat(ChatBot):
     @property
     def history_reads(self) -> int:
         return self.nc.discord.history_reads
+
+    @property
+    def message_reads(self) -> int:
+        return self.nc.discord.message_reads
 
     @property
     def typing(self) -> list[int]:
@@ -621,6 +630,10 @@ class DiscordpyChat(ChatBot):
     @property
     def history_reads(self) -> int:
         return self.dpy.history_reads
+
+    @property
+    def message_reads(self) -> int:
+        return self.dpy.message_reads
 
     @property
     def typing(self) -> list[int]:

@@ -51,6 +51,8 @@ class DpyBot:
     edits: int = 0
     history_reads: int = 0
     """How many times a channel's history was read."""
+    message_reads: int = 0
+    """How many times one message was read by its ID."""
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda payload: None
     """Raised (if not None) instead of sending a message: Discord refusing it."""
 
@@ -383,7 +385,11 @@ async def start_dpy_bot(
     async def edited(channel: object, message: object, fields: object) -> None:
         harness.edits += 1
 
+    async def read_one(channel: object, message_id: int) -> None:
+        harness.message_reads += 1
+
     callbacks.set_callback(typed, "send_typing")
+    callbacks.set_callback(read_one, "get_message")
     callbacks.set_callback(edited, "edit_message")
     if extension is None:
         await add_tomori(bot, settings=settings, chain=chain)
@@ -395,5 +401,5 @@ async def start_dpy_bot(
 async def stop_dpy_bot(harness: DpyBot) -> None:
     await harness.bot.remove_cog("Tomori")
     await dpytest.empty_queue()
-    for event in ("send_typing", "edit_message"):
+    for event in ("send_typing", "edit_message", "get_message"):
         callbacks.remove_callback(event)

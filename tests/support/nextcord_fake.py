@@ -106,6 +106,8 @@ class FakeDiscord:
     """Seconds between a REST answer and its gateway echo (a busy gateway)."""
     history_reads: int = 0
     """How many times a channel's history was read."""
+    message_reads: int = 0
+    """How many times one message was read by its ID."""
     """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -154,6 +156,7 @@ class FakeDiscord:
                 self.history_reads += 1
                 return self._history(channel_id, kwargs.get("params") or {})
             if len(rest) == 2 and rest[0] == "messages":
+                self.message_reads += route.method == "GET"
                 return self._one(channel_id, int(rest[1]), route.method, body)
         raise AssertionError(f"unexpected Discord call {route.method} {path}")
 

@@ -86,7 +86,7 @@ class HistoryReader:
         earlier = await self._reply_chain(channel, trigger, window)
         if queued:
             earlier += await self._answers_since(channel, trigger, window)
-        starter = await self._thread_starter(channel, recent, window)
+        starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
         shown = in_time_order(recent.values(), earlier, trigger, waiting)
@@ -210,22 +210,23 @@ class HistoryReader:
             )
             return None
 
-    async def _thread_starter(
-        self, channel: Any, recent: Mapping[int, Any], window: Window | None
-    ) -> Any | None:
+    async def _thread_starter(self, channel: Any, recent: Mapping[int, Any]) -> Any | None:
         """In a thread, the message it was started with (None elsewhere, or if unreadable).
 
         The starter has the thread's ID. A forum post's is the thread's own first message; a
         thread started from a channel message has that message in its parent channel. It is
-        read only when neither the history nor memory of the thread already holds it.
+        read from Discord only when neither the history nor memory (of the post, or of the
+        parent channel) knows it.
         """
         lib = self._library.module
         if not isinstance(channel, lib.Thread) or channel.id in recent:
             return None
         parent = channel.parent
         home = channel if isinstance(parent, lib.ForumChannel) else parent
-        if home is channel and window is not None and window.covers(channel.id):
-            return window.get(channel.id)  # None: the post's first message was deleted
+        if home is not None:
+            known, starter = self._memory.known(home.id, channel.id)
+            if known:
+                return starter  # None: deleted
         if home is None:
             log.info("thread %s: its parent channel is unknown, so is its starter", channel.id)
             return None

@@ -162,10 +162,14 @@ class RecentMessages:
 
     # -- the cog's own writes -----------------------------------------------------------------
 
-    def wrote(self, channel_id: int, message_id: int, content: str) -> None:
-        """The cog's send or edit of `message_id` with `content` was answered by Discord:
-        memory is not sure of the channel until the gateway echoes that text."""
+    def wrote(self, channel_id: int, message_id: int, content: str, *, new: bool) -> None:
+        """The cog's send (`new`) or edit of `message_id` with `content` was answered by
+        Discord: memory is not sure of the channel until the gateway echoes that text. A send
+        in a channel memory does not hold begins it there, as the echo will."""
         channel = self._channels.get(channel_id)
+        if channel is None and new and self.enabled:
+            channel = self._channels[channel_id] = _Channel(complete_from=message_id)
+            self._forget_the_oldest()
         if channel is None or message_id < channel.complete_from:
             return  # memory shows nothing of it, old or new
         shown = as_shown(content)
@@ -213,6 +217,15 @@ class RecentMessages:
             complete_from=channel.complete_from,
             held=held,
         )
+
+    def known(self, channel_id: int, message_id: int) -> tuple[bool, Any | None]:
+        """Whether memory knows this message of the channel as Discord has it now, and the
+        message (None, if known: it was deleted). For a message found without a window, such
+        as a thread's starter in its parent channel."""
+        channel = self._channels.get(channel_id)
+        if channel is None or channel.unechoed or message_id < channel.complete_from:
+            return False, None
+        return True, channel.held.get(message_id)
 
     def reading(self, channel_id: int) -> Reading:
         """Call before a REST history read: what `read` checks the channel against."""
@@ -282,7 +295,7 @@ class _RememberingPort:
         except BaseException:
             self._memory.forget(self._channel_id)
             raise
-        self._memory.wrote(self._channel_id, int(message_id), content)
+        self._memory.wrote(self._channel_id, int(message_id), content, new=True)
         return message_id
 
     async def edit(self, message_id: str, content: str) -> None:
@@ -291,4 +304,4 @@ class _RememberingPort:
         except BaseException:
             self._memory.forget(self._channel_id)
             raise
-        self._memory.wrote(self._channel_id, int(message_id), content)
+        self._memory.wrote(self._channel_id, int(message_id), content, new=False)
