@@ -53,8 +53,9 @@ class _Channel:
     held: dict[int, Any] = field(default_factory=dict)
     changes: int = 0
     """Counts edits and deletes, so a REST read that overlapped one is not kept."""
-    unechoed: dict[int, str] = field(default_factory=dict)
-    """The cog's own messages whose newest text the gateway has not echoed yet, by ID."""
+    unechoed: dict[int, list[str]] = field(default_factory=dict)
+    """By ID, the texts the cog wrote to its own messages that the gateway has not echoed
+    yet, oldest first (a text may come back, so each echo answers the oldest it matches)."""
     echoed: asyncio.Event = field(default_factory=asyncio.Event)
     """Set while `unechoed` is empty."""
 
@@ -174,10 +175,12 @@ class RecentMessages:
             return  # memory shows nothing of it, old or new
         shown = as_shown(content)
         held = channel.held.get(message_id)
-        if held is None or (held.content or "") != shown:
-            channel.unechoed[message_id] = shown
-        else:
-            channel.unechoed.pop(message_id, None)
+        due = channel.unechoed.get(message_id)
+        if due:
+            due.append(shown)
+        elif held is None or (held.content or "") != shown:
+            channel.unechoed[message_id] = [shown]
+        # else the echo came before Discord's answer (or the text did not change): no wait
         self._update_echoed(channel)
 
     def remembering(self, port: ChannelPort, channel_id: int) -> ChannelPort:
@@ -250,9 +253,12 @@ class RecentMessages:
 
     def _keep(self, channel: _Channel, message: Any) -> None:
         channel.held[message.id] = message
-        expected = channel.unechoed.get(message.id)
-        if expected is not None and (message.content or "") == expected:
-            del channel.unechoed[message.id]
+        due = channel.unechoed.get(message.id)
+        content = message.content or ""
+        if due and content in due:
+            del due[: due.index(content) + 1]  # that write's echo, and those before it
+            if not due:
+                del channel.unechoed[message.id]
             self._update_echoed(channel)
         self._trim(channel)
 
