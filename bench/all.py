@@ -21,6 +21,7 @@ SCRIPTS = [
     "splitting_bench.py",
     "cog_bench.py",
     "locks_bench.py",
+    "history_bench.py",
 ]
 
 

@@ -45,6 +45,7 @@ from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.reply_rule import Addressed, ReplyRule
 from tomori_cog.reading.history import HistoryReader
+from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,12 @@ class TomoriService:
         self.health: ModelHealthStore | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
-        self._history = HistoryReader(bot, library, settings)
+        self.memory = RecentMessages(
+            per_channel=2 * settings.history_limit, channels=settings.history_memory_channels
+        )
+        """The channels' recent messages as the gateway showed them; the cogs' listeners
+        keep it honest (edits, deletes, reconnects)."""
+        self._history = HistoryReader(bot, library, settings, self.memory)
         self._gate = AdmissionGate(library, settings)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
         self._start_lock = asyncio.Lock()
@@ -156,6 +162,7 @@ class TomoriService:
         # When it came, not when its checks were done: a /kill after it clears it, and its
         # queue age counts from here, however long the checks waited for the database.
         received_at = time.time()
+        self.memory.seen(message)  # before any await: memory sees a channel's messages in order
         self._gate.heard(message)
         addressed = await self._reply_rule.addressed(message)
         if addressed is None:
@@ -280,7 +287,7 @@ class TomoriService:
                 turn,
                 guard,
                 state,
-                LibraryPort(self._library, channel),
+                self.memory.remembering(LibraryPort(self._library, channel), channel.id),
                 entries=config.entries,
                 providers=config.providers,
                 tools=self.tools,

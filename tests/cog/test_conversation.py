@@ -221,19 +221,19 @@ async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notice
     await bot.say(f"{bot.mention()} hello?")
     await bot.settled()
     assert await bot.embeds() == ["Generation Error"]
-    bot.seed(
+    await bot.say(
         "",
         by=Person.CI_BOT,
-        embeds=[{"type": "rich", "title": "Build #41 passed", "description": "main, 3m12s"}],
+        extra={"embeds": [{"type": "rich", "title": "Build #41 passed", "description": "main"}]},
     )
-    bot.seed(
+    await bot.say(
         "see https://example.com/status",
-        embeds=[{"type": "link", "title": "Status page", "url": "https://example.com/status"}],
+        extra={"embeds": [{"type": "link", "title": "Status page", "url": "https://x.test"}]},
     )
     await bot.say(f"{bot.mention()} is the build green?")
     await bot.settled()
     assert shown(llm_server, 1) == [
-        "ci-bot: [embed] Build #41 passed\nmain, 3m12s",
+        "ci-bot: [embed] Build #41 passed\nmain",
         "alice: see https://example.com/status\n[embed] Status page",
         "alice: @Tomori is the build green?",
     ]

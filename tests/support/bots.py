@@ -148,6 +148,44 @@ class ChatBot(ABC):
         """A message no channel holds any more: one deleted long ago."""
 
     @abstractmethod
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        """Its author edits a message: Discord keeps the new text and the gateway says so.
+        Returns the message as it now is (to reply to it)."""
+
+    @abstractmethod
+    async def delete(self, *posted: Posted) -> None:
+        """Messages of one channel are deleted (several: in bulk): gone from the channel, and
+        the gateway says so."""
+
+    async def reconnect(self) -> None:
+        """The gateway connection drops and resumes."""
+        await self.gateway_event("disconnect")
+        await self.gateway_event("resumed")
+
+    async def gateway_event(self, event: str) -> None:
+        """The library dispatches `event` (its name without `on_`) as the gateway would send
+        it, about the test's guild: `disconnect`, `resumed`, `shard_ready`, `guild_join`,
+        `guild_available`, `guild_role_update` (@everyone) or `member_update` (the bot)."""
+        client = self.client
+        guild = client.get_guild(GUILD_ID)
+        arguments = {
+            "disconnect": (),
+            "resumed": (),
+            "shard_ready": (0,),
+            "guild_join": (guild,),
+            "guild_available": (guild,),
+            "guild_role_update": (guild.default_role, guild.default_role),
+            "member_update": (guild.me, guild.me),
+        }[event]
+        client.dispatch(event, *arguments)
+        await self.admitted()
+
+    @property
+    @abstractmethod
+    def client(self) -> Any:
+        """The library's bot."""
+
+    @abstractmethod
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
     ) -> dict[str, Any]:
@@ -232,6 +270,16 @@ class ChatBot(ABC):
     @abstractmethod
     def edits(self) -> int:
         """How many message edits the bot sent."""
+
+    @property
+    @abstractmethod
+    def history_reads(self) -> int:
+        """How many times the bot read a channel's history from Discord."""
+
+    @property
+    @abstractmethod
+    def message_reads(self) -> int:
+        """How many times the bot read one message by its ID from Discord."""
 
     @property
     @abstractmethod
@@ -320,6 +368,19 @@ class NextcordChat(ChatBot):
         payload = message_payload(CHANNEL_ID, user_payload(by.id, by.username), content)
         return Posted(int(payload["id"]), CHANNEL_ID, payload)
 
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        payload = self.nc.discord.edit(posted.channel, posted.id, content)
+        await self.admitted()
+        return Posted(posted.id, posted.channel, payload)
+
+    async def delete(self, *posted: Posted) -> None:
+        self.nc.discord.delete(posted[0].channel, *(message.id for message in posted))
+        await self.admitted()
+
+    @property
+    def client(self) -> Any:
+        return self.nc.bot
+
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
     ) -> dict[str, Any]:
@@ -385,6 +446,14 @@ class NextcordChat(ChatBot):
     @property
     def edits(self) -> int:
         return len(self.nc.discord.edits)
+
+    @property
+    def history_reads(self) -> int:
+        return self.nc.discord.history_reads
+
+    @property
+    def message_reads(self) -> int:
+        return self.nc.discord.message_reads
 
     @property
     def typing(self) -> list[int]:
@@ -469,6 +538,19 @@ class DiscordpyChat(ChatBot):
         payload = self.dpy.message_payload(content, by, CHANNEL_ID)
         return Posted(int(payload["id"]), CHANNEL_ID, payload)
 
+    async def edit(self, posted: Posted, content: str) -> Posted:
+        payload = self.dpy.edit(posted.channel, posted.id, content)
+        await self.admitted()
+        return Posted(posted.id, posted.channel, payload)
+
+    async def delete(self, *posted: Posted) -> None:
+        self.dpy.delete(posted[0].channel, *(message.id for message in posted))
+        await self.admitted()
+
+    @property
+    def client(self) -> Any:
+        return self.dpy.bot
+
     def _member(self, person: Person) -> discord.Member:
         member = self.dpy.channel.guild.get_member(person.id)
         assert member is not None
@@ -544,6 +626,14 @@ class DiscordpyChat(ChatBot):
     @property
     def edits(self) -> int:
         return self.dpy.edits
+
+    @property
+    def history_reads(self) -> int:
+        return self.dpy.history_reads
+
+    @property
+    def message_reads(self) -> int:
+        return self.dpy.message_reads
 
     @property
     def typing(self) -> list[int]:

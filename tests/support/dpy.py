@@ -49,6 +49,10 @@ class DpyBot:
     typed_in: list[int] = field(default_factory=list)
     """The channel of each "typing" the bot sent, in order."""
     edits: int = 0
+    history_reads: int = 0
+    """How many times a channel's history was read."""
+    message_reads: int = 0
+    """How many times one message was read by its ID."""
     fail_sends: Callable[[dict[str, Any]], BaseException | None] = lambda payload: None
     """Raised (if not None) instead of sending a message: Discord refusing it."""
 
@@ -99,7 +103,9 @@ class DpyBot:
         assert self.bot.user is not None
         channel = self.channel if channel_id is None else self.bot.get_channel(channel_id)
         assert isinstance(channel, discord.TextChannel | discord.Thread)
+        reads = self.history_reads
         messages = [m async for m in channel.history(limit=200)]
+        self.history_reads = reads  # the test looking is not the bot reading
         messages.sort(key=lambda message: message.id)  # dpytest returns them oldest first
         return [m for m in messages if m.author.id == self.bot.user.id]
 
@@ -139,6 +145,29 @@ class DpyBot:
     def store(self, payload: dict[str, Any]) -> None:
         """Keep `payload` in its channel, where dpytest's REST fake reads history from."""
         stored(int(payload["channel_id"])).append(payload)
+
+    def edit(self, channel_id: int, message_id: int, content: str) -> dict[str, Any]:
+        """Someone edits a message: stored, and the gateway told."""
+        payload = next(m for m in stored(channel_id) if int(m["id"]) == message_id)
+        payload["content"] = content
+        payload["edited_timestamp"] = discord.utils.utcnow().isoformat()
+        # dpytest's member object lacks the roles Discord sends with it: leave it out
+        update = {key: value for key, value in payload.items() if key != "member"}
+        back.get_state().parse_message_update(update)  # type: ignore[arg-type]
+        return payload
+
+    def delete(self, channel_id: int, *message_ids: int) -> None:
+        """Messages are deleted, one or several at once (in bulk): gone from the channel, and
+        the gateway told."""
+        messages = stored(channel_id)
+        messages[:] = [m for m in messages if int(m["id"]) not in message_ids]
+        data: dict[str, Any] = {"channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
+        state = back.get_state()
+        if len(message_ids) == 1:
+            state.parse_message_delete({**data, "id": str(message_ids[0])})  # type: ignore[typeddict-item]
+        else:
+            ids = [str(i) for i in message_ids]
+            state.parse_message_delete_bulk({**data, "ids": ids})  # type: ignore[typeddict-item]
 
     def arrive(self, payload: dict[str, Any]) -> None:
         """The message arrives through the gateway: kept, parsed by discord.py, dispatched (its
@@ -290,7 +319,12 @@ async def start_dpy_bot(
     configure_world(bot)
     bot._connection.loop = asyncio.get_running_loop()
     harness = DpyBot(bot)
-    monkeypatch.setattr(back.FakeHttp, "logs_from", logs_from)
+
+    async def counted_logs_from(http: back.FakeHttp, channel_id: int, limit: int, **at: Any) -> Any:
+        harness.history_reads += 1
+        return await logs_from(http, channel_id, limit, **at)
+
+    monkeypatch.setattr(back.FakeHttp, "logs_from", counted_logs_from)
 
     original_send = bot.http.send_message
 
@@ -310,6 +344,24 @@ async def start_dpy_bot(
         return message
 
     monkeypatch.setattr(bot.http, "send_message", recording_send)
+    original_edit = bot.http.edit_message
+
+    async def echoed_edit(channel_id: int, message_id: int, **fields: Any) -> Any:
+        # dpytest's fake finds the message in its caller's locals: keep it there for it.
+        self = sys._getframe(1).f_locals.get("self")  # noqa: F841
+        data = await original_edit(channel_id, message_id, **fields)
+        echo = {
+            **data,
+            "id": str(message_id),
+            "channel_id": str(channel_id),
+            "guild_id": str(GUILD_ID),
+            "timestamp": discord.utils.snowflake_time(message_id).isoformat(),
+        }
+        # as Discord does: the gateway echoes the edit a moment after the REST answer
+        asyncio.get_running_loop().call_soon(back.get_state().parse_message_update, echo)  # type: ignore[arg-type]
+        return data
+
+    monkeypatch.setattr(bot.http, "edit_message", echoed_edit)
 
     async def interaction_response(
         self: AsyncWebhookAdapter, interaction_id: int, token: str, **kwargs: Any
@@ -333,7 +385,11 @@ async def start_dpy_bot(
     async def edited(channel: object, message: object, fields: object) -> None:
         harness.edits += 1
 
+    async def read_one(channel: object, message_id: int) -> None:
+        harness.message_reads += 1
+
     callbacks.set_callback(typed, "send_typing")
+    callbacks.set_callback(read_one, "get_message")
     callbacks.set_callback(edited, "edit_message")
     if extension is None:
         await add_tomori(bot, settings=settings, chain=chain)
@@ -345,5 +401,5 @@ async def start_dpy_bot(
 async def stop_dpy_bot(harness: DpyBot) -> None:
     await harness.bot.remove_cog("Tomori")
     await dpytest.empty_queue()
-    for event in ("send_typing", "edit_message"):
+    for event in ("send_typing", "edit_message", "get_message"):
         callbacks.remove_callback(event)

@@ -99,6 +99,15 @@ class FakeDiscord:
     fail_reads: Callable[[], BaseException | None] = lambda: None
     """Raised (if not None) by a read of messages: the channel's history, or one message."""
     send_delay: Callable[[dict[str, Any]], float] = lambda body: 0.0
+    gateway: Callable[[str, dict[str, Any]], None] = lambda event, payload: None
+    """Where Discord sends the gateway events its REST calls cause (the bot's own messages
+    and edits, echoed a moment after the REST answer, as Discord does)."""
+    echo_delay: float = 0.0
+    """Seconds between a REST answer and its gateway echo (a busy gateway)."""
+    history_reads: int = 0
+    """How many times a channel's history was read."""
+    message_reads: int = 0
+    """How many times one message was read by its ID."""
     """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -144,8 +153,10 @@ class FakeDiscord:
                 if failure is not None:
                     raise failure
             if rest == ["messages"] and route.method == "GET":
+                self.history_reads += 1
                 return self._history(channel_id, kwargs.get("params") or {})
             if len(rest) == 2 and rest[0] == "messages":
+                self.message_reads += route.method == "GET"
                 return self._one(channel_id, int(rest[1]), route.method, body)
         raise AssertionError(f"unexpected Discord call {route.method} {path}")
 
@@ -165,8 +176,46 @@ class FakeDiscord:
             payload["message_reference"] = reference
             payload["type"] = 19
         self.add(channel_id, payload)
+        self._echo("MESSAGE_CREATE", payload)
         self.sent_event.set()
         return payload
+
+    def _echo(self, event: str, payload: dict[str, Any]) -> None:
+        echoed = copy.deepcopy(payload)
+        asyncio.get_running_loop().call_later(self.echo_delay, self.gateway, event, echoed)
+
+    def edit(self, channel_id: int, message_id: int, content: str) -> dict[str, Any]:
+        """Someone edits a message: stored, and the gateway told."""
+        payload = self._stored(channel_id, message_id)
+        payload["content"] = content
+        payload["edited_timestamp"] = datetime.now(UTC).isoformat()
+        self._replace(channel_id, payload)
+        self.gateway("MESSAGE_UPDATE", copy.deepcopy(payload))
+        return payload
+
+    def delete(self, channel_id: int, *message_ids: int) -> None:
+        """Messages are deleted, one or several at once (in bulk, as a moderator's tool does):
+        gone from the channel, and the gateway told."""
+        stored = self._messages.get(channel_id, [])
+        stored[:] = [m for m in stored if int(json.loads(m)["id"]) not in message_ids]
+        data: dict[str, Any] = {"channel_id": str(channel_id), "guild_id": str(GUILD_ID)}
+        if len(message_ids) == 1:
+            self.gateway("MESSAGE_DELETE", {**data, "id": str(message_ids[0])})
+        else:
+            self.gateway("MESSAGE_DELETE_BULK", {**data, "ids": [str(i) for i in message_ids]})
+
+    def _stored(self, channel_id: int, message_id: int) -> dict[str, Any]:
+        for text in self._messages.get(channel_id, []):
+            payload: dict[str, Any] = json.loads(text)
+            if int(payload["id"]) == message_id:
+                return payload
+        raise KeyError(message_id)
+
+    def _replace(self, channel_id: int, payload: dict[str, Any]) -> None:
+        stored = self._messages[channel_id]
+        for index, text in enumerate(stored):
+            if json.loads(text)["id"] == payload["id"]:
+                stored[index] = json.dumps(payload)
 
     def _history(self, channel_id: int, params: dict[str, Any]) -> str:
         before = int(params["before"]) if params.get("before") else None
@@ -194,6 +243,7 @@ class FakeDiscord:
                     payload["edited_timestamp"] = datetime.now(UTC).isoformat()
                     stored[index] = json.dumps(payload)
                     self._edits.append(json.dumps({"id": message_id, **body}))
+                    self._echo("MESSAGE_UPDATE", payload)
                 return stored[index]
         raise discord_error(nextcord.NotFound, 404, 10008, "Unknown Message")
 
@@ -418,6 +468,13 @@ async def start_nextcord_bot(
     state.application_id = BOT_ID  # READY would tell it
     state._add_guild_from_data(guild_payload(channel_ids))  # type: ignore[arg-type]
     fake = FakeDiscord(bot_user)
+    parsers = {
+        "MESSAGE_CREATE": state.parse_message_create,
+        "MESSAGE_UPDATE": state.parse_message_update,
+        "MESSAGE_DELETE": state.parse_message_delete,
+        "MESSAGE_DELETE_BULK": state.parse_message_delete_bulk,
+    }
+    fake.gateway = lambda event, payload: parsers[event](payload)
     for payload in messages or []:
         fake.add(int(payload["channel_id"]), payload)
     monkeypatch.setattr(bot.http, "request", fake.request)

@@ -236,6 +236,14 @@ class Settings:
         integer(1, unit="messages", maximum=1_000),
         "how many recent channel messages the model sees",
     )
+    history_memory_channels: int = setting(
+        "TOMORI_HISTORY_MEMORY_CHANNELS",
+        500,
+        integer(0, unit="channels", maximum=100_000),
+        "how many channels' recent messages are kept from the gateway, so that a turn reads "
+        "its history from them instead of asking Discord (the channel unused longest is "
+        "forgotten first); 0 to ask Discord every turn",
+    )
     tool_execution_timeout_ms: int = setting(
         "TOOL_EXECUTION_TIMEOUT_MS",
         300_000,

@@ -1,6 +1,6 @@
 """The cog class for discord.py 2 bots (imported only for them)."""
 
-from typing import Literal
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
@@ -13,6 +13,7 @@ from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
+from tomori_cog.reading import gateway
 from tomori_cog.service import TomoriService
 
 Scope = Literal["channel", "server"]
@@ -34,6 +35,62 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         @commands.Cog.listener()
         async def on_message(self, message: discord.Message) -> None:
             await self.service.handle_message(message)
+
+        @commands.Cog.listener()
+        async def on_ready(self) -> None:
+            gateway.unsure(self.service.memory, "new gateway session")
+
+        # -- what keeps the memory of recent messages honest (tomori_cog/reading/gateway.py) --
+
+        @commands.Cog.listener()
+        async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+            gateway.message_edited(self.service.memory, library, payload)
+
+        @commands.Cog.listener()
+        async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+            gateway.message_deleted(self.service.memory, payload)
+
+        @commands.Cog.listener()
+        async def on_raw_bulk_message_delete(
+            self, payload: discord.RawBulkMessageDeleteEvent
+        ) -> None:
+            gateway.messages_deleted(self.service.memory, payload)
+
+        @commands.Cog.listener()
+        async def on_disconnect(self) -> None:
+            gateway.unsure(self.service.memory, "gateway disconnected")
+
+        @commands.Cog.listener()
+        async def on_resumed(self) -> None:
+            gateway.unsure(self.service.memory, "gateway resumed")
+
+        @commands.Cog.listener()
+        async def on_shard_ready(self, shard_id: int) -> None:
+            gateway.unsure(self.service.memory, f"shard {shard_id} ready")
+
+        @commands.Cog.listener()
+        async def on_guild_channel_update(self, before: Any, after: Any) -> None:
+            gateway.channel_changed(self.service.memory, before, after)
+
+        @commands.Cog.listener()
+        async def on_guild_role_update(self, before: Any, after: Any) -> None:
+            gateway.unsure(self.service.memory, f"role {after.id} changed")
+
+        @commands.Cog.listener()
+        async def on_member_update(self, before: Any, after: Any) -> None:
+            gateway.member_changed(self.service.memory, after)
+
+        @commands.Cog.listener()
+        async def on_guild_join(self, guild: Any) -> None:
+            gateway.unsure(self.service.memory, f"joined server {guild.id}")
+
+        @commands.Cog.listener()
+        async def on_guild_available(self, guild: Any) -> None:
+            gateway.unsure(self.service.memory, f"server {guild.id} available")
+
+        @commands.Cog.listener()
+        async def on_thread_join(self, thread: Any) -> None:
+            gateway.thread_joined(self.service.memory, thread)
 
         @app_commands.command(name="kill", description=KILL_DESCRIPTION)
         async def kill(self, interaction: discord.Interaction) -> None:

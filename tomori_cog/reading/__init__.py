@@ -1,6 +1,9 @@
 """What the model is shown of Discord: a channel's history, attachments, a linked message.
 
 - `history.py`      the history, reply chains, a thread's starter, embeds, as context items
+- `memory.py`       each channel's recent messages as the gateway showed them, so a turn's
+                    history is read over REST only when memory may miss something
+- `gateway.py`      the edits, deletes and reconnects that keep that memory honest
 - `attachments.py`  images, text files, other files, stickers, within their bounds
 - `fetch.py`        a file read from Discord's CDN, never past its bound or deadline
 - `unreadable.py`   the files whose read failed or hung lately, which turns do not try again

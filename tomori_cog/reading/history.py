@@ -6,6 +6,10 @@ the conversation. What came before the trigger is the recent history, plus what 
 window may not reach: the chain of messages the trigger replies to, and in a thread the
 thread's starter message. Messages arrive as the library's own objects; the attributes read
 here are the same in nextcord and discord.py.
+
+What came before is read from the messages the cog already saw through the gateway
+(`memory.RecentMessages`) when they hold all of it, and over REST otherwise; either way the
+model is shown the same messages.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tomori.providers.base import ContextItem, Role
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.reading.attachments import TurnAttachments, read_attachments
+from tomori_cog.reading.memory import RecentMessages, Window
 from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
@@ -48,11 +53,14 @@ class HistoryReader:
     """Builds a turn's context from the channel the trigger came in. One per cog: it keeps the
     files whose read failed lately, which every turn of the cog's channels skips."""
 
-    def __init__(self, bot: Any, library: Library, settings: Settings) -> None:
+    def __init__(
+        self, bot: Any, library: Library, settings: Settings, memory: RecentMessages
+    ) -> None:
         self._bot = bot
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
+        self._memory = memory
 
     async def context(
         self,
@@ -70,10 +78,14 @@ class HistoryReader:
         `system_prompt` is the channel's (see `tomori.policy.overrides`); `images`: whether
         any model of its chain is sent images (if none is, none are read: see read_attachments).
         `queued`: the trigger waited for the turns before it, whose answers came after it."""
-        recent = {message.id: message for message in await self._recent(channel, trigger)}
-        earlier = await self._reply_chain(channel, trigger)
+        window = await self._remembered(channel, trigger)
+        if window is None:
+            recent = {message.id: message for message in await self._recent(channel, trigger)}
+        else:
+            recent = {message.id: message for message in window.before}
+        earlier = await self._reply_chain(channel, trigger, window)
         if queued:
-            earlier += await self._answers_since(channel, trigger)
+            earlier += await self._answers_since(channel, trigger, window)
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
@@ -106,23 +118,33 @@ class HistoryReader:
             return None
         return files.item(f"{message.author.display_name}: ", shown)
 
+    async def _remembered(self, channel: Any, trigger: Any) -> Window | None:
+        """What memory holds around the trigger, if it holds the whole history window (once
+        the gateway echoed the cog's own last writes there); None: read it over REST."""
+        if not await self._memory.echoes(channel.id):
+            return None
+        return self._memory.window(channel.id, trigger.id, self._settings.history_limit)
+
     async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
-        """The channel's (or thread's) last messages before the trigger."""
+        """The channel's (or thread's) last messages before the trigger, over REST; memory
+        keeps them for the turns after this one."""
+        limit = self._settings.history_limit
+        reading = self._memory.reading(channel.id)
         try:
-            return [
-                message
-                async for message in channel.history(
-                    limit=self._settings.history_limit, before=trigger
-                )
-            ]
+            messages = [message async for message in channel.history(limit=limit, before=trigger)]
         except call_failures(self._library) as error:  # answered without it, not unanswered
             log.info("no history for channel %s: %r", channel.id, error)
             return []
+        self._memory.read(reading, trigger.id, limit, messages)
+        return messages
 
-    async def _answers_since(self, channel: Any, trigger: Any) -> list[Any]:
+    async def _answers_since(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
         """The bot's own messages posted after the trigger: the answers to the messages queued
         before it, which the model must see to go on from them, not answer them again."""
         me = self._bot.user
+        if window is not None:
+            after = window.after[: self._settings.history_limit]
+            return [m for m in after if me is not None and m.author.id == me.id]
         try:
             return [
                 message
@@ -135,7 +157,7 @@ class HistoryReader:
             log.info("no answers since message %s: %r", trigger.id, error)
             return []
 
-    async def _reply_chain(self, channel: Any, trigger: Any) -> list[Any]:
+    async def _reply_chain(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
         """The message the trigger replies to, the one that replies to, and so on back.
 
         At most `TOMORI_REPLY_CHAIN_LIMIT` messages; the chain ends early at a message that
@@ -144,22 +166,35 @@ class HistoryReader:
         chain: list[Any] = []
         message = trigger
         while len(chain) < self._settings.reply_chain_limit:
-            message = await self._replied_to(channel, message)
+            # the copy Discord sent along with a remembered message is as old as that message
+            # (the trigger's is fresh, as a REST read's would be): an edit since is not in it
+            fresh = window is None or message is trigger
+            message = await self._replied_to(channel, message, window, fresh)
             if message is None:
                 break
             chain.append(message)
         return chain
 
-    async def _replied_to(self, channel: Any, message: Any) -> Any | None:
-        """The message `message` replies to, or None: not a reply, or not readable (logged)."""
+    async def _replied_to(
+        self, channel: Any, message: Any, window: Window | None, fresh: bool
+    ) -> Any | None:
+        """The message `message` replies to, or None: not a reply, or not readable (logged).
+
+        From memory when it covers the parent, else the copy Discord sent along with
+        `message` if that is `fresh`, else over REST."""
         reference = message.reference
         if reference is None or reference.message_id is None:
             return None
         if self._library.is_forward(reference) or reference.channel_id not in (None, channel.id):
             return None  # a forward, or a thread's link to the message it was started from
+        if window is not None and window.covers(reference.message_id):
+            parent = window.get(reference.message_id)
+            if parent is None:
+                log.info("message %s replies to a deleted message", message.id)
+            return parent
         lib = self._library.module
         resolved = reference.resolved  # the library's copy, when Discord sent it along
-        if isinstance(resolved, lib.Message):
+        if fresh and isinstance(resolved, lib.Message):
             return resolved
         if isinstance(resolved, lib.DeletedReferencedMessage):
             log.info("message %s replies to a deleted message", message.id)
@@ -180,13 +215,18 @@ class HistoryReader:
 
         The starter has the thread's ID. A forum post's is the thread's own first message; a
         thread started from a channel message has that message in its parent channel. It is
-        read only when the history does not already hold it.
+        read from Discord only when neither the history nor memory (of the post, or of the
+        parent channel) knows it.
         """
         lib = self._library.module
         if not isinstance(channel, lib.Thread) or channel.id in recent:
             return None
         parent = channel.parent
         home = channel if isinstance(parent, lib.ForumChannel) else parent
+        if home is not None:
+            known, starter = self._memory.known(home.id, channel.id)
+            if known:
+                return starter  # None: deleted
         if home is None:
             log.info("thread %s: its parent channel is unknown, so is its starter", channel.id)
             return None
