@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tomori.delivery.port import ChannelPort, as_shown
+from tomori.delivery.port import ChannelPort, Urgency, as_shown
 
 ECHO_WAIT_S = 1.0
 """How long a turn waits for the gateway to echo the cog's last sends and edits in its channel
@@ -295,18 +295,21 @@ class _RememberingPort:
         self._memory = memory
         self._channel_id = channel_id
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    async def writable(self, urgency: Urgency) -> None:
+        await self._port.writable(urgency)
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         try:
-            message_id = await self._port.send(content, reply_to=reply_to)
+            message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
         except BaseException:
             self._memory.forget(self._channel_id)
             raise
         self._memory.wrote(self._channel_id, int(message_id), content, new=True)
         return message_id
 
-    async def edit(self, message_id: str, content: str) -> None:
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
         try:
-            await self._port.edit(message_id, content)
+            await self._port.edit(message_id, content, urgency=urgency)
         except BaseException:
             self._memory.forget(self._channel_id)
             raise
