@@ -21,9 +21,11 @@ from tomori.delivery.port import (
     DeliveryFailed,
     DeliveryRateLimited,
     DestinationUnreachable,
+    Urgency,
     as_shown,
 )
 from tomori_cog.library import Library
+from tomori_cog.pacing import DiscordPacing
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +72,30 @@ def reply_reference(library: Library, channel: Any, message_id: str | int | None
 
 
 class LibraryPort:
-    """`ChannelPort` over a nextcord or discord.py channel."""
+    """`ChannelPort` over a nextcord or discord.py channel, paced by the cog's `DiscordPacing`.
 
-    def __init__(self, library: Library, channel: Any) -> None:
+    A writer that awaits `writable` first composes its text once the request may leave (so
+    text that arrived meanwhile goes with it); a send or edit without it waits here.
+    """
+
+    def __init__(self, library: Library, channel: Any, pacing: DiscordPacing) -> None:
         self._library = library
         self._channel = channel
+        self._pacing = pacing
         self._sent: dict[str, Any] = {}
+        self._reserved = False
 
-    async def send(self, content: str, *, reply_to: str | None) -> str:
+    async def writable(self, urgency: Urgency) -> None:
+        if not self._reserved:
+            await self._pacing.write(self._channel.id, urgency)
+            self._reserved = True
+
+    async def send(
+        self, content: str, *, reply_to: str | None, urgency: Urgency = Urgency.MORE
+    ) -> str:
         reference = reply_reference(self._library, self._channel, reply_to)
+        await self.writable(urgency)
+        self._reserved = False
         with self._translated():
             message = await self._channel.send(
                 content=as_shown(content),
@@ -88,22 +105,28 @@ class LibraryPort:
         self._sent[str(message.id)] = message
         return str(message.id)
 
-    async def edit(self, message_id: str, content: str) -> None:
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency = Urgency.MORE) -> None:
         message = self._sent[message_id]
+        await self.writable(urgency)
+        self._reserved = False
         with self._translated():
             await message.edit(
                 content=as_shown(content), allowed_mentions=no_mass_mentions(self._library)
             )
 
     def _translated(self) -> _Translate:
-        return _Translate(self._library)
+        return _Translate(self._library, self._pacing, self._channel.id)
 
 
 class _Translate:
     """Turns the library's HTTP and connection errors into the core's delivery outcomes."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(
+        self, library: Library, pacing: DiscordPacing | None = None, channel_id: int = 0
+    ) -> None:
         self._lib = library.module
+        self._pacing = pacing
+        self._channel_id = channel_id
 
     def __enter__(self) -> None:
         return None
@@ -124,6 +147,8 @@ class _Translate:
             ) from error
         if status == 429:
             retry_after = float(getattr(error, "retry_after", None) or 1.0)
+            if self._pacing is not None:
+                self._pacing.refused(self._channel_id, retry_after)
             raise DeliveryRateLimited(retry_after) from error
         raise DeliveryFailed(f"HTTP {status}") from error
 
@@ -135,13 +160,21 @@ class EmbedNotices:
     notice meant for one person says whom it is for in a busy channel.
     """
 
-    def __init__(self, library: Library, channel: Any, reply_to: int | None = None) -> None:
+    def __init__(
+        self,
+        library: Library,
+        channel: Any,
+        pacing: DiscordPacing,
+        reply_to: int | None = None,
+    ) -> None:
         self._library = library
         self._channel = channel
+        self._pacing = pacing
         self._reply_to = reply_to
 
     async def post_notice(self, notice: Notice) -> None:
-        with _Translate(self._library):
+        await self._pacing.write(self._channel.id, Urgency.FIRST)
+        with _Translate(self._library, self._pacing, self._channel.id):
             await self._channel.send(
                 embed=embed_for(self._library, notice),
                 reference=reply_reference(self._library, self._channel, self._reply_to),
@@ -149,10 +182,13 @@ class EmbedNotices:
             )
 
 
-async def keep_typing(library: Library, channel: Any, interval_s: float) -> None:
+async def keep_typing(
+    library: Library, channel: Any, interval_s: float, pacing: DiscordPacing
+) -> None:
     """Show "typing" in the channel until cancelled, or until Discord refuses it (logged)."""
     try:
         while True:
+            await pacing.typing(channel.id)
             await library.trigger_typing(channel)
             await asyncio.sleep(interval_s)
     except call_failures(library) as error:

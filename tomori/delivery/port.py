@@ -8,9 +8,26 @@ is already on the wire finishes and is accounted for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 from tomori.errors import TomoriError
+
+
+class Urgency(IntEnum):
+    """How soon a request to Discord should leave when the bot's requests must wait (lower
+    leaves first): what a user is waiting to see goes before what only refreshes it."""
+
+    FIRST = 0
+    """A turn's first visible text, and notices: someone is waiting for any sign of an answer."""
+    LAST = 1
+    """The last text of an answer: its final send or edit, which completes what is shown."""
+    MORE = 2
+    """Intermediate sends and edits; while they wait, newer text replaces theirs."""
+    TYPING = 3
+    """The typing indicator: only a sign of work."""
+    READ = 4
+    """History reads: they delay a turn's start, but no user is reading them."""
 
 
 @dataclass(frozen=True, slots=True)
