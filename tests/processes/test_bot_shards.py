@@ -90,6 +90,8 @@ async def test_the_bot_runs_the_shards_the_environment_names(
             "shard 1 is listed twice",
         ),
         ({"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": " "}, "DISCORD_SHARD_IDS", "shard IDs"),
+        ({"DISCORD_API_URL": "proxy:8080"}, "DISCORD_API_URL", "an http:// or https:// URL"),
+        ({"DISCORD_API_URL": "https:///api/v10"}, "DISCORD_API_URL", "with a host"),
     ],
 )
 def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
@@ -104,21 +106,12 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
     assert not database.exists()  # stopped before the database, and before Discord
 
 
-LAUNCH_AGAINST = """
-import runpy, sys
-import nextcord.http
-nextcord.http.Route.BASE = sys.argv[2] + "/api/v10"  # Discord's REST API: the test's server
-sys.argv = sys.argv[1:2]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-"""bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
-
-
 async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
     tmp_path: Path,
 ) -> None:
     """What Discord sees of a process started with DISCORD_SHARD_IDS: its IDENTIFY names the
-    shard and the count, so the gateway sends it those shards' guilds and no other."""
+    shard and the count, so the gateway sends it those shards' guilds and no other. The bot
+    finds the test's Discord where DISCORD_API_URL says, as it would a rate-limit proxy."""
     identified: asyncio.Queue[object] = asyncio.Queue()
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
@@ -152,12 +145,10 @@ async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
     port = runner.addresses[0][1]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        LAUNCH_AGAINST,
         str(BOT),
-        f"http://127.0.0.1:{port}",
         env=environment(
             **GOOD,
+            DISCORD_API_URL=f"http://127.0.0.1:{port}/api/v10/",
             TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
             DISCORD_SHARD_COUNT="4",
             DISCORD_SHARD_IDS="3",

@@ -169,7 +169,7 @@ async def status(service: TomoriService, where: Where) -> Notice:
     await service.metrics.flushed()
     counts = await server_status(database, str(where.guild_id))
     skipped = service.health.skipped() if service.health is not None else []
-    shown = describe(counts, skipped)
+    shown = describe(counts, skipped, service.pacing.report())
     return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
 
 
