@@ -39,6 +39,9 @@ class TurnState:
     on_first_message: Callable[[], None] | None = None
     """Called once, as the turn's first message lands: from then on the turn has answered,
     and its lock says so (`TurnGuard.mark_answered`), so it is never run again elsewhere."""
+    undelivered: bool = False
+    """Discord did not take the rest of an answer within the delivery deadline: the answer
+    shown is cut short, which a direct trigger is told once the chain ends."""
     metrics: MetricsSink | None = None
     guild_id: str | None = None
     """The server of the channel (None in a direct message), which its metrics are filed under."""

@@ -110,6 +110,7 @@ async def stream_once(
         )
         if state.metrics is not None:
             state.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        state.undelivered = True
         writer.abandon()
         finishing.cancel()
 
