@@ -22,6 +22,7 @@ from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
 from tomori_cog.variables import (
     Shards,
+    api_base_from_env,
     environment_help,
     refusal,
     shards_without_a_shared_database,
@@ -136,7 +137,7 @@ async def _within(closing: Coroutine[Any, Any, None], seconds: float, what: str)
         )
 
 
-def build_bot(shards: Shards) -> Any:
+def build_bot(shards: Shards, api_base: str | None = None) -> Any:
     """The nextcord bot with the cog loaded; call it inside the running loop.
 
     With shards, nextcord's `AutoShardedBot` runs the ones given in this one process (all
@@ -147,6 +148,8 @@ def build_bot(shards: Shards) -> Any:
     import nextcord
     from nextcord.ext import commands
 
+    if api_base is not None:  # every REST call, webhooks included, is built from it
+        nextcord.http.Route.BASE = api_base
     intents = nextcord.Intents.default()
     intents.message_content = True
     bot: commands.Bot | commands.AutoShardedBot
@@ -162,8 +165,8 @@ def build_bot(shards: Shards) -> Any:
     return bot
 
 
-async def run_bot(token: str, shards: Shards) -> None:
-    await serve(build_bot(shards), token)
+async def run_bot(token: str, shards: Shards, api_base: str | None) -> None:
+    await serve(build_bot(shards, api_base), token)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         shards = Shards.from_env(os.environ)
+        api_base = api_base_from_env(os.environ)
         settings = Settings.from_env()
         ModelChain.from_env()
         asyncio.run(check_database(settings))
@@ -203,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if shared:
         logging.getLogger(__name__).warning("%s", shared)
     try:
-        run_without_waiting_for_threads(run_bot(token, shards))
+        run_without_waiting_for_threads(run_bot(token, shards, api_base))
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)
         return 1

@@ -18,6 +18,9 @@ only that name's `teardown` removes it.
 - `library.py`        which library the bot uses, and the few calls that differ
 - `channel_config.py` a channel's model chain, providers and system prompt for its turn
 - `discord_io.py`     the core's channel port and notice sink over a library channel
+- `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
+                      answered them (the `/tomori status` traffic line)
+- `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run
 - `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md
                       list them; bot.py's shards

@@ -26,6 +26,7 @@ from tomori.delivery.port import (
     as_shown,
 )
 from tomori_cog.library import Library
+from tomori_cog.pacing import DiscordPacing
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +73,28 @@ def reply_reference(library: Library, channel: Any, message_id: str | int | None
 
 
 class LibraryPort:
-    """`ChannelPort` over a nextcord or discord.py channel."""
+    """`ChannelPort` over a nextcord or discord.py channel, paced by the cog's `DiscordPacing`.
 
-    def __init__(self, library: Library, channel: Any) -> None:
+    A writer that awaits `writable` first composes its text once the request may leave (so
+    text that arrived meanwhile goes with it); a send or edit without it waits here.
+    """
+
+    def __init__(self, library: Library, channel: Any, pacing: DiscordPacing) -> None:
         self._library = library
         self._channel = channel
+        self._pacing = pacing
         self._sent: dict[str, Any] = {}
+        self._reserved = False
 
     async def writable(self, urgency: Urgency) -> None:
-        """At once: the library paces its own requests for now (the bot's request budget will
-        answer here)."""
+        if not self._reserved:
+            await self._pacing.write(self._channel.id, urgency)
+            self._reserved = True
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         reference = reply_reference(self._library, self._channel, reply_to)
+        await self.writable(urgency)
+        self._reserved = False
         with self._translated():
             message = await self._channel.send(
                 content=as_shown(content),
@@ -96,20 +106,26 @@ class LibraryPort:
 
     async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
         message = self._sent[message_id]
+        await self.writable(urgency)
+        self._reserved = False
         with self._translated():
             await message.edit(
                 content=as_shown(content), allowed_mentions=no_mass_mentions(self._library)
             )
 
     def _translated(self) -> _Translate:
-        return _Translate(self._library)
+        return _Translate(self._library, self._pacing, self._channel.id)
 
 
 class _Translate:
     """Turns the library's HTTP and connection errors into the core's delivery outcomes."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(
+        self, library: Library, pacing: DiscordPacing | None = None, channel_id: int = 0
+    ) -> None:
         self._lib = library.module
+        self._pacing = pacing
+        self._channel_id = channel_id
 
     def __enter__(self) -> None:
         return None
@@ -130,6 +146,8 @@ class _Translate:
             ) from error
         if status == 429:
             retry_after = float(getattr(error, "retry_after", None) or 1.0)
+            if self._pacing is not None:
+                self._pacing.refused(self._channel_id, retry_after)
             raise DeliveryRateLimited(retry_after) from error
         raise DeliveryFailed(f"HTTP {status}") from error
 
@@ -141,13 +159,21 @@ class EmbedNotices:
     notice meant for one person says whom it is for in a busy channel.
     """
 
-    def __init__(self, library: Library, channel: Any, reply_to: int | None = None) -> None:
+    def __init__(
+        self,
+        library: Library,
+        channel: Any,
+        pacing: DiscordPacing,
+        reply_to: int | None = None,
+    ) -> None:
         self._library = library
         self._channel = channel
+        self._pacing = pacing
         self._reply_to = reply_to
 
     async def post_notice(self, notice: Notice) -> None:
-        with _Translate(self._library):
+        await self._pacing.write(self._channel.id, Urgency.FIRST)
+        with _Translate(self._library, self._pacing, self._channel.id):
             await self._channel.send(
                 embed=embed_for(self._library, notice),
                 reference=reply_reference(self._library, self._channel, self._reply_to),
@@ -156,7 +182,11 @@ class EmbedNotices:
 
 
 async def keep_typing(
-    library: Library, channel: Any, interval_s: float, shown: Callable[[], bool]
+    library: Library,
+    channel: Any,
+    interval_s: float,
+    pacing: DiscordPacing,
+    shown: Callable[[], bool],
 ) -> None:
     """Show "typing" in the channel while the turn has shown nothing yet (`shown` says when it
     has), until cancelled, or until Discord refuses it (logged).
@@ -164,10 +194,14 @@ async def keep_typing(
     Discord shows one for about ten seconds, so it is refreshed every `interval_s` while the
     channel waits on the model, the files or a tool, and never once the answer's text flows:
     the text itself shows the bot at work, and each refresh would spend a request of the
-    channel's rate-limit bucket that the answer needs.
+    channel's rate-limit bucket that the answer needs. A refresh waits for the bot's request
+    budget behind everything else, and is dropped if text showed meanwhile.
     """
     try:
         while not shown():
+            await pacing.typing(channel.id)
+            if shown():
+                return
             await library.trigger_typing(channel)
             await asyncio.sleep(interval_s)
     except call_failures(library) as error:

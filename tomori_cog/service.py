@@ -44,6 +44,7 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.reply_rule import Addressed, ReplyRule
+from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
@@ -69,9 +70,11 @@ class TomoriService:
         )
         """The channels' recent messages as the gateway showed them; the cogs' listeners
         keep it honest (edits, deletes, reconnects)."""
+        self.pacing = DiscordPacing()
         self._history = HistoryReader(bot, library, settings, self.memory)
-        self._gate = AdmissionGate(library, settings)
+        self._gate = AdmissionGate(library, settings, self.pacing)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
+        self._sharing: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -97,6 +100,10 @@ class TomoriService:
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
                     await locks.start()
+                    self.pacing.watch(self.bot, self._library)
+                    self._sharing = asyncio.create_task(
+                        self.pacing.shared(locks.live_processes), name="tomori-request-share"
+                    )
                     self.health = self._model_health(database, locks.instance_id)
                 except BaseException:
                     await self._release_resources()
@@ -116,6 +123,11 @@ class TomoriService:
         if self._locks is not None:
             await self._locks.close()
             self._locks = None
+        if self._sharing is not None:
+            self._sharing.cancel()
+            await asyncio.gather(self._sharing, return_exceptions=True)
+            self._sharing = None
+        self.pacing.budget.close()
         if self.health is not None:  # its probes use the providers
             await self.health.close()
             self.health = None
@@ -187,7 +199,7 @@ class TomoriService:
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id
             )
             if surface_errors:
-                notices = EmbedNotices(self._library, message.channel)
+                notices = EmbedNotices(self._library, message.channel, self.pacing)
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
@@ -205,7 +217,9 @@ class TomoriService:
         channel = await find_channel(self.bot, self._library, int(trigger.channel_id))
         if channel is None:
             return
-        notices = EmbedNotices(self._library, channel, reply_to=int(trigger.message_id))
+        notices = EmbedNotices(
+            self._library, channel, self.pacing, reply_to=int(trigger.message_id)
+        )
         await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
 
     async def _limits_for(self, guild_id: int | None) -> UserLimits:
@@ -221,13 +235,14 @@ class TomoriService:
         told to the person who asked directly, as a failed generation would be: the chain's
         own notices cannot, since it never ran.
         """
+        self.pacing.watch(self.bot, self._library)  # a new session after a new login
         channel = await find_channel(self.bot, self._library, int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
         state = TurnState(
             turn.channel_id,
-            notices=EmbedNotices(self._library, channel),
+            notices=EmbedNotices(self._library, channel, self.pacing),
             trigger_message_id=turn.trigger.message_id,
             from_queue=turn.from_queue,
             metrics=self.metrics,
@@ -256,6 +271,7 @@ class TomoriService:
                         self._library,
                         channel,
                         seconds(self._settings.typing_keepalive_interval_ms),
+                        self.pacing,
                         shown=lambda: bool(state.delivered),
                     )
                 )
@@ -287,7 +303,9 @@ class TomoriService:
                 turn,
                 guard,
                 state,
-                self.memory.remembering(LibraryPort(self._library, channel), channel.id),
+                self.memory.remembering(
+                    LibraryPort(self._library, channel, self.pacing), channel.id
+                ),
                 entries=config.entries,
                 providers=config.providers,
                 tools=self.tools,

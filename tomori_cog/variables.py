@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.parsers import COUNT_MAXIMUM, ConfigError, IntegerParser, refuse, refused
@@ -20,6 +21,7 @@ from tomori.config.settings import DEPRECATED_MAX_MESSAGES, VARIABLES, Settings,
 __all__ = [
     "BOT_VARIABLES",
     "Shards",
+    "api_base_from_env",
     "configuration_page",
     "environment_help",
     "refusal",
@@ -44,8 +46,27 @@ BOT_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "the shards this process runs, comma separated, each from 0 to DISCORD_SHARD_COUNT-1 "
         "(needs DISCORD_SHARD_COUNT)",
     ),
+    (
+        "DISCORD_API_URL",
+        "(Discord's: https://discord.com/api/v10)",
+        "where the bot sends its REST requests: a rate-limit proxy the operator runs in front "
+        "of the bot's processes (such as nirn-proxy), as an http(s) URL ending in the API "
+        "version's path",
+    ),
 )
 """(variable, default, what it does) of bot.py's own variables, which the cog does not read."""
+
+
+def api_base_from_env(environ: Mapping[str, str]) -> str | None:
+    """DISCORD_API_URL without a trailing slash (None: Discord's own); raise `ConfigError`
+    naming it unless it is an http(s) URL with a host."""
+    raw = environ.get("DISCORD_API_URL", "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise refused("DISCORD_API_URL", raw, "it must be an http:// or https:// URL with a host")
+    return raw.rstrip("/")
 
 
 class Shards(NamedTuple):

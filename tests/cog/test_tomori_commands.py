@@ -276,7 +276,10 @@ async def test_status_counts_what_happened_in_the_server(
     assert tokens_in > 10 + 10
     assert tokens_out > len("One.") // 4 + len("Two!") // 4
     assert title == "Tomori in this server, last 24 hours"
-    assert text.splitlines() == [
+    *lines, traffic = text.splitlines()
+    assert traffic.startswith("Discord requests: ")  # (the bot's; this Discord has no limits)
+    assert "429s in 10 min: none; invalid requests in 10 min: 0 of 10,000 allowed" in traffic
+    assert lines == [
         "Turns per model: openai:first 3, openai:second 1",
         "Stalls: first token 1, idle 0",
         "Fallbacks used: 1",

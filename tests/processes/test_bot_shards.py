@@ -90,6 +90,8 @@ async def test_the_bot_runs_the_shards_the_environment_names(
             "shard 1 is listed twice",
         ),
         ({"DISCORD_SHARD_COUNT": "4", "DISCORD_SHARD_IDS": " "}, "DISCORD_SHARD_IDS", "shard IDs"),
+        ({"DISCORD_API_URL": "proxy:8080"}, "DISCORD_API_URL", "an http:// or https:// URL"),
+        ({"DISCORD_API_URL": "https:///api/v10"}, "DISCORD_API_URL", "with a host"),
     ],
 )
 def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
@@ -104,19 +106,10 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
     assert not database.exists()  # stopped before the database, and before Discord
 
 
-LAUNCH_AGAINST = """
-import runpy, sys
-import nextcord.http
-nextcord.http.Route.BASE = sys.argv[2] + "/api/v10"  # Discord's REST API: the test's server
-sys.argv = sys.argv[1:2]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-"""bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
-
-
 async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
-    """bot.py started with `env` against a Discord of the test's: the shard its IDENTIFY names,
-    and what it wrote to standard error until SIGTERM ended it (with exit code 0)."""
+    """bot.py started with `env` against a Discord of the test's, found where DISCORD_API_URL
+    says (as a rate-limit proxy would be): the shard its IDENTIFY names, and what it wrote to
+    standard error until SIGTERM ended it (with exit code 0)."""
     identified: asyncio.Queue[object] = asyncio.Queue()
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
@@ -150,11 +143,8 @@ async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
     port = runner.addresses[0][1]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        LAUNCH_AGAINST,
         str(BOT),
-        f"http://127.0.0.1:{port}",
-        env=environment(**GOOD, **env),
+        env=environment(**GOOD, DISCORD_API_URL=f"http://127.0.0.1:{port}/api/v10/", **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -303,7 +303,7 @@ class Settings:
         integer(1),
         "once the model has finished, the wait for each Discord send still to land (a 429, a "
         "slow network; never below the edit interval); past it the rest is dropped with a log "
-        "line, never a timeout notice",
+        "line, and a direct asker is told the answer was cut short (never a timeout notice)",
     )
     max_answer_chars: int = setting(
         "TOMORI_MAX_ANSWER_CHARS",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import ConfigError, Settings
 from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
+from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.policy.admin import Where
 from tomori.policy.limit_store import UserLimitStore
@@ -113,6 +114,9 @@ class ConsoleServer:
 
     def skipped(self) -> Sequence[Sick]:
         return ()  # the console asks each model of its chain in turn, every turn
+
+    def traffic(self) -> TrafficReport | None:
+        return None  # the console sends nothing to Discord
 
     # -- a message and its turn ---------------------------------------------------------------
 

@@ -11,6 +11,11 @@
 - `hidden.py`    `<details>` and `<think>` blocks captured, never posted
 - `ceiling.py`   the answer's ceiling: the cut note, and what one pass may read
 - `notices.py`   what the bot tells a channel, as data; `NoticeSink`, `post_notice_safely`
+- `budget.py`    the bot's request budget: one per token, split among its processes, in
+                 `Urgency` order, and each channel's own write bucket (`RequestBudget`,
+                 `ChannelPace`)
+- `traffic.py`   what Discord answered lately: requests per second, 429s by scope, invalid
+                 requests against the ban (`Traffic`, `TrafficReport`)
 """
 
 from tomori.delivery.notices import Notice, NoticeColour, NoticeSink, post_notice_safely

@@ -95,6 +95,15 @@ NOT_ANSWERED = Notice(
 """Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
 its turn came, or queued behind a turn that hung)."""
 
+NOT_DELIVERED = Notice(
+    "Answer Cut Short",
+    "Discord did not take the rest of this answer in time (it may be limiting this bot right "
+    "now), so its end is missing. Please ask again if you need it.",
+    NoticeColour.WARNING,
+)
+"""Told to a direct trigger whose answer Discord did not take in full within
+`TOMORI_DELIVERY_TIMEOUT_MS` after the model had finished."""
+
 KILL_DESCRIPTION = "Immediately stop the current stream and clear queued responses in this channel."
 
 KILL_STOPPED = Notice(

@@ -45,6 +45,11 @@ class AnswerRecord(Protocol):
 
     def report_progress(self) -> None: ...
 
+    def reached_ceiling(self) -> None:
+        """The writer cut the answer at its ceiling on its own time (edit mode's sends run
+        apart from `feed`): the pass stops reading the model now, not at its next chunk."""
+        ...
+
 
 class StreamWriter(Protocol):
     """Delivers one pass's text; every successful send is reported as progress."""

@@ -307,7 +307,7 @@ class ChannelWriter:
                     continue
                 if len(piece) > room:  # the ceiling: end here
                     piece = with_cut_note(cut_to(piece, room))
-                    self._cut = True
+                    self._reach_ceiling()
                 message_id = await self._call(self._send, piece)
                 if message_id is None:
                     return
@@ -317,21 +317,26 @@ class ChannelWriter:
                 if len(piece) > room:
                     shown = len(self._growing_text)
                     piece = with_cut_note(cut_to(piece, room, shown), shown=shown)
-                    self._cut = True
+                    self._reach_ceiling()
                 if piece != self._growing_text:
                     if await self._call(self._edit, piece) is None:
                         return
                     self._growing_text = piece
                     self._record_growth()
             if self._cut:
-                self._pending.clear()
                 return
+
+    def _reach_ceiling(self) -> None:
+        """Edit mode: the answer ends here. What waits is dropped, and the pass is told at
+        once: the model may go on for long, and its next chunk may never come."""
+        self._cut = True
+        self._pending.clear()
+        self._answer.reached_ceiling()
 
     async def _note_growing(self) -> None:
         """Edit mode, the ceiling reached as a message filled: the note ends that message (or
         follows it, when the message is too full to take it)."""
-        self._cut = True
-        self._pending.clear()
+        self._reach_ceiling()
         noted = with_cut_note(self._growing_text, shown=len(self._growing_text))
         if noted == self._growing_text:
             self._delivered.append(self._growing_text)

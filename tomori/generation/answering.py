@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings, seconds
+from tomori.delivery.notices import NOT_DELIVERED
 from tomori.delivery.port import ChannelPort
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
@@ -72,6 +73,8 @@ async def answer_turn(
         ),
         health,
     )
+    if state.undelivered and surface_errors and not guard.stop_requested():
+        await state.post_notice(NOT_DELIVERED)
     log.info(
         "turn %s in channel %s: %s after %s, %d characters delivered%s",
         turn.turn_id,

@@ -35,10 +35,15 @@ class TurnState:
     suppress_user_errors: bool = False
     deferred_timeout_notice: Notice | None = None
     on_stream_progress: Callable[[], None] | None = None
+    on_ceiling: Callable[[], None] | None = None
+    """Set by the pass that reads the model: stops it reading once the answer is cut."""
     delivered: list[DeliveredMessage] = field(default_factory=list)
     on_first_message: Callable[[], None] | None = None
     """Called once, as the turn's first message lands: from then on the turn has answered,
     and its lock says so (`TurnGuard.mark_answered`), so it is never run again elsewhere."""
+    undelivered: bool = False
+    """Discord did not take the rest of an answer within the delivery deadline: the answer
+    shown is cut short, which a direct trigger is told once the chain ends."""
     metrics: MetricsSink | None = None
     guild_id: str | None = None
     """The server of the channel (None in a direct message), which its metrics are filed under."""
@@ -63,6 +68,11 @@ class TurnState:
         first, self.on_first_message = self.on_first_message, None
         if first is not None:
             first()
+
+    def reached_ceiling(self) -> None:
+        hook = self.on_ceiling
+        if hook is not None:
+            hook()
 
     async def post_notice(self, notice: Notice) -> None:
         """Tell the channel; a notice that cannot be posted is logged, never raised over the

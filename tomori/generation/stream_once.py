@@ -62,6 +62,8 @@ class _Gathered:
     """Characters read from the provider, visible or hidden: bounded by `most_read`."""
     answered: bool = False
     """The model wrote visible text: whether Discord took it is another matter."""
+    reading: bool = True
+    """The provider's stream is still being read (delivery alone may remain after)."""
 
 
 async def stream_once(
@@ -110,15 +112,21 @@ async def stream_once(
         )
         if state.metrics is not None:
             state.metrics.record("delivery_timeout", f"{provider.name}:{request.model}")
+        state.undelivered = True
         writer.abandon()
         finishing.cancel()
 
     def bound_delivery(finishing: asyncio.Task[None]) -> None:
         timer.deliver(settings.delivery_budget_s, lambda: delivery_ran_out(finishing))
 
+    def on_ceiling() -> None:
+        if gathered.reading:  # the writer cut the answer while the model goes on
+            kill(KillReason.CEILING)
+
     delivering = BoundedDelivery(writer, bound_delivery)
     guard.set_kill(kill)
     state.on_stream_progress = on_progress
+    state.on_ceiling = on_ceiling
     generation = asyncio.create_task(
         _generate(
             provider,
@@ -142,6 +150,8 @@ async def stream_once(
         if guard.stop_requested():
             writer.abandon()
             return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
+        if kill.reason is KillReason.CEILING:
+            return await _finish_cut(delivering, gathered, guard, kill, channel_id)
         phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
         reason = kill.reason
         assert reason is not None  # the generation was cancelled by the kill
@@ -177,11 +187,37 @@ async def stream_once(
         return _partial(StreamStatus.TIMEOUT, writer, gathered, TimedOut(phase, reason))
     finally:
         timer.cancel()
-        state.on_stream_progress = None
+        state.on_stream_progress = state.on_ceiling = None
         guard.clear_kill(kill)
         if not generation.done():
             generation.cancel()
             await asyncio.gather(generation, return_exceptions=True)
+
+
+async def _finish_cut(
+    writer: StreamWriter,
+    gathered: _Gathered,
+    guard: TurnGuard,
+    kill: KillSwitch,
+    channel_id: str,
+) -> StreamResult:
+    """The writer cut the answer at its ceiling and the pass stopped reading the model: the
+    answer is delivered to its note, as a cut seen at a chunk is, and /kill still ends it."""
+    log.warning("answer in channel %s cut at its message ceiling", channel_id)
+    kill.rearm()  # a /kill from here on ends the delivery
+    finishing = asyncio.ensure_future(writer.finish())
+    try:
+        await guard.run_under_watchdog(
+            asyncio.wait({finishing, kill.fired}, return_when=FIRST_COMPLETED)
+        )
+    finally:
+        if not finishing.done():
+            finishing.cancel()
+        await asyncio.gather(finishing, return_exceptions=True)
+    if guard.stop_requested():
+        writer.abandon()
+        return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
+    return _partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
 
 
 async def settle_abandoned_stream(
@@ -228,27 +264,30 @@ async def _generate(
     progress = state.on_stream_progress or _no_progress_hook
     hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
     try:
-        async with aclosing(provider.stream(request)) as events:
-            async for event in events:
-                progress()
-                if type(event) is TextDelta:
-                    gathered.read += len(event.text)
-                    _deliver(hidden.feed(event.text), writer, gathered)
-                elif type(event) is DetailsDelta:
-                    gathered.read += len(event.text)
-                    gathered.details.append(event.text)
-                elif type(event) is ToolCallEvent:
-                    gathered.tool_calls.append(event.call)
-                elif type(event) is UsageEvent:
-                    gathered.usage = event.usage
-                elif type(event) is Finish:
-                    gathered.finish = event
-                if gathered.read > read_limit:
-                    _read_too_much(provider, state, read_limit)
-                    writer.cut()
-                    break
-            else:
-                _deliver(hidden.finish(), writer, gathered)
+        try:
+            async with aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    progress()
+                    if type(event) is TextDelta:
+                        gathered.read += len(event.text)
+                        _deliver(hidden.feed(event.text), writer, gathered)
+                    elif type(event) is DetailsDelta:
+                        gathered.read += len(event.text)
+                        gathered.details.append(event.text)
+                    elif type(event) is ToolCallEvent:
+                        gathered.tool_calls.append(event.call)
+                    elif type(event) is UsageEvent:
+                        gathered.usage = event.usage
+                    elif type(event) is Finish:
+                        gathered.finish = event
+                    if gathered.read > read_limit:
+                        _read_too_much(provider, state, read_limit)
+                        writer.cut()
+                        break
+                else:
+                    _deliver(hidden.finish(), writer, gathered)
+        finally:
+            gathered.reading = False
     except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
         log.warning("answer in channel %s cut at its message ceiling", state.channel_id)
         await writer.finish()

@@ -80,6 +80,10 @@ class LockBackend(Protocol):
 
     async def forget_dead_instances(self) -> None: ...
 
+    async def live_processes(self) -> int:
+        """How many processes serve from this database now, this one included."""
+        ...
+
     def report_expired(self, report: Callable[[Sequence[Trigger]], None]) -> None:
         """Call `report`, once each transaction commits, with the queued triggers it dropped
         unanswered: too old to answer (`TOMORI_QUEUE_MAX_AGE_MS`), or queued behind a stale

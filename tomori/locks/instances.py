@@ -95,6 +95,17 @@ class InstanceRows:
         row = await self._db.fetchall("SELECT COALESCE(MAX(id), 0) AS last FROM departures")
         return int(row[0]["last"])
 
+    async def live_count(self) -> int:
+        """The processes whose heartbeat is within the window, this one included (at least 1)."""
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            rows = await tx.fetchall(
+                "SELECT COUNT(*) AS live FROM instances"
+                " WHERE heartbeat_at >= ? AND instance_id != ?",
+                (now - self._lock_timeout_s, self.instance_id),
+            )
+        return 1 + int(rows[0]["live"])
+
     async def forget_dead(self) -> None:
         """Drop the rows of instances that are gone."""
         async with self._db.transaction() as tx:

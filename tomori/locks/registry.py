@@ -79,6 +79,10 @@ class ChannelLocks:
     def instance_id(self) -> str:
         return self._backend.instance_id
 
+    async def live_processes(self) -> int:
+        """How many processes of the bot serve from this database now, this one included."""
+        return await self._backend.live_processes()
+
     # -- life cycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -74,6 +74,9 @@ class SqlLockBackend:
             await self._instances.unregister(tx)
             await self._announce_departure(tx)
 
+    async def live_processes(self) -> int:
+        return await self._instances.live_count()
+
     async def forget_dead_instances(self) -> None:
         await self._instances.forget_dead()
 

@@ -17,6 +17,8 @@ class KillReason(StrEnum):
     TIMER = "timer"
     KILL = "kill"
     STALE = "stale"
+    CEILING = "ceiling"
+    """The answer was cut at its ceiling while the model went on: reading it is pointless."""
 
 
 KillCallback = Callable[[KillReason], None]

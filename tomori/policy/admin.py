@@ -18,6 +18,7 @@ from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import (
@@ -91,6 +92,11 @@ class Administered(Protocol):
 
     def skipped(self) -> Sequence[Sick]:
         """The models every turn skips right now (a model's health is the bot's)."""
+        ...
+
+    def traffic(self) -> TrafficReport | None:
+        """What this process's requests met at Discord lately; None where nothing is sent to
+        Discord (the console)."""
         ...
 
 
@@ -174,7 +180,7 @@ async def show(target: Administered, where: Where) -> Notice:
 
 async def status(target: Administered, where: Where) -> Notice:
     counts = await target.status(where.guild_id)
-    shown = describe(counts, target.skipped())
+    shown = describe(counts, target.skipped(), target.traffic())
     return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
 
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.generation.results import StreamStatus
 from tomori.store import Database
@@ -75,9 +76,12 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
     )
 
 
-def describe(status: ServerStatus, skipped: Sequence[Sick] = ()) -> str:
+def describe(
+    status: ServerStatus, skipped: Sequence[Sick] = (), traffic: TrafficReport | None = None
+) -> str:
     """The status as lines an admin reads; `skipped`: the models every turn skips right now
-    (in every server: a model's health is the bot's), with why and since when."""
+    (in every server: a model's health is the bot's), with why and since when; `traffic`: what
+    this process's requests met at Discord (the bot's, not the server's)."""
     models = ", ".join(f"{model} {count}" for model, count in sorted(status.turns.items()))
     skipping = "; ".join(
         f"{sick.label} ({sick.ailment}, since <t:{math.floor(sick.since)}:R>)" for sick in skipped
@@ -91,5 +95,6 @@ def describe(status: ServerStatus, skipped: Sequence[Sick] = ()) -> str:
             f"Errors: {status.errors}; empty answers: {status.empty}",
             f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
             f"Models skipped now: {skipping or 'none'}",
+            *([traffic.line()] if traffic is not None else []),
         )
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from tomori.config.models import ModelChain
 from tomori.delivery.notices import Notice
+from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
@@ -90,6 +91,9 @@ class ServiceSettings:
     def skipped(self) -> Sequence[Sick]:
         health = self._service.health
         return health.skipped() if health is not None else []
+
+    def traffic(self) -> TrafficReport | None:
+        return self._service.pacing.report()
 
 
 def _has_permissions(channel: Any) -> bool:

@@ -27,6 +27,7 @@ from tomori_cog.discord_io import EmbedNotices
 from tomori_cog.library import Library
 from tomori_cog.listener.deliverability import Deliverability
 from tomori_cog.listener.reply_rule import from_bot
+from tomori_cog.pacing import DiscordPacing
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,9 @@ def limit_scope(guild: Any) -> str:
 
 
 class AdmissionGate:
-    def __init__(self, library: Library, settings: Settings) -> None:
+    def __init__(self, library: Library, settings: Settings, pacing: DiscordPacing) -> None:
         self._library = library
+        self._pacing = pacing
         self.deliverability = Deliverability(library)
         self._bot_turns = BotTurns.capped_at(settings.max_bot_turns)
         self._store: UserLimitStore | None = None
@@ -152,5 +154,7 @@ class AdmissionGate:
         )
         if surface_errors and refusal.notify:
             make = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
-            notices = EmbedNotices(self._library, message.channel, reply_to=message.id)
+            notices = EmbedNotices(
+                self._library, message.channel, self._pacing, reply_to=message.id
+            )
             await post_notice_safely(notices, make(refusal.retry_at), str(message.channel.id))

@@ -1,0 +1,89 @@
+"""The token's request budget: a pace for the whole bot, the most urgent first, and each channel
+within its own bucket without waiting for another's."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tomori.delivery.budget import ChannelPace, RequestBudget
+from tomori.delivery.port import Urgency
+
+
+async def test_requests_beyond_the_burst_leave_at_the_pace() -> None:
+    budget = RequestBudget(rate_per_s=100, burst=5)
+    started = time.monotonic()
+    for _ in range(5 + 30):
+        await budget.take(Urgency.MORE)
+    took = time.monotonic() - started
+    assert 0.27 <= took < 0.6  # the burst at once, then 30 at 100 a second
+    assert budget.granted == 35
+
+
+async def test_the_most_urgent_waiting_request_leaves_first() -> None:
+    budget = RequestBudget(rate_per_s=50, burst=1)
+    await budget.take(Urgency.MORE)  # the burst is spent: the next ones wait
+    left: list[str] = []
+
+    async def request(name: str, urgency: Urgency) -> None:
+        await budget.take(urgency)
+        left.append(name)
+
+    async with asyncio.TaskGroup() as group:
+        for name, urgency in [
+            ("history", Urgency.READ),
+            ("typing", Urgency.TYPING),
+            ("edit", Urgency.MORE),
+            ("last", Urgency.LAST),
+            ("first", Urgency.FIRST),
+        ]:
+            group.create_task(request(name, urgency))
+            await asyncio.sleep(0)
+    assert left == ["first", "last", "edit", "typing", "history"]
+
+
+async def test_a_process_takes_its_share_of_the_token() -> None:
+    budget = RequestBudget(rate_per_s=200, burst=4)
+    budget.share_with(2)
+    assert (budget.rate_per_s, budget.burst) == (100, 2)
+    started = time.monotonic()
+    for _ in range(2 + 20):
+        await budget.take(Urgency.MORE)
+    assert 0.18 <= time.monotonic() - started < 0.45  # 20 at 100 a second, not 200
+
+
+async def test_a_cancelled_wait_gives_its_place_to_the_next() -> None:
+    budget = RequestBudget(rate_per_s=20, burst=1)
+    await budget.take(Urgency.MORE)
+    cancelled = asyncio.create_task(budget.take(Urgency.FIRST))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    started = time.monotonic()
+    async with asyncio.timeout(1):
+        await budget.take(Urgency.READ)
+    assert time.monotonic() - started < 0.09  # the next slot, 50 ms on, not one after it
+    assert budget.granted == 2
+    budget.close()
+
+
+async def test_a_channel_waits_for_its_own_bucket_and_never_for_anothers() -> None:
+    pace = ChannelPace(limit=3, window_s=0.3)
+    for _ in range(3):
+        async with pace.slot("busy"):
+            pass
+    started = time.monotonic()
+    async with pace.slot("quiet"):
+        pass
+    assert time.monotonic() - started < 0.02  # another channel's full bucket is not waited on
+    async with pace.slot("busy"):
+        pass
+    assert 0.25 <= time.monotonic() - started < 0.5  # its own bucket is
+
+
+async def test_a_refusal_fills_the_channels_bucket_until_it_ends() -> None:
+    pace = ChannelPace(limit=5, window_s=1.0)
+    pace.back_off("refused", retry_after_s=0.2)
+    started = time.monotonic()
+    async with pace.slot("refused"):
+        pass
+    assert 0.15 <= time.monotonic() - started < 0.4

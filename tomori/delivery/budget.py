@@ -1,0 +1,224 @@
+"""One bot token's request budget: what keeps every process of the bot under Discord's limits.
+
+Discord allows a bot token about 50 requests a second in all (the global limit), and each
+channel a few writes every few seconds (its buckets). A 429 is not free: Discord counts it
+toward the invalid requests that ban the bot's IP for an hour, and the libraries only react to
+429s (discord.py paces nothing globally; nextcord paces one process, never the bot's others).
+So the cog's own requests ask here first:
+
+- `RequestBudget` hands out the token's requests at `rate_per_s`, split evenly between the
+  bot's live processes (they share the database, which counts them), with a small burst. When
+  requests wait, the most urgent goes first (`Urgency`): a turn's first text and notices, then
+  an answer's last text, then intermediate edits (which coalesce while they wait: the writer
+  composes its text only once its turn comes), then typing, then history reads.
+- `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
+  Discord would refuse it, and never waits for another channel's bucket.
+
+Both wait without a task of their own: a waiter is woken by a timer the last grant set, and a
+cancelled waiter (the writer's deadline, `/kill`) gives its place, or its granted request, back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from tomori.delivery.port import Urgency
+
+log = logging.getLogger(__name__)
+
+GLOBAL_RATE_PER_S = 40.0
+"""The whole token's pace: Discord's 50 a second less a fifth, for the requests the cog does
+not make itself (the library's own calls, interaction responses, a bot's other commands)."""
+BURST = 8
+"""Requests a quiet token may send at once before the pace applies, split between processes:
+a burst and the pace together stay under Discord's 50 in any one second."""
+CHANNEL_WRITES = 5
+"""Writes (creates and edits together) a channel takes per `CHANNEL_WINDOW_S`: Discord's
+documented message bucket, counted for both kinds so neither can be refused."""
+CHANNEL_WINDOW_S = 5.25
+"""Discord's five seconds, and a margin for the clocks of two machines."""
+
+
+@dataclass(order=True)
+class _Waiter:
+    urgency: Urgency
+    order: int
+    granted: asyncio.Future[None] = field(compare=False)
+
+
+class RequestBudget:
+    """The token's requests, granted at a pace, most urgent first (see the module)."""
+
+    def __init__(
+        self,
+        rate_per_s: float = GLOBAL_RATE_PER_S,
+        burst: int = BURST,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._total_rate = rate_per_s
+        self._total_burst = burst
+        self._clock = clock
+        self._processes = 1
+        self._tokens = float(burst)
+        self._filled_at = clock()
+        self._waiting: list[_Waiter] = []
+        self._order = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self.granted = 0
+        """Requests granted since the start (read by the status)."""
+
+    @property
+    def rate_per_s(self) -> float:
+        """This process's share of the token's pace."""
+        return self._total_rate / self._processes
+
+    @property
+    def processes(self) -> int:
+        return self._processes
+
+    @property
+    def burst(self) -> float:
+        return max(1.0, self._total_burst / self._processes)
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for waiter in self._waiting if not waiter.granted.done())
+
+    def share_with(self, processes: int) -> None:
+        """The bot now runs `processes` live processes on this token: take an even share."""
+        self._refill()
+        self._processes = max(1, processes)
+        self._tokens = min(self._tokens, self.burst)
+
+    async def take(self, urgency: Urgency) -> None:
+        """Return when one request of `urgency` may be sent now; it counts as sent."""
+        self._refill()
+        if not self._waiting and self._tokens >= 1:
+            self._tokens -= 1
+            self.granted += 1
+            return
+        waiter = _Waiter(urgency, next(self._order), asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiting, waiter)
+        self._grant()
+        try:
+            await waiter.granted
+        except asyncio.CancelledError:
+            if waiter.granted.done() and not waiter.granted.cancelled():
+                self._tokens += 1  # granted as it was cancelled: the request was not sent
+                self.granted -= 1
+            else:
+                waiter.granted.cancel()
+            self._grant()
+            raise
+
+    def close(self) -> None:
+        """Cancel the timer; waiters still waiting are woken by their own cancellation."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._filled_at) * self.rate_per_s)
+        self._filled_at = now
+
+    def _grant(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._refill()
+        while self._waiting:
+            if self._waiting[0].granted.done():  # cancelled while waiting
+                heapq.heappop(self._waiting)
+                continue
+            if self._tokens < 1:
+                delay = (1 - self._tokens) / self.rate_per_s
+                self._timer = asyncio.get_running_loop().call_later(delay, self._grant)
+                return
+            self._tokens -= 1
+            self.granted += 1
+            heapq.heappop(self._waiting).granted.set_result(None)
+
+
+class ChannelPace:
+    """Each channel's writes within its bucket: at most `limit` per `window_s`, per key."""
+
+    def __init__(
+        self,
+        limit: int = CHANNEL_WRITES,
+        window_s: float = CHANNEL_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+        most_kept: int = 10_000,
+    ) -> None:
+        self._limit = limit
+        self._window_s = window_s
+        self._clock = clock
+        self._most_kept = most_kept
+        self._sent: dict[Hashable, deque[float]] = {}
+        self._locks: dict[Hashable, asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def slot(self, key: Hashable) -> AsyncIterator[None]:
+        """Wait until `key`'s bucket has room for one more request, then hold the key while
+        the caller waits for its turn in the token's budget; the request counts as sent when
+        the block ends (so the window runs from when it really leaves)."""
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # one waiter per key at a time: the key's requests keep their order
+            sent = self._sent.setdefault(key, deque())
+            while True:
+                now = self._clock()
+                while sent and sent[0] <= now - self._window_s:
+                    sent.popleft()
+                if len(sent) < self._limit:
+                    break
+                await asyncio.sleep(sent[0] + self._window_s - now)
+            yield
+            sent.append(self._clock())
+        self._forget_quiet()
+
+    def back_off(self, key: Hashable, retry_after_s: float) -> None:
+        """Discord refused `key` for `retry_after_s`: its bucket is full until then."""
+        until = self._clock() + retry_after_s - self._window_s
+        self._sent[key] = deque([until] * self._limit)
+
+    def _forget_quiet(self) -> None:
+        if len(self._sent) <= self._most_kept:
+            return
+        oldest = self._clock() - self._window_s
+        for key in [k for k, sent in self._sent.items() if not sent or sent[-1] <= oldest]:
+            self._sent.pop(key, None)
+            lock = self._locks.get(key)
+            if lock is not None and not lock.locked():
+                del self._locks[key]
+
+
+SHARE_REFRESH_S = 2.0
+"""How often a process counts the bot's live processes: a process that starts or stops changes
+every share within this (a crashed one counts until its heartbeat window ends: shares stay
+smaller meanwhile, never larger)."""
+
+
+async def keep_shared(budget: RequestBudget, live_processes: Callable[[], Awaitable[int]]) -> None:
+    """Keep `budget` at this process's share of the token until cancelled.
+
+    A failed count (the database is away) keeps the last share: the processes it counted are
+    still the best guess, and a share is never taken from a count that failed.
+    """
+    while True:
+        try:
+            budget.share_with(await live_processes())
+        except Exception as error:
+            log.info(
+                "could not count the bot's processes (%r): keeping a share of 1/%d",
+                error,
+                budget.processes,
+            )
+        await asyncio.sleep(SHARE_REFRESH_S)

@@ -1,0 +1,106 @@
+"""The cog's requests to Discord, paced: this process's share of the bot's budget, each channel
+within its bucket, and a count of what Discord answered.
+
+One `DiscordPacing` per cog (per process): every send, edit, notice and typing of the cog
+waits here first (`tomori.delivery.budget` says in what order and why). It also watches the
+library's HTTP client, where every request of the bot passes, the library's own included: the
+responses are counted (`tomori.delivery.traffic`) so the log and `/tomori status` show the pace,
+the 429s by scope and the invalid requests long before Discord's ban; and on nextcord the
+client's buckets are kept per channel (`tomori_cog.buckets`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import aiohttp
+
+from tomori.delivery.budget import ChannelPace, RequestBudget, keep_shared
+from tomori.delivery.port import Urgency
+from tomori.delivery.traffic import Traffic, TrafficReport
+from tomori_cog.buckets import scope_buckets
+from tomori_cog.library import Library
+
+log = logging.getLogger(__name__)
+
+
+class DiscordPacing:
+    """This process's requests to Discord (see the module)."""
+
+    def __init__(self) -> None:
+        self.budget = RequestBudget()
+        self._pace = ChannelPace()
+        self.traffic = Traffic()
+        self._watched: object | None = None
+
+    async def write(self, channel_id: int, urgency: Urgency) -> None:
+        """Return when one message create or edit in `channel_id` may leave now."""
+        async with self._pace.slot(("write", channel_id)):
+            await self.budget.take(urgency)
+
+    async def typing(self, channel_id: int) -> None:
+        async with self._pace.slot(("typing", channel_id)):
+            await self.budget.take(Urgency.TYPING)
+
+    async def read(self) -> None:
+        """Return when one history or message read may leave now (reads have no channel
+        bucket of their own worth keeping: they are few, and the budget orders them last)."""
+        await self.budget.take(Urgency.READ)
+
+    def refused(self, channel_id: int, retry_after_s: float) -> None:
+        """Discord refused a write in `channel_id` for `retry_after_s`, past the library's own
+        retries: its bucket is full until then."""
+        self._pace.back_off(("write", channel_id), retry_after_s)
+
+    def report(self) -> TrafficReport:
+        return self.traffic.report()
+
+    def shared(self, live_processes: Callable[[], Awaitable[int]]) -> Coroutine[Any, Any, None]:
+        """What keeps this process at its share of the token (the caller owns the task)."""
+        return keep_shared(self.budget, live_processes)
+
+    def watch(self, bot: Any, library: Library) -> None:
+        """Count the responses of the bot's HTTP client and, on nextcord, scope its buckets.
+
+        Idempotent, and a no-op until the bot has logged in (its HTTP session exists then).
+        """
+        http = getattr(bot, "http", None)
+        session = getattr(http, "_HTTPClient__session", None)
+        if session is None or session is self._watched:
+            return
+        self._watched = session
+        if library.is_nextcord:
+            scope_buckets(http)
+        if not isinstance(session, aiohttp.ClientSession):
+            log.warning(
+                "the library's HTTP session is not aiohttp's: Discord's answers are not counted"
+            )
+            return
+        session.trace_configs.append(self._trace())
+
+    def _trace(self) -> aiohttp.TraceConfig:
+        traffic = self.traffic
+
+        async def on_request_end(
+            session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestEndParams
+        ) -> None:
+            response = params.response
+            traffic.seen(response.status, response.headers.get("X-RateLimit-Scope"))
+            if response.status == 429:
+                log.warning(
+                    "Discord refused %s %s: 429 (%s scope, retry after %ss)",
+                    params.method,
+                    params.url.path,
+                    response.headers.get("X-RateLimit-Scope", "no"),
+                    response.headers.get("Retry-After", "?"),
+                )
+            warning = traffic.warning()
+            if warning is not None:
+                log.error("%s", warning)
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_end.append(on_request_end)
+        trace.freeze()
+        return trace
