@@ -26,6 +26,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, logged_in, rest_server
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID, CHANNEL_IDS, GUILD_ID
+from tomori.delivery.notices import KILL_NOTHING_TO_STOP
 
 OTHER_CHANNEL = CHANNEL_IDS[1]
 
@@ -248,3 +249,57 @@ async def test_a_mention_is_answered_and_the_channel_on_the_server_shows_the_ans
     assert set(discord_rest.typed_in) == {CHANNEL_ID}
     assert discord_rest.rate_limited == {"global": 0, "user": 0, "shared": 0}
     assert time.monotonic() - begun < 5
+
+
+async def test_kill_is_answered_through_the_interaction_callback(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    reply = await bot.kill()
+    assert reply["data"]["embeds"][0]["title"] == KILL_NOTHING_TO_STOP.title
+    assert reply["data"]["flags"] & 64  # only the member who asked sees it
+
+
+@pytest.mark.parametrize("library", ["nextcord", "discordpy"])
+async def test_history_edits_and_reads_answer_as_discord_does(
+    library: Library, discord_rest: DiscordRestServer
+) -> None:
+    for route in ("message_create", "history"):  # what is read here, not how fast
+        discord_rest.route_limits[route] = RouteLimit(50, 1.0)
+    bot = await logged_in(library, discord_rest)
+    try:
+        channel = bot.get_channel(CHANNEL_ID)
+        sent = [await channel.send(f"m{n}") for n in range(6)]
+        await sent[2].edit(content="m2 edited")
+        newest = [m.content async for m in channel.history(limit=3)]
+        assert newest == ["m5", "m4", "m3"]
+        older = [m.content async for m in channel.history(limit=2, before=sent[3])]
+        assert older == ["m2 edited", "m1"]
+        after = [m.content async for m in channel.history(limit=2, after=sent[3])]
+        assert sorted(after) == ["m4", "m5"]
+        around = [m.content async for m in channel.history(limit=3, around=sent[3])]
+        assert sorted(around) == ["m2 edited", "m3", "m4"]
+        fetched = await channel.fetch_message(sent[2].id)
+        assert fetched.content == "m2 edited"
+        assert discord_rest.messages(CHANNEL_ID)[2].versions == ["m2", "m2 edited"]
+        with pytest.raises((nextcord.NotFound, discord.NotFound)):
+            await channel.fetch_message(1)
+        fetched_channel = await bot.fetch_channel(OTHER_CHANNEL)
+        assert fetched_channel.id == OTHER_CHANNEL
+    finally:
+        await bot.http.close()
+
+
+async def test_the_cogs_commands_sync_with_the_server(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    async with asyncio.timeout(10):
+        if bot.library == "nextcord":
+            await bot.bot.sync_all_application_commands()
+        else:
+            await bot.bot.tree.sync()
+    assert {"kill", "tomori"} <= {command["name"] for command in discord_rest.commands()}

@@ -28,8 +28,11 @@ route, invalid requests in the window, and whether the IP is banned.
 
 The default figures are Discord's where it documents them (the global limit, the invalid
 request threshold and ban); per-route figures Discord only announces in headers, so the
-defaults are the values its headers show for these routes (5 per 5 s for message creates,
-edits and typing; 5 per 2 s for a webhook); every one is a constructor parameter.
+defaults are the values its headers show for the routes that matter here (5 per 5 s per
+channel for message creates, edits and typing; 5 per 2 s per webhook), and 5 per second for
+the others (reads, command sync, login), which no figure measured here depends on. Every one
+is a constructor parameter (`route_limits`), and `server.route_limits` may be changed before a
+route's first request.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "channel_get": RouteLimit(5, 1.0),
     "webhook": RouteLimit(5, 2.0),
     "interaction_callback": RouteLimit(5, 1.0),
-    "commands": RouteLimit(5, 20.0),
+    "commands": RouteLimit(5, 1.0),
     "users_me": RouteLimit(5, 1.0),
     "gateway": RouteLimit(5, 1.0),
 }
@@ -615,21 +618,39 @@ class DiscordRestServer:
         return [m.payload for m in reversed(chosen)]
 
     def _commands_answer(self, method: str, p: Mapping[str, str], body: Any) -> tuple[int, Any]:
+        """Bulk overwrite (PUT), list (GET), create or replace one by name (POST), edit
+        (PATCH) and delete (DELETE) one, globally or in a guild."""
         guild = int(p["guild_id"]) if "guild_id" in p else None
+        stored = self._commands.setdefault(guild, [])
         if method == "PUT":
-            registered = [
-                {
-                    **command,
-                    "id": str(new_snowflake()),
-                    "application_id": str(self.application_id),
-                    "version": str(new_snowflake()),
-                    **({"guild_id": str(guild)} if guild is not None else {}),
-                }
-                for command in body or []
-            ]
-            self._commands[guild] = registered
-            return 200, registered
-        return 200, self._commands.get(guild, [])
+            stored[:] = [self._registered(command, guild) for command in body or []]
+            return 200, stored
+        if method == "GET" and "command_id" not in p:
+            return 200, stored
+        if method == "POST":
+            command = self._registered(body, guild)
+            stored[:] = [c for c in stored if c["name"] != command["name"]] + [command]
+            return 201, command
+        found = [c for c in stored if c["id"] == p.get("command_id")]
+        if not found:
+            raise _Answer(404, 10063, "Unknown application command")
+        if method == "DELETE":
+            stored.remove(found[0])
+            return 204, None
+        if method == "PATCH":
+            found[0].update(body or {})
+        return 200, found[0]
+
+    def _registered(self, command: Mapping[str, Any], guild: int | None) -> dict[str, Any]:
+        registered = {
+            **command,
+            "id": str(new_snowflake()),
+            "application_id": str(self.application_id),
+            "version": str(new_snowflake()),
+        }
+        if guild is not None:
+            registered["guild_id"] = str(guild)
+        return registered
 
     def commands(self, guild_id: int | None = None) -> list[dict[str, Any]]:
         """The application commands registered globally (or in `guild_id`)."""
@@ -753,7 +774,19 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
     ("*", ("applications", "{application_id}", "commands"), "commands", ("application_id",)),
     (
         "*",
+        ("applications", "{application_id}", "commands", "{command_id}"),
+        "commands",
+        ("application_id",),
+    ),
+    (
+        "*",
         ("applications", "{application_id}", "guilds", "{guild_id}", "commands"),
+        "commands",
+        ("guild_id",),
+    ),
+    (
+        "*",
+        ("applications", "{application_id}", "guilds", "{guild_id}", "commands", "{command_id}"),
         "commands",
         ("guild_id",),
     ),

@@ -30,7 +30,7 @@ import nextcord.ext.commands
 from tests.support.bots import Library
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer, new_snowflake
 from tests.support.nextcord_fake import guild_payload, member_payload, user_payload
-from tests.support.world import BOT_ID, CHANNEL_ID, CHANNEL_IDS, GUILD_ID, Person
+from tests.support.world import BOT_ID, CHANNEL_ID, CHANNEL_IDS, GUILD_ID, READ_AND_SEND, Person
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
@@ -93,6 +93,37 @@ class RestBot:
         payload["member"] = {k: v for k, v in member.items() if k != "user"}
         self.bot._connection.parse_message_create(copy.deepcopy(payload))
         return int(payload["id"])
+
+    async def kill(
+        self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
+    ) -> dict[str, Any]:
+        """`by` runs /kill: the library receives the gateway's INTERACTION_CREATE and the cog
+        answers over HTTP. Returns the interaction callback's body (`type`, `data`)."""
+        member = member_payload(by.id, by.username, bot=by.is_bot)
+        payload = {
+            "id": str(new_snowflake()),
+            "application_id": str(BOT_ID),
+            "type": 2,
+            "token": f"interaction-token-{new_snowflake()}",
+            "version": 1,
+            "channel_id": str(channel),
+            "channel": {"id": str(channel), "type": 0, "guild_id": str(GUILD_ID)},
+            "guild_id": str(GUILD_ID),
+            "locale": "en-US",
+            "app_permissions": str(READ_AND_SEND),
+            "member": {**member, "permissions": str(permissions | READ_AND_SEND)},
+            "data": {"id": str(new_snowflake()), "name": "kill", "type": 1},
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 10_000_000,
+        }
+        callbacks = self.server.interaction_callbacks
+        before = len(callbacks)
+        self.bot._connection.parse_interaction_create(payload)
+        async with asyncio.timeout(5):
+            while len(callbacks) == before:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+        return callbacks[-1]
 
     async def settled(self, *channels: int) -> None:
         """Wait until the library's event tasks ran and the channels' turns (all unless
