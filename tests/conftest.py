@@ -25,7 +25,13 @@ from tests.support.postgres import (
     must_run,
     running_postgres,
 )
-from tests.support.rest_bots import OpenRestBot, RestBot, rest_server, start_rest_bot
+from tests.support.rest_bots import (
+    OpenRestBot,
+    RestBot,
+    declare_world,
+    rest_server,
+    start_rest_bot,
+)
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.store import SqliteDatabase
@@ -131,8 +137,10 @@ async def pg_url(pg_server: PostgresServer) -> AsyncIterator[str]:
 @pytest.fixture
 async def discord_rest() -> AsyncIterator[DiscordRestServer]:
     """Discord's REST API with its rate limits on 127.0.0.1 (tests/support/discord_rest.py),
-    for the bot of tests/support/world.py; both libraries' `Route.BASE` point at it."""
+    for the bot and the guild's channels of tests/support/world.py; both libraries'
+    `Route.BASE` point at it."""
     async with rest_server() as server:
+        declare_world(server)
         with pointed_at(server):
             yield server
 

@@ -166,7 +166,7 @@ async def test_too_many_invalid_requests_ban_the_ip_as_cloudflare_does(
                 # the real clients read it as a ban: they raise at once, without retrying
                 with pytest.raises((nextcord.HTTPException, discord.HTTPException)):
                     async with asyncio.timeout(5):
-                        await logged_in(library, server)
+                        await logged_in(library, server.token)
         assert server.banned_requests == 3
     finally:
         await server.close()
@@ -177,7 +177,7 @@ async def test_the_real_clients_pace_a_channel_by_its_bucket_headers(
     library: Library, discord_rest: DiscordRestServer
 ) -> None:
     discord_rest.route_limits["message_create"] = RouteLimit(2, 0.5)
-    bot = await logged_in(library, discord_rest)
+    bot = await logged_in(library, discord_rest.token)
     try:
         channel = bot.get_channel(CHANNEL_ID)
         begun = time.monotonic()
@@ -214,7 +214,7 @@ async def test_a_channel_never_waits_for_another_channels_exhausted_bucket(
     hash alone (`HTTPClient._buckets`), and migrates every route whose answer names a known
     hash to that one stored bucket: B's second message waits for A's window to end."""
     discord_rest.route_limits["message_create"] = RouteLimit(5, 2.0)
-    bot = await logged_in(library, discord_rest)
+    bot = await logged_in(library, discord_rest.token)
     try:
         a, b = bot.get_channel(CHANNEL_ID), bot.get_channel(OTHER_CHANNEL)
         for n in range(5):
@@ -266,7 +266,7 @@ async def test_history_edits_and_reads_answer_as_discord_does(
 ) -> None:
     for route in ("message_create", "history"):  # what is read here, not how fast
         discord_rest.route_limits[route] = RouteLimit(50, 1.0)
-    bot = await logged_in(library, discord_rest)
+    bot = await logged_in(library, discord_rest.token)
     try:
         channel = bot.get_channel(CHANNEL_ID)
         sent = [await channel.send(f"m{n}") for n in range(6)]

@@ -53,6 +53,9 @@ from typing import Any
 from aiohttp import web
 
 API_PREFIX = "/api/v10"
+CONTROL_MESSAGES = "/_control/messages"
+"""Not Discord's: a bot in another process posts here what a user said (the message object),
+as `add_message` does in this one; nothing counts it."""
 _TOKENLESS = frozenset({"webhook", "interaction_callback"})
 VIA = "1.1 google"
 RATE_LIMITED = "You are being rate limited."
@@ -104,6 +107,10 @@ class ChannelMessage:
     payload_json: str
     allowed_mentions: dict[str, Any] | None = None
     versions: list[str] = field(default_factory=list)
+    created_at: float = field(default_factory=time.monotonic)
+    """When the server stored it (`time.monotonic()` of the server's process)."""
+    changed_at: float = field(default_factory=time.monotonic)
+    """When it was created or last edited."""
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -305,7 +312,8 @@ class DiscordRestServer:
         return channel_id in self._channels
 
     def add_message(self, payload: Mapping[str, Any]) -> None:
-        """A message someone posted: kept in its channel's history (declared first)."""
+        """A message someone posted: kept in its channel's history (declared first). A bot in
+        another process posts it to `CONTROL_MESSAGES` instead."""
         channel_id = int(payload["channel_id"])
         self._require_channel(channel_id)
         content = str(payload.get("content") or "")
@@ -379,6 +387,9 @@ class DiscordRestServer:
             self._count_request(now, "banned")
             self.banned_requests += 1
             return web.Response(status=429, text="error code: 1015", content_type="text/plain")
+        if request.path == CONTROL_MESSAGES and request.method == "POST":
+            self.add_message(await request.json())
+            return web.Response(status=204)
         path = request.path.removeprefix(API_PREFIX)
         matched = _match(request.method, path)
         if matched is None:
@@ -596,6 +607,7 @@ class DiscordRestServer:
         payload["edited_timestamp"] = _now_iso()
         message.payload_json = json.dumps(payload)
         message.versions.append(payload["content"])
+        message.changed_at = time.monotonic()
 
     def _history(self, channel_id: int, query: Mapping[str, str]) -> list[dict[str, Any]]:
         """Newest first, as Discord answers: `limit` (1-100, 50) before, after or around."""

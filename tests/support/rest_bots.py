@@ -68,30 +68,9 @@ class RestBot:
     def say(self, content: str, *, by: Person = Person.ALICE, channel: int = CHANNEL_ID) -> int:
         """`by` posts `content` in `channel`: the server keeps it in the channel's history and
         the library receives it as the gateway's MESSAGE_CREATE. Returns the message's ID."""
-        mentions = [BOT_USER] if self.mention() in content else []
-        payload: dict[str, Any] = {
-            "id": str(new_snowflake()),
-            "channel_id": str(channel),
-            "guild_id": str(GUILD_ID),
-            "author": user_payload(by.id, by.username, bot=by.is_bot),
-            "content": content,
-            "timestamp": discord.utils.utcnow().isoformat(),
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": mentions,
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": False,
-            "type": 0,
-            "flags": 0,
-            "components": [],
-        }
+        payload = user_message(content, by=by, channel=channel)
         self.server.add_message(payload)
-        member = member_payload(by.id, by.username, bot=by.is_bot)
-        payload["member"] = {k: v for k, v in member.items() if k != "user"}
-        self.bot._connection.parse_message_create(copy.deepcopy(payload))
+        arrive(self.bot, payload)
         return int(payload["id"])
 
     async def kill(
@@ -167,6 +146,47 @@ class RestBot:
         await self.bot.http.close()
 
 
+def user_message(
+    content: str, *, by: Person = Person.ALICE, channel: int = CHANNEL_ID
+) -> dict[str, Any]:
+    """The message object of what `by` posts in `channel` (a mention of the bot included)."""
+    return {
+        "id": str(new_snowflake()),
+        "channel_id": str(channel),
+        "guild_id": str(GUILD_ID),
+        "author": user_payload(by.id, by.username, bot=by.is_bot),
+        "content": content,
+        "timestamp": discord.utils.utcnow().isoformat(),
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [BOT_USER] if f"<@{BOT_ID}>" in content else [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+        "components": [],
+    }
+
+
+def arrive(bot: Any, message: dict[str, Any]) -> None:
+    """`message` (a `user_message`) reaches the bot as the gateway's MESSAGE_CREATE, with the
+    author's member object as a guild message carries it."""
+    author = message["author"]
+    member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
+    event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
+    bot._connection.parse_message_create(event)
+
+
+def declare_world(server: DiscordRestServer, channel_ids: Sequence[int] = CHANNEL_IDS) -> None:
+    """The guild's text channels, on the server."""
+    for channel in channel_ids:
+        if not server.has_channel(channel):
+            server.add_channel(channel, guild_id=GUILD_ID)
+
+
 def _intents(library: Library) -> Any:
     module: Any = nextcord if library == "nextcord" else discord
     intents = module.Intents.default()
@@ -175,24 +195,19 @@ def _intents(library: Library) -> Any:
     return intents
 
 
-async def logged_in(
-    library: Library, server: DiscordRestServer, channel_ids: Sequence[int] = CHANNEL_IDS
-) -> Any:
-    """A `commands.Bot` of `library` logged in against `server` (whose `api_base` the
-    libraries' `Route.BASE` must already name: see `pointed_at`), in the guild of
-    tests/support/world.py with `channel_ids` as its text channels; no cog yet."""
-    for channel in channel_ids:
-        if not server.has_channel(channel):
-            server.add_channel(channel, guild_id=GUILD_ID)
+async def logged_in(library: Library, token: str, channel_ids: Sequence[int] = CHANNEL_IDS) -> Any:
+    """A `commands.Bot` of `library` logged in with `token` (against the server the libraries'
+    `Route.BASE` names: see `pointed_at`), in the guild of tests/support/world.py with
+    `channel_ids` as its text channels (`declare_world` declares them on the server); no cog."""
     bot: Any
     if library == "nextcord":
         bot = nextcord.ext.commands.Bot(intents=_intents(library))
-        data = await bot.http.static_login(f"Bot {server.token}")
+        data = await bot.http.static_login(f"Bot {token}")
         user_type: Any = nextcord.ClientUser
     else:
         bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=_intents(library))
         await bot._async_setup_hook()  # what `login` does first: the loop, the tree
-        data = await bot.http.static_login(server.token)
+        data = await bot.http.static_login(token)
         user_type = discord.ClientUser
     state = bot._connection
     state.user = user_type(state=state, data=data)
@@ -209,7 +224,8 @@ async def start_rest_bot(
     channel_ids: Sequence[int] = CHANNEL_IDS,
 ) -> RestBot:
     """A bot of `library` logged in against `server` (see `logged_in`), with the cog."""
-    bot = await logged_in(library, server, channel_ids)
+    declare_world(server, channel_ids)
+    bot = await logged_in(library, server.token, channel_ids)
     added = add_tomori(bot, settings=settings, chain=chain)
     if added is not None:
         await added  # discord.py's add_cog is a coroutine
