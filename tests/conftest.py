@@ -141,7 +141,7 @@ async def discord_rest() -> AsyncIterator[DiscordRestServer]:
     `Route.BASE` point at it."""
     async with rest_server() as server:
         declare_world(server)
-        with pointed_at(server):
+        with pointed_at(server.api_base):
             yield server
 
 

@@ -161,7 +161,7 @@ async def test_too_many_invalid_requests_ban_the_ip_as_cloudflare_does(
         assert "Via" not in banned.headers
         assert "error code: 1015" in await banned.text()
         assert server.banned_requests == 1
-        with pointed_at(server):
+        with pointed_at(server.api_base):
             for library in ("nextcord", "discordpy"):
                 # the real clients read it as a ban: they raise at once, without retrying
                 with pytest.raises((nextcord.HTTPException, discord.HTTPException)):

@@ -20,10 +20,10 @@ production and not what an unlimited fake lets through:
 
 Both real HTTP clients reach it by setting their `Route.BASE` to `server.api_base`
 (`nextcord.http.Route.BASE`, `discord.http.Route.BASE`; their webhook and interaction
-adapters build URLs from the same constant): `pointed_at(server)` does it for the duration of
-a `with` block. Per channel the server keeps the messages as a channel shows them (content,
-embeds, the text of each edit, the reply reference, the allowed mentions asked for), and it
-counts what a test or bench reads: requests in total and per second, 429s by scope and by
+adapters build URLs from the same constant): `pointed_at(server.api_base)` does it for the
+duration of a `with` block. Per channel the server keeps the messages as a channel shows them
+(content, embeds, the text of each edit, the reply reference, the allowed mentions asked for),
+and it counts what a test or bench reads: requests in total and per second, 429s by scope and by
 route, invalid requests in the window, and whether the IP is banned.
 
 The default figures are Discord's where it documents them (the global limit, the invalid
@@ -826,15 +826,15 @@ def _match(method: str, path: str) -> _Matched | None:
 
 
 @contextlib.contextmanager
-def pointed_at(server: DiscordRestServer) -> Iterator[None]:
-    """Both libraries' HTTP clients (and their webhook adapters) talk to `server` inside the
-    block: their `Route.BASE` is set to its API base and put back after."""
+def pointed_at(api_base: str) -> Iterator[None]:
+    """Both libraries' HTTP clients (and their webhook adapters) talk to the API at `api_base`
+    (a server's `api_base`) inside the block: their `Route.BASE` is set to it, then put back."""
     import discord.http
     import nextcord.http
 
     saved = (nextcord.http.Route.BASE, discord.http.Route.BASE)
-    nextcord.http.Route.BASE = server.api_base
-    discord.http.Route.BASE = server.api_base
+    nextcord.http.Route.BASE = api_base
+    discord.http.Route.BASE = api_base
     try:
         yield
     finally:
