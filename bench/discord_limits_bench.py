@@ -241,8 +241,8 @@ def report(library: str, mode: str, processes: int, run: dict[str, Any]) -> str:
         [
             f"{library}, {mode}, {run['channels']} channels, {processes} process(es): "
             f"{run['run_s']:.1f} s",
-            f"  429s: global {run['global_429']}, per route {run['user_429']} ({routes}), "
-            f"shared {run['shared_429']}; invalid requests per 10 min "
+            f"  429s: global {run['global_429']}, per route {run['user_429']}, "
+            f"shared {run['shared_429']}; by route: {routes}; invalid requests per 10 min "
             f"{run['invalid_per_10_min']}{' BANNED' if run['banned'] else ''}",
             f"  requests/s {run['requests_per_second']} average, {run['busiest_second']} in the "
             f"busiest second; {run['requests_per_answer']} per answer "

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiohttp
 
 from tests.support.discord_rest import CONTROL_MESSAGES, pointed_at
-from tests.support.rest_bots import arrive, logged_in, user_message
+from tests.support.rest_bots import arrive, events_handled, logged_in, user_message
 from tests.support.world import BOT_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery, Settings
@@ -85,7 +85,7 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
                 await asyncio.gather(*(ask(channel) for channel in channels))
             try:
                 async with asyncio.timeout(config["deadline"]):
-                    await asyncio.sleep(0.1)  # the listener's tasks start
+                    await events_handled(bot, config["library"])  # every mention admitted
                     for channel in channels:
                         await service.wait_idle(channel)
             except TimeoutError:

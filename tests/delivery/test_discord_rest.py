@@ -303,3 +303,17 @@ async def test_the_cogs_commands_sync_with_the_server(
         else:
             await bot.bot.tree.sync()
     assert {"kill", "tomori"} <= {command["name"] for command in discord_rest.commands()}
+
+
+@pytest.mark.parametrize("library", ["nextcord", "discordpy"])
+async def test_a_webhook_message_is_sent_and_edited(
+    library: Library, discord_rest: DiscordRestServer, http: aiohttp.ClientSession
+) -> None:
+    module: Any = nextcord if library == "nextcord" else discord
+    webhook = module.Webhook.partial(77, "webhook-token", session=http)
+    sent = await webhook.send("first", wait=True)
+    await sent.edit(content="second")
+    shown = discord_rest.webhook_messages["webhook-token"]
+    assert [m.versions for m in shown] == [["first", "second"]]
+    assert discord_rest.requests == 0  # a webhook's token is not the bot's
+    assert discord_rest.requests_by_route["webhook"] == 2

@@ -113,15 +113,7 @@ class RestBot:
 
     async def admitted(self) -> None:
         """Wait for the library's event handlers: every message so far reached the listener."""
-        await asyncio.sleep(0)
-        current = asyncio.current_task()
-        prefix = "nextcord:" if self.library == "nextcord" else "discord.py:"
-        events = [
-            task
-            for task in asyncio.all_tasks()
-            if task is not current and task.get_name().startswith(prefix)
-        ]
-        await asyncio.gather(*events, return_exceptions=True)
+        await events_handled(self.bot, self.library)
 
     def shown(self, channel: int = CHANNEL_ID) -> list[ChannelMessage]:
         """The bot's messages in `channel` as the server shows them, oldest first."""
@@ -178,6 +170,20 @@ def arrive(bot: Any, message: dict[str, Any]) -> None:
     member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
     event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
     bot._connection.parse_message_create(event)
+
+
+async def events_handled(bot: Any, library: Library) -> None:
+    """Wait until the library's event tasks so far (the cog's listener among them) ended: the
+    libraries run each handler as a task named after themselves."""
+    await asyncio.sleep(0)
+    current = asyncio.current_task()
+    prefix = "nextcord:" if library == "nextcord" else "discord.py:"
+    events = [
+        task
+        for task in asyncio.all_tasks()
+        if task is not current and task.get_name().startswith(prefix)
+    ]
+    await asyncio.gather(*events, return_exceptions=True)
 
 
 def declare_world(server: DiscordRestServer, channel_ids: Sequence[int] = CHANNEL_IDS) -> None:
