@@ -127,6 +127,7 @@ async def test_the_fifty_first_request_of_the_token_in_a_second_gets_the_global_
         assert server.rate_limited["global"] == 5
         assert server.requests == 55
         assert server.busiest_second() == 55
+        assert server.requests_per_second() == 55.0
     finally:
         await server.close()
 
@@ -241,8 +242,8 @@ async def test_a_mention_is_answered_and_the_channel_on_the_server_shows_the_ans
     bot.say(f"{bot.mention()} hi")
     async with asyncio.timeout(10):
         await bot.settled()
+    assert bot.contents() == ["Hello there!"]
     shown = bot.shown()
-    assert [m.content for m in shown] == ["Hello there!"]
     assert shown[0].reply_to is None  # the answer follows the question: no reply needed
     assert (shown[0].allowed_mentions or {}).get("parse") == ["users"]
     assert discord_rest.typed_in
@@ -317,3 +318,32 @@ async def test_a_webhook_message_is_sent_and_edited(
     assert [m.versions for m in shown] == [["first", "second"]]
     assert discord_rest.requests == 0  # a webhook's token is not the bot's
     assert discord_rest.requests_by_route["webhook"] == 2
+
+
+@pytest.mark.parametrize("library", ["nextcord", "discordpy"])
+async def test_a_refused_send_raises_forbidden_and_counts_as_invalid(
+    library: Library, discord_rest: DiscordRestServer
+) -> None:
+    discord_rest.refuse_sends(CHANNEL_ID)
+    bot = await logged_in(library, discord_rest.token)
+    try:
+        with pytest.raises((nextcord.Forbidden, discord.Forbidden)) as refused:
+            await bot.get_channel(CHANNEL_ID).send("hi")
+        assert getattr(refused.value, "code", None) == 50013  # Missing Permissions
+        assert discord_rest.invalid_requests() == 1
+        assert discord_rest.messages(CHANNEL_ID) == []
+        discord_rest.allow_sends(CHANNEL_ID)
+        await bot.get_channel(CHANNEL_ID).send("hi")
+        assert [m.content for m in discord_rest.messages(CHANNEL_ID)] == ["hi"]
+    finally:
+        await bot.http.close()
+
+
+async def test_every_answer_waits_the_latency_asked_for(http: aiohttp.ClientSession) -> None:
+    server = await started(latency=0.2)
+    try:
+        begun = time.monotonic()
+        assert (await post_message(http, server, CHANNEL_ID)).status == 200
+        assert time.monotonic() - begun >= 0.2
+    finally:
+        await server.close()

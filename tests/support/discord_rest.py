@@ -141,10 +141,6 @@ class ChannelMessage:
         reference = self.payload.get("message_reference")
         return int(reference["message_id"]) if reference else None
 
-    @property
-    def edits(self) -> int:
-        return max(0, len(self.versions) - 1)
-
 
 @dataclass
 class _Bucket:
@@ -361,21 +357,6 @@ class DiscordRestServer:
             return 0.0
         seconds = max(self.requests_by_second) - min(self.requests_by_second) + 1
         return self.requests / seconds
-
-    def counters(self) -> dict[str, Any]:
-        """Every counter, as plain JSON-able values (for a bench's report)."""
-        return {
-            "requests": self.requests,
-            "requests_per_second": self.requests_per_second(),
-            "busiest_second": self.busiest_second(),
-            "rate_limited": dict(self.rate_limited),
-            "rate_limited_by_route": dict(self.rate_limited_by_route),
-            "requests_by_route": dict(self.requests_by_route),
-            "invalid_requests": self.invalid_requests(),
-            "invalid_total": self.invalid_total,
-            "banned": self.banned,
-            "banned_requests": self.banned_requests,
-        }
 
     def bucket_hash(self, route: str) -> str:
         """The `X-RateLimit-Bucket` of a route: the same for every channel, as Discord's."""
