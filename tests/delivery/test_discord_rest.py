@@ -347,3 +347,18 @@ async def test_every_answer_waits_the_latency_asked_for(http: aiohttp.ClientSess
         assert time.monotonic() - begun >= 0.2
     finally:
         await server.close()
+
+
+async def test_the_busiest_second_is_the_most_requests_in_any_one_second_span(
+    http: aiohttp.ClientSession,
+) -> None:
+    server = await started()
+    try:
+        for pause_s in (0.0, 0.6, 1.1):
+            await asyncio.sleep(pause_s)
+            for channel in CHANNEL_IDS:
+                assert (await post_message(http, server, channel)).status == 200
+        assert server.busiest_second() == 6  # the first two bursts, 0.6 s apart
+        assert server.requests == 9
+    finally:
+        await server.close()

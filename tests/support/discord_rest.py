@@ -241,6 +241,9 @@ class DiscordRestServer:
         interaction callbacks, authorized by their own tokens, are counted by route only."""
         self.requests_by_second: Counter[int] = Counter()
         """Requests of the bot token per whole second since the server started."""
+        self._last_second: deque[float] = deque()
+        """When each request of the token in the last second came (for `busiest_second`)."""
+        self._busiest_span = 0
         self.requests_by_route: Counter[str] = Counter()
         self.rate_limited: Counter[str] = Counter({"global": 0, "user": 0, "shared": 0})
         """429s answered, by `X-RateLimit-Scope` (bans are counted in `banned_requests`).
@@ -349,7 +352,10 @@ class DiscordRestServer:
         return time.monotonic() < self._banned_until
 
     def busiest_second(self) -> int:
-        return max(self.requests_by_second.values(), default=0)
+        """The most requests of the token in any one-second span (sliding, not aligned to
+        the server's clock: a client pacing to 50 per second of its own can still put close
+        to 100 into one span that straddles two of its windows)."""
+        return self._busiest_span
 
     def requests_per_second(self) -> float:
         """The average over the seconds that saw a request, first to last."""
@@ -425,6 +431,10 @@ class DiscordRestServer:
         if of_the_token:
             self.requests += 1
             self.requests_by_second[int(now - self._started_at)] += 1
+            self._last_second.append(now)
+            while self._last_second[0] <= now - 1.0:
+                self._last_second.popleft()
+            self._busiest_span = max(self._busiest_span, len(self._last_second))
 
     def _invalid_request(self, now: float) -> None:
         self.invalid_total += 1
