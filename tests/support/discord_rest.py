@@ -5,9 +5,11 @@ endpoints tomori-cog and the two Discord libraries use, and enforces Discord's d
 limits the way Discord does, so that a test or a benchmark sees what a bot would meet in
 production and not what an unlimited fake lets through:
 
-- a global limit per bot token (50 requests per second), from which interaction callbacks
-  are exempt; a 429 for it carries `X-RateLimit-Global: true`, `X-RateLimit-Scope: global`
-  and `{"global": true, "retry_after": s}`;
+- a global limit per bot token (50 requests per second, counted in fixed windows, each
+  opened by the first request after the last one closed), from which interaction callbacks
+  and webhooks, authorized by their own tokens, are exempt; a 429 for it carries
+  `X-RateLimit-Global: true`, `X-RateLimit-Scope: global` and
+  `{"global": true, "retry_after": s}`;
 - per-route buckets, keyed by the route's bucket hash AND its major parameter (the channel,
   the guild, or the webhook id and token). `X-RateLimit-Bucket` names the hash alone, the
   same for every channel, as Discord's does: a client has to add the major parameter itself;
@@ -213,7 +215,6 @@ class DiscordRestServer:
         )
         self.application_id = application_id or int(self.bot_user["id"])
         self.global_limit = global_limit
-        self.global_window = global_window
         self.route_limits: dict[str, RouteLimit] = {**DEFAULT_ROUTE_LIMITS, **(route_limits or {})}
         self.invalid_threshold = invalid_threshold
         self.invalid_window = invalid_window
