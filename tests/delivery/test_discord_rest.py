@@ -9,6 +9,7 @@ bucket headers, and take a 429 without `Via` for Cloudflare's ban)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 from tests.support.bots import Library
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.discord_rest import DiscordRestServer, RouteLimit, pointed_at
+from tests.support.discord_rest import DiscordRestServer, RouteLimit, Snowflakes, pointed_at
 from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, logged_in, rest_server
 from tests.support.scripts import answer
@@ -362,3 +363,11 @@ async def test_the_busiest_second_is_the_most_requests_in_any_one_second_span(
         assert server.requests == 9
     finally:
         await server.close()
+
+
+def test_ids_made_in_two_processes_in_the_same_millisecond_differ_and_each_grows() -> None:
+    first, second = Snowflakes(process=1), Snowflakes(process=2)
+    now_ms = int(time.time() * 1000)
+    made = [[maker.next(now_ms) for _ in range(5_000)] for maker in (first, second)]
+    assert not set(made[0]) & set(made[1])
+    assert all(a < b for ids in made for a, b in itertools.pairwise(ids))

@@ -42,9 +42,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import math
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
@@ -86,12 +86,39 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
 }
 """The routes the server answers, by name, with their default bucket sizes."""
 
-_snowflakes = itertools.count(int(time.time() * 1000 - 1_420_070_400_000) << 22)
+DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
+class Snowflakes:
+    """Discord IDs as Discord makes them: milliseconds since its epoch, then ten bits naming
+    the process that made the ID, then a 12-bit count within the millisecond. Two processes
+    (the bench's bots on one token and one database) never make the same ID, even in the same
+    millisecond; one process's IDs only grow."""
+
+    def __init__(self, process: int) -> None:
+        self.process = process & 0x3FF
+        self._last_ms = 0
+        self._count = 0
+
+    def next(self, now_ms: int | None = None) -> int:
+        ms = max(self._last_ms, now_ms if now_ms is not None else int(time.time() * 1000))
+        if ms == self._last_ms:
+            self._count += 1
+            if self._count > 0xFFF:
+                ms, self._count = ms + 1, 0
+        else:
+            self._count = 0
+        self._last_ms = ms
+        return ((ms - DISCORD_EPOCH_MS) << 22) | (self.process << 12) | self._count
+
+
+_snowflakes = Snowflakes(os.getpid())
 
 
 def new_snowflake() -> int:
-    """A fresh Discord ID, later than every one made before in this process."""
-    return next(_snowflakes)
+    """A fresh Discord ID, later than every one made before in this process and unlike any
+    another process makes."""
+    return _snowflakes.next()
 
 
 def _now_iso() -> str:
