@@ -39,6 +39,19 @@ def machine() -> str:
     )
 
 
+def kept_sections(results: Path) -> list[str]:
+    """The sections of RESULTS.md that scripts outside SCRIPTS wrote (by hand, with the
+    command that reproduces them): this run does not measure them, so it keeps them."""
+    if not results.exists():
+        return []
+    kept = []
+    for section in results.read_text().split("\n## ")[1:]:
+        script = section.split(" ", 1)[0].split("\n", 1)[0]
+        if script not in SCRIPTS:
+            kept.append(f"## {section.rstrip()}\n")
+    return kept
+
+
 def main() -> int:
     sections = []
     for script in SCRIPTS:
@@ -52,11 +65,13 @@ def main() -> int:
         sections.append((script, output, time.monotonic() - started, result.returncode))
     report = [
         f"# Benchmark results\n\nMachine: {machine()}. Date: {time.strftime('%Y-%m-%d')}.",
-        "Regenerate with `.venv/bin/python bench/all.py`.\n",
+        "Regenerate with `.venv/bin/python bench/all.py`; it keeps the sections of scripts it",
+        "does not run, each with its own command.\n",
     ]
     for script, output, seconds, code in sections:
         status = "" if code == 0 else f" (exit code {code})"
         report.append(f"## {script} ({seconds:.0f} s){status}\n\n```\n{output}\n```\n")
+    report += kept_sections(HERE / "RESULTS.md")
     (HERE / "RESULTS.md").write_text("\n".join(report))
     return max(code for _, _, _, code in sections)
 

@@ -9,6 +9,7 @@ import pytest
 from tests.support.attachments import files, open_dpy  # noqa: F401 (fixtures for every test)
 from tests.support.bots import LIBRARIES, ChatBot, Library, OpenBot, start_bot
 from tests.support.databases import DatabaseUnderTest, postgres_database, sqlite_database
+from tests.support.discord_rest import DiscordRestServer, pointed_at
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import (
     NextcordBot,
@@ -23,6 +24,13 @@ from tests.support.postgres import (
     find_binaries,
     must_run,
     running_postgres,
+)
+from tests.support.rest_bots import (
+    OpenRestBot,
+    RestBot,
+    declare_world,
+    rest_server,
+    start_rest_bot,
 )
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
@@ -124,3 +132,32 @@ async def pg_url(pg_server: PostgresServer) -> AsyncIterator[str]:
     name = await pg_server.create_database()
     yield pg_server.url(name)
     await pg_server.drop_database(name)
+
+
+@pytest.fixture
+async def discord_rest() -> AsyncIterator[DiscordRestServer]:
+    """Discord's REST API with its rate limits on 127.0.0.1 (tests/support/discord_rest.py),
+    for the bot and the guild's channels of tests/support/world.py; both libraries'
+    `Route.BASE` point at it."""
+    async with rest_server() as server:
+        declare_world(server)
+        with pointed_at(server.api_base):
+            yield server
+
+
+@pytest.fixture
+async def open_rest_bot(
+    library: Library, discord_rest: DiscordRestServer
+) -> AsyncIterator[OpenRestBot]:
+    """Starts bots of the test's library with the cog, logged in against `discord_rest`;
+    each is stopped when the test ends."""
+    bots: list[RestBot] = []
+
+    async def start(settings: Settings, chain: ModelChain) -> RestBot:
+        bot = await start_rest_bot(library, discord_rest, settings, chain)
+        bots.append(bot)
+        return bot
+
+    yield start
+    for bot in bots:
+        await bot.stop()

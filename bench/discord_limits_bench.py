@@ -1,0 +1,306 @@
+"""N channels mention the bot at once, against a Discord that enforces its rate limits.
+
+Run: `.venv/bin/python bench/discord_limits_bench.py --library nextcord --mode messages
+--channels 10 50 --processes 1` (each run lasts until every answer is in, or the deadline).
+
+This process runs the faithful Discord REST server (tests/support/discord_rest.py: a global
+limit of 50 requests per second per token, 5-per-5-s buckets per channel for creates, edits
+and typing, Discord's headers and 429 bodies, the invalid-request ban), and starts the local
+LLM server in a process of its own, answering every request with the same ~1,200 characters
+in six paragraphs, streamed in 6 s. It then starts `--processes` bot processes
+(bench/discord_limits_worker.py) of the chosen library, on one bot token and one database,
+sharing the N channels between them; all N mentions arrive at once.
+
+Per run it prints what Discord counted (429s by scope and by route, invalid requests per
+10 minutes extrapolated from the run, requests per second of the whole token on average and
+in the busiest second, requests per answer) and what users saw: the first text of each
+answer after the mention (p50, p99), the time the whole answer stood in the channel as a
+multiple of the model's 6 s (p50, p99), answers complete, partial (some text) or lost (none)
+at the deadline, and the bot processes' event-loop lag p99 (the worst process). An answer
+needs at least two requests once it streams, so N answers need at least 2N/50 s of the global
+limit: the bound is printed, and the time the last answer was complete against the larger of
+the bound and the model's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.discord_rest import DiscordRestServer
+from tests.support.llm_server import Action, LLMServer, Reply, SeenRequest, pause, sse
+from tests.support.openai_wire import chunk
+from tests.support.rest_bots import declare_world, rest_server
+from tests.support.world import BOT_ID
+
+HERE = Path(__file__).resolve().parent
+MODEL_SECONDS = 6.0
+CHUNKS = 120
+PARAGRAPHS = 6
+FIRST_CHANNEL = 4_000_000_000_000_100_000
+SENTENCE = "the sea is wide and the tide comes in slowly over the grey stones of the bay"
+WORDS = SENTENCE.split(" ")
+
+
+def answer_text() -> str:
+    """About 1,200 characters in six paragraphs of words."""
+    paragraphs = []
+    for p in range(PARAGRAPHS):
+        words = [WORDS[(p * 7 + n) % len(WORDS)] for n in range(38)]
+        paragraphs.append(" ".join(words).capitalize() + ".")
+    return "\n\n".join(paragraphs)
+
+
+ANSWER = answer_text()
+
+
+def streamed_answer(request: SeenRequest) -> Reply:
+    """ANSWER in CHUNKS pieces over MODEL_SECONDS, the first at once."""
+    size = -(-len(ANSWER) // CHUNKS)
+    pieces = [ANSWER[at : at + size] for at in range(0, len(ANSWER), size)]
+    gap = MODEL_SECONDS / len(pieces)
+    body: list[Action] = []
+    for number, piece in enumerate(pieces):
+        if number:
+            body.append(pause(gap))
+        body.append(sse(chunk(piece)))
+    return Reply(body=[*body, sse(chunk(finish="stop")), sse("[DONE]")])
+
+
+async def serve_llm() -> None:
+    """The LLM server of the bench, in this process: prints its port, serves until stdin
+    closes."""
+    server = LLMServer(default=streamed_answer)
+    await server.start()
+    print(server.port, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await server.close()
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+async def one_run(
+    library: str, mode: str, channels_n: int, processes: int, deadline: float, llm_url: str
+) -> dict[str, Any]:
+    channels = [FIRST_CHANNEL + n for n in range(channels_n)]
+    server: DiscordRestServer = rest_server()
+    await server.start()
+    declare_world(server, channels)
+    workers = []
+    logs = []
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for number in range(processes):
+                config = {
+                    "library": library,
+                    "mode": mode,
+                    "api_base": server.api_base,
+                    "token": server.token,
+                    "llm_url": llm_url,
+                    "db_path": str(Path(folder) / "tomori.db"),
+                    "channels": channels[number::processes],
+                    "deadline": deadline,
+                }
+                log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
+                logs.append(log)
+                workers.append(
+                    await asyncio.create_subprocess_exec(
+                        sys.executable,
+                        str(HERE / "discord_limits_worker.py"),
+                        json.dumps(config),
+                        stdin=asyncio.subprocess.PIPE,
+                        stdout=asyncio.subprocess.PIPE,
+                        stderr=log,
+                    )
+                )
+            for worker in workers:
+                assert worker.stdout is not None
+                line = await asyncio.wait_for(worker.stdout.readline(), 60)
+                if line.strip() != b"ready":
+                    raise RuntimeError(f"a worker did not start: {_tail(logs)}")
+            logins = server.requests
+            began = time.monotonic()
+            for worker in workers:
+                assert worker.stdin is not None
+                worker.stdin.write(b"go\n")
+                await worker.stdin.drain()
+            reports = []
+            for worker in workers:
+                assert worker.stdout is not None
+                line = await asyncio.wait_for(worker.stdout.readline(), deadline + 60)
+                if not line:
+                    raise RuntimeError(f"a worker stopped: {_tail(logs)}")
+                reports.append(json.loads(line))
+            ended = time.monotonic()
+            for worker in workers:
+                await asyncio.wait_for(worker.wait(), 60)
+    finally:
+        for log in logs:
+            log.close()
+        await server.close()
+    return figures(server, channels, began, ended, reports, logins)
+
+
+def _tail(logs: list[Any]) -> str:
+    text = []
+    for log in logs:
+        log.seek(0)
+        text.append(log.read().decode(errors="replace")[-2000:])
+    return "\n".join(text)
+
+
+def figures(
+    server: DiscordRestServer,
+    channels: list[int],
+    began: float,
+    ended: float,
+    reports: list[dict[str, Any]],
+    logins: int,
+) -> dict[str, Any]:
+    expected = _squeezed(ANSWER)
+    first_text: list[float] = []
+    completion: list[float] = []
+    complete = partial = lost = 0
+    for channel in channels:
+        shown = server.messages(channel)
+        asked = next(m for m in shown if m.author_id != BOT_ID)
+        answers = [m for m in shown if m.author_id == BOT_ID and m.content]
+        if not answers:
+            lost += 1
+            continue
+        first_text.append(min(m.created_at for m in answers) - asked.created_at)
+        if _squeezed("".join(m.content for m in answers)) == expected:
+            complete += 1
+            completion.append(max(m.changed_at for m in answers) - asked.created_at)
+        else:
+            partial += 1
+    seconds = ended - began
+    n = len(channels)
+    bound = 2 * n / server.global_limit
+    all_done = max(completion) if complete == n else None
+    requests = server.requests - logins
+    return {
+        "channels": n,
+        "global_429": server.rate_limited["global"],
+        "route_429": dict(server.rate_limited_by_route),
+        "user_429": server.rate_limited["user"],
+        "shared_429": server.rate_limited["shared"],
+        "invalid_per_10_min": round(server.invalid_total * 600 / seconds),
+        "banned": server.banned,
+        "requests_per_second": round(requests / seconds, 1),
+        "busiest_second": server.busiest_second(),
+        "requests_per_answer": round(requests / n, 1),
+        "requests_by_route": dict(server.requests_by_route),
+        "first_text_p50_s": percentile(first_text, 0.5),
+        "first_text_p99_s": percentile(first_text, 0.99),
+        "completion_p50_x": _ratio(percentile(completion, 0.5)),
+        "completion_p99_x": _ratio(percentile(completion, 0.99)),
+        "complete": complete,
+        "partial": partial,
+        "lost": lost,
+        "lag_p99_ms": max(report["lag_p99_ms"] for report in reports),
+        "bound_s": bound,
+        "all_done_s": all_done,
+        "all_done_vs_bound": None if all_done is None else all_done / max(bound, MODEL_SECONDS),
+        "run_s": seconds,
+    }
+
+
+def _ratio(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds / MODEL_SECONDS
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def report(library: str, mode: str, processes: int, run: dict[str, Any]) -> str:
+    routes = ", ".join(f"{k} {v}" for k, v in sorted(run["route_429"].items())) or "none"
+    return "\n".join(
+        [
+            f"{library}, {mode}, {run['channels']} channels, {processes} process(es): "
+            f"{run['run_s']:.1f} s",
+            f"  429s: global {run['global_429']}, per route {run['user_429']}, "
+            f"shared {run['shared_429']}; by route: {routes}; invalid requests per 10 min "
+            f"{run['invalid_per_10_min']}{' BANNED' if run['banned'] else ''}",
+            f"  requests/s {run['requests_per_second']} average, {run['busiest_second']} in the "
+            f"busiest second; {run['requests_per_answer']} per answer "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(run['requests_by_route'].items()))})",
+            f"  first text p50 {_fmt(run['first_text_p50_s'], ' s')}, "
+            f"p99 {_fmt(run['first_text_p99_s'], ' s')}; "
+            f"complete p50 {_fmt(run['completion_p50_x'], 'x')}, "
+            f"p99 {_fmt(run['completion_p99_x'], 'x')} of the model's {MODEL_SECONDS:.0f} s",
+            f"  answers complete {run['complete']}, partial {run['partial']}, "
+            f"lost {run['lost']}; event-loop lag p99 {run['lag_p99_ms']:.1f} ms",
+            f"  bound 2N/50 = {run['bound_s']:.1f} s; all complete at "
+            f"{_fmt(run['all_done_s'], ' s', 1)} = "
+            f"{_fmt(run['all_done_vs_bound'], 'x')} of max(bound, model time)",
+        ]
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    llm = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--serve-llm",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert llm.stdout is not None
+    assert llm.stdin is not None
+    port = int(await llm.stdout.readline())
+    try:
+        for library in args.library:
+            for mode in args.mode:
+                for processes in args.processes:
+                    for n in args.channels:
+                        run = await one_run(
+                            library, mode, n, processes, args.deadline, f"http://127.0.0.1:{port}"
+                        )
+                        print(report(library, mode, processes, run), flush=True)
+                        if args.json:
+                            print(json.dumps({"library": library, "mode": mode, **run}))
+    finally:
+        llm.stdin.close()
+        await llm.wait()
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--library", nargs="+", default=["nextcord"], choices=["nextcord", "discordpy"]
+    )
+    parser.add_argument("--mode", nargs="+", default=["messages"], choices=["messages", "edit"])
+    parser.add_argument("--channels", nargs="+", type=int, default=[10, 50])
+    parser.add_argument("--processes", nargs="+", type=int, default=[1])
+    parser.add_argument("--deadline", type=float, default=75.0, help="seconds a run may last")
+    parser.add_argument("--json", action="store_true", help="also print each run as JSON")
+    parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parsed = arguments()
+    asyncio.run(serve_llm() if parsed.serve_llm else main(parsed))

@@ -1,0 +1,109 @@
+"""One bot process of bench/discord_limits_bench.py: a real bot with the cog, its channels'
+mentions, and its event loop's lag.
+
+    python bench/discord_limits_worker.py CONFIG_JSON
+
+CONFIG_JSON names the library, the delivery mode, the faithful server's API base and token,
+the LLM server's URL, the database, this process's channels and the deadline. The worker
+logs the bot in against the server (tests/support/rest_bots.py), prints `ready`, and waits
+for a line on stdin; then every channel's mention is posted to the server and reaches the bot
+as the gateway would deliver it, all at once. When every channel's turn has ended, or at the
+deadline, it prints one JSON line (`lag_p99_ms`, `settled`) and stops the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiohttp
+
+from tests.support.discord_rest import CONTROL_MESSAGES, pointed_at
+from tests.support.rest_bots import arrive, events_handled, logged_in, user_message
+from tests.support.world import BOT_ID
+from tomori.config.models import ModelChain
+from tomori.config.settings import Delivery, Settings
+from tomori_cog import add_tomori
+from tomori_cog.service import TomoriService
+
+QUESTION = f"<@{BOT_ID}> tell me about the sea"
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if values else 0.0
+
+
+async def watch_lag(samples: list[float], every: float = 0.01) -> None:
+    """How late the loop wakes from a short sleep: what every other task waits too."""
+    while True:
+        started = time.monotonic()
+        await asyncio.sleep(every)
+        samples.append(time.monotonic() - started - every)
+
+
+async def run(config: dict[str, Any]) -> dict[str, Any]:
+    channels: list[int] = config["channels"]
+    settings = Settings(db_path=Path(config["db_path"]), delivery=Delivery(config["mode"]))
+    chain = ModelChain.from_env(
+        {
+            "TOMORI_MODELS": "openai:bench-model",
+            "OPENAI_API_KEY": "sk-bench",
+            "OPENAI_BASE_URL": f"{config['llm_url']}/v1",
+        }
+    )
+    with pointed_at(config["api_base"]):
+        bot = await logged_in(config["library"], config["token"], channels)
+        added = add_tomori(bot, settings=settings, chain=chain)
+        if added is not None:
+            await added
+        cog = bot.get_cog("Tomori")
+        service: TomoriService = cog.service
+        await service.ensure_started()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+        control = config["api_base"].split("/api/")[0] + CONTROL_MESSAGES
+        lag: list[float] = []
+        watcher = asyncio.create_task(watch_lag(lag))
+        settled = True
+        try:
+            async with aiohttp.ClientSession() as session:
+
+                async def ask(channel: int) -> None:
+                    message = user_message(QUESTION, channel=channel)
+                    async with session.post(control, json=message) as response:
+                        response.raise_for_status()
+                    arrive(bot, message)
+
+                await asyncio.gather(*(ask(channel) for channel in channels))
+            try:
+                async with asyncio.timeout(config["deadline"]):
+                    await events_handled(bot, config["library"])  # every mention admitted
+                    for channel in channels:
+                        await service.wait_idle(channel)
+            except TimeoutError:
+                settled = False
+        finally:
+            watcher.cancel()
+            result = {"lag_p99_ms": percentile(lag, 0.99) * 1000, "settled": settled}
+            print(json.dumps(result), flush=True)
+            if config["library"] == "nextcord":
+                bot.remove_cog("Tomori")
+                closing = getattr(cog, "closing", None)
+                if closing is not None:
+                    await closing
+            else:
+                await bot.remove_cog("Tomori")
+            await bot.http.close()
+    return result
+
+
+if __name__ == "__main__":
+    asyncio.run(run(json.loads(sys.argv[1])))

@@ -1,0 +1,862 @@
+"""Discord's REST API as a bot sees it, rate limits included, on a real local socket.
+
+`DiscordRestServer` is an aiohttp server on 127.0.0.1 (a free port) that answers the
+endpoints tomori-cog and the two Discord libraries use, and enforces Discord's documented
+limits the way Discord does, so that a test or a benchmark sees what a bot would meet in
+production and not what an unlimited fake lets through:
+
+- a global limit per bot token (50 requests per second, counted in fixed windows, each
+  opened by the first request after the last one closed), from which interaction callbacks
+  and webhooks, authorized by their own tokens, are exempt; a 429 for it carries
+  `X-RateLimit-Global: true`, `X-RateLimit-Scope: global` and
+  `{"global": true, "retry_after": s}`;
+- per-route buckets, keyed by the route's bucket hash AND its major parameter (the channel,
+  the guild, or the webhook id and token). `X-RateLimit-Bucket` names the hash alone, the
+  same for every channel, as Discord's does: a client has to add the major parameter itself;
+- the headers Discord sends (`X-RateLimit-Limit`, `-Remaining`, `-Reset`, `-Reset-After`,
+  `-Bucket`, and `X-RateLimit-Scope` with `Retry-After` on a 429), and `Via: 1.1 google` on
+  every answer of the API: both libraries read a 429 without `Via` as a Cloudflare ban;
+- invalid requests (401, 403, and 429 except scope `shared`) counted over a sliding window
+  (10 minutes); past the threshold (10,000) the IP is banned for a while (an hour), and every
+  request then gets Cloudflare's 429: no `Via`, a text body.
+
+Both real HTTP clients reach it by setting their `Route.BASE` to `server.api_base`
+(`nextcord.http.Route.BASE`, `discord.http.Route.BASE`; their webhook and interaction
+adapters build URLs from the same constant): `pointed_at(server.api_base)` does it for the
+duration of a `with` block. Per channel the server keeps the messages as a channel shows them
+(content, embeds, the text of each edit, the reply reference, the allowed mentions asked for),
+and it counts what a test or bench reads: requests in total and per second, 429s by scope and by
+route, invalid requests in the window, and whether the IP is banned.
+
+The default figures are Discord's where it documents them (the global limit, the invalid
+request threshold and ban); per-route figures Discord only announces in headers, so the
+defaults are the values its headers show for the routes that matter here (5 per 5 s per
+channel for message creates, edits and typing; 5 per 2 s per webhook), and 5 per second for
+the others (reads, command sync, login), which no figure measured here depends on. Every one
+is a constructor parameter (`route_limits`), and `server.route_limits` may be changed before a
+route's first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+API_PREFIX = "/api/v10"
+CONTROL_MESSAGES = "/_control/messages"
+"""Not Discord's: a bot in another process posts here what a user said (the message object),
+as `add_message` does in this one; nothing counts it."""
+_TOKENLESS = frozenset({"webhook", "interaction_callback"})
+VIA = "1.1 google"
+RATE_LIMITED = "You are being rate limited."
+
+
+@dataclass(frozen=True)
+class RouteLimit:
+    """A bucket's size: `limit` requests per `window` seconds, per major parameter."""
+
+    limit: int
+    window: float
+
+
+DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
+    "message_create": RouteLimit(5, 5.0),
+    "message_edit": RouteLimit(5, 5.0),
+    "typing": RouteLimit(5, 5.0),
+    "history": RouteLimit(5, 1.0),
+    "message_get": RouteLimit(5, 1.0),
+    "channel_get": RouteLimit(5, 1.0),
+    "webhook": RouteLimit(5, 2.0),
+    "interaction_callback": RouteLimit(5, 1.0),
+    "commands": RouteLimit(5, 1.0),
+    "users_me": RouteLimit(5, 1.0),
+    "gateway": RouteLimit(5, 1.0),
+}
+"""The routes the server answers, by name, with their default bucket sizes."""
+
+DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
+class Snowflakes:
+    """Discord IDs as Discord makes them: milliseconds since its epoch, then ten bits naming
+    the process that made the ID, then a 12-bit count within the millisecond. Two processes
+    (the bench's bots on one token and one database) never make the same ID, even in the same
+    millisecond; one process's IDs only grow."""
+
+    def __init__(self, process: int) -> None:
+        self.process = process & 0x3FF
+        self._last_ms = 0
+        self._count = 0
+
+    def next(self, now_ms: int | None = None) -> int:
+        ms = max(self._last_ms, now_ms if now_ms is not None else int(time.time() * 1000))
+        if ms == self._last_ms:
+            self._count += 1
+            if self._count > 0xFFF:
+                ms, self._count = ms + 1, 0
+        else:
+            self._count = 0
+        self._last_ms = ms
+        return ((ms - DISCORD_EPOCH_MS) << 22) | (self.process << 12) | self._count
+
+
+_snowflakes = Snowflakes(os.getpid())
+
+
+def new_snowflake() -> int:
+    """A fresh Discord ID, later than every one made before in this process and unlike any
+    another process makes."""
+    return _snowflakes.next()
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class ChannelMessage:
+    """One message as a channel shows it, with what the bot asked for when it sent it.
+
+    `payload` is the message object as Discord returns it, kept as JSON text (a client mutates
+    what it is given, and a server's store is not the bot's garbage to collect);
+    `versions` holds the content after the create and after each edit, oldest first."""
+
+    payload_json: str
+    allowed_mentions: dict[str, Any] | None = None
+    versions: list[str] = field(default_factory=list)
+    created_at: float = field(default_factory=time.monotonic)
+    """When the server stored it (`time.monotonic()` of the server's process)."""
+    changed_at: float = field(default_factory=time.monotonic)
+    """When it was created or last edited."""
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.payload_json)
+        return loaded
+
+    @property
+    def id(self) -> int:
+        return int(self.payload["id"])
+
+    @property
+    def author_id(self) -> int:
+        return int(self.payload["author"]["id"])
+
+    @property
+    def content(self) -> str:
+        content: str = self.payload["content"]
+        return content
+
+    @property
+    def embeds(self) -> list[dict[str, Any]]:
+        embeds: list[dict[str, Any]] = self.payload["embeds"]
+        return embeds
+
+    @property
+    def reply_to(self) -> int | None:
+        """The message it replies to, if it is a reply."""
+        reference = self.payload.get("message_reference")
+        return int(reference["message_id"]) if reference else None
+
+
+@dataclass
+class _Bucket:
+    """A fixed window: `used` requests since `started` (monotonic seconds)."""
+
+    limit: RouteLimit
+    started: float = 0.0
+    used: int = 0
+
+    def roll(self, now: float) -> None:
+        if now >= self.started + self.limit.window:
+            self.started = now
+            self.used = 0
+
+    def reset_after(self, now: float) -> float:
+        return max(0.0, self.started + self.limit.window - now)
+
+
+@dataclass(frozen=True)
+class _Matched:
+    name: str
+    major: str
+    params: dict[str, str]
+
+
+class _Answer(Exception):
+    """An HTTP error answer raised from deep in a handler, as Discord would send it."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"message": message, "code": code}
+
+
+class DiscordRestServer:
+    """Discord's REST API for one bot token, with its limits (see the module's docstring).
+
+    Start it with `async with DiscordRestServer() as server:` (or `start()` and `close()`);
+    `server.api_base` is what a client's `Route.BASE` must be. Channels are declared with
+    `add_channel`; messages a user posted with `add_message` (the bot's own arrive over HTTP).
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str = "test-token",
+        bot_user: Mapping[str, Any] | None = None,
+        application_id: int | None = None,
+        global_limit: int = 50,
+        global_window: float = 1.0,
+        route_limits: Mapping[str, RouteLimit] | None = None,
+        invalid_threshold: int = 10_000,
+        invalid_window: float = 600.0,
+        ban_seconds: float = 3_600.0,
+        latency: float = 0.0,
+    ) -> None:
+        """`route_limits` overrides some of `DEFAULT_ROUTE_LIMITS` by route name; `latency`
+        is how long every answer is held back, in seconds, as a network and Discord would."""
+        self.token = token
+        self.bot_user: dict[str, Any] = dict(
+            bot_user
+            or {
+                "id": str(new_snowflake()),
+                "username": "bot",
+                "discriminator": "0",
+                "avatar": None,
+                "global_name": None,
+                "bot": True,
+            }
+        )
+        self.application_id = application_id or int(self.bot_user["id"])
+        self.global_limit = global_limit
+        self.route_limits: dict[str, RouteLimit] = {**DEFAULT_ROUTE_LIMITS, **(route_limits or {})}
+        self.invalid_threshold = invalid_threshold
+        self.invalid_window = invalid_window
+        self.ban_seconds = ban_seconds
+        self.latency = latency
+
+        self._channels: dict[int, dict[str, Any]] = {}
+        self._messages: dict[int, list[ChannelMessage]] = {}
+        self._refused: dict[int, tuple[int, int, str]] = {}
+        self._commands: dict[int | None, list[dict[str, Any]]] = {}
+        self.interaction_callbacks: list[dict[str, Any]] = []
+        """Each interaction callback's body (`type`, `data`), in order."""
+        self.webhook_messages: dict[str, list[ChannelMessage]] = {}
+        """Messages sent through a webhook (an interaction's followups included), by token."""
+        self.typed_in: list[int] = []
+        """The channel of each typing request answered, in order."""
+
+        self._global = _Bucket(RouteLimit(global_limit, global_window))
+        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._invalid: deque[float] = deque()
+        self._banned_until = 0.0
+        self._started_at = time.monotonic()
+        self.requests = 0
+        """Requests of the bot token that reached the API (banned ones too); webhooks and
+        interaction callbacks, authorized by their own tokens, are counted by route only."""
+        self.requests_by_second: Counter[int] = Counter()
+        """Requests of the bot token per whole second since the server started."""
+        self._last_second: deque[float] = deque()
+        """When each request of the token in the last second came (for `busiest_second`)."""
+        self._busiest_span = 0
+        self.requests_by_route: Counter[str] = Counter()
+        self.rate_limited: Counter[str] = Counter({"global": 0, "user": 0, "shared": 0})
+        """429s answered, by `X-RateLimit-Scope` (bans are counted in `banned_requests`).
+        Discord answers `shared` for resources other bots share (emoji, for one) that the cog
+        does not use: this server never does, and the count stays 0."""
+        self.rate_limited_by_route: Counter[str] = Counter()
+        self.banned_requests = 0
+        self.invalid_total = 0
+        """Invalid requests (401, 403, 429 except `shared`) since the server started."""
+
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- life ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert isinstance(server, asyncio.Server)
+        self.port = server.sockets[0].getsockname()[1]
+        self._started_at = time.monotonic()
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> DiscordRestServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def api_base(self) -> str:
+        """What a client's `Route.BASE` is set to."""
+        return f"http://127.0.0.1:{self.port}{API_PREFIX}"
+
+    # -- the world ----------------------------------------------------------------------------
+
+    def add_channel(
+        self, channel_id: int, *, guild_id: int | None = None, name: str | None = None
+    ) -> None:
+        """A text channel the bot can see (a guild's, unless `guild_id` is None)."""
+        payload: dict[str, Any] = {
+            "id": str(channel_id),
+            "type": 0,
+            "name": name or f"channel-{len(self._channels)}",
+            "position": len(self._channels),
+            "permission_overwrites": [],
+            "nsfw": False,
+            "parent_id": None,
+            "last_message_id": None,
+        }
+        if guild_id is not None:
+            payload["guild_id"] = str(guild_id)
+        self._channels[channel_id] = payload
+        self._messages.setdefault(channel_id, [])
+
+    def has_channel(self, channel_id: int) -> bool:
+        return channel_id in self._channels
+
+    def add_message(self, payload: Mapping[str, Any]) -> None:
+        """A message someone posted: kept in its channel's history (declared first). A bot in
+        another process posts it to `CONTROL_MESSAGES` instead."""
+        channel_id = int(payload["channel_id"])
+        self._require_channel(channel_id)
+        content = str(payload.get("content") or "")
+        self._messages[channel_id].append(ChannelMessage(json.dumps(payload), None, [content]))
+
+    def refuse_sends(
+        self,
+        channel_id: int,
+        status: int = 403,
+        code: int = 50013,
+        text: str = "Missing Permissions",
+    ) -> None:
+        """Discord refuses every message create in the channel (until `allow_sends`)."""
+        self._refused[channel_id] = (status, code, text)
+
+    def allow_sends(self, channel_id: int) -> None:
+        self._refused.pop(channel_id, None)
+
+    # -- what the channel shows and what was counted -------------------------------------------
+
+    def messages(self, channel_id: int) -> list[ChannelMessage]:
+        """The channel's messages, oldest first."""
+        return list(self._messages.get(channel_id, []))
+
+    def messages_by(self, author_id: int, channel_id: int) -> list[ChannelMessage]:
+        return [m for m in self._messages.get(channel_id, []) if m.author_id == author_id]
+
+    def invalid_requests(self) -> int:
+        """Invalid requests in the last `invalid_window` seconds (Cloudflare's count)."""
+        self._forget_invalid(time.monotonic())
+        return len(self._invalid)
+
+    @property
+    def banned(self) -> bool:
+        return time.monotonic() < self._banned_until
+
+    def busiest_second(self) -> int:
+        """The most requests of the token in any one-second span (sliding, not aligned to
+        the server's clock: a client pacing to 50 per second of its own can still put close
+        to 100 into one span that straddles two of its windows)."""
+        return self._busiest_span
+
+    def requests_per_second(self) -> float:
+        """The average over the seconds that saw a request, first to last."""
+        if not self.requests_by_second:
+            return 0.0
+        seconds = max(self.requests_by_second) - min(self.requests_by_second) + 1
+        return self.requests / seconds
+
+    def bucket_hash(self, route: str) -> str:
+        """The `X-RateLimit-Bucket` of a route: the same for every channel, as Discord's."""
+        return hashlib.sha1(route.encode()).hexdigest()[:16]
+
+    # -- the HTTP side ------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        now = time.monotonic()
+        if now < self._banned_until:
+            self._count_request(now, "banned")
+            self.banned_requests += 1
+            return web.Response(status=429, text="error code: 1015", content_type="text/plain")
+        if request.path == CONTROL_MESSAGES and request.method == "POST":
+            self.add_message(await request.json())
+            return web.Response(status=204)
+        path = request.path.removeprefix(API_PREFIX)
+        matched = _match(request.method, path)
+        if matched is None:
+            return self._json(404, {"message": "404: Not Found", "code": 0})
+        # A webhook's and an interaction's token authorize their requests: they are not the
+        # bot token's, and Discord's global limit does not count them.
+        of_the_token = matched.name not in _TOKENLESS
+        if of_the_token and request.headers.get("Authorization") != f"Bot {self.token}":
+            self._invalid_request(now)
+            return self._json(401, {"message": "401: Unauthorized", "code": 0})
+        self._count_request(now, matched.name, of_the_token=of_the_token)
+
+        if of_the_token:
+            self._global.roll(now)
+            if self._global.used >= self._global.limit.limit:
+                return self._global_429(now, matched)
+            self._global.used += 1
+
+        bucket = self._bucket(matched, now)
+        if bucket.used >= bucket.limit.limit:
+            return self._route_429(now, matched, bucket)
+        bucket.used += 1
+        headers = self._bucket_headers(matched, bucket, now)
+
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        try:
+            status, body = await self._answer(request, matched)
+        except _Answer as answer:
+            if answer.status in (401, 403):
+                self._invalid_request(time.monotonic())
+            return self._json(answer.status, answer.body, headers)
+        if status == 204:
+            return web.Response(status=204, headers={**headers, "Via": VIA})
+        return self._json(status, body, headers)
+
+    def _json(
+        self, status: int, body: Any, headers: Mapping[str, str] | None = None
+    ) -> web.Response:
+        # Exactly `application/json`, as Discord sends it: nextcord's webhook adapter
+        # compares the header whole before it parses a body.
+        return web.Response(
+            status=status,
+            body=json.dumps(body).encode(),
+            headers={**(headers or {}), "Content-Type": "application/json", "Via": VIA},
+        )
+
+    def _count_request(self, now: float, route: str, *, of_the_token: bool = True) -> None:
+        self.requests_by_route[route] += 1
+        if of_the_token:
+            self.requests += 1
+            self.requests_by_second[int(now - self._started_at)] += 1
+            self._last_second.append(now)
+            while self._last_second[0] <= now - 1.0:
+                self._last_second.popleft()
+            self._busiest_span = max(self._busiest_span, len(self._last_second))
+
+    def _invalid_request(self, now: float) -> None:
+        self.invalid_total += 1
+        self._invalid.append(now)
+        self._forget_invalid(now)
+        if len(self._invalid) >= self.invalid_threshold:
+            self._banned_until = now + self.ban_seconds
+
+    def _forget_invalid(self, now: float) -> None:
+        while self._invalid and self._invalid[0] <= now - self.invalid_window:
+            self._invalid.popleft()
+
+    def _bucket(self, matched: _Matched, now: float) -> _Bucket:
+        key = (matched.name, matched.major)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(self.route_limits[matched.name], started=now)
+        bucket.roll(now)
+        return bucket
+
+    def _bucket_headers(self, matched: _Matched, bucket: _Bucket, now: float) -> dict[str, str]:
+        reset_after = bucket.reset_after(now)
+        return {
+            "X-RateLimit-Limit": str(bucket.limit.limit),
+            "X-RateLimit-Remaining": str(max(0, bucket.limit.limit - bucket.used)),
+            "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}",
+            "X-RateLimit-Reset-After": f"{reset_after:.3f}",
+            "X-RateLimit-Bucket": self.bucket_hash(matched.name),
+        }
+
+    def _global_429(self, now: float, matched: _Matched) -> web.Response:
+        retry_after = self._global.reset_after(now)
+        self.rate_limited["global"] += 1
+        self.rate_limited_by_route[matched.name] += 1
+        self._invalid_request(now)
+        body = {"message": RATE_LIMITED, "retry_after": round(retry_after, 3), "global": True}
+        headers = {
+            "X-RateLimit-Global": "true",
+            "X-RateLimit-Scope": "global",
+            "Retry-After": str(max(1, math.ceil(retry_after))),
+        }
+        return self._json(429, body, headers)
+
+    def _route_429(self, now: float, matched: _Matched, bucket: _Bucket) -> web.Response:
+        retry_after = bucket.reset_after(now)
+        self.rate_limited["user"] += 1
+        self.rate_limited_by_route[matched.name] += 1
+        self._invalid_request(now)
+        body = {"message": RATE_LIMITED, "retry_after": round(retry_after, 3), "global": False}
+        headers = {
+            **self._bucket_headers(matched, bucket, now),
+            "X-RateLimit-Scope": "user",
+            "Retry-After": str(max(1, math.ceil(retry_after))),
+        }
+        return self._json(429, body, headers)
+
+    # -- the endpoints ------------------------------------------------------------------------
+
+    async def _answer(self, request: web.Request, matched: _Matched) -> tuple[int, Any]:
+        body = await _json_body(request) if request.can_read_body else {}
+        p = matched.params
+        name = matched.name
+        if name == "users_me":
+            return 200, self.bot_user
+        if name == "gateway":
+            return 200, {
+                "url": "wss://gateway.invalid",
+                "shards": 1,
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 1000,
+                    "reset_after": 0,
+                    "max_concurrency": 1,
+                },
+            }
+        if name == "commands":
+            return self._commands_answer(request.method, p, body)
+        if name == "interaction_callback":
+            return self._interaction_callback(p, body)
+        if name == "webhook":
+            return self._webhook(request, p, body)
+        channel_id = int(p["channel_id"])
+        self._require_channel(channel_id)
+        if name == "channel_get":
+            return 200, self._channels[channel_id]
+        if name == "typing":
+            self.typed_in.append(channel_id)
+            return 204, None
+        if name == "message_create":
+            refused = self._refused.get(channel_id)
+            if refused is not None:
+                raise _Answer(*refused)
+            return 200, self._create(channel_id, body, self.bot_user).payload
+        if name == "history":
+            return 200, self._history(channel_id, request.query)
+        message = self._find(channel_id, int(p["message_id"]))
+        if name == "message_edit":
+            self._edit(message, body)
+        return 200, message.payload
+
+    def _require_channel(self, channel_id: int) -> None:
+        if channel_id not in self._channels:
+            raise _Answer(404, 10003, "Unknown Channel")
+
+    def _create(
+        self, channel_id: int, body: Mapping[str, Any], author: Mapping[str, Any]
+    ) -> ChannelMessage:
+        content = str(body.get("content") or "")
+        payload: dict[str, Any] = {
+            "id": str(new_snowflake()),
+            "channel_id": str(channel_id),
+            "author": dict(author),
+            "content": content,
+            "timestamp": _now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": list(body.get("embeds") or []),
+            "pinned": False,
+            "type": 0,
+            "flags": int(body.get("flags") or 0),
+            "components": [],
+        }
+        guild_id = self._channels.get(channel_id, {}).get("guild_id")
+        if guild_id is not None:
+            payload["guild_id"] = guild_id
+        reference = body.get("message_reference")
+        if reference:
+            payload["type"] = 19
+            payload["message_reference"] = {
+                "message_id": str(reference["message_id"]),
+                "channel_id": str(reference.get("channel_id") or channel_id),
+            }
+            referenced = self._lookup(channel_id, int(reference["message_id"]))
+            payload["referenced_message"] = None if referenced is None else referenced.payload
+        message = ChannelMessage(json.dumps(payload), body.get("allowed_mentions"), [content])
+        self._messages.setdefault(channel_id, []).append(message)
+        return message
+
+    def _lookup(self, channel_id: int, message_id: int) -> ChannelMessage | None:
+        for message in self._messages.get(channel_id, []):
+            if message.id == message_id:
+                return message
+        return None
+
+    def _find(self, channel_id: int, message_id: int) -> ChannelMessage:
+        message = self._lookup(channel_id, message_id)
+        if message is None:
+            raise _Answer(404, 10008, "Unknown Message")
+        return message
+
+    def _edit(self, message: ChannelMessage, body: Mapping[str, Any]) -> None:
+        payload = message.payload
+        if "content" in body:
+            payload["content"] = body["content"] or ""
+        if "embeds" in body:
+            payload["embeds"] = list(body["embeds"] or [])
+        if "allowed_mentions" in body:
+            message.allowed_mentions = body["allowed_mentions"]
+        payload["edited_timestamp"] = _now_iso()
+        message.payload_json = json.dumps(payload)
+        message.versions.append(payload["content"])
+        message.changed_at = time.monotonic()
+
+    def _history(self, channel_id: int, query: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Newest first, as Discord answers: `limit` (1-100, 50) before, after or around."""
+        limit = max(1, min(100, int(query.get("limit", 50))))
+        oldest_first = self._messages.get(channel_id, [])
+        if "around" in query:
+            around = int(query["around"])
+            before = (
+                [m for m in oldest_first if m.id < around][-(limit // 2) :] if limit > 1 else []
+            )
+            rest = [m for m in oldest_first if m.id >= around][: limit - len(before)]
+            chosen = before + rest
+        elif "after" in query:
+            after = int(query["after"])
+            chosen = [m for m in oldest_first if m.id > after][:limit]
+        else:
+            before_id = int(query["before"]) if "before" in query else None
+            older = [m for m in oldest_first if before_id is None or m.id < before_id]
+            chosen = older[-limit:]
+        return [m.payload for m in reversed(chosen)]
+
+    def _commands_answer(self, method: str, p: Mapping[str, str], body: Any) -> tuple[int, Any]:
+        """Bulk overwrite (PUT), list (GET), create or replace one by name (POST), edit
+        (PATCH) and delete (DELETE) one, globally or in a guild."""
+        guild = int(p["guild_id"]) if "guild_id" in p else None
+        stored = self._commands.setdefault(guild, [])
+        if method == "PUT":
+            stored[:] = [self._registered(command, guild) for command in body or []]
+            return 200, stored
+        if method == "GET" and "command_id" not in p:
+            return 200, stored
+        if method == "POST":
+            command = self._registered(body, guild)
+            stored[:] = [c for c in stored if c["name"] != command["name"]] + [command]
+            return 201, command
+        found = [c for c in stored if c["id"] == p.get("command_id")]
+        if not found:
+            raise _Answer(404, 10063, "Unknown application command")
+        if method == "DELETE":
+            stored.remove(found[0])
+            return 204, None
+        if method == "PATCH":
+            found[0].update(body or {})
+        return 200, found[0]
+
+    def _registered(self, command: Mapping[str, Any], guild: int | None) -> dict[str, Any]:
+        registered = {
+            **command,
+            "id": str(new_snowflake()),
+            "application_id": str(self.application_id),
+            "version": str(new_snowflake()),
+        }
+        if guild is not None:
+            registered["guild_id"] = str(guild)
+        return registered
+
+    def commands(self, guild_id: int | None = None) -> list[dict[str, Any]]:
+        """The application commands registered globally (or in `guild_id`)."""
+        return list(self._commands.get(guild_id, []))
+
+    def _interaction_callback(self, p: Mapping[str, str], body: Any) -> tuple[int, Any]:
+        if isinstance(body, dict) and "payload_json" in body:
+            body = json.loads(body["payload_json"])
+        self.interaction_callbacks.append({"type": body["type"], "data": body.get("data") or {}})
+        token = p["webhook_token"]
+        answer: dict[str, Any] = {
+            "interaction": {
+                "id": p["webhook_id"],
+                "type": 2,
+                "response_message_ephemeral": bool((body.get("data") or {}).get("flags", 0) & 64),
+            }
+        }
+        if body["type"] == 4:
+            message = self._webhook_message(token, body.get("data") or {})
+            answer["resource"] = {"type": 4, "message": message.payload}
+            answer["interaction"]["response_message_id"] = str(message.id)
+        return 200, answer
+
+    def _webhook_message(self, token: str, body: Mapping[str, Any]) -> ChannelMessage:
+        content = str(body.get("content") or "")
+        payload = {
+            "id": str(new_snowflake()),
+            "channel_id": "0",
+            "author": dict(self.bot_user),
+            "content": content,
+            "timestamp": _now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": list(body.get("embeds") or []),
+            "pinned": False,
+            "type": 0,
+            "flags": int(body.get("flags") or 0),
+            "components": [],
+            "webhook_id": str(self.application_id),
+        }
+        message = ChannelMessage(json.dumps(payload), body.get("allowed_mentions"), [content])
+        self.webhook_messages.setdefault(token, []).append(message)
+        return message
+
+    def _webhook(self, request: web.Request, p: Mapping[str, str], body: Any) -> tuple[int, Any]:
+        if isinstance(body, dict) and "payload_json" in body:
+            body = json.loads(body["payload_json"])
+        token = p["webhook_token"]
+        sent = self.webhook_messages.setdefault(token, [])
+        message_id = p.get("message_id")
+        if message_id is None:
+            if request.method != "POST":
+                return 200, {"id": p["webhook_id"], "token": token, "type": 3}
+            message = self._webhook_message(token, body or {})
+            return (200, message.payload) if request.query.get("wait") else (204, None)
+        if message_id == "@original":
+            if not sent:
+                raise _Answer(404, 10008, "Unknown Message")
+            message = sent[0]
+        else:
+            found = [m for m in sent if m.id == int(message_id)]
+            if not found:
+                raise _Answer(404, 10008, "Unknown Message")
+            message = found[0]
+        if request.method == "PATCH":
+            self._edit(message, body or {})
+        elif request.method == "DELETE":
+            sent.remove(message)
+            return 204, None
+        return 200, message.payload
+
+
+async def _json_body(request: web.Request) -> Any:
+    if request.content_type.startswith("multipart/"):
+        form = await request.post()
+        return {key: value for key, value in form.items() if isinstance(value, str)}
+    text = await request.text()
+    return json.loads(text) if text else {}
+
+
+_ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
+    # (method or "*", path segments with {names}, route name, major parameters)
+    ("POST", ("channels", "{channel_id}", "messages"), "message_create", ("channel_id",)),
+    ("GET", ("channels", "{channel_id}", "messages"), "history", ("channel_id",)),
+    (
+        "PATCH",
+        ("channels", "{channel_id}", "messages", "{message_id}"),
+        "message_edit",
+        ("channel_id",),
+    ),
+    (
+        "GET",
+        ("channels", "{channel_id}", "messages", "{message_id}"),
+        "message_get",
+        ("channel_id",),
+    ),
+    ("POST", ("channels", "{channel_id}", "typing"), "typing", ("channel_id",)),
+    ("GET", ("channels", "{channel_id}"), "channel_get", ("channel_id",)),
+    (
+        "POST",
+        ("interactions", "{webhook_id}", "{webhook_token}", "callback"),
+        "interaction_callback",
+        ("webhook_id", "webhook_token"),
+    ),
+    (
+        "*",
+        ("webhooks", "{webhook_id}", "{webhook_token}"),
+        "webhook",
+        ("webhook_id", "webhook_token"),
+    ),
+    (
+        "*",
+        ("webhooks", "{webhook_id}", "{webhook_token}", "messages", "{message_id}"),
+        "webhook",
+        ("webhook_id", "webhook_token"),
+    ),
+    ("*", ("applications", "{application_id}", "commands"), "commands", ("application_id",)),
+    (
+        "*",
+        ("applications", "{application_id}", "commands", "{command_id}"),
+        "commands",
+        ("application_id",),
+    ),
+    (
+        "*",
+        ("applications", "{application_id}", "guilds", "{guild_id}", "commands"),
+        "commands",
+        ("guild_id",),
+    ),
+    (
+        "*",
+        ("applications", "{application_id}", "guilds", "{guild_id}", "commands", "{command_id}"),
+        "commands",
+        ("guild_id",),
+    ),
+    ("GET", ("users", "@me"), "users_me", ()),
+    ("GET", ("gateway", "bot"), "gateway", ()),
+    ("GET", ("gateway",), "gateway", ()),
+)
+
+
+def _match(method: str, path: str) -> _Matched | None:
+    parts = tuple(path.strip("/").split("/"))
+    for route_method, pattern, name, majors in _ROUTES:
+        if route_method not in ("*", method) or len(pattern) != len(parts):
+            continue
+        params: dict[str, str] = {}
+        for expected, actual in zip(pattern, parts, strict=True):
+            if expected.startswith("{"):
+                params[expected[1:-1]] = actual
+            elif expected != actual:
+                break
+        else:
+            major = "+".join(params[m] for m in majors)
+            return _Matched(name, major, params)
+    return None
+
+
+@contextlib.contextmanager
+def pointed_at(api_base: str) -> Iterator[None]:
+    """Both libraries' HTTP clients (and their webhook adapters) talk to the API at `api_base`
+    (a server's `api_base`) inside the block: their `Route.BASE` is set to it, then put back."""
+    import discord.http
+    import nextcord.http
+
+    saved = (nextcord.http.Route.BASE, discord.http.Route.BASE)
+    nextcord.http.Route.BASE = api_base
+    discord.http.Route.BASE = api_base
+    try:
+        yield
+    finally:
+        nextcord.http.Route.BASE, discord.http.Route.BASE = saved

@@ -1,0 +1,245 @@
+"""A real nextcord or discord.py bot with the cog, whose HTTP client talks to the faithful server.
+
+Nothing of the library is replaced: the bot logs in over HTTP (`GET /users/@me`) against a
+`DiscordRestServer` (tests/support/discord_rest.py), and every request the cog makes (message
+creates and edits, typing, history, interaction callbacks) goes through the library's own
+`HTTPClient`, its rate-limit handling included, over a real socket. Only the gateway is
+missing: the guild of tests/support/world.py (with as many text channels as asked) is built by
+the library's own `ConnectionState` from gateway-style payloads, as READY and GUILD_CREATE
+would, and a user's message arrives the way MESSAGE_CREATE does. So a test says something in
+a channel and reads what the channel shows on the server, and a benchmark counts what Discord
+would have counted.
+
+`open_rest_bot` (tests/conftest.py) starts one for the test's `library` on the `discord_rest`
+server; `start_rest_bot` is the same for a script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+import discord.ext.commands
+import nextcord
+import nextcord.ext.commands
+
+from tests.support.bots import Library
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer, new_snowflake
+from tests.support.nextcord_fake import guild_payload, member_payload, user_payload
+from tests.support.world import BOT_ID, CHANNEL_ID, CHANNEL_IDS, GUILD_ID, READ_AND_SEND, Person
+from tomori.config.models import ModelChain
+from tomori.config.settings import Settings
+from tomori_cog import add_tomori
+from tomori_cog.service import TomoriService
+
+BOT_USER = user_payload(BOT_ID, "Tomori", bot=True)
+"""The bot's user, as `GET /users/@me` answers it."""
+
+
+def rest_server(**limits: Any) -> DiscordRestServer:
+    """A server for the bot of tests/support/world.py; `limits` are its constructor's."""
+    return DiscordRestServer(bot_user=BOT_USER, application_id=BOT_ID, **limits)
+
+
+@dataclass
+class RestBot:
+    """A started bot of `library` with the cog, logged in against `server`."""
+
+    library: Library
+    bot: Any
+    """The library's `commands.Bot`."""
+    server: DiscordRestServer
+    channel_ids: tuple[int, ...]
+    _stopped: bool = False
+
+    @property
+    def service(self) -> TomoriService:
+        cog = self.bot.get_cog("Tomori")
+        assert cog is not None
+        return cog.service  # type: ignore[no-any-return]
+
+    def mention(self) -> str:
+        return f"<@{BOT_ID}>"
+
+    def say(self, content: str, *, by: Person = Person.ALICE, channel: int = CHANNEL_ID) -> int:
+        """`by` posts `content` in `channel`: the server keeps it in the channel's history and
+        the library receives it as the gateway's MESSAGE_CREATE. Returns the message's ID."""
+        payload = user_message(content, by=by, channel=channel)
+        self.server.add_message(payload)
+        arrive(self.bot, payload)
+        return int(payload["id"])
+
+    async def kill(
+        self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
+    ) -> dict[str, Any]:
+        """`by` runs /kill: the library receives the gateway's INTERACTION_CREATE and the cog
+        answers over HTTP. Returns the interaction callback's body (`type`, `data`)."""
+        member = member_payload(by.id, by.username, bot=by.is_bot)
+        payload = {
+            "id": str(new_snowflake()),
+            "application_id": str(BOT_ID),
+            "type": 2,
+            "token": f"interaction-token-{new_snowflake()}",
+            "version": 1,
+            "channel_id": str(channel),
+            "channel": {"id": str(channel), "type": 0, "guild_id": str(GUILD_ID)},
+            "guild_id": str(GUILD_ID),
+            "locale": "en-US",
+            "app_permissions": str(READ_AND_SEND),
+            "member": {**member, "permissions": str(permissions | READ_AND_SEND)},
+            "data": {"id": str(new_snowflake()), "name": "kill", "type": 1},
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 10_000_000,
+        }
+        callbacks = self.server.interaction_callbacks
+        before = len(callbacks)
+        self.bot._connection.parse_interaction_create(payload)
+        async with asyncio.timeout(5):
+            while len(callbacks) == before:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+        return callbacks[-1]
+
+    async def settled(self, *channels: int) -> None:
+        """Wait until the library's event tasks ran and the channels' turns (all unless
+        given) ended."""
+        await self.admitted()
+        for channel in channels or self.channel_ids:
+            await self.service.wait_idle(channel)
+
+    async def admitted(self) -> None:
+        """Wait for the library's event handlers: every message so far reached the listener."""
+        await events_handled(self.bot, self.library)
+
+    def shown(self, channel: int = CHANNEL_ID) -> list[ChannelMessage]:
+        """The bot's messages in `channel` as the server shows them, oldest first."""
+        return self.server.messages_by(BOT_ID, channel)
+
+    def contents(self, channel: int = CHANNEL_ID) -> list[str]:
+        return [m.content for m in self.shown(channel) if m.content]
+
+    async def stop(self) -> None:
+        """Remove the cog and close the HTTP session; stopping twice does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.library == "nextcord":
+            cog = self.bot.get_cog("Tomori")
+            self.bot.remove_cog("Tomori")
+            closing = getattr(cog, "closing", None)
+            if closing is not None:
+                await closing
+        else:
+            await self.bot.remove_cog("Tomori")
+        await self.bot.http.close()
+
+
+def user_message(
+    content: str, *, by: Person = Person.ALICE, channel: int = CHANNEL_ID
+) -> dict[str, Any]:
+    """The message object of what `by` posts in `channel` (a mention of the bot included)."""
+    return {
+        "id": str(new_snowflake()),
+        "channel_id": str(channel),
+        "guild_id": str(GUILD_ID),
+        "author": user_payload(by.id, by.username, bot=by.is_bot),
+        "content": content,
+        "timestamp": discord.utils.utcnow().isoformat(),
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [BOT_USER] if f"<@{BOT_ID}>" in content else [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+        "components": [],
+    }
+
+
+def arrive(bot: Any, message: dict[str, Any]) -> None:
+    """`message` (a `user_message`) reaches the bot as the gateway's MESSAGE_CREATE, with the
+    author's member object as a guild message carries it."""
+    author = message["author"]
+    member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
+    event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
+    bot._connection.parse_message_create(event)
+
+
+async def events_handled(bot: Any, library: Library) -> None:
+    """Wait until the library's event tasks so far (the cog's listener among them) ended: the
+    libraries run each handler as a task named after themselves."""
+    await asyncio.sleep(0)
+    current = asyncio.current_task()
+    prefix = "nextcord:" if library == "nextcord" else "discord.py:"
+    events = [
+        task
+        for task in asyncio.all_tasks()
+        if task is not current and task.get_name().startswith(prefix)
+    ]
+    await asyncio.gather(*events, return_exceptions=True)
+
+
+def declare_world(server: DiscordRestServer, channel_ids: Sequence[int] = CHANNEL_IDS) -> None:
+    """The guild's text channels, on the server."""
+    for channel in channel_ids:
+        if not server.has_channel(channel):
+            server.add_channel(channel, guild_id=GUILD_ID)
+
+
+def _intents(library: Library) -> Any:
+    module: Any = nextcord if library == "nextcord" else discord
+    intents = module.Intents.default()
+    intents.message_content = True
+    intents.members = True
+    return intents
+
+
+async def logged_in(library: Library, token: str, channel_ids: Sequence[int] = CHANNEL_IDS) -> Any:
+    """A `commands.Bot` of `library` logged in with `token` (against the server the libraries'
+    `Route.BASE` names: see `pointed_at`), in the guild of tests/support/world.py with
+    `channel_ids` as its text channels (`declare_world` declares them on the server); no cog."""
+    bot: Any
+    if library == "nextcord":
+        bot = nextcord.ext.commands.Bot(intents=_intents(library))
+        data = await bot.http.static_login(f"Bot {token}")
+        user_type: Any = nextcord.ClientUser
+    else:
+        bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=_intents(library))
+        await bot._async_setup_hook()  # what `login` does first: the loop, the tree
+        data = await bot.http.static_login(token)
+        user_type = discord.ClientUser
+    state = bot._connection
+    state.user = user_type(state=state, data=data)
+    state.application_id = BOT_ID  # READY would tell it
+    state._add_guild_from_data(guild_payload(tuple(channel_ids)))
+    return bot
+
+
+async def start_rest_bot(
+    library: Library,
+    server: DiscordRestServer,
+    settings: Settings,
+    chain: ModelChain,
+    channel_ids: Sequence[int] = CHANNEL_IDS,
+) -> RestBot:
+    """A bot of `library` logged in against `server` (see `logged_in`), with the cog."""
+    declare_world(server, channel_ids)
+    bot = await logged_in(library, server.token, channel_ids)
+    added = add_tomori(bot, settings=settings, chain=chain)
+    if added is not None:
+        await added  # discord.py's add_cog is a coroutine
+    rest_bot = RestBot(library, bot, server, tuple(channel_ids))
+    await rest_bot.service.ensure_started()
+    return rest_bot
+
+
+OpenRestBot = Callable[[Settings, ModelChain], Awaitable[RestBot]]
+"""The `open_rest_bot` fixture: start a bot of the test's library on the `discord_rest`
+server, stopped when the test ends."""
