@@ -36,8 +36,9 @@ class DiscordPacing:
         self._watched: object | None = None
 
     async def write(self, channel_id: int, urgency: Urgency) -> None:
-        """Return when one message create or edit in `channel_id` may leave now."""
-        async with self._pace.slot(("write", channel_id)):
+        """Return when one message create or edit in `channel_id` may leave now; an answer's
+        intermediate ones (`Urgency.MORE`) at the channel's steady pace."""
+        async with self._pace.slot(("write", channel_id), spaced=urgency is Urgency.MORE):
             await self.budget.take(urgency)
 
     async def typing(self, channel_id: int) -> None:
