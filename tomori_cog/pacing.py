@@ -41,9 +41,10 @@ class DiscordPacing:
         async with self._pace.slot(("write", channel_id), spaced=urgency is Urgency.MORE):
             await self.budget.take(urgency)
 
-    async def typing(self, channel_id: int) -> None:
-        async with self._pace.slot(("typing", channel_id)):
-            await self.budget.take(Urgency.TYPING)
+    def may_type(self) -> bool:
+        """Whether a typing indicator may go now: only when no request of the bot waits (it is
+        a sign of work, never worth delaying work). Taken from the budget if so."""
+        return self.budget.take_if_free()
 
     async def read(self) -> None:
         """Return when one history or message read may leave now (reads have no channel
