@@ -125,6 +125,7 @@ async def one_run(
                     "channels": channels[number::processes],
                     "deadline": deadline,
                     "warm": warm,
+                    "processes": processes,
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
                 logs.append(log)

@@ -71,6 +71,9 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
         cog = bot.get_cog("Tomori")
         service: TomoriService = cog.service
         await service.ensure_started()
+        async with asyncio.timeout(30):  # every process of the token counted: its share taken
+            while service.pacing.budget.processes != config.get("processes", 1):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
         control = config["api_base"].split("/api/")[0] + CONTROL_MESSAGES
         if config.get("warm"):
             await served_before(bot, service, config["library"], channels, control, settings)

@@ -25,7 +25,7 @@ from tests.support.console_process import (
 )
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer, silent, stalled_after
+from tests.support.scripts import answer, in_parts, silent, stalled_after
 from tests.support.terminal_screen import on_screen
 from tomori.config.settings import Settings
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
@@ -191,7 +191,7 @@ async def test_the_end_of_input_waits_for_the_answer_and_ctrl_d_at_an_idle_promp
 async def test_in_a_terminal_each_message_prints_as_it_is_sent_then_ctrl_d_exits(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    llm_server.script(answer("First paragraph.\n\nSecond paragraph.", gap=0.05))
+    llm_server.script(in_parts("First paragraph.\n\n", "Second paragraph."))
     seen = [""]
     async with console_in_terminal(bot_environment(llm_server, tmp_path)) as (process, terminal):
         await read_terminal(terminal, "you #1> ", seen)

@@ -222,7 +222,7 @@ class ChannelPace:
                 del self._locks[key]
 
 
-SHARE_REFRESH_S = 2.0
+SHARE_REFRESH_S = 1.0
 """How often a process counts the bot's live processes: a process that starts or stops changes
 every share within this (a crashed one counts until its heartbeat window ends: shares stay
 smaller meanwhile, never larger)."""
