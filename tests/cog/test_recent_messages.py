@@ -173,6 +173,13 @@ events = st.one_of(
     ],
     2 * LIMIT,
 ).via("a race found by hand")
+@example(  # the bot edits a message older than memory while a read brings its old version
+    [
+        *[("create", "a"), ("resume",), ("create", "a"), ("edit", 0, "b")],
+        *[("start_read",), ("bot_edit", 0, "a"), ("finish_read", 0)],
+    ],
+    4,
+).via("found by the property")
 @example(  # while a read is on the wire, more messages come than memory keeps
     [("create", "a"), ("start_read",), *[("create", "b")] * (LIMIT + 2), ("finish_read", 0)],
     LIMIT + 1,

@@ -171,7 +171,10 @@ class RecentMessages:
         if channel is None and new and self.enabled:
             channel = self._channels[channel_id] = _Channel(complete_from=message_id)
             self._forget_the_oldest()
-        if channel is None or message_id < channel.complete_from:
+        if channel is None:
+            return
+        channel.changes += 1  # a read under way may bring the text from before this write
+        if message_id < channel.complete_from:
             return  # memory shows nothing of it, old or new
         shown = as_shown(content)
         held = channel.held.get(message_id)
