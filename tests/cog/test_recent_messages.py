@@ -173,6 +173,10 @@ events = st.one_of(
     ],
     2 * LIMIT,
 ).via("a race found by hand")
+@example(  # an edit that changes nothing, then others: its late echo is not theirs
+    [("create", "b"), *[("bot_edit", 0, text) for text in "bab"], ("echo",), ("echo",)],
+    4,
+).via("found by the property")
 @example(  # the bot edits a message older than memory while a read brings its old version
     [
         *[("create", "a"), ("resume",), ("create", "a"), ("edit", 0, "b")],

@@ -24,7 +24,7 @@ from tomori.delivery.budget import CHANNEL_WINDOW_S, CHANNEL_WRITES
 
 pytestmark = pytest.mark.slow  # seconds of mixed traffic through the whole cog
 
-SOAK_SECONDS = float(os.environ.get("TOMORI_SOAK_SECONDS", "30"))
+SOAK_SECONDS = float(os.environ.get("TOMORI_SOAK_SECONDS", "15"))
 
 
 def open_files() -> set[str]:

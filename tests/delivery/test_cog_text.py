@@ -222,7 +222,7 @@ async def test_a_span_at_the_message_limit_is_not_split_when_streamed_in_small_c
     assert span in shown[0] or span in shown[1]
 
 
-@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+@pytest.mark.parametrize("delivery", [Delivery.EDIT])  # messages: tests/cog/test_discord_limits.py
 async def test_a_12k_character_answer_arrives_whole(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
 ) -> None:

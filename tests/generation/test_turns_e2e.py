@@ -341,7 +341,8 @@ async def test_a_last_send_slower_than_the_idle_budget_still_lands(
 ) -> None:
     nc = await open_bot()  # idle budget 300 ms
     nc.discord.send_delay = slow("The last part.", 1.2)
-    llm_server.script(answer("First part.\n\nThe last part."))
+    # (streamed over a second: the first message goes before the last part is in)
+    llm_server.script(answer("First part.\n\nThe last part.", pieces=10, gap=0.1))
     nc.say(f"{nc.mention()} tell me")
     await nc.settled()
     assert nc.discord.contents() == ["First part.", "The last part."]
@@ -357,7 +358,9 @@ async def test_a_send_that_never_lands_is_given_up_after_the_delivery_bound(
 ) -> None:
     nc = await open_bot(delivery_timeout_ms=300)
     nc.discord.send_delay = slow("The last part.", 60)
-    llm_server.script(answer("First part.\n\nThe last part."), answer("Next answer."))
+    llm_server.script(
+        answer("First part.\n\nThe last part.", pieces=10, gap=0.1), answer("Next answer.")
+    )
     nc.say(f"{nc.mention()} tell me")
     async with asyncio.timeout(10):
         await nc.settled()
@@ -399,7 +402,7 @@ async def test_a_slow_send_while_the_model_still_streams_is_not_a_timeout(
     llm_server.script(answer("One.\n\nTwo.\n\nThree.", pieces=18, gap=0.1))
     nc.say(f"{nc.mention()} count")
     await nc.settled()
-    assert nc.discord.contents() == ["One.", "Two.", "Three."]
+    assert nc.discord.contents() == ["One.", "Two.\n\nThree."]  # the rest gathered meanwhile
     assert nc.discord.embeds() == []
 
 

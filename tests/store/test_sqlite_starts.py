@@ -66,7 +66,7 @@ START = textwrap.dedent(
 
 @pytest.mark.slow
 def test_processes_started_together_on_a_new_file_all_start(tmp_path: Path) -> None:
-    for round_ in range(8):
+    for round_ in range(5):
         path = tmp_path / f"bot-{round_}.db"
         at = time.time() + 1.5  # every process ready, then all at once
         starts = [

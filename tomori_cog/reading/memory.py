@@ -183,7 +183,13 @@ class RecentMessages:
             due.append(shown)
         elif held is None or (held.content or "") != shown:
             channel.unechoed[message_id] = [shown]
-        # else the echo came before Discord's answer (or the text did not change): no wait
+        elif not new:
+            # the text memory holds already: its echo came before Discord's answer, or the edit
+            # changed nothing and its echo is still coming, which would later be taken for a
+            # later write's echo. Memory cannot tell: it lets the channel go (read over REST).
+            self.forget(channel_id)
+            return
+        # else a send whose echo came before Discord's answer: nothing to wait for
         self._update_echoed(channel)
 
     def remembering(self, port: ChannelPort, channel_id: int) -> ChannelPort:
