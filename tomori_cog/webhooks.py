@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -38,6 +39,10 @@ log = logging.getLogger(__name__)
 WEBHOOK_NAME = "Tomori personas"
 UNKNOWN_WEBHOOK = 10015
 """Discord's error code for a webhook that no longer exists (deleted, or its channel gone)."""
+REFUSED_FOR_S = 600.0
+"""After Discord refused to create a channel's webhook (403), how long its personas speak as
+the bot before asking again: each refusal counts toward the invalid requests that get a bot's
+IP banned."""
 MOST_KEPT = 10_000
 """Channels (and webhook IDs) remembered at most; past it, the oldest are read again."""
 
@@ -69,6 +74,8 @@ class Webhooks:
         self._ours: OrderedDict[int, bool] = OrderedDict()
         """Whether each webhook ID seen is the bot's own."""
         self._creating: dict[int, asyncio.Lock] = {}
+        self._refused_until: OrderedDict[int, float] = OrderedDict()
+        """Channels where Discord refused a webhook's creation, until when it is not asked."""
         self._told: OrderedDict[tuple[int, str], None] = OrderedDict()
         """Channels whose fallback was logged, and why: once per channel and reason."""
 
@@ -78,6 +85,7 @@ class Webhooks:
     def close(self) -> None:
         self._store = None
         self._by_channel.clear()
+        self._refused_until.clear()
 
     async def is_ours(self, webhook_id: int) -> bool:
         """Whether the bot created this webhook (its personas' messages are not answered)."""
@@ -136,11 +144,14 @@ class Webhooks:
         if me is not None and not home.permissions_for(me).manage_webhooks:
             self.falls_back(channel, "the bot lacks the Manage Webhooks permission")
             return None
+        if time.monotonic() < self._refused_until.get(home.id, 0.0):
+            return None
         await self._pacing.call(Urgency.FIRST)
         lib = self._library.module
         try:
             created = await home.create_webhook(name=WEBHOOK_NAME)
         except lib.Forbidden as error:
+            self._remember(self._refused_until, home.id, time.monotonic() + REFUSED_FOR_S)
             self.falls_back(channel, f"Discord refused to create a webhook ({error.text})")
             return None
         except call_failures(self._library) as error:
