@@ -271,3 +271,27 @@ async def test_persona_commands_check_and_list(
     assert "**Aria**: called by bard, singer" in listed
     assert "left this server" in said(await bot.persona("remove", name="Aria"))
     assert "no personas" in said(await bot.persona("list"))
+
+
+async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    verses = "\n\n".join(f"Verse {n}, la la la." for n in range(20))
+    llm_server.script(answer(verses, pieces=20, gap=0.1), answer("Never said."))
+    bot.say("aria then bex")
+    async with asyncio.timeout(5):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # Aria is mid-song
+    await bot.kill()
+    await settle(bot)
+    assert {m.username for m in posted(discord_rest)} <= {"Aria"}
+    assert "Verse 19" not in " ".join(m.content for m in posted(discord_rest))
+    assert len(llm_server.requests) == 1  # Bex was never asked
