@@ -181,6 +181,10 @@ class EmbedNotices:
             )
 
 
+TYPING_RETRY_S = 1.0
+"""How soon a typing indicator the budget had no room for is tried again."""
+
+
 async def keep_typing(
     library: Library,
     channel: Any,
@@ -194,16 +198,15 @@ async def keep_typing(
     Discord shows one for about ten seconds, so it is refreshed every `interval_s` while the
     channel waits on the model, the files or a tool, and never once the answer's text flows:
     the text itself shows the bot at work, and each refresh would spend a request of the
-    channel's rate-limit bucket that the answer needs. A refresh waits for the bot's request
-    budget behind everything else, and is dropped if text showed meanwhile.
+    channel's rate-limit bucket that the answer needs. It goes only when none of the bot's
+    requests waits for the budget (`DiscordPacing.may_type`); else it is tried again shortly.
     """
     try:
         while not shown():
-            await pacing.typing(channel.id)
-            if shown():
-                return
-            await library.trigger_typing(channel)
-            await asyncio.sleep(interval_s)
+            typed = pacing.may_type()
+            if typed:
+                await library.trigger_typing(channel)
+            await asyncio.sleep(interval_s if typed else TYPING_RETRY_S)
     except call_failures(library) as error:
         log.info("typing indicator stopped in channel %s: %r", channel.id, error)
 

@@ -43,15 +43,17 @@ class DiscordPacing:
         self._watched: object | None = None
 
     async def write(self, channel_id: int, urgency: Urgency) -> None:
-        """Return when one message create or edit in `channel_id` may leave now."""
-        async with self._pace.slot(("write", channel_id)):
+        """Return when one message create or edit in `channel_id` may leave now; an answer's
+        intermediate ones (`Urgency.MORE`) at the channel's steady pace."""
+        async with self._pace.slot(("write", channel_id), spaced=urgency is Urgency.MORE):
             await self.budget.take(urgency)
 
     async def webhook_write(self, channel_id: int, webhook_id: int, urgency: Urgency) -> None:
         """Return when one execute or edit of `webhook_id` in `channel_id` may leave now:
         within the webhook's bucket, and the channel's (which Discord also keeps for webhook
         messages, unannounced), and the token's budget."""
-        async with self._webhook_pace.slot(("webhook", webhook_id)):
+        spaced = urgency is Urgency.MORE
+        async with self._webhook_pace.slot(("webhook", webhook_id), spaced=spaced):
             await self.write(channel_id, urgency)
 
     async def call(self, urgency: Urgency) -> None:
@@ -59,9 +61,10 @@ class DiscordPacing:
         creation) may leave now."""
         await self.budget.take(urgency)
 
-    async def typing(self, channel_id: int) -> None:
-        async with self._pace.slot(("typing", channel_id)):
-            await self.budget.take(Urgency.TYPING)
+    def may_type(self) -> bool:
+        """Whether a typing indicator may go now: only when no request of the bot waits (it is
+        a sign of work, never worth delaying work). Taken from the budget if so."""
+        return self.budget.take_if_free()
 
     async def read(self) -> None:
         """Return when one history or message read may leave now (reads have no channel

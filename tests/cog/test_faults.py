@@ -21,7 +21,7 @@ from tests.support.nextcord_fake import (
     discord_error,
 )
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer, http_error, stalled_after
+from tests.support.scripts import answer, http_error, in_parts, stalled_after
 from tomori.config.settings import Delivery
 from tomori.delivery.notices import GENERATION_ERROR
 
@@ -68,7 +68,7 @@ async def test_a_channel_deleted_mid_stream_ends_the_turn_as_unreachable(
         )
 
     nc.discord.fail_sends = deleted_after_first
-    llm_server.script(answer("First.\n\nSecond.\n\nThird.", pieces=3, gap=0.05))  # 3 sends
+    llm_server.script(in_parts("First.\n\n", "Second.\n\nThird."))  # 2 sends
     with caplog.at_level(logging.WARNING):
         nc.say(f"{nc.mention()} talk")
         await nc.settled()
@@ -166,7 +166,7 @@ async def test_a_send_lost_to_a_connection_error_is_logged_and_the_rest_goes_out
     nc = await open_bot()
     failures = [error]
     nc.discord.fail_sends = lambda body: failures.pop() if failures else None
-    llm_server.script(answer("First.\n\nSecond.\n\nThird.", pieces=3, gap=0.05))
+    llm_server.script(in_parts("First.\n\n", "Second.\n\nThird."))
     with caplog.at_level(logging.WARNING):
         nc.say(f"{nc.mention()} talk")
         await nc.settled()

@@ -246,7 +246,8 @@ async def test_the_bots_own_answers_are_shown_as_last_edited(
         stream_edit_interval_ms=20,
     )
     long = "A long answer that grows over several edits before it is done."
-    llm_server.script(answer(long, pieces=6, gap=0.03), answer("Short."))
+    # (an answer's edits keep to the channel's steady pace: one a second)
+    llm_server.script(answer(long, pieces=6, gap=0.25), answer("Short."))
     await bot.say(f"{bot.mention()} tell me something")
     await bot.settled()
     assert bot.edits > 1
@@ -320,7 +321,8 @@ async def test_a_turn_right_after_an_answer_shows_its_last_edit_however_late_the
     assert isinstance(bot, NextcordChat)
     bot.nc.discord.echo_delay = echo_delay
     long = "A long answer that grows over several edits before it is done."
-    llm_server.script(answer(long, pieces=6, gap=0.03), answer("Short."))
+    # (an answer's edits keep to the channel's steady pace: one a second)
+    llm_server.script(answer(long, pieces=6, gap=0.25), answer("Short."))
     await bot.say(f"{bot.mention()} tell me something")
     await bot.settled()
     await bot.say(f"{bot.mention()} and again")

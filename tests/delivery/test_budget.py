@@ -39,7 +39,7 @@ async def test_the_most_urgent_waiting_request_leaves_first() -> None:
         ]:
             group.create_task(request(name, urgency))
             await asyncio.sleep(0)
-    assert left == ["first", "last", "edit", "typing", "history"]
+    assert left == ["first", "last", "history", "edit", "typing"]
 
 
 async def test_a_process_takes_its_share_of_the_token() -> None:
@@ -87,3 +87,38 @@ async def test_a_refusal_fills_the_channels_bucket_until_it_ends() -> None:
     async with pace.slot("refused"):
         pass
     assert 0.15 <= time.monotonic() - started < 0.4
+
+
+async def test_an_intermediate_write_leaves_the_windows_last_room_for_the_last_text() -> None:
+    pace = ChannelPace(limit=3, window_s=0.3)
+    for key in ("refreshed", "ended"):
+        async with pace.slot(key):  # the first text
+            pass
+    started = time.monotonic()
+    for key in ("refreshed", "ended"):
+        async with pace.slot(key, spaced=True):  # a refresh, at the steady pace: 0.1 s on
+            pass
+    assert 0.08 <= time.monotonic() - started < 0.2
+    async with pace.slot("ended"):  # the last text takes the room left at once
+        pass
+    assert time.monotonic() - started < 0.2
+    async with pace.slot("refreshed", spaced=True):  # another refresh leaves it free
+        pass
+    assert time.monotonic() - started >= 0.28  # until the window let the first one go
+
+
+def test_typing_is_taken_only_when_nothing_waits() -> None:
+    async def run() -> list[bool]:
+        budget = RequestBudget(rate_per_s=10, burst=2)
+        free = budget.take_if_free()
+        await budget.take(Urgency.FIRST)  # the burst is spent
+        spent = budget.take_if_free()
+        await asyncio.sleep(0.11)  # one more may leave now, but a write waits for it
+        waiting = asyncio.create_task(budget.take(Urgency.MORE))
+        await asyncio.sleep(0)
+        behind = budget.take_if_free()
+        await waiting
+        budget.close()
+        return [free, spent, behind]
+
+    assert asyncio.run(run()) == [True, False, False]

@@ -28,6 +28,7 @@ from tests.support.rest_bots import OpenRestBot, logged_in, rest_server
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID, CHANNEL_IDS, GUILD_ID
 from tomori.delivery.notices import KILL_NOTHING_TO_STOP
+from tomori_cog.buckets import scope_buckets
 
 OTHER_CHANNEL = CHANNEL_IDS[1]
 
@@ -195,38 +196,45 @@ async def test_the_real_clients_pace_a_channel_by_its_bucket_headers(
         await bot.http.close()
 
 
-@pytest.mark.parametrize(
-    "library",
-    [
-        pytest.param(
-            "nextcord",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="nextcord keys buckets by hash alone: fixed by the cog in the delivery work",
-            ),
-        ),
-        "discordpy",
-    ],
-)
+async def five_then_two_elsewhere(bot: Any, discord_rest: DiscordRestServer) -> float:
+    """Channel A sends the five messages of its window, then channel B two, which its own
+    bucket allows at once: how long B's two took."""
+    discord_rest.route_limits["message_create"] = RouteLimit(5, 2.0)
+    a, b = bot.get_channel(CHANNEL_ID), bot.get_channel(OTHER_CHANNEL)
+    for n in range(5):
+        await a.send(f"a {n}")
+    begun = time.monotonic()
+    async with asyncio.timeout(10):
+        await b.send("b 0")
+        await b.send("b 1")
+    assert [m.content for m in discord_rest.messages(OTHER_CHANNEL)] == ["b 0", "b 1"]
+    return time.monotonic() - begun
+
+
+async def test_nextcord_alone_makes_a_channel_wait_for_another_channels_bucket(
+    discord_rest: DiscordRestServer,
+) -> None:
+    """The defect the cog corrects, as nextcord 3 has it: its `HTTPClient` stores a bucket
+    under the `X-RateLimit-Bucket` hash alone (`_buckets`), and moves every route whose answer
+    names a known hash onto that one stored bucket. The hash is the same for every channel,
+    so B's second message waits for A's window to end. (If this fails, nextcord keys buckets
+    as Discord does now, and `tomori_cog.buckets` may go.)"""
+    bot = await logged_in("nextcord", discord_rest.token)
+    try:
+        assert await five_then_two_elsewhere(bot, discord_rest) >= 1.0
+    finally:
+        await bot.http.close()
+
+
 async def test_a_channel_never_waits_for_another_channels_exhausted_bucket(
     library: Library, discord_rest: DiscordRestServer
 ) -> None:
-    """Channel A sends its five messages of the window; channel B then sends two, which its
-    own bucket allows at once. nextcord 3.2 stores a bucket under the `X-RateLimit-Bucket`
-    hash alone (`HTTPClient._buckets`), and migrates every route whose answer names a known
-    hash to that one stored bucket: B's second message waits for A's window to end."""
-    discord_rest.route_limits["message_create"] = RouteLimit(5, 2.0)
+    """The bot's client as the cog leaves it (on nextcord, buckets scoped per channel)."""
     bot = await logged_in(library, discord_rest.token)
+    if library == "nextcord":
+        assert scope_buckets(bot.http)
     try:
-        a, b = bot.get_channel(CHANNEL_ID), bot.get_channel(OTHER_CHANNEL)
-        for n in range(5):
-            await a.send(f"a {n}")
-        begun = time.monotonic()
-        async with asyncio.timeout(10):
-            await b.send("b 0")
-            await b.send("b 1")
-        assert time.monotonic() - begun < 1.0
-        assert [m.content for m in discord_rest.messages(OTHER_CHANNEL)] == ["b 0", "b 1"]
+        assert await five_then_two_elsewhere(bot, discord_rest) < 1.0
     finally:
         await bot.http.close()
 

@@ -16,7 +16,7 @@ from tomori.delivery.port import (
     DestinationUnreachable,
     Urgency,
 )
-from tomori.delivery.writer import ChannelWriter
+from tomori.delivery.writer import FIRST_GATHER_S, ChannelWriter
 from tomori.generation.state import TurnState
 
 ANSWER = "First paragraph.\n\nSecond paragraph,\nwith two lines.\n\nLast."
@@ -33,13 +33,34 @@ async def stream(writer: ChannelWriter, text: str, step: int = 5, pause: float =
     await writer.finish()
 
 
+async def test_the_first_message_gathers_an_answer_that_ends_within_a_quarter_second() -> None:
+    port = RecordingPort()
+    writer = ChannelWriter(port, context())
+    writer.feed("First paragraph.\n\n")
+    await asyncio.sleep(FIRST_GATHER_S / 2)
+    writer.feed("Second paragraph.\n\nLast.")
+    await writer.finish()
+    assert port.channel_text == ["First paragraph.\n\nSecond paragraph.\n\nLast."]
+
+
+async def test_the_first_message_waits_no_longer_than_its_gathering() -> None:
+    port = RecordingPort()
+    writer = ChannelWriter(port, context())
+    writer.feed("First paragraph.\n\nSecond")
+    await asyncio.sleep(FIRST_GATHER_S + 0.1)
+    assert port.channel_text == ["First paragraph.\n\n"]
+    writer.feed(" paragraph.")
+    await writer.finish()
+    assert port.channel_text == ["First paragraph.\n\n", "Second paragraph."]
+
+
 async def test_messages_mode_sends_each_paragraph_once_and_the_first_as_a_reply() -> None:
     port = RecordingPort()
     state = context(from_queue=True)
     progress: list[int] = []
     state.on_stream_progress = lambda: progress.append(1)
-    writer = ChannelWriter(port, state)
-    await stream(writer, ANSWER)
+    writer = ChannelWriter(port, state, first_gather_s=0)
+    await stream(writer, ANSWER, pause=0.01)  # each paragraph sent before the next is in
     assert [call.kind for call in port.calls] == ["send", "send", "send"]
     assert port.channel_text == [
         "First paragraph.\n\n",
@@ -95,7 +116,7 @@ async def test_a_rate_limit_is_waited_out(delivery: Delivery) -> None:
 
 async def test_an_unreachable_channel_ends_delivery_and_says_so() -> None:
     port = RecordingPort(failures={1: DestinationUnreachable("403 Missing Access")})
-    writer = ChannelWriter(port, context())
+    writer = ChannelWriter(port, context(), first_gather_s=0)
     with pytest.raises(DestinationUnreachable):
         await stream(writer, ANSWER)
     assert port.channel_text == ["First paragraph.\n\n"]
@@ -105,8 +126,8 @@ async def test_an_unreachable_channel_ends_delivery_and_says_so() -> None:
 
 async def test_one_failed_message_does_not_stop_the_rest() -> None:
     port = RecordingPort(failures={0: DeliveryFailed("400 bad request")})
-    writer = ChannelWriter(port, context())
-    await stream(writer, ANSWER)
+    writer = ChannelWriter(port, context(), first_gather_s=0)
+    await stream(writer, ANSWER, pause=0.01)
     assert port.channel_text == ["Second paragraph,\nwith two lines.\n\n", "Last."]
     assert writer.delivered_text == "Second paragraph,\nwith two lines.\n\nLast."
 
@@ -250,7 +271,7 @@ async def test_text_past_one_message_goes_out_in_as_few_full_messages_as_fit() -
 
 async def test_messages_mode_asks_first_for_the_first_text_and_last_for_the_end() -> None:
     port = RecordingPort(gate=asyncio.Event())
-    writer = ChannelWriter(port, context())
+    writer = ChannelWriter(port, context(), first_gather_s=0)
     writer.feed("First paragraph.\n\n")
     await asyncio.sleep(0)
     assert port.gate is not None

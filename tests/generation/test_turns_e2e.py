@@ -20,7 +20,7 @@ from tests.support.nextcord_fake import (
     NextcordBot,
     OpenNextcord,
 )
-from tests.support.scripts import answer, http_error, stalled_after, tool_call
+from tests.support.scripts import answer, http_error, in_parts, stalled_after, tool_call
 from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery
 from tomori.generation.tools import Tool, ToolContext, ToolFailure
@@ -379,7 +379,7 @@ async def test_kill_ends_the_wait_for_a_slow_last_send_at_once(
     nc = await open_bot()  # the delivery bound is the default two minutes
     started = asyncio.Event()
     nc.discord.send_delay = slow("The last part.", 60, started)
-    llm_server.script(answer("First part.\n\nThe last part."))
+    llm_server.script(in_parts("First part.\n\n", "The last part."))
     nc.say(f"{nc.mention()} tell me")
     await started.wait()
     reply = await nc.kill()

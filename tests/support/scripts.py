@@ -18,6 +18,19 @@ def answer(text: str, *, pieces: int = 8, gap: float = 0.0) -> Reply:
     return Reply(body=body)
 
 
+def in_parts(*parts: str, gap: float = 0.5) -> Reply:
+    """The model streams each of `parts` `gap` seconds after the one before: with a gap over
+    the writer's first gathering, the first part is a message of its own."""
+    body: list[Action] = []
+    for n, part in enumerate(parts):
+        if n:
+            body.append(pause(gap))
+        body.append(sse(chunk(part)))
+    text = "".join(parts)
+    body += [sse(chunk(finish="stop")), sse(usage_chunk(10, len(text) // 4)), sse("[DONE]")]
+    return Reply(body=body)
+
+
 def stalled_after(text: str) -> Reply:
     """The model sends `text`, then nothing more, ever."""
     return Reply(body=[sse(chunk(text)), stall()])

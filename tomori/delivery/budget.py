@@ -92,6 +92,16 @@ class RequestBudget:
     def waiting(self) -> int:
         return sum(1 for waiter in self._waiting if not waiter.granted.done())
 
+    def take_if_free(self) -> bool:
+        """Take one request if one may leave now and none waits; False (taking nothing) else.
+        For what is worth sending only when it costs nobody a wait: the typing indicator."""
+        self._refill()
+        if self.waiting or self._tokens < 1:
+            return False
+        self._tokens -= 1
+        self.granted += 1
+        return True
+
     def share_with(self, processes: int) -> None:
         """The bot now runs `processes` live processes on this token: take an even share."""
         self._refill()
@@ -166,10 +176,16 @@ class ChannelPace:
         self._locks: dict[Hashable, asyncio.Lock] = {}
 
     @asynccontextmanager
-    async def slot(self, key: Hashable) -> AsyncIterator[None]:
+    async def slot(self, key: Hashable, *, spaced: bool = False) -> AsyncIterator[None]:
         """Wait until `key`'s bucket has room for one more request, then hold the key while
         the caller waits for its turn in the token's budget; the request counts as sent when
-        the block ends (so the window runs from when it really leaves)."""
+        the block ends (so the window runs from when it really leaves).
+
+        A `spaced` request also waits for the bucket's steady pace (one per `window_s /
+        limit`) since the key's last one, and leaves the window's last room free: an answer's
+        intermediate flushes and edits then gather what came meanwhile into one request, and
+        the room stays for what a user waits on (a turn's first text, its last, a notice).
+        """
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:  # one waiter per key at a time: the key's requests keep their order
             sent = self._sent.setdefault(key, deque())
@@ -177,9 +193,14 @@ class ChannelPace:
                 now = self._clock()
                 while sent and sent[0] <= now - self._window_s:
                     sent.popleft()
-                if len(sent) < self._limit:
+                due = sent[0] + self._window_s if len(sent) >= self._limit else now
+                if spaced and sent:
+                    due = max(due, sent[-1] + self._window_s / self._limit)
+                    if len(sent) >= self._limit - 1:  # the last room stays for the last text
+                        due = max(due, sent[1 - self._limit] + self._window_s)
+                if due <= now:
                     break
-                await asyncio.sleep(sent[0] + self._window_s - now)
+                await asyncio.sleep(due - now)
             yield
             sent.append(self._clock())
         self._forget_quiet()

@@ -137,20 +137,24 @@ class DeliveryFailed(DeliveryError):
 class Urgency(IntEnum):
     """How soon a request to Discord should go out when the bot's requests must wait their
     turn: lower goes sooner. A user waits on the first text of a turn far more than on the
-    refresh of text already shown, and history reads only delay the next turn, so the request
-    budget serves them in this order."""
+    refresh of text already shown, so the request budget serves them in this order.
+
+    A history read comes before the refreshes: the turn that waits on it has shown nothing
+    yet, and a refresh that waits loses nothing (it carries the newer text when it goes, or
+    becomes the answer's last). Under load, reads behind refreshes held every new turn back
+    until the answers already flowing had finished."""
 
     FIRST = 0
     """A turn's first visible text, and notices: until it lands the user sees nothing."""
     LAST = 1
     """The last text of an answer (its final send or edit): the answer is not whole without it."""
-    MORE = 2
+    READ = 2
+    """A read of the channel's history or of a message: a turn waits on it to begin."""
+    MORE = 3
     """An intermediate flush or edit. These coalesce: the writer composes the newest text only
     once it may send, so a late one carries everything that came meanwhile."""
-    TYPING = 3
-    """The typing indicator, shown while nothing else is: nice to have, never worth a delay."""
-    READ = 4
-    """A read of the channel's history, which only the next turn waits for."""
+    TYPING = 4
+    """The typing indicator, shown while nothing else is: sent only when no request waits."""
 
 
 class ChannelPort(Protocol):

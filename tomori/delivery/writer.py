@@ -10,6 +10,9 @@ so whatever came while the channel could not be written to goes out in that one 
 - `messages` mode (the default, as TomoriBot): the `Segmenter` releases text at safe
   boundaries, and each send carries every released segment that fits one message together
   (never over 2000 characters): a short answer is one message, a burst of paragraphs is not ten.
+  The turn's first message gathers for `FIRST_GATHER_S` unless the answer ends sooner (the
+  last paragraph is released only then, so an answer given at once would otherwise be two
+  messages); the ones after wait at the channel's steady pace, gathering what came meanwhile.
   A message is never edited.
 - `edit` mode: one message grows by edits, at most one per `STREAM_EDIT_INTERVAL_MS` and one
   per time the channel may be written to (under load the interval stretches by itself), and
@@ -29,6 +32,7 @@ message is logged and the rest still goes out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -54,6 +58,9 @@ from tomori.delivery.segmenter import Segmenter
 
 log = logging.getLogger(__name__)
 
+FIRST_GATHER_S = 0.25
+"""Messages mode: how long the turn's first message waits for more of the answer (all of it,
+if the model gives it at once), a quarter second a reader does not notice."""
 MAX_RATE_LIMIT_WAITS = 5
 
 
@@ -68,11 +75,13 @@ class ChannelWriter:
         delivery: Delivery = Delivery.MESSAGES,
         edit_interval_s: float = 1.0,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+        first_gather_s: float = FIRST_GATHER_S,
     ) -> None:
         self._port = port
         self._answer = answer
         self._delivery = delivery
         self._edit_interval_s = edit_interval_s
+        self._first_gather_s = first_gather_s
         self._segmenter = Segmenter()
         self._pending: deque[str] = deque()
         self._sender: asyncio.Task[None] | None = None
@@ -97,6 +106,8 @@ class ChannelWriter:
         # edit mode: the tail held back until it cannot become part of a protected span
         self._tail = ""
         self._final = False
+        self._ended = asyncio.Event()
+        """`finish` was called: a request waiting as intermediate is now the answer's last."""
 
     # -- StreamWriter -------------------------------------------------------------------------
 
@@ -123,6 +134,7 @@ class ChannelWriter:
 
     async def finish(self) -> None:
         self._final = True
+        self._ended.set()
         if self._tail:
             self._ensure_sender()
         if self._delivery is Delivery.MESSAGES and not self._cut:
@@ -234,9 +246,30 @@ class ChannelWriter:
         await self._guarded(self._reserve)
 
     async def _reserve(self) -> bool:
-        if not self._reserved:
-            await self._port.writable(self._urgency())
-            self._reserved = True
+        if self._reserved:
+            return True
+        urgency = self._urgency()
+        if urgency is Urgency.FIRST and self._delivery is Delivery.MESSAGES:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended.wait(), self._first_gather_s)
+        if urgency is Urgency.MORE and not self._ended.is_set():
+            # an intermediate request waits at the channel's steady pace; if the answer ends
+            # meanwhile, it is the last, which a user waits on: it asks again as that
+            waiting = asyncio.ensure_future(self._port.writable(urgency))
+            ended = asyncio.ensure_future(self._ended.wait())
+            try:
+                await asyncio.wait({waiting, ended}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for future in (waiting, ended):
+                    future.cancel()
+                await asyncio.gather(waiting, ended, return_exceptions=True)
+            if not waiting.cancelled():
+                waiting.result()  # the port's failure, if it failed
+                self._reserved = True
+                return True
+            urgency = self._urgency()
+        await self._port.writable(urgency)
+        self._reserved = True
         return True
 
     async def _send_segments(self) -> None:

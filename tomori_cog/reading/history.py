@@ -25,6 +25,7 @@ from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
+from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import TurnAttachments, read_attachments
 from tomori_cog.reading.memory import RecentMessages, Window
 from tomori_cog.reading.unreadable import UnreadableFiles
@@ -86,13 +87,20 @@ class HistoryReader:
     files whose read failed lately, which every turn of the cog's channels skips."""
 
     def __init__(
-        self, bot: Any, library: Library, settings: Settings, memory: RecentMessages
+        self,
+        bot: Any,
+        library: Library,
+        settings: Settings,
+        memory: RecentMessages,
+        pacing: DiscordPacing,
     ) -> None:
         self._bot = bot
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
         self._memory = memory
+        self._pacing = pacing
+        """Every read waits its turn in the bot's request budget, behind what users wait on."""
 
     async def context(
         self,
@@ -198,6 +206,7 @@ class HistoryReader:
         limit = self._settings.history_limit
         reading = self._memory.reading(channel.id)
         try:
+            await self._pacing.read()
             messages = [message async for message in channel.history(limit=limit, before=trigger)]
         except call_failures(self._library) as error:  # answered without it, not unanswered
             log.info("no history for channel %s: %r", channel.id, error)
@@ -213,6 +222,7 @@ class HistoryReader:
             after = window.after[: self._settings.history_limit]
             return [m for m in after if me is not None and m.author.id == me.id]
         try:
+            await self._pacing.read()
             return [
                 message
                 async for message in channel.history(
@@ -267,6 +277,7 @@ class HistoryReader:
             log.info("message %s replies to a deleted message", message.id)
             return None
         try:
+            await self._pacing.read()
             return await channel.fetch_message(reference.message_id)
         except call_failures(self._library) as error:
             log.info(
@@ -298,6 +309,7 @@ class HistoryReader:
             log.info("thread %s: its parent channel is unknown, so is its starter", channel.id)
             return None
         try:
+            await self._pacing.read()
             return await home.fetch_message(channel.id)
         except lib.NotFound:  # a thread started without a message, or its starter deleted
             log.debug("thread %s has no starter message", channel.id)

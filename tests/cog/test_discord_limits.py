@@ -1,0 +1,113 @@
+"""What a channel shows when Discord enforces its rate limits, through the cog, on both libraries.
+
+The bot is a real nextcord or discord.py bot whose HTTP client talks to the faithful Discord
+(tests/support/discord_rest.py: 5 writes per 5 s per channel, 50 requests per second per token,
+Discord's headers and 429s). Each test asserts what a user would see there, and that Discord
+refused nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import DiscordRestServer
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot
+from tests.support.scripts import answer
+from tests.support.world import CHANNEL_IDS
+
+SHORT_PARAGRAPHS = "\n\n".join(f"Point {n}: a short line of the answer." for n in range(15))
+"""About 600 characters in fifteen paragraphs: once ten messages, one per paragraph or two."""
+
+LONG_ANSWER = "\n\n".join(f"Step {n}. " + "Do this, then check that. " * 18 for n in range(26))
+"""Over 12,000 characters: seven full messages."""
+
+NOTHING_REFUSED = {"global": 0, "user": 0, "shared": 0}
+
+
+async def test_a_short_answer_of_many_paragraphs_given_at_once_is_one_message(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer(SHORT_PARAGRAPHS, pieces=15))
+    bot.say(f"{bot.mention()} list them")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert bot.contents() == [SHORT_PARAGRAPHS]
+    assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
+async def test_a_short_answer_streamed_paragraph_by_paragraph_is_not_a_burst_of_messages(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Over a second and a half: the first paragraphs show within a quarter second, the rest
+    gathers at the channel's steady pace (one write a second), and the last text goes as soon
+    as it is in."""
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer(SHORT_PARAGRAPHS, pieces=15, gap=0.1))
+    bot.say(f"{bot.mention()} list them")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    shown = bot.contents()
+    assert 2 <= len(shown) <= 3
+    assert shown[0].startswith("Point 0: a short line of the answer.")
+    assert "\n\n".join(shown) == SHORT_PARAGRAPHS
+    assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
+async def test_a_12k_character_answer_arrives_whole_within_the_channels_bucket(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Seven full messages: more than the channel's five writes in five seconds, so the last
+    two wait for its window, and none is refused."""
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer(LONG_ANSWER, pieces=60, gap=0.01))
+    bot.say(f"{bot.mention()} the whole guide, please")
+    async with asyncio.timeout(20):
+        await bot.settled()
+    shown = bot.contents()
+    assert " ".join(shown).split() == LONG_ANSWER.split()
+    assert len(shown) <= 8  # seven full messages, and the first shown before they filled
+    assert all(len(message) <= 2_000 for message in shown)
+    assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
+async def test_a_channel_is_answered_at_once_while_another_waits_for_its_own_bucket(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """One channel's long answer spends its bucket; a question in another channel is answered
+    within a second, as Discord's per-channel buckets allow (nextcord alone would hold it
+    behind the first channel's window)."""
+    busy, quiet = CHANNEL_IDS[0], CHANNEL_IDS[1]
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer(LONG_ANSWER, pieces=60, gap=0.01))
+    bot.say(f"{bot.mention()} the whole guide, please", channel=busy)
+    async with asyncio.timeout(10):
+        while len(bot.contents(busy)) < 5:  # noqa: ASYNC110  (its bucket is spent)
+            await asyncio.sleep(0.01)
+    llm_server.script(answer("Yes, it is.", pieces=2))
+    asked = time.monotonic()
+    bot.say(f"{bot.mention()} is it raining?", channel=quiet)
+    async with asyncio.timeout(10):
+        await bot.settled(quiet)
+    assert bot.contents(quiet) == ["Yes, it is."]
+    assert time.monotonic() - asked < 1.0
+    async with asyncio.timeout(20):
+        await bot.settled()
+    assert " ".join(bot.contents(busy)).split() == LONG_ANSWER.split()
+    assert discord_rest.rate_limited == NOTHING_REFUSED
