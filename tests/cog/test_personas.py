@@ -295,3 +295,42 @@ async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(
     assert {m.username for m in posted(discord_rest)} <= {"Aria"}
     assert "Verse 19" not in " ".join(m.content for m in posted(discord_rest))
     assert len(llm_server.requests) == 1  # Bex was never asked
+
+
+async def test_in_edit_mode_a_persona_grows_its_message_through_the_webhook(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, delivery="edit")
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("First line.\nSecond line.\nThird line.", pieces=3, gap=0.4))
+    bot.say("aria, three lines")
+    await settle(bot)
+    (shown,) = posted(discord_rest)
+    assert (shown.username, shown.content) == ("Aria", "First line.\nSecond line.\nThird line.")
+    assert len(shown.versions) >= 2  # sent, then edited through the webhook
+    assert discord_rest.requests_by_route["message_edit"] == 0
+
+
+async def test_the_bot_never_answers_its_own_personas_messages(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, reply_to_bots=True)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    llm_server.script(answer("Bex, say hi."), answer("Hi there."))  # Aria draws Bex in
+    bot.say("aria?")
+    await settle(bot)
+    echoes = posted(discord_rest)
+    assert [m.username for m in echoes] == ["Aria", "Bex"]
+    for echo in echoes:  # the gateway's echoes of the webhook's messages: Aria's names Bex
+        arrive(bot.bot, echo.payload)
+    await settle(bot)
+    assert len(llm_server.requests) == 2
