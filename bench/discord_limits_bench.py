@@ -30,6 +30,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,13 @@ def _squeezed(text: str) -> str:
 
 
 async def one_run(
-    library: str, mode: str, channels_n: int, processes: int, deadline: float, llm_url: str
+    library: str,
+    mode: str,
+    channels_n: int,
+    processes: int,
+    deadline: float,
+    llm_url: str,
+    warm: bool = False,
 ) -> dict[str, Any]:
     channels = [FIRST_CHANNEL + n for n in range(channels_n)]
     server: DiscordRestServer = rest_server()
@@ -117,6 +124,7 @@ async def one_run(
                     "db_path": str(Path(folder) / "tomori.db"),
                     "channels": channels[number::processes],
                     "deadline": deadline,
+                    "warm": warm,
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
                 logs.append(log)
@@ -136,6 +144,7 @@ async def one_run(
                 if line.strip() != b"ready":
                     raise RuntimeError(f"a worker did not start: {_tail(logs)}")
             logins = server.requests
+            before = Counter(server.requests_by_route)  # logins, and a warm bot's reads
             began = time.monotonic()
             for worker in workers:
                 assert worker.stdin is not None
@@ -155,7 +164,7 @@ async def one_run(
         for log in logs:
             log.close()
         await server.close()
-    return figures(server, channels, began, ended, reports, logins)
+    return figures(server, channels, began, ended, reports, logins, before)
 
 
 def _tail(logs: list[Any]) -> str:
@@ -173,6 +182,7 @@ def figures(
     ended: float,
     reports: list[dict[str, Any]],
     logins: int,
+    before: Counter[str],
 ) -> dict[str, Any]:
     expected = _squeezed(ANSWER)
     first_text: list[float] = []
@@ -180,7 +190,7 @@ def figures(
     complete = partial = lost = 0
     for channel in channels:
         shown = server.messages(channel)
-        asked = next(m for m in shown if m.author_id != BOT_ID)
+        asked = [m for m in shown if m.author_id != BOT_ID][-1]  # (after any earlier chat)
         answers = [m for m in shown if m.author_id == BOT_ID and m.content]
         if not answers:
             lost += 1
@@ -207,7 +217,7 @@ def figures(
         "requests_per_second": round(requests / seconds, 1),
         "busiest_second": server.busiest_second(),
         "requests_per_answer": round(requests / n, 1),
-        "requests_by_route": dict(server.requests_by_route),
+        "requests_by_route": dict(server.requests_by_route - before),
         "first_text_p50_s": percentile(first_text, 0.5),
         "first_text_p99_s": percentile(first_text, 0.99),
         "completion_p50_x": _ratio(percentile(completion, 0.5)),
@@ -235,12 +245,12 @@ def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
     return f"{value}{unit}"
 
 
-def report(library: str, mode: str, processes: int, run: dict[str, Any]) -> str:
+def report(library: str, mode: str, processes: int, run: dict[str, Any], warm: bool) -> str:
     routes = ", ".join(f"{k} {v}" for k, v in sorted(run["route_429"].items())) or "none"
     return "\n".join(
         [
-            f"{library}, {mode}, {run['channels']} channels, {processes} process(es): "
-            f"{run['run_s']:.1f} s",
+            f"{library}, {mode}, {run['channels']} channels, {processes} process(es)"
+            f"{', warm' if warm else ''}: {run['run_s']:.1f} s",
             f"  429s: global {run['global_429']}, per route {run['user_429']}, "
             f"shared {run['shared_429']}; by route: {routes}; invalid requests per 10 min "
             f"{run['invalid_per_10_min']}{' BANNED' if run['banned'] else ''}",
@@ -277,9 +287,15 @@ async def main(args: argparse.Namespace) -> None:
                 for processes in args.processes:
                     for n in args.channels:
                         run = await one_run(
-                            library, mode, n, processes, args.deadline, f"http://127.0.0.1:{port}"
+                            library,
+                            mode,
+                            n,
+                            processes,
+                            args.deadline,
+                            f"http://127.0.0.1:{port}",
+                            args.warm,
                         )
-                        print(report(library, mode, processes, run), flush=True)
+                        print(report(library, mode, processes, run, args.warm), flush=True)
                         if args.json:
                             print(json.dumps({"library": library, "mode": mode, **run}))
     finally:
@@ -297,6 +313,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--processes", nargs="+", type=int, default=[1])
     parser.add_argument("--deadline", type=float, default=75.0, help="seconds a run may last")
     parser.add_argument("--json", action="store_true", help="also print each run as JSON")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="the bot served the channels before: each already had a chat line, and the "
+        "history the bot read then (outside the counts), so the burst needs no history read",
+    )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 

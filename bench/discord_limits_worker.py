@@ -23,7 +23,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
+import discord
+import nextcord
 
+from tests.support.bots import Library
 from tests.support.discord_rest import CONTROL_MESSAGES, pointed_at
 from tests.support.rest_bots import arrive, events_handled, logged_in, user_message
 from tests.support.world import BOT_ID
@@ -33,6 +36,8 @@ from tomori_cog import add_tomori
 from tomori_cog.service import TomoriService
 
 QUESTION = f"<@{BOT_ID}> tell me about the sea"
+EARLIER = "the tide is coming in"
+"""What a warm channel said before the burst: the bot saw it, and read the history before it."""
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -66,10 +71,12 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
         cog = bot.get_cog("Tomori")
         service: TomoriService = cog.service
         await service.ensure_started()
+        control = config["api_base"].split("/api/")[0] + CONTROL_MESSAGES
+        if config.get("warm"):
+            await served_before(bot, service, config["library"], channels, control, settings)
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
-        control = config["api_base"].split("/api/")[0] + CONTROL_MESSAGES
         lag: list[float] = []
         watcher = asyncio.create_task(watch_lag(lag))
         settled = True
@@ -103,6 +110,37 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
                 await bot.remove_cog("Tomori")
             await bot.http.close()
     return result
+
+
+async def served_before(
+    bot: Any,
+    service: TomoriService,
+    library: Library,
+    channels: list[int],
+    control: str,
+    settings: Settings,
+) -> None:
+    """The channels as a bot that has served them since it started finds them: each said
+    something the gateway showed the bot, and the bot read the history before it once (as a
+    turn there would have): its memory holds the channels, and a turn needs no history read."""
+    posted: dict[int, int] = {}
+    async with aiohttp.ClientSession() as session:
+        for channel in channels:
+            message = user_message(EARLIER, channel=channel)
+            async with session.post(control, json=message) as response:
+                response.raise_for_status()
+            arrive(bot, message)
+            posted[channel] = int(message["id"])
+    await events_handled(bot, library)
+    snowflake = (nextcord if library == "nextcord" else discord).Object
+    for channel in channels:
+        await service.pacing.read()
+        reading = service.memory.reading(channel)
+        before = snowflake(id=posted[channel])
+        history = bot.get_channel(channel).history(limit=settings.history_limit, before=before)
+        messages = [message async for message in history]
+        service.memory.read(reading, posted[channel], settings.history_limit, messages)
+    await asyncio.sleep(1.2)  # the token's last second of reads is past before the burst
 
 
 if __name__ == "__main__":

@@ -12,10 +12,13 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.support.bots import Library
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import OpenRestBot
+from tests.support.rest_bots import OpenRestBot, start_rest_bot
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_IDS
 
@@ -26,6 +29,9 @@ LONG_ANSWER = "\n\n".join(f"Step {n}. " + "Do this, then check that. " * 18 for 
 """Over 12,000 characters: seven full messages."""
 
 NOTHING_REFUSED = {"global": 0, "user": 0, "shared": 0}
+
+FIRST_OF_MANY = 4_000_000_000_000_200_000
+"""The first of a test's many channels, apart from the guild's usual ones."""
 
 
 async def test_a_short_answer_of_many_paragraphs_given_at_once_is_one_message(
@@ -111,3 +117,37 @@ async def test_a_channel_is_answered_at_once_while_another_waits_for_its_own_buc
         await bot.settled()
     assert " ".join(bot.contents(busy)).split() == LONG_ANSWER.split()
     assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
+@pytest.mark.slow  # sixty answers at the token's pace
+async def test_two_processes_on_one_token_stay_under_the_global_limit_together(
+    library: Library, discord_rest: DiscordRestServer, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Two bots of one token on one database (as two processes would be), thirty channels each,
+    all asked at once: each takes half the token's budget, so the token's busiest second stays
+    under Discord's 50 and nothing is refused; every channel is answered."""
+    channels = [FIRST_OF_MANY + n for n in range(60)]
+    settings = settings_for(tmp_path)
+    bots = [
+        await start_rest_bot(library, discord_rest, settings, chain_for(llm_server), half)
+        for half in (channels[0::2], channels[1::2])
+    ]
+    try:
+        async with asyncio.timeout(10):  # each has counted the other
+            while any(bot.service.pacing.budget.processes != 2 for bot in bots):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        llm_server.script(*[answer("Here is the answer.\n\nAnd more of it.") for _ in channels])
+        for bot in bots:
+            for channel in bot.channel_ids:
+                bot.say(f"{bot.mention()} hello", channel=channel)
+        async with asyncio.timeout(30):
+            for bot in bots:
+                await bot.settled()
+        for bot in bots:
+            for channel in bot.channel_ids:
+                assert bot.contents(channel) == ["Here is the answer.\n\nAnd more of it."]
+        assert discord_rest.rate_limited == NOTHING_REFUSED
+        assert discord_rest.busiest_second() <= 50
+    finally:
+        for bot in bots:
+            await bot.stop()

@@ -34,10 +34,11 @@ from tomori.delivery.port import Urgency
 
 log = logging.getLogger(__name__)
 
-GLOBAL_RATE_PER_S = 40.0
-"""The whole token's pace: Discord's 50 a second less a fifth, for the requests the cog does
-not make itself (the library's own calls, interaction responses, a bot's other commands)."""
-BURST = 8
+GLOBAL_RATE_PER_S = 45.0
+"""The whole token's pace: Discord's 50 a second less a tenth, for the requests the cog does
+not make itself (the library's own calls, a bot's other commands; interaction responses are
+not counted by Discord)."""
+BURST = 4
 """Requests a quiet token may send at once before the pace applies, split between processes:
 a burst and the pace together stay under Discord's 50 in any one second."""
 CHANNEL_WRITES = 5

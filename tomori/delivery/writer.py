@@ -15,9 +15,10 @@ so whatever came while the channel could not be written to goes out in that one 
   messages); the ones after wait at the channel's steady pace, gathering what came meanwhile.
   A message is never edited.
 - `edit` mode: one message grows by edits, at most one per `STREAM_EDIT_INTERVAL_MS` and one
-  per time the channel may be written to (under load the interval stretches by itself), and
-  goes on in a new message past 1950 characters. A shown message only ever grows: the cut that
-  ends it falls after the text already shown, never inside it.
+  per time the channel may be written to (under load the interval stretches by itself), the
+  edit that ends the answer at once, and goes on in a new message past 1950 characters. A
+  shown message only ever grows: the cut that ends it falls after the text already shown,
+  never inside it.
 
 One answer shows at most `max_answer_chars` characters, counted over the turn (see `ceiling`);
 when more would follow, the text is cut where nothing breaks and the last message ends with
@@ -297,8 +298,11 @@ class ChannelWriter:
     async def _grow(self) -> None:
         while (self._pending or (self._final and self._tail)) and self._failure is None:
             wait = self._last_edit_at + self._edit_interval_s - time.monotonic()
-            if self._growing_id is not None and wait > 0:
-                await asyncio.sleep(wait)
+            if self._growing_id is not None and wait > 0 and not self._ended.is_set():
+                # the interval spaces the refreshes; the answer's end is shown at once (the
+                # channel's bucket is kept by the port, whatever the interval)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._ended.wait(), wait)
             await self._writable()
             text = self._growing_text + self._tail + "".join(self._pending)
             self._pending.clear()
