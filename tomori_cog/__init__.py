@@ -20,6 +20,7 @@ only that name's `teardown` removes it.
 - `discord_io.py`     the core's channel port and notice sink over a library channel
 - `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
                       answered them (the `/tomori status` traffic line)
+- `webhooks.py`       the personas' voice: the bot's webhook in each channel, and their port
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run
 - `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tomori.config.models import ModelChain, ModelEntry
@@ -20,6 +20,7 @@ from tomori.config.settings import ConfigError, Settings
 from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
+from tomori.policy.personas import Persona
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -117,6 +118,25 @@ class ChannelConfig:
         providers = self._providers_for(chain)
         prompt = resolved.system_prompt.value
         return TurnConfig(chain.entries, providers, prompt, chain.sees_images)
+
+    def for_persona(self, channel_turn: TurnConfig, persona: Persona) -> TurnConfig:
+        """What a persona's turn in a channel runs with: its own prompt, and its own model
+        chain if it has one (else the channel's); a stored chain that no longer parses is
+        logged and the channel's runs instead."""
+        config = replace(channel_turn, system_prompt=persona.prompt)
+        if persona.models is None:
+            return config
+        try:
+            chain = self.check_models(persona.models)
+        except ConfigError as error:
+            log.warning(
+                "persona %s: its model chain no longer applies (%s); using the channel's",
+                persona.name,
+                error,
+            )
+            return config
+        providers = self._providers_for(chain)
+        return replace(config, entries=chain.entries, providers=providers, images=chain.sees_images)
 
     def _providers_for(self, chain: ModelChain) -> Mapping[str, Provider]:
         missing = {n: c for n, c in chain.credentials.items() if n not in self._providers}

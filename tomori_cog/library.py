@@ -42,6 +42,14 @@ class Library:
         kinds = getattr(self.module, "MessageReferenceType", None)
         return kinds is not None and getattr(reference, "type", None) == kinds.forward
 
+    def webhook(self, bot: Any, webhook_id: int, token: str) -> Any:
+        """The library's webhook object for a webhook known by its ID and token, sending over
+        the bot's own HTTP session (so over the same REST layer as the bot's requests)."""
+        webhooks = self.module.Webhook
+        if self.is_nextcord:
+            return webhooks.partial(webhook_id, token, session=bot.http._HTTPClient__session)
+        return webhooks.partial(webhook_id, token, client=bot)
+
     async def defer(self, interaction: Any) -> None:
         if self.is_nextcord:
             await interaction.response.defer(ephemeral=True, with_message=True)

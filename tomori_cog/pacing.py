@@ -25,6 +25,12 @@ from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
 
+WEBHOOK_WRITES = 5
+"""Executes and edits one webhook takes per `WEBHOOK_WINDOW_S`: the bucket Discord's headers
+show for a webhook, tighter than a channel's."""
+WEBHOOK_WINDOW_S = 2.25
+"""Discord's two seconds, and a margin for the clocks of two machines."""
+
 
 class DiscordPacing:
     """This process's requests to Discord (see the module)."""
@@ -32,6 +38,7 @@ class DiscordPacing:
     def __init__(self) -> None:
         self.budget = RequestBudget()
         self._pace = ChannelPace()
+        self._webhook_pace = ChannelPace(WEBHOOK_WRITES, WEBHOOK_WINDOW_S)
         self.traffic = Traffic()
         self._watched: object | None = None
 
@@ -40,6 +47,19 @@ class DiscordPacing:
         intermediate ones (`Urgency.MORE`) at the channel's steady pace."""
         async with self._pace.slot(("write", channel_id), spaced=urgency is Urgency.MORE):
             await self.budget.take(urgency)
+
+    async def webhook_write(self, channel_id: int, webhook_id: int, urgency: Urgency) -> None:
+        """Return when one execute or edit of `webhook_id` in `channel_id` may leave now:
+        within the webhook's bucket, and the channel's (which Discord also keeps for webhook
+        messages, unannounced), and the token's budget."""
+        spaced = urgency is Urgency.MORE
+        async with self._webhook_pace.slot(("webhook", webhook_id), spaced=spaced):
+            await self.write(channel_id, urgency)
+
+    async def call(self, urgency: Urgency) -> None:
+        """Return when one request outside the channels' message buckets (a webhook's
+        creation) may leave now."""
+        await self.budget.take(urgency)
 
     def may_type(self) -> bool:
         """Whether a typing indicator may go now: only when no request of the bot waits (it is
@@ -55,6 +75,10 @@ class DiscordPacing:
         """Discord refused a write in `channel_id` for `retry_after_s`, past the library's own
         retries: its bucket is full until then."""
         self._pace.back_off(("write", channel_id), retry_after_s)
+
+    def webhook_refused(self, webhook_id: int, retry_after_s: float) -> None:
+        """Discord refused a write of `webhook_id` for `retry_after_s`."""
+        self._webhook_pace.back_off(("webhook", webhook_id), retry_after_s)
 
     def report(self) -> TrafficReport:
         return self.traffic.report()

@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tomori.config.models import ModelChain, ModelEntry
@@ -33,21 +36,24 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
-from tomori.policy.limits import UserLimits
+from tomori.policy.limits import BotTurns, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
+from tomori.policy.personas import Persona, PersonaStore, drawn_in
+from tomori.providers.base import ContextItem, Role
 from tomori.store import Database
 from tomori.store.connect import open_database
-from tomori_cog.channel_config import ChannelConfig
+from tomori_cog.channel_config import ChannelConfig, TurnConfig
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
-from tomori_cog.listener.reply_rule import Addressed, ReplyRule
+from tomori_cog.listener.reply_rule import Addressed, ReplyRule, from_bot, personas_of
 from tomori_cog.pacing import DiscordPacing
-from tomori_cog.reading.history import HistoryReader
+from tomori_cog.reading.history import HistoryReader, Shown, Voice
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
+from tomori_cog.webhooks import PersonaPort, Webhooks
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,20 @@ class TomoriService:
         self._library = library
         self._settings = settings
         self.config = ChannelConfig(settings, chain)
-        self._reply_rule = ReplyRule(bot, library, settings, self.config, self.ensure_started)
+        self.personas: PersonaStore | None = None
+        self.pacing = DiscordPacing()
+        self.webhooks = Webhooks(bot, library, self.pacing)
+        self._reply_rule = ReplyRule(
+            bot,
+            library,
+            settings,
+            self.config,
+            self.ensure_started,
+            lambda: self.personas,
+            self.webhooks.is_ours,
+        )
+        self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
+        """Personas drawn in by another's answer, per channel since a human last spoke."""
         self._database: Database | None = None
         self._locks: ChannelLocks | None = None
         self.metrics: Metrics | None = None
@@ -70,7 +89,6 @@ class TomoriService:
         )
         """The channels' recent messages as the gateway showed them; the cogs' listeners
         keep it honest (edits, deletes, reconnects)."""
-        self.pacing = DiscordPacing()
         self._history = HistoryReader(bot, library, settings, self.memory, self.pacing)
         self._gate = AdmissionGate(library, settings, self.pacing)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
@@ -96,6 +114,8 @@ class TomoriService:
                         self._tell_expired,
                     )
                     self.config.start(database)
+                    self.personas = PersonaStore(database)
+                    self.webhooks.open(database)
                     self._gate.open(database)
                     self._database, self._locks = database, locks
                     self.metrics = Metrics(database)
@@ -135,6 +155,8 @@ class TomoriService:
         if self.metrics is not None:
             await self.metrics.close()
             self.metrics = None
+        self.personas = None
+        self.webhooks.close()
         if self._database is not None:
             await self._database.close()
             self._database = None
@@ -176,6 +198,8 @@ class TomoriService:
         received_at = time.time()
         self.memory.seen(message)  # before any await: memory sees a channel's messages in order
         self._gate.heard(message)
+        if not from_bot(message):
+            self._drawn_in.human_spoke(str(message.channel.id))
         addressed = await self._reply_rule.addressed(message)
         if addressed is None:
             return
@@ -276,15 +300,16 @@ class TomoriService:
                     )
                 )
                 config = await until_stopped(guard, self.config.for_turn(channel))
-                reading = self._history.context(
+                cast = await until_stopped(guard, self._cast(channel, turn))
+                reading = self._history.read(
                     channel,
                     message,
                     waiting,
                     queued=turn.from_queue,
-                    system_prompt=config.system_prompt,
-                    images=config.images,
+                    images=config.images
+                    or any(self.config.for_persona(config, p).images for p in cast),
                 )
-                context, notices = await until_stopped(guard, reading)
+                shown = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
                 self._record_unasked(state, StreamStatus.STOPPED_BY_USER)
@@ -299,19 +324,23 @@ class TomoriService:
                 if surface_errors:
                     await state.post_notice(GENERATION_ERROR)
                 return
+            if cast:
+                await self._answer_as_personas(
+                    turn, guard, state, channel, config, shown, cast, surface_errors
+                )
+                return
+            context = self._history.items(shown, config.system_prompt, Voice())
             result = await answer_turn(
                 turn,
                 guard,
                 state,
-                self.memory.remembering(
-                    LibraryPort(self._library, channel, self.pacing), channel.id
-                ),
+                self._bot_port(channel),
                 entries=config.entries,
                 providers=config.providers,
                 tools=self.tools,
                 settings=self._settings,
                 context=context,
-                request_notices=notices,
+                request_notices=shown.notices,
                 surface_errors=surface_errors,
                 health=self.health,
             )
@@ -321,6 +350,142 @@ class TomoriService:
             if typing is not None:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)
+
+    def _bot_port(self, channel: Any) -> Any:
+        return self.memory.remembering(LibraryPort(self._library, channel, self.pacing), channel.id)
+
+    # -- personas -----------------------------------------------------------------------------
+
+    async def _cast(self, channel: Any, turn: Turn) -> list[Persona]:
+        """The personas that answer the turn, in order (none: the bot does); those removed
+        since the message came are left out."""
+        keys = personas_of(turn.trigger.payload)
+        guild = getattr(channel, "guild", None)
+        if not keys or guild is None or self.personas is None:
+            return []
+        by_key = {p.key: p for p in await self.personas.of_server(str(guild.id))}
+        return [by_key[key] for key in keys if key in by_key]
+
+    async def _answer_as_personas(
+        self,
+        turn: Turn,
+        guard: TurnGuard,
+        state: TurnState,
+        channel: Any,
+        config: TurnConfig,
+        shown: Shown,
+        cast: list[Persona],
+        surface_errors: bool,
+    ) -> None:
+        """Each persona answers in turn, under the one channel lock, each seeing what those
+        before it said; an answer that names another persona draws it in, while the channel's
+        budget of drawn-in turns (`TOMORI_MAX_BOT_TURNS`, reset by a human) allows."""
+        assert self.personas is not None  # the service is started
+        guild_id = str(channel.guild.id)
+        everyone = await self.personas.of_server(guild_id)
+        names = {p.key: p.name for p in everyone}
+        posters = await self._posters(shown)
+        waiting = deque(cast)
+        said: list[tuple[Persona, str]] = []
+        while waiting and not guard.stop_requested():
+            persona = waiting.popleft()
+            own = self.config.for_persona(config, persona)
+            voice = Voice(persona.key, posters, names)
+            context = self._history.items(shown, own.system_prompt, voice)
+            context += tuple(
+                ContextItem(Role.ASSISTANT, text)
+                if earlier.key == persona.key
+                else ContextItem(Role.USER, f"{earlier.name}: {text}")
+                for earlier, text in said
+                if text.strip()
+            )
+            speaking = state if not said else self._next_speaker(state)
+            port = PersonaPort(
+                self._library,
+                channel,
+                self.pacing,
+                self.webhooks,
+                persona,
+                self._bot_port(channel),
+                lambda webhook_port: self.memory.remembering(webhook_port, channel.id),
+            )
+            try:
+                result = await answer_turn(
+                    turn,
+                    guard,
+                    speaking,
+                    port,
+                    entries=own.entries,
+                    providers=own.providers,
+                    tools=self.tools,
+                    settings=self._settings,
+                    context=context,
+                    request_notices=shown.notices,
+                    surface_errors=surface_errors,
+                    health=self.health,
+                )
+            finally:
+                await self._record_posted(guild_id, channel, persona, speaking)
+            if result.forbidden:
+                self._gate.deliverability.refused(channel.id)
+            if result.unreachable:
+                return
+            said.append((persona, result.text))
+            drawn = drawn_in(everyone, result.text, persona)
+            channel_key = str(channel.id)
+            if drawn is not None and drawn not in waiting and self._drawn_in.allows(channel_key):
+                self._drawn_in.started(channel_key)
+                waiting.append(drawn)
+
+    @staticmethod
+    def _next_speaker(state: TurnState) -> TurnState:
+        """The state of a persona after the first: its own messages and notices; it stands
+        free (the first one's answer already shows what it answers)."""
+        return replace(
+            state,
+            from_queue=False,
+            suppress_user_errors=False,
+            deferred_timeout_notice=None,
+            on_stream_progress=None,
+            on_ceiling=None,
+            delivered=[],
+            on_first_message=None,
+            undelivered=False,
+        )
+
+    async def _posters(self, shown: Shown) -> Mapping[str, str]:
+        """Which persona posted each of the bot's and webhooks' messages shown (none if the
+        store cannot say: the history then shows them by the names Discord shows)."""
+        assert self.personas is not None
+        me = self.bot.user
+        ids = [
+            str(m.id)
+            for m in shown.messages
+            if m.webhook_id or (me is not None and m.author.id == me.id)
+        ]
+        try:
+            return await self.personas.posters(ids)
+        except Exception as error:
+            log.warning("could not read who posted the history's messages: %r", error)
+            return {}
+
+    async def _record_posted(
+        self, guild_id: str, channel: Any, persona: Persona, state: TurnState
+    ) -> None:
+        """Keep which messages the persona posted: a reply to one is answered by it."""
+        if self.personas is None or not state.delivered:
+            return
+        ids = [m.message_id for m in state.delivered]
+        try:
+            await self.personas.posted(guild_id, str(channel.id), persona, ids)
+        except Exception as error:
+            log.warning(
+                "channel %s: could not record %s's messages %s: %r",
+                channel.id,
+                persona.name,
+                ids,
+                error,
+            )
 
     def _record_unasked(self, state: TurnState, status: StreamStatus) -> None:
         if self.metrics is not None:

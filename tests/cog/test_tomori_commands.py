@@ -302,6 +302,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "reset",
         "status",
         "limits",
+        "persona",
     }
 
 

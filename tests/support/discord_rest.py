@@ -10,6 +10,10 @@ production and not what an unlimited fake lets through:
   and webhooks, authorized by their own tokens, are exempt; a 429 for it carries
   `X-RateLimit-Global: true`, `X-RateLimit-Scope: global` and
   `{"global": true, "retry_after": s}`;
+- channel webhooks as Discord keeps them: created by the bot (`POST /channels/{id}/webhooks`,
+  403 without the permission: `refuse_webhooks`), executed by their token (`?wait=true`
+  answers the message, posted in the channel under the name and avatar asked), their messages
+  edited and deleted, and 404 10015 (Unknown Webhook) once deleted (`delete_webhook`);
 - per-route buckets, keyed by the route's bucket hash AND its major parameter (the channel,
   the guild, or the webhook id and token). `X-RateLimit-Bucket` names the hash alone, the
   same for every channel, as Discord's does: a client has to add the major parameter itself;
@@ -79,6 +83,8 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "message_get": RouteLimit(5, 1.0),
     "channel_get": RouteLimit(5, 1.0),
     "webhook": RouteLimit(5, 2.0),
+    "webhook_create": RouteLimit(5, 1.0),
+    "webhooks_get": RouteLimit(5, 1.0),
     "interaction_callback": RouteLimit(5, 1.0),
     "commands": RouteLimit(5, 1.0),
     "users_me": RouteLimit(5, 1.0),
@@ -140,6 +146,8 @@ class ChannelMessage:
     """When the server stored it (`time.monotonic()` of the server's process)."""
     changed_at: float = field(default_factory=time.monotonic)
     """When it was created or last edited."""
+    avatar_url: str | None = None
+    """The avatar a webhook's execute asked for (Discord shows it as the author's)."""
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -163,6 +171,18 @@ class ChannelMessage:
     def embeds(self) -> list[dict[str, Any]]:
         embeds: list[dict[str, Any]] = self.payload["embeds"]
         return embeds
+
+    @property
+    def webhook_id(self) -> int | None:
+        """The webhook that posted it, if one did."""
+        webhook = self.payload.get("webhook_id")
+        return int(webhook) if webhook else None
+
+    @property
+    def username(self) -> str:
+        """The author's name as the channel shows it (a webhook message's: the one it asked)."""
+        name: str = self.payload["author"]["username"]
+        return name
 
     @property
     def reply_to(self) -> int | None:
@@ -256,6 +276,11 @@ class DiscordRestServer:
         """Each interaction callback's body (`type`, `data`), in order."""
         self.webhook_messages: dict[str, list[ChannelMessage]] = {}
         """Messages sent through a webhook (an interaction's followups included), by token."""
+        self.channel_webhooks: dict[int, dict[str, Any]] = {}
+        """The channels' webhooks by ID (the webhook objects Discord keeps), created with
+        `POST /channels/{id}/webhooks`; `delete_webhook` removes one as a user would."""
+        self._gone_webhooks: set[int] = set()
+        self._webhooks_refused: set[int] = set()
         self.typed_in: list[int] = []
         """The channel of each typing request answered, in order."""
 
@@ -360,6 +385,19 @@ class DiscordRestServer:
 
     def allow_sends(self, channel_id: int) -> None:
         self._refused.pop(channel_id, None)
+
+    def refuse_webhooks(self, channel_id: int) -> None:
+        """Creating a webhook in the channel is refused with 403 50013 (Missing Permissions),
+        as Discord does for a bot without Manage Webhooks there."""
+        self._webhooks_refused.add(channel_id)
+
+    def delete_webhook(self, webhook_id: int) -> None:
+        """Someone deleted the webhook: its requests get 404 10015 (Unknown Webhook)."""
+        self.channel_webhooks.pop(webhook_id, None)
+        self._gone_webhooks.add(webhook_id)
+
+    def webhooks_of(self, channel_id: int) -> list[dict[str, Any]]:
+        return [w for w in self.channel_webhooks.values() if w["channel_id"] == str(channel_id)]
 
     # -- what the channel shows and what was counted -------------------------------------------
 
@@ -543,9 +581,16 @@ class DiscordRestServer:
         if name == "interaction_callback":
             return self._interaction_callback(p, body)
         if name == "webhook":
+            webhook_id = int(p["webhook_id"])
+            if webhook_id in self.channel_webhooks or webhook_id in self._gone_webhooks:
+                return self._channel_webhook(request, p, body)
             return self._webhook(request, p, body)
         channel_id = int(p["channel_id"])
         self._require_channel(channel_id)
+        if name == "webhook_create":
+            return 200, self._create_webhook(channel_id, body)
+        if name == "webhooks_get":
+            return 200, self.webhooks_of(channel_id)
         if name == "channel_get":
             return 200, self._channels[channel_id]
         if name == "typing":
@@ -603,6 +648,73 @@ class DiscordRestServer:
             payload["referenced_message"] = None if referenced is None else referenced.payload
         message = ChannelMessage(json.dumps(payload), body.get("allowed_mentions"), [content])
         self._messages.setdefault(channel_id, []).append(message)
+        return message
+
+    def _create_webhook(self, channel_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        if channel_id in self._webhooks_refused:
+            raise _Answer(403, 50013, "Missing Permissions")
+        if len(self.webhooks_of(channel_id)) >= 15:
+            raise _Answer(400, 30007, "Maximum number of webhooks reached (15)")
+        webhook_id = new_snowflake()
+        webhook = {
+            "id": str(webhook_id),
+            "type": 1,
+            "guild_id": self._channels[channel_id].get("guild_id"),
+            "channel_id": str(channel_id),
+            "user": dict(self.bot_user),
+            "name": str(body.get("name") or "webhook"),
+            "avatar": None,
+            "token": f"webhook-token-{new_snowflake()}",
+            "application_id": str(self.application_id),
+        }
+        self.channel_webhooks[webhook_id] = webhook
+        return webhook
+
+    def _channel_webhook(
+        self, request: web.Request, p: Mapping[str, str], body: Any
+    ) -> tuple[int, Any]:
+        """A channel webhook's execute (`?wait=true` answers the message), its message's
+        get, edit and delete; 404 10015 once it is deleted, 401 50027 for a wrong token."""
+        if isinstance(body, dict) and "payload_json" in body:
+            body = json.loads(body["payload_json"])
+        webhook = self.channel_webhooks.get(int(p["webhook_id"]))
+        if webhook is None:
+            raise _Answer(404, 10015, "Unknown Webhook")
+        if webhook["token"] != p["webhook_token"]:
+            raise _Answer(401, 50027, "Invalid Webhook Token")
+        channel_id = int(webhook["channel_id"])
+        message_id = p.get("message_id")
+        if message_id is None:
+            if request.method != "POST":
+                return 200, {k: v for k, v in webhook.items() if k != "user"}
+            message = self._webhook_post(webhook, body or {})
+            wait = request.query.get("wait", "").lower() in ("true", "1")  # as Discord reads it
+            return (200, message.payload) if wait else (204, None)
+        message = self._find(channel_id, int(message_id))
+        if message.webhook_id != int(webhook["id"]):
+            raise _Answer(404, 10008, "Unknown Message")
+        if request.method == "PATCH":
+            self._edit(message, body or {})
+        elif request.method == "DELETE":
+            self._messages[channel_id].remove(message)
+            return 204, None
+        return 200, message.payload
+
+    def _webhook_post(self, webhook: Mapping[str, Any], body: Mapping[str, Any]) -> ChannelMessage:
+        channel_id = int(webhook["channel_id"])
+        author = {
+            "id": webhook["id"],
+            "username": str(body.get("username") or webhook["name"]),
+            "discriminator": "0000",
+            "avatar": None,
+            "bot": True,
+        }
+        message = self._create(channel_id, {**body, "message_reference": None}, author)
+        payload = message.payload
+        payload["webhook_id"] = webhook["id"]
+        payload["application_id"] = webhook["application_id"]
+        message.payload_json = json.dumps(payload)
+        message.avatar_url = body.get("avatar_url")
         return message
 
     def _lookup(self, channel_id: int, message_id: int) -> ChannelMessage | None:
@@ -786,6 +898,8 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
     ),
     ("POST", ("channels", "{channel_id}", "typing"), "typing", ("channel_id",)),
     ("GET", ("channels", "{channel_id}"), "channel_get", ("channel_id",)),
+    ("POST", ("channels", "{channel_id}", "webhooks"), "webhook_create", ("channel_id",)),
+    ("GET", ("channels", "{channel_id}", "webhooks"), "webhooks_get", ("channel_id",)),
     (
         "POST",
         ("interactions", "{webhook_id}", "{webhook_token}", "callback"),

@@ -30,11 +30,22 @@ import nextcord.ext.commands
 from tests.support.bots import Library
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer, new_snowflake
 from tests.support.nextcord_fake import guild_payload, member_payload, user_payload
-from tests.support.world import BOT_ID, CHANNEL_ID, CHANNEL_IDS, GUILD_ID, READ_AND_SEND, Person
+from tests.support.world import (
+    BOT_ID,
+    CHANNEL_ID,
+    CHANNEL_IDS,
+    GUILD_ID,
+    MANAGE_WEBHOOKS,
+    READ_AND_SEND,
+    Person,
+    channel_allowing_the_bot,
+)
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.service import TomoriService
+
+MANAGE_GUILD = 1 << 5
 
 BOT_USER = user_payload(BOT_ID, "Tomori", bot=True)
 """The bot's user, as `GET /users/@me` answers it."""
@@ -78,6 +89,45 @@ class RestBot:
     ) -> dict[str, Any]:
         """`by` runs /kill: the library receives the gateway's INTERACTION_CREATE and the cog
         answers over HTTP. Returns the interaction callback's body (`type`, `data`)."""
+        data = {"id": str(new_snowflake()), "name": "kill", "type": 1}
+        return await self.command(data, by=by, permissions=permissions, channel=channel)
+
+    async def persona(
+        self, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
+    ) -> dict[str, Any]:
+        """An admin (Manage Server) runs `/tomori persona <subcommand>` with `options`."""
+        given = [{"name": n, "type": 3, "value": v} for n, v in options.items()]
+        data = {
+            "id": str(new_snowflake()),
+            "name": "tomori",
+            "type": 1,
+            "options": [
+                {
+                    "name": "persona",
+                    "type": 2,
+                    "options": [{"name": subcommand, "type": 1, "options": given}],
+                }
+            ],
+        }
+        return await self.command(data, permissions=MANAGE_GUILD, channel=channel)
+
+    def allow_webhooks(self, channel: int = CHANNEL_ID) -> None:
+        """An admin gives the bot Manage Webhooks in the channel (CHANNEL_UPDATE)."""
+        self.bot._connection.parse_channel_update(
+            channel_allowing_the_bot(MANAGE_WEBHOOKS, channel)
+        )
+
+    async def command(
+        self,
+        data: dict[str, Any],
+        *,
+        by: Person = Person.ALICE,
+        permissions: int = 0,
+        channel: int = CHANNEL_ID,
+    ) -> dict[str, Any]:
+        """`by` runs the application command `data`: the library receives the gateway's
+        INTERACTION_CREATE and the cog answers over HTTP (deferred answers included). Returns
+        the interaction callback's body (`type`, `data`), or the followup's message."""
         member = member_payload(by.id, by.username, bot=by.is_bot)
         payload = {
             "id": str(new_snowflake()),
@@ -91,7 +141,7 @@ class RestBot:
             "locale": "en-US",
             "app_permissions": str(READ_AND_SEND),
             "member": {**member, "permissions": str(permissions | READ_AND_SEND)},
-            "data": {"id": str(new_snowflake()), "name": "kill", "type": 1},
+            "data": data,
             "entitlements": [],
             "authorizing_integration_owners": {},
             "attachment_size_limit": 10_000_000,

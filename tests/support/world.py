@@ -52,6 +52,19 @@ def channel_denying_the_bot(permission: int, channel_id: int = CHANNEL_ID) -> di
     }
 
 
+MANAGE_WEBHOOKS = 1 << 29
+
+
+def channel_allowing_the_bot(permission: int, channel_id: int = CHANNEL_ID) -> dict[str, Any]:
+    """CHANNEL_UPDATE's data when an admin gives the bot `permission` in the channel."""
+    return {
+        **channel_denying_the_bot(0, channel_id),
+        "permission_overwrites": [
+            {"id": str(BOT_ID), "type": 1, "allow": str(permission), "deny": "0"}
+        ],
+    }
+
+
 def bot_timed_out_for_an_hour() -> dict[str, Any]:
     """GUILD_MEMBER_UPDATE's data when a moderator times the bot out."""
     return {

@@ -389,7 +389,8 @@ class Settings:
         3,
         integer(1, unit="turns", maximum=1_000),
         "with TOMORI_REPLY_TO_BOTS=1: most turns in a row bots (or webhooks) may start in one "
-        "channel before a human writes there",
+        "channel before a human writes there; also the most personas another persona's answer "
+        "may draw in there before a human writes",
     )
     model_probe_interval_ms: int = setting(
         "TOMORI_MODEL_PROBE_INTERVAL_MS",

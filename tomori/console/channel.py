@@ -50,6 +50,8 @@ class ConsoleMessage:
     text: str
     from_bot: bool
     reply_to: int | None = None
+    speaker: str | None = None
+    """The persona that posted it (None: the bot, or the person typing)."""
 
 
 CONTROLS = re.compile(
@@ -155,9 +157,12 @@ class ConsoleChannel:
         waiting: Collection[str],
         settings: Settings,
         system_prompt: str,
+        voice: str | None = None,
     ) -> tuple[ContextItem, ...]:
         """The system prompt, the recent messages (the answers since a queued trigger among
-        them), then the trigger: as the cog shows a Discord channel's."""
+        them), then the trigger: as the cog shows a Discord channel's. `voice` is the persona
+        that answers (None: the bot): its own messages are the assistant's, any other
+        speaker's are named, as the cog shows a persona its channel."""
         recent = [m for m in self._messages.values() if m.id < trigger.id]
         recent = recent[-settings.history_limit :] if settings.history_limit else []
         since = [m for m in self._messages.values() if m.id > trigger.id and m.from_bot]
@@ -166,8 +171,10 @@ class ConsoleChannel:
         items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             text = message.text[:MAX_ITEM_CHARS]
-            if message.from_bot:
+            if message.from_bot and message.speaker == voice:
                 items.append(ContextItem(Role.ASSISTANT, text))
+            elif message.from_bot:
+                items.append(ContextItem(Role.USER, f"{message.speaker or 'tomori'}: {text}"))
             else:
                 items.append(ContextItem(Role.USER, f"{USER_NAME}: {text}"))
         return tuple(items)
@@ -266,8 +273,17 @@ class ConsoleChannel:
         """At once: a terminal has no rate limits."""
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
+        return self.post_as(None, content, reply_to)
+
+    def as_persona(self, name: str) -> PersonaChannel:
+        """The port a persona posts through: its messages print under its name."""
+        return PersonaChannel(self, name)
+
+    def post_as(self, speaker: str | None, content: str, reply_to: str | None) -> str:
+        """A message of the bot's (`speaker` None) or a persona's, shown as it is sent."""
         replied = self.message(reply_to)
         message = self._add(content, from_bot=True, reply_to=replied.id if replied else None)
+        message.speaker = speaker
         if self._turn is not None:
             self._turn.append(message)
         else:
@@ -315,7 +331,7 @@ class ConsoleChannel:
 
     def _print_header(self, message: ConsoleMessage) -> None:
         replying = f", replying to #{message.reply_to}" if message.reply_to is not None else ""
-        self._print(f"[tomori #{message.id}{replying}]\n")
+        self._print(f"[{_speaker(message)} #{message.id}{replying}]\n")
 
     def _grow(self, message: ConsoleMessage) -> None:
         """Live: print what the message shows beyond what is on the terminal already.
@@ -329,7 +345,7 @@ class ConsoleChannel:
             self._print(text[len(shown) :])
         else:
             self._end_line()
-            self._print(f"[tomori #{message.id}, edited]\n{text}")
+            self._print(f"[{_speaker(message)} #{message.id}, edited]\n{text}")
         self._shown[message.id] = text
         self._line_open = not text.endswith("\n")
         self._out.flush()
@@ -369,3 +385,26 @@ class ConsoleChannel:
         self._hide_typing()
         self._prompted = False
         self._out.write(CONTROLS.sub(_escaped, text))
+
+
+def _speaker(message: ConsoleMessage) -> str:
+    """Who a message of the channel's is shown as: the persona, else the bot."""
+    return CONTROLS.sub(_escaped, message.speaker) if message.speaker else "tomori"
+
+
+class PersonaChannel:
+    """A persona's `ChannelPort` in the console: the channel's, its messages under its name
+    (a webhook cannot reply in Discord, so neither does a persona here)."""
+
+    def __init__(self, channel: ConsoleChannel, name: str) -> None:
+        self._channel = channel
+        self._name = name
+
+    async def writable(self, urgency: Urgency) -> None:
+        """At once, as the channel's."""
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
+        return self._channel.post_as(self._name, content, None)
+
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        await self._channel.edit(message_id, content, urgency=urgency)

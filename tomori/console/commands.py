@@ -77,6 +77,10 @@ TOMORI_SUBCOMMANDS = {
     "reset": ("scope",),
     "limits": ("cooldown_ms", "daily_tokens"),
     "status": (),
+    "persona add": ("name", "prompt", "triggers", "models", "avatar"),
+    "persona edit": ("name", "prompt", "triggers", "models", "avatar"),
+    "persona remove": ("name",),
+    "persona list": (),
 }
 """The subcommands the console runs, and their options, the first of which needs no name."""
 
@@ -87,6 +91,10 @@ _SUBCOMMAND_USAGE = {
     "reset": "/tomori reset [scope:server]",
     "limits": "/tomori limits [cooldown_ms:<ms>] [daily_tokens:<n>]",
     "status": "/tomori status",
+    "persona add": "/tomori persona add <name> prompt:<text> [triggers:<words>] [models:<chain>]",
+    "persona edit": "/tomori persona edit <name> [prompt:<text>] [triggers:<words>] ...",
+    "persona remove": "/tomori persona remove <name>",
+    "persona list": "/tomori persona list",
 }
 
 
@@ -124,6 +132,9 @@ def tomori_action(rest: str) -> Action | Notice:
     """The action `/tomori <rest>` runs, or the notice that says why none runs."""
     name, given = (*rest.split(maxsplit=1), "", "")[:2]
     name = name.lower()
+    if name == "persona":
+        which, given = (*given.split(maxsplit=1), "", "")[:2]
+        name = f"persona {which.lower()}"
     if name == "autoreply":
         return admin.refused(
             "The console answers every message; /tomori autoreply applies to Discord channels."
@@ -183,4 +194,20 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     "reset": lambda o: admin.reset(o.get("scope", "channel")),
     "limits": _limits,
     "status": lambda o: admin.status,
+    "persona add": lambda o: admin.add_persona(
+        _required(o, "name", "persona add"),
+        _required(o, "prompt", "persona add"),
+        o.get("avatar"),
+        o.get("triggers"),
+        o.get("models"),
+    ),
+    "persona edit": lambda o: admin.edit_persona(
+        _required(o, "name", "persona edit"),
+        o.get("prompt"),
+        o.get("avatar"),
+        o.get("triggers"),
+        o.get("models"),
+    ),
+    "persona remove": lambda o: admin.remove_persona(_required(o, "name", "persona remove")),
+    "persona list": lambda o: admin.list_personas,
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import ConfigError, Settings
@@ -26,6 +26,7 @@ from tomori.policy.limits import Limit, Refusal, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved, Source, check_models, resolve
+from tomori.policy.personas import Persona, PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
 from tomori.providers.base import Provider
 from tomori.store import Database
@@ -70,12 +71,14 @@ class ConsoleServer:
         self._store: OverrideStore | None = None
         self._limits: UserLimitStore | None = None
         self._database: Database | None = None
+        self._personas: PersonaStore | None = None
         self.metrics: Metrics | None = None
 
     def start(self, database: Database) -> None:
         self._database = database
         self._store = OverrideStore(database)
         self._limits = UserLimitStore(database)
+        self._personas = PersonaStore(database)
         self.metrics = Metrics(database)
         self._providers = self._chain.build_providers()
 
@@ -93,6 +96,12 @@ class ConsoleServer:
         if self._store is None:
             raise RuntimeError("the console is not started")
         return self._store
+
+    @property
+    def personas(self) -> PersonaStore:
+        if self._personas is None:
+            raise RuntimeError("the console is not started")
+        return self._personas
 
     def check_models(self, raw: str) -> ModelChain:
         return check_models(raw, os.environ, self._chain.credentials)
@@ -150,6 +159,21 @@ class ConsoleServer:
         if missing:
             self._providers.update(ModelChain((), missing).build_providers())
         return TurnSetup(chain.entries, self._providers, resolved.system_prompt.value)
+
+    def for_persona(self, setup: TurnSetup, persona: Persona) -> TurnSetup:
+        """A persona's turn: its own prompt, and its own model chain if it has one."""
+        chain = None
+        if persona.models is not None:
+            try:
+                chain = self.check_models(persona.models)
+            except ConfigError as error:
+                log.warning("persona %s: its models no longer apply (%s)", persona.name, error)
+        if chain is None:
+            return replace(setup, system_prompt=persona.prompt)
+        missing = {n: c for n, c in chain.credentials.items() if n not in self._providers}
+        if missing:
+            self._providers.update(ModelChain((), missing).build_providers())
+        return TurnSetup(chain.entries, self._providers, persona.prompt)
 
     async def _resolved(self) -> Resolved:
         channel, server = await self.overrides.read(SERVER, CHANNEL)

@@ -31,18 +31,18 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Collection, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori.console.channel import ConsoleChannel
+from tomori.console.channel import ConsoleChannel, ConsoleMessage
 from tomori.console.commands import Kind, as_message, command_in, help_text, tomori_action
 from tomori.console.commands import unknown as unknown_command
 from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
-from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held
+from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held, TurnSetup
 from tomori.console.terminal import (
     READ_AHEAD_S,
     Ended,
@@ -64,6 +64,7 @@ from tomori.generation.state import TurnState
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
+from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
 from tomori.store import Database
 from tomori.store.connect import open_database
 
@@ -247,7 +248,9 @@ class ConsoleSession:
         if held is not None:
             self._tell_held(held, message_id)
             return
-        trigger = Trigger(self._channel.channel_id, message_id, USER)
+        personas = addressed(await self._server.personas.of_server(SERVER), text)
+        payload = {"personas": [p.key for p in personas]} if personas else {}
+        trigger = Trigger(self._channel.channel_id, message_id, USER, payload)
         self._outstanding += 1  # before: a turn that starts may end before submit returns
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
@@ -326,6 +329,10 @@ class ConsoleSession:
             setup = await self._server.for_turn()
             if guard.stop_requested():
                 return
+            cast = await self._cast(turn)
+            if cast:
+                await self._answer_as_personas(turn, guard, state, trigger, waiting, setup, cast)
+                return
             context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
             await answer_turn(
                 turn,
@@ -347,6 +354,56 @@ class ConsoleSession:
             self._running = False
             self._outstanding = max(0, self._outstanding - 1)
             self._prompt_if_idle()
+
+    async def _cast(self, turn: Turn) -> list[Persona]:
+        """The personas the trigger called, in order, as the cog's turn finds them."""
+        keys = [str(key) for key in turn.trigger.payload.get("personas") or ()]
+        if not keys:
+            return []
+        by_key = personas_by_key(await self._server.personas.of_server(SERVER))
+        return [by_key[key] for key in keys if key in by_key]
+
+    async def _answer_as_personas(
+        self,
+        turn: Turn,
+        guard: TurnGuard,
+        state: TurnState,
+        trigger: ConsoleMessage,
+        waiting: Collection[str],
+        setup: TurnSetup,
+        cast: list[Persona],
+    ) -> None:
+        """Each persona answers in turn, as in a Discord channel: each sees what the ones
+        before it said (the channel holds their messages), each printed under its name; an
+        answer naming another persona draws it in, at most `max_bot_turns` times a message."""
+        everyone = await self._server.personas.of_server(SERVER)
+        queue = list(cast)
+        drawn = 0
+        first = True
+        while queue and not guard.stop_requested():
+            persona = queue.pop(0)
+            own = self._server.for_persona(setup, persona)
+            context = self._channel.context(
+                trigger, waiting, self._settings, own.system_prompt, voice=persona.name
+            )
+            speaking = state if first else replace(state, delivered=[], from_queue=False)
+            first = False
+            result = await answer_turn(
+                turn,
+                guard,
+                speaking,
+                self._channel.as_persona(persona.name),
+                entries=own.entries,
+                providers=own.providers,
+                tools=self._tools,
+                settings=self._settings,
+                context=context,
+                surface_errors=True,
+            )
+            named = drawn_in(everyone, result.text, persona)
+            if named is not None and named not in queue and drawn < self._settings.max_bot_turns:
+                drawn += 1
+                queue.append(named)
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""

@@ -7,6 +7,8 @@
 - `metrics.py`        stalls, tool failures, each turn's tokens and outcome, kept in the database
 - `server_status.py`  `/tomori status`: a server's last day, counted from the metrics
 - `model_health.py`   the models turns skip for now, in the shared database, and their probes
+- `personas.py`       characters that answer under their own name: who a message calls,
+                      the personas, who posted what and each channel's webhook, in the database
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """
 
@@ -16,6 +18,7 @@ from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Overrides, Resolved, Scope, Source, resolve
+from tomori.policy.personas import Persona, PersonaStore, WebhookStore
 from tomori.policy.server_status import ServerStatus, server_status
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "ModelHealthStore",
     "OverrideStore",
     "Overrides",
+    "Persona",
+    "PersonaStore",
     "Refusal",
     "Resolved",
     "Scope",
@@ -33,6 +38,7 @@ __all__ = [
     "Source",
     "UserLimitStore",
     "UserLimits",
+    "WebhookStore",
     "resolve",
     "server_status",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from tomori.config.models import ModelChain
@@ -31,6 +31,14 @@ from tomori.policy.overrides import (
     check_prompt,
     resolve,
 )
+from tomori.policy.personas import (
+    MAX_PERSONAS,
+    Persona,
+    PersonaStore,
+    check_avatar_url,
+    check_name,
+    check_triggers,
+)
 from tomori.policy.server_status import ServerStatus, describe
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,11 @@ DESCRIPTIONS = {
     "reset": "Clear this channel's (or the server's) settings",
     "status": "How the models behaved in this server over the last 24 hours",
     "limits": "Set this server's per-user cooldown and daily token quota (0 turns one off)",
+    "persona": "Characters that answer under their own name and avatar",
+    "persona add": "Add a persona: it answers when named or replied to",
+    "persona edit": "Change a persona (only the options given)",
+    "persona remove": "Remove a persona",
+    "persona list": "List this server's personas",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -54,6 +67,12 @@ OPTION_DESCRIPTIONS = {
     "scope": "channel (the default) or server",
     "cooldown_ms": "least milliseconds between two turns of one user; 0 for none",
     "daily_tokens": "most tokens one user may use per UTC day; 0 for no limit",
+    "name": "the persona's name, as the channel shows it",
+    "prompt": "the persona's system prompt: who it is and how it speaks",
+    "avatar": "an image's URL, shown as the persona's avatar",
+    "avatar_file": "an image, shown as the persona's avatar",
+    "triggers": "comma-separated words that call it (its name if not given)",
+    "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
 }
 NOT_CHANGED = Notice(
     "Not Changed",
@@ -77,6 +96,9 @@ class Administered(Protocol):
 
     @property
     def overrides(self) -> OverrideStore: ...
+
+    @property
+    def personas(self) -> PersonaStore: ...
 
     def check_models(self, raw: str) -> ModelChain:
         """A chain an admin gives, checked against the keys the bot has; `ConfigError`."""
@@ -182,6 +204,93 @@ async def status(target: Administered, where: Where) -> Notice:
     counts = await target.status(where.guild_id)
     shown = describe(counts, target.skipped(), target.traffic())
     return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
+
+
+def add_persona(
+    name: str,
+    prompt: str,
+    avatar: str | None = None,
+    triggers: str | None = None,
+    models: str | None = None,
+) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        persona = _persona(
+            target, Persona(check_name(name), check_prompt(prompt)), avatar, triggers, models
+        )
+        if not await target.personas.add(where.guild_id, persona):
+            return refused(f"This server has a persona named {persona.name} already.")
+        return _persona_done(f"{persona.name} joined this server.", persona)
+
+    return action
+
+
+def edit_persona(
+    name: str,
+    prompt: str | None = None,
+    avatar: str | None = None,
+    triggers: str | None = None,
+    models: str | None = None,
+) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        persona = await target.personas.get(where.guild_id, check_name(name))
+        if persona is None:
+            return refused(f"This server has no persona named {name}.")
+        if prompt is not None:
+            persona = replace(persona, prompt=check_prompt(prompt))
+        persona = _persona(target, persona, avatar, triggers, models)
+        if not await target.personas.replace(where.guild_id, persona):
+            return refused(f"This server has no persona named {name}.")
+        return _persona_done(f"{persona.name} changed.", persona)
+
+    return action
+
+
+def remove_persona(name: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        if not await target.personas.remove(where.guild_id, name):
+            return refused(f"This server has no persona named {name}.")
+        return _done(f"{' '.join(name.split())} left this server.")
+
+    return action
+
+
+async def list_personas(target: Administered, where: Where) -> Notice:
+    personas = await target.personas.of_server(where.guild_id)
+    if not personas:
+        return _done("This server has no personas: /tomori persona add makes one.")
+    lines = [_persona_line(persona) for persona in personas]
+    return Notice(
+        f"Personas ({len(personas)} of {MAX_PERSONAS})", "\n".join(lines), NoticeColour.SUCCESS
+    )
+
+
+def _persona(
+    target: Administered,
+    persona: Persona,
+    avatar: str | None,
+    triggers: str | None,
+    models: str | None,
+) -> Persona:
+    """`persona` with the options given checked and applied (an empty one clears it)."""
+    if avatar is not None:
+        persona = replace(persona, avatar_url=check_avatar_url(avatar) if avatar.strip() else None)
+    if triggers is not None:
+        persona = replace(persona, triggers=check_triggers(triggers))
+    if models is not None:
+        described = target.check_models(models).described if models.strip() else None
+        persona = replace(persona, models=described)
+    return persona
+
+
+def _persona_line(persona: Persona) -> str:
+    words = ", ".join(persona.words)
+    model = persona.models or "the channel's models"
+    avatar = "" if persona.avatar_url else ", no avatar"
+    return f"**{persona.name}**: called by {words}; {model}{avatar}"
+
+
+def _persona_done(said: str, persona: Persona) -> Notice:
+    return _done(f"{said}\n{_persona_line(persona)}")
 
 
 def refused(description: str) -> Notice:

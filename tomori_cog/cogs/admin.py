@@ -19,6 +19,7 @@ from tomori.generation.health import Sick
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Scope
+from tomori.policy.personas import PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
@@ -71,6 +72,13 @@ class ServiceSettings:
     @property
     def overrides(self) -> OverrideStore:
         store = self._service.config.store
+        if store is None:
+            raise RuntimeError("the service is not started")
+        return store
+
+    @property
+    def personas(self) -> PersonaStore:
+        store = self._service.personas
         if store is None:
             raise RuntimeError("the service is not started")
         return store

@@ -10,6 +10,7 @@ from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
+from tomori.policy.personas import MAX_NAME_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
@@ -19,6 +20,7 @@ from tomori_cog.service import TomoriService
 Scope = Literal["channel", "server"]
 Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
+Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
 """Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
 
 
@@ -149,4 +151,59 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
+        persona = app_commands.Group(
+            name="persona", description=DESCRIPTIONS["persona"], parent=tomori
+        )
+
+        @persona.command(name="add", description=DESCRIPTIONS["persona add"])
+        @app_commands.describe(**PERSONA_OPTIONS)
+        async def persona_add(
+            self,
+            interaction: discord.Interaction,
+            name: Name,
+            prompt: Prompt,
+            avatar: str | None = None,
+            avatar_file: discord.Attachment | None = None,
+            triggers: str | None = None,
+            models: str | None = None,
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.add_persona(name, prompt, image, triggers, models)
+            await admin.run(library, self.service, interaction, action)
+
+        @persona.command(name="edit", description=DESCRIPTIONS["persona edit"])
+        @app_commands.describe(**PERSONA_OPTIONS)
+        async def persona_edit(
+            self,
+            interaction: discord.Interaction,
+            name: Name,
+            prompt: Prompt | None = None,
+            avatar: str | None = None,
+            avatar_file: discord.Attachment | None = None,
+            triggers: str | None = None,
+            models: str | None = None,
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.edit_persona(name, prompt, image, triggers, models)
+            await admin.run(library, self.service, interaction, action)
+
+        @persona.command(name="remove", description=DESCRIPTIONS["persona remove"])
+        @app_commands.describe(name=OPTION_DESCRIPTIONS["name"])
+        async def persona_remove(self, interaction: discord.Interaction, name: Name) -> None:
+            await admin.run(library, self.service, interaction, actions.remove_persona(name))
+
+        @persona.command(name="list", description=DESCRIPTIONS["persona list"])
+        async def persona_list(self, interaction: discord.Interaction) -> None:
+            await admin.run(library, self.service, interaction, actions.list_personas)
+
     return Tomori(service)
+
+
+PERSONA_OPTIONS = {
+    "name": OPTION_DESCRIPTIONS["name"],
+    "prompt": OPTION_DESCRIPTIONS["prompt"],
+    "avatar": OPTION_DESCRIPTIONS["avatar"],
+    "avatar_file": OPTION_DESCRIPTIONS["avatar_file"],
+    "triggers": OPTION_DESCRIPTIONS["triggers"],
+    "models": OPTION_DESCRIPTIONS["persona_models"],
+}

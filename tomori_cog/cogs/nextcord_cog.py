@@ -15,6 +15,7 @@ from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
+from tomori.policy.personas import MAX_NAME_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.admin import SCOPES
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
@@ -157,6 +158,52 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
+        @tomori.subcommand(name="persona", description=DESCRIPTIONS["persona"])  # type: ignore[untyped-decorator]
+        async def persona(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            """The group: Discord runs only its subcommands."""
+
+        @persona.subcommand(name="add", description=DESCRIPTIONS["persona add"])  # type: ignore[untyped-decorator]
+        async def persona_add(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            name: str = _text("name", max_length=MAX_NAME_CHARS),
+            prompt: str = _text("prompt", max_length=MAX_PROMPT_CHARS),
+            avatar: str | None = _optional("avatar"),
+            avatar_file: nextcord.Attachment | None = _optional("avatar_file"),  # noqa: B008
+            triggers: str | None = _optional("triggers"),
+            models: str | None = _optional("persona_models", "models"),
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.add_persona(name, prompt, image, triggers, models)
+            await admin.run(library, self.service, interaction, action)
+
+        @persona.subcommand(name="edit", description=DESCRIPTIONS["persona edit"])  # type: ignore[untyped-decorator]
+        async def persona_edit(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            name: str = _text("name", max_length=MAX_NAME_CHARS),
+            prompt: str | None = _optional("prompt"),
+            avatar: str | None = _optional("avatar"),
+            avatar_file: nextcord.Attachment | None = _optional("avatar_file"),  # noqa: B008
+            triggers: str | None = _optional("triggers"),
+            models: str | None = _optional("persona_models", "models"),
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.edit_persona(name, prompt, image, triggers, models)
+            await admin.run(library, self.service, interaction, action)
+
+        @persona.subcommand(name="remove", description=DESCRIPTIONS["persona remove"])  # type: ignore[untyped-decorator]
+        async def persona_remove(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            name: str = _text("name", max_length=MAX_NAME_CHARS),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.remove_persona(name))
+
+        @persona.subcommand(name="list", description=DESCRIPTIONS["persona list"])  # type: ignore[untyped-decorator]
+        async def persona_list(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            await admin.run(library, self.service, interaction, actions.list_personas)
+
         def cog_unload(self) -> None:
             try:
                 loop = asyncio.get_running_loop()
@@ -170,6 +217,12 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
 def _text(name: str, max_length: int | None = None) -> Any:
     return nextcord.SlashOption(
         name=name, description=OPTION_DESCRIPTIONS[name], max_length=max_length
+    )
+
+
+def _optional(described: str, name: str | None = None) -> Any:
+    return nextcord.SlashOption(
+        name=name or described, description=OPTION_DESCRIPTIONS[described], required=False
     )
 
 

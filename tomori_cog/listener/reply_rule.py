@@ -1,9 +1,12 @@
 """Which messages the cog answers, and whether it shows them its errors.
 
 A direct trigger (a mention, a reply to the bot, a direct message) is answered with errors
-shown. A message in a channel that answers every message (`TOMORI_CHANNELS`, or an admin's
-`/tomori autoreply`, which beats it) is answered silently. Only the latter needs the store,
-so it is asked last, through its cache; if it cannot answer, the environment decides.
+shown, in the bot's own voice. A server message that replies to a persona's message or says a
+persona's trigger word is a direct trigger too, answered by those personas
+(`tomori.policy.personas.addressed`), read through the personas' cache. A message in a
+channel that answers every message (`TOMORI_CHANNELS`, or an admin's `/tomori autoreply`,
+which beats it) is answered silently: asked last, through its cache; if the store cannot
+answer, the environment decides.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from tomori.config.settings import Settings
+from tomori.policy.personas import PersonaStore, addressed
 from tomori_cog.channel_config import ChannelConfig
 from tomori_cog.library import Library
 
@@ -49,6 +54,34 @@ class Addressed(StrEnum):
         return cls.DIRECTLY if payload.get("surface_errors") else cls.PASSIVELY
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """How a message asked for its reply, and which personas answer it (none: the bot)."""
+
+    addressed: Addressed
+    personas: tuple[str, ...] = ()
+    """The name keys of the personas that answer, in order."""
+
+    @property
+    def surfaces_errors(self) -> bool:
+        return self.addressed.surfaces_errors
+
+    def payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = self.addressed.payload()
+        if self.personas:
+            payload["personas"] = list(self.personas)
+        return payload
+
+
+def personas_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
+    """The personas a trigger's payload names (none: the bot answers)."""
+    return tuple(str(key) for key in payload.get("personas") or ())
+
+
+DIRECTLY = Asked(Addressed.DIRECTLY)
+PASSIVELY = Asked(Addressed.PASSIVELY)
+
+
 class ReplyRule:
     def __init__(
         self,
@@ -57,6 +90,8 @@ class ReplyRule:
         settings: Settings,
         config: ChannelConfig,
         started: Callable[[], Awaitable[object]],
+        personas: Callable[[], PersonaStore | None],
+        own_webhook: Callable[[int], Awaitable[bool]],
     ) -> None:
         self._bot = bot
         self._library = library
@@ -64,15 +99,21 @@ class ReplyRule:
         self._config = config
         self._started = started
         """Opens the store, once, before it is first read."""
+        self._personas = personas
+        self._own_webhook = own_webhook
+        """Whether a webhook is the bot's own (its personas' messages are never answered)."""
         self._warned_at = -WARN_EVERY_S
+        self._personas_warned_at = -WARN_EVERY_S
 
-    async def addressed(self, message: Any) -> Addressed | None:
-        """How the message asks for a reply; None if it gets none."""
+    async def addressed(self, message: Any) -> Asked | None:
+        """How the message asks for a reply, and who answers it; None if it gets none."""
         me = self._bot.user
         author = message.author
         if me is None or author.id == me.id:
             return None
         if from_bot(message) and not self._settings.reply_to_bots:
+            return None
+        if message.webhook_id and await self._own_webhook(message.webhook_id):
             return None
         types = self._library.module.MessageType
         if message.type not in (types.default, types.reply):
@@ -81,11 +122,41 @@ class ReplyRule:
         if (not text and not message.attachments) or text.startswith("!"):
             return None
         if message.guild is None or any(user.id == me.id for user in message.mentions):
-            return Addressed.DIRECTLY
+            return DIRECTLY
+        called, reply_to_persona = await self._personas_called(message, text)
         replied = message.reference.resolved if message.reference is not None else None
-        if getattr(getattr(replied, "author", None), "id", None) == me.id:
-            return Addressed.DIRECTLY
-        return Addressed.PASSIVELY if await self._answers_every_message(message) else None
+        if getattr(getattr(replied, "author", None), "id", None) == me.id and not reply_to_persona:
+            return DIRECTLY  # a reply to the bot's own voice stays with it, whoever it names
+        if called:
+            return Asked(Addressed.DIRECTLY, called)
+        return PASSIVELY if await self._answers_every_message(message) else None
+
+    async def _personas_called(self, message: Any, text: str) -> tuple[tuple[str, ...], bool]:
+        """The personas of the server the message calls: the one whose message it replies to
+        (as the store knows who posted it), then those it names; and whether it replies to a
+        persona's message. None if the store is away (logged)."""
+        try:
+            await self._started()
+            store = self._personas()
+            if store is None:
+                return (), False
+            personas = await store.of_server(str(message.guild.id), cached=True)
+            if not personas:
+                return (), False
+            replied_to = None
+            reference = message.reference
+            if reference is not None and reference.message_id is not None:
+                posters = await store.posters([str(reference.message_id)])
+                replied_to = posters.get(str(reference.message_id))
+        except Exception as error:
+            if time.monotonic() - self._personas_warned_at >= WARN_EVERY_S:
+                self._personas_warned_at = time.monotonic()
+                log.warning(
+                    "channel %s: could not read its personas: %r", message.channel.id, error
+                )
+            return (), False
+        called = tuple(persona.key for persona in addressed(personas, text, replied_to))
+        return called, replied_to is not None
 
     async def _answers_every_message(self, message: Any) -> bool:
         channel_id = message.channel.id

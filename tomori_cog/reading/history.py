@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tomori.config.settings import Settings
+from tomori.policy.personas import unnamed
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 from tomori_cog.discord_io import call_failures
@@ -48,6 +50,36 @@ def embed_text(embeds: Iterable[Any]) -> str:
         if lines:
             shown.append("[embed] " + "\n".join(lines))
     return "\n".join(shown)
+
+
+@dataclass(frozen=True)
+class Voice:
+    """Who answers the turn, and who posted the cog's own messages: a persona's messages are
+    the assistant's turns to that persona, and a named speaker's to anyone else (the bot's too,
+    once a persona answers)."""
+
+    persona: str | None = None
+    """The name key of the persona that answers; None: the bot."""
+    posters: Mapping[str, str] = field(default_factory=dict)
+    """By message ID, the name key of the persona that posted it."""
+    names: Mapping[str, str] = field(default_factory=dict)
+    """By name key, the persona's name as shown."""
+
+
+BOT_VOICE = Voice()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a turn shows the model of its channel, in order, before it becomes context."""
+
+    messages: list[Any]
+    attached: TurnAttachments
+
+    @property
+    def notices(self) -> Context:
+        """The request-only notices on what of the attachments the model is not shown."""
+        return self.attached.notices
 
 
 class HistoryReader:
@@ -86,6 +118,20 @@ class HistoryReader:
         `system_prompt` is the channel's (see `tomori.policy.overrides`); `images`: whether
         any model of its chain is sent images (if none is, none are read: see read_attachments).
         `queued`: the trigger waited for the turns before it, whose answers came after it."""
+        shown = await self.read(channel, trigger, waiting, images=images, queued=queued)
+        return self.items(shown, system_prompt, BOT_VOICE), shown.notices
+
+    async def read(
+        self,
+        channel: Any,
+        trigger: Any,
+        waiting: Collection[str],
+        *,
+        images: bool,
+        queued: bool = False,
+    ) -> Shown:
+        """The messages `context` shows, with their attachments read: once for a turn, whoever
+        answers it (`items` makes each voice's context of them)."""
         window = await self._remembered(channel, trigger)
         if window is None:
             recent = {message.id: message for message in await self._recent(channel, trigger)}
@@ -101,24 +147,45 @@ class HistoryReader:
         attached = await read_attachments(
             shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
         )
+        return Shown(shown, attached)
+
+    def items(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
+        """The system prompt, then each message shown as `voice` sees it."""
         items = [ContextItem(Role.SYSTEM, system_prompt)]
-        for message in shown:
-            item = self.item(message, attached)
+        for message in shown.messages:
+            item = self.item(message, shown.attached, voice)
             if item is not None:
                 items.append(item)
-        return tuple(items), attached.notices
+        return tuple(items)
 
-    def item(self, message: Any, attached: TurnAttachments) -> ContextItem | None:
+    def item(
+        self, message: Any, attached: TurnAttachments, voice: Voice = BOT_VOICE
+    ) -> ContextItem | None:
         """The one place a message becomes what the model sees of it; None if nothing.
 
         The cog's own messages are the assistant's turns, by their text alone: the embeds
         it posts are its notices, which are for the people in the channel, not the model.
         Anyone else's embeds (another bot's, a link preview) add their title and description.
+        A persona's messages are the assistant's to that persona, and named to any other
+        voice, as the bot's are once a persona answers (see `Voice`).
         """
         me = self._bot.user
+        poster = voice.posters.get(str(message.id))
+        if poster is not None:
+            name = voice.names.get(poster, message.author.display_name)
+            text = unnamed(name, message.content or "")[:MAX_ITEM_CHARS]
+            if not text.strip():
+                return None
+            if poster == voice.persona:
+                return ContextItem(Role.ASSISTANT, text)
+            return ContextItem(Role.USER, f"{name}: {text}")
         if me is not None and message.author.id == me.id:
             text = (message.content or "")[:MAX_ITEM_CHARS]
-            return ContextItem(Role.ASSISTANT, text) if text.strip() else None
+            if not text.strip():
+                return None
+            if voice.persona is None:
+                return ContextItem(Role.ASSISTANT, text)
+            return ContextItem(Role.USER, f"{message.author.display_name}: {text}")
         files = attached.of(message)
         parts = (message.clean_content or "", embed_text(message.embeds))
         shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]

@@ -1,0 +1,336 @@
+"""Personas through the cog, on both libraries, against the faithful Discord REST server: an
+admin adds one with `/tomori persona add`; a message naming it, or replying to its message, is
+answered by it, under its name and avatar, through the webhook the bot created in the channel
+(or, where it cannot post through one, as the bot with its name shown)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
+from tests.support.databases import DatabaseUnderTest
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot, RestBot, arrive, user_message
+from tests.support.scripts import answer
+from tests.support.world import CHANNEL_ID
+
+ARIA_AVATAR = "https://images.example/aria.png"
+
+
+def said(reply: dict[str, Any]) -> str:
+    """The description of an ephemeral answer's embed."""
+    assert reply["data"]["flags"] & 64
+    return str(reply["data"]["embeds"][0].get("description", ""))
+
+
+def conversation(request: Any) -> list[tuple[str, str]]:
+    """(role, content) of each message an OpenAI-compatible request sent."""
+    return [(m["role"], m["content"]) for m in request.body["messages"]]
+
+
+def posted(server: DiscordRestServer) -> list[ChannelMessage]:
+    """The channel's messages written by webhooks or the bot, oldest first."""
+    return [m for m in server.messages(CHANNEL_ID) if m.webhook_id or m.payload["author"]["bot"]]
+
+
+async def started(
+    open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path, **overrides: Any
+) -> RestBot:
+    """A bot whose turns read their history over REST (this server has no gateway to echo
+    the bot's own messages, which a turn on memory waits a moment for), unless told."""
+    settings = settings_for(tmp_path, **{"history_memory_channels": 0, **overrides})
+    return await open_rest_bot(settings, chain_for(llm))
+
+
+async def settle(bot: RestBot) -> None:
+    async with asyncio.timeout(10):
+        await bot.settled(CHANNEL_ID)
+
+
+async def test_a_persona_added_by_command_answers_under_its_name_and_avatar_when_named_or_replied(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, history_memory_channels=500)
+    bot.allow_webhooks()
+    reply = await bot.persona(
+        "add", name="Aria", prompt="You are Aria, a cheerful bard.", avatar=ARIA_AVATAR
+    )
+    assert "Aria joined this server" in said(reply)
+    llm_server.script(answer("Hello, I am Aria!"), answer("Still me, Aria."))
+
+    bot.say("good evening ARIA, sing for us")
+    await settle(bot)
+    first = posted(discord_rest)
+    assert [(m.username, m.content, m.avatar_url) for m in first] == [
+        ("Aria", "Hello, I am Aria!", ARIA_AVATAR)
+    ]
+    webhooks = discord_rest.webhooks_of(CHANNEL_ID)
+    assert len(webhooks) == 1  # the bot's own: created by it, for its application
+    assert first[0].webhook_id == int(webhooks[0]["id"])
+    assert webhooks[0]["application_id"] == str(bot.bot.user.id)
+    assert conversation(llm_server.requests[0])[0] == ("system", "You are Aria, a cheerful bard.")
+
+    payload = user_message("and another?", channel=CHANNEL_ID)  # a reply names no one
+    payload["message_reference"] = {"message_id": str(first[0].id), "channel_id": str(CHANNEL_ID)}
+    payload["referenced_message"] = first[0].payload
+    discord_rest.add_message(payload)
+    arrive(bot.bot, payload)
+    await settle(bot)
+    assert [m.content for m in posted(discord_rest)] == ["Hello, I am Aria!", "Still me, Aria."]
+    assert posted(discord_rest)[1].username == "Aria"
+    seen = conversation(llm_server.requests[1])
+    assert ("assistant", "Hello, I am Aria!") in seen  # its own message is its own turn
+    assert len(discord_rest.webhooks_of(CHANNEL_ID)) == 1  # reused
+    assert discord_rest.rate_limited == {"global": 0, "user": 0, "shared": 0}
+
+
+async def test_three_personas_named_at_once_answer_in_order_each_seeing_the_ones_before(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    for name in ("Aria", "Bex", "Cy"):
+        await bot.persona("add", name=name, prompt=f"You are {name}.")
+    await bot.persona("add", name="Dot", prompt="You are Dot.", triggers="dotty, d0t")
+    llm_server.script(answer("Cy here."), answer("Bex says hi."), answer("Aria waves."))
+
+    bot.say("cy, bex, aria and dotty: good morning")  # four named: the first three answer
+    await settle(bot)
+    shown = posted(discord_rest)
+    assert [(m.username, m.content) for m in shown] == [
+        ("Cy", "Cy here."),
+        ("Bex", "Bex says hi."),
+        ("Aria", "Aria waves."),
+    ]
+    assert len(llm_server.requests) == 3
+    second, third = (conversation(r) for r in llm_server.requests[1:])
+    assert second[0] == ("system", "You are Bex.")
+    # after the message, each earlier answer under its persona's name (one user turn: the
+    # provider joins consecutive turns of one role)
+    assert second[-1] == ("user", "alice: cy, bex, aria and dotty: good morning\nCy: Cy here.")
+    assert third[-1][1].endswith("good morning\nCy: Cy here.\nBex: Bex says hi.")
+
+
+async def test_an_answer_naming_another_persona_draws_it_in_within_the_budget(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, max_bot_turns=2)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    llm_server.script(
+        answer("What do you think, Bex?"),
+        answer("Aria, I agree."),
+        answer("Thanks Bex!"),
+        answer("Anytime, Aria."),  # past the budget of two: never asked
+    )
+    bot.say("aria, start us off")
+    await settle(bot)
+    assert [m.username for m in posted(discord_rest)] == ["Aria", "Bex", "Aria"]
+    assert len(llm_server.requests) == 3
+
+
+async def test_without_manage_webhooks_a_persona_speaks_as_the_bot_with_its_name_shown(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Hi there."), answer("Again."))
+    with caplog.at_level(logging.WARNING, logger="tomori_cog.webhooks"):
+        bot.say("hi aria")
+        await settle(bot)
+        bot.say("aria?")
+        await settle(bot)
+    assert bot.contents() == ["**Aria:** Hi there.", "**Aria:** Again."]
+    assert discord_rest.requests_by_route["webhook_create"] == 0
+    told = [r for r in caplog.records if "Manage Webhooks" in r.getMessage()]
+    assert len(told) == 1  # once per channel
+    # the second turn showed the model its earlier message as its own, without the name
+    assert ("assistant", "Hi there.") in conversation(llm_server.requests[1])
+
+
+async def test_a_refused_webhook_falls_back_and_a_deleted_one_is_created_anew(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("One."), answer("Again."), answer("Two."), answer("Three."))
+
+    discord_rest.refuse_webhooks(CHANNEL_ID)  # the permission is cached; Discord says 403
+    bot.say("aria, one")
+    await settle(bot)
+    bot.say("aria, again")
+    await settle(bot)
+    assert bot.contents() == ["**Aria:** One.", "**Aria:** Again."]
+    assert discord_rest.requests_by_route["webhook_create"] == 1  # a refusal is not asked again
+
+    discord_rest._webhooks_refused.clear()
+    bot.service.webhooks.close()  # as after a restart: the store is read again
+    bot.service.webhooks.open(bot.service.database)  # type: ignore[arg-type]
+    bot.say("aria, two")
+    await settle(bot)
+    (webhook,) = discord_rest.webhooks_of(CHANNEL_ID)
+    discord_rest.delete_webhook(int(webhook["id"]))  # someone deleted it: 10015 from now on
+    bot.say("aria, three")
+    await settle(bot)
+    shown = posted(discord_rest)
+    assert [(m.username, m.content) for m in shown[2:]] == [("Aria", "Two."), ("Aria", "Three.")]
+    (again,) = discord_rest.webhooks_of(CHANNEL_ID)
+    assert again["id"] != webhook["id"]
+    assert shown[3].webhook_id == int(again["id"])
+
+
+@pytest.mark.parametrize("library", ["nextcord"])  # the pacing is the cog's, not the library's
+async def test_a_long_persona_answer_keeps_to_the_webhooks_bucket(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    paragraphs = [f"Verse {n}. " + "la " * 600 for n in range(6)]
+    llm_server.script(answer("\n\n".join(paragraphs), pieces=40))
+    bot.say("aria, the long song please")
+    async with asyncio.timeout(20):
+        await bot.settled(CHANNEL_ID)
+    shown = posted(discord_rest)
+    assert len(shown) >= 6  # more than one webhook bucket's worth
+    assert all(m.username == "Aria" for m in shown)
+    assert discord_rest.rate_limited_by_route["webhook"] == 0
+    assert "".join(m.content for m in shown).count("Verse") == 6
+
+
+async def test_a_reply_to_a_personas_message_is_answered_by_it_from_another_process(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    database: DatabaseUnderTest,
+) -> None:
+    """Which persona posted which message, and the channel's webhook, are the database's: a
+    second bot process (or the first, restarted) knows them without having seen them."""
+    settings = database.settings(**SHORT_BUDGETS, history_memory_channels=0)
+    first = await open_rest_bot(settings, chain_for(llm_server))
+    first.allow_webhooks()
+    await first.persona("add", name="Aria", prompt="You are Aria.", triggers="bard")
+    llm_server.script(answer("A song."), answer("Another song."))
+    first.say("bard, a song")
+    await settle(first)
+
+    second = await open_rest_bot(settings, chain_for(llm_server))
+    second.allow_webhooks()
+    (earlier,) = posted(discord_rest)
+    payload = user_message("more!", channel=CHANNEL_ID)
+    payload["message_reference"] = {"message_id": str(earlier.id), "channel_id": str(CHANNEL_ID)}
+    payload["referenced_message"] = earlier.payload
+    discord_rest.add_message(payload)
+    arrive(second.bot, payload)
+    await settle(second)
+    later = posted(discord_rest)[1]
+    assert (later.username, later.content) == ("Aria", "Another song.")
+    assert later.webhook_id == earlier.webhook_id
+    assert discord_rest.requests_by_route["webhook_create"] == 1
+
+
+async def test_persona_commands_check_and_list(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    assert "Discord does not allow" in said(
+        await bot.persona("add", name="discord fan", prompt="x")
+    )
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    assert "already" in said(await bot.persona("add", name="ARIA", prompt="Another."))
+    changed = said(await bot.persona("edit", name="aria", triggers="bard, singer"))
+    assert "called by bard, singer" in changed
+    listed = said(await bot.persona("list"))
+    assert "**Aria**: called by bard, singer" in listed
+    assert "left this server" in said(await bot.persona("remove", name="Aria"))
+    assert "no personas" in said(await bot.persona("list"))
+
+
+async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    verses = "\n\n".join(f"Verse {n}, la la la." for n in range(20))
+    llm_server.script(answer(verses, pieces=20, gap=0.1), answer("Never said."))
+    bot.say("aria then bex")
+    async with asyncio.timeout(5):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # Aria is mid-song
+    await bot.kill()
+    await settle(bot)
+    assert {m.username for m in posted(discord_rest)} <= {"Aria"}
+    assert "Verse 19" not in " ".join(m.content for m in posted(discord_rest))
+    assert len(llm_server.requests) == 1  # Bex was never asked
+
+
+async def test_in_edit_mode_a_persona_grows_its_message_through_the_webhook(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, delivery="edit")
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("First line.\nSecond line.\nThird line.", pieces=3, gap=0.4))
+    bot.say("aria, three lines")
+    await settle(bot)
+    (shown,) = posted(discord_rest)
+    assert (shown.username, shown.content) == ("Aria", "First line.\nSecond line.\nThird line.")
+    assert len(shown.versions) >= 2  # sent, then edited through the webhook
+    assert discord_rest.requests_by_route["message_edit"] == 0
+
+
+async def test_the_bot_never_answers_its_own_personas_messages(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, reply_to_bots=True)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    llm_server.script(answer("Bex, say hi."), answer("Hi there."))  # Aria draws Bex in
+    bot.say("aria?")
+    await settle(bot)
+    echoes = posted(discord_rest)
+    assert [m.username for m in echoes] == ["Aria", "Bex"]
+    for echo in echoes:  # the gateway's echoes of the webhook's messages: Aria's names Bex
+        arrive(bot.bot, echo.payload)
+    await settle(bot)
+    assert len(llm_server.requests) == 2

@@ -1,0 +1,107 @@
+"""Who a message calls, and the personas' store on both engines."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.databases import DatabaseUnderTest
+from tomori.config.settings import ConfigError
+from tomori.policy.personas import (
+    MAX_ADDRESSED,
+    Persona,
+    PersonaStore,
+    StoredWebhook,
+    WebhookStore,
+    addressed,
+    check_name,
+    check_triggers,
+    drawn_in,
+    named,
+    unnamed,
+)
+
+CAST = (
+    Persona("Aria", "a"),
+    Persona("Bex", "b", triggers=("drummer", "bex")),
+    Persona("Cy", "c"),
+    Persona("Dot Matrix", "d"),
+)
+
+words = st.sampled_from(["aria", "ARIA", "Bex", "drummer", "cy", "dot matrix", "hi", "ariana"])
+
+
+@given(st.lists(st.one_of(words, st.text(max_size=5)), max_size=12))
+def test_a_message_calls_the_personas_it_names_in_order_at_most_three(parts: list[str]) -> None:
+    text = " ".join(parts)
+    called = addressed(CAST, text)
+    assert len(called) <= MAX_ADDRESSED
+    assert len({p.key for p in called}) == len(called)
+    places = []
+    for persona in called:
+        found = [
+            m.start()
+            for w in persona.words
+            for m in re.finditer(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.IGNORECASE)
+        ]
+        assert found, f"{persona.name} was not named in {text!r}"
+        places.append(min(found))
+    assert places == sorted(places)
+    uncalled = [p for p in CAST if p not in called]
+    if len(called) < MAX_ADDRESSED:  # none named was left out
+        assert all(addressed([p], text) == () for p in uncalled)
+
+
+def test_whole_words_only_and_the_reply_first() -> None:
+    assert addressed(CAST, "ariana and cyan") == ()
+    assert [p.name for p in addressed(CAST, "Hey CY, and aria!")] == ["Cy", "Aria"]
+    assert [p.name for p in addressed(CAST, "the drummer")] == ["Bex"]
+    assert addressed(CAST, "Bex's turn")[0].name == "Bex"  # its own trigger says "bex"
+    replied = addressed(CAST, "and aria?", replied_to="dot matrix")
+    assert [p.name for p in replied] == ["Dot Matrix", "Aria"]
+    assert drawn_in(CAST, "Over to you, Aria. Cy?", CAST[0]) == CAST[2]  # never itself
+
+
+def test_names_follow_discords_rules_for_a_webhooks_name() -> None:
+    assert check_name("  Aria   the  Bard ") == "Aria the Bard"
+    for bad in ("", "x" * 81, "everyone", "Discord Dan", "clydesdale", "a@b", "a:b"):
+        with pytest.raises(ConfigError):
+            check_name(bad)
+    assert check_triggers("bard, Bard ,singer,,") == ("bard", "singer")
+    assert unnamed("Aria", named("Aria", "Hi")) == "Hi"
+    assert unnamed("Aria", "**Bex:** Hi") == "**Bex:** Hi"
+
+
+async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhook(
+    database: DatabaseUnderTest,
+) -> None:
+    db = await database.open()
+    store, webhooks = PersonaStore(db), WebhookStore(db)
+    aria = Persona("Aria", "You are Aria.", "https://x.example/a.png", ("bard",), "openai:m")
+    assert await store.add("g1", aria)
+    assert not await store.add("g1", Persona("ARIA", "again"))  # unique whatever its case
+    assert await store.add("g2", Persona("aria", "another server's"))
+    assert await store.of_server("g1") == (aria,)
+    assert await store.get("g1", "aria") == aria
+    edited = Persona("Aria", "Now a poet.", None, (), None)
+    assert await store.replace("g1", edited)
+    assert await store.of_server("g1") == (edited,)
+    await store.posted("g1", "c1", edited, ["10", "11"])
+    await store.posted("g1", "c1", edited, ["11"])  # recorded twice: kept once
+    assert await store.posters(["10", "11", "12"]) == {"10": "aria", "11": "aria"}
+    assert await store.remove("g1", "ARIA")
+    assert not await store.remove("g1", "aria")
+    assert await store.of_server("g1") == ()
+
+    assert await webhooks.of_channel("c1") is None
+    await webhooks.keep("c1", StoredWebhook("w1", "t1"))
+    await webhooks.keep("c1", StoredWebhook("w2", "t2"))  # created anew: replaces the old
+    assert await webhooks.of_channel("c1") == StoredWebhook("w2", "t2")
+    assert await webhooks.ids(["w1", "w2", "w3"]) == {"w2"}
+    await webhooks.forget("c1", "w1")  # another process's replacement is not forgotten
+    assert await webhooks.of_channel("c1") == StoredWebhook("w2", "t2")
+    await webhooks.forget("c1", "w2")
+    assert await webhooks.of_channel("c1") is None

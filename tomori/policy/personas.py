@@ -1,0 +1,323 @@
+"""Personas: characters a server's admins add, each answering under its own name and avatar.
+
+A persona has a name (Discord's rules for a webhook's username, unique per server whatever its
+case), a system prompt, an avatar, trigger words (its name alone unless given) and, if given,
+its own model chain. A message that says one of its trigger words as a whole word, or that
+replies to a message it posted, is answered by it; `addressed` says which personas a message
+calls, in the order it names them, at most `MAX_ADDRESSED`.
+
+Kept here, in the shared database (migration 0010): the personas (`PersonaStore`), which
+persona posted which message (so a reply finds its persona after a restart and from any
+process), and the webhook the bot created in each channel (`WebhookStore`). Nothing here knows
+Discord: the cog posts through the webhook, or, where it cannot, as the bot with the persona's
+name before the text (`named`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from tomori.config.parsers import ConfigError
+from tomori.store import Database, Row
+
+MAX_ADDRESSED = 3
+"""Personas that answer one message at most, one after another."""
+MAX_NAME_CHARS = 80
+"""Discord's longest webhook username."""
+MAX_TRIGGERS = 10
+MAX_TRIGGER_CHARS = 50
+MAX_AVATAR_URL_CHARS = 2_000
+MAX_PERSONAS = 25
+"""Per server: a list of them fits one embed, and every message is matched against them all."""
+CACHE_TTL_S = 5.0
+"""How long the reply rule trusts a server's personas read from the store: a change made in
+another process is followed within this time (one made in this process at once)."""
+
+_FORBIDDEN_IN_NAMES = ("@", "#", ":", "```")
+_RESERVED_NAMES = ("everyone", "here")
+_RESERVED_WORDS = ("discord", "clyde")
+"""Discord refuses a webhook username that contains these (whatever their case)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    name: str
+    prompt: str
+    avatar_url: str | None = None
+    triggers: tuple[str, ...] = ()
+    """The words that call it; empty: its name."""
+    models: str | None = None
+    """Its model chain as `TOMORI_MODELS` writes one; None: the channel's."""
+
+    @property
+    def key(self) -> str:
+        return name_key(self.name)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """What calls it: its trigger words, else its name."""
+        return self.triggers or (self.name,)
+
+
+def name_key(name: str) -> str:
+    """What a persona's name is unique as, in its server: its case does not count."""
+    return name.strip().casefold()
+
+
+def named(name: str, text: str) -> str:
+    """A persona's text as the bot's own message shows it when no webhook can post it."""
+    return f"**{name}:** {text}"
+
+
+def unnamed(name: str, text: str) -> str:
+    """The text of a message `named` made (any other text as it is)."""
+    prefix = named(name, "")
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def check_name(raw: str) -> str:
+    """A persona's name as Discord takes a webhook's username; `ConfigError` says why not."""
+    name = " ".join(raw.split())
+    if not name:
+        raise ConfigError("the name is empty: give the persona a name")
+    if len(name) > MAX_NAME_CHARS:
+        raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
+    lowered = name.casefold()
+    if lowered in _RESERVED_NAMES:
+        raise ConfigError(f'"{name}" cannot be a name on Discord')
+    for part in (*_FORBIDDEN_IN_NAMES, *_RESERVED_WORDS):
+        if part in lowered:
+            raise ConfigError(f'Discord does not allow "{part}" in a name shown for a webhook')
+    return name
+
+
+def check_triggers(raw: str) -> tuple[str, ...]:
+    """Comma-separated trigger words, each trimmed, without repeats (case aside)."""
+    words: dict[str, str] = {}
+    for part in raw.split(","):
+        word = " ".join(part.split())
+        if word:
+            words.setdefault(word.casefold(), word)
+    if len(words) > MAX_TRIGGERS:
+        raise ConfigError(f"{len(words)} trigger words: at most {MAX_TRIGGERS}")
+    for word in words.values():
+        if len(word) > MAX_TRIGGER_CHARS:
+            raise ConfigError(f'the trigger "{word[:20]}…" is longer than {MAX_TRIGGER_CHARS}')
+    return tuple(words.values())
+
+
+def check_avatar_url(raw: str) -> str:
+    url = raw.strip()
+    if not re.fullmatch(r"https?://\S+", url) or len(url) > MAX_AVATAR_URL_CHARS:
+        raise ConfigError("the avatar must be an image's http(s) URL")
+    return url
+
+
+def _pattern(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+
+
+def first_named_at(persona: Persona, text: str) -> int | None:
+    """Where `text` first says one of the persona's words, as a whole word; None if nowhere."""
+    found = [m.start() for m in (_pattern(w).search(text) for w in persona.words) if m]
+    return min(found) if found else None
+
+
+def addressed(
+    personas: Iterable[Persona], text: str, replied_to: str | None = None
+) -> tuple[Persona, ...]:
+    """The personas a message calls, in the order it names them, at most `MAX_ADDRESSED`: the
+    one whose message it replies to (`replied_to`, a name's key) first, then those it names."""
+    by_key = {persona.key: persona for persona in personas}
+    first = by_key.get(replied_to) if replied_to is not None else None
+    places = [
+        (at, persona.key, persona)
+        for persona in by_key.values()
+        if persona is not first and (at := first_named_at(persona, text)) is not None
+    ]
+    named_ones = [persona for _, _, persona in sorted(places, key=lambda p: (p[0], p[1]))]
+    return tuple(([first] if first is not None else []) + named_ones)[:MAX_ADDRESSED]
+
+
+def drawn_in(personas: Iterable[Persona], answer: str, speaker: Persona) -> Persona | None:
+    """The persona an answer of `speaker`'s names first (itself aside), which it draws in."""
+    others = [p for p in personas if p.key != speaker.key]
+    return next(iter(addressed(others, answer)), None)
+
+
+def _persona(row: Row) -> Persona:
+    triggers = tuple(t for t in (row["triggers"] or "").split(",") if t)
+    return Persona(row["name"], row["prompt"], row["avatar_url"], triggers, row["models"])
+
+
+class PersonaStore:
+    """A server's personas, and which of them posted which message, in the shared database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self._cache: dict[str, tuple[float, tuple[Persona, ...]]] = {}
+
+    def is_database_error(self, error: BaseException) -> bool:
+        return self._db.is_database_error(error)
+
+    async def of_server(self, guild_id: str, *, cached: bool = False) -> tuple[Persona, ...]:
+        """The server's personas by name; `cached`: as read less than `CACHE_TTL_S` ago."""
+        now = time.monotonic()
+        hit = self._cache.get(guild_id)
+        if cached and hit is not None and hit[0] > now:
+            return hit[1]
+        rows = await self._db.fetchall(
+            "SELECT name, prompt, avatar_url, triggers, models FROM personas"
+            " WHERE guild_id = ? ORDER BY name_key",
+            (guild_id,),
+        )
+        personas = tuple(_persona(row) for row in rows)
+        if len(self._cache) > 4_096:
+            self._cache.clear()
+        self._cache[guild_id] = (now + CACHE_TTL_S, personas)
+        return personas
+
+    async def get(self, guild_id: str, name: str) -> Persona | None:
+        key = name_key(name)
+        return next((p for p in await self.of_server(guild_id) if p.key == key), None)
+
+    async def add(self, guild_id: str, persona: Persona) -> bool:
+        """Store a new persona; False if the server has one of that name (or too many)."""
+        async with self._db.transaction(f"personas:{guild_id}") as tx:
+            count = await tx.fetchone(
+                "SELECT COUNT(*) AS n FROM personas WHERE guild_id = ?", (guild_id,)
+            )
+            if count is not None and int(count["n"]) >= MAX_PERSONAS:
+                raise ConfigError(f"this server has {MAX_PERSONAS} personas: remove one first")
+            taken = await tx.fetchone(
+                "SELECT 1 FROM personas WHERE guild_id = ? AND name_key = ?",
+                (guild_id, persona.key),
+            )
+            if taken is not None:
+                return False
+            await tx.execute(
+                "INSERT INTO personas (guild_id, name_key, name, prompt, avatar_url, triggers,"
+                " models, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    guild_id,
+                    persona.key,
+                    persona.name,
+                    persona.prompt,
+                    persona.avatar_url,
+                    ",".join(persona.triggers),
+                    persona.models,
+                    await tx.now(),
+                ),
+            )
+        self._cache.pop(guild_id, None)
+        return True
+
+    async def replace(self, guild_id: str, persona: Persona) -> bool:
+        """Store an edited persona over the one of its name; False if there is none."""
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE personas SET name = ?, prompt = ?, avatar_url = ?, triggers = ?,"
+                " models = ?, updated_at = ? WHERE guild_id = ? AND name_key = ?",
+                (
+                    persona.name,
+                    persona.prompt,
+                    persona.avatar_url,
+                    ",".join(persona.triggers),
+                    persona.models,
+                    await tx.now(),
+                    guild_id,
+                    persona.key,
+                ),
+            )
+        self._cache.pop(guild_id, None)
+        return changed > 0
+
+    async def remove(self, guild_id: str, name: str) -> bool:
+        removed = await self._db.execute(
+            "DELETE FROM personas WHERE guild_id = ? AND name_key = ?", (guild_id, name_key(name))
+        )
+        self._cache.pop(guild_id, None)
+        return removed > 0
+
+    async def posted(
+        self, guild_id: str, channel_id: str, persona: Persona, message_ids: Sequence[str]
+    ) -> None:
+        """`persona` posted these messages (a reply to one is answered by it)."""
+        if not message_ids:
+            return
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            await tx.executemany(
+                "INSERT INTO persona_messages (message_id, channel_id, guild_id, name_key,"
+                " posted_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
+                [(m, channel_id, guild_id, persona.key, now) for m in message_ids],
+            )
+
+    async def posters(self, message_ids: Iterable[str]) -> dict[str, str]:
+        """Of these messages, those a persona posted: the persona's name key, by message ID."""
+        ids = list(dict.fromkeys(message_ids))
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), 100):
+            batch = ids[start : start + 100]
+            rows = await self._db.fetchall(
+                "SELECT message_id, name_key FROM persona_messages WHERE message_id IN"
+                f" ({', '.join('?' for _ in batch)})",
+                batch,
+            )
+            found.update((row["message_id"], row["name_key"]) for row in rows)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWebhook:
+    webhook_id: str
+    token: str
+
+
+class WebhookStore:
+    """The webhook the bot created in each channel: its ID and token, shared by its processes."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def of_channel(self, channel_id: str) -> StoredWebhook | None:
+        rows = await self._db.fetchall(
+            "SELECT webhook_id, token FROM channel_webhooks WHERE channel_id = ?", (channel_id,)
+        )
+        return StoredWebhook(rows[0]["webhook_id"], rows[0]["token"]) if rows else None
+
+    async def keep(self, channel_id: str, webhook: StoredWebhook) -> None:
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO channel_webhooks (channel_id, webhook_id, token, created_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (channel_id) DO UPDATE SET"
+                " webhook_id = excluded.webhook_id, token = excluded.token,"
+                " created_at = excluded.created_at",
+                (channel_id, webhook.webhook_id, webhook.token, await tx.now()),
+            )
+
+    async def forget(self, channel_id: str, webhook_id: str) -> None:
+        """Discord says the webhook is gone: forget it (unless another process replaced it)."""
+        await self._db.execute(
+            "DELETE FROM channel_webhooks WHERE channel_id = ? AND webhook_id = ?",
+            (channel_id, webhook_id),
+        )
+
+    async def ids(self, webhook_ids: Iterable[str]) -> set[str]:
+        """Of these webhooks, those the bot created."""
+        ids = list(dict.fromkeys(webhook_ids))
+        if not ids:
+            return set()
+        rows = await self._db.fetchall(
+            "SELECT webhook_id FROM channel_webhooks WHERE webhook_id IN"
+            f" ({', '.join('?' for _ in ids)})",
+            ids,
+        )
+        return {row["webhook_id"] for row in rows}
+
+
+def personas_by_key(personas: Iterable[Persona]) -> Mapping[str, Persona]:
+    return {persona.key: persona for persona in personas}
