@@ -20,6 +20,7 @@ from tomori.config.settings import ConfigError, Settings
 from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.generation.tools import CURRENT_TIME
 from tomori.policy.admin import Where
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import Limit, Refusal, UserLimits
@@ -27,6 +28,7 @@ from tomori.policy.metrics import Metrics
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.server_status import ServerStatus, server_status
+from tomori.policy.tool_switches import ToolCatalog, ToolEntry, ToolSwitchStore
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -117,6 +119,17 @@ class ConsoleServer:
 
     def traffic(self) -> TrafficReport | None:
         return None  # the console sends nothing to Discord
+
+    @property
+    def tool_switches(self) -> ToolSwitchStore:
+        if self._database is None:
+            raise RuntimeError("the console is not started")
+        return ToolSwitchStore(self._database)
+
+    def tool_catalog(self) -> ToolCatalog:
+        """The console's one tool (it runs no MCP server: `bot.py --check` reaches those)."""
+        names = [CURRENT_TIME.name] if CURRENT_TIME.name in self._settings.tools else []
+        return ToolCatalog(tuple(ToolEntry(name, "built-in") for name in names))
 
     # -- a message and its turn ---------------------------------------------------------------
 

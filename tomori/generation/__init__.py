@@ -11,6 +11,7 @@ And what they share:
 - `state.py`       `TurnState`: the turn's mutable state (notices, delivered messages, hooks)
 - `results.py`     how a pass ended (`StreamResult`), and what a turn reports (usage, outcome)
 - `tools.py`       `Tool`, `ToolRegistry`, the built-in `current_time`
+- `mcp.py`         tools from MCP servers: each server's connection owned, restarted, named
 - `stoppable.py`   `until_stopped`: work of a turn that /kill stops at once
 - `health.py`      which models are worth asking: a model that stalled is skipped (the rule)
 """

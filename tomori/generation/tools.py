@@ -38,6 +38,9 @@ class Tool:
     description: str
     parameters: JsonObject
     run: ToolFunction
+    mcp_server: str | None = None
+    """The MCP server it comes from (an admin turns a server's tools off at once); None for
+    the built-in tools and those a bot registers."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -67,6 +70,20 @@ class ToolRegistry:
     def _check_name(name: str) -> None:
         if not name.replace("_", "").replace("-", "").isalnum() or len(name) > 64:
             raise ValueError(f"tool name {name!r}: use letters, digits, _ or -, at most 64")
+
+    def for_turn(self, extra: Iterable[Tool], offered: Callable[[Tool], bool]) -> ToolRegistry:
+        """This registry's tools and `extra` (an MCP server's, named apart already), those
+        `offered` allows: what one turn's model is offered."""
+        turn = ToolRegistry()
+        turn._tools = {tool.name: tool for tool in (*self._tools.values(), *extra) if offered(tool)}
+        turn._builtin = self._builtin & turn._tools.keys()
+        return turn
+
+    def all(self) -> tuple[Tool, ...]:
+        return tuple(self._tools.values())
+
+    def is_builtin(self, name: str) -> bool:
+        return name in self._builtin
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

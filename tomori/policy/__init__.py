@@ -7,6 +7,7 @@
 - `metrics.py`        stalls, tool failures, each turn's tokens and outcome, kept in the database
 - `server_status.py`  `/tomori status`: a server's last day, counted from the metrics
 - `model_health.py`   the models turns skip for now, in the shared database, and their probes
+- `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """
 
