@@ -11,9 +11,11 @@ fails at once with a plain reason while it waits out its backoff.
 
 The model sees a tool as `server__tool` (`exposed_name`), within what both providers allow of a
 function name: OpenAI's `[a-zA-Z0-9_-]{1,64}`, Gemini's first character a letter or `_`. A
-character outside that is `_`; a name changed that way, or cut to 64, ends in a short hash of
-the server's and tool's own names, so two tools never share one. What a tool returns reaches
-the model bounded (`TOMORI_MCP_RESULT_MAX_CHARS`): text kept, anything else named.
+character outside that is `_`; a name changed that way, or cut to 64, or whose server's name
+would make the separator ambiguous, ends in a short hash of the server's and tool's own names,
+so two tools never share one (should two hashes meet, the second tool is left out, logged).
+What a tool returns reaches the model bounded (`TOMORI_MCP_RESULT_MAX_CHARS`): text kept,
+anything else named.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ ERROR_CHARS = 500
 """How much of a server's own error message the model is told."""
 
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
+_ALLOWED = re.compile(r"^[A-Za-z0-9_-]+$")
+_PLAIN_SERVER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(_[A-Za-z0-9-]+)*$")
 
 
 class ServerState(Enum):
@@ -64,13 +68,18 @@ class ServerState(Enum):
 
 
 def exposed_name(server: str, tool: str) -> str:
-    """The name the model calls `tool` of `server` by (see the module's docstring)."""
+    """The name the model calls `tool` of `server` by (see the module's docstring).
+
+    `server__tool` as it is when that is allowed and says which server and tool it is: the
+    server's name a letter first, no `_` at either end or doubled (so the first `__` is the
+    separator), the whole within the characters and length allowed. Anything else is changed
+    to fit and ends in a hash of both names."""
     plain = f"{server}{SEPARATOR}{tool}"
+    if _PLAIN_SERVER.match(server) and _ALLOWED.match(tool) and len(plain) <= MAX_NAME:
+        return plain
     name = _NOT_ALLOWED.sub("_", plain)
     if not (name[:1].isascii() and (name[:1].isalpha() or name[:1] == "_")):
         name = "_" + name
-    if name == plain and len(name) <= MAX_NAME:
-        return name
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
