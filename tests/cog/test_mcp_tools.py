@@ -30,10 +30,20 @@ def _root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def start(
-    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path, config: Path, **overrides: Any
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    config: Path,
+    models: str = "openai:test-model",
+    **overrides: Any,
 ) -> ChatBot:
     settings = settings_for(tmp_path, mcp_config=config, **overrides)
-    return await open_bot(settings, chain_for(llm_server))
+    return await open_bot(settings, chain_for(llm_server, models))
+
+
+def messages(llm_server: LLMServer, request: int) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = llm_server.requests[request].body["messages"]
+    return sent
 
 
 def tool_result(llm_server: LLMServer, request: int) -> dict[str, Any]:
@@ -53,17 +63,25 @@ async def test_the_model_calls_a_stdio_servers_tool_and_answers_with_its_result(
     open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     config, _ = stdio_config(tmp_path)
-    bot = await start(open_bot, llm_server, tmp_path, config)
-    llm_server.script(tool_call("tests__echo", '{"text": "hi"}'), answer("It said: echo: hi"))
+    bot = await start(open_bot, llm_server, tmp_path, config, models="openai:test-model+vision")
+    llm_server.script(
+        tool_call("tests__echo", '{"text": "hi"}'),
+        tool_call("tests__picture", "{}", call_id="call_2"),
+        answer("It said: echo: hi, and drew a dot."),
+    )
     await bot.say(f"{bot.mention()} echo hi")
     await bot.settled()
     first = llm_server.requests[0].body["tools"]
     echo = next(tool["function"] for tool in first if tool["function"]["name"] == "tests__echo")
     assert echo["parameters"]["properties"]["text"]["type"] == "string"  # the server's schema
     assert tool_result(llm_server, 1) == {"result": {"text": "echo: hi"}}
-    assert await bot.contents() == ["It said: echo: hi"]
+    *_, picture_result, images = messages(llm_server, 2)  # a vision model sees the picture
+    assert json.loads(picture_result["content"]) == {"result": {"text": ""}}
+    assert images["role"] == "user"
+    assert images["content"][1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert await bot.contents() == ["It said: echo: hi, and drew a dot."]
     _, text = said(await bot.tomori("status"))
-    assert "Tool calls: tests__echo 1" in text.splitlines()
+    assert "Tool calls: tests__echo 1; tests__picture 1" in text.splitlines()
 
 
 @only_on("nextcord", ON_ONE_LIBRARY)
@@ -128,10 +146,18 @@ async def test_the_model_calls_a_streamable_http_servers_tool(
 ) -> None:
     async with http_server(tmp_path) as (config, _):
         bot = await start(open_bot, llm_server, tmp_path, config)
-        llm_server.script(tool_call("tests__echo", '{"text": "web"}'), answer("Done."))
+        llm_server.script(
+            tool_call("tests__echo", '{"text": "web"}'),
+            tool_call("tests__picture", "{}", call_id="call_2"),
+            answer("Done."),
+        )
         await bot.say(f"{bot.mention()} echo web")
         await bot.settled()
         assert tool_result(llm_server, 1) == {"result": {"text": "echo: web"}}
+        assert tool_result(llm_server, 2) == {  # a model without vision is told of it
+            "result": {"text": ""},
+            "images_not_shown": ["an image (image/png) you cannot see"],
+        }
         assert await bot.contents() == ["Done."]
 
 

@@ -9,7 +9,8 @@ import mcp.types as types
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tomori.generation.mcp import exposed_name, result_payload
+from tomori.generation.mcp import exposed_name, result_output
+from tomori.providers.base import Image
 
 PROVIDERS_ALLOW = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 """OpenAI's `^[a-zA-Z0-9_-]{1,64}$`, and Gemini's first character: a letter or an underscore."""
@@ -48,13 +49,18 @@ def test_a_result_is_cut_at_its_bound_and_what_is_not_text_is_named() -> None:
             ),
         ]
     )
-    payload = result_payload(result, 20)
-    assert payload == {
+    output = result_output(result, 20, image_bytes=1)
+    assert output.result == {
         "text": "a" * 20 + "\n[cut: 10 more characters]",
-        "not_shown": ["an image (image/png)", "a file (application/zip, file:///x.bin)"],
+        "not_shown": [
+            "an image (image/png) larger than 1 byte",
+            "a file (application/zip, file:///x.bin)",
+        ],
     }
+    assert output.images == ()
+    assert result_output(result, 20, image_bytes=2).images == (Image(b"hi", "image/png"),)
 
 
 def test_structured_content_is_read_when_there_is_no_text() -> None:
     result = types.CallToolResult(content=[], structured_content={"temperature": 21})
-    assert result_payload(result, 100) == {"text": '{"temperature": 21}'}
+    assert result_output(result, 100, 10).result == {"text": '{"temperature": 21}'}

@@ -3,7 +3,7 @@ stdio DIR` or `... http DIR PORT`. DIR is where it leaves what a test asks of it
 `cancelled` when a call of `hang` was cancelled by the client, `started` lines, one per start.
 
 Its tools: `echo` (says its text back), `hang` (never answers), `crash_once` (the first call
-ends the process, later ones answer), `big` (a result of `size` characters)."""
+ends the process, later ones answer), `picture` (a PNG), `big` (a result of `size` characters)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
+
+PICTURE = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+"""A 1x1 PNG."""
 
 
 def build(folder: Path) -> MCPServer:
@@ -39,6 +45,10 @@ def build(folder: Path) -> MCPServer:
             marker.write_text("crashed")
             os._exit(3)
         return "recovered"
+
+    @server.tool(description="A picture")
+    async def picture() -> Image:
+        return Image(data=PICTURE, format="png")
 
     @server.tool(description="A long answer")
     async def big(size: int) -> str:

@@ -50,8 +50,14 @@ def mcp_config_file(name: str, raw: str) -> Path:
     """The variable's value: a file that exists (what is in it is read by `load_servers`)."""
     if not raw.strip() or "\0" in raw:
         raise refused(name, raw, "it must be the path of a JSON file")
-    path = Path(raw.strip()).expanduser()
-    if not path.is_file():
+    try:
+        path = Path(raw.strip()).expanduser()
+        found = path.is_file()
+    except RuntimeError:  # ~name of a user this machine does not have
+        raise refused(name, raw, "its home folder cannot be found") from None
+    except OSError as error:  # a name too long, a folder we may not enter
+        raise refused(name, raw, f"it cannot be checked ({error.strerror})") from None
+    if not found:
         raise refused(name, raw, "no such file")
     return path
 

@@ -312,7 +312,7 @@ class Settings:
         20_000,
         integer(1, unit="characters", maximum=1_000_000),
         "an MCP tool's result is given to the model up to this many characters of text, then "
-        "cut with a marker (images and files in it are named, not sent)",
+        "cut with a marker (its images go to +vision models only, audio and files are named)",
     )
     delivery_timeout_ms: int = setting(
         "TOMORI_DELIVERY_TIMEOUT_MS",

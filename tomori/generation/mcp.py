@@ -15,12 +15,14 @@ character outside that is `_`; a name changed that way, or cut to 64, or whose s
 would make the separator ambiguous, ends in a short hash of the server's and tool's own names,
 so two tools never share one (should two hashes meet, the second tool is left out, logged).
 What a tool returns reaches the model bounded (`TOMORI_MCP_RESULT_MAX_CHARS`): text kept,
-anything else named.
+images (up to `TOMORI_MAX_IMAGE_BYTES` each) sent to a model that sees images, anything else
+named.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import importlib.util
@@ -34,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from tomori.config.mcp_servers import VARIABLE, McpServerConfig, load_servers
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings, seconds
-from tomori.generation.tools import Tool, ToolContext, ToolFailure
-from tomori.providers.base import JsonObject
+from tomori.generation.tools import Tool, ToolContext, ToolFailure, ToolOutput
+from tomori.providers.base import Image, JsonObject
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -298,10 +300,16 @@ class McpTools:
     """Every configured server, and their tools as the model sees them."""
 
     def __init__(
-        self, configs: Iterable[McpServerConfig], *, call_timeout_s: float, result_chars: int
+        self,
+        configs: Iterable[McpServerConfig],
+        *,
+        call_timeout_s: float,
+        result_chars: int,
+        image_bytes: int,
     ) -> None:
         self.servers = tuple(McpServer(c, call_timeout_s=call_timeout_s) for c in configs)
         self._result_chars = result_chars
+        self._image_bytes = image_bytes
 
     def start(self) -> None:
         for server in self.servers:
@@ -345,33 +353,41 @@ class McpTools:
         return tuple(found)
 
     def _tool(self, server: McpServer, listed: mcp_types.Tool, name: str) -> Tool:
-        limit = self._result_chars
+        limit, image_bytes = self._result_chars, self._image_bytes
 
-        async def run(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+        async def run(context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutput:
             result = await server.call(listed.name, arguments)
-            payload = result_payload(result, limit)
+            output = result_output(result, limit, image_bytes)
             if result.is_error:
-                raise ToolFailure(f"the tool reported an error: {payload['text'][:ERROR_CHARS]}")
-            return payload
+                said = str(output.result["text"])[:ERROR_CHARS]
+                raise ToolFailure(f"the tool reported an error: {said}")
+            return output
 
         schema: JsonObject = dict(listed.input_schema) or {"type": "object"}
         description = (listed.description or listed.title or listed.name)[:1024]
         return Tool(name, description, schema, run, mcp_server=server.name)
 
 
-def result_payload(result: mcp_types.CallToolResult, limit: int) -> dict[str, Any]:
+def result_output(result: mcp_types.CallToolResult, limit: int, image_bytes: int) -> ToolOutput:
     """What the model reads of a result: its text (and its structured content when it gave no
-    text), cut at `limit` characters with a marker; anything else named, not sent."""
+    text), cut at `limit` characters with a marker; its images up to `image_bytes` each, which
+    only a model that sees images is sent (`ToolOutput`); anything else named, not sent."""
     import mcp
 
     types = mcp.types
     texts: list[str] = []
     omitted: list[str] = []
+    images: list[Image] = []
     for block in result.content:
         if isinstance(block, types.TextContent):
             texts.append(block.text)
         elif isinstance(block, types.ImageContent):
-            omitted.append(f"an image ({block.mime_type})")
+            image = _image(block, image_bytes)
+            if image is None:
+                size = f"{image_bytes} byte{'s' * (image_bytes != 1)}"
+                omitted.append(f"an image ({block.mime_type}) larger than {size}")
+            else:
+                images.append(image)
         elif isinstance(block, types.AudioContent):
             omitted.append(f"audio ({block.mime_type})")
         elif isinstance(block, types.ResourceLink):
@@ -390,7 +406,19 @@ def result_payload(result: mcp_types.CallToolResult, limit: int) -> dict[str, An
     payload: dict[str, Any] = {"text": text}
     if omitted:
         payload["not_shown"] = omitted
-    return payload
+    return ToolOutput(payload, tuple(images))
+
+
+def _image(block: mcp_types.ImageContent, image_bytes: int) -> Image | None:
+    """The image's bytes, or None past `image_bytes` (checked on the base64 text first, so a
+    huge one is never decoded)."""
+    if len(block.data) > (image_bytes // 3 + 1) * 4:  # more base64 than that many bytes make
+        return None
+    try:
+        data = base64.b64decode(block.data, validate=True)
+    except ValueError:
+        return None
+    return Image(data, block.mime_type) if len(data) <= image_bytes else None
 
 
 def mcp_tools_for(settings: Settings, environ: Mapping[str, str]) -> McpTools | None:
@@ -410,4 +438,5 @@ def mcp_tools_for(settings: Settings, environ: Mapping[str, str]) -> McpTools | 
         configs,
         call_timeout_s=seconds(settings.tool_execution_timeout_ms),
         result_chars=settings.mcp_result_max_chars,
+        image_bytes=settings.max_image_bytes,
     )

@@ -21,10 +21,12 @@ from tomori.generation.results import StreamResult, StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
-from tomori.generation.tools import ToolContext, ToolFailure, ToolRegistry
+from tomori.generation.tools import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 from tomori.locks import TurnGuard
+from tomori.prompt.vision import tool_images_unseen
 from tomori.providers.base import (
     ArgumentsProblem,
+    Image,
     JsonObject,
     Provider,
     StreamRequest,
@@ -84,6 +86,7 @@ class _Outcome:
     kind: str = "used"
     """How the call ended, as the metrics count it: used, failed, timed_out (killed calls
     raise `Stopped` instead)."""
+    images: tuple[Image, ...] = ()
 
 
 async def run_tool_loop(
@@ -127,7 +130,8 @@ async def run_tool_loop(
                 return ended(StreamStatus.STOPPED_BY_USER)
             _record(env, call, outcome.kind, started)
             pre_text = (result.text,) if position == 0 and result.text else ()
-            history.append(ToolExchange(call, outcome.payload, pre_tool_text=pre_text))
+            exchange = ToolExchange(call, outcome.payload, pre_text, outcome.images)
+            history.append(exchange if request.sees_images else tool_images_unseen(exchange))
             failures_in_a_row = 0 if outcome.ok else failures_in_a_row + 1
             if failures_in_a_row >= settings.max_consecutive_tool_errors:
                 if surface_errors:
@@ -179,6 +183,8 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
             watched=True,
             name=f"tomori-tool-{call.name}",
         )
+        if isinstance(payload, ToolOutput):
+            return _Outcome(True, {"result": dict(payload.result)}, images=payload.images)
         return _Outcome(True, {"result": dict(payload)})
     except TimeoutError:
         budget = seconds(settings.tool_execution_timeout_ms)

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tomori.config.settings import CURRENT_TIME_NAME
 from tomori.errors import TomoriError
-from tomori.providers.base import JsonObject, ToolSpec
+from tomori.providers.base import Image, JsonObject, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,18 @@ class ToolContext:
     requester_id: str | None
 
 
-ToolFunction = Callable[[ToolContext, Mapping[str, Any]], Coroutine[Any, Any, JsonObject]]
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return instead of a bare JSON object: the object and images, which a
+    model that sees images is sent after it (and one that does not is told of)."""
+
+    result: JsonObject
+    images: tuple[Image, ...] = ()
+
+
+ToolFunction = Callable[
+    [ToolContext, Mapping[str, Any]], Coroutine[Any, Any, JsonObject | ToolOutput]
+]
 
 
 class ToolFailure(TomoriError):
