@@ -5,6 +5,7 @@ timeout, stopped at once by /kill (and the server told so), a crashed server res
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -54,6 +55,11 @@ def tool_result(llm_server: LLMServer, request: int) -> dict[str, Any]:
     return result
 
 
+def listed(bot: ChatBot) -> set[str]:
+    """The tools `/tomori tools` would list now."""
+    return {tool.name for tool in bot.service.tool_catalog().tools}
+
+
 def offered(llm_server: LLMServer, request: int) -> set[str]:
     return {tool["function"]["name"] for tool in llm_server.requests[request].body["tools"]}
 
@@ -82,6 +88,25 @@ async def test_the_model_calls_a_stdio_servers_tool_and_answers_with_its_result(
     assert await bot.contents() == ["It said: echo: hi, and drew a dot."]
     _, text = said(await bot.tomori("status"))
     assert "Tool calls: tests__echo 1; tests__picture 1" in text.splitlines()
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_servers_new_tool_is_offered_once_it_says_its_tools_changed(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, _ = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(tool_call("tests__grow", "{}"), answer("Grown."))
+    await bot.say(f"{bot.mention()} grow")
+    await bot.settled()
+    assert "tests__extra" not in offered(llm_server, 0)
+    async with asyncio.timeout(5):
+        while "tests__extra" not in listed(bot):  # noqa: ASYNC110 (the server says it)
+            await asyncio.sleep(0.01)
+    llm_server.script(answer("More tools."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert "tests__extra" in offered(llm_server, 2)
 
 
 @only_on("nextcord", ON_ONE_LIBRARY)

@@ -3,7 +3,8 @@ stdio DIR` or `... http DIR PORT`. DIR is where it leaves what a test asks of it
 `cancelled` when a call of `hang` was cancelled by the client, `started` lines, one per start.
 
 Its tools: `echo` (says its text back), `hang` (never answers), `crash_once` (the first call
-ends the process, later ones answer), `picture` (a PNG), `big` (a result of `size` characters)."""
+ends the process, later ones answer), `picture` (a PNG), `grow` (adds the tool `extra` and
+says the list changed), `big` (a result of `size` characters)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 
 PICTURE = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -49,6 +50,15 @@ def build(folder: Path) -> MCPServer:
     @server.tool(description="A picture")
     async def picture() -> Image:
         return Image(data=PICTURE, format="png")
+
+    @server.tool(description="Add the tool `extra`, and say the tools changed")
+    async def grow(ctx: Context) -> str:
+        async def extra() -> str:
+            return "extra"
+
+        server.add_tool(extra, description="Added by grow")
+        await ctx.session.send_tool_list_changed()
+        return "grown"
 
     @server.tool(description="A long answer")
     async def big(size: int) -> str:
