@@ -29,22 +29,16 @@ from tomori.delivery.notices import (
     post_notice_safely,
 )
 from tomori.generation.answering import answer_turn
-from tomori.generation.mcp import START_TIMEOUT_S, McpTools, mcp_tools_for
+from tomori.generation.mcp import McpTools, mcp_tools_for
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
-from tomori.generation.tools import CURRENT_TIME, Tool, ToolRegistry
+from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.limits import UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
-from tomori.policy.tool_switches import (
-    Switch,
-    ToolCatalog,
-    ToolEntry,
-    ToolSwitchStore,
-    offered,
-)
+from tomori.policy.tool_switches import BotTools, Switch, ToolCatalog, ToolSwitchStore
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori_cog.channel_config import ChannelConfig
@@ -77,6 +71,7 @@ class TomoriService:
         self.mcp: McpTools | None = mcp_tools_for(settings, os.environ)
         """The MCP servers of `TOMORI_MCP_CONFIG` (a bad file stops the cog loading here);
         started with the database, closed after the last turn."""
+        self._bot_tools = BotTools(self.tools, self.mcp)
         self.tool_switches: ToolSwitchStore | None = None
         self.memory = RecentMessages(
             per_channel=2 * settings.history_limit, channels=settings.history_memory_channels
@@ -343,38 +338,17 @@ class TomoriService:
                 await asyncio.gather(typing, return_exceptions=True)
 
     async def _turn_tools(self, channel: Any) -> ToolRegistry:
-        """The tools offered in this channel's turn: the bot's and its MCP servers', less those
-        an admin turned off here (read afresh: a change applies from the next turn)."""
+        """The tools offered in this channel's turn, less those an admin turned off here (read
+        afresh: a change applies from the next turn)."""
         guild = getattr(channel, "guild", None)
         switches: tuple[Switch, ...] = ()
         if guild is not None and self.tool_switches is not None:
             switches = await self.tool_switches.read(str(guild.id), str(channel.id))
-        if self.mcp is not None:  # bounded by a server's start, and by /kill (until_stopped)
-            await self.mcp.started(START_TIMEOUT_S, first_only=True)
-
-        def on(tool: Tool) -> bool:
-            decided = offered(tool.name, tool.mcp_server, switches)
-            return decided is None or decided.enabled
-
-        return self.tools.for_turn(self._mcp_tools(), on)
-
-    def _mcp_tools(self) -> tuple[Tool, ...]:
-        if self.mcp is None:
-            return ()
-        return self.mcp.tools(taken=(tool.name for tool in self.tools.all()))
+        return await self._bot_tools.for_turn(switches)
 
     def tool_catalog(self) -> ToolCatalog:
         """What `/tomori tools` lists: every tool the bot could offer, and its MCP servers."""
-        entries = [
-            ToolEntry(tool.name, "built-in" if self.tools.is_builtin(tool.name) else "registered")
-            for tool in self.tools.all()
-        ]
-        entries += [
-            ToolEntry(tool.name, f"MCP server {tool.mcp_server}", tool.mcp_server)
-            for tool in self._mcp_tools()
-        ]
-        servers = () if self.mcp is None else self.mcp.states()
-        return ToolCatalog(tuple(entries), servers)
+        return self._bot_tools.catalog()
 
     def _record_unasked(self, state: TurnState, status: StreamStatus) -> None:
         if self.metrics is not None:

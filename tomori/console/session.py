@@ -61,7 +61,7 @@ from tomori.delivery.notices import (
 )
 from tomori.generation.answering import answer_turn
 from tomori.generation.state import TurnState
-from tomori.generation.tools import CURRENT_TIME, ToolRegistry
+from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.store import Database
@@ -92,7 +92,6 @@ class ConsoleSession:
         self._reader = KeyReader(fd) if live else LineReader(fd)
         self._editor = LineEditor()
         """Live: the draft being typed (the terminal's keys are the console's own)."""
-        self._tools = ToolRegistry(t for t in (CURRENT_TIME,) if t.name in settings.tools)
         self._server = ConsoleServer(settings, chain)
         self._locks: ChannelLocks | None = None
         self._quit = asyncio.Event()
@@ -324,7 +323,9 @@ class ConsoleSession:
                 self._tell_held(held, self._channel.message_id(trigger))
                 return
             setup = await self._server.for_turn()
-            if guard.stop_requested():
+            try:  # the MCP servers' first start is waited for: /kill ends the wait
+                tools = await until_stopped(guard, self._server.turn_tools())
+            except Stopped:
                 return
             context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
             await answer_turn(
@@ -334,7 +335,7 @@ class ConsoleSession:
                 self._channel,
                 entries=setup.entries,
                 providers=setup.providers,
-                tools=self._tools,
+                tools=tools,
                 settings=self._settings,
                 context=context,
                 surface_errors=True,

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tomori.generation.mcp import START_TIMEOUT_S, McpTools
+from tomori.generation.tools import Tool, ToolRegistry
 from tomori.policy.overrides import Scope
 from tomori.store import Database
 
@@ -100,3 +102,45 @@ class ToolCatalog:
 
     tools: tuple[ToolEntry, ...] = ()
     servers: tuple[tuple[str, str], ...] = ()
+
+
+class BotTools:
+    """The bot's tools (built-in and registered) and its MCP servers', as a turn in one channel
+    is offered them and `/tomori tools` lists them; the cog and the console each hold one."""
+
+    def __init__(self, registry: ToolRegistry, mcp: McpTools | None) -> None:
+        self.registry = registry
+        self.mcp = mcp
+
+    def _mcp_tools(self) -> tuple[Tool, ...]:
+        if self.mcp is None:
+            return ()
+        return self.mcp.tools(taken=(tool.name for tool in self.registry.all()))
+
+    async def for_turn(self, switches: Iterable[Switch]) -> ToolRegistry:
+        """What the turn's model is offered: every tool, less those `switches` turn off. Waits
+        for a server starting for the first time (bounded by its start; the caller runs it
+        under `until_stopped`), so a turn just after start-up is offered its tools too."""
+        if self.mcp is not None:
+            await self.mcp.started(START_TIMEOUT_S, first_only=True)
+        held = tuple(switches)
+
+        def on(tool: Tool) -> bool:
+            decided = offered(tool.name, tool.mcp_server, held)
+            return decided is None or decided.enabled
+
+        return self.registry.for_turn(self._mcp_tools(), on)
+
+    def catalog(self) -> ToolCatalog:
+        """Every tool the bot could offer now, and its MCP servers' states."""
+        entries = [
+            ToolEntry(
+                tool.name, "built-in" if self.registry.is_builtin(tool.name) else "registered"
+            )
+            for tool in self.registry.all()
+        ]
+        entries += [
+            ToolEntry(tool.name, f"MCP server {tool.mcp_server}", tool.mcp_server)
+            for tool in self._mcp_tools()
+        ]
+        return ToolCatalog(tuple(entries), () if self.mcp is None else self.mcp.states())
