@@ -212,3 +212,8 @@ async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_the
     assert not any(name.startswith("tests__") for name in here)
     assert "current_time" in here
     assert {"tests__echo", "tests__hang"} <= there
+    said(await bot.tomori("reset"))  # the channel's every setting, its tools' too
+    llm_server.script(answer("Back."))
+    await bot.say(f"{bot.mention()} here again")
+    await bot.settled()
+    assert {"tests__echo", "tests__hang"} <= offered(llm_server, 3)

@@ -185,7 +185,8 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
 def reset(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         cleared = await target.overrides.reset(_scope(scope), *_keys(where))
-        if not cleared:
+        switched = await target.tool_switches.reset(_scope(scope), *_keys(where))
+        if not (cleared or switched):
             return _done(f"Nothing was set for {_scope_name(scope)}.")
         return _done(f"Cleared the settings of {_scope_name(scope)}.")
 

@@ -84,6 +84,14 @@ class ToolSwitchStore:
                 (guild_id, where, switch.kind.value, switch.name, int(switch.enabled), now),
             )
 
+    async def reset(self, scope: Scope, guild_id: str, channel_id: str) -> bool:
+        """Clear every choice made at `scope` (`/tomori reset`); False if none was."""
+        where = SERVER_WIDE if scope is Scope.SERVER else channel_id
+        cleared = await self._db.execute(
+            "DELETE FROM tool_switches WHERE guild_id = ? AND channel_id = ?", (guild_id, where)
+        )
+        return cleared > 0
+
 
 @dataclass(frozen=True, slots=True)
 class ToolEntry:
