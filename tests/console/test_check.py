@@ -454,7 +454,8 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     out, err = await finished(process)
     assert process.returncode == 1, out + err
     lines = out.splitlines()
-    assert "ok      MCP server tests: 4 tools: echo, hang, crash_once, big" in lines
+    tools = "echo, hang, crash_once, picture, grow, big"
+    assert f"ok      MCP server tests: 6 tools: {tools}" in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
 
