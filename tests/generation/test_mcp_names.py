@@ -1,5 +1,6 @@
 """What the model calls an MCP tool: within OpenAI's and Gemini's function-name rules, and never
-one name for two tools; and what it reads of a result: bounded, text kept, the rest named."""
+one name for two tools; what it reads of a result: bounded, text kept, the rest named; and
+what a failure says: never a secret of the config."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import mcp.types as types
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tomori.generation.mcp import exposed_name, result_output
+from tomori.config.mcp_servers import McpServerConfig
+from tomori.generation.mcp import McpServer, exposed_name, result_output
 from tomori.providers.base import Image
 
-PROVIDERS_ALLOW = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-"""OpenAI's `^[a-zA-Z0-9_-]{1,64}$`, and Gemini's first character: a letter or an underscore."""
+PROVIDERS_ALLOW = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,62}$")
+"""OpenAI's `^[a-zA-Z0-9_-]{1,64}$`, and Gemini's first character (a letter or an underscore)
+and length (63 in some of its documentation)."""
 
 names = st.text(min_size=1, max_size=150)
 
@@ -21,7 +24,7 @@ names = st.text(min_size=1, max_size=150)
 @given(names, names, names, names)
 @example("fetch", "fetch", "fetch_", "_fetch")  # the separator's own characters
 @example("a.b", "c", "a_b", "c")  # a character each changes alike
-@example("9lives", "x" * 200, "9lives", "x" * 201)  # a digit first; cut to 64 alike
+@example("9lives", "x" * 200, "9lives", "x" * 201)  # a digit first; cut to 63 alike
 @example("a__b", "c", "a", "b__c")  # the separator inside a name
 @example("a_", "b", "a", "_b")
 def test_every_name_is_allowed_by_both_providers_and_names_one_tool(
@@ -64,3 +67,14 @@ def test_a_result_is_cut_at_its_bound_and_what_is_not_text_is_named() -> None:
 def test_structured_content_is_read_when_there_is_no_text() -> None:
     result = types.CallToolResult(content=[], structured_content={"temperature": 21})
     assert result_output(result, 100, 10).result == {"text": '{"temperature": 21}'}
+
+
+def test_what_a_failure_says_holds_no_secret_of_the_config() -> None:
+    url = "https://user:pw@search.example/mcp?key=query-secret"
+    config = McpServerConfig("search", url=url, headers={"Authorization": "Bearer header-secret"})
+    server = McpServer(config, call_timeout_s=1)
+    error = RuntimeError(f"Client error '401 Unauthorized' for url '{url}' (Bearer header-secret)")
+    said = server._described(error)
+    assert said == (
+        "RuntimeError: Client error '401 Unauthorized' for url 'https://search.example/mcp' (…)"
+    )

@@ -10,8 +10,9 @@ not answer. A server that is down or starting never blocks a turn past its tool 
 fails at once with a plain reason while it waits out its backoff.
 
 The model sees a tool as `server__tool` (`exposed_name`), within what both providers allow of a
-function name: OpenAI's `[a-zA-Z0-9_-]{1,64}`, Gemini's first character a letter or `_`. A
-character outside that is `_`; a name changed that way, or cut to 64, or whose server's name
+function name: OpenAI's `[a-zA-Z0-9_-]{1,64}`, Gemini's first character a letter or `_` and
+at most 63 in some of its documentation. A character outside that is `_`; a name changed that
+way, or cut to 63, or whose server's name
 would make the separator ambiguous, ends in a short hash of the server's and tool's own names,
 so two tools never share one (should two hashes meet, the second tool is left out, logged).
 What a tool returns reaches the model bounded (`TOMORI_MCP_RESULT_MAX_CHARS`): text kept,
@@ -32,6 +33,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tomori.config.mcp_servers import VARIABLE, McpServerConfig, load_servers
 from tomori.config.parsers import ConfigError
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_NAME = 64
+MAX_NAME = 63
+"""OpenAI allows 64 characters; Gemini's documentation says 64 in places and 63 in others."""
 SEPARATOR = "__"
 START_TIMEOUT_S = 30.0
 """The most a server's start (process or connection, handshake, tool list) may take."""
@@ -162,6 +165,20 @@ class McpServer:
                 ) from None
             raise
 
+    def _described(self, error: BaseException) -> str:
+        """`_described`, with the config's secrets taken out: a header's or an environment
+        value, the URL's query and password (an HTTP error names the URL it was for)."""
+        said = _described(error)
+        config = self.config
+        if config.url is not None:
+            parts = urlsplit(config.url)
+            shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
+            said = said.replace(config.url, shown)
+        for secret in (*config.headers.values(), *config.env.values()):
+            if len(secret) >= 4:
+                said = said.replace(secret, "…")
+        return said
+
     def _ask(self, what: str) -> None:
         self._wanted.add(what)
         self._wake.set()
@@ -191,7 +208,7 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                reason = _described(error)
+                reason = self._described(error)
                 log.warning("MCP server %s failed: %s", self.name, reason)
                 self.failure = reason
             finally:
@@ -220,7 +237,7 @@ class McpServer:
                 try:
                     await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
                 except Exception as error:
-                    self.failure = f"it did not answer a ping ({_described(error)})"
+                    self.failure = f"it did not answer a ping ({self._described(error)})"
                     return
 
     async def _list(self, session: ClientSession) -> tuple[mcp_types.Tool, ...]:
