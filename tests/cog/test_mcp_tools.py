@@ -166,10 +166,10 @@ async def test_a_server_that_exits_mid_call_is_restarted_and_the_next_turn_works
 
 
 @only_on("nextcord", ON_ONE_LIBRARY)
-async def test_the_model_calls_a_streamable_http_servers_tool(
+async def test_the_model_calls_a_streamable_http_servers_tool_and_kill_stops_one(
     open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    async with http_server(tmp_path) as (config, _):
+    async with http_server(tmp_path) as (config, server):
         bot = await start(open_bot, llm_server, tmp_path, config)
         llm_server.script(
             tool_call("tests__echo", '{"text": "web"}'),
@@ -184,6 +184,13 @@ async def test_the_model_calls_a_streamable_http_servers_tool(
             "images_not_shown": ["an image (image/png) you cannot see"],
         }
         assert await bot.contents() == ["Done."]
+        llm_server.script(tool_call("tests__hang", "{}"))  # /kill reaches an HTTP server too
+        await bot.say(f"{bot.mention()} hang")
+        await server.wait_for("hanging")
+        killed_at = time.monotonic()
+        await bot.kill()
+        await server.wait_for("cancelled", timeout_s=1.0)
+        assert time.monotonic() - killed_at < 1.0
 
 
 async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_there_only(
