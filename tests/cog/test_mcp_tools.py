@@ -224,3 +224,20 @@ async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_the
     await bot.say(f"{bot.mention()} here again")
     await bot.settled()
     assert {"tests__echo", "tests__hang"} <= offered(llm_server, 3)
+
+
+async def test_a_server_that_cannot_start_never_holds_a_turn_and_tools_says_why(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"gone": {"command": str(tmp_path / "none")}}}))
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(answer("Still here."), answer("And here."))
+    for _ in range(2):  # the second turn comes while the server waits out its backoff
+        began = time.monotonic()
+        await bot.say(f"{bot.mention()} hi")
+        await bot.settled()
+        assert time.monotonic() - began < 2.0
+    assert await bot.contents() == ["Still here.", "And here."]
+    _, listing = said(await bot.tomori("tools"))
+    assert "MCP servers: gone down (FileNotFoundError: " in listing

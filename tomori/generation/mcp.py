@@ -52,6 +52,9 @@ MAX_NAME = 63
 SEPARATOR = "__"
 START_TIMEOUT_S = 30.0
 """The most a server's start (process or connection, handshake, tool list) may take."""
+FIRST_WAIT_S = 10.0
+"""The most a turn waits for a server's first start (once per process: a turn right after
+start-up is offered its tools; /kill ends the wait)."""
 PING_TIMEOUT_S = 5.0
 """After a call was cancelled or timed out: a server that does not answer a ping within this
 is taken for hung and started again."""
@@ -100,6 +103,9 @@ class McpServer:
         self.failure = ""
         """Why it is down, in words the model and the log may read."""
         self.tools: tuple[mcp_types.Tool, ...] = ()
+        self.tried = False
+        """Whether a start has ended yet (ready or down): only the first is waited for by a
+        turn (`McpTools.started`)."""
         """Its tools as last listed: kept while it restarts, so a call says why it fails."""
         self._session: ClientSession | None = None
         self._changed = asyncio.Event()
@@ -188,6 +194,7 @@ class McpServer:
 
     def _set_state(self, state: ServerState, failure: str = "") -> None:
         self.state, self.failure = state, failure
+        self.tried = self.tried or state is not ServerState.STARTING
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -337,9 +344,10 @@ class McpTools:
 
     async def started(self, timeout_s: float, *, first_only: bool = False) -> None:
         """Wait until every server is ready or down, at most `timeout_s`; `first_only`: only
-        for those starting for the first time (a turn just after start-up would be offered
-        none of their tools; one restarting keeps offering those it listed)."""
-        waits = [s.ready() for s in self.servers if not (first_only and s.tools)]
+        for those whose first start has not ended (a turn just after start-up would be offered
+        none of their tools; one restarting keeps offering those it listed, and one that never
+        started fails its calls at once)."""
+        waits = [s.ready() for s in self.servers if not (first_only and s.tried)]
         if waits:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tomori.generation.mcp import START_TIMEOUT_S, McpTools
+from tomori.generation.mcp import FIRST_WAIT_S, McpTools
 from tomori.generation.tools import Tool, ToolRegistry
 from tomori.policy.overrides import Scope
 from tomori.store import Database
@@ -127,10 +127,10 @@ class BotTools:
 
     async def for_turn(self, switches: Iterable[Switch]) -> ToolRegistry:
         """What the turn's model is offered: every tool, less those `switches` turn off. Waits
-        for a server starting for the first time (bounded by its start; the caller runs it
-        under `until_stopped`), so a turn just after start-up is offered its tools too."""
+        for a server's first start (at most `FIRST_WAIT_S`, once; the caller runs it under
+        `until_stopped`), so a turn just after start-up is offered its tools too."""
         if self.mcp is not None:
-            await self.mcp.started(START_TIMEOUT_S, first_only=True)
+            await self.mcp.started(FIRST_WAIT_S, first_only=True)
         held = tuple(switches)
 
         def on(tool: Tool) -> bool:
