@@ -103,10 +103,10 @@ class McpServer:
         self.failure = ""
         """Why it is down, in words the model and the log may read."""
         self.tools: tuple[mcp_types.Tool, ...] = ()
+        """Its tools as last listed: kept while it restarts, so a call says why it fails."""
         self.tried = False
         """Whether a start has ended yet (ready or down): only the first is waited for by a
         turn (`McpTools.started`)."""
-        """Its tools as last listed: kept while it restarts, so a call says why it fails."""
         self._session: ClientSession | None = None
         self._changed = asyncio.Event()
         """Set and replaced at each change of `state`, for calls waiting on a start."""
@@ -163,13 +163,16 @@ class McpServer:
             raise ToolFailure(
                 f"the MCP server {self.name!r} could not be reached ({type(error).__name__})"
             ) from None
-        except Exception as error:
+        except Exception as error:  # the transport's own (an HTTP client's, a closed stream)
             if _is_closed_stream(error):
                 self._ask("restart")
                 raise ToolFailure(
                     f"the MCP server {self.name!r} stopped during the call; it is being restarted"
                 ) from None
-            raise
+            self._ask("check")  # a ping decides whether the server is still there
+            raise ToolFailure(
+                f"the call to the MCP server {self.name!r} failed ({type(error).__name__})"
+            ) from None
 
     def _described(self, error: BaseException) -> str:
         """`_described`, with the config's secrets taken out: a header's or an environment
