@@ -16,6 +16,7 @@ from typing import Any
 from tomori.config.models import ModelChain
 from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
+from tomori.generation.mcp import mcp_tools_for
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         api_base = api_base_from_env(os.environ)
         settings = Settings.from_env()
         ModelChain.from_env()
+        mcp_tools_for(settings, os.environ)  # a bad TOMORI_MCP_CONFIG file stops here
         asyncio.run(check_database(settings))
     except (ConfigError, StoreError) as error:
         print(refusal(error, os.environ), file=sys.stderr)

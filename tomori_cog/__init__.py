@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
-from tomori.generation.tools import Tool, ToolContext, ToolFailure
+from tomori.generation.tools import Tool, ToolContext, ToolFailure, ToolOutput
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.library import detect
 from tomori_cog.service import TomoriService
@@ -58,6 +58,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolFailure",
+    "ToolOutput",
     "add_tomori",
     "load_as",
     "setup",

@@ -16,6 +16,7 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.check import run_check
 from tomori.console.session import run_console
+from tomori.generation.mcp import mcp_tools_for
 from tomori.store import StoreError
 from tomori_cog.discord_check import check_discord
 from tomori_cog.variables import refusal, shards_without_a_shared_database, unread_variables
@@ -46,6 +47,7 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
         check_more()
         settings = Settings.from_env()
         chain = ModelChain.from_env()
+        mcp_tools_for(settings, os.environ)  # a bad TOMORI_MCP_CONFIG file stops here
     except ConfigError as error:
         print(refusal(error, os.environ), file=sys.stderr)
         return 2

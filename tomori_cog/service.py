@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from tomori.delivery.notices import (
     post_notice_safely,
 )
 from tomori.generation.answering import answer_turn
+from tomori.generation.mcp import McpTools, mcp_tools_for
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
@@ -40,6 +42,7 @@ from tomori.policy.limits import BotTurns, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
 from tomori.policy.personas import Persona, PersonaStore, drawn_in
+from tomori.policy.tool_switches import BotTools, Switch, ToolCatalog, ToolSwitchStore
 from tomori.providers.base import ContextItem, Role
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -84,6 +87,11 @@ class TomoriService:
         self.health: ModelHealthStore | None = None
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
+        self.mcp: McpTools | None = mcp_tools_for(settings, os.environ)
+        """The MCP servers of `TOMORI_MCP_CONFIG` (a bad file stops the cog loading here);
+        started with the database, closed after the last turn."""
+        self._bot_tools = BotTools(self.tools, self.mcp)
+        self.tool_switches: ToolSwitchStore | None = None
         self.memory = RecentMessages(
             per_channel=2 * settings.history_limit, channels=settings.history_memory_channels
         )
@@ -125,6 +133,9 @@ class TomoriService:
                         self.pacing.shared(locks.live_processes), name="tomori-request-share"
                     )
                     self.health = self._model_health(database, locks.instance_id)
+                    self.tool_switches = ToolSwitchStore(database)
+                    if self.mcp is not None:
+                        self.mcp.start()
                 except BaseException:
                     await self._release_resources()
                     raise
@@ -148,6 +159,9 @@ class TomoriService:
             await asyncio.gather(self._sharing, return_exceptions=True)
             self._sharing = None
         self.pacing.budget.close()
+        if self.mcp is not None:  # no turn runs now: nothing waits on a server
+            await self.mcp.aclose()
+        self.tool_switches = None
         if self.health is not None:  # its probes use the providers
             await self.health.close()
             self.health = None
@@ -300,6 +314,7 @@ class TomoriService:
                     )
                 )
                 config = await until_stopped(guard, self.config.for_turn(channel))
+                tools = await until_stopped(guard, self._turn_tools(channel))
                 cast = await until_stopped(guard, self._cast(channel, turn))
                 reading = self._history.read(
                     channel,
@@ -326,7 +341,7 @@ class TomoriService:
                 return
             if cast:
                 await self._answer_as_personas(
-                    turn, guard, state, channel, config, shown, cast, surface_errors
+                    turn, guard, state, channel, config, shown, cast, tools, surface_errors
                 )
                 return
             context = self._history.items(shown, config.system_prompt, Voice())
@@ -337,7 +352,7 @@ class TomoriService:
                 self._bot_port(channel),
                 entries=config.entries,
                 providers=config.providers,
-                tools=self.tools,
+                tools=tools,
                 settings=self._settings,
                 context=context,
                 request_notices=shown.notices,
@@ -375,6 +390,7 @@ class TomoriService:
         config: TurnConfig,
         shown: Shown,
         cast: list[Persona],
+        tools: ToolRegistry,
         surface_errors: bool,
     ) -> None:
         """Each persona answers in turn, under the one channel lock, each seeing what those
@@ -417,7 +433,7 @@ class TomoriService:
                     port,
                     entries=own.entries,
                     providers=own.providers,
-                    tools=self.tools,
+                    tools=tools,
                     settings=self._settings,
                     context=context,
                     request_notices=shown.notices,
@@ -486,6 +502,19 @@ class TomoriService:
                 ids,
                 error,
             )
+
+    async def _turn_tools(self, channel: Any) -> ToolRegistry:
+        """The tools offered in this channel's turn, less those an admin turned off here (read
+        afresh: a change applies from the next turn)."""
+        guild = getattr(channel, "guild", None)
+        switches: tuple[Switch, ...] = ()
+        if guild is not None and self.tool_switches is not None:
+            switches = await self.tool_switches.read(str(guild.id), str(channel.id))
+        return await self._bot_tools.for_turn(switches)
+
+    def tool_catalog(self) -> ToolCatalog:
+        """What `/tomori tools` lists: every tool the bot could offer, and its MCP servers."""
+        return self._bot_tools.catalog()
 
     def _record_unasked(self, state: TurnState, status: StreamStatus) -> None:
         if self.metrics is not None:

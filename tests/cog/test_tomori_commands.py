@@ -286,6 +286,7 @@ async def test_status_counts_what_happened_in_the_server(
         "Stopped by /kill: 1",
         "Errors: 0; empty answers: 0",
         f"Tokens: {tokens_in} in, {tokens_out} out",
+        "Tool calls: none",
         "Models skipped now: none",
     ]
 
@@ -303,6 +304,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "status",
         "limits",
         "persona",
+        "tools",
     }
 
 

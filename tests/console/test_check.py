@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from tests.support.bot_script import BOT
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, drop, sse
+from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent
 from tomori.config.settings import DatabaseUrl
@@ -435,3 +437,37 @@ async def test_a_404_naming_no_model_points_at_the_address(
     [failed] = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert failed.startswith("FAILED  openai:test-model: 404: nothing found at http://127.0.0.1:")
     assert "check OPENAI_BASE_URL (an OpenAI-compatible server's usually ends in /v1)" in failed
+
+
+async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    config, _ = stdio_config(tmp_path)
+    servers = json.loads(config.read_text())
+    servers["mcpServers"]["gone"] = {"command": str(tmp_path / "no-such-server")}
+    config.write_text(json.dumps(servers))
+    env = bot_environment(
+        llm_server, tmp_path, TOMORI_MCP_CONFIG=str(config), **{ROOT_VARIABLE: str(ROOT)}
+    )
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    lines = out.splitlines()
+    tools = "echo, hang, crash_once, picture, grow, big"
+    assert f"ok      MCP server tests: 6 tools: {tools}" in lines
+    [gone] = [line for line in lines if "MCP server gone" in line]
+    assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
+
+
+async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"search": {"url": "https://x/${SEARCH_KEY}"}}}))
+    env = bot_environment(llm_server, tmp_path, TOMORI_MCP_CONFIG=str(config))
+    process = await start_bot("--check", env=env)
+    _, err = await finished(process)
+    assert process.returncode == 2
+    assert "server 'search': field 'url' names ${SEARCH_KEY}, which is not set" in err
+    assert err.count("\n") == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -24,8 +25,9 @@ from tests.support.console_process import (
     type_line,
 )
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
+from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer, in_parts, silent, stalled_after
+from tests.support.scripts import answer, in_parts, silent, stalled_after, tool_call
 from tests.support.terminal_screen import on_screen
 from tomori.config.settings import Settings
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
@@ -297,3 +299,19 @@ async def queue_left_by_a_stopped_bot(database: Path) -> None:
 
 async def never_answers(turn: Turn, guard: TurnGuard) -> None:
     await asyncio.Event().wait()  # the bot is stopped mid-answer
+
+
+async def test_the_console_offers_an_mcp_servers_tools_and_answers_with_their_result(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, _ = stdio_config(tmp_path)
+    llm_server.script(tool_call("tests__echo", '{"text": "hi"}'), answer("It said echo: hi."))
+    env = bot_environment(
+        llm_server, tmp_path, TOMORI_MCP_CONFIG=str(config), **{ROOT_VARIABLE: str(ROOT)}
+    )
+    process = await start_bot("--console", env=env)
+    out, err = await finished(process, b"echo hi\n")
+    assert process.returncode == 0, err
+    assert out == "[you #1] echo hi\n[tomori #2]\nIt said echo: hi.\n"
+    tool_message = llm_server.requests[1].body["messages"][-1]
+    assert json.loads(tool_message["content"]) == {"result": {"text": "echo: hi"}}

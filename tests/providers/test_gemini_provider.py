@@ -233,6 +233,22 @@ async def test_an_unreachable_server_is_a_connection_error_without_a_hidden_retr
     assert time.monotonic() - started < 1  # its implicit retry sleeps 1 to 10 s
 
 
+async def test_images_a_tool_returned_follow_its_response_as_inline_data(
+    provider: GeminiProvider, llm_server: LLMServer
+) -> None:
+    call = ToolCall("c1", "screenshot", {})
+    request = StreamRequest(
+        model="test-model",
+        context=(ContextItem(Role.USER, "Show me."),),
+        tool_history=(ToolExchange(call, {"text": ""}, images=(Image(PIXEL, "image/webp"),)),),
+    )
+    llm_server.script(Reply(body=[sse(response(text_part("A pixel."), finish="STOP"))]))
+    await collect(provider, request)
+    [response_part, image_part] = llm_server.requests[0].body["contents"][-1]["parts"]
+    assert response_part == {"functionResponse": {"name": "screenshot", "response": {"text": ""}}}
+    assert sorted(image_part["inlineData"].values()) == sorted([PIXEL_B64, "image/webp"])
+
+
 async def test_the_conversation_is_sent_in_the_gemini_format(
     provider: GeminiProvider, llm_server: LLMServer
 ) -> None:

@@ -3,6 +3,7 @@
 - `settings.py`     `Settings`: every variable, its default and bounds; `Settings.from_env()`
 - `parsers.py`      how a variable's text becomes a value within its bounds, or a `ConfigError`
 - `database_url.py` `TOMORI_DB_URL` as the driver can use it, its password shown nowhere
+- `mcp_servers.py`  `TOMORI_MCP_CONFIG`: the MCP servers, in the file MCP clients read
 - `models.py`       `TOMORI_MODELS`: the model chain, its `+vision` flags, the providers it needs
 """
 

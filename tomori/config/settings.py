@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from tomori.config.database_url import DatabaseUrl, database_url, masked_url
+from tomori.config.mcp_servers import mcp_config_file
 from tomori.config.parsers import (
     DAY_MS,
     HOUR_MS,
@@ -296,6 +297,22 @@ class Settings:
         _tool_names,
         "built-in tools offered to the model, comma separated; empty for none, for models "
         "that refuse tools (tools added with register_tool are always offered)",
+    )
+    mcp_config: Path | None = setting(
+        "TOMORI_MCP_CONFIG",
+        None,
+        mcp_config_file,
+        "a JSON file of MCP servers whose tools the model may call, as MCP clients write it: "
+        '{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}} or {"url": ..., '
+        '"headers": {...}}}}, ${VAR} in a value read from the environment (needs the mcp '
+        "extra); a bad file stops start-up naming the server and the field",
+    )
+    mcp_result_max_chars: int = setting(
+        "TOMORI_MCP_RESULT_MAX_CHARS",
+        20_000,
+        integer(1, unit="characters", maximum=1_000_000),
+        "an MCP tool's result is given to the model up to this many characters of text, then "
+        "cut with a marker (its images go to +vision models only, audio and files are named)",
     )
     delivery_timeout_ms: int = setting(
         "TOMORI_DELIVERY_TIMEOUT_MS",

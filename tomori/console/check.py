@@ -10,13 +10,15 @@ own (bot.py logs in to Discord when a token is set). Exit code 0 when everything
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
 from tomori.config.models import ModelChain
-from tomori.config.settings import Settings
+from tomori.config.settings import ConfigError, Settings
 from tomori.console.probe import probe
+from tomori.generation.mcp import START_TIMEOUT_S, ServerState, mcp_tools_for
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
 from tomori.store.connect import open_database
@@ -84,10 +86,41 @@ async def run_check(
         print(result.line, file=out)
     out.flush()
     fine = all(result.answered for result in results) and not unread
+    fine = await _check_mcp(settings, out) and fine
     if extra is not None:
         fine = await extra(out) and fine
     out.flush()
     return 0 if fine else 1
+
+
+async def _check_mcp(settings: Settings, out: TextIO) -> bool:
+    """Start or reach each MCP server of `TOMORI_MCP_CONFIG`: a line of its tools, or of what
+    failed. True when every one answered (or none is configured)."""
+    try:
+        tools = mcp_tools_for(settings, os.environ)
+    except ConfigError as error:
+        print(f"FAILED  {error}", file=out)
+        return False
+    if tools is None:
+        return True
+    tools.start()
+    try:
+        await tools.started(START_TIMEOUT_S)
+        fine = True
+        for server in tools.servers:
+            if server.state is ServerState.READY:
+                names = ", ".join(tool.name for tool in server.tools) or "none"
+                print(
+                    f"ok      MCP server {server.name}: {len(server.tools)} tools: {names}",
+                    file=out,
+                )
+            else:
+                why = server.failure or f"not ready within {START_TIMEOUT_S:g} s"
+                print(f"FAILED  MCP server {server.name}: {why}", file=out)
+                fine = False
+        return fine
+    finally:
+        await tools.aclose()
 
 
 def _budget_warnings(settings: Settings) -> list[str]:

@@ -20,6 +20,8 @@ from tomori.config.settings import ConfigError, Settings
 from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.generation.mcp import mcp_tools_for
+from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.policy.admin import Where
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import Limit, Refusal, UserLimits
@@ -28,6 +30,7 @@ from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.personas import Persona, PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
+from tomori.policy.tool_switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -72,7 +75,12 @@ class ConsoleServer:
         self._limits: UserLimitStore | None = None
         self._database: Database | None = None
         self._personas: PersonaStore | None = None
+        self._switches: ToolSwitchStore | None = None
         self.metrics: Metrics | None = None
+        builtin = (CURRENT_TIME,) if CURRENT_TIME.name in settings.tools else ()
+        self.tools = BotTools(ToolRegistry(builtin), mcp_tools_for(settings, os.environ))
+        """Its tools: `current_time` and the MCP servers of `TOMORI_MCP_CONFIG` (started
+        with the console, closed with it)."""
 
     def start(self, database: Database) -> None:
         self._database = database
@@ -80,9 +88,14 @@ class ConsoleServer:
         self._limits = UserLimitStore(database)
         self._personas = PersonaStore(database)
         self.metrics = Metrics(database)
+        self._switches = ToolSwitchStore(database)
         self._providers = self._chain.build_providers()
+        if self.tools.mcp is not None:
+            self.tools.mcp.start()
 
     async def aclose(self) -> None:
+        if self.tools.mcp is not None:
+            await self.tools.mcp.aclose()
         if self.metrics is not None:
             await self.metrics.close()
         providers, self._providers = self._providers, {}
@@ -126,6 +139,19 @@ class ConsoleServer:
 
     def traffic(self) -> TrafficReport | None:
         return None  # the console sends nothing to Discord
+
+    @property
+    def tool_switches(self) -> ToolSwitchStore:
+        if self._switches is None:
+            raise RuntimeError("the console is not started")
+        return self._switches
+
+    def tool_catalog(self) -> ToolCatalog:
+        return self.tools.catalog()
+
+    async def turn_tools(self) -> ToolRegistry:
+        """The tools the console's turn is offered, less those turned off in it."""
+        return await self.tools.for_turn(await self.tool_switches.read(SERVER, CHANNEL))
 
     # -- a message and its turn ---------------------------------------------------------------
 

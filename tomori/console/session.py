@@ -61,7 +61,8 @@ from tomori.delivery.notices import (
 )
 from tomori.generation.answering import answer_turn
 from tomori.generation.state import TurnState
-from tomori.generation.tools import CURRENT_TIME, ToolRegistry
+from tomori.generation.stoppable import Stopped, until_stopped
+from tomori.generation.tools import ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
@@ -93,7 +94,6 @@ class ConsoleSession:
         self._reader = KeyReader(fd) if live else LineReader(fd)
         self._editor = LineEditor()
         """Live: the draft being typed (the terminal's keys are the console's own)."""
-        self._tools = ToolRegistry(t for t in (CURRENT_TIME,) if t.name in settings.tools)
         self._server = ConsoleServer(settings, chain)
         self._locks: ChannelLocks | None = None
         self._quit = asyncio.Event()
@@ -327,11 +327,15 @@ class ConsoleSession:
                 self._tell_held(held, self._channel.message_id(trigger))
                 return
             setup = await self._server.for_turn()
-            if guard.stop_requested():
+            try:  # the MCP servers' first start is waited for: /kill ends the wait
+                tools = await until_stopped(guard, self._server.turn_tools())
+            except Stopped:
                 return
             cast = await self._cast(turn)
             if cast:
-                await self._answer_as_personas(turn, guard, state, trigger, waiting, setup, cast)
+                await self._answer_as_personas(
+                    turn, guard, state, trigger, waiting, setup, cast, tools
+                )
                 return
             context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
             await answer_turn(
@@ -341,7 +345,7 @@ class ConsoleSession:
                 self._channel,
                 entries=setup.entries,
                 providers=setup.providers,
-                tools=self._tools,
+                tools=tools,
                 settings=self._settings,
                 context=context,
                 surface_errors=True,
@@ -372,6 +376,7 @@ class ConsoleSession:
         waiting: Collection[str],
         setup: TurnSetup,
         cast: list[Persona],
+        tools: ToolRegistry,
     ) -> None:
         """Each persona answers in turn, as in a Discord channel: each sees what the ones
         before it said (the channel holds their messages), each printed under its name; an
@@ -395,7 +400,7 @@ class ConsoleSession:
                 self._channel.as_persona(persona.name),
                 entries=own.entries,
                 providers=own.providers,
-                tools=self._tools,
+                tools=tools,
                 settings=self._settings,
                 context=context,
                 surface_errors=True,

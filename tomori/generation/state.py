@@ -24,6 +24,8 @@ class MetricsSink(Protocol):
 
     def record_outcome(self, outcome: TurnOutcome) -> None: ...
 
+    def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
+
 
 @dataclass(eq=False)
 class TurnState:

@@ -10,6 +10,7 @@ the text the model wrote before the call, so the next pass does not write it aga
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -20,10 +21,12 @@ from tomori.generation.results import StreamResult, StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
-from tomori.generation.tools import ToolContext, ToolFailure, ToolRegistry
+from tomori.generation.tools import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 from tomori.locks import TurnGuard
+from tomori.prompt.vision import tool_images_unseen
 from tomori.providers.base import (
     ArgumentsProblem,
+    Image,
     JsonObject,
     Provider,
     StreamRequest,
@@ -80,6 +83,10 @@ class LoopResult:
 class _Outcome:
     ok: bool
     payload: JsonObject
+    kind: str = "used"
+    """How the call ended, as the metrics count it: used, failed, timed_out (killed calls
+    raise `Stopped` instead)."""
+    images: tuple[Image, ...] = ()
 
 
 async def run_tool_loop(
@@ -115,15 +122,17 @@ async def run_tool_loop(
         for position, call in enumerate(result.tool_calls):
             if guard.stop_requested():
                 return ended(StreamStatus.STOPPED_BY_USER)
+            started = time.monotonic()
             try:
                 outcome = await _run_tool(call, env)
             except Stopped:
+                _record(env, call, "killed", started)
                 return ended(StreamStatus.STOPPED_BY_USER)
+            _record(env, call, outcome.kind, started)
             pre_text = (result.text,) if position == 0 and result.text else ()
-            history.append(ToolExchange(call, outcome.payload, pre_tool_text=pre_text))
+            exchange = ToolExchange(call, outcome.payload, pre_text, outcome.images)
+            history.append(exchange if request.sees_images else tool_images_unseen(exchange))
             failures_in_a_row = 0 if outcome.ok else failures_in_a_row + 1
-            if state.metrics is not None:
-                state.metrics.record("tool_used" if outcome.ok else "tool_failed", call.name)
             if failures_in_a_row >= settings.max_consecutive_tool_errors:
                 if surface_errors:
                     await state.post_notice(TOOL_ERROR_LOOP)
@@ -133,9 +142,25 @@ async def run_tool_loop(
     return ended(StreamStatus.TIMEOUT, gave_up=True)
 
 
-def _failure(call: ToolCall, reason: str) -> _Outcome:
+def _record(env: TurnEnvironment, call: ToolCall, outcome: str, started: float) -> None:
+    """The call's ending in the log and the metrics: its tool and time, never its arguments
+    (they may carry what the user would not have logged)."""
+    log.info(
+        "tool %s in channel %s: %s after %.2fs",
+        call.name,
+        env.state.channel_id,
+        outcome,
+        time.monotonic() - started,
+    )
+    if env.state.metrics is not None:
+        env.state.metrics.record_tool_call(env.state.guild_id, call.name, outcome)
+
+
+def _failure(call: ToolCall, reason: str, kind: str = "failed") -> _Outcome:
     return _Outcome(
-        False, {"status": "tool_execution_failed", "tool_name": call.name, "reason": reason}
+        False,
+        {"status": "tool_execution_failed", "tool_name": call.name, "reason": reason},
+        kind,
     )
 
 
@@ -158,11 +183,12 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
             watched=True,
             name=f"tomori-tool-{call.name}",
         )
+        if isinstance(payload, ToolOutput):
+            return _Outcome(True, {"result": dict(payload.result)}, images=payload.images)
         return _Outcome(True, {"result": dict(payload)})
     except TimeoutError:
-        return _failure(
-            call, f"the tool did not finish within {seconds(settings.tool_execution_timeout_ms):g}s"
-        )
+        budget = seconds(settings.tool_execution_timeout_ms)
+        return _failure(call, f"the tool did not finish within {budget:g}s", "timed_out")
     except Stopped:
         raise
     except ToolFailure as failure:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tomori.config.settings import CURRENT_TIME_NAME
 from tomori.errors import TomoriError
-from tomori.providers.base import JsonObject, ToolSpec
+from tomori.providers.base import Image, JsonObject, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,18 @@ class ToolContext:
     requester_id: str | None
 
 
-ToolFunction = Callable[[ToolContext, Mapping[str, Any]], Coroutine[Any, Any, JsonObject]]
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return instead of a bare JSON object: the object and images, which a
+    model that sees images is sent after it (and one that does not is told of)."""
+
+    result: JsonObject
+    images: tuple[Image, ...] = ()
+
+
+ToolFunction = Callable[
+    [ToolContext, Mapping[str, Any]], Coroutine[Any, Any, JsonObject | ToolOutput]
+]
 
 
 class ToolFailure(TomoriError):
@@ -38,6 +49,9 @@ class Tool:
     description: str
     parameters: JsonObject
     run: ToolFunction
+    mcp_server: str | None = None
+    """The MCP server it comes from (an admin turns a server's tools off at once); None for
+    the built-in tools and those a bot registers."""
 
     @property
     def spec(self) -> ToolSpec:
@@ -67,6 +81,20 @@ class ToolRegistry:
     def _check_name(name: str) -> None:
         if not name.replace("_", "").replace("-", "").isalnum() or len(name) > 64:
             raise ValueError(f"tool name {name!r}: use letters, digits, _ or -, at most 64")
+
+    def for_turn(self, extra: Iterable[Tool], offered: Callable[[Tool], bool]) -> ToolRegistry:
+        """This registry's tools and `extra` (an MCP server's, named apart already), those
+        `offered` allows: what one turn's model is offered."""
+        turn = ToolRegistry()
+        turn._tools = {tool.name: tool for tool in (*self._tools.values(), *extra) if offered(tool)}
+        turn._builtin = self._builtin & turn._tools.keys()
+        return turn
+
+    def all(self) -> tuple[Tool, ...]:
+        return tuple(self._tools.values())
+
+    def is_builtin(self, name: str) -> bool:
+        return name in self._builtin
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

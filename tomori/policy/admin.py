@@ -40,6 +40,13 @@ from tomori.policy.personas import (
     check_triggers,
 )
 from tomori.policy.server_status import ServerStatus, describe
+from tomori.policy.tool_switches import (
+    Kind,
+    Switch,
+    ToolCatalog,
+    ToolSwitchStore,
+    offered,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +66,7 @@ DESCRIPTIONS = {
     "persona edit": "Change a persona (only the options given)",
     "persona remove": "Remove a persona",
     "persona list": "List this server's personas",
+    "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -73,7 +81,11 @@ OPTION_DESCRIPTIONS = {
     "avatar_file": "an image, shown as the persona's avatar",
     "triggers": "comma-separated words that call it (its name if not given)",
     "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
+    "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
+    "offered": "true to offer it to the model, false to turn it off",
 }
+SHOWN_TOOLS_CHARS = 3_800
+"""How much of the tool list `tools` shows: an embed holds 4,096 characters."""
 NOT_CHANGED = Notice(
     "Not Changed",
     "The settings could not be read or saved just now; nothing was changed. Please try again.",
@@ -119,6 +131,13 @@ class Administered(Protocol):
     def traffic(self) -> TrafficReport | None:
         """What this process's requests met at Discord lately; None where nothing is sent to
         Discord (the console)."""
+        ...
+
+    @property
+    def tool_switches(self) -> ToolSwitchStore: ...
+
+    def tool_catalog(self) -> ToolCatalog:
+        """The tools the bot could offer now, and its MCP servers' states."""
         ...
 
 
@@ -188,7 +207,8 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
 def reset(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         cleared = await target.overrides.reset(_scope(scope), *_keys(where))
-        if not cleared:
+        switched = await target.tool_switches.reset(_scope(scope), *_keys(where))
+        if not (cleared or switched):
             return _done(f"Nothing was set for {_scope_name(scope)}.")
         return _done(f"Cleared the settings of {_scope_name(scope)}.")
 
@@ -220,6 +240,31 @@ def add_persona(
         if not await target.personas.add(where.guild_id, persona):
             return refused(f"This server has a persona named {persona.name} already.")
         return _persona_done(f"{persona.name} joined this server.", persona)
+
+    return action
+
+
+def tools(name: str | None = None, on: bool | None = None, scope: str = "channel") -> Action:
+    """Without `on`: list the tools and whether each is offered here. With `name` and `on`:
+    turn that tool, or every tool of that MCP server, on or off at `scope`."""
+
+    async def action(target: Administered, where: Where) -> Notice:
+        catalog = target.tool_catalog()
+        if on is None:
+            switches = await target.tool_switches.read(*_keys(where))
+            return Notice(
+                "Tools in this channel", _tool_list(catalog, switches), NoticeColour.SUCCESS
+            )
+        if not name:
+            return refused("Give the name of a tool or an MCP server (/tomori tools lists them).")
+        servers = {server for server, _ in catalog.servers}
+        kind = Kind.SERVER if name in servers else Kind.TOOL
+        if kind is Kind.TOOL and name not in {tool.name for tool in catalog.tools}:
+            return refused(f"No tool or MCP server is named {name!r}; /tomori tools lists them.")
+        await target.tool_switches.set(*_keys(where), Switch(_scope(scope), kind, name, on))
+        what = f"MCP server {name}'s tools" if kind is Kind.SERVER else f"Tool {name}"
+        said = "offered to the model" if on else "turned off"
+        return _done(f"{what}: {said} in {_scope_name(scope)} from the next message on.")
 
     return action
 
@@ -291,6 +336,28 @@ def _persona_line(persona: Persona) -> str:
 
 def _persona_done(said: str, persona: Persona) -> Notice:
     return _done(f"{said}\n{_persona_line(persona)}")
+
+
+def _tool_list(catalog: ToolCatalog, switches: Sequence[Switch]) -> str:
+    lines = []
+    for tool in catalog.tools:
+        decided = offered(tool.name, tool.mcp_server, switches)
+        state = "on" if decided is None or decided.enabled else "off"
+        why = "" if decided is None else f", set for {decided.scope.value}"
+        if decided is not None and decided.kind is Kind.SERVER:
+            why += " by its MCP server"
+        lines.append(f"{tool.name} ({tool.origin}): {state}{why}")
+    if catalog.servers:
+        lines.append("MCP servers: " + "; ".join(f"{n} {s}" for n, s in catalog.servers))
+    shown: list[str] = []
+    used = 0
+    for line in lines or ["No tools: the model answers without any."]:
+        if used + len(line) > SHOWN_TOOLS_CHARS:
+            shown.append(f"… and {len(lines) - len(shown)} more")
+            break
+        shown.append(line)
+        used += len(line) + 1
+    return "\n".join(shown)
 
 
 def refused(description: str) -> Notice:

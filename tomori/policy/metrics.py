@@ -36,6 +36,7 @@ class Metrics:
         self._pending: Counter[tuple[str, str]] = Counter()
         self._usage: list[TurnUsage] = []
         self._outcomes: list[TurnOutcome] = []
+        self._tool_calls: list[tuple[str | None, str, str]] = []
         self._flush: asyncio.Task[None] | None = None
 
     def record(self, name: str, label: str) -> None:
@@ -54,6 +55,12 @@ class Metrics:
         )
         self._usage.append(usage)
         self._start_flush()
+
+    def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None:
+        """One tool call's ending (used, failed, timed_out, killed), counted as `tool_<outcome>`
+        by tool and filed under its server for `/tomori status`; never its arguments."""
+        self.record(f"tool_{outcome}", tool)
+        self._tool_calls.append((guild_id, tool, outcome))
 
     def record_outcome(self, outcome: TurnOutcome) -> None:
         self._outcomes.append(outcome)
@@ -78,13 +85,14 @@ class Metrics:
             self._flush = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
-        while self._pending or self._usage or self._outcomes:
+        while self._pending or self._usage or self._outcomes or self._tool_calls:
             await self._write()
 
     async def _write(self) -> None:
         pending, self._pending = self._pending, Counter()
         usage, self._usage = self._usage, []
         outcomes, self._outcomes = self._outcomes, []
+        tool_calls, self._tool_calls = self._tool_calls, []
         try:
             async with self._db.transaction() as tx:
                 now = await tx.now()
@@ -112,15 +120,25 @@ class Metrics:
                     await tx.execute(
                         "DELETE FROM turn_outcomes WHERE recorded_at < ?", (now - OUTCOMES_KEPT_S,)
                     )
+                if tool_calls:
+                    await tx.executemany(
+                        "INSERT INTO tool_calls (guild_id, tool, outcome, recorded_at)"
+                        " VALUES (?, ?, ?, ?)",
+                        [(*call, now) for call in tool_calls],
+                    )
+                    await tx.execute(
+                        "DELETE FROM tool_calls WHERE recorded_at < ?", (now - OUTCOMES_KEPT_S,)
+                    )
         except Exception as error:
             if not self._db.is_database_error(error):
                 raise
             quiet = reported(error)  # the store logged the outage: no traceback again
             log.log(
                 logging.INFO if quiet else logging.WARNING,
-                "could not write %d metric counts, %d turns' usage and %d outcomes",
+                "could not write %d metric counts, %d turns' usage, %d outcomes and %d tool calls",
                 sum(pending.values()),
                 len(usage),
                 len(outcomes),
+                len(tool_calls),
                 exc_info=not quiet,
             )

@@ -35,6 +35,8 @@ class ServerStatus:
     empty: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    tool_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Tool calls by (tool, outcome): used, failed, timed_out, killed."""
 
 
 async def server_status(database: Database, guild_id: str) -> ServerStatus:
@@ -50,6 +52,11 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
             "SELECT COALESCE(SUM(input_tokens), 0) AS tokens_in,"
             " COALESCE(SUM(output_tokens), 0) AS tokens_out FROM token_usage"
             " WHERE guild_id = ? AND recorded_at >= ?",
+            (guild_id, since),
+        )
+        calls = await tx.fetchall(
+            "SELECT tool, outcome, COUNT(*) AS n FROM tool_calls"
+            " WHERE guild_id = ? AND recorded_at >= ? GROUP BY tool, outcome",
             (guild_id, since),
         )
     turns: Counter[str] = Counter()
@@ -73,6 +80,7 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
         empty=by_outcome[StreamStatus.EMPTY_RESPONSE],
         input_tokens=int(tokens["tokens_in"]) if tokens is not None else 0,
         output_tokens=int(tokens["tokens_out"]) if tokens is not None else 0,
+        tool_calls=Counter({(row["tool"], row["outcome"]): int(row["n"]) for row in calls}),
     )
 
 
@@ -94,7 +102,25 @@ def describe(
             f"Stopped by /kill: {status.kills}",
             f"Errors: {status.errors}; empty answers: {status.empty}",
             f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
+            f"Tool calls: {_tool_calls(status.tool_calls) or 'none'}",
             f"Models skipped now: {skipping or 'none'}",
             *([traffic.line()] if traffic is not None else []),
         )
     )
+
+
+TOOL_ENDINGS = (("failed", "failed"), ("timed_out", "timed out"), ("killed", "killed"))
+
+
+def _tool_calls(calls: Counter[tuple[str, str]]) -> str:
+    """`name 5 (1 failed, 1 timed out)` per tool, the most called first."""
+    by_tool: dict[str, Counter[str]] = {}
+    for (tool, outcome), count in calls.items():
+        by_tool.setdefault(tool, Counter())[outcome] += count
+    shown = []
+    for tool, outcomes in sorted(by_tool.items(), key=lambda item: (-item[1].total(), item[0])):
+        endings = ", ".join(
+            f"{outcomes[key]} {said}" for key, said in TOOL_ENDINGS if outcomes[key]
+        )
+        shown.append(f"{tool} {outcomes.total()}" + (f" ({endings})" if endings else ""))
+    return "; ".join(shown)

@@ -4,14 +4,15 @@ Images reach only the models whose `TOMORI_MODELS` entry says `+vision`. Any oth
 the same conversation with the images taken out and a request-only notice that the user
 attached images it cannot see, so it can say so instead of answering as if there were none.
 A vision model whose provider still refuses the images (a bad request naming them) gets the
-same treatment once, through `without_images`.
+same treatment once, through `without_images`. Images a tool returned (an MCP server's) follow
+the same rule: a model without vision is told of them in the tool's result.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tomori.providers.base import ContextItem, Role, StreamRequest
+from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
 
 UNSEEN_IMAGES_NOTICE = (
     "The messages above came with {count} that you cannot see: you were sent their text "
@@ -20,7 +21,18 @@ UNSEEN_IMAGES_NOTICE = (
 
 
 def image_count(request: StreamRequest) -> int:
+    """The conversation's images (a tool's are named to the model in its result instead)."""
     return sum(len(item.images) for item in request.context)
+
+
+def tool_images_unseen(exchange: ToolExchange) -> ToolExchange:
+    """The exchange with its images named in its result, for a model that cannot see them."""
+    if not exchange.images:
+        return exchange
+    named = [f"an image ({image.content_type}) you cannot see" for image in exchange.images]
+    result = dict(exchange.result)
+    result["images_not_shown"] = named
+    return replace(exchange, result=result, images=())
 
 
 def shown_to(request: StreamRequest, *, sees_images: bool) -> StreamRequest:
@@ -37,13 +49,16 @@ def unseen_images_notice(count: int) -> ContextItem:
 def without_images(request: StreamRequest) -> StreamRequest:
     """The request with every image taken out and the notice that says so (none if none)."""
     count = image_count(request)
+    history = tuple(tool_images_unseen(exchange) for exchange in request.tool_history)
     if count == 0:
-        return request
+        return replace(request, tool_history=history, sees_images=False)
     notice = unseen_images_notice(count)
     return replace(
         request,
         context=tuple(
             replace(item, images=()) if item.images else item for item in request.context
         ),
+        tool_history=history,
         request_notices=(*request.request_notices, notice),
+        sees_images=False,
     )

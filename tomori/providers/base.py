@@ -38,6 +38,10 @@ class Image:
         return f"Image({self.content_type}, {len(self.data)} bytes)"
 
 
+TOOL_IMAGES = "The images the tool {tool} returned:"
+"""What a provider that cannot put images in a tool's result says before them."""
+
+
 @dataclass(frozen=True, slots=True)
 class ContextItem:
     """One turn of the conversation as the model sees it."""
@@ -87,6 +91,9 @@ class ToolExchange:
     call: ToolCall
     result: JsonObject
     pre_tool_text: tuple[str, ...] = ()
+    images: tuple[Image, ...] = ()
+    """Images the tool returned, sent to a model that sees images after the result (an MCP
+    server's screenshot, a chart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +119,9 @@ class StreamRequest:
     """The most tokens the pass may write; None leaves it to the provider (sends nothing)."""
     temperature: float | None = None
     """The sampling temperature; None leaves it to the provider (sends nothing)."""
+    sees_images: bool = True
+    """Whether the model is sent images; False once `without_images` took them out, so the
+    tool loop names a tool's images instead of sending them."""
 
 
 @dataclass(frozen=True, slots=True)

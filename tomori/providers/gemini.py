@@ -151,7 +151,13 @@ def gemini_request(
                         function_response=types.FunctionResponse(
                             name=call.name, response=dict(exchange.result)
                         )
-                    )
+                    ),
+                    *(
+                        types.Part(
+                            inline_data=types.Blob(data=image.data, mime_type=image.content_type)
+                        )
+                        for image in exchange.images
+                    ),
                 ],
             )
         )

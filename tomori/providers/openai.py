@@ -37,6 +37,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 
 from tomori.providers.base import (
+    TOOL_IMAGES,
     ArgumentsProblem,
     ContextItem,
     DetailsDelta,
@@ -189,6 +190,12 @@ def openai_messages(request: StreamRequest) -> list[dict[str, Any]]:
         messages.append(
             {"role": "tool", "tool_call_id": call.id, "content": json.dumps(dict(exchange.result))}
         )
+        if exchange.images:  # a tool message holds text only: the images follow as the user's
+            messages.append(
+                _message(
+                    ContextItem(Role.USER, TOOL_IMAGES.format(tool=call.name), exchange.images)
+                )
+            )
     return messages
 
 

@@ -21,6 +21,7 @@ from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Scope
 from tomori.policy.personas import PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
+from tomori.policy.tool_switches import ToolCatalog, ToolSwitchStore
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
 from tomori_cog.listener.deliverability import missing_permissions
@@ -102,6 +103,16 @@ class ServiceSettings:
 
     def traffic(self) -> TrafficReport | None:
         return self._service.pacing.report()
+
+    @property
+    def tool_switches(self) -> ToolSwitchStore:
+        store = self._service.tool_switches
+        if store is None:
+            raise RuntimeError("the service is not started")
+        return store
+
+    def tool_catalog(self) -> ToolCatalog:
+        return self._service.tool_catalog()
 
 
 def _has_permissions(channel: Any) -> bool:

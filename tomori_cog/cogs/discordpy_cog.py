@@ -196,6 +196,20 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def persona_list(self, interaction: discord.Interaction) -> None:
             await admin.run(library, self.service, interaction, actions.list_personas)
 
+        @tomori.command(name="tools", description=DESCRIPTIONS["tools"])
+        @app_commands.describe(name=OPTION_DESCRIPTIONS["tool_name"])
+        @app_commands.describe(offered=OPTION_DESCRIPTIONS["offered"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def tools(
+            self,
+            interaction: discord.Interaction,
+            name: str | None = None,
+            offered: bool | None = None,
+            scope: Scope = "channel",
+        ) -> None:
+            action = actions.tools(name, offered, scope)
+            await admin.run(library, self.service, interaction, action)
+
     return Tomori(service)
 
 

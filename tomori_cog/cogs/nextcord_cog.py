@@ -204,6 +204,21 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def persona_list(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
             await admin.run(library, self.service, interaction, actions.list_personas)
 
+        @tomori.subcommand(name="tools", description=DESCRIPTIONS["tools"])  # type: ignore[untyped-decorator]
+        async def tools(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            name: str | None = nextcord.SlashOption(
+                description=OPTION_DESCRIPTIONS["tool_name"], required=False, default=None
+            ),
+            offered: bool | None = nextcord.SlashOption(
+                description=OPTION_DESCRIPTIONS["offered"], required=False, default=None
+            ),
+            scope: str = _scope(),
+        ) -> None:
+            action = actions.tools(name, offered, scope)
+            await admin.run(library, self.service, interaction, action)
+
         def cog_unload(self) -> None:
             try:
                 loop = asyncio.get_running_loop()

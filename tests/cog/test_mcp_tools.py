@@ -1,0 +1,243 @@
+"""Tools from MCP servers, through the cog: real servers written with the SDK, started by the
+test (tests/support/mcp_server.py), on stdio and Streamable HTTP, and a model on the local LLM
+server that calls them. Each call keeps the contract of every tool call: bounded by its
+timeout, stopped at once by /kill (and the server told so), a crashed server restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.bots import ChatBot, OpenBot, only_on
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import LLMServer
+from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, http_server, stdio_config
+from tests.support.scripts import answer, tool_call
+from tests.support.tomori_commands import said
+from tests.support.world import CHANNEL_ID
+
+OTHER_CHANNEL = CHANNEL_ID + 1
+ON_ONE_LIBRARY = "a tool call is the core's: the library only carries the message"
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ROOT_VARIABLE, str(ROOT))
+
+
+async def start(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    config: Path,
+    models: str = "openai:test-model",
+    **overrides: Any,
+) -> ChatBot:
+    settings = settings_for(tmp_path, mcp_config=config, **overrides)
+    return await open_bot(settings, chain_for(llm_server, models))
+
+
+def messages(llm_server: LLMServer, request: int) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = llm_server.requests[request].body["messages"]
+    return sent
+
+
+def tool_result(llm_server: LLMServer, request: int) -> dict[str, Any]:
+    """What the model was told of its last tool call, in request `request`."""
+    result: dict[str, Any] = json.loads(
+        llm_server.requests[request].body["messages"][-1]["content"]
+    )
+    return result
+
+
+def listed(bot: ChatBot) -> set[str]:
+    """The tools `/tomori tools` would list now."""
+    return {tool.name for tool in bot.service.tool_catalog().tools}
+
+
+def offered(llm_server: LLMServer, request: int) -> set[str]:
+    return {tool["function"]["name"] for tool in llm_server.requests[request].body["tools"]}
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_the_model_calls_a_stdio_servers_tool_and_answers_with_its_result(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, _ = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config, models="openai:test-model+vision")
+    llm_server.script(
+        tool_call("tests__echo", '{"text": "hi"}'),
+        tool_call("tests__picture", "{}", call_id="call_2"),
+        answer("It said: echo: hi, and drew a dot."),
+    )
+    await bot.say(f"{bot.mention()} echo hi")
+    await bot.settled()
+    first = llm_server.requests[0].body["tools"]
+    echo = next(tool["function"] for tool in first if tool["function"]["name"] == "tests__echo")
+    assert echo["parameters"]["properties"]["text"]["type"] == "string"  # the server's schema
+    assert tool_result(llm_server, 1) == {"result": {"text": "echo: hi"}}
+    *_, picture_result, images = messages(llm_server, 2)  # a vision model sees the picture
+    assert json.loads(picture_result["content"]) == {"result": {"text": ""}}
+    assert images["role"] == "user"
+    assert images["content"][1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert await bot.contents() == ["It said: echo: hi, and drew a dot."]
+    _, text = said(await bot.tomori("status"))
+    assert "Tool calls: tests__echo 1; tests__picture 1" in text.splitlines()
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_servers_new_tool_is_offered_once_it_says_its_tools_changed(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, _ = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(tool_call("tests__grow", "{}"), answer("Grown."))
+    await bot.say(f"{bot.mention()} grow")
+    await bot.settled()
+    assert "tests__extra" not in offered(llm_server, 0)
+    async with asyncio.timeout(5):
+        while "tests__extra" not in listed(bot):  # noqa: ASYNC110 (the server says it)
+            await asyncio.sleep(0.01)
+    llm_server.script(answer("More tools."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert "tests__extra" in offered(llm_server, 2)
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_kill_stops_a_hanging_mcp_call_at_once_and_the_server_hears_it(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, server = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(tool_call("tests__hang", "{}"))
+    await bot.say(f"{bot.mention()} hang")
+    await server.wait_for("hanging")
+    killed_at = time.monotonic()
+    reply = await bot.kill()
+    assert reply["data"]["embeds"][0]["title"] == "Stream Stopped"
+    await bot.settled()
+    await server.wait_for("cancelled", timeout_s=1.0)
+    assert time.monotonic() - killed_at < 1.0
+    assert len(llm_server.requests) == 1  # no pass after the killed call
+    llm_server.script(tool_call("tests__echo", '{"text": "again"}'), answer("Back."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert tool_result(llm_server, 2) == {"result": {"text": "echo: again"}}
+    _, text = said(await bot.tomori("status"))
+    assert "Tool calls: tests__echo 1; tests__hang 1 (1 killed)" in text.splitlines()
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_call_past_its_timeout_fails_to_the_model_and_the_turn_goes_on(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, server = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config, tool_execution_timeout_ms=500)
+    llm_server.script(tool_call("tests__hang", "{}"), answer("The tool was too slow."))
+    await bot.say(f"{bot.mention()} hang")
+    await bot.settled()
+    assert "did not finish within 0.5s" in tool_result(llm_server, 1)["reason"]
+    assert await bot.contents() == ["The tool was too slow."]
+    await server.wait_for("cancelled", timeout_s=1.0)  # the server was told
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_server_that_exits_mid_call_is_restarted_and_the_next_turn_works(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, server = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(tool_call("tests__crash_once", "{}"), answer("It broke."))
+    await bot.say(f"{bot.mention()} crash")
+    await bot.settled()
+    assert "stopped during the call" in tool_result(llm_server, 1)["reason"]
+    llm_server.script(tool_call("tests__crash_once", "{}"), answer("It works."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert tool_result(llm_server, 3) == {"result": {"text": "recovered"}}
+    assert server.starts == 2
+    assert await bot.contents() == ["It broke.", "It works."]
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_the_model_calls_a_streamable_http_servers_tool_and_kill_stops_one(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    async with http_server(tmp_path) as (config, server):
+        bot = await start(open_bot, llm_server, tmp_path, config)
+        llm_server.script(
+            tool_call("tests__echo", '{"text": "web"}'),
+            tool_call("tests__picture", "{}", call_id="call_2"),
+            answer("Done."),
+        )
+        await bot.say(f"{bot.mention()} echo web")
+        await bot.settled()
+        assert tool_result(llm_server, 1) == {"result": {"text": "echo: web"}}
+        assert tool_result(llm_server, 2) == {  # a model without vision is told of it
+            "result": {"text": ""},
+            "images_not_shown": ["an image (image/png) you cannot see"],
+        }
+        assert await bot.contents() == ["Done."]
+        llm_server.script(tool_call("tests__hang", "{}"))  # /kill reaches an HTTP server too
+        await bot.say(f"{bot.mention()} hang")
+        await server.wait_for("hanging")
+        killed_at = time.monotonic()
+        await bot.kill()
+        await server.wait_for("cancelled", timeout_s=1.0)
+        assert time.monotonic() - killed_at < 1.0
+
+
+async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_there_only(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, _ = stdio_config(tmp_path)
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(answer("Hello."))
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    assert {"tests__echo", "tests__hang", "current_time"} <= offered(llm_server, 0)
+    title, text = said(await bot.tomori("tools", name="tests", offered=False))
+    assert (title, text) == (
+        "Tomori Settings",
+        "MCP server tests's tools: turned off in this channel from the next message on.",
+    )
+    _, listing = said(await bot.tomori("tools"))
+    assert "tests__echo (MCP server tests): off, set for channel by its MCP server" in listing
+    assert "current_time (built-in): on" in listing
+    llm_server.script(answer("Here."), answer("There."))
+    await bot.say(f"{bot.mention()} here")
+    await bot.settled()
+    await bot.say(f"{bot.mention()} there", channel=OTHER_CHANNEL)
+    await bot.settled()
+    here, there = offered(llm_server, 1), offered(llm_server, 2)
+    assert not any(name.startswith("tests__") for name in here)
+    assert "current_time" in here
+    assert {"tests__echo", "tests__hang"} <= there
+    said(await bot.tomori("reset"))  # the channel's every setting, its tools' too
+    llm_server.script(answer("Back."))
+    await bot.say(f"{bot.mention()} here again")
+    await bot.settled()
+    assert {"tests__echo", "tests__hang"} <= offered(llm_server, 3)
+
+
+async def test_a_server_that_cannot_start_never_holds_a_turn_and_tools_says_why(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"gone": {"command": str(tmp_path / "none")}}}))
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(answer("Still here."), answer("And here."))
+    for _ in range(2):  # the second turn comes while the server waits out its backoff
+        began = time.monotonic()
+        await bot.say(f"{bot.mention()} hi")
+        await bot.settled()
+        assert time.monotonic() - began < 2.0
+    assert await bot.contents() == ["Still here.", "And here."]
+    _, listing = said(await bot.tomori("tools"))
+    assert "MCP servers: gone down (FileNotFoundError: " in listing

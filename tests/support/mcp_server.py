@@ -1,0 +1,82 @@
+"""An MCP server written with the SDK, for the tests: `python -m tests.support.mcp_server
+stdio DIR` or `... http DIR PORT`. DIR is where it leaves what a test asks of it: a file
+`cancelled` when a call of `hang` was cancelled by the client, `started` lines, one per start.
+
+Its tools: `echo` (says its text back), `hang` (never answers), `crash_once` (the first call
+ends the process, later ones answer), `picture` (a PNG), `grow` (adds the tool `extra` and
+says the list changed), `big` (a result of `size` characters)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, Image, MCPServer
+
+PICTURE = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+"""A 1x1 PNG."""
+
+
+def build(folder: Path) -> MCPServer:
+    server = MCPServer("tomori-test")
+
+    @server.tool(description="Say the text back")
+    async def echo(text: str) -> str:
+        return f"echo: {text}"
+
+    @server.tool(description="Never answer")
+    async def hang() -> str:
+        (folder / "hanging").write_text("hanging")
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            (folder / "cancelled").write_text("cancelled")
+            raise
+        return "never"
+
+    @server.tool(description="Crash the server the first time")
+    async def crash_once() -> str:
+        marker = folder / "crashed"
+        if not marker.exists():
+            marker.write_text("crashed")
+            os._exit(3)
+        return "recovered"
+
+    @server.tool(description="A picture")
+    async def picture() -> Image:
+        return Image(data=PICTURE, format="png")
+
+    @server.tool(description="Add the tool `extra`, and say the tools changed")
+    async def grow(ctx: Context) -> str:
+        async def extra() -> str:
+            return "extra"
+
+        server.add_tool(extra, description="Added by grow")
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    @server.tool(description="A long answer")
+    async def big(size: int) -> str:
+        return "x" * size
+
+    return server
+
+
+def main() -> None:
+    transport, folder = sys.argv[1], Path(sys.argv[2])
+    with (folder / "started").open("a") as started:
+        started.write(f"{os.getpid()}\n")
+    server = build(folder)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+
+
+if __name__ == "__main__":
+    main()

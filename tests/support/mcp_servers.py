@@ -1,0 +1,91 @@
+"""MCP servers the tests start (tests/support/mcp_server.py), and the config file naming them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROOT_VARIABLE = "MCP_TEST_ROOT"
+"""The config names the repository through `${MCP_TEST_ROOT}`, as a bot names a secret."""
+SERVER = "tests"
+
+
+@dataclass(frozen=True)
+class McpFolder:
+    """Where a test server leaves what it saw (see tests/support/mcp_server.py)."""
+
+    path: Path
+
+    def saw(self, what: str) -> bool:
+        return (self.path / what).exists()
+
+    async def wait_for(self, what: str, timeout_s: float = 5.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not self.saw(what):  # noqa: ASYNC110 (another process writes it)
+                await asyncio.sleep(0.01)
+
+    @property
+    def starts(self) -> int:
+        started = self.path / "started"
+        return len(started.read_text().splitlines()) if started.exists() else 0
+
+
+def stdio_config(tmp_path: Path) -> tuple[Path, McpFolder]:
+    """A config file with one stdio server named `tests`, and the folder it writes to."""
+    folder = tmp_path / "mcp"
+    folder.mkdir()
+    entry = {
+        "command": sys.executable,
+        "args": ["-m", "tests.support.mcp_server", "stdio", str(folder)],
+        "env": {"PYTHONPATH": f"${{{ROOT_VARIABLE}}}"},
+    }
+    return _write(tmp_path, {SERVER: entry}), McpFolder(folder)
+
+
+@asynccontextmanager
+async def http_server(tmp_path: Path) -> AsyncIterator[tuple[Path, McpFolder]]:
+    """A Streamable HTTP server named `tests`, running until the block ends, and its config."""
+    folder = tmp_path / "mcp"
+    folder.mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "tests.support.mcp_server", "http", str(folder), str(port)),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        async with asyncio.timeout(15):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                await writer.wait_closed()
+                break
+        entry = {
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {"X-Test": f"${{{ROOT_VARIABLE}}}"},
+        }
+        yield _write(tmp_path, {SERVER: entry}), McpFolder(folder)
+    finally:
+        process.kill()
+        await process.wait()
+
+
+def _write(tmp_path: Path, servers: dict[str, object]) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path

@@ -1,0 +1,145 @@
+"""`TOMORI_MCP_CONFIG`: the MCP servers a bot author gives the model, in the ecosystem's file.
+
+The file is the one MCP clients already read, so a server's README snippet pastes in as it is:
+
+    {"mcpServers": {
+        "fetch": {"command": "uvx", "args": ["mcp-server-fetch"], "env": {"KEY": "${KEY}"}},
+        "wiki":  {"url": "https://wiki.example/mcp", "headers": {"Authorization": "Bearer ${T}"}}
+    }}
+
+A server is a command line (stdio) or a URL (Streamable HTTP). `${NAME}` in any string value
+is the environment variable `NAME`, so no secret needs to sit in the file; one that is unset
+refuses the file. Only the bot author configures servers: a URL an admin could type would be
+a way into the bot's network. A bad file raises `ConfigError` naming the server and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tomori.config.parsers import ConfigError, refused
+
+VARIABLE = "TOMORI_MCP_CONFIG"
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_KNOWN_FIELDS = frozenset({"command", "args", "env", "url", "headers", "type", "disabled"})
+"""What a server entry may hold: its transport's fields, and two other clients write (the
+transport's name, and `disabled` to keep an entry while not starting it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One server: `command` (stdio) or `url` (Streamable HTTP), never both."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+
+def mcp_config_file(name: str, raw: str) -> Path:
+    """The variable's value: a file that exists (what is in it is read by `load_servers`)."""
+    if not raw.strip() or "\0" in raw:
+        raise refused(name, raw, "it must be the path of a JSON file")
+    try:
+        path = Path(raw.strip()).expanduser()
+        found = path.is_file()
+    except RuntimeError:  # ~name of a user this machine does not have
+        raise refused(name, raw, "its home folder cannot be found") from None
+    except OSError as error:  # a name too long, a folder we may not enter
+        raise refused(name, raw, f"it cannot be checked ({error.strerror})") from None
+    if not found:
+        raise refused(name, raw, "no such file")
+    return path
+
+
+def load_servers(path: Path, environ: Mapping[str, str]) -> tuple[McpServerConfig, ...]:
+    """The servers `path` declares, `${VAR}` filled from `environ`; `ConfigError` if bad."""
+    where = f"{VARIABLE} ({path})"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{where}: cannot be read ({error.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{where}: not JSON ({error})") from None
+    servers = document.get("mcpServers") if isinstance(document, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f'{where}: it must be an object with "mcpServers": {{name: server}}')
+    configs = []
+    for name, entry in servers.items():
+        config = _server(f"{where}: server {name!r}", name, entry, environ)
+        if config is not None:
+            configs.append(config)
+    return tuple(configs)
+
+
+def _server(
+    where: str, name: str, entry: object, environ: Mapping[str, str]
+) -> McpServerConfig | None:
+    if not name.strip() or "\0" in name:
+        raise ConfigError(f"{where}: a server needs a name")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: it must be an object with command or url")
+    unknown = sorted(set(entry) - _KNOWN_FIELDS)
+    if unknown:
+        raise ConfigError(f"{where}: field {unknown[0]!r} is not known here")
+    if entry.get("disabled") is True:
+        return None
+    command, url = entry.get("command"), entry.get("url")
+    if (command is None) == (url is None):
+        raise ConfigError(f"{where}: give either command (stdio) or url (Streamable HTTP)")
+    if command is not None:
+        for other in ("url", "headers"):
+            if other in entry:
+                raise ConfigError(f"{where}: field {other!r} is for url servers, not command")
+        return McpServerConfig(
+            name,
+            command=_text(where, "command", command, environ, required=True),
+            args=tuple(_texts(where, "args", entry.get("args", []), environ)),
+            env=_mapping(where, "env", entry.get("env", {}), environ),
+        )
+    for other in ("args", "env"):
+        if other in entry:
+            raise ConfigError(f"{where}: field {other!r} is for command servers, not url")
+    address = _text(where, "url", url, environ, required=True)
+    if not address.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: field 'url' must start with http:// or https://")
+    return McpServerConfig(
+        name, url=address, headers=_mapping(where, "headers", entry.get("headers", {}), environ)
+    )
+
+
+def _text(
+    where: str, name: str, value: object, environ: Mapping[str, str], *, required: bool = False
+) -> str:
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ConfigError(f"{where}: field {name!r} must be a {'non-empty ' * required}string")
+
+    def filled(match: re.Match[str]) -> str:
+        variable = match.group(1)
+        if variable not in environ:
+            raise ConfigError(f"{where}: field {name!r} names ${{{variable}}}, which is not set")
+        return environ[variable]
+
+    return _REFERENCE.sub(filled, value)
+
+
+def _texts(where: str, name: str, value: object, environ: Mapping[str, str]) -> list[str]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: field {name!r} must be a list of strings")
+    return [_text(where, f"{name}[{i}]", item, environ) for i, item in enumerate(value)]
+
+
+def _mapping(where: str, name: str, value: object, environ: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: field {name!r} must be an object of strings")
+    return {key: _text(where, f"{name}.{key}", item, environ) for key, item in value.items()}
