@@ -149,8 +149,7 @@ def build_bot(shards: Shards, api_base: str | None = None) -> Any:
     import nextcord
     from nextcord.ext import commands
 
-    if api_base is not None:  # every REST call, webhooks included, is built from it
-        nextcord.http.Route.BASE = api_base
+    point_at(api_base)
     intents = nextcord.Intents.default()
     intents.message_content = True
     bot: commands.Bot | commands.AutoShardedBot
@@ -164,6 +163,22 @@ def build_bot(shards: Shards, api_base: str | None = None) -> Any:
     bot.load_extension("cogs.tomori")  # nextcord syncs the slash commands when it connects
     freeze_start_up_heap(bot)
     return bot
+
+
+def point_at(api_base: str | None) -> None:
+    """Send every REST call of nextcord, webhooks included, to `api_base` (a rate-limit proxy
+    in front of the bot's processes), if one is given."""
+    if api_base is not None and installed("nextcord"):
+        import nextcord
+
+        nextcord.http.Route.BASE = api_base
+
+
+def check_bot_settings() -> None:
+    """bot.py's own settings, as its start reads them (`ConfigError` naming a bad one); the
+    check then logs in where the bot would."""
+    Shards.from_env(os.environ)
+    point_at(api_base_from_env(os.environ))
 
 
 async def run_bot(token: str, shards: Shards, api_base: str | None) -> None:
@@ -181,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     modes.add_argument("--check", action="store_true", help=CHECK_HELP)
     args = parser.parse_args(argv)
     if args.console or args.check:
-        return check_main(lambda: Shards.from_env(os.environ)) if args.check else console_main()
+        return check_main(check_bot_settings) if args.check else console_main()
     token = os.environ.get("DISCORD_TOKEN", "").strip()
     if not token:
         print(f"error: {TOKEN_HELP}", file=sys.stderr)
@@ -208,8 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     shared = shards_without_a_shared_database(os.environ, settings)
     if shared:
         logging.getLogger(__name__).warning("%s", shared)
+    import nextcord
+
     try:
         run_without_waiting_for_threads(run_bot(token, shards, api_base))
+    except nextcord.LoginFailure:
+        print("error: Discord refused the token (401): check DISCORD_TOKEN", file=sys.stderr)
+        return 2
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)
         return 1

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from tomori.config.settings import Delivery, Settings
+from tomori.delivery.budget import ChannelPace
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import Urgency, as_shown
 from tomori.prompt.conversation import in_time_order
@@ -111,6 +112,10 @@ def _relative(seconds: float) -> str:
     return f"in {amount}" if seconds >= 0 else f"{amount} ago"
 
 
+CONSOLE_CHANNEL = "console"
+"""The key of the console's one channel in its write bucket."""
+
+
 class ConsoleChannel:
     """The one channel of a console session (see the module docstring)."""
 
@@ -127,6 +132,9 @@ class ConsoleChannel:
         """Piped: what the running turn put in the channel, in order, printed at its end."""
         self._in_turn = False
         self._after_turn: list[str] = []
+        self._pace = ChannelPace()
+        """A Discord channel's write bucket: the console shows an answer in the messages a
+        Discord channel would (a rehearsal, not a faster stand-in)."""
         """The console's own lines that wait for the running turn's output to end."""
         self._line_open = False
         self._prompted = False
@@ -270,7 +278,10 @@ class ConsoleChannel:
     # -- ChannelPort and NoticeSink -----------------------------------------------------------
 
     async def writable(self, urgency: Urgency) -> None:
-        """At once: a terminal has no rate limits."""
+        """When a Discord channel would take the write: its bucket, intermediate writes at
+        its steady pace (a terminal has no limits, but the answer is shown as Discord would)."""
+        async with self._pace.slot(CONSOLE_CHANNEL, spaced=urgency is Urgency.MORE):
+            pass
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         return self.post_as(None, content, reply_to)
@@ -401,7 +412,8 @@ class PersonaChannel:
         self._name = name
 
     async def writable(self, urgency: Urgency) -> None:
-        """At once, as the channel's."""
+        """As the channel's: a webhook's messages count in the channel's bucket too."""
+        await self._channel.writable(urgency)
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         return self._channel.post_as(self._name, content, None)

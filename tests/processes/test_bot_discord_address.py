@@ -1,0 +1,89 @@
+"""bot.py and `bot.py --check` reach Discord where DISCORD_API_URL says (a rate-limit proxy in
+front of the bot's processes), and a token Discord refuses is said in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tests.support.bot_script import BOT, environment
+
+
+@pytest.fixture
+async def refusing_discord() -> AsyncIterator[tuple[str, list[str]]]:
+    """A Discord REST API that refuses every token, as Discord answers a bad one; the address
+    to give DISCORD_API_URL and the paths it was asked."""
+    asked: list[str] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        return web.json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    yield f"http://127.0.0.1:{port}/api/v10", asked
+    await runner.cleanup()
+
+
+async def bot_py(*args: str, **env: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(BOT),
+        *args,
+        env=environment(**env),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+GOOD = {"TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
+
+
+async def test_a_refused_token_stops_the_bot_with_one_line(
+    refusing_discord: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    api, asked = refusing_discord
+    code, _, err = await bot_py(
+        **GOOD, DISCORD_TOKEN="bad", DISCORD_API_URL=api, TOMORI_DB_PATH=str(tmp_path / "t.db")
+    )
+    assert code == 2
+    assert "error: Discord refused the token (401): check DISCORD_TOKEN" in err
+    assert "Traceback" not in err
+    assert asked == ["/api/v10/users/@me"]
+
+
+async def test_the_check_logs_in_where_discord_api_url_says(
+    refusing_discord: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    api, asked = refusing_discord
+    code, out, _ = await bot_py(
+        "--check",
+        **GOOD,
+        DISCORD_TOKEN="bad",
+        DISCORD_API_URL=api,
+        TOMORI_DB_PATH=str(tmp_path / "t.db"),
+        OPENAI_BASE_URL=f"{api}/none",  # the model check fails too; the line read is Discord's
+    )
+    assert "FAILED  discord: the token was refused (401): check DISCORD_TOKEN" in out
+    assert "/api/v10/users/@me" in asked
+    assert code == 1
+
+
+async def test_the_check_refuses_a_discord_api_url_the_bot_would_refuse() -> None:
+    code, _, err = await bot_py("--check", **GOOD, DISCORD_API_URL="ftp://x/api/v10")
+    assert code == 2
+    assert err.startswith("error: DISCORD_API_URL='ftp://x/api/v10' is not allowed")
