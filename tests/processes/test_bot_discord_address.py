@@ -4,14 +4,13 @@ front of the bot's processes), and a token Discord refuses is said in one line."
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from tests.support.bot_script import BOT, environment
+from tests.support.bot_script import run
 
 
 @pytest.fixture
@@ -36,18 +35,9 @@ async def refusing_discord() -> AsyncIterator[tuple[str, list[str]]]:
 
 
 async def bot_py(*args: str, **env: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
-        *args,
-        env=environment(**env),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    """bot.py as `run` starts it, in a thread: the test's Discord answers meanwhile."""
+    result = await asyncio.to_thread(run, *args, **env)
+    return result.returncode, result.stdout, result.stderr
 
 
 GOOD = {"TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}

@@ -6,6 +6,11 @@ from tests.support.llm_server import Action, Reply, pause, sse, stall
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
 
 
+def finished(text: str) -> list[Action]:
+    """How the model ends a stream of `text`: its finish reason, its usage, `[DONE]`."""
+    return [sse(chunk(finish="stop")), sse(usage_chunk(10, len(text) // 4)), sse("[DONE]")]
+
+
 def answer(text: str, *, pieces: int = 8, gap: float = 0.0) -> Reply:
     """The model streams `text` in `pieces` chunks, `gap` seconds apart."""
     size = max(1, -(-len(text) // pieces))
@@ -14,8 +19,7 @@ def answer(text: str, *, pieces: int = 8, gap: float = 0.0) -> Reply:
         if gap:
             body.append(pause(gap))
         body.append(sse(chunk(text[at : at + size])))
-    body += [sse(chunk(finish="stop")), sse(usage_chunk(10, len(text) // 4)), sse("[DONE]")]
-    return Reply(body=body)
+    return Reply(body=[*body, *finished(text)])
 
 
 def in_parts(*parts: str, gap: float = 0.5) -> Reply:
@@ -27,8 +31,7 @@ def in_parts(*parts: str, gap: float = 0.5) -> Reply:
             body.append(pause(gap))
         body.append(sse(chunk(part)))
     text = "".join(parts)
-    body += [sse(chunk(finish="stop")), sse(usage_chunk(10, len(text) // 4)), sse("[DONE]")]
-    return Reply(body=body)
+    return Reply(body=[*body, *finished(text)])
 
 
 def stalled_after(text: str) -> Reply:

@@ -111,10 +111,7 @@ class RequestBudget:
 
     async def take(self, urgency: Urgency) -> None:
         """Return when one request of `urgency` may be sent now; it counts as sent."""
-        self._refill()
-        if not self._waiting and self._tokens >= 1:
-            self._tokens -= 1
-            self.granted += 1
+        if self.take_if_free():
             return
         waiter = _Waiter(urgency, next(self._order), asyncio.get_running_loop().create_future())
         heapq.heappush(self._waiting, waiter)
