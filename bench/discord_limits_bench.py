@@ -9,7 +9,10 @@ and typing, Discord's headers and 429 bodies, the invalid-request ban), and star
 LLM server in a process of its own, answering every request with the same ~1,200 characters
 in six paragraphs, streamed in 6 s. It then starts `--processes` bot processes
 (bench/discord_limits_worker.py) of the chosen library, on one bot token and one database,
-sharing the N channels between them; all N mentions arrive at once.
+sharing the N channels between them. Each bot has just connected (its `on_ready` came), and
+`--start` says how the channels stand: `new` (nothing was ever said in them: no history read),
+`earlier` (each holds a message from before the bot connected: each first turn reads the
+history over REST) or `warm` (the bot served them before). All N mentions arrive at once.
 
 Per run it prints what Discord counted (429s by scope and by route, invalid requests per
 10 minutes extrapolated from the run, requests per second of the whole token on average and
@@ -93,6 +96,16 @@ def percentile(values: list[float], fraction: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+STARTS = {
+    "new": "nothing was ever said in them, so the bot reads no history",
+    "earlier": "each holds a message from before, so each channel's first turn reads its "
+    "history over REST once",
+    "warm": "the bot served them before: it saw a chat line in each and read the history then "
+    "(outside the counts), so the burst needs no history read",
+}
+"""How the channels stand when the burst comes, the bot just connected (`--start`)."""
+
+
 def _squeezed(text: str) -> str:
     return "".join(text.split())
 
@@ -104,7 +117,7 @@ async def one_run(
     processes: int,
     deadline: float,
     llm_url: str,
-    warm: bool = False,
+    start: str = "new",
 ) -> dict[str, Any]:
     channels = [FIRST_CHANNEL + n for n in range(channels_n)]
     server: DiscordRestServer = rest_server()
@@ -124,7 +137,7 @@ async def one_run(
                     "db_path": str(Path(folder) / "tomori.db"),
                     "channels": channels[number::processes],
                     "deadline": deadline,
-                    "warm": warm,
+                    "start": start,
                     "processes": processes,
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
@@ -246,12 +259,12 @@ def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
     return f"{value}{unit}"
 
 
-def report(library: str, mode: str, processes: int, run: dict[str, Any], warm: bool) -> str:
+def report(library: str, mode: str, processes: int, run: dict[str, Any], start: str) -> str:
     routes = ", ".join(f"{k} {v}" for k, v in sorted(run["route_429"].items())) or "none"
     return "\n".join(
         [
             f"{library}, {mode}, {run['channels']} channels, {processes} process(es)"
-            f"{', warm' if warm else ''}: {run['run_s']:.1f} s",
+            f", {start} channels: {run['run_s']:.1f} s",
             f"  429s: global {run['global_429']}, per route {run['user_429']}, "
             f"shared {run['shared_429']}; by route: {routes}; invalid requests per 10 min "
             f"{run['invalid_per_10_min']}{' BANNED' if run['banned'] else ''}",
@@ -286,19 +299,20 @@ async def main(args: argparse.Namespace) -> None:
         for library in args.library:
             for mode in args.mode:
                 for processes in args.processes:
-                    for n in args.channels:
-                        run = await one_run(
-                            library,
-                            mode,
-                            n,
-                            processes,
-                            args.deadline,
-                            f"http://127.0.0.1:{port}",
-                            args.warm,
-                        )
-                        print(report(library, mode, processes, run, args.warm), flush=True)
-                        if args.json:
-                            print(json.dumps({"library": library, "mode": mode, **run}))
+                    for start in args.start:
+                        for n in args.channels:
+                            run = await one_run(
+                                library,
+                                mode,
+                                n,
+                                processes,
+                                args.deadline,
+                                f"http://127.0.0.1:{port}",
+                                start,
+                            )
+                            print(report(library, mode, processes, run, start), flush=True)
+                            if args.json:
+                                print(json.dumps({"library": library, "mode": mode, **run}))
     finally:
         llm.stdin.close()
         await llm.wait()
@@ -315,13 +329,19 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--deadline", type=float, default=75.0, help="seconds a run may last")
     parser.add_argument("--json", action="store_true", help="also print each run as JSON")
     parser.add_argument(
-        "--warm",
-        action="store_true",
-        help="the bot served the channels before: each already had a chat line, and the "
-        "history the bot read then (outside the counts), so the burst needs no history read",
+        "--start",
+        nargs="+",
+        default=["new"],
+        choices=list(STARTS),
+        help="how the channels stand when the bot has just connected: "
+        + "; ".join(f"{name}: {what}" for name, what in STARTS.items()),
     )
+    parser.add_argument("--warm", action="store_true", help="the same as --start warm")
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
-    return parser.parse_args()
+    parsed = parser.parse_args()
+    if parsed.warm:
+        parsed.start = ["warm"]
+    return parsed
 
 
 if __name__ == "__main__":

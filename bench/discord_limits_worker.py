@@ -37,7 +37,8 @@ from tomori_cog.service import TomoriService
 
 QUESTION = f"<@{BOT_ID}> tell me about the sea"
 EARLIER = "the tide is coming in"
-"""What a warm channel said before the burst: the bot saw it, and read the history before it."""
+"""What each channel said before the burst: unseen by the bot (`earlier`), or seen and its
+history read (`warm`)."""
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -75,7 +76,12 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
             while service.pacing.budget.processes != config.get("processes", 1):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
         control = config["api_base"].split("/api/")[0] + CONTROL_MESSAGES
-        if config.get("warm"):
+        start = config.get("start", "new")
+        if start == "earlier":
+            await said_before(bot, channels, control)
+        bot.dispatch("ready")  # the session began: Discord has shown the bot every channel
+        await events_handled(bot, config["library"])
+        if start == "warm":
             await served_before(bot, service, config["library"], channels, control, settings)
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
@@ -113,6 +119,17 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
                 await bot.remove_cog("Tomori")
             await bot.http.close()
     return result
+
+
+async def said_before(bot: Any, channels: list[int], control: str) -> None:
+    """Each channel holds a message from before the bot connected: Discord's channel shows
+    it as the last message, and the gateway never delivered it."""
+    async with aiohttp.ClientSession() as session:
+        for channel in channels:
+            message = user_message(EARLIER, channel=channel)
+            async with session.post(control, json=message) as response:
+                response.raise_for_status()
+            bot.get_channel(channel).last_message_id = int(message["id"])
 
 
 async def served_before(

@@ -78,6 +78,43 @@ async def test_a_conversation_of_several_turns_reads_the_history_from_discord_on
     assert bot.history_reads == reads_expected(remembered, with_memory=1, turns=3)
 
 
+async def test_a_bot_started_where_nothing_was_ever_said_reads_no_history_from_discord(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, remembered)
+    await bot.gateway_event("ready")  # Discord shows every channel with no last message
+    llm_server.script(answer("Hello."), answer("Again."))
+    await bot.say(f"{bot.mention()} first words here")
+    await bot.settled()
+    await bot.say(f"{bot.mention()} and again")
+    await bot.settled()
+    assert shown(llm_server, 0) == ["alice: @Tomori first words here"]
+    assert shown(llm_server, 1) == [
+        "alice: @Tomori first words here",
+        "Hello.",
+        "alice: @Tomori and again",
+    ]
+    assert await bot.contents() == ["Hello.", "Again."]
+    assert bot.history_reads == reads_expected(remembered, with_memory=0, turns=2)
+
+
+async def test_a_channel_with_messages_from_before_the_session_is_read_from_discord(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_chat(tmp_path, llm_server, open_bot, REMEMBERED)
+    earlier = bot.seed("said before the bot connected", by=Person.BOB)
+    bot.client.get_channel(earlier.channel).last_message_id = earlier.id  # as Discord shows it
+    await bot.gateway_event("ready")
+    llm_server.script(answer("I see it."))
+    await bot.say(f"{bot.mention()} what did bob say?")
+    await bot.settled()
+    assert shown(llm_server, 0) == [
+        "bob: said before the bot connected",
+        "alice: @Tomori what did bob say?",
+    ]
+    assert bot.history_reads == 1
+
+
 async def test_edited_messages_reach_the_model_in_their_new_version(
     tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, remembered: int
 ) -> None:

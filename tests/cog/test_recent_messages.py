@@ -44,6 +44,8 @@ class Discord:
     echoes: list[tuple[str, Message]] = field(default_factory=list)
     """The bot's own sends and edits Discord answered but the gateway has not echoed yet."""
     ids: Any = field(default_factory=lambda: itertools.count(100))
+    written: bool = False
+    """Whether a message was ever sent in the channel (Discord then shows a last message)."""
 
     def history(self, before: int) -> list[Message]:
         """A REST read: the `LIMIT` messages before `before`, newest first."""
@@ -54,6 +56,7 @@ class Discord:
         self.echo_all()  # the gateway is one stream: the cog's echoes come first
         message = Message(next(self.ids), text)
         self.stored[message.id] = message
+        self.written = True
         if self.connected:
             self.memory.seen(message)
 
@@ -80,6 +83,7 @@ class Discord:
         """The cog posts a message: Discord answers, the gateway echoes it later."""
         message = Message(next(self.ids), text)
         self.stored[message.id] = message
+        self.written = True
         self.echoes.append(("create", message))
         self.memory.wrote(CHANNEL_ID, message.id, text, new=True)
 
@@ -116,6 +120,15 @@ class Discord:
         self.connected = True
         self.echo_all()
         self.memory.forget_all()
+
+    def new_session(self) -> None:
+        """The gateway starts over (nothing missed is replayed) and sends the channel whole:
+        with no last message if none was ever sent in it."""
+        self.connected = True
+        self.echoes.clear()
+        self.memory.forget_all()
+        if not self.written:
+            self.memory.never_written([CHANNEL_ID])
 
     def start_read(self) -> None:
         """A turn for the newest message starts reading the history over REST."""
@@ -158,7 +171,7 @@ events = st.one_of(
     st.tuples(st.just("delete"), picks),
     creates,
     reads,
-    st.tuples(st.sampled_from(["disconnect", "resume"])),
+    st.tuples(st.sampled_from(["disconnect", "resume", "new_session"])),
     st.tuples(st.just("bot_send"), texts),
     st.tuples(st.just("bot_edit"), picks, texts),
     st.tuples(st.just("echo")),
@@ -166,6 +179,10 @@ events = st.one_of(
 )
 
 
+@example(  # a session starts before anything was said, then the channel is used
+    [("new_session",), ("create", "a"), ("bot_send", "b"), ("edit", 0, "c"), ("echo",)],
+    LIMIT + 1,
+).via("the channel never written")
 @example(  # a message older than memory is edited while a read brings its old version
     [
         *[("create", "a"), ("create", "b"), ("disconnect",), ("resume",), ("create", "c")],
@@ -212,3 +229,19 @@ def test_memory_is_bounded_per_channel_and_forgets_the_channel_unused_longest() 
         assert [m.id for m in window.before] == [newest - 3, newest - 2, newest - 1]
         assert window.get(newest - 4) is None
         assert not window.covers(newest - 4)
+
+
+def test_channels_never_written_fill_only_free_room_and_go_first() -> None:
+    memory = RecentMessages(per_channel=4, channels=3)
+    memory.seen(Message(5, "in use", Channel(1)))
+    memory.never_written([2, 3, 4])  # room for two of them: channel 1 stays
+    assert memory.window(1, 6, 0) is not None
+    empty = memory.window(2, 9, 3)
+    assert empty is not None
+    assert empty.before == []
+    assert empty.covers(1)
+    assert memory.window(4, 9, 3) is None  # no room was left for it
+    memory.seen(Message(10, "new", Channel(5)))  # channel 3, never used, is forgotten first
+    assert memory.window(3, 9, 3) is None
+    assert memory.window(1, 6, 0) is not None
+    assert memory.window(2, 9, 3) is not None

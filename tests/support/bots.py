@@ -164,11 +164,12 @@ class ChatBot(ABC):
 
     async def gateway_event(self, event: str) -> None:
         """The library dispatches `event` (its name without `on_`) as the gateway would send
-        it, about the test's guild: `disconnect`, `resumed`, `shard_ready`, `guild_join`,
+        it, about the test's guild: `ready`, `disconnect`, `resumed`, `shard_ready`, `guild_join`,
         `guild_available`, `guild_role_update` (@everyone) or `member_update` (the bot)."""
         client = self.client
         guild = client.get_guild(GUILD_ID)
         arguments = {
+            "ready": (),
             "disconnect": (),
             "resumed": (),
             "shard_ready": (0,),

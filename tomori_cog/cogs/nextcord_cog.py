@@ -34,7 +34,9 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
 
         @commands.Cog.listener()
         async def on_ready(self) -> None:
-            gateway.unsure(self.service.memory, "new gateway session")
+            gateway.fresh_from_discord(
+                self.service.memory, self.service.bot.guilds, "new gateway session"
+            )
             await self.service.ensure_started()
 
         @commands.Cog.listener()
@@ -67,7 +69,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
 
         @commands.Cog.listener()
         async def on_shard_ready(self, shard_id: int) -> None:
-            gateway.unsure(self.service.memory, f"shard {shard_id} ready")
+            gateway.fresh_from_discord(
+                self.service.memory,
+                [g for g in self.service.bot.guilds if g.shard_id == shard_id],
+                f"shard {shard_id} ready",
+            )
 
         @commands.Cog.listener()
         async def on_guild_channel_update(self, before: Any, after: Any) -> None:
@@ -83,11 +89,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
 
         @commands.Cog.listener()
         async def on_guild_join(self, guild: Any) -> None:
-            gateway.unsure(self.service.memory, f"joined server {guild.id}")
+            gateway.fresh_from_discord(self.service.memory, [guild], f"joined server {guild.id}")
 
         @commands.Cog.listener()
         async def on_guild_available(self, guild: Any) -> None:
-            gateway.unsure(self.service.memory, f"server {guild.id} available")
+            gateway.fresh_from_discord(self.service.memory, [guild], f"server {guild.id} available")
 
         @commands.Cog.listener()
         async def on_thread_join(self, thread: Any) -> None:

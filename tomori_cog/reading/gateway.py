@@ -4,13 +4,15 @@ Both libraries' cogs forward the same events here (`memory.RecentMessages` says 
 matters): edits and deletes keep remembered messages as Discord shows them; a disconnect, a
 resume, a new session, joining a server or a thread, a server back from an outage, or a change
 of what the bot may see makes memory forget, since messages may have been sent that the gateway
-never delivered. The raw events are used because they come
+never delivered. A new session or a server sent whole also shows which channels never had a
+message: memory holds those whole from the start. The raw events are used because they come
 whether or not the library still caches the message.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from tomori_cog.library import Library
@@ -56,6 +58,21 @@ def unsure(memory: RecentMessages, why: str) -> None:
     sent that the bot never saw, so every channel is read from Discord again."""
     log.debug("%s: recent messages are read from Discord again", why)
     memory.forget_all()
+
+
+def fresh_from_discord(memory: RecentMessages, guilds: Iterable[Any], why: str) -> None:
+    """`on_ready`, `on_shard_ready`, `on_guild_join`, `on_guild_available`: as `unsure`; and
+    Discord has just sent these servers whole, so a channel shown with no last message has
+    none (a message since would have come as an event and set it): memory holds it whole.
+    Only here: elsewhere the library's copy may be stale (the bot could not see a channel for
+    a while, or the gateway was away)."""
+    unsure(memory, why)
+    memory.never_written(
+        channel.id
+        for guild in guilds
+        for channel in (*guild.channels, *guild.threads)
+        if hasattr(channel, "last_message_id") and channel.last_message_id is None
+    )
 
 
 def channel_changed(memory: RecentMessages, before: Any, after: Any) -> None:

@@ -9,7 +9,9 @@ messages it saw, and a turn reads from them when memory can prove it misses noth
 - A channel is remembered from the first message the cog sees in it: from then on memory holds
   every message at or after that one (`complete_from`). A history read over REST extends that
   backwards to the start of what it returned (or to the channel's beginning, if it returned
-  fewer messages than asked).
+  fewer messages than asked). A channel Discord showed with no last message, as a session
+  began, is held whole from the start (`never_written`): a bot that starts in a server of new
+  channels reads no history at all.
 - Whatever could have happened unseen makes memory forget: a disconnect, a resume or a new
   session (messages may have been sent meanwhile), a channel's permissions changing (the bot
   may not have seen it for a while), a message edit that cannot be applied, a send or an edit
@@ -149,6 +151,17 @@ class RecentMessages:
             channel.held.pop(message_id, None)
             channel.unechoed.pop(message_id, None)
         self._update_echoed(channel)
+
+    def never_written(self, channel_ids: Iterable[int]) -> None:
+        """Discord just showed these channels without a last message (none was ever sent in
+        them): memory holds each one whole, so its first turns need no history request. Only
+        into room memory has, as the channels unused longest: a channel it holds is kept."""
+        for channel_id in channel_ids:
+            if len(self._channels) >= self._max_channels:
+                return
+            if channel_id not in self._channels:
+                self._channels[channel_id] = _Channel(complete_from=FROM_THE_START)
+                self._channels.move_to_end(channel_id, last=False)
 
     def forget(self, channel_id: int) -> None:
         """Memory may miss what happened in this channel: read it over REST next time."""
