@@ -108,6 +108,10 @@ def _add(
     extension: str | None,
 ) -> Any:
     library = detect(bot)
+    loaded = bot.get_cog(COG_NAME)
+    if isinstance(loaded, TomoriCog):  # whichever way it came: not the library's plain error
+        where = f"as the extension {loaded.extension!r}" if loaded.extension else "with add_tomori"
+        raise AlreadyLoaded(f"the Tomori cog is already loaded {where}: unload it first")
     if settings is None:  # read from the environment: say what of it is read by nothing
         # imported here: `python -m tomori_cog.variables` must not find it imported already
         from tomori_cog.variables import unread_variables
@@ -151,10 +155,6 @@ class AlreadyLoaded(TomoriError, RuntimeError):
 
 def load_as(bot: Any, extension: str) -> Any:
     """`setup` for the extension named `extension`: add a cog that remembers that name."""
-    loaded = bot.get_cog(COG_NAME)
-    if isinstance(loaded, TomoriCog):
-        where = f"as the extension {loaded.extension!r}" if loaded.extension else "with add_tomori"
-        raise AlreadyLoaded(f"the Tomori cog is already loaded {where}: unload it first")
     return _add(bot, None, None, owner=extension, extension=extension)
 
 

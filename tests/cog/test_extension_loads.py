@@ -23,7 +23,7 @@ from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot, stop_ne
 from tests.support.scripts import answer
 from tomori.providers.base import JsonObject
 from tomori.store import SqliteDatabase
-from tomori_cog import TomoriCog, Tool, ToolContext
+from tomori_cog import AlreadyLoaded, TomoriCog, Tool, ToolContext, add_tomori
 
 NAMES = ("tomori_cog", "cogs.tomori")
 FIRSTS = (None, *NAMES)
@@ -158,6 +158,34 @@ async def test_discordpy_a_second_load_fails_and_the_running_cog_serves_on(
     assert [m.content for m in await harness.bot_messages()] == ["Still here."]
     reply = await harness.kill()
     assert reply["data"]["embeds"][0]["title"]
+
+
+# -- add_tomori while a cog runs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", FIRSTS)
+async def test_nextcord_add_tomori_while_a_cog_runs_names_the_running_cog(
+    first: str | None, nextcord_on: StartNextcord
+) -> None:
+    nc = await nextcord_on(first)
+    running = nc.bot.get_cog("Tomori")
+    with pytest.raises(AlreadyLoaded, match=f"already loaded {loaded_how(first)}"):
+        add_tomori(nc.bot)
+    assert nc.bot.get_cog("Tomori") is running
+    assert database_is_open(running)
+
+
+@pytest.mark.parametrize("first", FIRSTS)
+async def test_discordpy_add_tomori_while_a_cog_runs_names_the_running_cog(
+    first: str | None, dpy_on: StartDpy
+) -> None:
+    harness = await dpy_on(first)
+    running = harness.bot.get_cog("Tomori")
+    await harness.service.ensure_started()
+    with pytest.raises(AlreadyLoaded, match=f"already loaded {loaded_how(first)}"):
+        add_tomori(harness.bot)
+    assert harness.bot.get_cog("Tomori") is running
+    assert database_is_open(running)
 
 
 # -- a cog added by a bot author's own extension ----------------------------------------------
