@@ -120,6 +120,7 @@ async def one_run(
     deadline: float,
     llm_url: str,
     start: str = "new",
+    memory_channels: int | None = None,
 ) -> dict[str, Any]:
     channels = [FIRST_CHANNEL + n for n in range(channels_n)]
     server: DiscordRestServer = rest_server()
@@ -140,6 +141,7 @@ async def one_run(
                     "channels": channels[number::processes],
                     "deadline": deadline,
                     "start": start,
+                    **({} if memory_channels is None else {"memory_channels": memory_channels}),
                     "processes": processes,
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
@@ -316,6 +318,7 @@ async def main(args: argparse.Namespace) -> None:
                                 args.deadline,
                                 f"http://127.0.0.1:{port}",
                                 start,
+                                args.memory_channels,
                             )
                             print(report(library, mode, processes, run, start), flush=True)
                             if args.json:
@@ -344,6 +347,11 @@ def arguments() -> argparse.Namespace:
         + "; ".join(f"{name}: {what}" for name, what in STARTS.items()),
     )
     parser.add_argument("--warm", action="store_true", help="the same as --start warm")
+    parser.add_argument(
+        "--memory-channels",
+        type=int,
+        help="TOMORI_HISTORY_MEMORY_CHANNELS of the bots (default: the setting's default)",
+    )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.warm:

@@ -56,7 +56,11 @@ async def watch_lag(samples: list[float], every: float = 0.01) -> None:
 
 async def run(config: dict[str, Any]) -> dict[str, Any]:
     channels: list[int] = config["channels"]
-    settings = Settings(db_path=Path(config["db_path"]), delivery=Delivery(config["mode"]))
+    settings = Settings(
+        db_path=Path(config["db_path"]),
+        delivery=Delivery(config["mode"]),
+        history_memory_channels=config.get("memory_channels", Settings().history_memory_channels),
+    )
     chain = ModelChain.from_env(
         {
             "TOMORI_MODELS": "openai:bench-model",
