@@ -128,6 +128,8 @@ class SpriteMarkers:
         closing = held.find(")", at)
         if closing < 0:
             return text if len(held) - at > MAX_LABEL_CHARS + 1 else undecided
+        if closing - at > MAX_LABEL_CHARS + 1:
+            return text  # as it is while its end has not come
         label = self._labels.get(label_key(held[at + 1 : closing]))
         if label is None:
             return text
