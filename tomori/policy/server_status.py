@@ -120,10 +120,12 @@ def describe(
 
 
 def _sprites(sprites: Counter[str]) -> str:
-    """`3 (Ann (happy) 2, Ann (sad) 1)`: the total, then each sprite, the most shown first."""
+    """`3 (Ann (happy) 2, Ann (sad) 1)`: the total, then each sprite, the most shown first
+    (alphabetically among equals), ten at most."""
     if not sprites:
         return "none"
-    each = ", ".join(f"{sprite} {count}" for sprite, count in sprites.most_common(10))
+    ranked = sorted(sprites.items(), key=lambda item: (-item[1], item[0].casefold()))[:10]
+    each = ", ".join(f"{sprite} {count}" for sprite, count in ranked)
     more = ", …" if len(sprites) > 10 else ""
     return f"{sprites.total()} ({each}{more})"
 
