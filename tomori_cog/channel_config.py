@@ -21,7 +21,7 @@ from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.personas import Persona
-from tomori.policy.sprites import instructions
+from tomori.policy.sprites import with_sprites
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -125,8 +125,7 @@ class ChannelConfig:
         to switch its sprites, if it has any), and its own model
         chain if it has one (else the channel's); a stored chain that no longer parses is
         logged and the channel's runs instead."""
-        told = instructions(persona.name, persona.sprites)
-        prompt = f"{persona.prompt}\n\n{told}" if told else persona.prompt
+        prompt = with_sprites(persona.prompt, persona.name, persona.sprites)
         config = replace(channel_turn, system_prompt=prompt)
         if persona.models is None:
             return config

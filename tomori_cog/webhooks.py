@@ -34,6 +34,7 @@ from tomori.delivery.port import (
 )
 from tomori.delivery.sprite_markers import Wardrobe, sprite_name
 from tomori.policy.personas import Persona, StoredWebhook, WebhookStore, named
+from tomori.policy.sprites import wardrobe
 from tomori.store import Database
 from tomori_cog.discord_io import CONNECTION_ERRORS, call_failures, no_mass_mentions
 from tomori_cog.library import Library
@@ -290,9 +291,7 @@ class _Translate:
 
 def wardrobe_of(persona: Persona, port: PersonaPort) -> Wardrobe | None:
     """The persona's sprites as its writer switches them on `port` (None: it has none)."""
-    if not persona.sprites:
-        return None
-    return Wardrobe(persona.name, tuple(s.label for s in persona.sprites), port.wear)
+    return wardrobe(persona.name, persona.sprites, port.wear)
 
 
 class PersonaPort:

@@ -47,11 +47,7 @@ async def test_a_sprite_line_posts_with_its_avatar_under_a_name_that_shows_the_c
     assert [(m.username, m.content, m.avatar_url) for m in posted(discord_rest)] == [
         ("Aria", "Hello there.", ARIA),
         ("Aria (happy)", "A party!", HAPPY),
-        (
-            "Aria (Sad)",
-            "But it rains.\nAria (angry): this label is not hers, so it stays text.",
-            SAD,
-        ),
+        ("Aria (Sad)", "But it rains.\nAria (angry): not her label, so text.", SAD),
         ("Aria", "Anyway.", ARIA),
     ]
     system = conversation(llm_server.requests[0])[0][1]

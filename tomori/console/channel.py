@@ -32,6 +32,7 @@ from tomori.config.settings import Delivery, Settings
 from tomori.delivery.budget import ChannelPace
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import Urgency, as_shown
+from tomori.delivery.sprite_markers import sprite_name
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
@@ -409,7 +410,13 @@ class PersonaChannel:
 
     def __init__(self, channel: ConsoleChannel, name: str) -> None:
         self._channel = channel
+        self._persona = name
         self._name = name
+
+    def wear(self, label: str | None) -> None:
+        """Its next messages wear sprite `label`: they print under `Name (label)`, the name a
+        Discord channel shows them under (None: its own name)."""
+        self._name = sprite_name(self._persona, label)
 
     async def writable(self, urgency: Urgency) -> None:
         """As the channel's: a webhook's messages count in the channel's bucket too."""

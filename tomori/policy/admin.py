@@ -85,7 +85,7 @@ OPTION_DESCRIPTIONS = {
     "avatar_file": "an image, shown as the persona's avatar",
     "triggers": "comma-separated words that call it (its name if not given)",
     "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
-    "sprite_persona": "the persona's name",
+    "persona": "the persona's name",
     "label": "the sprite's label: the persona shows it with 'Name (label):'",
     "sprite_avatar": "the sprite's image URL",
     "sprite_avatar_file": "the sprite's image",

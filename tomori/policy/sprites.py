@@ -9,11 +9,11 @@ labels and how to switch (`instructions`); the marker rule itself is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tomori.config.parsers import ConfigError
-from tomori.delivery.sprite_markers import MAX_LABEL_CHARS, label_key, sprite_name
+from tomori.delivery.sprite_markers import MAX_LABEL_CHARS, Wardrobe, label_key, sprite_name
 from tomori.store import Database
 
 MAX_SPRITES = 20
@@ -70,6 +70,21 @@ def instructions(name: str, sprites: Sequence[Sprite]) -> str:
         " to your usual avatar. Use only these labels, and only where the change means"
         " something; the marker itself is not shown."
     )
+
+
+def with_sprites(prompt: str, name: str, sprites: Sequence[Sprite]) -> str:
+    """A persona's system prompt, with how to switch its sprites if it has any."""
+    told = instructions(name, sprites)
+    return f"{prompt}\n\n{told}" if told else prompt
+
+
+def wardrobe(
+    name: str, sprites: Sequence[Sprite], wear: Callable[[str | None], None]
+) -> Wardrobe | None:
+    """The persona's sprites as its writer switches them through `wear` (None: it has none)."""
+    if not sprites:
+        return None
+    return Wardrobe(name, tuple(sprite.label for sprite in sprites[:MAX_SPRITES]), wear)
 
 
 class SpriteStore:

@@ -251,7 +251,7 @@ PERSONA_OPTIONS = {
     "models": OPTION_DESCRIPTIONS["persona_models"],
 }
 SPRITE_OPTIONS = {
-    "persona": OPTION_DESCRIPTIONS["sprite_persona"],
+    "persona": OPTION_DESCRIPTIONS["persona"],
     "label": OPTION_DESCRIPTIONS["label"],
     "avatar": OPTION_DESCRIPTIONS["sprite_avatar"],
     "avatar_file": OPTION_DESCRIPTIONS["sprite_avatar_file"],

@@ -213,7 +213,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def sprite_add(
             self,
             interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            persona: str = _text("sprite_persona", "persona", max_length=MAX_NAME_CHARS),
+            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
             label: str = _text("label", max_length=MAX_LABEL_CHARS),
             avatar: str | None = _optional("sprite_avatar", "avatar"),
             avatar_file: nextcord.Attachment | None = _optional(  # noqa: B008
@@ -228,7 +228,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def sprite_remove(
             self,
             interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            persona: str = _text("sprite_persona", "persona", max_length=MAX_NAME_CHARS),
+            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
             label: str = _text("label", max_length=MAX_LABEL_CHARS),
         ) -> None:
             action = actions.remove_sprite(persona, label)
