@@ -58,3 +58,19 @@ async def test_personas_added_in_the_console_answer_under_their_names_each_seein
     assert "tomori: Plain bot." in aria[-1]["content"]  # the bot is another speaker to Aria
     assert bex[0]["content"] == "You are Bex."
     assert "\nAria: Aria sings.\n" in bex[-1]["content"]  # Bex sees what Aria said
+
+
+async def test_a_sprite_added_in_the_console_prints_its_lines_under_its_name(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("Hello.\nAria (happy): Hooray!\nAria (cross): stays as text."))
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria.\n"
+        "/tomori sprite add Aria label:happy avatar:https://images.example/happy.png\n"
+        "hi aria\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert 'Aria can now show sprite "happy"' in out
+    assert "[Aria #2]\nHello.\n[Aria (happy) #3]\nHooray!\nAria (cross): stays as text.\n" in out
+    system = llm_server.requests[0].body["messages"][0]["content"]
+    assert system.startswith("You are Aria.\n\nYou have alternate avatars")
