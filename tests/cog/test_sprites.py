@@ -40,7 +40,7 @@ async def test_a_sprite_line_posts_with_its_avatar_under_a_name_that_shows_the_c
     assert 'Aria can now show sprite "happy"' in added
     await bot.sprite("add", persona="Aria", label="Sad", avatar=SAD)
     assert "sprites: happy, Sad" in said(await bot.persona("list"))
-    llm_server.script(answer(ANSWER, pieces=17))  # markers arrive cut across chunks
+    llm_server.script(answer(ANSWER, pieces=17), answer("Sure."))  # markers cut across chunks
 
     bot.say("aria, how is the party?")
     await settle(bot)
@@ -54,6 +54,11 @@ async def test_a_sprite_line_posts_with_its_avatar_under_a_name_that_shows_the_c
     assert system.startswith("You are Aria.\n\n")
     assert "happy, Sad" in system
     assert '"Aria (label):"' in system
+
+    bot.say("aria, and now?")  # she reads her earlier answer back as she wrote it
+    await settle(bot)
+    earlier = [text for role, text in conversation(llm_server.requests[1]) if role == "assistant"]
+    assert "Hello there.\nAria (happy): A party!\nAria (Sad): But it rains." in earlier[0]
 
     status = said(await bot.tomori("status"))
     assert "Sprites shown: 2 (Aria (happy) 1, Aria (Sad) 1)" in status

@@ -32,7 +32,7 @@ from tomori.config.settings import Delivery, Settings
 from tomori.delivery.budget import ChannelPace
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import Urgency, as_shown
-from tomori.delivery.sprite_markers import sprite_name
+from tomori.delivery.sprite_markers import sprite_name, wore_sprite
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
@@ -53,7 +53,8 @@ class ConsoleMessage:
     from_bot: bool
     reply_to: int | None = None
     speaker: str | None = None
-    """The persona that posted it (None: the bot, or the person typing)."""
+    """The persona that posted it, as shown (`Name (label)` wearing a sprite; None: the bot,
+    or the person typing)."""
 
 
 CONTROLS = re.compile(
@@ -182,6 +183,8 @@ class ConsoleChannel:
             text = message.text[:MAX_ITEM_CHARS]
             if message.from_bot and message.speaker == voice:
                 items.append(ContextItem(Role.ASSISTANT, text))
+            elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):
+                items.append(ContextItem(Role.ASSISTANT, f"{message.speaker}: {text}"))
             elif message.from_bot:
                 items.append(ContextItem(Role.USER, f"{message.speaker or 'tomori'}: {text}"))
             else:

@@ -179,6 +179,12 @@ class Wardrobe:
         return sprite_name(self.name, label)
 
 
+def wore_sprite(name: str, shown: str) -> bool:
+    """Whether a persona's message shown under `shown` wore one of its sprites (`sprite_name`):
+    its model then reads it back as `Name (label): text`, the way it switched."""
+    return shown.startswith(f"{name} (") and shown.endswith(")")
+
+
 def sprite_name(name: str, label: str | None) -> str:
     """The name a persona's message shows while it wears a sprite: `Name (label)`, its own
     name for its own avatar. Each avatar has its own name, so Discord, which groups a
