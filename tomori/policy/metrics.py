@@ -65,11 +65,14 @@ class Metrics:
         self._tool_calls.append((guild_id, tool, outcome))
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None:
-        """The sprites one pass's messages wore (`StreamResult.sprites`), each counted as
-        `sprite_shown` and filed under its server for `/tomori status`."""
-        for sprite in sprites:
-            self.record("sprite_shown", sprite)
-            self._sprites.append((guild_id, sprite))
+        """The sprites one pass's messages wore (`StreamResult.sprites`), filed under their
+        server for `/tomori status` (not among the bot's counters: their names are the
+        servers' own, without bound)."""
+        if not sprites:
+            return
+        log.info("sprites shown in server %s: %s", guild_id, ", ".join(sprites))
+        self._sprites.extend((guild_id, sprite) for sprite in sprites)
+        self._start_flush()
 
     def record_outcome(self, outcome: TurnOutcome) -> None:
         self._outcomes.append(outcome)

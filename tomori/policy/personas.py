@@ -213,6 +213,10 @@ class PersonaStore:
             )
             if taken is not None:
                 return False
+            await tx.execute(  # sprites left by a namesake removed while one was being added
+                "DELETE FROM persona_sprites WHERE guild_id = ? AND name_key = ?",
+                (guild_id, persona.key),
+            )
             await tx.execute(
                 "INSERT INTO personas (guild_id, name_key, name, prompt, avatar_url, triggers,"
                 " models, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
