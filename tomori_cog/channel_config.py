@@ -21,6 +21,7 @@ from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.personas import Persona
+from tomori.policy.sprites import with_sprites
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -120,10 +121,12 @@ class ChannelConfig:
         return TurnConfig(chain.entries, providers, prompt, chain.sees_images)
 
     def for_persona(self, channel_turn: TurnConfig, persona: Persona) -> TurnConfig:
-        """What a persona's turn in a channel runs with: its own prompt, and its own model
+        """What a persona's turn in a channel runs with: its own prompt (telling its model how
+        to switch its sprites, if it has any), and its own model
         chain if it has one (else the channel's); a stored chain that no longer parses is
         logged and the channel's runs instead."""
-        config = replace(channel_turn, system_prompt=persona.prompt)
+        prompt = with_sprites(persona.prompt, persona.name, persona.sprites)
+        config = replace(channel_turn, system_prompt=prompt)
         if persona.models is None:
             return config
         try:

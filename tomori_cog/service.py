@@ -56,7 +56,7 @@ from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.history import HistoryReader, Shown, Voice
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
-from tomori_cog.webhooks import PersonaPort, Webhooks
+from tomori_cog.webhooks import PersonaPort, Webhooks, wardrobe_of
 
 log = logging.getLogger(__name__)
 
@@ -439,6 +439,7 @@ class TomoriService:
                     request_notices=shown.notices,
                     surface_errors=surface_errors,
                     health=self.health,
+                    wardrobe=wardrobe_of(persona, port),
                 )
             finally:
                 await self._record_posted(guild_id, channel, persona, speaking)

@@ -11,6 +11,10 @@ persona's answer exactly as the bot's, never knowing who speaks. Where no webhoo
 direct message, no Manage Webhooks permission, Discord refusing the webhook, a send through it
 failing) the persona speaks through the bot's own identity with its name before the text
 (`named`), and the log says why, once per channel.
+
+A persona with sprites wears one when its writer says so (`PersonaPort.wear`): the messages
+sent from then on carry the sprite's avatar and the name `Name (label)` (`sprite_name`), and
+back to its own avatar under its own name; without a webhook they show `**Name (label):**`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from tomori.delivery.port import (
     Urgency,
     as_shown,
 )
+from tomori.delivery.sprite_markers import Wardrobe, sprite_name
 from tomori.policy.personas import Persona, StoredWebhook, WebhookStore, named
+from tomori.policy.sprites import wardrobe
 from tomori.store import Database
 from tomori_cog.discord_io import CONNECTION_ERRORS, call_failures, no_mass_mentions
 from tomori_cog.library import Library
@@ -198,7 +204,10 @@ class Webhooks:
 
 
 class WebhookPort:
-    """`ChannelPort` over one webhook, as one persona, paced by the webhook's bucket too."""
+    """`ChannelPort` over one webhook, as one persona, paced by the webhook's bucket too.
+
+    `username` and `avatar_url` are what its next messages show (the persona's own, or a
+    sprite's once its `PersonaPort` wears one)."""
 
     def __init__(
         self, library: Library, channel: Any, pacing: DiscordPacing, webhook: Any, persona: Persona
@@ -207,7 +216,8 @@ class WebhookPort:
         self._channel = channel
         self._pacing = pacing
         self.webhook = webhook
-        self._persona = persona
+        self.username = persona.name
+        self.avatar_url = persona.avatar_url
         self._reserved = False
         home = home_of(library, channel)
         self._thread: dict[str, Any] = {"thread": channel} if home is not channel else {}
@@ -221,11 +231,11 @@ class WebhookPort:
         """A webhook cannot reply: its messages stand free (`reply_to` is not shown)."""
         await self.writable(urgency)
         self._reserved = False
-        avatar = {"avatar_url": self._persona.avatar_url} if self._persona.avatar_url else {}
+        avatar = {"avatar_url": self.avatar_url} if self.avatar_url else {}
         with self._translated():
             message = await self.webhook.send(
                 content=as_shown(content),
-                username=self._persona.name,
+                username=self.username,
                 allowed_mentions=no_mass_mentions(self._library),
                 wait=True,
                 **avatar,
@@ -279,6 +289,11 @@ class _Translate:
         raise DeliveryFailed(f"HTTP {status}") from error
 
 
+def wardrobe_of(persona: Persona, port: PersonaPort) -> Wardrobe | None:
+    """The persona's sprites as its writer switches them on `port` (None: it has none)."""
+    return wardrobe(persona.name, persona.sprites, port.wear)
+
+
 class PersonaPort:
     """A persona's `ChannelPort`: through the channel's webhook, else as the bot, named.
 
@@ -307,8 +322,22 @@ class PersonaPort:
         self._hooked: ChannelPort | None = None
         """`_webhook` as `remembered` wraps it."""
         self._looked = False
-        self._as_bot: set[str] = set()
-        """Messages sent through the bot's identity."""
+        self._as_bot: dict[str, str] = {}
+        """Messages sent through the bot's identity, and the name each shows."""
+        self._sprite: str | None = None
+        """The label of the sprite worn (None: the persona's own avatar)."""
+
+    def wear(self, label: str | None) -> None:
+        """The messages sent from now on wear sprite `label` (None: the persona's own avatar);
+        a label the persona no longer has is its own avatar under the sprite's name."""
+        self._sprite = label
+        if self._webhook is not None:
+            self._dress(self._webhook)
+
+    def _dress(self, port: WebhookPort) -> None:
+        avatars = {sprite.label: sprite.avatar_url for sprite in self._persona.sprites}
+        port.username = sprite_name(self._persona.name, self._sprite)
+        port.avatar_url = avatars.get(self._sprite or "", self._persona.avatar_url)
 
     async def _port(self) -> ChannelPort:
         if not self._looked:
@@ -318,6 +347,7 @@ class PersonaPort:
                 self._webhook = WebhookPort(
                     self._library, self._channel, self._pacing, webhook, self._persona
                 )
+                self._dress(self._webhook)
                 self._hooked = self._remembered(self._webhook)
         return self._hooked if self._hooked is not None else self._bot_port
 
@@ -339,17 +369,17 @@ class PersonaPort:
             except DeliveryFailed as error:  # refused, or failed: the bot's identity speaks
                 self._webhooks.falls_back(self._channel, f"a webhook send failed ({error})")
                 break
+        shown = sprite_name(self._persona.name, self._sprite)
         message_id = await self._bot_port.send(
-            named(self._persona.name, content), reply_to=reply_to, urgency=urgency
+            named(shown, content), reply_to=reply_to, urgency=urgency
         )
-        self._as_bot.add(message_id)
+        self._as_bot[message_id] = shown
         return message_id
 
     async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
-        if message_id in self._as_bot:
-            await self._bot_port.edit(
-                message_id, named(self._persona.name, content), urgency=urgency
-            )
+        shown = self._as_bot.get(message_id)
+        if shown is not None:
+            await self._bot_port.edit(message_id, named(shown, content), urgency=urgency)
             return
         if self._hooked is None:
             raise DeliveryFailed("the webhook that sent this message is gone")

@@ -289,6 +289,7 @@ async def test_status_counts_what_happened_in_the_server(
         "Errors: 0; empty answers: 0",
         f"Tokens: {tokens_in} in, {tokens_out} out",
         "Tool calls: none",
+        "Sprites shown: none",
         "Models skipped now: none",
     ]
 
@@ -306,6 +307,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "status",
         "limits",
         "persona",
+        "sprite",
         "tools",
     }
 

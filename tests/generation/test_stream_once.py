@@ -7,10 +7,15 @@ import pytest
 
 from tests.support.memory_channel import MemoryChannel
 from tests.support.passes import CHANNEL, LONG, Harness, budgets, kill_after
+from tests.support.recording_port import RecordingPort
 from tests.support.scripted import ScriptedProvider, Step, stall, text
 from tomori.config.settings import Settings
 from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
+from tomori.delivery.port import StreamWriter
+from tomori.delivery.sprite_markers import Wardrobe
+from tomori.delivery.writer import ChannelWriter
 from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
+from tomori.generation.state import TurnState
 from tomori.locks import ChannelLocks
 from tomori.locks.vocabulary import KillReason
 from tomori.providers.base import (
@@ -354,3 +359,21 @@ async def test_kill_ends_the_wait_for_delivery_at_once(harness: Harness) -> None
     assert run.elapsed < LONG / 2
     assert channel.notices == []
     assert run.leftovers == []
+
+
+async def test_a_timed_out_pass_carries_the_sprites_its_messages_wore(harness: Harness) -> None:
+    """The seed's timeout result: the settled text, and the sprites shown, in order."""
+    port = RecordingPort()
+    wardrobe = Wardrobe("Ann", ("happy",), lambda label: None)
+
+    def writer(state: TurnState) -> StreamWriter:
+        return ChannelWriter(port, state, first_gather_s=0, wardrobe=wardrobe)
+
+    provider = ScriptedProvider(
+        [text("Hi.\n\nAnn (happy): Yay!\n\n"), text("Ann (happy): again\n\n"), stall(LONG)]
+    )
+    run = await harness.run(provider, budgets(idle=0.2), writer=writer)
+    assert run.result is not None
+    assert run.result.status is StreamStatus.TIMEOUT
+    assert run.result.sprites == ("Ann (happy)", "Ann (happy)")
+    assert run.result.text == "Hi.\n\nYay!\n\nagain\n\n"

@@ -13,6 +13,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice
+from tomori.delivery.port import StreamWriter
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
@@ -72,7 +73,9 @@ class Harness:
         meanwhile: Meanwhile | None = None,
         request: StreamRequest = REQUEST,
         left_over_notice: Notice | None = None,
+        writer: Callable[[TurnState], StreamWriter] | None = None,
     ) -> PassRun:
+        """`writer`: what the pass writes into, given its turn's state (else a memory one)."""
         channel = channel or MemoryChannel()
         state = TurnState(CHANNEL, notices=channel, suppress_user_errors=suppress)
         state.deferred_timeout_notice = left_over_notice
@@ -80,12 +83,12 @@ class Harness:
 
         async def turn(_: Turn, guard: TurnGuard) -> None:
             assert self.locks is not None
-            writer = MemoryStreamWriter(run.channel, run.state)
+            writing = writer(run.state) if writer else MemoryStreamWriter(run.channel, run.state)
             started = time.monotonic()
             await asyncio.sleep(0)  # as the cog reads Discord first: a /kill can land here
             try:
                 run.result = await stream_once(
-                    provider, request, writer, run.state, guard, settings
+                    provider, request, writing, run.state, guard, settings
                 )
             except Exception as error:
                 run.error = error
@@ -94,7 +97,7 @@ class Harness:
             assert isinstance(guard, Lease)
             if guard._kill is not None:
                 run.leftovers.append("kill callback")
-            await writer.aclose()
+            await writing.aclose()
 
         self.locks = ChannelLocks(lock_backend(self._database, settings), settings, turn)
         await self.locks.start()

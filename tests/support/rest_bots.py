@@ -96,6 +96,18 @@ class RestBot:
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
     ) -> dict[str, Any]:
         """An admin (Manage Server) runs `/tomori persona <subcommand>` with `options`."""
+        return await self.grouped("persona", subcommand, channel=channel, **options)
+
+    async def sprite(
+        self, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
+    ) -> dict[str, Any]:
+        """An admin (Manage Server) runs `/tomori sprite <subcommand>` with `options`."""
+        return await self.grouped("sprite", subcommand, channel=channel, **options)
+
+    async def grouped(
+        self, group: str, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
+    ) -> dict[str, Any]:
+        """An admin runs `/tomori <group> <subcommand>` with `options` (all text)."""
         given = [{"name": n, "type": 3, "value": v} for n, v in options.items()]
         data = {
             "id": str(new_snowflake()),
@@ -103,11 +115,21 @@ class RestBot:
             "type": 1,
             "options": [
                 {
-                    "name": "persona",
+                    "name": group,
                     "type": 2,
                     "options": [{"name": subcommand, "type": 1, "options": given}],
                 }
             ],
+        }
+        return await self.command(data, permissions=MANAGE_GUILD, channel=channel)
+
+    async def tomori(self, subcommand: str, *, channel: int = CHANNEL_ID) -> dict[str, Any]:
+        """An admin runs `/tomori <subcommand>`, without options."""
+        data = {
+            "id": str(new_snowflake()),
+            "name": "tomori",
+            "type": 1,
+            "options": [{"name": subcommand, "type": 1, "options": []}],
         }
         return await self.command(data, permissions=MANAGE_GUILD, channel=channel)
 

@@ -32,6 +32,7 @@ from tomori.config.settings import Delivery, Settings
 from tomori.delivery.budget import ChannelPace
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import Urgency, as_shown
+from tomori.delivery.sprite_markers import sprite_name, wore_sprite
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 
@@ -52,7 +53,8 @@ class ConsoleMessage:
     from_bot: bool
     reply_to: int | None = None
     speaker: str | None = None
-    """The persona that posted it (None: the bot, or the person typing)."""
+    """The persona that posted it, as shown (`Name (label)` wearing a sprite; None: the bot,
+    or the person typing)."""
 
 
 CONTROLS = re.compile(
@@ -181,6 +183,8 @@ class ConsoleChannel:
             text = message.text[:MAX_ITEM_CHARS]
             if message.from_bot and message.speaker == voice:
                 items.append(ContextItem(Role.ASSISTANT, text))
+            elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):
+                items.append(ContextItem(Role.ASSISTANT, f"{message.speaker}: {text}"))
             elif message.from_bot:
                 items.append(ContextItem(Role.USER, f"{message.speaker or 'tomori'}: {text}"))
             else:
@@ -409,7 +413,13 @@ class PersonaChannel:
 
     def __init__(self, channel: ConsoleChannel, name: str) -> None:
         self._channel = channel
+        self._persona = name
         self._name = name
+
+    def wear(self, label: str | None) -> None:
+        """Its next messages wear sprite `label`: they print under `Name (label)`, the name a
+        Discord channel shows them under (None: its own name)."""
+        self._name = sprite_name(self._persona, label)
 
     async def writable(self, urgency: Urgency) -> None:
         """As the channel's: a webhook's messages count in the channel's bucket too."""

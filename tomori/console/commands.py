@@ -81,6 +81,8 @@ TOMORI_SUBCOMMANDS = {
     "persona edit": ("name", "prompt", "triggers", "models", "avatar"),
     "persona remove": ("name",),
     "persona list": (),
+    "sprite add": ("persona", "label", "avatar"),
+    "sprite remove": ("persona", "label"),
 }
 """The subcommands the console runs, and their options, the first of which needs no name."""
 
@@ -95,6 +97,8 @@ _SUBCOMMAND_USAGE = {
     "persona edit": "/tomori persona edit <name> [prompt:<text>] [triggers:<words>] ...",
     "persona remove": "/tomori persona remove <name>",
     "persona list": "/tomori persona list",
+    "sprite add": "/tomori sprite add <persona> label:<label> avatar:<image URL>",
+    "sprite remove": "/tomori sprite remove <persona> label:<label>",
 }
 
 
@@ -132,9 +136,9 @@ def tomori_action(rest: str) -> Action | Notice:
     """The action `/tomori <rest>` runs, or the notice that says why none runs."""
     name, given = (*rest.split(maxsplit=1), "", "")[:2]
     name = name.lower()
-    if name == "persona":
+    if name in ("persona", "sprite"):
         which, given = (*given.split(maxsplit=1), "", "")[:2]
-        name = f"persona {which.lower()}"
+        name = f"{name} {which.lower()}"
     if name == "autoreply":
         return admin.refused(
             "The console answers every message; /tomori autoreply applies to Discord channels."
@@ -210,4 +214,12 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     ),
     "persona remove": lambda o: admin.remove_persona(_required(o, "name", "persona remove")),
     "persona list": lambda o: admin.list_personas,
+    "sprite add": lambda o: admin.add_sprite(
+        _required(o, "persona", "sprite add"),
+        _required(o, "label", "sprite add"),
+        _required(o, "avatar", "sprite add"),
+    ),
+    "sprite remove": lambda o: admin.remove_sprite(
+        _required(o, "persona", "sprite remove"), _required(o, "label", "sprite remove")
+    ),
 }

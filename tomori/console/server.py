@@ -30,6 +30,7 @@ from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.personas import Persona, PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
+from tomori.policy.sprites import with_sprites
 from tomori.policy.tool_switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.providers.base import Provider
 from tomori.store import Database
@@ -187,7 +188,9 @@ class ConsoleServer:
         return TurnSetup(chain.entries, self._providers, resolved.system_prompt.value)
 
     def for_persona(self, setup: TurnSetup, persona: Persona) -> TurnSetup:
-        """A persona's turn: its own prompt, and its own model chain if it has one."""
+        """A persona's turn: its own prompt (with its sprites), and its own model chain if it
+        has one."""
+        prompt = with_sprites(persona.prompt, persona.name, persona.sprites)
         chain = None
         if persona.models is not None:
             try:
@@ -195,11 +198,11 @@ class ConsoleServer:
             except ConfigError as error:
                 log.warning("persona %s: its models no longer apply (%s)", persona.name, error)
         if chain is None:
-            return replace(setup, system_prompt=persona.prompt)
+            return replace(setup, system_prompt=prompt)
         missing = {n: c for n, c in chain.credentials.items() if n not in self._providers}
         if missing:
             self._providers.update(ModelChain((), missing).build_providers())
-        return TurnSetup(chain.entries, self._providers, persona.prompt)
+        return TurnSetup(chain.entries, self._providers, prompt)
 
     async def _resolved(self) -> Resolved:
         channel, server = await self.overrides.read(SERVER, CHANNEL)

@@ -66,6 +66,7 @@ from tomori.generation.tools import ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
+from tomori.policy.sprites import wardrobe
 from tomori.store import Database
 from tomori.store.connect import open_database
 
@@ -393,17 +394,19 @@ class ConsoleSession:
             )
             speaking = state if first else replace(state, delivered=[], from_queue=False)
             first = False
+            port = self._channel.as_persona(persona.name)
             result = await answer_turn(
                 turn,
                 guard,
                 speaking,
-                self._channel.as_persona(persona.name),
+                port,
                 entries=own.entries,
                 providers=own.providers,
                 tools=tools,
                 settings=self._settings,
                 context=context,
                 surface_errors=True,
+                wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
             )
             named = drawn_in(everyone, result.text, persona)
             if named is not None and named not in queue and drawn < self._settings.max_bot_turns:

@@ -8,6 +8,8 @@
 - `segmenter.py` streamed text released as messages-mode segments, each sent once
 - `chunking.py`  1950-character messages cut where nothing breaks
 - `fences.py`    code fences and inline code: one rule for every reader of markdown
+- `sprite_markers.py` a persona's `Name (label):` markers taken out of its streamed answer
+                 (`SpriteMarkers`), and the `Wardrobe` the writer switches sprites by
 - `hidden.py`    `<details>` and `<think>` blocks captured, never posted
 - `ceiling.py`   the answer's ceiling: the cut note, and what one pass may read
 - `notices.py`   what the bot tells a channel, as data; `NoticeSink`, `post_notice_safely`

@@ -20,6 +20,11 @@ so whatever came while the channel could not be written to goes out in that one 
   shown message only ever grows: the cut that ends it falls after the text already shown,
   never inside it.
 
+A persona with sprites gives the writer its `Wardrobe`: each sprite marker
+(`tomori.delivery.sprite_markers`) is taken out of the text, ends the message before it (the
+segments before it are released, or the growing message is final), and what follows goes out in
+new messages once the port is told to wear that sprite. Every other rule holds across markers.
+
 One answer shows at most `max_answer_chars` characters, counted over the turn (see `ceiling`);
 when more would follow, the text is cut where nothing breaks and the last message ends with
 `CUT_NOTE`, and `feed` raises `AnswerCut`, so the pass stops reading.
@@ -56,6 +61,7 @@ from tomori.delivery.port import (
     Urgency,
 )
 from tomori.delivery.segmenter import Segmenter
+from tomori.delivery.sprite_markers import Switch, Wardrobe
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +83,7 @@ class ChannelWriter:
         edit_interval_s: float = 1.0,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
         first_gather_s: float = FIRST_GATHER_S,
+        wardrobe: Wardrobe | None = None,
     ) -> None:
         self._port = port
         self._answer = answer
@@ -84,7 +91,14 @@ class ChannelWriter:
         self._edit_interval_s = edit_interval_s
         self._first_gather_s = first_gather_s
         self._segmenter = Segmenter()
-        self._pending: deque[str] = deque()
+        self._pending: deque[str | Switch] = deque()
+        """Messages mode: segments; edit mode: text as fed; both: the sprite switches between."""
+        self._wardrobe = wardrobe
+        self._markers = wardrobe.markers() if wardrobe is not None else None
+        self._wearing: str | None = None
+        """The sprite the port wears for the messages sent now."""
+        self._sprites: list[str] = []
+        """The sprite of each message sent wearing one, in order."""
         self._sender: asyncio.Task[None] | None = None
         self._delivered: list[str] = []
         self._failure: DestinationUnreachable | None = None
@@ -113,6 +127,28 @@ class ChannelWriter:
     # -- StreamWriter -------------------------------------------------------------------------
 
     def feed(self, text: str) -> None:
+        if self._markers is None:
+            self._feed_text(text)
+            return
+        for piece in self._markers.feed(text):
+            if isinstance(piece, Switch):
+                self._switch(piece)
+            else:
+                self._feed_text(piece)
+
+    def _switch(self, switch: Switch) -> None:
+        """A sprite marker: the text before it ends its message, the text after it wears the
+        sprite in new messages."""
+        if self._failure is not None:
+            raise self._failure
+        if self._cut:
+            raise AnswerCut
+        if self._delivery is Delivery.MESSAGES:
+            self._queue(self._segmenter.finish())
+        self._pending.append(switch)
+        self._ensure_sender()
+
+    def _feed_text(self, text: str) -> None:
         if self._failure is not None:
             raise self._failure
         if not self._started and text.strip():
@@ -134,6 +170,13 @@ class ChannelWriter:
         self._noted = not self._cut  # (a cut at the ceiling has its note already)
 
     async def finish(self) -> None:
+        if self._markers is not None:
+            with contextlib.suppress(AnswerCut, DestinationUnreachable):
+                for piece in self._markers.finish():  # a line that may have been a marker
+                    if isinstance(piece, Switch):
+                        self._switch(piece)
+                    else:
+                        self._feed_text(piece)
         self._final = True
         self._ended.set()
         if self._tail:
@@ -157,8 +200,9 @@ class ChannelWriter:
     def _note_last_segment(self) -> None:
         """Messages mode: the note ends the last message, or follows it if it is sent."""
         for index in range(len(self._pending) - 1, -1, -1):
-            if self._pending[index].strip():
-                self._pending[index] = with_cut_note(self._pending[index])
+            segment = self._pending[index]
+            if isinstance(segment, str) and segment.strip():
+                self._pending[index] = with_cut_note(segment)
                 return
         if self._started:
             self._pending.append(CUT_NOTE.lstrip())
@@ -197,15 +241,29 @@ class ChannelWriter:
             self._ensure_sender()
 
     async def settle(self) -> None:
+        if self._markers is not None:
+            self._markers.drop()  # what it holds is the start of the unfinished line
         if self._delivery is Delivery.EDIT:
-            held = self._tail + "".join(self._pending)
-            self._pending.clear()
-            self._tail = held[: held.rfind("\n") + 1]
+            self._keep_lines()
         else:
             self._segmenter.keep_lines()
         await self.finish()
 
+    def _keep_lines(self) -> None:
+        """Edit mode: drop the unfinished line of what waits (and a switch before it)."""
+        waiting = [self._tail, *self._pending]
+        self._tail = ""
+        self._pending.clear()
+        for index in range(len(waiting) - 1, -1, -1):
+            piece = waiting[index]
+            if isinstance(piece, str) and "\n" in piece:
+                self._pending.extend(waiting[:index])
+                self._pending.append(piece[: piece.rfind("\n") + 1])
+                return
+
     def abandon(self) -> None:
+        if self._markers is not None:
+            self._markers.drop()
         self._segmenter.drop()
         self._pending.clear()
         self._tail = ""
@@ -216,7 +274,9 @@ class ChannelWriter:
 
     @property
     def sprites(self) -> tuple[str, ...]:
-        return ()
+        """The sprite of each message this writer sent wearing one (`Wardrobe.shown`), in
+        order, repeats kept."""
+        return tuple(self._sprites)
 
     async def aclose(self) -> None:
         """Stop sending: what is not on the wire is dropped, what is may finish."""
@@ -275,10 +335,15 @@ class ChannelWriter:
 
     async def _send_segments(self) -> None:
         while self._pending and self._failure is None:
-            while self._pending and not self._pending[0].strip():
-                self._delivered.append(self._pending.popleft())  # nothing to show on its own
-            if not self._pending:
-                return
+            head = self._pending[0]
+            if isinstance(head, Switch):
+                self._pending.popleft()
+                self._wear(head)
+                continue
+            if not head.strip():
+                self._delivered.append(head)  # nothing to show on its own
+                self._pending.popleft()
+                continue
             await self._writable()
             message = self._compose()
             if message and await self._call(self._send, message) is not None:
@@ -288,12 +353,23 @@ class ChannelWriter:
         """The queued segments that fit one message together, in order (one, if it alone is
         longer: a span kept whole may take it to 2000). Packing them in order, each message as
         full as it goes, gives the fewest messages the safe cuts allow."""
-        if not self._pending:
+        if not self._pending or isinstance(self._pending[0], Switch):
             return ""
         message = self._pending.popleft()
-        while self._pending and len(message) + len(self._pending[0]) <= MESSAGE_LIMIT:
-            message += self._pending.popleft()
+        assert isinstance(message, str)  # (checked above)
+        while self._pending:
+            following = self._pending[0]
+            if isinstance(following, Switch) or len(message) + len(following) > MESSAGE_LIMIT:
+                break
+            message += following
+            self._pending.popleft()
         return message
+
+    def _wear(self, switch: Switch) -> None:
+        """The messages sent from now on wear the switch's sprite."""
+        if self._wardrobe is not None:
+            self._wearing = switch.label
+            self._wardrobe.wear(switch.label)
 
     async def _grow(self) -> None:
         while (self._pending or (self._final and self._tail)) and self._failure is None:
@@ -304,15 +380,27 @@ class ChannelWriter:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._ended.wait(), wait)
             await self._writable()
-            text = self._growing_text + self._tail + "".join(self._pending)
-            self._pending.clear()
+            fed: list[str] = []
+            switch: Switch | None = None
+            while self._pending and switch is None:
+                piece = self._pending.popleft()
+                if isinstance(piece, Switch):
+                    switch = piece  # what came after it waits for the next round
+                else:
+                    fed.append(piece)
+            text = self._growing_text + self._tail + "".join(fed)
             shown = len(self._growing_text)
-            keep = len(text) if self._final else stable_end(text, shown)
+            keep = len(text) if self._final or switch is not None else stable_end(text, shown)
             self._tail = text[keep:]
             if keep > shown:
                 await self._extend_growing(text[shown:keep])
             if self._cut:
                 self._tail = ""
+                self._pending.clear()
+            elif switch is not None:  # the growing message is whole: the next one is new
+                self._delivered.append(self._growing_text)
+                self._growing_id, self._growing_text = None, ""
+                self._wear(switch)
 
     def _room(self) -> int:
         """Edit mode: the characters the growing message and any after it may still show."""
@@ -395,6 +483,8 @@ class ChannelWriter:
         self._reserved = False
         message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
         self._answer.delivered.append(DeliveredMessage(message_id, content))
+        if self._wearing is not None and self._wardrobe is not None:
+            self._sprites.append(self._wardrobe.shown(self._wearing))
         self._last_edit_at = time.monotonic()
         self._answer.report_progress()
         return message_id

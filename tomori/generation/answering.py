@@ -14,6 +14,7 @@ from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import NOT_DELIVERED
 from tomori.delivery.port import ChannelPort
+from tomori.delivery.sprite_markers import Wardrobe
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
 from tomori.generation.health import ModelHealth
@@ -40,11 +41,13 @@ async def answer_turn(
     request_notices: tuple[ContextItem, ...] = (),
     surface_errors: bool,
     health: ModelHealth | None = None,
+    wardrobe: Wardrobe | None = None,
 ) -> ChainResult:
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
 
     The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
-    after that is never run again, one cut before it is."""
+    after that is never run again, one cut before it is. `wardrobe`: the speaking persona's
+    sprites, which its markers switch between."""
     state.on_first_message = guard.mark_answered
     result = await run_chain(
         entries,
@@ -67,6 +70,7 @@ async def answer_turn(
                 delivery=settings.delivery,
                 edit_interval_s=seconds(settings.stream_edit_interval_ms),
                 max_answer_chars=settings.max_answer_chars,
+                wardrobe=wardrobe,
             ),
             requester_id=turn.trigger.requester_id,
             surface_errors=surface_errors,

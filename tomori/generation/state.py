@@ -8,7 +8,7 @@ delivered. Writers see it as an `AnswerRecord` (`tomori.delivery.port`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,6 +25,8 @@ class MetricsSink(Protocol):
     def record_outcome(self, outcome: TurnOutcome) -> None: ...
 
     def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
+
+    def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None: ...
 
 
 @dataclass(eq=False)

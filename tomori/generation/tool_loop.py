@@ -117,6 +117,8 @@ async def run_tool_loop(
         finally:
             await writer.aclose()
         passes.append(result)
+        if result.sprites and state.metrics is not None:
+            state.metrics.record_sprites(state.guild_id, result.sprites)
         if result.status is not StreamStatus.FUNCTION_CALL:
             return ended(result.status)
         for position, call in enumerate(result.tool_calls):

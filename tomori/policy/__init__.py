@@ -9,6 +9,7 @@
 - `model_health.py`   the models turns skip for now, in the shared database, and their probes
 - `personas.py`       characters that answer under their own name: who a message calls,
                       the personas, who posted what and each channel's webhook, in the database
+- `sprites.py`        a persona's labelled alternate avatars: checked, stored, told to its model
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """

@@ -40,6 +40,7 @@ from tomori.policy.personas import (
     check_triggers,
 )
 from tomori.policy.server_status import ServerStatus, describe
+from tomori.policy.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.policy.tool_switches import (
     Kind,
     Switch,
@@ -66,6 +67,9 @@ DESCRIPTIONS = {
     "persona edit": "Change a persona (only the options given)",
     "persona remove": "Remove a persona",
     "persona list": "List this server's personas",
+    "sprite": "A persona's labelled alternate avatars, which it switches between",
+    "sprite add": "Give a persona a sprite (or a new image for one of its labels)",
+    "sprite remove": "Take a sprite from a persona",
     "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
 }
 OPTION_DESCRIPTIONS = {
@@ -81,6 +85,10 @@ OPTION_DESCRIPTIONS = {
     "avatar_file": "an image, shown as the persona's avatar",
     "triggers": "comma-separated words that call it (its name if not given)",
     "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
+    "persona": "the persona's name",
+    "label": "the sprite's label: the persona shows it with 'Name (label):'",
+    "sprite_avatar": "the sprite's image URL",
+    "sprite_avatar_file": "the sprite's image",
     "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
     "offered": "true to offer it to the model, false to turn it off",
 }
@@ -309,6 +317,39 @@ async def list_personas(target: Administered, where: Where) -> Notice:
     )
 
 
+def add_sprite(persona: str, label: str, avatar: str | None) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        found = await target.personas.get(where.guild_id, persona)
+        if found is None:
+            return refused(f"This server has no persona named {persona}.")
+        if avatar is None or not avatar.strip():
+            return refused("Give the sprite an image: avatar (a URL) or avatar_file.")
+        sprite = Sprite(check_label(found.name, label), check_avatar_url(avatar))
+        if not await target.personas.add_sprite(where.guild_id, found, sprite):
+            return refused(f"{found.name} has {MAX_SPRITES} sprites: remove one first.")
+        had = any(s.key == sprite.key for s in found.sprites)
+        said = "has a new image for" if had else "can now show"
+        return _persona_done(
+            f'{found.name} {said} sprite "{sprite.label}": a line starting with'
+            f' "{found.name} ({sprite.label}):" shows it.',
+            (await target.personas.get(where.guild_id, found.name)) or found,
+        )
+
+    return action
+
+
+def remove_sprite(persona: str, label: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        found = await target.personas.get(where.guild_id, persona)
+        if found is None:
+            return refused(f"This server has no persona named {persona}.")
+        if not await target.personas.remove_sprite(where.guild_id, found, label):
+            return refused(f'{found.name} has no sprite labelled "{" ".join(label.split())}".')
+        return _done(f'{found.name} no longer shows sprite "{" ".join(label.split())}".')
+
+    return action
+
+
 def _persona(
     target: Administered,
     persona: Persona,
@@ -331,7 +372,9 @@ def _persona_line(persona: Persona) -> str:
     words = ", ".join(persona.words)
     model = persona.models or "the channel's models"
     avatar = "" if persona.avatar_url else ", no avatar"
-    return f"**{persona.name}**: called by {words}; {model}{avatar}"
+    sprites = ", ".join(sprite.label for sprite in persona.sprites)
+    shown = f"; sprites: {sprites}" if sprites else ""
+    return f"**{persona.name}**: called by {words}; {model}{avatar}{shown}"
 
 
 def _persona_done(said: str, persona: Persona) -> Notice:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import astuple
 
 from tomori.generation.results import TurnOutcome, TurnUsage
@@ -37,6 +38,7 @@ class Metrics:
         self._usage: list[TurnUsage] = []
         self._outcomes: list[TurnOutcome] = []
         self._tool_calls: list[tuple[str | None, str, str]] = []
+        self._sprites: list[tuple[str | None, str]] = []
         self._flush: asyncio.Task[None] | None = None
 
     def record(self, name: str, label: str) -> None:
@@ -62,6 +64,16 @@ class Metrics:
         self.record(f"tool_{outcome}", tool)
         self._tool_calls.append((guild_id, tool, outcome))
 
+    def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None:
+        """The sprites one pass's messages wore (`StreamResult.sprites`), filed under their
+        server for `/tomori status` (not among the bot's counters: their names are the
+        servers' own, without bound)."""
+        if not sprites:
+            return
+        log.info("sprites shown in server %s: %s", guild_id, ", ".join(sprites))
+        self._sprites.extend((guild_id, sprite) for sprite in sprites)
+        self._start_flush()
+
     def record_outcome(self, outcome: TurnOutcome) -> None:
         self._outcomes.append(outcome)
         self._start_flush()
@@ -85,7 +97,7 @@ class Metrics:
             self._flush = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
-        while self._pending or self._usage or self._outcomes or self._tool_calls:
+        while self._pending or self._usage or self._outcomes or self._tool_calls or self._sprites:
             await self._write()
 
     async def _write(self) -> None:
@@ -93,6 +105,7 @@ class Metrics:
         usage, self._usage = self._usage, []
         outcomes, self._outcomes = self._outcomes, []
         tool_calls, self._tool_calls = self._tool_calls, []
+        sprites, self._sprites = self._sprites, []
         try:
             async with self._db.transaction() as tx:
                 now = await tx.now()
@@ -129,16 +142,28 @@ class Metrics:
                     await tx.execute(
                         "DELETE FROM tool_calls WHERE recorded_at < ?", (now - OUTCOMES_KEPT_S,)
                     )
+                if sprites:
+                    await tx.executemany(
+                        "INSERT INTO sprites_shown (guild_id, sprite, recorded_at)"
+                        " VALUES (?, ?, ?)",
+                        [(*shown, now) for shown in sprites],
+                    )
+                    await tx.execute(
+                        "DELETE FROM sprites_shown WHERE recorded_at < ?",
+                        (now - OUTCOMES_KEPT_S,),
+                    )
         except Exception as error:
             if not self._db.is_database_error(error):
                 raise
             quiet = reported(error)  # the store logged the outage: no traceback again
             log.log(
                 logging.INFO if quiet else logging.WARNING,
-                "could not write %d metric counts, %d turns' usage, %d outcomes and %d tool calls",
+                "could not write %d metric counts, %d turns' usage, %d outcomes, %d tool calls"
+                " and %d sprites shown",
                 sum(pending.values()),
                 len(usage),
                 len(outcomes),
                 len(tool_calls),
+                len(sprites),
                 exc_info=not quiet,
             )

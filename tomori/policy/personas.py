@@ -6,7 +6,8 @@ its own model chain. A message that says one of its trigger words as a whole wor
 replies to a message it posted, is answered by it; `addressed` says which personas a message
 calls, in the order it names them, at most `MAX_ADDRESSED`.
 
-Kept here, in the shared database (migration 0010): the personas (`PersonaStore`), which
+Kept here, in the shared database (migration 0010): the personas (`PersonaStore`, with their
+sprites of migration 0012, `tomori.policy.sprites`), which
 persona posted which message (so a reply finds its persona after a restart and from any
 process), and the webhook the bot created in each channel (`WebhookStore`). Nothing here knows
 Discord: the cog posts through the webhook, or, where it cannot, as the bot with the persona's
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tomori.config.parsers import ConfigError
+from tomori.policy.sprites import Sprite, SpriteStore
 from tomori.store import Database, Row
 
 MAX_ADDRESSED = 3
@@ -51,6 +53,8 @@ class Persona:
     """The words that call it; empty: its name."""
     models: str | None = None
     """Its model chain as `TOMORI_MODELS` writes one; None: the channel's."""
+    sprites: tuple[Sprite, ...] = ()
+    """Its labelled alternate avatars, by label."""
 
     @property
     def key(self) -> str:
@@ -73,9 +77,10 @@ def named(name: str, text: str) -> str:
 
 
 def unnamed(name: str, text: str) -> str:
-    """The text of a message `named` made (any other text as it is)."""
-    prefix = named(name, "")
-    return text[len(prefix) :] if text.startswith(prefix) else text
+    """The text of a message `named` made, under the persona's name or one of its sprites'
+    (`Name (label)`); any other text as it is."""
+    found = re.match(rf"\*\*{re.escape(name)}(?: \([^()\n]*\))?:\*\* ", text)
+    return text[found.end() :] if found else text
 
 
 def check_name(raw: str) -> str:
@@ -148,9 +153,11 @@ def drawn_in(personas: Iterable[Persona], answer: str, speaker: Persona) -> Pers
     return next(iter(addressed(others, answer)), None)
 
 
-def _persona(row: Row) -> Persona:
+def _persona(row: Row, sprites: Iterable[Sprite]) -> Persona:
     triggers = tuple(t for t in (row["triggers"] or "").split(",") if t)
-    return Persona(row["name"], row["prompt"], row["avatar_url"], triggers, row["models"])
+    return Persona(
+        row["name"], row["prompt"], row["avatar_url"], triggers, row["models"], tuple(sprites)
+    )
 
 
 class PersonaStore:
@@ -158,6 +165,7 @@ class PersonaStore:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._sprites = SpriteStore(database)
         self._cache: dict[str, tuple[float, tuple[Persona, ...]]] = {}
 
     def is_database_error(self, error: BaseException) -> bool:
@@ -170,11 +178,18 @@ class PersonaStore:
         if cached and hit is not None and hit[0] > now:
             return hit[1]
         rows = await self._db.fetchall(
-            "SELECT name, prompt, avatar_url, triggers, models FROM personas"
+            "SELECT name_key, name, prompt, avatar_url, triggers, models FROM personas"
             " WHERE guild_id = ? ORDER BY name_key",
             (guild_id,),
         )
-        personas = tuple(_persona(row) for row in rows)
+        sprites: dict[str, list[Sprite]] = {}
+        for row in await self._db.fetchall(
+            "SELECT name_key, label, avatar_url FROM persona_sprites WHERE guild_id = ?"
+            " ORDER BY name_key, label_key",
+            (guild_id,),
+        ):
+            sprites.setdefault(row["name_key"], []).append(Sprite(row["label"], row["avatar_url"]))
+        personas = tuple(_persona(row, sprites.get(row["name_key"], ())) for row in rows)
         if len(self._cache) > 4_096:
             self._cache.clear()
         self._cache[guild_id] = (now + CACHE_TTL_S, personas)
@@ -198,6 +213,10 @@ class PersonaStore:
             )
             if taken is not None:
                 return False
+            await tx.execute(  # sprites left by a namesake removed while one was being added
+                "DELETE FROM persona_sprites WHERE guild_id = ? AND name_key = ?",
+                (guild_id, persona.key),
+            )
             await tx.execute(
                 "INSERT INTO personas (guild_id, name_key, name, prompt, avatar_url, triggers,"
                 " models, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -236,11 +255,30 @@ class PersonaStore:
         return changed > 0
 
     async def remove(self, guild_id: str, name: str) -> bool:
-        removed = await self._db.execute(
-            "DELETE FROM personas WHERE guild_id = ? AND name_key = ?", (guild_id, name_key(name))
-        )
+        """Remove the persona and its sprites."""
+        async with self._db.transaction() as tx:
+            removed = await tx.execute(
+                "DELETE FROM personas WHERE guild_id = ? AND name_key = ?",
+                (guild_id, name_key(name)),
+            )
+            await tx.execute(
+                "DELETE FROM persona_sprites WHERE guild_id = ? AND name_key = ?",
+                (guild_id, name_key(name)),
+            )
         self._cache.pop(guild_id, None)
         return removed > 0
+
+    async def add_sprite(self, guild_id: str, persona: Persona, sprite: Sprite) -> bool:
+        """Give the persona a sprite (or a new image for the label it has); False if it has
+        as many as it may."""
+        added = await self._sprites.add(guild_id, persona.key, sprite)
+        self._cache.pop(guild_id, None)
+        return added
+
+    async def remove_sprite(self, guild_id: str, persona: Persona, label: str) -> bool:
+        removed = await self._sprites.remove(guild_id, persona.key, label)
+        self._cache.pop(guild_id, None)
+        return removed
 
     async def posted(
         self, guild_id: str, channel_id: str, persona: Persona, message_ids: Sequence[str]

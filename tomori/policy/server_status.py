@@ -1,6 +1,7 @@
 """`/tomori status`: how the models behaved in one server over the last day, from the metrics.
 
-Counted from `turn_outcomes` (one row per model tried in a turn) and `token_usage`, both filed
+Counted from `turn_outcomes` (one row per model tried in a turn), `token_usage`, `tool_calls`
+and `sprites_shown` (one row per message a persona posted wearing a sprite), all filed
 under the server by the turn that wrote them; the window is measured on the database's clock,
 which wrote them.
 """
@@ -37,6 +38,8 @@ class ServerStatus:
     output_tokens: int = 0
     tool_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Tool calls by (tool, outcome): used, failed, timed_out, killed."""
+    sprites: Counter[str] = field(default_factory=Counter)
+    """Messages posted wearing each sprite, by the name they showed: `Name (label)`."""
 
 
 async def server_status(database: Database, guild_id: str) -> ServerStatus:
@@ -57,6 +60,11 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
         calls = await tx.fetchall(
             "SELECT tool, outcome, COUNT(*) AS n FROM tool_calls"
             " WHERE guild_id = ? AND recorded_at >= ? GROUP BY tool, outcome",
+            (guild_id, since),
+        )
+        sprites = await tx.fetchall(
+            "SELECT sprite, COUNT(*) AS n FROM sprites_shown"
+            " WHERE guild_id = ? AND recorded_at >= ? GROUP BY sprite",
             (guild_id, since),
         )
     turns: Counter[str] = Counter()
@@ -81,6 +89,7 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
         input_tokens=int(tokens["tokens_in"]) if tokens is not None else 0,
         output_tokens=int(tokens["tokens_out"]) if tokens is not None else 0,
         tool_calls=Counter({(row["tool"], row["outcome"]): int(row["n"]) for row in calls}),
+        sprites=Counter({row["sprite"]: int(row["n"]) for row in sprites}),
     )
 
 
@@ -103,10 +112,22 @@ def describe(
             f"Errors: {status.errors}; empty answers: {status.empty}",
             f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
             f"Tool calls: {_tool_calls(status.tool_calls) or 'none'}",
+            f"Sprites shown: {_sprites(status.sprites)}",
             f"Models skipped now: {skipping or 'none'}",
             *([traffic.line()] if traffic is not None else []),
         )
     )
+
+
+def _sprites(sprites: Counter[str]) -> str:
+    """`3 (Ann (happy) 2, Ann (sad) 1)`: the total, then each sprite, the most shown first
+    (alphabetically among equals), ten at most."""
+    if not sprites:
+        return "none"
+    ranked = sorted(sprites.items(), key=lambda item: (-item[1], item[0].casefold()))[:10]
+    each = ", ".join(f"{sprite} {count}" for sprite, count in ranked)
+    more = ", …" if len(sprites) > 10 else ""
+    return f"{sprites.total()} ({each}{more})"
 
 
 TOOL_ENDINGS = (("failed", "failed"), ("timed_out", "timed out"), ("killed", "killed"))

@@ -7,6 +7,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
@@ -21,6 +22,7 @@ Scope = Literal["channel", "server"]
 Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
+Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
 """Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
 
 
@@ -202,6 +204,33 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def persona_list(self, interaction: discord.Interaction) -> None:
             await admin.run(library, self.service, interaction, actions.list_personas)
 
+        sprite = app_commands.Group(
+            name="sprite", description=DESCRIPTIONS["sprite"], parent=tomori
+        )
+
+        @sprite.command(name="add", description=DESCRIPTIONS["sprite add"])
+        @app_commands.describe(**SPRITE_OPTIONS)
+        async def sprite_add(
+            self,
+            interaction: discord.Interaction,
+            persona: Name,
+            label: Label,
+            avatar: str | None = None,
+            avatar_file: discord.Attachment | None = None,
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.add_sprite(persona, label, image)
+            await admin.run(library, self.service, interaction, action)
+
+        @sprite.command(name="remove", description=DESCRIPTIONS["sprite remove"])
+        @app_commands.describe(persona=SPRITE_OPTIONS["persona"], label=SPRITE_OPTIONS["label"])
+        async def sprite_remove(
+            self, interaction: discord.Interaction, persona: Name, label: Label
+        ) -> None:
+            await admin.run(
+                library, self.service, interaction, actions.remove_sprite(persona, label)
+            )
+
         @tomori.command(name="tools", description=DESCRIPTIONS["tools"])
         @app_commands.describe(name=OPTION_DESCRIPTIONS["tool_name"])
         @app_commands.describe(offered=OPTION_DESCRIPTIONS["offered"])
@@ -226,4 +255,10 @@ PERSONA_OPTIONS = {
     "avatar_file": OPTION_DESCRIPTIONS["avatar_file"],
     "triggers": OPTION_DESCRIPTIONS["triggers"],
     "models": OPTION_DESCRIPTIONS["persona_models"],
+}
+SPRITE_OPTIONS = {
+    "persona": OPTION_DESCRIPTIONS["persona"],
+    "label": OPTION_DESCRIPTIONS["label"],
+    "avatar": OPTION_DESCRIPTIONS["sprite_avatar"],
+    "avatar_file": OPTION_DESCRIPTIONS["sprite_avatar_file"],
 }

@@ -12,6 +12,7 @@ import nextcord
 from nextcord.ext import commands
 
 from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
@@ -210,6 +211,35 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def persona_list(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
             await admin.run(library, self.service, interaction, actions.list_personas)
 
+        @tomori.subcommand(name="sprite", description=DESCRIPTIONS["sprite"])  # type: ignore[untyped-decorator]
+        async def sprite(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            """The group: Discord runs only its subcommands."""
+
+        @sprite.subcommand(name="add", description=DESCRIPTIONS["sprite add"])  # type: ignore[untyped-decorator]
+        async def sprite_add(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
+            label: str = _text("label", max_length=MAX_LABEL_CHARS),
+            avatar: str | None = _optional("sprite_avatar", "avatar"),
+            avatar_file: nextcord.Attachment | None = _optional(  # noqa: B008
+                "sprite_avatar_file", "avatar_file"
+            ),
+        ) -> None:
+            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
+            action = actions.add_sprite(persona, label, image)
+            await admin.run(library, self.service, interaction, action)
+
+        @sprite.subcommand(name="remove", description=DESCRIPTIONS["sprite remove"])  # type: ignore[untyped-decorator]
+        async def sprite_remove(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
+            label: str = _text("label", max_length=MAX_LABEL_CHARS),
+        ) -> None:
+            action = actions.remove_sprite(persona, label)
+            await admin.run(library, self.service, interaction, action)
+
         @tomori.subcommand(name="tools", description=DESCRIPTIONS["tools"])  # type: ignore[untyped-decorator]
         async def tools(
             self,
@@ -235,9 +265,9 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
     return Tomori()
 
 
-def _text(name: str, max_length: int | None = None) -> Any:
+def _text(described: str, name: str | None = None, max_length: int | None = None) -> Any:
     return nextcord.SlashOption(
-        name=name, description=OPTION_DESCRIPTIONS[name], max_length=max_length
+        name=name or described, description=OPTION_DESCRIPTIONS[described], max_length=max_length
     )
 
 

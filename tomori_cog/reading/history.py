@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tomori.config.settings import Settings
+from tomori.delivery.sprite_markers import wore_sprite
 from tomori.policy.personas import unnamed
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
@@ -167,7 +168,8 @@ class HistoryReader:
         it posts are its notices, which are for the people in the channel, not the model.
         Anyone else's embeds (another bot's, a link preview) add their title and description.
         A persona's messages are the assistant's to that persona, and named to any other
-        voice, as the bot's are once a persona answers (see `Voice`).
+        voice, as the bot's are once a persona answers (see `Voice`); one that wore a sprite
+        starts with its marker, `Name (label): `, as the model wrote it.
         """
         me = self._bot.user
         poster = voice.posters.get(str(message.id))
@@ -176,9 +178,13 @@ class HistoryReader:
             text = unnamed(name, message.content or "")[:MAX_ITEM_CHARS]
             if not text.strip():
                 return None
+            shown = message.author.display_name  # `Name (label)` when it wore a sprite
+            speaker = shown if wore_sprite(name, shown) else name
             if poster == voice.persona:
-                return ContextItem(Role.ASSISTANT, text)
-            return ContextItem(Role.USER, f"{name}: {text}")
+                return ContextItem(
+                    Role.ASSISTANT, text if speaker == name else f"{speaker}: {text}"
+                )
+            return ContextItem(Role.USER, f"{speaker}: {text}")
         if me is not None and message.author.id == me.id:
             text = (message.content or "")[:MAX_ITEM_CHARS]
             if not text.strip():
