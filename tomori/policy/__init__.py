@@ -9,6 +9,8 @@
 - `model_health.py`   the models turns skip for now, in the shared database, and their probes
 - `personas.py`       characters that answer under their own name: who a message calls,
                       the personas, who posted what and each channel's webhook, in the database
+- `scenes.py`         `/scene`: a scripted exchange of 2-3 personas, checked, carried in the
+                      lock's trigger, and what each persona is told before its line
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """
