@@ -119,7 +119,9 @@ class TomoriService:
         )
         """The channels' recent messages as the gateway showed them; the cogs' listeners
         keep it honest (edits, deletes, reconnects)."""
-        self._history = HistoryReader(bot, library, settings, self.memory, self.pacing)
+        self._history = HistoryReader(
+            bot, library, settings, self.memory, self.pacing, self.webhooks.is_ours
+        )
         self._gate = AdmissionGate(library, settings, self.pacing)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
         self._sharing: asyncio.Task[None] | None = None

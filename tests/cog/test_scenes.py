@@ -138,6 +138,7 @@ async def test_a_message_that_arrives_during_a_scene_waits_and_is_answered_after
         ("Tomori", "The bot."),
     ]
     assert shown[2].reply_to == asked  # a queued answer replies to what it answers
+    assert "Bex: Bex answers." in conversation(llm_server.requests[2])[-1][1]  # it saw the scene
 
 
 async def test_scenes_turned_off_and_bad_scenes_are_refused_to_whoever_asked(

@@ -15,7 +15,7 @@ model is shown the same messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,8 +96,12 @@ class HistoryReader:
         settings: Settings,
         memory: RecentMessages,
         pacing: DiscordPacing,
+        our_webhook: Callable[[int], Awaitable[bool]],
     ) -> None:
+        """`our_webhook` says whether the bot created a webhook: its messages are the
+        personas' answers, which a queued turn is shown as the bot's own (`_answers_since`)."""
         self._bot = bot
+        self._our_webhook = our_webhook
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
@@ -235,24 +239,31 @@ class HistoryReader:
         return messages
 
     async def _answers_since(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
-        """The bot's own messages posted after the trigger: the answers to the messages queued
-        before it, which the model must see to go on from them, not answer them again."""
-        me = self._bot.user
+        """The cog's own messages posted after the trigger (the bot's and its personas'): the
+        answers to the messages queued before it, and a scene played meanwhile, which the
+        model must see to go on from them, not answer them again."""
         if window is not None:
             after = window.after[: self._settings.history_limit]
-            return [m for m in after if me is not None and m.author.id == me.id]
-        try:
-            await self._pacing.read()
-            return [
-                message
-                async for message in channel.history(
-                    limit=self._settings.history_limit, after=trigger
-                )
-                if me is not None and message.author.id == me.id
-            ]
-        except call_failures(self._library) as error:
-            log.info("no answers since message %s: %r", trigger.id, error)
-            return []
+        else:
+            try:
+                await self._pacing.read()
+                after = [
+                    message
+                    async for message in channel.history(
+                        limit=self._settings.history_limit, after=trigger
+                    )
+                ]
+            except call_failures(self._library) as error:
+                log.info("no answers since message %s: %r", trigger.id, error)
+                return []
+        return [message for message in after if await self._ours(message)]
+
+    async def _ours(self, message: Any) -> bool:
+        """Whether the cog posted the message: as the bot, or as a persona (its webhook)."""
+        me = self._bot.user
+        if me is not None and message.author.id == me.id:
+            return True
+        return bool(message.webhook_id) and await self._our_webhook(message.webhook_id)
 
     async def _reply_chain(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
         """The message the trigger replies to, the one that replies to, and so on back.
