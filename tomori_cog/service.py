@@ -1,10 +1,10 @@
 """What the cog does, whichever library the bot uses.
 
 The service owns the database, the channel locks and each channel's configuration (with the
-providers). The library-specific cog classes only forward `on_message`, `/kill`, `/tomori`
-and their life cycle to it. Messages arrive as the
-library's own objects; the attributes read here (author, content, mentions, reference,
-attachments, history) are the same in nextcord and discord.py.
+providers). The library-specific cog classes only forward `on_message`, `/kill`, `/scene`,
+`/tomori` and their life cycle to it. Messages arrive as the library's own objects; the
+attributes read here (author, content, mentions, reference, attachments, history) are the same
+in nextcord and discord.py.
 """
 
 from __future__ import annotations
