@@ -30,7 +30,9 @@ from tomori.delivery.notices import (
     KILL_STOPPED,
     NOT_ANSWERED,
     Notice,
+    cooldown_notice,
     post_notice_safely,
+    quota_notice,
 )
 from tomori.generation.answering import answer_turn
 from tomori.generation.chain import ChainResult
@@ -40,7 +42,7 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
-from tomori.policy.limits import BotTurns, UserLimits
+from tomori.policy.limits import BotTurns, Limit, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
 from tomori.policy.personas import Persona, PersonaStore, drawn_in, personas_by_key
@@ -593,10 +595,12 @@ class TomoriService:
         channel_id: int | None,
         user_id: int,
         request: tuple[str, int, str | None],
+        interaction_id: int,
     ) -> Notice:
         """Queue a scene as the channel's next turn (`/scene`): `request` is its personas,
         cycles and instructions. The notice, for whoever asked, says whether it begins now,
-        waits for the channel, or why it does not run."""
+        waits for the channel, or why it does not run (the member's cooldown and daily tokens
+        hold for it as for a message, and its tokens count as theirs)."""
         if guild_id is None or channel_id is None:
             return scene_refused("scenes are played in a server's channels only.")
         locks = await self.ensure_started()
@@ -609,6 +613,11 @@ class TomoriService:
             scene = cast_scene(names, cycles, instructions, everyone)
         except ConfigError as error:
             return scene_refused(f"{error}.")
+        limits = await self._limits_for(guild_id)
+        refusal = await self._gate.command_refusal(guild_id, user_id, str(interaction_id), limits)
+        if refusal is not None:
+            told = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
+            return told(refusal.retry_at)
         payload = {**Addressed.DIRECTLY.payload(), **scene.payload()}
         admission = await locks.submit(Trigger(str(channel_id), None, str(user_id), payload))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)

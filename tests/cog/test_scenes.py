@@ -141,13 +141,13 @@ async def test_a_message_that_arrives_during_a_scene_waits_and_is_answered_after
     assert "Bex: Bex answers." in conversation(llm_server.requests[2])[-1][1]  # it saw the scene
 
 
-async def test_scenes_turned_off_and_bad_scenes_are_refused_to_whoever_asked(
+async def test_scenes_turned_off_bad_scenes_and_a_members_cooldown_are_refused_to_them(
     open_rest_bot: Any,
     llm_server: LLMServer,
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await started(open_rest_bot, llm_server, tmp_path, user_cooldown_ms=60_000)
     await cast_of_two(bot)
     assert "unknown persona" not in (refused := await scene(bot, "Aria, Zed", 2))
     assert "no persona named Zed" in refused
@@ -159,5 +159,6 @@ async def test_scenes_turned_off_and_bad_scenes_are_refused_to_whoever_asked(
     assert "may run /scene" in await scenes_switch(bot, True)
     llm_server.script(answer("On again."), answer("Indeed."))
     assert "begins" in await scene(bot, "Aria, Bex", 1)
+    assert "You can ask me again" in await scene(bot, "Aria, Bex", 1)  # the member's cooldown
     await settle(bot)
     assert [m.content for m in posted(discord_rest)] == ["On again.", "Indeed."]

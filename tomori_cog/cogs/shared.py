@@ -47,9 +47,9 @@ async def _scene(
     service: TomoriService, interaction: Any, request: tuple[str, int, str | None]
 ) -> Notice:
     try:
-        return await service.start_scene(
-            interaction.guild_id, interaction.channel_id, interaction.user.id, request
-        )
+        user = interaction.user.id
+        where = (interaction.guild_id, interaction.channel_id)
+        return await service.start_scene(*where, user, request, interaction.id)
     except Exception:
         log.exception("/scene failed in channel %s", interaction.channel_id)
         return scene_refused("the scene could not be started just now: please try again.")
