@@ -688,9 +688,9 @@ class TomoriService:
             said: list[tuple[Persona, str]] = []
             speaking = state
             for cycle, key in scene.lines():
-                persona = by_key.get(key)
                 if guard.stop_requested():
                     break
+                persona = by_key.get(key)
                 if persona is None:  # removed since the scene was asked for
                     continue
                 guard.touch()

@@ -483,9 +483,9 @@ class ConsoleSession:
         said: list[tuple[Persona, str]] = []
         speaking = state
         for cycle, key in scene.lines():
-            persona = everyone.get(key)
             if guard.stop_requested():
                 return
+            persona = everyone.get(key)
             if persona is None:  # removed since the scene was asked for
                 continue
             own = self._server.for_persona(setup, persona)
