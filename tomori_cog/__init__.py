@@ -11,7 +11,7 @@ module lies under the extension's name. The cog's class names whoever added it a
 under either name leaves it alone, and it remembers the extension name it was loaded under:
 only that name's `teardown` removes it.
 
-- `cogs/`             the cog class of each library, /kill and /tomori
+- `cogs/`             the cog class of each library, /kill, /scene and /tomori
 - `listener/`         which messages become turns: the reply rule, the limits, deliverability
 - `reading/`          what the model is shown of Discord: history, attachments, read_message
 - `service.py`        `TomoriService`: the listener and the turns; owns the store and the locks

@@ -1,10 +1,10 @@
 """What the cog does, whichever library the bot uses.
 
 The service owns the database, the channel locks and each channel's configuration (with the
-providers). The library-specific cog classes only forward `on_message`, `/kill`, `/tomori`
-and their life cycle to it. Messages arrive as the
-library's own objects; the attributes read here (author, content, mentions, reference,
-attachments, history) are the same in nextcord and discord.py.
+providers). The library-specific cog classes only forward `on_message`, `/kill`, `/scene`,
+`/tomori` and their life cycle to it. Messages arrive as the library's own objects; the
+attributes read here (author, content, mentions, reference, attachments, history) are the same
+in nextcord and discord.py.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import os
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.parsers import ConfigError
 from tomori.config.settings import KillPolicy, Settings, seconds
 from tomori.console.probe import probe
 from tomori.delivery.notices import (
@@ -29,21 +30,34 @@ from tomori.delivery.notices import (
     KILL_STOPPED,
     NOT_ANSWERED,
     Notice,
+    cooldown_notice,
     post_notice_safely,
+    quota_notice,
 )
 from tomori.generation.answering import answer_turn
+from tomori.generation.chain import ChainResult
 from tomori.generation.mcp import McpTools, mcp_tools_for
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
-from tomori.policy.limits import BotTurns, UserLimits
+from tomori.policy.limits import BotTurns, Limit, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
-from tomori.policy.personas import Persona, PersonaStore, drawn_in
+from tomori.policy.personas import Persona, PersonaStore, drawn_in, personas_by_key
+from tomori.policy.scenes import (
+    SCENE_DROPPED,
+    SCENES_OFF,
+    Scene,
+    cast_scene,
+    heard,
+    scene_accepted,
+    scene_refused,
+    speaker_notice,
+)
 from tomori.policy.tool_switches import BotTools, Switch, ToolCatalog, ToolSwitchStore
-from tomori.providers.base import ContextItem, Role
+from tomori.providers.base import ContextItem
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori_cog.channel_config import ChannelConfig, TurnConfig
@@ -59,6 +73,16 @@ from tomori_cog.reading.message_tool import message_lookup_tool
 from tomori_cog.webhooks import PersonaPort, Webhooks, wardrobe_of
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """Who speaks next in a turn of personas, how it sees the channel, and what the personas
+    before it said in the turn."""
+
+    persona: Persona
+    voice: Voice
+    said: tuple[tuple[Persona, str], ...]
 
 
 class TomoriService:
@@ -97,7 +121,9 @@ class TomoriService:
         )
         """The channels' recent messages as the gateway showed them; the cogs' listeners
         keep it honest (edits, deletes, reconnects)."""
-        self._history = HistoryReader(bot, library, settings, self.memory, self.pacing)
+        self._history = HistoryReader(
+            bot, library, settings, self.memory, self.pacing, self.webhooks.is_ours
+        )
         self._gate = AdmissionGate(library, settings, self.pacing)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
         self._sharing: asyncio.Task[None] | None = None
@@ -245,6 +271,9 @@ class TomoriService:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
         one the channel answers on its own stays silent (the log says it)."""
         self._live_messages.take(trigger.message_id or "")
+        if Scene.of(trigger.payload) is not None:
+            await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
+            return
         if not Addressed.of(trigger.payload).surfaces_errors or trigger.message_id is None:
             log.info(
                 "message %s in channel %s dropped unanswered; not told (autoreply)",
@@ -259,6 +288,12 @@ class TomoriService:
             self._library, channel, self.pacing, reply_to=int(trigger.message_id)
         )
         await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
+
+    async def _tell_channel(self, channel_id: str, notice: Notice) -> None:
+        channel = await find_channel(self.bot, self._library, int(channel_id))
+        if channel is not None:
+            notices = EmbedNotices(self._library, channel, self.pacing)
+            await post_notice_safely(notices, notice, channel_id)
 
     async def _limits_for(self, guild_id: int | None) -> UserLimits:
         """The cooldown and daily tokens that hold for each user of this server (None: DMs)."""
@@ -277,6 +312,10 @@ class TomoriService:
         channel = await find_channel(self.bot, self._library, int(turn.channel_id))
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
+            return
+        scene = Scene.of(turn.trigger.payload)
+        if scene is not None:
+            await self._run_scene(turn, guard, channel, scene)
             return
         state = TurnState(
             turn.channel_id,
@@ -405,46 +444,11 @@ class TomoriService:
         said: list[tuple[Persona, str]] = []
         while waiting and not guard.stop_requested():
             persona = waiting.popleft()
-            own = self.config.for_persona(config, persona)
-            voice = Voice(persona.key, posters, names)
-            context = self._history.items(shown, own.system_prompt, voice)
-            context += tuple(
-                ContextItem(Role.ASSISTANT, text)
-                if earlier.key == persona.key
-                else ContextItem(Role.USER, f"{earlier.name}: {text}")
-                for earlier, text in said
-                if text.strip()
-            )
             speaking = state if not said else self._next_speaker(state)
-            port = PersonaPort(
-                self._library,
-                channel,
-                self.pacing,
-                self.webhooks,
-                persona,
-                self._bot_port(channel),
-                lambda webhook_port: self.memory.remembering(webhook_port, channel.id),
+            spoken = Spoken(persona, Voice(persona.key, posters, names), tuple(said))
+            result = await self._speak(
+                turn, guard, speaking, channel, config, shown, spoken, tools, surface_errors
             )
-            try:
-                result = await answer_turn(
-                    turn,
-                    guard,
-                    speaking,
-                    port,
-                    entries=own.entries,
-                    providers=own.providers,
-                    tools=tools,
-                    settings=self._settings,
-                    context=context,
-                    request_notices=shown.notices,
-                    surface_errors=surface_errors,
-                    health=self.health,
-                    wardrobe=wardrobe_of(persona, port),
-                )
-            finally:
-                await self._record_posted(guild_id, channel, persona, speaking)
-            if result.forbidden:
-                self._gate.deliverability.refused(channel.id)
             if result.unreachable:
                 return
             said.append((persona, result.text))
@@ -453,6 +457,57 @@ class TomoriService:
             if drawn is not None and drawn not in waiting and self._drawn_in.allows(channel_key):
                 self._drawn_in.started(channel_key)
                 waiting.append(drawn)
+
+    async def _speak(
+        self,
+        turn: Turn,
+        guard: TurnGuard,
+        state: TurnState,
+        channel: Any,
+        config: TurnConfig,
+        shown: Shown,
+        spoken: Spoken,
+        tools: ToolRegistry,
+        surface_errors: bool,
+        notices: tuple[ContextItem, ...] = (),
+    ) -> ChainResult:
+        """One persona's answer: one pass of its chain with the whole contract, posted under
+        its name; it sees the channel, then what was said before it in the turn. `notices`
+        go in its request only, after the history's."""
+        persona = spoken.persona
+        own = self.config.for_persona(config, persona)
+        context = self._history.items(shown, own.system_prompt, spoken.voice)
+        context += heard(spoken.said, persona)
+        port = PersonaPort(
+            self._library,
+            channel,
+            self.pacing,
+            self.webhooks,
+            persona,
+            self._bot_port(channel),
+            lambda webhook_port: self.memory.remembering(webhook_port, channel.id),
+        )
+        try:
+            result = await answer_turn(
+                turn,
+                guard,
+                state,
+                port,
+                entries=own.entries,
+                providers=own.providers,
+                tools=tools,
+                settings=self._settings,
+                context=context,
+                request_notices=(*shown.notices, *notices),
+                surface_errors=surface_errors,
+                health=self.health,
+                wardrobe=wardrobe_of(persona, port),
+            )
+        finally:
+            await self._record_posted(str(channel.guild.id), channel, persona, state)
+        if result.forbidden:
+            self._gate.deliverability.refused(channel.id)
+        return result
 
     @staticmethod
     def _next_speaker(state: TurnState) -> TurnState:
@@ -532,6 +587,128 @@ class TomoriService:
             return await channel.fetch_message(int(message_id))
         except (lib.NotFound, lib.Forbidden, ValueError):
             return None  # deleted, or no longer readable: nothing to answer
+
+    # -- scenes -------------------------------------------------------------------------------
+
+    async def start_scene(
+        self,
+        guild_id: int | None,
+        channel_id: int | None,
+        user_id: int,
+        request: tuple[str, int, str | None],
+        interaction_id: int,
+    ) -> Notice:
+        """Queue a scene as the channel's next turn (`/scene`): `request` is its personas,
+        cycles and instructions. The notice, for whoever asked, says whether it begins now,
+        waits for the channel, or why it does not run (the member's cooldown and daily tokens
+        hold for it as for a message, and its tokens count as theirs)."""
+        if guild_id is None or channel_id is None:
+            return scene_refused("scenes are played in a server's channels only.")
+        locks = await self.ensure_started()
+        assert self.personas is not None  # started
+        if not (await self.config.resolved(guild_id, channel_id, cached=False)).scenes.value:
+            return scene_refused(SCENES_OFF)
+        names, cycles, instructions = request
+        everyone = await self.personas.of_server(str(guild_id))
+        try:
+            scene = cast_scene(names, cycles, instructions, everyone)
+        except ConfigError as error:
+            return scene_refused(f"{error}.")
+        limits = await self._limits_for(guild_id)
+        refusal = await self._gate.command_refusal(guild_id, user_id, str(interaction_id), limits)
+        if refusal is not None:
+            told = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
+            return told(refusal.retry_at)
+        payload = {**Addressed.DIRECTLY.payload(), **scene.payload()}
+        admission = await locks.submit(Trigger(str(channel_id), None, str(user_id), payload))
+        log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
+        if admission is Admission.IGNORED:
+            return scene_refused("a /kill is still stopping this channel's answer: try again.")
+        if admission is Admission.FAILED:
+            return scene_refused("the scene could not be queued just now: try again.")
+        shown = {p.key: p.name for p in everyone}
+        return scene_accepted(scene, shown, queued=admission is Admission.QUEUED)
+
+    async def _run_scene(self, turn: Turn, guard: TurnGuard, channel: Any, scene: Scene) -> None:
+        """The scene's lines, each persona in turn for each cycle, all under the one lock the
+        turn holds: each line is one persona's answer (`_speak`), told it writes only its own
+        next message and seeing the channel and the scene so far; every line stands free (no
+        reply), and the server's prefill is not used. /kill ends the line being written and
+        the rest; a line that fails (its notice says why) ends the scene."""
+        state = TurnState(
+            turn.channel_id,
+            notices=EmbedNotices(self._library, channel, self.pacing),
+            from_queue=turn.from_queue,
+            scene_turn=True,
+            metrics=self.metrics,
+            guild_id=limit_scope(getattr(channel, "guild", None)),
+        )
+        if getattr(channel, "guild", None) is None or not self._gate.deliverability.allows(channel):
+            return
+        assert self._locks is not None  # the turn runs: the service is started
+        assert self.personas is not None
+        typing: asyncio.Task[None] | None = None
+        try:
+            try:
+                waiting = await self._locks.queued_message_ids(turn.channel_id)
+                if guard.stop_requested():
+                    raise Stopped
+                typing = asyncio.create_task(
+                    keep_typing(
+                        self._library,
+                        channel,
+                        seconds(self._settings.typing_keepalive_interval_ms),
+                        self.pacing,
+                        shown=lambda: bool(state.delivered),
+                    )
+                )
+                config = await until_stopped(guard, self.config.for_turn(channel))
+                tools = await until_stopped(guard, self._turn_tools(channel))
+                everyone = await until_stopped(
+                    guard, self.personas.of_server(str(channel.guild.id))
+                )
+                by_key = personas_by_key(everyone)
+                images = config.images or any(
+                    self.config.for_persona(config, by_key[key]).images
+                    for key in scene.cast
+                    if key in by_key
+                )
+                reading = self._history.read_latest(channel, waiting, images=images)
+                shown = await until_stopped(guard, reading)
+                posters = await until_stopped(guard, self._posters(shown))
+            except Stopped:
+                log.info("scene %s stopped before any model was asked", turn.turn_id)
+                self._record_unasked(state, StreamStatus.STOPPED_BY_USER)
+                return
+            except Exception:
+                self._record_unasked(state, StreamStatus.ERROR)
+                log.exception("scene %s in channel %s failed to start", turn.turn_id, channel.id)
+                await state.post_notice(GENERATION_ERROR)
+                return
+            names = {p.key: p.name for p in everyone}
+            said: list[tuple[Persona, str]] = []
+            speaking = state
+            for cycle, key in scene.lines():
+                if guard.stop_requested():
+                    break
+                persona = by_key.get(key)
+                if persona is None:  # removed since the scene was asked for
+                    continue
+                guard.touch()
+                spoken = Spoken(persona, Voice(persona.key, posters, names), tuple(said))
+                notice = speaker_notice(scene, persona, cycle, names)
+                result = await self._speak(
+                    turn, guard, speaking, channel, config, shown, spoken, tools, True, (notice,)
+                )
+                if result.status is not StreamStatus.COMPLETED or not result.text.strip():
+                    log.info("scene %s ends at %s's line: %s", turn.turn_id, key, result.status)
+                    return
+                said.append((persona, result.text))
+                speaking = self._next_speaker(state)
+        finally:
+            if typing is not None:
+                typing.cancel()
+                await asyncio.gather(typing, return_exceptions=True)
 
     # -- /kill --------------------------------------------------------------------------------
 

@@ -204,6 +204,7 @@ async def test_settings_survive_a_restart(
     said(await first.tomori("prompt", text="Kept prompt."))
     said(await first.tomori("autoreply", enabled=True))
     said(await first.tomori("limits", cooldown_ms=1_500, daily_tokens=20_000))
+    said(await first.tomori("scenes", enabled=False))
     await first.stop()
     second = await open_bot(settings(database), chain_for(llm_server))
     llm_server.script(answer("Back."))
@@ -215,6 +216,8 @@ async def test_settings_survive_a_restart(
     assert (resolved.cooldown_ms.value, resolved.daily_tokens.value) == (1_500, 20_000)
     _, shown = said(await second.tomori("show"))
     assert "Limits: cooldown 1500 ms, daily tokens per user 20000" in shown
+    assert "Scenes: off (this server)" in shown
+    assert not resolved.scenes.value
 
 
 async def test_limits_set_one_at_a_time_keep_the_other_and_zero_turns_one_off(
@@ -309,6 +312,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "persona",
         "sprite",
         "tools",
+        "scenes",
     }
 
 

@@ -82,3 +82,36 @@ async def test_a_sprite_added_in_the_console_prints_its_lines_under_its_name(
     assert system.startswith("You are Aria.\n\nYou have alternate avatars")
     later = llm_server.requests[1].body["messages"]
     assert any(m["role"] == "assistant" and "Aria (happy): Hooray!" in m["content"] for m in later)
+
+
+async def test_a_scene_in_the_console_prints_each_line_under_its_personas_name(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    lines = ["Aria sings.", "Bex drums.", "Aria bows.", "Bex bows."]
+    llm_server.script(*(answer(line) for line in lines), answer("Plain bot."))
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria, a bard.\n"
+        "/tomori persona add Bex prompt:You are Bex.\n"
+        "/scene Aria, Cy cycles:2\n"
+        "/scene Aria, Bex cycles:2 instructions:a tavern duel\n"
+        "who won?\n"
+        "/tomori scenes off\n"
+        "/scene Aria, Bex cycles:1\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert "[No Scene] This server has no persona named Cy" in out
+    assert (  # the line typed while the scene plays waits for it, then is answered
+        "[you #1] /scene Aria, Bex cycles:2 instructions:a tavern duel\n"
+        "[Aria #3]\nAria sings.\n[Bex #4]\nBex drums.\n[Aria #5]\nAria bows.\n[Bex #6]\nBex bows.\n"
+        "[you #2] who won?\n[tomori #7, replying to #2]\nPlain bot.\n"
+    ) in out
+    assert "[No Scene] Scenes are off in this server" in out
+    requests = [request.body["messages"] for request in llm_server.requests]
+    assert len(requests) == 5
+    third = requests[2]  # Aria's second line: its first as its own turn, Bex's named
+    assert third[0] == {"role": "system", "content": "You are Aria, a bard."}
+    assert {"role": "assistant", "content": "Aria sings."} in third
+    assert third[-1]["content"].startswith("Bex: Bex drums.\n[Scene, cycle 2 of 2] You are Aria")
+    assert "The scene: a tavern duel" in third[-1]["content"]
+    assert "/scene" not in str(requests[4])  # a command is no message to a model
+    assert "Bex: Bex bows." in requests[4][-1]["content"]  # the bot sees the scene

@@ -55,6 +55,9 @@ class ConsoleMessage:
     speaker: str | None = None
     """The persona that posted it, as shown (`Name (label)` wearing a sprite; None: the bot,
     or the person typing)."""
+    command: bool = False
+    """A command typed that a turn runs (`/scene`): it has its number and its place, but no
+    model is shown it, as Discord shows no message for a slash command."""
 
 
 CONTROLS = re.compile(
@@ -148,9 +151,11 @@ class ConsoleChannel:
 
     # -- what the person types -----------------------------------------------------------------
 
-    def post(self, text: str) -> ConsoleMessage:
+    def post(self, text: str, *, command: bool = False) -> ConsoleMessage:
         """A message typed at the prompt: it joins the channel and is given its number."""
-        return self._add(text, from_bot=False)
+        message = self._add(text, from_bot=False)
+        message.command = command
+        return message
 
     def message_id(self, message: ConsoleMessage) -> str:
         """The message's ID in the lock store: its number."""
@@ -177,10 +182,33 @@ class ConsoleChannel:
         recent = recent[-settings.history_limit :] if settings.history_limit else []
         since = [m for m in self._messages.values() if m.id > trigger.id and m.from_bot]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
-        shown = in_time_order(recent, since, trigger, numbers)
+        return self._items(in_time_order(recent, since, trigger, numbers), system_prompt, voice)
+
+    def context_before(
+        self,
+        message: ConsoleMessage,
+        waiting: Collection[str],
+        settings: Settings,
+        system_prompt: str,
+        voice: str | None = None,
+    ) -> tuple[ContextItem, ...]:
+        """The system prompt and the recent messages before `message`, without it: what a
+        turn no message asks a model about (a scene, whose `/scene` line is a command) shows,
+        as the cog's scene reads the channel's last messages."""
+        recent = [m for m in self._messages.values() if m.id < message.id]
+        recent = recent[-settings.history_limit :] if settings.history_limit else []
+        numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
+        return self._items(in_time_order(recent, (), None, numbers), system_prompt, voice)
+
+    @staticmethod
+    def _items(
+        shown: list[ConsoleMessage], system_prompt: str, voice: str | None
+    ) -> tuple[ContextItem, ...]:
         items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
             text = message.text[:MAX_ITEM_CHARS]
+            if message.command:
+                continue
             if message.from_bot and message.speaker == voice:
                 items.append(ContextItem(Role.ASSISTANT, text))
             elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):

@@ -1,7 +1,8 @@
 """The console's commands: a message that opens with `/` and a word runs one, never the model.
 
 `/help` lists them; `/exit` and `/quit` end the session as the end of input does; `/kill` stops
-the answer as the slash command does; `/tomori` runs the admin subcommands of
+the answer as the slash command does; `/scene` plays a scene of personas (`scene_request`)
+as the slash command does; `/tomori` runs the admin subcommands of
 `tomori.policy.admin` on the console's own channel and server, its options written as Discord
 names them, the first also without its name (`/tomori model openai:gpt-4o-mini scope:server`).
 Any other `/word` is told so in one line. A message that must open with `/word` is written
@@ -20,6 +21,7 @@ from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS, ConfigError
 from tomori.delivery.notices import Notice
 from tomori.policy import admin
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS, Action
+from tomori.policy.scenes import SCENE_DESCRIPTION, scene_refused
 
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?=\s|\Z)")
 
@@ -29,11 +31,13 @@ class Kind(StrEnum):
     EXIT = "exit"
     KILL = "kill"
     TOMORI = "tomori"
+    SCENE = "scene"
     UNKNOWN = "unknown"
 
 
 _KINDS = {"help": Kind.HELP, "exit": Kind.EXIT, "quit": Kind.EXIT, "kill": Kind.KILL}
 _KINDS["tomori"] = Kind.TOMORI
+_KINDS["scene"] = Kind.SCENE
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ TOMORI_SUBCOMMANDS = {
     "persona list": (),
     "sprite add": ("persona", "label", "avatar"),
     "sprite remove": ("persona", "label"),
+    "scenes": ("enabled",),
 }
 """The subcommands the console runs, and their options, the first of which needs no name."""
 
@@ -99,7 +104,10 @@ _SUBCOMMAND_USAGE = {
     "persona list": "/tomori persona list",
     "sprite add": "/tomori sprite add <persona> label:<label> avatar:<image URL>",
     "sprite remove": "/tomori sprite remove <persona> label:<label>",
+    "scenes": "/tomori scenes on|off",
 }
+SCENE_USAGE = "/scene <names> cycles:<1-10> [instructions:<text>]"
+SCENE_OPTIONS = ("personas", "cycles", "instructions")
 
 
 def help_text() -> str:
@@ -107,6 +115,7 @@ def help_text() -> str:
         ("/help", "this list"),
         ("/kill", "stop the answer and clear the queue (Ctrl+C too)"),
         ("/exit, /quit", "leave, once the answers are done (Ctrl+D too)"),
+        (SCENE_USAGE, _lowered(SCENE_DESCRIPTION)),
         *((_SUBCOMMAND_USAGE[n], _lowered(DESCRIPTIONS[n])) for n in TOMORI_SUBCOMMANDS),
     ]
     lines = ["Commands:"]
@@ -154,6 +163,19 @@ def tomori_action(rest: str) -> Action | Notice:
         return admin.refused(str(error))
 
 
+def scene_request(rest: str) -> tuple[str, int, str | None] | Notice:
+    """`/scene <rest>` as the slash command's options (personas, cycles, instructions), or the
+    notice that says why it is not one; the scene itself is checked as the cog checks it."""
+    try:
+        options = _read_options(SCENE_OPTIONS, rest)
+        cycles = options.get("cycles", "")
+        if not cycles.strip().isdigit():
+            raise ConfigError(f"give cycles, a number from 1 to 10: {SCENE_USAGE}")
+        return options.get("personas", ""), int(cycles), options.get("instructions")
+    except ConfigError as error:
+        return scene_refused(f"{error}.")
+
+
 def _options(subcommand: str, given: str) -> dict[str, str]:
     """`given` read as the subcommand's options: `name:value`, values running to the next
     option; text before the first named option is the first option's value."""
@@ -162,6 +184,10 @@ def _options(subcommand: str, given: str) -> dict[str, str]:
         if given.strip():
             raise ConfigError(f"/tomori {subcommand} takes no options")
         return {}
+    return _read_options(names, given)
+
+
+def _read_options(names: tuple[str, ...], given: str) -> dict[str, str]:
     marker = re.compile(rf"(?<!\S)({'|'.join(names)}):")
     found = list(marker.finditer(given))
     options: dict[str, str] = {}
@@ -222,4 +248,12 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     "sprite remove": lambda o: admin.remove_sprite(
         _required(o, "persona", "sprite remove"), _required(o, "label", "sprite remove")
     ),
+    "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""))),
 }
+
+
+def _on_or_off(value: str) -> bool:
+    word = value.strip().lower()
+    if word not in ("on", "off", "true", "false"):
+        raise ConfigError(f"scenes are on or off, not {value!r}: {_SUBCOMMAND_USAGE['scenes']}")
+    return word in ("on", "true")

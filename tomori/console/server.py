@@ -204,6 +204,10 @@ class ConsoleServer:
             self._providers.update(ModelChain((), missing).build_providers())
         return TurnSetup(chain.entries, self._providers, prompt)
 
+    async def scenes_allowed(self) -> bool:
+        """Whether `/scene` runs (`/tomori scenes`, as a server's admins set it)."""
+        return (await self._resolved()).scenes.value
+
     async def _resolved(self) -> Resolved:
         channel, server = await self.overrides.read(SERVER, CHANNEL)
         return resolve(channel, server, self.defaults(HERE))

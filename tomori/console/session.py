@@ -37,9 +37,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tomori.config.models import ModelChain
+from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel, ConsoleMessage
-from tomori.console.commands import Kind, as_message, command_in, help_text, tomori_action
+from tomori.console.commands import (
+    Kind,
+    as_message,
+    command_in,
+    help_text,
+    scene_request,
+    tomori_action,
+)
 from tomori.console.commands import unknown as unknown_command
 from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
 from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held, TurnSetup
@@ -60,12 +68,21 @@ from tomori.delivery.notices import (
     Notice,
 )
 from tomori.generation.answering import answer_turn
+from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
+from tomori.policy.scenes import (
+    SCENES_OFF,
+    Scene,
+    cast_scene,
+    heard,
+    scene_refused,
+    speaker_notice,
+)
 from tomori.policy.sprites import wardrobe
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -215,6 +232,8 @@ class ConsoleSession:
             await self._kill()
         elif command.kind is Kind.HELP and not command.rest:
             self._channel.say(help_text())
+        elif command.kind is Kind.SCENE:
+            await self._scene(locks, text, command.rest, echo=echo)
         elif command.kind is Kind.TOMORI:
             if not self._live:  # a script's setting applies after the messages written before it
                 await self._unless_quit(locks.wait_idle(self._channel.channel_id))
@@ -251,6 +270,35 @@ class ConsoleSession:
             return
         personas = addressed(await self._server.personas.of_server(SERVER), text)
         payload = {"personas": [p.key for p in personas]} if personas else {}
+        await self._queue(locks, message, payload)
+
+    async def _scene(self, locks: ChannelLocks, text: str, rest: str, *, echo: bool) -> None:
+        """`/scene`: checked as the slash command is, then queued as the channel's turn; the
+        line typed stands in the channel (for its number) but no model is shown it."""
+        if not self._live:  # a script's scene follows the answers to the lines before it
+            await self._unless_quit(locks.wait_idle(self._channel.channel_id))
+        request = scene_request(rest)
+        if isinstance(request, Notice):
+            self._channel.tell(request)
+            return
+        if not await self._server.scenes_allowed():
+            self._channel.tell(scene_refused(SCENES_OFF))
+            return
+        names, cycles, instructions = request
+        try:
+            everyone = await self._server.personas.of_server(SERVER)
+            scene = cast_scene(names, cycles, instructions, everyone)
+        except ConfigError as error:
+            self._channel.tell(scene_refused(f"{error}."))
+            return
+        message = self._channel.post(text, command=True)
+        if echo:
+            self._channel.echo(message)
+        await self._queue(locks, message, scene.payload())
+
+    async def _queue(self, locks: ChannelLocks, message: ConsoleMessage, payload: Any) -> None:
+        """The message's turn, started or queued behind the one running."""
+        message_id = self._channel.message_id(message)
         trigger = Trigger(self._channel.channel_id, message_id, USER, payload)
         self._outstanding += 1  # before: a turn that starts may end before submit returns
         admission = await locks.submit(trigger)
@@ -332,6 +380,11 @@ class ConsoleSession:
                 tools = await until_stopped(guard, self._server.turn_tools())
             except Stopped:
                 return
+            scene = Scene.of(turn.trigger.payload)
+            if scene is not None:
+                scening = replace(state, scene_turn=True)
+                await self._play(turn, guard, scening, trigger, waiting, setup, scene, tools)
+                return
             cast = await self._cast(turn)
             if cast:
                 await self._answer_as_personas(
@@ -412,6 +465,55 @@ class ConsoleSession:
             if named is not None and named not in queue and drawn < self._settings.max_bot_turns:
                 drawn += 1
                 queue.append(named)
+
+    async def _play(
+        self,
+        turn: Turn,
+        guard: TurnGuard,
+        state: TurnState,
+        trigger: ConsoleMessage,
+        waiting: Collection[str],
+        setup: TurnSetup,
+        scene: Scene,
+        tools: ToolRegistry,
+    ) -> None:
+        """A scene's lines, as the cog plays them: each persona in turn for each cycle, told
+        it writes only its own next message, seeing the channel before the `/scene` line and
+        the scene so far; each line printed under its persona's name; a failed line (its
+        notice says why) or /kill ends the scene."""
+        everyone = personas_by_key(await self._server.personas.of_server(SERVER))
+        names = {key: persona.name for key, persona in everyone.items()}
+        said: list[tuple[Persona, str]] = []
+        speaking = state
+        for cycle, key in scene.lines():
+            if guard.stop_requested():
+                return
+            persona = everyone.get(key)
+            if persona is None:  # removed since the scene was asked for
+                continue
+            own = self._server.for_persona(setup, persona)
+            context = self._channel.context_before(
+                trigger, waiting, self._settings, own.system_prompt, voice=persona.name
+            )
+            port = self._channel.as_persona(persona.name)
+            result = await answer_turn(
+                turn,
+                guard,
+                speaking,
+                port,
+                entries=own.entries,
+                providers=own.providers,
+                tools=tools,
+                settings=self._settings,
+                context=context + heard(said, persona),
+                request_notices=(speaker_notice(scene, persona, cycle, names),),
+                surface_errors=True,
+                wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
+            )
+            if result.status is not StreamStatus.COMPLETED or not result.text.strip():
+                return
+            said.append((persona, result.text))
+            speaking = replace(state, delivered=[], from_queue=False)
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""

@@ -10,6 +10,8 @@
 - `personas.py`       characters that answer under their own name: who a message calls,
                       the personas, who posted what and each channel's webhook, in the database
 - `sprites.py`        a persona's labelled alternate avatars: checked, stored, told to its model
+- `scenes.py`         `/scene`: a scripted exchange of 2-3 personas, checked, carried in the
+                      lock's trigger, and what each persona is told before its line
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """

@@ -71,6 +71,7 @@ DESCRIPTIONS = {
     "sprite add": "Give a persona a sprite (or a new image for one of its labels)",
     "sprite remove": "Take a sprite from a persona",
     "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
+    "scenes": "Let members run /scene in this server, or turn scenes off",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -91,6 +92,7 @@ OPTION_DESCRIPTIONS = {
     "sprite_avatar_file": "the sprite's image",
     "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
     "offered": "true to offer it to the model, false to turn it off",
+    "scenes_enabled": "true to let members run /scene here, false to turn scenes off",
 }
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
@@ -208,6 +210,15 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
             f"{_limits(now.cooldown_ms.value, now.daily_tokens.value)}"
             f" ({_sources(now.cooldown_ms.source, now.daily_tokens.source)})"
         )
+
+    return action
+
+
+def set_scenes(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        await target.overrides.set(Scope.SERVER, *_keys(where), Overrides(scenes=enabled))
+        said = "may run /scene" if enabled else "cannot run /scene: scenes are off"
+        return _done(f"Members of this server {said}.")
 
     return action
 
@@ -424,6 +435,7 @@ def _shown(resolved: Resolved) -> str:
             f" ({resolved.autoreply.source})",
             f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
             f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
+            f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"System prompt ({resolved.system_prompt.source}):",
             "\n".join(f"> {line}" for line in prompt.splitlines() or [""]),
         )

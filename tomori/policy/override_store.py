@@ -1,4 +1,5 @@
-"""Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006).
+"""Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
+whether a server allows scenes since 0013).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -21,8 +22,8 @@ MAX_CACHED = 4_096
 
 _COLUMNS = tuple(field.name for field in fields(Overrides))
 _CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply")
-_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens")
-_NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens"), "server": ("autoreply",)}
+_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "scenes")
+_NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens", "scenes"), "server": ("autoreply",)}
 
 
 def _select(scope: str, table: str, key: str) -> str:
@@ -143,11 +144,15 @@ class OverrideStore:
 
 
 def _overrides(row: Row) -> Overrides:
-    autoreply = row["autoreply"]
     return Overrides(
         models=row["models"],
         system_prompt=row["system_prompt"],
-        autoreply=None if autoreply is None else bool(autoreply),
+        autoreply=_flag(row["autoreply"]),
         cooldown_ms=row["cooldown_ms"],
         daily_tokens=row["daily_tokens"],
+        scenes=_flag(row["scenes"]),
     )
+
+
+def _flag(stored: int | None) -> bool | None:
+    return None if stored is None else bool(stored)

@@ -56,6 +56,8 @@ class Overrides:
     cooldown_ms: int | None = None
     """A server's only, like `daily_tokens`."""
     daily_tokens: int | None = None
+    scenes: bool | None = None
+    """A server's only: whether its members may run `/scene`."""
 
     @property
     def empty(self) -> bool:
@@ -78,6 +80,8 @@ class Defaults:
     """`TOMORI_USER_COOLDOWN_MS`."""
     daily_tokens: int = 0
     """`TOMORI_USER_DAILY_TOKENS`."""
+    scenes: bool = True
+    """Scenes are allowed until a server's admins turn them off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,8 @@ class Resolved:
     """A server's only: a channel cannot set it."""
     daily_tokens: Sourced[int]
     """A server's only, like `cooldown_ms`."""
+    scenes: Sourced[bool]
+    """A server's only: whether `/scene` runs in its channels."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -107,6 +113,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         autoreply=_first(channel.autoreply, None, defaults.autoreply),
         cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
         daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
+        scenes=_first(None, server.scenes, defaults.scenes),
     )
 
 

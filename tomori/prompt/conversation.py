@@ -13,9 +13,10 @@ from tomori.providers.base import ContextItem
 
 
 def in_time_order(
-    recent: Iterable[Any], earlier: Iterable[Any], trigger: Any, waiting: Collection[str]
+    recent: Iterable[Any], earlier: Iterable[Any], trigger: Any | None, waiting: Collection[str]
 ) -> list[Any]:
-    """The messages the model is shown: each once, oldest first, the trigger last.
+    """The messages the model is shown: each once, oldest first, the trigger last (a turn no
+    message triggered, a scene, has none: `trigger` None).
 
     `earlier` (a reply chain, a thread's starter, the answers the bot posted while the
     trigger waited in the queue) may repeat messages of `recent` or the trigger itself; a
@@ -27,9 +28,10 @@ def in_time_order(
     """
     before: dict[int, Any] = {}
     for message in [*recent, *earlier]:
-        if message.id != trigger.id and str(message.id) not in waiting:
+        if (trigger is None or message.id != trigger.id) and str(message.id) not in waiting:
             before.setdefault(message.id, message)
-    return [*sorted(before.values(), key=lambda message: message.id), trigger]
+    shown = sorted(before.values(), key=lambda message: message.id)
+    return shown if trigger is None else [*shown, trigger]
 
 
 TURN_JOINER = "\n"

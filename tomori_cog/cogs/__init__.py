@@ -2,7 +2,7 @@
 
 - `nextcord_cog.py`  the cog class for nextcord (imported only for nextcord bots)
 - `discordpy_cog.py` the cog class for discord.py (imported only for discord.py bots)
-- `shared.py`        what both share: the cog's surface, the /kill reply within 3 seconds
+- `shared.py`        what both share: the cog's surface, the /kill and /scene replies within 3 s
 - `admin.py`         /tomori: each subcommand's checks, change and answer
 """
 

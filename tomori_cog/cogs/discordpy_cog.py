@@ -12,8 +12,15 @@ from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
+from tomori.policy.scenes import (
+    MAX_CYCLES,
+    MAX_INSTRUCTIONS_CHARS,
+    MIN_CYCLES,
+    SCENE_DESCRIPTION,
+)
+from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
 from tomori_cog.cogs import admin
-from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
+from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
 from tomori_cog.service import TomoriService
@@ -23,6 +30,8 @@ Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
 Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
+Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
+Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
 """Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
 
 
@@ -106,6 +115,19 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def kill(self, interaction: discord.Interaction) -> None:
             await respond_to_kill(library, self.service, interaction)
 
+        @app_commands.command(name="scene", description=SCENE_DESCRIPTION)
+        @app_commands.guild_only()
+        @app_commands.describe(**SCENE_OPTIONS)
+        async def scene(
+            self,
+            interaction: discord.Interaction,
+            personas: str,
+            cycles: Cycles,
+            instructions: Instructions | None = None,
+        ) -> None:
+            request = (personas, cycles, instructions)
+            await respond_to_scene(library, self.service, interaction, request)
+
         tomori = app_commands.Group(
             name="tomori",
             description=admin.GROUP_DESCRIPTION,
@@ -158,6 +180,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         ) -> None:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
+
+        @tomori.command(name="scenes", description=DESCRIPTIONS["scenes"])
+        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["scenes_enabled"])
+        async def scenes(self, interaction: discord.Interaction, enabled: bool) -> None:
+            await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
 
         persona = app_commands.Group(
             name="persona", description=DESCRIPTIONS["persona"], parent=tomori

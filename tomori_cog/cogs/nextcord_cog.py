@@ -17,9 +17,16 @@ from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
+from tomori.policy.scenes import (
+    MAX_CYCLES,
+    MAX_INSTRUCTIONS_CHARS,
+    MIN_CYCLES,
+    SCENE_DESCRIPTION,
+)
+from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.admin import SCOPES
-from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
+from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
 from tomori_cog.service import TomoriService
@@ -105,6 +112,27 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             await respond_to_kill(library, self.service, interaction)
 
         @nextcord.slash_command(  # type: ignore[untyped-decorator]
+            name="scene",
+            description=SCENE_DESCRIPTION,
+            contexts=[nextcord.InteractionContextType.guild],
+        )
+        async def scene(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            personas: str = nextcord.SlashOption(description=SCENE_OPTIONS["personas"]),
+            cycles: int = nextcord.SlashOption(
+                description=SCENE_OPTIONS["cycles"], min_value=MIN_CYCLES, max_value=MAX_CYCLES
+            ),
+            instructions: str | None = nextcord.SlashOption(
+                description=SCENE_OPTIONS["instructions"],
+                required=False,
+                max_length=MAX_INSTRUCTIONS_CHARS,
+            ),
+        ) -> None:
+            request = (personas, cycles, instructions)
+            await respond_to_scene(library, self.service, interaction, request)
+
+        @nextcord.slash_command(  # type: ignore[untyped-decorator]
             name="tomori",
             description=admin.GROUP_DESCRIPTION,
             default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
@@ -164,6 +192,14 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         ) -> None:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
+
+        @tomori.subcommand(name="scenes", description=DESCRIPTIONS["scenes"])  # type: ignore[untyped-decorator]
+        async def scenes(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["scenes_enabled"]),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
 
         @tomori.subcommand(name="persona", description=DESCRIPTIONS["persona"])  # type: ignore[untyped-decorator]
         async def persona(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]

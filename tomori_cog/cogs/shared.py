@@ -1,4 +1,5 @@
-"""What both libraries' cogs share: the `/kill` reply and the cog's own small surface.
+"""What both libraries' cogs share: the `/kill` and `/scene` replies and the cog's own small
+surface.
 
 Discord drops an interaction not answered within 3 seconds. Stopping a stream is immediate,
 but clearing the queue writes to SQLite, which another process may hold for a moment; so if
@@ -14,6 +15,7 @@ from typing import Any
 
 from tomori.delivery.notices import KILL_FAILED, Notice
 from tomori.generation.tools import Tool
+from tomori.policy.scenes import scene_refused
 from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library
 from tomori_cog.service import TomoriService
@@ -27,6 +29,30 @@ async def respond_to_kill(library: Library, service: TomoriService, interaction:
     user, permissions = interaction.user.id, interaction.permissions
     outcome = _outcome(service, interaction.channel_id, user, permissions)
     await reply_in_time(library, interaction, outcome, "/kill")
+
+
+async def respond_to_scene(
+    library: Library,
+    service: TomoriService,
+    interaction: Any,
+    request: tuple[str, int, str | None],
+) -> None:
+    """`/scene`: answered ephemerally at once (the scene is queued as the channel's turn, not
+    awaited), with the scene's start or why it does not run."""
+    outcome = _scene(service, interaction, request)
+    await reply_in_time(library, interaction, outcome, "/scene")
+
+
+async def _scene(
+    service: TomoriService, interaction: Any, request: tuple[str, int, str | None]
+) -> Notice:
+    try:
+        user = interaction.user.id
+        where = (interaction.guild_id, interaction.channel_id)
+        return await service.start_scene(*where, user, request, interaction.id)
+    except Exception:
+        log.exception("/scene failed in channel %s", interaction.channel_id)
+        return scene_refused("the scene could not be started just now: please try again.")
 
 
 async def reply_in_time(

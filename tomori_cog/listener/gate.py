@@ -113,6 +113,23 @@ class AdmissionGate:
         await self._refused(message, refusal, surface_errors)
         return False
 
+    async def command_refusal(
+        self, guild_id: int, user_id: int, key: str, limits: UserLimits
+    ) -> Refusal | None:
+        """A command that starts a turn (`/scene`, keyed by its interaction) is held to its
+        member's cooldown and daily tokens as a message is; None if it may go on (or the
+        limits cannot be read now: logged). Whoever ran it is always told why not."""
+        if not limits.active:
+            return None
+        assert self._store is not None  # opened at start-up
+        try:
+            return await self._store.admit(str(guild_id), str(user_id), key, limits, tells=False)
+        except Exception as error:
+            if not self._store.is_database_error(error):
+                raise
+            log.warning("could not read the limits of user %s: %r; not held", user_id, error)
+            return None
+
     async def _judged(
         self, message: Any, limits: UserLimits, tells: bool, *, arriving: bool
     ) -> Refusal | None:

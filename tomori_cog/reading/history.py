@@ -15,7 +15,7 @@ model is shown the same messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,9 @@ from tomori_cog.reading.unreadable import UnreadableFiles
 log = logging.getLogger(__name__)
 
 Context = tuple[ContextItem, ...]
+
+LATEST = 2**63 - 1
+"""A snowflake after every message: where a turn no message triggered (a scene) reads up to."""
 
 MAX_ITEM_CHARS = 8_000
 """A history message longer than this is cut: one huge paste must not crowd out the rest."""
@@ -94,8 +97,12 @@ class HistoryReader:
         settings: Settings,
         memory: RecentMessages,
         pacing: DiscordPacing,
+        our_webhook: Callable[[int], Awaitable[bool]],
     ) -> None:
+        """`our_webhook` says whether the bot created a webhook: its messages are the
+        personas' answers, which a queued turn is shown as the bot's own (`_answers_since`)."""
         self._bot = bot
+        self._our_webhook = our_webhook
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
@@ -150,6 +157,21 @@ class HistoryReader:
         )
         return Shown(shown, attached)
 
+    async def read_latest(self, channel: Any, waiting: Collection[str], *, images: bool) -> Shown:
+        """The channel's last messages now, for a turn no message triggered (a scene): the
+        history `read` shows before a trigger, as if the trigger were the next message."""
+        window = await self._remembered(channel, None)
+        if window is None:
+            recent = {message.id: message for message in await self._recent(channel, None)}
+        else:
+            recent = {message.id: message for message in window.before}
+        starter = await self._thread_starter(channel, recent)
+        shown = in_time_order(recent.values(), [starter] if starter else [], None, waiting)
+        attached = await read_attachments(
+            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+        )
+        return Shown(shown, attached)
+
     def items(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
         """The system prompt, then each message shown as `voice` sees it."""
         items = [ContextItem(Role.SYSTEM, system_prompt)]
@@ -199,16 +221,18 @@ class HistoryReader:
             return None
         return files.item(f"{message.author.display_name}: ", shown)
 
-    async def _remembered(self, channel: Any, trigger: Any) -> Window | None:
-        """What memory holds around the trigger, if it holds the whole history window (once
-        the gateway echoed the cog's own last writes there); None: read it over REST."""
+    async def _remembered(self, channel: Any, trigger: Any | None) -> Window | None:
+        """What memory holds around the trigger (None: now), if it holds the whole history
+        window (once the gateway echoed the cog's own last writes there); None: read it over
+        REST."""
         if not await self._memory.echoes(channel.id):
             return None
-        return self._memory.window(channel.id, trigger.id, self._settings.history_limit)
+        at = LATEST if trigger is None else trigger.id
+        return self._memory.window(channel.id, at, self._settings.history_limit)
 
-    async def _recent(self, channel: Any, trigger: Any) -> list[Any]:
-        """The channel's (or thread's) last messages before the trigger, over REST; memory
-        keeps them for the turns after this one."""
+    async def _recent(self, channel: Any, trigger: Any | None) -> list[Any]:
+        """The channel's (or thread's) last messages before the trigger (None: the last ones
+        now), over REST; memory keeps them for the turns after this one."""
         limit = self._settings.history_limit
         reading = self._memory.reading(channel.id)
         try:
@@ -217,28 +241,35 @@ class HistoryReader:
         except call_failures(self._library) as error:  # answered without it, not unanswered
             log.info("no history for channel %s: %r", channel.id, error)
             return []
-        self._memory.read(reading, trigger.id, limit, messages)
+        self._memory.read(reading, LATEST if trigger is None else trigger.id, limit, messages)
         return messages
 
     async def _answers_since(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
-        """The bot's own messages posted after the trigger: the answers to the messages queued
-        before it, which the model must see to go on from them, not answer them again."""
-        me = self._bot.user
+        """The cog's own messages posted after the trigger (the bot's and its personas'): the
+        answers to the messages queued before it, and a scene played meanwhile, which the
+        model must see to go on from them, not answer them again."""
         if window is not None:
             after = window.after[: self._settings.history_limit]
-            return [m for m in after if me is not None and m.author.id == me.id]
-        try:
-            await self._pacing.read()
-            return [
-                message
-                async for message in channel.history(
-                    limit=self._settings.history_limit, after=trigger
-                )
-                if me is not None and message.author.id == me.id
-            ]
-        except call_failures(self._library) as error:
-            log.info("no answers since message %s: %r", trigger.id, error)
-            return []
+        else:
+            try:
+                await self._pacing.read()
+                after = [
+                    message
+                    async for message in channel.history(
+                        limit=self._settings.history_limit, after=trigger
+                    )
+                ]
+            except call_failures(self._library) as error:
+                log.info("no answers since message %s: %r", trigger.id, error)
+                return []
+        return [message for message in after if await self._ours(message)]
+
+    async def _ours(self, message: Any) -> bool:
+        """Whether the cog posted the message: as the bot, or as a persona (its webhook)."""
+        me = self._bot.user
+        if me is not None and message.author.id == me.id:
+            return True
+        return bool(message.webhook_id) and await self._our_webhook(message.webhook_id)
 
     async def _reply_chain(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
         """The message the trigger replies to, the one that replies to, and so on back.
