@@ -8,6 +8,9 @@ without repeating it (after an empty answer there is none, so the request is the
 A model is sent the turn's images only if its entry says `+vision` (see `vision`); a failure
 that a second try may mend (images refused, a short rate limit) is tried once more
 (`attempt`).
+A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: natively, as
+an instruction, or not at all) until the answer has begun with it; a fallback after that goes
+on from the text already shown, which begins with it.
 `completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
 would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
@@ -46,6 +49,7 @@ from tomori.generation.results import (
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment
 from tomori.locks import TurnGuard
+from tomori.prompt.prefill import prefilled
 from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
     ContextItem,
@@ -195,6 +199,11 @@ async def _try_models(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),
                 sees_images=model.vision,
             )
+            opening = env.opening
+            if opening is not None and not opening.begun:  # begun: it goes on from the text
+                sent = prefilled(
+                    sent, opening.prefill, native=model.native_prefill, model=model.label
+                )
             loop = await attempt_model(model, provider, sent, env)
             history = loop.tool_history
             attempts.append(Attempt(model, loop, _characters(sent)))
