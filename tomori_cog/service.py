@@ -52,7 +52,9 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.reply_rule import Addressed, ReplyRule, from_bot, personas_of
+from tomori_cog.manual import Asking, Manual, latest_message
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.reading.attachments import TurnAttachments
 from tomori_cog.reading.history import HistoryReader, Shown, Voice
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
@@ -287,19 +289,23 @@ class TomoriService:
             guild_id=limit_scope(getattr(channel, "guild", None)),
         )
         surface_errors = Addressed.of(turn.trigger.payload).surfaces_errors
+        manual = Manual.of(turn.trigger.payload)
         typing: asyncio.Task[None] | None = None
         try:
             try:
-                message = await self._trigger_message(channel, turn)
-                if message is None:
-                    log.warning("skipping turn %s: its message is gone", turn.turn_id)
-                    return
-                limits = await self._limits_for(guild_id_of(message))
-                if limits.daily_tokens > 0 and self.metrics is not None:
-                    # the turn before this one recorded its tokens: count them first
-                    await until_stopped(guard, self.metrics.flushed())
-                if not await self._gate.may_start(channel, message, surface_errors, limits):
-                    return
+                if manual is not None:  # a command's: it answers the channel as it stands
+                    message = await latest_message(channel, self._library, self.pacing)
+                else:
+                    message = await self._trigger_message(channel, turn)
+                    if message is None:
+                        log.warning("skipping turn %s: its message is gone", turn.turn_id)
+                        return
+                    limits = await self._limits_for(guild_id_of(message))
+                    if limits.daily_tokens > 0 and self.metrics is not None:
+                        # the turn before this one recorded its tokens: count them first
+                        await until_stopped(guard, self.metrics.flushed())
+                    if not await self._gate.may_start(channel, message, surface_errors, limits):
+                        return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
                 if guard.stop_requested():  # /kill came while it waited: no typing, no read
@@ -316,15 +322,16 @@ class TomoriService:
                 config = await until_stopped(guard, self.config.for_turn(channel))
                 tools = await until_stopped(guard, self._turn_tools(channel))
                 cast = await until_stopped(guard, self._cast(channel, turn))
-                reading = self._history.read(
-                    channel,
-                    message,
-                    waiting,
-                    queued=turn.from_queue,
-                    images=config.images
-                    or any(self.config.for_persona(config, p).images for p in cast),
+                images = config.images or any(
+                    self.config.for_persona(config, p).images for p in cast
                 )
-                shown = await until_stopped(guard, reading)
+                if message is None:
+                    shown = Shown([], TurnAttachments())
+                else:
+                    reading = self._history.read(
+                        channel, message, waiting, queued=turn.from_queue, images=images
+                    )
+                    shown = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
                 self._record_unasked(state, StreamStatus.STOPPED_BY_USER)
@@ -339,12 +346,23 @@ class TomoriService:
                 if surface_errors:
                     await state.post_notice(GENERATION_ERROR)
                 return
+            said = manual.said if manual is not None else ()
+            prefill = manual.prefill_for(config.prefill) if manual is not None else config.prefill
             if cast:
                 await self._answer_as_personas(
-                    turn, guard, state, channel, config, shown, cast, tools, surface_errors
+                    turn,
+                    guard,
+                    state,
+                    channel,
+                    config,
+                    shown,
+                    cast,
+                    tools,
+                    surface_errors,
+                    Asking(said, prefill),
                 )
                 return
-            context = self._history.items(shown, config.system_prompt, Voice())
+            context = self._history.items(shown, config.system_prompt, Voice()) + said
             result = await answer_turn(
                 turn,
                 guard,
@@ -358,6 +376,7 @@ class TomoriService:
                 request_notices=shown.notices,
                 surface_errors=surface_errors,
                 health=self.health,
+                prefill=prefill,
             )
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)
@@ -392,10 +411,13 @@ class TomoriService:
         cast: list[Persona],
         tools: ToolRegistry,
         surface_errors: bool,
+        asking: Asking,
     ) -> None:
         """Each persona answers in turn, under the one channel lock, each seeing what those
         before it said; an answer that names another persona draws it in, while the channel's
-        budget of drawn-in turns (`TOMORI_MAX_BOT_TURNS`, reset by a human) allows."""
+        budget of drawn-in turns (`TOMORI_MAX_BOT_TURNS`, reset by a human) allows. Each
+        answer begins with the turn's prefill, but for a `/respond` one, which is the first
+        answer's alone."""
         assert self.personas is not None  # the service is started
         guild_id = str(channel.guild.id)
         everyone = await self.personas.of_server(guild_id)
@@ -407,7 +429,7 @@ class TomoriService:
             persona = waiting.popleft()
             own = self.config.for_persona(config, persona)
             voice = Voice(persona.key, posters, names)
-            context = self._history.items(shown, own.system_prompt, voice)
+            context = self._history.items(shown, own.system_prompt, voice) + asking.said
             context += tuple(
                 ContextItem(Role.ASSISTANT, text)
                 if earlier.key == persona.key
@@ -439,6 +461,7 @@ class TomoriService:
                     request_notices=shown.notices,
                     surface_errors=surface_errors,
                     health=self.health,
+                    prefill=asking.prefill_for(first=not said),
                 )
             finally:
                 await self._record_posted(guild_id, channel, persona, speaking)

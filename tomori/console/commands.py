@@ -81,6 +81,8 @@ TOMORI_SUBCOMMANDS = {
     "persona edit": ("name", "prompt", "triggers", "models", "avatar"),
     "persona remove": ("name",),
     "persona list": (),
+    "prefill set": ("text", "scope"),
+    "prefill reset": ("scope",),
 }
 """The subcommands the console runs, and their options, the first of which needs no name."""
 
@@ -95,6 +97,8 @@ _SUBCOMMAND_USAGE = {
     "persona edit": "/tomori persona edit <name> [prompt:<text>] [triggers:<words>] ...",
     "persona remove": "/tomori persona remove <name>",
     "persona list": "/tomori persona list",
+    "prefill set": "/tomori prefill set <text> [scope:server]",
+    "prefill reset": "/tomori prefill reset [scope:server]",
 }
 
 
@@ -132,9 +136,9 @@ def tomori_action(rest: str) -> Action | Notice:
     """The action `/tomori <rest>` runs, or the notice that says why none runs."""
     name, given = (*rest.split(maxsplit=1), "", "")[:2]
     name = name.lower()
-    if name == "persona":
+    if name in ("persona", "prefill"):
         which, given = (*given.split(maxsplit=1), "", "")[:2]
-        name = f"persona {which.lower()}"
+        name = f"{name} {which.lower()}"
     if name == "autoreply":
         return admin.refused(
             "The console answers every message; /tomori autoreply applies to Discord channels."
@@ -210,4 +214,8 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     ),
     "persona remove": lambda o: admin.remove_persona(_required(o, "name", "persona remove")),
     "persona list": lambda o: admin.list_personas,
+    "prefill set": lambda o: admin.set_prefill(
+        _required(o, "text", "prefill set"), o.get("scope", "channel")
+    ),
+    "prefill reset": lambda o: admin.reset_prefill(o.get("scope", "channel")),
 }

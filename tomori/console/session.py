@@ -349,6 +349,7 @@ class ConsoleSession:
                 settings=self._settings,
                 context=context,
                 surface_errors=True,
+                prefill=setup.prefill,
             )
         except Exception:
             log.exception("turn %s failed before any model was asked", turn.turn_id)
@@ -404,6 +405,7 @@ class ConsoleSession:
                 settings=self._settings,
                 context=context,
                 surface_errors=True,
+                prefill=own.prefill,
             )
             named = drawn_in(everyone, result.text, persona)
             if named is not None and named not in queue and drawn < self._settings.max_bot_turns:

@@ -1,4 +1,5 @@
-"""Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006).
+"""Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006,
+and 0012 for the prefill).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -20,8 +21,8 @@ MAX_CACHED = 4_096
 """Channels kept at most; past it, expired entries go (and if none has, all do)."""
 
 _COLUMNS = tuple(field.name for field in fields(Overrides))
-_CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply")
-_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens")
+_CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply", "prefill")
+_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "prefill")
 _NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens"), "server": ("autoreply",)}
 
 
@@ -111,6 +112,24 @@ class OverrideStore:
             )
         self._forget(scope, guild_id, channel_id)
 
+    async def clear(self, scope: Scope, guild_id: str, channel_id: str, name: str) -> bool:
+        """Unset the one value `name` at `scope` (the next scope out applies); False if it
+        was not set."""
+        names = _CHANNEL_COLUMNS if scope is Scope.CHANNEL else _SERVER_COLUMNS
+        if name not in names:
+            raise ValueError(f"a {scope} has no value {name!r}")
+        channel = scope is Scope.CHANNEL
+        key, value = ("channel_id", channel_id) if channel else ("guild_id", guild_id)
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            cleared = await tx.execute(
+                f"UPDATE {scope}_settings SET {name} = NULL, updated_at = ?"
+                f" WHERE {key} = ? AND {name} IS NOT NULL",
+                (now, value),
+            )
+        self._forget(scope, guild_id, channel_id)
+        return cleared > 0
+
     async def reset(self, scope: Scope, guild_id: str, channel_id: str) -> bool:
         """Clear every value set at `scope`; False if none was."""
         if scope is Scope.CHANNEL:
@@ -150,4 +169,5 @@ def _overrides(row: Row) -> Overrides:
         autoreply=None if autoreply is None else bool(autoreply),
         cooldown_ms=row["cooldown_ms"],
         daily_tokens=row["daily_tokens"],
+        prefill=row["prefill"],
     )

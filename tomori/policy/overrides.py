@@ -18,6 +18,7 @@ from enum import StrEnum
 from tomori.config.models import Credentials, ModelChain
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 MAX_PROMPT_CHARS = 4_000
 """A system prompt an admin sets is sent with every turn in its channels, so it is paid for in
@@ -56,6 +57,8 @@ class Overrides:
     cooldown_ms: int | None = None
     """A server's only, like `daily_tokens`."""
     daily_tokens: int | None = None
+    prefill: str | None = None
+    """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
 
     @property
     def empty(self) -> bool:
@@ -78,6 +81,8 @@ class Defaults:
     """`TOMORI_USER_COOLDOWN_MS`."""
     daily_tokens: int = 0
     """`TOMORI_USER_DAILY_TOKENS`."""
+    prefill: str = ""
+    """None: the environment sets no prefill."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,8 @@ class Resolved:
     """A server's only: a channel cannot set it."""
     daily_tokens: Sourced[int]
     """A server's only, like `cooldown_ms`."""
+    prefill: Sourced[str]
+    """"" is none."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -107,6 +114,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         autoreply=_first(channel.autoreply, None, defaults.autoreply),
         cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
         daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
+        prefill=_first(channel.prefill, server.prefill, defaults.prefill),
     )
 
 
@@ -157,3 +165,19 @@ def check_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Overrides
     if daily_tokens is not None:
         checked = replace(checked, daily_tokens=DAILY_TOKENS("daily_tokens", str(daily_tokens)))
     return checked
+
+
+def check_prefill(raw: str) -> str:
+    """A prefill as answers begin with it: trimmed (a leading or trailing space would be
+    posted, or make the model's echo miss it), at most `MAX_PREFILL_CHARS`."""
+    prefill = raw.strip()
+    if not prefill:
+        raise ConfigError("the prefill is empty: give some text (reset clears a prefill)")
+    if "\0" in prefill:
+        raise ConfigError("the prefill holds a NUL character, which cannot be stored: remove it")
+    if len(prefill) > MAX_PREFILL_CHARS:
+        raise ConfigError(
+            f"the prefill is {len(prefill)} characters long: at most {MAX_PREFILL_CHARS} are "
+            f"allowed (every answer is posted beginning with it)"
+        )
+    return prefill

@@ -9,7 +9,7 @@
 
 from tomori.prompt.conversation import in_time_order
 from tomori.prompt.opening import Opening, opened
-from tomori.prompt.prefill import Prefill, prefilled, prepare_request, without_prefill
+from tomori.prompt.prefill import Prefill, prefilled, prepare_request, reaches, without_prefill
 from tomori.prompt.sniff import image_type, is_text
 from tomori.prompt.vision import image_count, shown_to, unseen_images_notice, without_images
 
@@ -23,6 +23,7 @@ __all__ = [
     "opened",
     "prefilled",
     "prepare_request",
+    "reaches",
     "shown_to",
     "unseen_images_notice",
     "without_images",

@@ -20,13 +20,10 @@ which must still end with the prefill.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 
 from tomori.prompt.conversation import joined_turns
 from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
-
-log = logging.getLogger(__name__)
 
 MAX_PREFILL_CHARS = 2_000
 """The longest prefill (the original's limit): it is posted as the answer's first words, and a
@@ -54,28 +51,23 @@ def instruction(prefill: str) -> ContextItem:
     return ContextItem(Role.USER, INSTRUCTION.format(prefill=prefill))
 
 
-def prefilled(
-    request: StreamRequest, prefill: Prefill | None, *, native: bool, model: str
-) -> StreamRequest:
-    """`request` as the model `model` is sent `prefill`: a trailing assistant turn (`native`),
-    else an instruction for a manual prefill, else nothing (a server prefill, logged)."""
-    if prefill is None:
-        return request
+def reaches(prefill: Prefill, *, native: bool) -> bool:
+    """Whether a model is sent `prefill` at all: natively where it takes one, else a manual
+    one in words; a server prefill it cannot take natively is dropped for it."""
+    return native or prefill.manual
+
+
+def prefilled(request: StreamRequest, prefill: Prefill, *, native: bool) -> StreamRequest:
+    """`request` as a model is sent `prefill`: a trailing assistant turn where it takes one
+    (`native`), else the instruction (`reaches` says whether it is sent at all)."""
     if native:
         return replace(
             request,
             context=(*request.context, ContextItem(Role.ASSISTANT, prefill.text)),
             output_prefill=prefill.text,
         )
-    if prefill.manual:
-        notices = (*request.request_notices, instruction(prefill.text))
-        return replace(request, request_notices=notices)
-    log.warning(
-        "the server's prefill is not sent to model %s: it takes no native prefill "
-        "(a /respond prefill would be sent as an instruction)",
-        model,
-    )
-    return request
+    notices = (*request.request_notices, instruction(prefill.text))
+    return replace(request, request_notices=notices)
 
 
 def without_prefill(request: StreamRequest, prefill: str) -> StreamRequest:

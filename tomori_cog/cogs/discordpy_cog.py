@@ -11,7 +11,9 @@ from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.cogs import admin
+from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
@@ -21,6 +23,7 @@ Scope = Literal["channel", "server"]
 Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
+PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
 """Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
 
 
@@ -195,6 +198,43 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         @persona.command(name="list", description=DESCRIPTIONS["persona list"])
         async def persona_list(self, interaction: discord.Interaction) -> None:
             await admin.run(library, self.service, interaction, actions.list_personas)
+
+        prefill = app_commands.Group(
+            name="prefill", description=DESCRIPTIONS["prefill"], parent=tomori
+        )
+
+        @prefill.command(name="set", description=DESCRIPTIONS["prefill set"])
+        @app_commands.describe(text=OPTION_DESCRIPTIONS["prefill_text"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def prefill_set(
+            self, interaction: discord.Interaction, text: PrefillText, scope: Scope = "channel"
+        ) -> None:
+            action = actions.set_prefill(text, scope)
+            await admin.run(library, self.service, interaction, action)
+
+        @prefill.command(name="reset", description=DESCRIPTIONS["prefill reset"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def prefill_reset(
+            self, interaction: discord.Interaction, scope: Scope = "channel"
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
+
+        @app_commands.command(name="respond", description=DESCRIPTIONS["respond"])
+        @app_commands.guild_only()
+        @app_commands.default_permissions(**{admin.PERMISSION: True})
+        @app_commands.describe(
+            persona=OPTION_DESCRIPTIONS["respond_persona"],
+            prompt=OPTION_DESCRIPTIONS["respond_prompt"],
+            prefill=OPTION_DESCRIPTIONS["respond_prefill"],
+        )
+        async def respond(
+            self,
+            interaction: discord.Interaction,
+            persona: Name | None = None,
+            prompt: Prompt | None = None,
+            prefill: PrefillText | None = None,
+        ) -> None:
+            await respond_command(library, self.service, interaction, persona, prompt, prefill)
 
         @tomori.command(name="tools", description=DESCRIPTIONS["tools"])
         @app_commands.describe(name=OPTION_DESCRIPTIONS["tool_name"])

@@ -16,8 +16,10 @@ from tomori.policy import admin as actions
 from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.admin import SCOPES
+from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
@@ -204,6 +206,43 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def persona_list(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
             await admin.run(library, self.service, interaction, actions.list_personas)
 
+        @tomori.subcommand(name="prefill", description=DESCRIPTIONS["prefill"])  # type: ignore[untyped-decorator]
+        async def prefill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            """The group: Discord runs only its subcommands."""
+
+        @prefill.subcommand(name="set", description=DESCRIPTIONS["prefill set"])  # type: ignore[untyped-decorator]
+        async def prefill_set(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            text: str = _text("prefill_text", max_length=MAX_PREFILL_CHARS, name="text"),
+            scope: str = _scope(),
+        ) -> None:
+            action = actions.set_prefill(text, scope)
+            await admin.run(library, self.service, interaction, action)
+
+        @prefill.subcommand(name="reset", description=DESCRIPTIONS["prefill reset"])  # type: ignore[untyped-decorator]
+        async def prefill_reset(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            scope: str = _scope(),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
+
+        @nextcord.slash_command(  # type: ignore[untyped-decorator]
+            name="respond",
+            description=DESCRIPTIONS["respond"],
+            default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
+            contexts=[nextcord.InteractionContextType.guild],
+        )
+        async def respond(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            persona: str | None = _optional("respond_persona", "persona", MAX_NAME_CHARS),
+            prompt: str | None = _optional("respond_prompt", "prompt", MAX_PROMPT_CHARS),
+            prefill: str | None = _optional("respond_prefill", "prefill", MAX_PREFILL_CHARS),
+        ) -> None:
+            await respond_command(library, self.service, interaction, persona, prompt, prefill)
+
         @tomori.subcommand(name="tools", description=DESCRIPTIONS["tools"])  # type: ignore[untyped-decorator]
         async def tools(
             self,
@@ -229,15 +268,18 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
     return Tomori()
 
 
-def _text(name: str, max_length: int | None = None) -> Any:
+def _text(described: str, max_length: int | None = None, name: str | None = None) -> Any:
     return nextcord.SlashOption(
-        name=name, description=OPTION_DESCRIPTIONS[name], max_length=max_length
+        name=name or described, description=OPTION_DESCRIPTIONS[described], max_length=max_length
     )
 
 
-def _optional(described: str, name: str | None = None) -> Any:
+def _optional(described: str, name: str | None = None, max_length: int | None = None) -> Any:
     return nextcord.SlashOption(
-        name=name or described, description=OPTION_DESCRIPTIONS[described], required=False
+        name=name or described,
+        description=OPTION_DESCRIPTIONS[described],
+        required=False,
+        max_length=max_length,
     )
 
 
