@@ -3,6 +3,8 @@ its stream was cut into chunks."""
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +22,7 @@ def streamed(prefill: str, text: str, cuts: list[int], opening: Opening | None =
     """`text` cut at `cuts` and read as one pass reads it."""
     reader = (opening or Opening(Prefill(prefill))).reader()
     bounds = sorted({0, len(text), *(cut % (len(text) + 1) for cut in cuts)})
-    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
     return "".join(reader.feed(chunk) for chunk in chunks) + reader.finish()
 
 

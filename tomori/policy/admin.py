@@ -410,9 +410,9 @@ def _quoted(text: str) -> str:
 def _shown(resolved: Resolved) -> str:
     prefill = resolved.prefill
     if prefill.value:
-        begins = f"Answers begin with ({prefill.source}):\n{_quoted(prefill.value)}"
+        begins = f"Prefill, what answers begin with ({prefill.source}):\n{_quoted(prefill.value)}"
     else:
-        begins = "Answers begin with: no prefill"
+        begins = "Prefill: none"
     return "\n".join(
         (
             f"Models: {resolved.models.value} ({resolved.models.source})",
