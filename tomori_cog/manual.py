@@ -58,22 +58,18 @@ class Manual:
             return None
         return cls(str(parts.get("asker") or ""), parts.get("prompt"), parts.get("prefill"))
 
-    def prefill_for(self, server: Prefill | None) -> Prefill | None:
-        """Its own prefill, which replaces the server's (never joined to it), else the server's."""
-        return Prefill(self.prefill, manual=True) if self.prefill else server
-
-    @property
-    def said(self) -> tuple[ContextItem, ...]:
-        """What the asker said, as the model is shown a message of theirs (nothing if nothing)."""
-        if not self.prompt:
-            return ()
-        return (ContextItem(Role.USER, f"{self.asker}: {self.prompt}"),)
+    def asking(self, server: Prefill | None) -> Asking:
+        """What its answers are asked: what the asker said, and its own prefill, which
+        replaces the server's (`server`; never joined to it), else the server's."""
+        said = (ContextItem(Role.USER, f"{self.asker}: {self.prompt}"),) if self.prompt else ()
+        prefill = Prefill(self.prefill, manual=True) if self.prefill else server
+        return Asking(said, prefill)
 
 
 @dataclass(frozen=True, slots=True)
 class Asking:
     """What a turn's answers are asked beyond the channel's messages: what a `/respond` asker
-    said, and the prefill the answers begin with."""
+    said, and the prefill the answers begin with (a channel's or server's, or `/respond`'s)."""
 
     said: tuple[ContextItem, ...] = ()
     prefill: Prefill | None = None

@@ -346,8 +346,7 @@ class TomoriService:
                 if surface_errors:
                     await state.post_notice(GENERATION_ERROR)
                 return
-            said = manual.said if manual is not None else ()
-            prefill = manual.prefill_for(config.prefill) if manual is not None else config.prefill
+            asking = manual.asking(config.prefill) if manual else Asking(prefill=config.prefill)
             if cast:
                 await self._answer_as_personas(
                     turn,
@@ -359,10 +358,10 @@ class TomoriService:
                     cast,
                     tools,
                     surface_errors,
-                    Asking(said, prefill),
+                    asking,
                 )
                 return
-            context = self._history.items(shown, config.system_prompt, Voice()) + said
+            context = self._history.items(shown, config.system_prompt, Voice()) + asking.said
             result = await answer_turn(
                 turn,
                 guard,
@@ -376,7 +375,7 @@ class TomoriService:
                 request_notices=shown.notices,
                 surface_errors=surface_errors,
                 health=self.health,
-                prefill=prefill,
+                prefill=asking.prefill,
             )
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)
