@@ -16,7 +16,8 @@ only that name's `teardown` removes it.
 - `reading/`          what the model is shown of Discord: history, attachments, read_message
 - `service.py`        `TomoriService`: the listener and the turns; owns the store and the locks
 - `library.py`        which library the bot uses, and the few calls that differ
-- `channel_config.py` a channel's model chain, providers and system prompt for its turn
+- `channel_config.py` a channel's model chain, providers, system prompt and prefill for its turn
+- `manual.py`         `/respond`'s turn: queued with its own prompt, persona and prefill
 - `discord_io.py`     the core's channel port and notice sink over a library channel
 - `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
                       answered them (the `/tomori status` traffic line)

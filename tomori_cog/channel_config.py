@@ -22,6 +22,7 @@ from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
 from tomori.policy.personas import Persona
 from tomori.policy.sprites import with_sprites
+from tomori.prompt.prefill import Prefill
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -35,6 +36,9 @@ class TurnConfig:
     system_prompt: str
     images: bool
     """Whether any model of the chain is sent images: if none is, none are read."""
+    prefill: Prefill | None = None
+    """The channel's (or its server's) prefill: what its answers begin with (`/tomori
+    prefill`); a `/respond` prefill replaces it, and a scene's turns take none."""
 
 
 class ChannelConfig:
@@ -118,7 +122,8 @@ class ChannelConfig:
                 )
         providers = self._providers_for(chain)
         prompt = resolved.system_prompt.value
-        return TurnConfig(chain.entries, providers, prompt, chain.sees_images)
+        prefill = Prefill(resolved.prefill.value) if resolved.prefill.value else None
+        return TurnConfig(chain.entries, providers, prompt, chain.sees_images, prefill)
 
     def for_persona(self, channel_turn: TurnConfig, persona: Persona) -> TurnConfig:
         """What a persona's turn in a channel runs with: its own prompt (telling its model how

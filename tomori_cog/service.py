@@ -66,7 +66,10 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.reply_rule import Addressed, ReplyRule, from_bot, personas_of
+from tomori.prompt.prefill import Prefill
+from tomori_cog.manual import Asking, Manual, latest_message
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.reading.attachments import TurnAttachments
 from tomori_cog.reading.history import HistoryReader, Shown, Voice
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
@@ -326,19 +329,23 @@ class TomoriService:
             guild_id=limit_scope(getattr(channel, "guild", None)),
         )
         surface_errors = Addressed.of(turn.trigger.payload).surfaces_errors
+        manual = Manual.of(turn.trigger.payload)
         typing: asyncio.Task[None] | None = None
         try:
             try:
-                message = await self._trigger_message(channel, turn)
-                if message is None:
-                    log.warning("skipping turn %s: its message is gone", turn.turn_id)
-                    return
-                limits = await self._limits_for(guild_id_of(message))
-                if limits.daily_tokens > 0 and self.metrics is not None:
-                    # the turn before this one recorded its tokens: count them first
-                    await until_stopped(guard, self.metrics.flushed())
-                if not await self._gate.may_start(channel, message, surface_errors, limits):
-                    return
+                if manual is not None:  # a command's: it answers the channel as it stands
+                    message = await latest_message(channel, self._library, self.pacing)
+                else:
+                    message = await self._trigger_message(channel, turn)
+                    if message is None:
+                        log.warning("skipping turn %s: its message is gone", turn.turn_id)
+                        return
+                    limits = await self._limits_for(guild_id_of(message))
+                    if limits.daily_tokens > 0 and self.metrics is not None:
+                        # the turn before this one recorded its tokens: count them first
+                        await until_stopped(guard, self.metrics.flushed())
+                    if not await self._gate.may_start(channel, message, surface_errors, limits):
+                        return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
                 if guard.stop_requested():  # /kill came while it waited: no typing, no read
@@ -355,15 +362,16 @@ class TomoriService:
                 config = await until_stopped(guard, self.config.for_turn(channel))
                 tools = await until_stopped(guard, self._turn_tools(channel))
                 cast = await until_stopped(guard, self._cast(channel, turn))
-                reading = self._history.read(
-                    channel,
-                    message,
-                    waiting,
-                    queued=turn.from_queue,
-                    images=config.images
-                    or any(self.config.for_persona(config, p).images for p in cast),
+                images = config.images or any(
+                    self.config.for_persona(config, p).images for p in cast
                 )
-                shown = await until_stopped(guard, reading)
+                if message is None:
+                    shown = Shown([], TurnAttachments())
+                else:
+                    reading = self._history.read(
+                        channel, message, waiting, queued=turn.from_queue, images=images
+                    )
+                    shown = await until_stopped(guard, reading)
             except Stopped:
                 log.info("turn %s stopped before any model was asked", turn.turn_id)
                 self._record_unasked(state, StreamStatus.STOPPED_BY_USER)
@@ -378,12 +386,22 @@ class TomoriService:
                 if surface_errors:
                     await state.post_notice(GENERATION_ERROR)
                 return
+            asking = manual.asking(config.prefill) if manual else Asking(prefill=config.prefill)
             if cast:
                 await self._answer_as_personas(
-                    turn, guard, state, channel, config, shown, cast, tools, surface_errors
+                    turn,
+                    guard,
+                    state,
+                    channel,
+                    config,
+                    shown,
+                    cast,
+                    tools,
+                    surface_errors,
+                    asking,
                 )
                 return
-            context = self._history.items(shown, config.system_prompt, Voice())
+            context = self._history.items(shown, config.system_prompt, Voice()) + asking.said
             result = await answer_turn(
                 turn,
                 guard,
@@ -397,6 +415,7 @@ class TomoriService:
                 request_notices=shown.notices,
                 surface_errors=surface_errors,
                 health=self.health,
+                prefill=asking.prefill,
             )
             if result.forbidden:
                 self._gate.deliverability.refused(channel.id)
@@ -431,10 +450,13 @@ class TomoriService:
         cast: list[Persona],
         tools: ToolRegistry,
         surface_errors: bool,
+        asking: Asking,
     ) -> None:
         """Each persona answers in turn, under the one channel lock, each seeing what those
         before it said; an answer that names another persona draws it in, while the channel's
-        budget of drawn-in turns (`TOMORI_MAX_BOT_TURNS`, reset by a human) allows."""
+        budget of drawn-in turns (`TOMORI_MAX_BOT_TURNS`, reset by a human) allows. Each
+        answer begins with the turn's prefill, but for a `/respond` one, which is the first
+        answer's alone."""
         assert self.personas is not None  # the service is started
         guild_id = str(channel.guild.id)
         everyone = await self.personas.of_server(guild_id)
@@ -447,7 +469,17 @@ class TomoriService:
             speaking = state if not said else self._next_speaker(state)
             spoken = Spoken(persona, Voice(persona.key, posters, names), tuple(said))
             result = await self._speak(
-                turn, guard, speaking, channel, config, shown, spoken, tools, surface_errors
+                turn,
+                guard,
+                speaking,
+                channel,
+                config,
+                shown,
+                spoken,
+                tools,
+                surface_errors,
+                asked=asking.said,
+                prefill=asking.prefill_for(first=not said),
             )
             if result.unreachable:
                 return
@@ -470,13 +502,16 @@ class TomoriService:
         tools: ToolRegistry,
         surface_errors: bool,
         notices: tuple[ContextItem, ...] = (),
+        asked: tuple[ContextItem, ...] = (),
+        prefill: Prefill | None = None,
     ) -> ChainResult:
         """One persona's answer: one pass of its chain with the whole contract, posted under
-        its name; it sees the channel, then what was said before it in the turn. `notices`
-        go in its request only, after the history's."""
+        its name; it sees the channel, what a `/respond` asked (`asked`), then what was said
+        before it in the turn. `notices` go in its request only, after the history's; the
+        answer begins with `prefill` (a scene's lines take none)."""
         persona = spoken.persona
         own = self.config.for_persona(config, persona)
-        context = self._history.items(shown, own.system_prompt, spoken.voice)
+        context = self._history.items(shown, own.system_prompt, spoken.voice) + asked
         context += heard(spoken.said, persona)
         port = PersonaPort(
             self._library,
@@ -502,6 +537,7 @@ class TomoriService:
                 surface_errors=surface_errors,
                 health=self.health,
                 wardrobe=wardrobe_of(persona, port),
+                prefill=prefill,
             )
         finally:
             await self._record_posted(str(channel.guild.id), channel, persona, state)

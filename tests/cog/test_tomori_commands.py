@@ -313,7 +313,12 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "sprite",
         "tools",
         "scenes",
+        "prefill",
     }
+    respond = bot.registered("respond")  # a prefill puts words in the bot's mouth
+    assert respond.default_member_permissions == MANAGE_GUILD
+    assert respond.guild_only
+    assert respond.options == {"persona", "prompt", "prefill"}
 
 
 async def test_kill_clears_a_message_still_waiting_for_its_servers_limits(

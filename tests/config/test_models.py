@@ -43,6 +43,23 @@ def test_vision_after_a_model_says_it_is_sent_images_and_is_not_part_of_its_name
     ]
 
 
+def test_noprefill_marks_a_model_that_takes_no_native_prefill_as_gemini_takes_none() -> None:
+    parsed = chain("openai:a+noprefill+vision,openai:b + Vision + NoPrefill,openai:c,gemini:d")
+    assert parsed.entries == (
+        ModelEntry("openai", "a", vision=True, no_prefill=True),
+        ModelEntry("openai", "b", vision=True, no_prefill=True),
+        ModelEntry("openai", "c"),
+        ModelEntry("gemini", "d"),
+    )
+    assert [entry.native_prefill for entry in parsed.entries] == [False, False, True, False]
+    assert parsed.described == (
+        "openai:a+vision+noprefill, openai:b+vision+noprefill, openai:c, gemini:d"
+    )
+    assert chain(parsed.described).entries == parsed.entries  # a stored chain reads back
+    with pytest.raises(ConfigError, match="says \\+noprefill twice"):
+        chain("openai:a+noprefill+noprefill")
+
+
 @pytest.mark.parametrize(
     ("models", "message"),
     [

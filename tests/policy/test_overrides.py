@@ -130,6 +130,22 @@ async def test_values_are_stored_per_scope_and_reset_alone(database: DatabaseUnd
         await store.set(Scope.CHANNEL, "g", "c1", Overrides(cooldown_ms=1))
 
 
+async def test_a_prefill_is_stored_per_scope_and_cleared_alone(database: DatabaseUnderTest) -> None:
+    store = OverrideStore(await database.open())
+    await store.set(Scope.SERVER, "g", "c1", Overrides(prefill="Tomori:", cooldown_ms=5))
+    await store.set(Scope.CHANNEL, "g", "c1", Overrides(prefill="Aria:", system_prompt="p"))
+    assert await store.read("g", "c1") == (
+        Overrides(system_prompt="p", prefill="Aria:"),
+        Overrides(cooldown_ms=5, prefill="Tomori:"),
+    )
+    assert await store.clear(Scope.CHANNEL, "g", "c1", "prefill")
+    assert not await store.clear(Scope.CHANNEL, "g", "c1", "prefill")  # not set any more
+    assert await store.clear(Scope.SERVER, "g", "c1", "prefill")
+    assert await store.read("g", "c1") == (Overrides(system_prompt="p"), Overrides(cooldown_ms=5))
+    with pytest.raises(ValueError, match="no value"):
+        await store.clear(Scope.CHANNEL, "g", "c1", "cooldown_ms")
+
+
 class HeldReads(RecordingDatabase):
     """A store whose reads are held until the test lets them answer (a slow database)."""
 

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
 from tomori.prompt.prefill import (
+    Prefill,
     fold_prefill_into_tool_history,
     insert_request_notices,
+    instruction,
+    prefilled,
     prepare_request,
+    reaches,
+    without_prefill,
 )
 from tomori.providers.base import (
     ContextItem,
@@ -97,3 +102,34 @@ def test_a_native_prefill_stays_its_own_last_turn_after_an_answer() -> None:
         output_prefill=PREFILL,
     )
     assert prepare_request(request).context[-1] == PREFILL_ITEM
+
+
+def test_a_native_prefill_is_the_last_turn_and_an_instruction_the_last_notice() -> None:
+    request = StreamRequest(model="m", context=(USER,), request_notices=(NOTICE,))
+    native = prefilled(request, Prefill(PREFILL), native=True)
+    assert native.context == (USER, PREFILL_ITEM)
+    assert native.output_prefill == PREFILL
+    sent = prepare_request(native).context
+    assert sent[-1] == PREFILL_ITEM
+    assert sent[-2].text.endswith(NOTICE.text)  # the notice before it, joined to the user's
+    worded = prefilled(request, Prefill(PREFILL, manual=True), native=False)
+    assert worded.context == (USER,)
+    assert worded.output_prefill is None
+    assert worded.request_notices == (NOTICE, instruction(PREFILL))
+    assert worded.request_notices[-1].text == (
+        'Begin your next reply with: "Tomori: Well,". Continue directly after it without '
+        "repeating the prefix."
+    )
+
+
+def test_a_server_prefill_reaches_only_a_model_that_takes_it_natively() -> None:
+    assert reaches(Prefill(PREFILL), native=True)
+    assert not reaches(Prefill(PREFILL), native=False)
+    assert reaches(Prefill(PREFILL, manual=True), native=False)
+
+
+def test_once_the_answer_has_begun_the_prefill_is_taken_out_either_way() -> None:
+    request = StreamRequest(model="m", context=(USER,), request_notices=(NOTICE,))
+    for native in (True, False):
+        shaped = prefilled(request, Prefill(PREFILL, manual=True), native=native)
+        assert without_prefill(shaped, PREFILL) == request

@@ -3,9 +3,13 @@
 `TOMORI_MODELS=openai:gpt-4o-mini,gemini:gemini-2.5-flash` names the primary model first and
 then up to five fallbacks, each `provider:model`. A model that takes images says so with
 `+vision` (`openai:gpt-4o-mini+vision`): the others are sent the text alone, with a note that
-an image they cannot see was attached. Every problem stops start-up with one error
-naming the entry at fault (never a key's value), because a chain that silently lost an entry
-would only show itself on the day the primary fails.
+an image they cannot see was attached. A prefill (`/tomori prefill`, `/respond`) is sent as a
+trailing assistant turn to the models whose provider continues one
+(`ProviderKind.native_prefill`); `+noprefill` marks a model of such a provider that does not (a
+server whose template refuses or ignores a trailing assistant turn), so a manual prefill reaches
+it as an instruction. Every problem stops start-up with one error naming the entry at fault
+(never a key's value), because a chain that silently lost an entry would only show itself on
+the day the primary fails.
 
 A base URL is checked as far as can be without a connection: scheme, host and port. Its
 `user:password@` part is sent as Basic auth where the provider's key travels in a header of its
@@ -44,6 +48,10 @@ class ProviderKind:
     sdk: str = ""
     """The module of the provider's SDK when an extra of the package installs it ("" when
     every install has it): the extra is named after the provider."""
+    native_prefill: bool = True
+    """Whether its models go on from a trailing assistant turn (a native prefill). Gemini's
+    do not while they think, and 2.5 models think unless told not to, which this cog does not
+    do: a prefill reaches them as an instruction (TomoriBot's `resolvePrefillBlocker`)."""
 
     @property
     def takes_url_credentials(self) -> bool:
@@ -65,6 +73,7 @@ PROVIDER_KINDS = {
         "the endpoint's root, without /v1 or /v1beta, which the SDK adds itself; unset for "
         "Google's own",
         sdk="google.genai",
+        native_prefill=False,
     ),
 }
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
@@ -76,7 +85,9 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "(required)",
         "provider:model, comma separated, primary first, then up "
         "to 5 fallbacks, each model once; providers: openai, gemini; +vision (once) after a "
-        "model that takes images (openai:gpt-4o-mini+vision)",
+        "model that takes images (openai:gpt-4o-mini+vision); +noprefill after an openai: "
+        "model whose server ignores a trailing assistant turn (a prefill is then an "
+        "instruction)",
     ),
     (
         "OPENAI_API_KEY",
@@ -105,7 +116,7 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
 """(variable, default, what it does) for `--help` and docs/configuration.md."""
 
 
-_VISION_SUFFIX = re.compile(r"\s*\+\s*vision$", re.IGNORECASE)
+_SUFFIX = re.compile(r"\s*\+\s*(vision|noprefill)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +125,23 @@ class ModelEntry:
     model: str
     vision: bool = False
     """Whether the model is sent images (`+vision` in its entry); `label` leaves it out."""
+    no_prefill: bool = False
+    """`+noprefill` in its entry: it takes no native prefill, whatever its provider does."""
 
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    @property
+    def native_prefill(self) -> bool:
+        """Whether a prefill is sent to it as a trailing assistant turn (else in words)."""
+        return not self.no_prefill and PROVIDER_KINDS[self.provider].native_prefill
+
+    @property
+    def written(self) -> str:
+        """The entry as `TOMORI_MODELS` writes it, its suffixes included."""
+        vision = "+vision" if self.vision else ""
+        return self.label + vision + ("+noprefill" if self.no_prefill else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +211,7 @@ class ModelChain:
     @property
     def described(self) -> str:
         """The chain as its entries were written, `+vision` included (for the log)."""
-        return ", ".join(m.label + ("+vision" if m.vision else "") for m in self.entries)
+        return ", ".join(m.written for m in self.entries)
 
     @property
     def sees_images(self) -> bool:
@@ -224,11 +248,15 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
         raise ConfigError(f"{source}={raw!r} has an empty entry: remove the extra comma")
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
-    model, vision = _VISION_SUFFIX.subn("", model)
-    if vision and _VISION_SUFFIX.search(model):
-        raise ConfigError(
-            f"{source} entry {entry!r} says +vision twice: write it once, after the model"
-        )
+    suffixes: list[str] = []
+    while (found := _SUFFIX.search(model)) is not None:
+        suffix = found.group(1).lower()
+        if suffix in suffixes:
+            raise ConfigError(
+                f"{source} entry {entry!r} says +{suffix} twice: write it once, after the model"
+            )
+        suffixes.append(suffix)
+        model = model[: found.start()]
     if not colon or not model or not provider:
         raise ConfigError(
             f"{source} entry {entry!r} is not provider:model (for example openai:gpt-4o-mini)"
@@ -239,7 +267,7 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
             f"{source} entry {entry!r} names an unknown provider {provider!r}: "
             f"known providers are {known}"
         )
-    return ModelEntry(provider, model, bool(vision))
+    return ModelEntry(provider, model, "vision" in suffixes, "noprefill" in suffixes)
 
 
 def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:

@@ -88,6 +88,8 @@ TOMORI_SUBCOMMANDS = {
     "sprite add": ("persona", "label", "avatar"),
     "sprite remove": ("persona", "label"),
     "scenes": ("enabled",),
+    "prefill set": ("text", "scope"),
+    "prefill reset": ("scope",),
 }
 """The subcommands the console runs, and their options, the first of which needs no name."""
 
@@ -105,6 +107,8 @@ _SUBCOMMAND_USAGE = {
     "sprite add": "/tomori sprite add <persona> label:<label> avatar:<image URL>",
     "sprite remove": "/tomori sprite remove <persona> label:<label>",
     "scenes": "/tomori scenes on|off",
+    "prefill set": "/tomori prefill set <text> [scope:server]",
+    "prefill reset": "/tomori prefill reset [scope:server]",
 }
 SCENE_USAGE = "/scene <names> cycles:<1-10> [instructions:<text>]"
 SCENE_OPTIONS = ("personas", "cycles", "instructions")
@@ -145,7 +149,7 @@ def tomori_action(rest: str) -> Action | Notice:
     """The action `/tomori <rest>` runs, or the notice that says why none runs."""
     name, given = (*rest.split(maxsplit=1), "", "")[:2]
     name = name.lower()
-    if name in ("persona", "sprite"):
+    if name in ("persona", "sprite", "prefill"):
         which, given = (*given.split(maxsplit=1), "", "")[:2]
         name = f"{name} {which.lower()}"
     if name == "autoreply":
@@ -249,6 +253,10 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
         _required(o, "persona", "sprite remove"), _required(o, "label", "sprite remove")
     ),
     "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""))),
+    "prefill set": lambda o: admin.set_prefill(
+        _required(o, "text", "prefill set"), o.get("scope", "channel")
+    ),
+    "prefill reset": lambda o: admin.reset_prefill(o.get("scope", "channel")),
 }
 
 

@@ -32,6 +32,7 @@ from tomori.policy.personas import Persona, PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
 from tomori.policy.sprites import with_sprites
 from tomori.policy.tool_switches import BotTools, ToolCatalog, ToolSwitchStore
+from tomori.prompt.prefill import Prefill
 from tomori.providers.base import Provider
 from tomori.store import Database
 
@@ -49,6 +50,8 @@ class TurnSetup:
     entries: tuple[ModelEntry, ...]
     providers: Mapping[str, Provider]
     system_prompt: str
+    prefill: Prefill | None = None
+    """The server's (or channel's) prefill, as `/tomori prefill set` stored it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +188,8 @@ class ConsoleServer:
         missing = {n: c for n, c in chain.credentials.items() if n not in self._providers}
         if missing:
             self._providers.update(ModelChain((), missing).build_providers())
-        return TurnSetup(chain.entries, self._providers, resolved.system_prompt.value)
+        prefill = Prefill(resolved.prefill.value) if resolved.prefill.value else None
+        return TurnSetup(chain.entries, self._providers, resolved.system_prompt.value, prefill)
 
     def for_persona(self, setup: TurnSetup, persona: Persona) -> TurnSetup:
         """A persona's turn: its own prompt (with its sprites), and its own model chain if it

@@ -403,6 +403,7 @@ class ConsoleSession:
                 settings=self._settings,
                 context=context,
                 surface_errors=True,
+                prefill=setup.prefill,
             )
         except Exception:
             log.exception("turn %s failed before any model was asked", turn.turn_id)
@@ -460,6 +461,7 @@ class ConsoleSession:
                 context=context,
                 surface_errors=True,
                 wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
+                prefill=own.prefill,
             )
             named = drawn_in(everyone, result.text, persona)
             if named is not None and named not in queue and drawn < self._settings.max_bot_turns:

@@ -22,6 +22,8 @@ from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import TurnEnvironment
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import Turn, TurnGuard
+from tomori.prompt.opening import Opening
+from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Provider, StreamRequest
 
 log = logging.getLogger(__name__)
@@ -42,8 +44,12 @@ async def answer_turn(
     surface_errors: bool,
     health: ModelHealth | None = None,
     wardrobe: Wardrobe | None = None,
+    prefill: Prefill | None = None,
 ) -> ChainResult:
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
+
+    `prefill` is what the answer begins with, given by the caller each time (None: nothing;
+    a scene's turns pass none, since the server prefill is not theirs).
 
     The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
     after that is never run again, one cut before it is. `wardrobe`: the speaking persona's
@@ -74,6 +80,7 @@ async def answer_turn(
             ),
             requester_id=turn.trigger.requester_id,
             surface_errors=surface_errors,
+            opening=Opening(prefill) if prefill is not None else None,
         ),
         health,
     )

@@ -8,6 +8,9 @@ without repeating it (after an empty answer there is none, so the request is the
 A model is sent the turn's images only if its entry says `+vision` (see `vision`); a failure
 that a second try may mend (images refused, a short rate limit) is tried once more
 (`attempt`).
+A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: natively, as
+an instruction, or not at all) until the answer has begun with it; a fallback after that goes
+on from the text already shown, which begins with it.
 `completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
 would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
@@ -46,6 +49,7 @@ from tomori.generation.results import (
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment
 from tomori.locks import TurnGuard
+from tomori.prompt.prefill import prefilled, reaches
 from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
     ContextItem,
@@ -195,7 +199,10 @@ async def _try_models(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),
                 sees_images=model.vision,
             )
-            loop = await attempt_model(model, provider, sent, env)
+            sent, attempt_env = _with_prefill(sent, env, model)
+            loop = await attempt_model(model, provider, sent, attempt_env)
+            if attempt_env is not env and loop.text and env.opening is not None:
+                env.opening.begun = True  # it began without the prefill: none goes before it
             history = loop.tool_history
             attempts.append(Attempt(model, loop, _characters(sent)))
             if health is not None:
@@ -238,6 +245,27 @@ async def _fallback_answered(
     if surface_errors and not guard.stop_requested():
         failed = [attempt.model.label for attempt in attempts[:-1]]
         await state.post_notice(fallback_used(answered_by, failed))
+
+
+def _with_prefill(
+    request: StreamRequest, env: TurnEnvironment, model: ModelEntry
+) -> tuple[StreamRequest, TurnEnvironment]:
+    """The request `model` is sent, with the answer's prefill its way, and the environment
+    its attempt runs in: without the prefill where it is dropped for this model, so that the
+    text of a model never told of it is posted as it wrote it."""
+    opening = env.opening
+    if opening is None or opening.begun:  # begun: the text shown stands for it
+        return request, env
+    native = model.native_prefill
+    if reaches(opening.prefill, native=native):
+        return prefilled(request, opening.prefill, native=native), env
+    log.warning(
+        "the server's prefill is not sent to model %s in channel %s: it takes no native "
+        "prefill (a /respond prefill would reach it as an instruction)",
+        model.label,
+        env.state.channel_id,
+    )
+    return request, replace(env, opening=None)
 
 
 def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamRequest:

@@ -33,6 +33,7 @@ from tomori.generation.results import StreamResult, StreamStatus, TimedOut, Time
 from tomori.generation.state import TurnState
 from tomori.locks import TurnGuard
 from tomori.locks.vocabulary import KillReason
+from tomori.prompt.opening import Opening, OpeningReader
 from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import (
     DetailsDelta,
@@ -73,8 +74,12 @@ async def stream_once(
     state: TurnState,
     guard: TurnGuard,
     settings: Settings,
+    opening: Opening | None = None,
 ) -> StreamResult:
     """Run one provider pass and say how it ended (a `StreamStatus`, see results.py).
+
+    With `opening`, the answer's text is posted beginning with its prefill exactly once
+    (`tomori.prompt.opening`).
 
     Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
     propagates to the generation turn, which posts the generic error notice.
@@ -135,6 +140,7 @@ async def stream_once(
             state,
             gathered,
             most_read(settings.max_answer_chars),
+            opening.reader() if opening is not None else None,
         ),
         name=f"tomori-generation-{channel_id}",
     )
@@ -254,6 +260,7 @@ async def _generate(
     state: TurnState,
     gathered: _Gathered,
     read_limit: int,
+    opening: OpeningReader | None = None,
 ) -> StreamResult:
     """Read the provider to its end and deliver its text: the generation task.
 
@@ -270,7 +277,7 @@ async def _generate(
                     progress()
                     if type(event) is TextDelta:
                         gathered.read += len(event.text)
-                        _deliver(hidden.feed(event.text), writer, gathered)
+                        _deliver(hidden.feed(event.text), writer, gathered, opening)
                     elif type(event) is DetailsDelta:
                         gathered.read += len(event.text)
                         gathered.details.append(event.text)
@@ -285,7 +292,9 @@ async def _generate(
                         writer.cut()
                         break
                 else:
-                    _deliver(hidden.finish(), writer, gathered)
+                    _deliver(hidden.finish(), writer, gathered, opening)
+                    if opening is not None:
+                        _deliver((opening.finish(), ""), writer, gathered)
         finally:
             gathered.reading = False
     except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
@@ -316,8 +325,15 @@ def _read_too_much(provider: Provider, state: TurnState, read_limit: int) -> Non
     )
 
 
-def _deliver(decided: tuple[str, str], writer: StreamWriter, gathered: _Gathered) -> None:
+def _deliver(
+    decided: tuple[str, str],
+    writer: StreamWriter,
+    gathered: _Gathered,
+    opening: OpeningReader | None = None,
+) -> None:
     visible, captured = decided
+    if opening is not None:
+        visible = opening.feed(visible)
     if captured:
         gathered.details.append(captured)
     if visible:

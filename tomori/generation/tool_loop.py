@@ -23,6 +23,8 @@ from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
 from tomori.generation.tools import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 from tomori.locks import TurnGuard
+from tomori.prompt.opening import Opening
+from tomori.prompt.prefill import without_prefill
 from tomori.prompt.vision import tool_images_unseen
 from tomori.providers.base import (
     ArgumentsProblem,
@@ -57,6 +59,8 @@ class TurnEnvironment:
     open_writer: Callable[[], StreamWriter]
     requester_id: str | None
     surface_errors: bool
+    opening: Opening | None = None
+    """The answer's prefill, if it has one, and whether the answer has begun with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +109,11 @@ async def run_tool_loop(
         if iteration == STILL_WORKING_AT and surface_errors:
             await state.post_notice(STILL_WORKING)
         writer = env.open_writer()
+        sent = replace(request, tool_history=tuple(history), tools=specs)
+        if env.opening is not None and env.opening.begun:  # its text, shown, stands for it
+            sent = without_prefill(sent, env.opening.prefill.text)
         try:
-            result = await stream_once(
-                provider,
-                replace(request, tool_history=tuple(history), tools=specs),
-                writer,
-                state,
-                guard,
-                settings,
-            )
+            result = await stream_once(provider, sent, writer, state, guard, settings, env.opening)
         finally:
             await writer.aclose()
         passes.append(result)

@@ -28,6 +28,7 @@ from tomori.policy.overrides import (
     Scope,
     Source,
     check_limits,
+    check_prefill,
     check_prompt,
     resolve,
 )
@@ -72,6 +73,10 @@ DESCRIPTIONS = {
     "sprite remove": "Take a sprite from a persona",
     "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
     "scenes": "Let members run /scene in this server, or turn scenes off",
+    "prefill": "Text every answer here begins with, in character",
+    "prefill set": "Set the text answers begin with (a /respond prefill replaces it)",
+    "prefill reset": "Clear this channel's (or the server's) prefill",
+    "respond": "Have Tomori, or one of its personas, answer in this channel now",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -93,6 +98,10 @@ OPTION_DESCRIPTIONS = {
     "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
     "offered": "true to offer it to the model, false to turn it off",
     "scenes_enabled": "true to let members run /scene here, false to turn scenes off",
+    "prefill_text": "what answers begin with (up to 2,000 characters), such as Tomori: *smiles*",
+    "respond_persona": "the persona that answers (Tomori itself if not given)",
+    "respond_prompt": "what you say to it, as a message would (the channel's last if not given)",
+    "respond_prefill": "what this answer begins with, instead of the server's prefill",
 }
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
@@ -181,6 +190,27 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
         changes = Overrides(system_prompt=prompt)
         await target.overrides.set(_scope(scope), *_keys(where), changes)
         return _done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
+
+    return action
+
+
+def set_prefill(text: str, scope: str = "channel") -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        prefill = check_prefill(text)
+        await target.overrides.set(_scope(scope), *_keys(where), Overrides(prefill=prefill))
+        return _done(
+            f"Answers in {_scope_name(scope)} begin with ({len(prefill)} characters):\n"
+            f"{_quoted(prefill)}"
+        )
+
+    return action
+
+
+def reset_prefill(scope: str = "channel") -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        if not await target.overrides.clear(_scope(scope), *_keys(where), "prefill"):
+            return _done(f"No prefill was set for {_scope_name(scope)}.")
+        return _done(f"Cleared the prefill of {_scope_name(scope)}.")
 
     return action
 
@@ -424,10 +454,19 @@ async def _resolved(target: Administered, where: Where) -> Resolved:
     return resolve(channel, server, target.defaults(where))
 
 
+def _quoted(text: str) -> str:
+    """`text` as a quote, cut to what an embed shows (`SHOWN_PROMPT_CHARS`)."""
+    if len(text) > SHOWN_PROMPT_CHARS:
+        text = text[:SHOWN_PROMPT_CHARS] + "…"
+    return "\n".join(f"> {line}" for line in text.splitlines() or [""])
+
+
 def _shown(resolved: Resolved) -> str:
-    prompt = resolved.system_prompt.value
-    if len(prompt) > SHOWN_PROMPT_CHARS:
-        prompt = prompt[:SHOWN_PROMPT_CHARS] + "…"
+    prefill = resolved.prefill
+    if prefill.value:
+        begins = f"Prefill, what answers begin with ({prefill.source}):\n{_quoted(prefill.value)}"
+    else:
+        begins = "Prefill: none"
     return "\n".join(
         (
             f"Models: {resolved.models.value} ({resolved.models.source})",
@@ -436,8 +475,9 @@ def _shown(resolved: Resolved) -> str:
             f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
             f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
+            begins,
             f"System prompt ({resolved.system_prompt.source}):",
-            "\n".join(f"> {line}" for line in prompt.splitlines() or [""]),
+            _quoted(resolved.system_prompt.value),
         )
     )
 

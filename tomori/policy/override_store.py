@@ -1,5 +1,5 @@
 """Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
-whether a server allows scenes since 0013).
+whether a server allows scenes since 0013, the prefill since 0014).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -21,8 +21,8 @@ MAX_CACHED = 4_096
 """Channels kept at most; past it, expired entries go (and if none has, all do)."""
 
 _COLUMNS = tuple(field.name for field in fields(Overrides))
-_CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply")
-_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "scenes")
+_CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply", "prefill")
+_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "scenes", "prefill")
 _NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens", "scenes"), "server": ("autoreply",)}
 
 
@@ -112,6 +112,24 @@ class OverrideStore:
             )
         self._forget(scope, guild_id, channel_id)
 
+    async def clear(self, scope: Scope, guild_id: str, channel_id: str, name: str) -> bool:
+        """Unset the one value `name` at `scope` (the next scope out applies); False if it
+        was not set."""
+        names = _CHANNEL_COLUMNS if scope is Scope.CHANNEL else _SERVER_COLUMNS
+        if name not in names:
+            raise ValueError(f"a {scope} has no value {name!r}")
+        channel = scope is Scope.CHANNEL
+        key, value = ("channel_id", channel_id) if channel else ("guild_id", guild_id)
+        async with self._db.transaction() as tx:
+            now = await tx.now()
+            cleared = await tx.execute(
+                f"UPDATE {scope}_settings SET {name} = NULL, updated_at = ?"
+                f" WHERE {key} = ? AND {name} IS NOT NULL",
+                (now, value),
+            )
+        self._forget(scope, guild_id, channel_id)
+        return cleared > 0
+
     async def reset(self, scope: Scope, guild_id: str, channel_id: str) -> bool:
         """Clear every value set at `scope`; False if none was."""
         if scope is Scope.CHANNEL:
@@ -151,6 +169,7 @@ def _overrides(row: Row) -> Overrides:
         cooldown_ms=row["cooldown_ms"],
         daily_tokens=row["daily_tokens"],
         scenes=_flag(row["scenes"]),
+        prefill=row["prefill"],
     )
 
 

@@ -18,6 +18,7 @@ from enum import StrEnum
 from tomori.config.models import Credentials, ModelChain
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 MAX_PROMPT_CHARS = 4_000
 """A system prompt an admin sets is sent with every turn in its channels, so it is paid for in
@@ -58,6 +59,8 @@ class Overrides:
     daily_tokens: int | None = None
     scenes: bool | None = None
     """A server's only: whether its members may run `/scene`."""
+    prefill: str | None = None
+    """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
 
     @property
     def empty(self) -> bool:
@@ -82,6 +85,8 @@ class Defaults:
     """`TOMORI_USER_DAILY_TOKENS`."""
     scenes: bool = True
     """Scenes are allowed until a server's admins turn them off."""
+    prefill: str = ""
+    """None: the environment sets no prefill."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,8 @@ class Resolved:
     """A server's only, like `cooldown_ms`."""
     scenes: Sourced[bool]
     """A server's only: whether `/scene` runs in its channels."""
+    prefill: Sourced[str]
+    """"" is none."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -114,6 +121,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
         daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
         scenes=_first(None, server.scenes, defaults.scenes),
+        prefill=_first(channel.prefill, server.prefill, defaults.prefill),
     )
 
 
@@ -164,3 +172,19 @@ def check_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Overrides
     if daily_tokens is not None:
         checked = replace(checked, daily_tokens=DAILY_TOKENS("daily_tokens", str(daily_tokens)))
     return checked
+
+
+def check_prefill(raw: str) -> str:
+    """A prefill as answers begin with it: trimmed (a leading or trailing space would be
+    posted, or make the model's echo miss it), at most `MAX_PREFILL_CHARS`."""
+    prefill = raw.strip()
+    if not prefill:
+        raise ConfigError("the prefill is empty: give some text (reset clears a prefill)")
+    if "\0" in prefill:
+        raise ConfigError("the prefill holds a NUL character, which cannot be stored: remove it")
+    if len(prefill) > MAX_PREFILL_CHARS:
+        raise ConfigError(
+            f"the prefill is {len(prefill)} characters long: at most {MAX_PREFILL_CHARS} are "
+            f"allowed (every answer is posted beginning with it)"
+        )
+    return prefill

@@ -3,21 +3,29 @@
 - `conversation.py` `in_time_order`: the order a channel's messages are shown in
 - `vision.py`       a turn's images for a model with or without `+vision`
 - `sniff.py`        what a file's bytes are: an image's type by its signature, text or not
-- `prefill.py`      request-only notices before a native prefill, the prefill folded into tools
+- `prefill.py`      a prefill per model (native or in words), notices before it, folded into tools
+- `opening.py`      `opened`: the posted answer begins with the prefill exactly once
 """
 
 from tomori.prompt.conversation import in_time_order
-from tomori.prompt.prefill import prepare_request
+from tomori.prompt.opening import Opening, opened
+from tomori.prompt.prefill import Prefill, prefilled, prepare_request, reaches, without_prefill
 from tomori.prompt.sniff import image_type, is_text
 from tomori.prompt.vision import image_count, shown_to, unseen_images_notice, without_images
 
 __all__ = [
+    "Opening",
+    "Prefill",
     "image_count",
     "image_type",
     "in_time_order",
     "is_text",
+    "opened",
+    "prefilled",
     "prepare_request",
+    "reaches",
     "shown_to",
     "unseen_images_notice",
     "without_images",
+    "without_prefill",
 ]

@@ -1,5 +1,13 @@
 """Shaping a pass's request around an output prefill.
 
+A prefill is text the answer must begin with: an admin's (`/tomori prefill`, the server
+prefill) or one given for a single turn (`/respond`, the manual prefill, which replaces the
+server's, never joined to it). Each model of the chain takes it its own way (`prefilled`):
+natively where its provider continues a trailing assistant turn, else, for a manual prefill, as
+a written instruction; a server prefill a model cannot take natively is dropped (logged), as
+the original bot does. Once the answer has begun (`opening.Opening`), no pass is sent it again:
+the text already shown, which begins with it, stands in its place (`without_prefill`).
+
 A native prefill is an assistant turn holding exactly the text the reply must begin with; it
 only works as the last item of the context. Two rules keep it working:
 - request-only notices go before it, so it stays last;
@@ -12,10 +20,68 @@ which must still end with the prefill.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tomori.prompt.conversation import joined_turns
 from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
+
+MAX_PREFILL_CHARS = 2_000
+"""The longest prefill (the original's limit): it is posted as the answer's first words, and a
+Discord message holds 2,000 characters."""
+
+INSTRUCTION = (
+    'Begin your next reply with: "{prefill}". Continue directly after it without repeating '
+    "the prefix."
+)
+"""What a model that takes no native prefill is told of a manual one, last in its request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prefill:
+    """The text a turn's answer begins with, and where it came from."""
+
+    text: str
+    manual: bool = False
+    """Given for this turn (`/respond`): told as an instruction where it cannot be native.
+    False: the server's (or channel's), dropped where it cannot be native."""
+
+
+def instruction(prefill: str) -> ContextItem:
+    """The request-only notice that asks a model to begin with `prefill`."""
+    return ContextItem(Role.USER, INSTRUCTION.format(prefill=prefill))
+
+
+def reaches(prefill: Prefill, *, native: bool) -> bool:
+    """Whether a model is sent `prefill` at all: natively where it takes one, else a manual
+    one in words; a server prefill it cannot take natively is dropped for it."""
+    return native or prefill.manual
+
+
+def prefilled(request: StreamRequest, prefill: Prefill, *, native: bool) -> StreamRequest:
+    """`request` as a model is sent `prefill`: a trailing assistant turn where it takes one
+    (`native`), else the instruction (`reaches` says whether it is sent at all)."""
+    if native:
+        return replace(
+            request,
+            context=(*request.context, ContextItem(Role.ASSISTANT, prefill.text)),
+            output_prefill=prefill.text,
+        )
+    notices = (*request.request_notices, instruction(prefill.text))
+    return replace(request, request_notices=notices)
+
+
+def without_prefill(request: StreamRequest, prefill: str) -> StreamRequest:
+    """`request` without what `prefilled` added for `prefill`: the answer has begun with it."""
+    context = request.context
+    if ends_with_native_prefill(context, request.output_prefill):
+        context = context[:-1]
+    asked = instruction(prefill)
+    return replace(
+        request,
+        context=context,
+        output_prefill=None,
+        request_notices=tuple(n for n in request.request_notices if n != asked),
+    )
 
 
 def ends_with_native_prefill(context: tuple[ContextItem, ...], prefill: str | None) -> bool:

@@ -4,6 +4,7 @@
 - `discordpy_cog.py` the cog class for discord.py (imported only for discord.py bots)
 - `shared.py`        what both share: the cog's surface, the /kill and /scene replies within 3 s
 - `admin.py`         /tomori: each subcommand's checks, change and answer
+- `respond.py`       /respond: a manual turn queued, and said so at once
 """
 
 __all__: list[str] = []

@@ -19,7 +19,9 @@ from tomori.policy.scenes import (
     SCENE_DESCRIPTION,
 )
 from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.cogs import admin
+from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
@@ -32,6 +34,7 @@ Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
 Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
 Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
 Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
+PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
 """Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
 
 
@@ -257,6 +260,43 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             await admin.run(
                 library, self.service, interaction, actions.remove_sprite(persona, label)
             )
+
+        prefill = app_commands.Group(
+            name="prefill", description=DESCRIPTIONS["prefill"], parent=tomori
+        )
+
+        @prefill.command(name="set", description=DESCRIPTIONS["prefill set"])
+        @app_commands.describe(text=OPTION_DESCRIPTIONS["prefill_text"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def prefill_set(
+            self, interaction: discord.Interaction, text: PrefillText, scope: Scope = "channel"
+        ) -> None:
+            action = actions.set_prefill(text, scope)
+            await admin.run(library, self.service, interaction, action)
+
+        @prefill.command(name="reset", description=DESCRIPTIONS["prefill reset"])
+        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        async def prefill_reset(
+            self, interaction: discord.Interaction, scope: Scope = "channel"
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
+
+        @app_commands.command(name="respond", description=DESCRIPTIONS["respond"])
+        @app_commands.guild_only()
+        @app_commands.default_permissions(**{admin.PERMISSION: True})
+        @app_commands.describe(
+            persona=OPTION_DESCRIPTIONS["respond_persona"],
+            prompt=OPTION_DESCRIPTIONS["respond_prompt"],
+            prefill=OPTION_DESCRIPTIONS["respond_prefill"],
+        )
+        async def respond(
+            self,
+            interaction: discord.Interaction,
+            persona: Name | None = None,
+            prompt: Prompt | None = None,
+            prefill: PrefillText | None = None,
+        ) -> None:
+            await respond_command(library, self.service, interaction, persona, prompt, prefill)
 
         @tomori.command(name="tools", description=DESCRIPTIONS["tools"])
         @app_commands.describe(name=OPTION_DESCRIPTIONS["tool_name"])

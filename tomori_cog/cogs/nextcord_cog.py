@@ -24,8 +24,10 @@ from tomori.policy.scenes import (
     SCENE_DESCRIPTION,
 )
 from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
+from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.admin import SCOPES
+from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
@@ -276,6 +278,43 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             action = actions.remove_sprite(persona, label)
             await admin.run(library, self.service, interaction, action)
 
+        @tomori.subcommand(name="prefill", description=DESCRIPTIONS["prefill"])  # type: ignore[untyped-decorator]
+        async def prefill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+            """The group: Discord runs only its subcommands."""
+
+        @prefill.subcommand(name="set", description=DESCRIPTIONS["prefill set"])  # type: ignore[untyped-decorator]
+        async def prefill_set(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            text: str = _text("prefill_text", max_length=MAX_PREFILL_CHARS, name="text"),
+            scope: str = _scope(),
+        ) -> None:
+            action = actions.set_prefill(text, scope)
+            await admin.run(library, self.service, interaction, action)
+
+        @prefill.subcommand(name="reset", description=DESCRIPTIONS["prefill reset"])  # type: ignore[untyped-decorator]
+        async def prefill_reset(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            scope: str = _scope(),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
+
+        @nextcord.slash_command(  # type: ignore[untyped-decorator]
+            name="respond",
+            description=DESCRIPTIONS["respond"],
+            default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
+            contexts=[nextcord.InteractionContextType.guild],
+        )
+        async def respond(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            persona: str | None = _optional("respond_persona", "persona", MAX_NAME_CHARS),
+            prompt: str | None = _optional("respond_prompt", "prompt", MAX_PROMPT_CHARS),
+            prefill: str | None = _optional("respond_prefill", "prefill", MAX_PREFILL_CHARS),
+        ) -> None:
+            await respond_command(library, self.service, interaction, persona, prompt, prefill)
+
         @tomori.subcommand(name="tools", description=DESCRIPTIONS["tools"])  # type: ignore[untyped-decorator]
         async def tools(
             self,
@@ -307,9 +346,12 @@ def _text(described: str, name: str | None = None, max_length: int | None = None
     )
 
 
-def _optional(described: str, name: str | None = None) -> Any:
+def _optional(described: str, name: str | None = None, max_length: int | None = None) -> Any:
     return nextcord.SlashOption(
-        name=name or described, description=OPTION_DESCRIPTIONS[described], required=False
+        name=name or described,
+        description=OPTION_DESCRIPTIONS[described],
+        required=False,
+        max_length=max_length,
     )
 
 

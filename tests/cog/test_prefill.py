@@ -1,0 +1,188 @@
+"""Prefill through the cog, on both libraries, against the faithful Discord REST server: an admin
+sets one with `/tomori prefill set`, and `/respond` gives one for a single answer. The posted
+answer begins with it exactly once; the scripted model server shows how each model was sent it
+(a trailing assistant turn, or an instruction where the model takes none natively)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer, new_snowflake
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot
+from tests.support.scripts import answer
+from tests.support.world import CHANNEL_ID
+
+YAWNS = "Tomori: *yawns*"
+GRINS = "Tomori: *grins*"
+INSTRUCTION = "Begin your next reply with: "
+
+
+def said(reply: dict[str, Any]) -> str:
+    """The description of an ephemeral answer's embed."""
+    assert reply["data"]["flags"] & 64
+    return str(reply["data"]["embeds"][0].get("description", ""))
+
+
+def messages(request: Any) -> list[tuple[str, str]]:
+    """(role, content) of each message an OpenAI-compatible request sent."""
+    return [(m["role"], m["content"]) for m in request.body["messages"]]
+
+
+def posted(server: DiscordRestServer) -> list[ChannelMessage]:
+    """The channel's messages written by webhooks or the bot, oldest first."""
+    return [m for m in server.messages(CHANNEL_ID) if m.webhook_id or m.payload["author"]["bot"]]
+
+
+async def started(
+    open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path, models: str
+) -> RestBot:
+    settings = settings_for(tmp_path, history_memory_channels=0)
+    return await open_rest_bot(settings, chain_for(llm, models))
+
+
+async def prefill(bot: RestBot, subcommand: str, **options: str) -> str:
+    """An admin runs `/tomori prefill <subcommand>`; what they are told."""
+    given = [{"name": n, "type": 3, "value": v} for n, v in options.items()]
+    group = {
+        "name": "prefill",
+        "type": 2,
+        "options": [{"name": subcommand, "type": 1, "options": given}],
+    }
+    data = {"id": str(new_snowflake()), "name": "tomori", "type": 1, "options": [group]}
+    return said(await bot.command(data, permissions=MANAGE_GUILD))
+
+
+async def respond(bot: RestBot, **options: str) -> str:
+    """An admin runs `/respond` with `options`; what they are told at once."""
+    given = [{"name": n, "type": 3, "value": v} for n, v in options.items()]
+    data = {"id": str(new_snowflake()), "name": "respond", "type": 1, "options": given}
+    return said(await bot.command(data, permissions=MANAGE_GUILD))
+
+
+async def asked(bot: RestBot, text: str) -> None:
+    bot.say(f"{bot.mention()} {text}")
+    async with asyncio.timeout(10):
+        await bot.settled(CHANNEL_ID)
+
+
+async def test_a_server_prefill_begins_each_answer_once_sent_natively_as_the_last_turn(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, "openai:test-model")
+    assert f"> {YAWNS}" in await prefill(bot, "set", text=f"  {YAWNS} ", scope="server")
+    # the model goes on after the prefill, then writes it again first: posted once either way
+    llm_server.script(answer(" Good morning."), answer(f"{YAWNS} Good night.", pieces=12))
+    await asked(bot, "morning!")
+    await asked(bot, "night!")
+    assert [m.content for m in posted(discord_rest)] == [
+        f"{YAWNS} Good morning.",
+        f"{YAWNS} Good night.",
+    ]
+    for request in llm_server.requests:
+        sent = messages(request)
+        assert sent[-1] == ("assistant", YAWNS)  # last: the model goes on from it
+        assert sent[-2][0] == "user"
+        assert not any(INSTRUCTION in content for _, content in sent)
+    shown = said(await bot.command(show_data(), permissions=MANAGE_GUILD))
+    assert f"Prefill, what answers begin with (this server):\n> {YAWNS}" in shown
+    assert await prefill(bot, "reset", scope="server") == "Cleared the prefill of this server."
+    llm_server.script(answer("Plain again."))
+    await asked(bot, "and now?")
+    assert posted(discord_rest)[-1].content == "Plain again."
+    assert messages(llm_server.requests[-1])[-1][0] == "user"
+
+
+def show_data() -> dict[str, Any]:
+    show = {"name": "show", "type": 1, "options": []}
+    return {"id": str(new_snowflake()), "name": "tomori", "type": 1, "options": [show]}
+
+
+async def test_respond_answers_now_with_its_own_prefill_in_place_of_the_servers(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, "openai:test-model")
+    await prefill(bot, "set", text=YAWNS, scope="server")
+    bot.say("what a day")  # the channel's last message: no mention, nothing answers it
+    llm_server.script(answer(" A joke? Fine."))
+    told = await respond(bot, prompt="tell a joke", prefill=GRINS)
+    assert told == "The answer comes in this channel, after any before it."
+    async with asyncio.timeout(10):
+        await bot.settled(CHANNEL_ID)
+    [shown] = posted(discord_rest)
+    assert shown.content == f"{GRINS} A joke? Fine."
+    assert "message_reference" not in shown.payload  # free-standing: it answers no message
+    sent = messages(llm_server.requests[0])
+    assert sent[-1] == ("assistant", GRINS)  # the server's is replaced, never joined
+    assert sent[-2][0] == "user"
+    assert sent[-2][1].endswith("what a day\nalice: tell a joke")
+    assert not any(YAWNS in content for _, content in sent)
+
+
+async def test_a_model_without_native_prefill_gets_a_manual_one_in_words_and_no_servers_one(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, "openai:test-model+noprefill")
+    await prefill(bot, "set", text=YAWNS)
+    llm_server.script(answer("Hello there."), answer(f"{GRINS} Told you so."))
+    with caplog.at_level(logging.WARNING, logger="tomori.generation.chain"):
+        await asked(bot, "hi")
+    assert "the server's prefill is not sent to model openai:test-model" in caplog.text
+    first = messages(llm_server.requests[0])
+    assert first[-1][0] == "user"
+    assert not any(YAWNS in content or INSTRUCTION in content for _, content in first)
+    await respond(bot, prefill=GRINS)
+    async with asyncio.timeout(10):
+        await bot.settled(CHANNEL_ID)
+    second = messages(llm_server.requests[1])
+    assert second[-1][0] == "user"
+    assert second[-1][1].endswith(
+        f'Begin your next reply with: "{GRINS}". Continue directly after it without repeating '
+        "the prefix."
+    )
+    assert [m.content for m in posted(discord_rest)] == ["Hello there.", f"{GRINS} Told you so."]
+
+
+async def test_respond_as_a_persona_is_told_at_once_and_answers_after_the_turn_before_it(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, "openai:test-model")
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria, a bard.")
+    bows = "Aria: *bows*"
+    llm_server.script(answer("Slowly, slowly.", pieces=4, gap=0.4), answer(" A song!"))
+    bot.say(f"{bot.mention()} take your time")
+    async with asyncio.timeout(5):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    told = await respond(bot, persona="aria", prompt="sing", prefill=bows)
+    assert told == "The answer comes in this channel, after any before it."
+    assert not posted(discord_rest) or posted(discord_rest)[-1].content != f"{bows} A song!"
+    async with asyncio.timeout(10):
+        await bot.settled(CHANNEL_ID)
+    assert [(m.username, m.content) for m in posted(discord_rest)] == [
+        ("Tomori", "Slowly, slowly."),
+        ("Aria", f"{bows} A song!"),
+    ]
+    sent = messages(llm_server.requests[1])
+    assert sent[0] == ("system", "You are Aria, a bard.")
+    assert sent[-1] == ("assistant", bows)

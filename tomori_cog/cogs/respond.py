@@ -1,0 +1,84 @@
+"""`/respond` in both libraries: queue a manual turn and say so at once.
+
+The interaction is answered as soon as the turn is queued (ephemerally, as `/tomori` is), never
+after the answer: the answer itself comes in the channel, in its turn, under the channel's lock
+(`tomori_cog.manual`). Like `/tomori`, it is for members with Manage Server by default (a
+prefill is posted as the answer's first words, so it lets its user put words in the bot's
+mouth); each server can widen or narrow that in its integration settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tomori.config.settings import ConfigError
+from tomori.delivery.notices import Notice, NoticeColour
+from tomori.locks import Admission
+from tomori.policy.admin import refused
+from tomori.policy.overrides import check_prefill
+from tomori.policy.personas import check_name
+from tomori_cog.cogs.shared import reply_in_time
+from tomori_cog.library import Library
+from tomori_cog.manual import Manual
+from tomori_cog.service import TomoriService
+
+log = logging.getLogger(__name__)
+
+QUEUED = Notice(
+    "Answering",
+    "The answer comes in this channel, after any before it.",
+    NoticeColour.SUCCESS,
+)
+NOT_QUEUED = Notice(
+    "Not Answered",
+    "The channel is being stopped, or the turn could not be queued; try again in a moment.",
+    NoticeColour.ERROR,
+)
+
+
+async def respond(
+    library: Library,
+    service: TomoriService,
+    interaction: Any,
+    persona: str | None,
+    prompt: str | None,
+    prefill: str | None,
+) -> None:
+    """Queue the turn `/respond` asks for and tell its user, ephemerally."""
+    queued = _queued(service, interaction, persona, prompt, prefill)
+    await reply_in_time(library, interaction, queued, "/respond")
+
+
+async def _queued(
+    service: TomoriService,
+    interaction: Any,
+    persona: str | None,
+    prompt: str | None,
+    prefill: str | None,
+) -> Notice:
+    if interaction.guild_id is None or interaction.channel_id is None:
+        return refused("/respond works in a server's channels only.")
+    try:
+        checked = check_prefill(prefill) if prefill is not None else None
+        name = check_name(persona) if persona is not None else None
+    except ConfigError as error:
+        return refused(str(error))
+    try:
+        locks = await service.ensure_started()
+        key = None
+        if name is not None:
+            assert service.personas is not None  # started
+            found = await service.personas.get(str(interaction.guild_id), name)
+            if found is None:
+                return refused(f"This server has no persona named {name}.")
+            key = found.key
+        user = interaction.user
+        manual = Manual(user.display_name, (prompt or "").strip() or None, checked)
+        admission = await locks.submit(manual.trigger(interaction.channel_id, user.id, key))
+    except Exception:
+        log.exception("/respond failed in channel %s", interaction.channel_id)
+        return NOT_QUEUED
+    channel_id, user_id = interaction.channel_id, interaction.user.id
+    log.info("/respond in channel %s by user %s: %s", channel_id, user_id, admission)
+    return QUEUED if admission in (Admission.STARTED, Admission.QUEUED) else NOT_QUEUED
