@@ -57,6 +57,7 @@ from tomori.policy.scenes import (
     speaker_notice,
 )
 from tomori.policy.tool_switches import BotTools, Switch, ToolCatalog, ToolSwitchStore
+from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -66,7 +67,6 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.reply_rule import Addressed, ReplyRule, from_bot, personas_of
-from tomori.prompt.prefill import Prefill
 from tomori_cog.manual import Asking, Manual, latest_message
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import TurnAttachments
