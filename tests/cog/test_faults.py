@@ -13,7 +13,7 @@ import nextcord
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import LLMServer, Reply, drop, sse, stall
+from tests.support.llm_server import LLMServer, Reply, drop, pause, sse, stall
 from tests.support.nextcord_fake import (
     CHANNEL_ID,
     NextcordBot,
@@ -223,7 +223,10 @@ async def test_a_stream_that_stops_early_shows_its_complete_lines_and_the_fallba
     nc = await open_nextcord(settings, chain_for(llm_server, "openai:first,openai:second"))
     written = "First, a whole line.\nRun `npm i` to install it, or `yarn"
     stop = drop() if ending == "drop" else stall()
-    llm_server.script(Reply(body=[sse(chunk(written)), stop]), answer("Or yarn add it."))
+    # the stop comes a moment later: long enough for edit mode to show what came
+    llm_server.script(
+        Reply(body=[sse(chunk(written)), pause(0.3), stop]), answer("Or yarn add it.")
+    )
     nc.say(f"{nc.mention()} how?")
     await nc.settled()
     # Edit mode showed the line as it came, and a shown message only grows: it keeps what
