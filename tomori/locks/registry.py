@@ -162,7 +162,7 @@ class ChannelLocks:
             return
         for trigger in triggers:
             telling = asyncio.create_task(
-                self._tell(self._tell_expired, trigger), name=f"tomori-expired-{trigger.channel_id}"
+                self._tell(self._tell_expired, trigger), name=_telling_name(trigger.channel_id)
             )
             self._telling.add(telling)
             telling.add_done_callback(self._telling.discard)
@@ -341,5 +341,14 @@ class ChannelLocks:
         return await self._backend.queued_message_ids(channel_id)
 
     async def wait_idle(self, channel_id: str) -> None:
-        """Wait until this registry has no turn running or handed on in the channel."""
+        """Wait until this registry has no turn running or handed on in the channel, and
+        whoever asked there and was dropped unanswered has been told."""
         await self._turns.wait_idle(channel_id)
+        telling = [t for t in self._telling if t.get_name() == _telling_name(channel_id)]
+        if telling:
+            await asyncio.wait(telling)
+
+
+def _telling_name(channel_id: str) -> str:
+    """The name of the task telling a dropped message's asker, in its channel."""
+    return f"tomori-expired-{channel_id}"
