@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -240,6 +240,11 @@ class TomoriService:
                 notices = EmbedNotices(self._library, message.channel, self.pacing)
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    def messages_changed(self, message_ids: Iterable[int]) -> None:
+        """Messages were edited or deleted (the cogs' raw listeners): a queued trigger among
+        them is answered as it is when its turn starts, and a deleted one not at all."""
+        self._live_messages.changed(message_ids)
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
