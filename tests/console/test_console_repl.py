@@ -97,6 +97,7 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
         "[Tomori in this channel] Models: openai:other-model (this channel)\n"
         "Answers every message: yes (the bot's settings)\n"
         "Limits: cooldown off, daily tokens per user off (the bot's settings)\n"
+        "Follow-ups: off (the bot's settings)\n"
         "System prompt (this channel):\n> You are a pirate.\n"
         "[Tomori Settings] Cleared the settings of this channel.\n"
         "[you #3] again\n[tomori #4]\nArr again.\n"

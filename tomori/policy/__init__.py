@@ -9,6 +9,7 @@
 - `model_health.py`   the models turns skip for now, in the shared database, and their probes
 - `personas.py`       characters that answer under their own name: who a message calls,
                       the personas, who posted what and each channel's webhook, in the database
+- `interruptions.py`  a user's stop word, and which of their messages is a follow-up
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """

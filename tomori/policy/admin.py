@@ -67,6 +67,7 @@ DESCRIPTIONS = {
     "persona remove": "Remove a persona",
     "persona list": "List this server's personas",
     "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
+    "followups": "Whether a new message of the user being answered stops the answer",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -83,6 +84,7 @@ OPTION_DESCRIPTIONS = {
     "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
     "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
     "offered": "true to offer it to the model, false to turn it off",
+    "follow_ups": "true: the next answer covers both messages; false: each is answered in turn",
 }
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
@@ -186,6 +188,20 @@ def set_autoreply(enabled: bool) -> Action:
         return _done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
 
     return action
+
+
+def set_follow_ups(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        await target.overrides.set(Scope.SERVER, *_keys(where), Overrides(follow_ups=enabled))
+        return _done(f"Follow-ups in this server: {_follow_ups(enabled)}.")
+
+    return action
+
+
+def _follow_ups(enabled: bool) -> str:
+    if enabled:
+        return "on (a new message of the user being answered stops it; the next answer covers both)"
+    return "off (each message is answered in turn)"
 
 
 def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
@@ -381,6 +397,8 @@ def _shown(resolved: Resolved) -> str:
             f" ({resolved.autoreply.source})",
             f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
             f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
+            f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
+            f" ({resolved.follow_ups.source})",
             f"System prompt ({resolved.system_prompt.source}):",
             "\n".join(f"> {line}" for line in prompt.splitlines() or [""]),
         )

@@ -21,8 +21,11 @@ MAX_CACHED = 4_096
 
 _COLUMNS = tuple(field.name for field in fields(Overrides))
 _CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply")
-_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens")
-_NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens"), "server": ("autoreply",)}
+_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "follow_ups")
+_NOT_THERE = {
+    "channel": ("cooldown_ms", "daily_tokens", "follow_ups"),
+    "server": ("autoreply",),
+}
 
 
 def _select(scope: str, table: str, key: str) -> str:
@@ -143,11 +146,12 @@ class OverrideStore:
 
 
 def _overrides(row: Row) -> Overrides:
-    autoreply = row["autoreply"]
+    autoreply, follow_ups = row["autoreply"], row["follow_ups"]
     return Overrides(
         models=row["models"],
         system_prompt=row["system_prompt"],
         autoreply=None if autoreply is None else bool(autoreply),
         cooldown_ms=row["cooldown_ms"],
         daily_tokens=row["daily_tokens"],
+        follow_ups=None if follow_ups is None else bool(follow_ups),
     )

@@ -56,6 +56,8 @@ class Overrides:
     cooldown_ms: int | None = None
     """A server's only, like `daily_tokens`."""
     daily_tokens: int | None = None
+    follow_ups: bool | None = None
+    """A server's only: whether a message of the user being answered stops the answer."""
 
     @property
     def empty(self) -> bool:
@@ -78,6 +80,8 @@ class Defaults:
     """`TOMORI_USER_COOLDOWN_MS`."""
     daily_tokens: int = 0
     """`TOMORI_USER_DAILY_TOKENS`."""
+    follow_ups: bool = True
+    """`TOMORI_FOLLOW_UPS`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,8 @@ class Resolved:
     """A server's only: a channel cannot set it."""
     daily_tokens: Sourced[int]
     """A server's only, like `cooldown_ms`."""
+    follow_ups: Sourced[bool]
+    """A server's only, like `cooldown_ms`."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -107,6 +113,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         autoreply=_first(channel.autoreply, None, defaults.autoreply),
         cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
         daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
+        follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
     )
 
 

@@ -160,6 +160,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
+        @tomori.command(name="followups", description=DESCRIPTIONS["followups"])
+        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["follow_ups"])
+        async def followups(self, interaction: discord.Interaction, enabled: bool) -> None:
+            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
+
         persona = app_commands.Group(
             name="persona", description=DESCRIPTIONS["persona"], parent=tomori
         )

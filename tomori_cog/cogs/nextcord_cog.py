@@ -167,6 +167,14 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             action = actions.set_limits(cooldown_ms, daily_tokens)
             await admin.run(library, self.service, interaction, action)
 
+        @tomori.subcommand(name="followups", description=DESCRIPTIONS["followups"])  # type: ignore[untyped-decorator]
+        async def followups(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["follow_ups"]),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
+
         @tomori.subcommand(name="persona", description=DESCRIPTIONS["persona"])  # type: ignore[untyped-decorator]
         async def persona(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
             """The group: Discord runs only its subcommands."""
