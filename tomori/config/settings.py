@@ -143,6 +143,10 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
     return frozenset(pieces)
 
 
+MAX_STOP_WORD_CHARS = 20
+"""A stop word is short: a message that merely contains one is not a stop."""
+
+
 def _stop_words(name: str, raw: str) -> frozenset[str]:
     pieces = [piece.strip().lower() for piece in raw.split(",") if piece.strip()]
     if any(len(piece) > MAX_STOP_WORD_CHARS or " " in piece for piece in pieces):
@@ -150,10 +154,6 @@ def _stop_words(name: str, raw: str) -> frozenset[str]:
             name, raw, f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated"
         )
     return frozenset(pieces)
-
-
-MAX_STOP_WORD_CHARS = 20
-"""A stop word is short: a message that merely contains one is not a stop."""
 
 
 def _plain_form(value: object, parsed: object) -> bool:

@@ -24,11 +24,6 @@ class KillReason(StrEnum):
     FOLLOW_UP = "follow_up"
     """The turn's user wrote again: it stops, and their new message is answered next."""
 
-    @property
-    def keeps_queue(self) -> bool:
-        """An interruption by the turn's own user: the channel's queue is served after it."""
-        return self in (KillReason.STOP_WORD, KillReason.FOLLOW_UP)
-
 
 KillCallback = Callable[[KillReason], None]
 
