@@ -77,6 +77,7 @@ class ChannelConfig:
             autoreply=channel_id in self._settings.channels,
             cooldown_ms=self._settings.user_cooldown_ms,
             daily_tokens=self._settings.user_daily_tokens,
+            follow_ups=self._settings.follow_ups,
         )
 
     async def resolved(self, guild_id: int | None, channel_id: int, *, cached: bool) -> Resolved:
@@ -90,6 +91,17 @@ class ChannelConfig:
     async def user_limits(self, guild_id: int | None) -> UserLimits:
         """The cooldown and daily tokens for each user of a server (None: direct messages, the
         environment's), through the cache: asked for every message a limit applies to."""
+        resolved = await self._server(guild_id, "limits")
+        return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
+
+    async def follow_ups(self, guild_id: int | None) -> bool:
+        """Whether a server's users' follow-ups stop their answer (None: direct messages, the
+        environment's), through the cache: asked for every message admitted."""
+        return (await self._server(guild_id, "follow-up setting")).follow_ups.value
+
+    async def _server(self, guild_id: int | None, what: str) -> Resolved:
+        """What a server sets over the environment, through the cache; the environment's
+        values while the store cannot say."""
         server = NOTHING
         if guild_id is not None and self.store is not None:
             try:
@@ -99,12 +111,12 @@ class ChannelConfig:
                     raise
                 log.log(  # the message goes on: the lock store holds it through an outage
                     logging.DEBUG if isinstance(error, SettingsUnavailable) else logging.WARNING,
-                    "server %s: could not read its limits (%r); the environment's apply",
+                    "server %s: could not read its %s (%r); the environment's apply",
                     guild_id,
+                    what,
                     error,
                 )
-        resolved = resolve(NOTHING, server, self.defaults(0))
-        return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
+        return resolve(NOTHING, server, self.defaults(0))
 
     async def for_turn(self, channel: Any) -> TurnConfig:
         guild = getattr(channel, "guild", None)

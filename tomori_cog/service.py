@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,6 +42,7 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
+from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, Limit, UserLimits
 from tomori.policy.metrics import Metrics
 from tomori.policy.model_health import ModelHealthStore
@@ -66,7 +67,7 @@ from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
-from tomori_cog.listener.reply_rule import Addressed, ReplyRule, from_bot, personas_of
+from tomori_cog.listener.reply_rule import Addressed, Asked, ReplyRule, from_bot, personas_of
 from tomori_cog.manual import Asking, Manual, latest_message
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import TurnAttachments
@@ -243,12 +244,23 @@ class TomoriService:
         self._gate.heard(message)
         if not from_bot(message):
             self._drawn_in.human_spoke(str(message.channel.id))
+            if await self._stopped_by(message):
+                return
         addressed = await self._reply_rule.addressed(message)
         if addressed is None:
             return
         locks = await self.ensure_started()
         surface_errors = addressed.surfaces_errors
-        if not await self._gate.admits_in_order(message, surface_errors, self._limits_for):
+        follows: str | None = None
+
+        async def limits_for(guild_id: int | None) -> UserLimits:
+            # Read with the limits, in arrival order: an await outside it would let a later
+            # message of the channel overtake this one on its way to the lock store.
+            nonlocal follows
+            follows = await self._follow_up_key(message, addressed)
+            return await self._limits_for(guild_id)
+
+        if not await self._gate.admits_in_order(message, surface_errors, limits_for):
             return  # else no await before submit: see admits_in_order
         trigger = Trigger(
             channel_id=str(message.channel.id),
@@ -256,6 +268,7 @@ class TomoriService:
             requester_id=str(message.author.id),
             payload=addressed.payload(),
             received_at=received_at,
+            follow_up_key=follows,
         )
         self._live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
@@ -269,6 +282,26 @@ class TomoriService:
                 notices = EmbedNotices(self._library, message.channel, self.pacing)
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
+
+    async def _stopped_by(self, message: Any) -> bool:
+        """A stop word of the user being answered in the channel stops their answer and clears
+        what they queued (`TOMORI_STOP_WORDS`); anyone else's is an ordinary message."""
+        if not is_stop_word(message.content or "", self._settings.stop_words):
+            return False
+        locks = await self.ensure_started()
+        return await locks.stop_for(str(message.channel.id), str(message.author.id))
+
+    async def _follow_up_key(self, message: Any, asked: Asked) -> str | None:
+        """Whom the message is addressed to, for follow-ups (None: it neither is one nor
+        takes any): a person's message, where follow-ups are on (`/tomori followups`)."""
+        if from_bot(message) or not await self.config.follow_ups(guild_id_of(message)):
+            return None
+        return follow_up_key(asked.personas)
+
+    def messages_changed(self, message_ids: Iterable[int]) -> None:
+        """Messages were edited or deleted (the cogs' raw listeners): a queued trigger among
+        them is answered as it is when its turn starts, and a deleted one not at all."""
+        self._live_messages.changed(message_ids)
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;

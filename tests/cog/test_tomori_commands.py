@@ -288,7 +288,7 @@ async def test_status_counts_what_happened_in_the_server(
         "Turns per model: openai:first 3, openai:second 1",
         "Stalls: first token 1, idle 0",
         "Fallbacks used: 1",
-        "Stopped by /kill: 1",
+        "Stopped by /kill: 1; for a follow-up: 0",
         "Errors: 0; empty answers: 0",
         f"Tokens: {tokens_in} in, {tokens_out} out",
         "Tool calls: none",
@@ -314,6 +314,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "tools",
         "scenes",
         "prefill",
+        "followups",
     }
     respond = bot.registered("respond")  # a prefill puts words in the bot's mouth
     assert respond.default_member_permissions == MANAGE_GUILD

@@ -35,7 +35,9 @@ from tomori.locks.postgres import SAFETY_READ_S
 
 pytestmark = pytest.mark.slow  # whole bot processes
 
-QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50"}
+QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50", "TOMORI_FOLLOW_UPS": "0"}
+"""Quick settles; and each message its own turn (one user floods the channel here, which
+follow-ups would fold into fewer answers)."""
 _seed_files = count()
 
 
@@ -67,7 +69,7 @@ class BotProcess:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=environment(
-                **database.environment, **QUICK, **(settings or {}), PYTHONPATH=str(REPO)
+                **{**database.environment, **QUICK, **(settings or {})}, PYTHONPATH=str(REPO)
             ),
             cwd=REPO,
         )
@@ -395,3 +397,41 @@ async def test_a_kill_sent_to_the_other_process_stops_the_turn_and_frees_the_cha
     other.send(say=question("next"))
     assert (await other.next_event())["sent"] == "Next answer."
     assert [event["sent"] for event in owner.sent] == ["Working on it..."]  # and no notice
+
+
+async def test_a_follow_up_sent_to_the_other_process_stops_the_answer_and_gets_one_answer(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    llm_server.script(stalled_after("Python 3.11 has...\n\n"), answer("In 3.12, f-strings..."))
+    follows = {"TOMORI_FOLLOW_UPS": "1"}
+    owner, other = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=follows) for _ in range(2)
+    ]
+    processes.extend((owner, other))
+    first = question("what is new in python?")
+    owner.send(say=first)
+    assert (await owner.next_event())["sent"] == "Python 3.11 has..."
+
+    follow_up = question("wait, I meant Python 3.12")
+    owner.send(seed=follow_up)  # Discord holds it for both; the gateway gave it to the other
+    other.send(say=follow_up)
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), SAFETY_READ_S / 2)
+    assert connection.closed_by_client
+    assert (await owner.next_event())["sent"] == "In 3.12, f-strings..."
+    async with asyncio.timeout(5):
+        while await database.rows("SELECT channel_id FROM channel_locks"):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    assert len(llm_server.requests) == 2
+    asked = str(llm_server.requests[1].body)
+    assert "what is new in python?" in asked
+    assert "Python 3.11 has..." in asked
+    assert "wait, I meant Python 3.12" in asked
+    assert [event["sent"] for event in owner.sent] == [
+        "Python 3.11 has...",
+        "In 3.12, f-strings...",
+    ]
+    assert other.sent == []

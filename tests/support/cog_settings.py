@@ -13,12 +13,15 @@ SHORT_BUDGETS: dict[str, object] = {
     "stream_sdk_call_timeout_ms": 2_000,
     "stream_abandoned_settle_timeout_ms": 100,
     "typing_keepalive_interval_ms": 50,
+    "follow_ups": False,
 }
-"""Budgets short enough for a test; merge them into any database's settings."""
+"""Budgets short enough for a test, and follow-ups off unless a test turns them on (most tests
+send one user's messages in a row to watch the queue, which a follow-up would cut short);
+merge them into any database's settings."""
 
 
 def settings_for(tmp_path: Path, **overrides: object) -> Settings:
-    """Settings on a database in `tmp_path`, with budgets short enough for a test."""
+    """Settings on a database in `tmp_path`, with `SHORT_BUDGETS`."""
     values: dict[str, object] = {"db_path": tmp_path / "tomori.db", **SHORT_BUDGETS}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -143,6 +143,19 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
     return frozenset(pieces)
 
 
+MAX_STOP_WORD_CHARS = 20
+"""A stop word is short: a message that merely contains one is not a stop."""
+
+
+def _stop_words(name: str, raw: str) -> frozenset[str]:
+    pieces = [piece.strip().lower() for piece in raw.split(",") if piece.strip()]
+    if any(len(piece) > MAX_STOP_WORD_CHARS or " " in piece for piece in pieces):
+        raise refuse(
+            name, raw, f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated"
+        )
+    return frozenset(pieces)
+
+
 def _plain_form(value: object, parsed: object) -> bool:
     """Whether `value` is the plain form of what its parser made from it: the text of a choice
     (`"edit"` for `Delivery.EDIT`), any collection of the right items (`[1, 2]` for
@@ -287,6 +300,20 @@ class Settings:
     )
     reply_to_bots: bool = setting(
         "TOMORI_REPLY_TO_BOTS", False, flag, "1 to answer other bots and webhooks too"
+    )
+    stop_words: frozenset[str] = setting(
+        "TOMORI_STOP_WORDS",
+        frozenset({"stop", "cancel"}),
+        _stop_words,
+        "words that, sent alone by the user being answered, stop the answer and clear what "
+        "they queued; comma separated, empty for none",
+    )
+    follow_ups: bool = setting(
+        "TOMORI_FOLLOW_UPS",
+        True,
+        flag,
+        "1: a new message of the user being answered stops the answer, and the next one "
+        "covers it; 0: it queues (a server sets its own with /tomori)",
     )
     system_prompt: str = setting(
         "TOMORI_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT, text, "the system prompt, sent first"

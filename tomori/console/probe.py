@@ -23,7 +23,7 @@ from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
 from tomori.generation.tools import CURRENT_TIME
-from tomori.locks import KillCallback
+from tomori.locks import KillCallback, KillReason
 from tomori.providers.base import (
     ContextItem,
     Provider,
@@ -229,6 +229,9 @@ class _ProbeGuard:
     def stop_requested(self) -> bool:
         return False
 
+    def stop_reason(self) -> KillReason | None:
+        return None
+
     def touch(self) -> None:
         return None
 
@@ -239,6 +242,9 @@ class _ProbeGuard:
         return None
 
     def clear_kill(self, kill: KillCallback) -> None:
+        return None
+
+    def calling_tools(self) -> None:
         return None
 
     def mark_answered(self) -> None:

@@ -130,6 +130,7 @@ class ConsoleServer:
             autoreply=True,  # every line typed is a message to the bot
             cooldown_ms=self._settings.user_cooldown_ms,
             daily_tokens=self._settings.user_daily_tokens,
+            follow_ups=False,  # a line typed is never a follow-up: each is answered in turn
         )
 
     async def status(self, guild_id: str) -> ServerStatus:

@@ -41,6 +41,7 @@ from tomori.delivery.port import DestinationUnreachable
 from tomori.generation.attempt import attempt_model, detail
 from tomori.generation.health import ModelHealth, judged
 from tomori.generation.results import (
+    STOPPED_FOR_FOLLOW_UP,
     StreamStatus,
     TurnOutcome,
     TurnUsage,
@@ -48,7 +49,7 @@ from tomori.generation.results import (
 )
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment
-from tomori.locks import TurnGuard
+from tomori.locks import KillReason, TurnGuard
 from tomori.prompt.prefill import prefilled, reaches
 from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
@@ -143,16 +144,23 @@ async def run_chain(
                     guild_id=env.state.guild_id,
                 )
             )
-        for outcome in outcomes(result, env.state):
+        for outcome in outcomes(result, env.state, env.guard.stop_reason()):
             metrics.record_outcome(outcome)
     return result
 
 
-def outcomes(result: ChainResult, state: TurnState) -> list[TurnOutcome]:
-    """How each model's part in the turn ended: a timeout with its phase, and whether a model
-    that answered did so as a fallback."""
+def outcomes(
+    result: ChainResult, state: TurnState, stop_reason: KillReason | None = None
+) -> list[TurnOutcome]:
+    """How each model's part in the turn ended: a timeout with its phase, whether a model
+    that answered did so as a fallback, and a stop for a follow-up told from a /kill."""
+
+    def outcome(status: StreamStatus) -> str:
+        stopped = status is StreamStatus.STOPPED_BY_USER
+        return STOPPED_FOR_FOLLOW_UP if stopped and stop_reason is KillReason.FOLLOW_UP else status
+
     if not result.attempts:  # it failed before the first model's attempt was done
-        return [TurnOutcome(state.guild_id, state.channel_id, None, str(result.status))]
+        return [TurnOutcome(state.guild_id, state.channel_id, None, outcome(result.status))]
     found = []
     for index, attempt in enumerate(result.attempts):
         loop = attempt.result
@@ -162,7 +170,7 @@ def outcomes(result: ChainResult, state: TurnState) -> list[TurnOutcome]:
                 guild_id=state.guild_id,
                 channel_id=state.channel_id,
                 model=attempt.model.label,
-                outcome=str(loop.status),
+                outcome=outcome(loop.status),
                 phase=None if timed_out is None else str(timed_out.phase),
                 fallback=index > 0 and loop.status is StreamStatus.COMPLETED,
             )

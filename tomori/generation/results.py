@@ -87,6 +87,10 @@ class TurnUsage:
     `/tomori status` count."""
 
 
+STOPPED_FOR_FOLLOW_UP = "follow_up"
+"""The outcome of a part stopped because its user sent a follow-up (not a /kill)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
     """How one model's part in one turn ended (`model` None: the turn ended before any model
@@ -96,7 +100,8 @@ class TurnOutcome:
     channel_id: str
     model: str | None
     outcome: str
-    """A `StreamStatus` value: completed, timeout, error, empty_response, stopped_by_user."""
+    """A `StreamStatus` value (completed, timeout, error, empty_response, stopped_by_user), or
+    `STOPPED_FOR_FOLLOW_UP`."""
     phase: str | None = None
     """A timeout's `TimeoutPhase`: first_token or idle."""
     fallback: bool = False

@@ -121,6 +121,7 @@ async def run_tool_loop(
             state.metrics.record_sprites(state.guild_id, result.sprites)
         if result.status is not StreamStatus.FUNCTION_CALL:
             return ended(result.status)
+        guard.calling_tools()  # a follow-up now waits for the answer that uses their results
         for position, call in enumerate(result.tool_calls):
             if guard.stop_requested():
                 return ended(StreamStatus.STOPPED_BY_USER)

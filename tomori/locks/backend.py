@@ -33,9 +33,13 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class StopRequest:
+    """A /kill (`requester_id` set) or an interruption by the turn's user (`interrupted`, a
+    `KillReason` that keeps the queue) written for a turn this instance runs."""
+
     channel_id: str
     turn_id: str
-    requester_id: str
+    requester_id: str | None
+    interrupted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,8 @@ class Admitted:
     verdict: Verdict
     turn: Turn | None
     already: Admission | None = None
+    follow_up: bool = False
+    """The trigger was queued first as a follow-up, and the running turn asked to stop."""
 
 
 class LockBackend(Protocol):
@@ -100,6 +106,14 @@ class LockBackend(Protocol):
     ) -> tuple[Verdict, int]:
         """/kill: ask the channel's holder to stop (or free a row no live turn stands behind),
         and clear its queue. Returns the lock's verdict and how many triggers were cleared."""
+        ...
+
+    async def stop_for(
+        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+    ) -> tuple[bool, int]:
+        """A stop word: if the channel's turn is `requester_id`'s, ask it to stop, keeping the
+        queue, and clear what they queued. Returns whether it was theirs, and how many of
+        their triggers were cleared."""
         ...
 
     async def hand_off(

@@ -3,13 +3,15 @@
 The database holds who owns a channel; the lease holds what cannot be written there: the
 turn's task, its kill callback, its watchdog tokens, and when it last made progress (on this
 process's monotonic clock, so a wall clock jump never makes a turn stale). Its state only moves
-forward: running, then maybe stopping (/kill asked), then released (the channel is being handed
-on, or was taken from it). The generation code sees it only as a `TurnGuard`.
+forward: running, then maybe interrupted (its user's stop word or follow-up: the queue stays),
+then maybe stopping (/kill asked), then released (the channel is being handed on, or was taken
+from it). The generation code sees it only as a `TurnGuard`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
@@ -17,10 +19,13 @@ from enum import StrEnum
 from tomori.locks import rules
 from tomori.locks.vocabulary import KillCallback, KillReason, T, Turn
 
+log = logging.getLogger("tomori.locks")
+
 
 class LeaseState(StrEnum):
     RUNNING = "running"
     STOPPING = "stopping"  # /kill asked, here or in another process; the turn is unwinding
+    INTERRUPTED = "interrupted"  # its user asked (a stop word, a follow-up); the queue stays
     RELEASED = "released"  # the channel is being handed on (maybe retrying), or was taken
 
 
@@ -44,11 +49,21 @@ class Lease:
         self._kill: KillCallback | None = None
         self.answered = False
         """Whether the turn showed something in the channel (so it must never run again)."""
+        self._calling_tools = False
+        self._stop_reason: KillReason | None = None
 
     # -- the turn's guard -------------------------------------------------------------------
 
     def stop_requested(self) -> bool:
+        return self.state in (LeaseState.STOPPING, LeaseState.INTERRUPTED)
+
+    def killed(self) -> bool:
+        """Whether /kill stopped the turn (not its user's stop word or follow-up): the queue
+        goes with it, and new messages are ignored while it unwinds."""
         return self.state is LeaseState.STOPPING
+
+    def stop_reason(self) -> KillReason | None:
+        return self._stop_reason
 
     def touch(self) -> None:
         if self.state is not LeaseState.RELEASED:
@@ -74,6 +89,9 @@ class Lease:
         if self._kill is kill:  # an old pass never erases a newer one's callback
             self._kill = None
 
+    def calling_tools(self) -> None:
+        self._calling_tools = True
+
     def mark_answered(self) -> None:
         if not self.answered:
             self.answered = True
@@ -95,11 +113,31 @@ class Lease:
         )
 
     def request_stop(self) -> None:
-        """Stop the turn as /kill does: once, however many processes were asked."""
-        if self.state is LeaseState.RUNNING:
+        """Stop the turn as /kill does: once, however many processes were asked (after an
+        interruption too: its queue goes now)."""
+        if self.state in (LeaseState.RUNNING, LeaseState.INTERRUPTED):
+            running = self.state is LeaseState.RUNNING
             self.state = LeaseState.STOPPING
-            if self._kill is not None:
+            self._stop_reason = KillReason.KILL
+            if running and self._kill is not None:
                 self._kill(KillReason.KILL)
+
+    def interrupt(self, reason: KillReason) -> None:
+        """Stop the turn for its own user (`reason` keeps the queue): once. A follow-up leaves
+        a turn that called tools to finish (`calling_tools`)."""
+        if reason is KillReason.FOLLOW_UP and self._calling_tools:
+            return
+        if self.state is LeaseState.RUNNING:
+            log.info(
+                "turn %s in channel %s stops: %s",
+                self.turn.turn_id,
+                self.turn.channel_id,
+                "a follow-up came" if reason is KillReason.FOLLOW_UP else "its user said stop",
+            )
+            self.state = LeaseState.INTERRUPTED
+            self._stop_reason = reason
+            if self._kill is not None:
+                self._kill(reason)
 
     def release(self) -> bool:
         """Mark the lease released; True if it was stopped by /kill (its queue goes too)."""

@@ -35,6 +35,7 @@ from tomori.locks.vocabulary import (
     Admission,
     ExpiryTeller,
     KillOutcome,
+    KillReason,
     Trigger,
     Turn,
     TurnRunner,
@@ -229,7 +230,7 @@ class ChannelLocks:
         if self._closing:
             return Admission.IGNORED
         lease = self._leases.get(channel_id)
-        if lease is not None and lease.stop_requested():
+        if lease is not None and lease.killed():
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
         if trigger.received_at <= self._killed_at.get(channel_id, -math.inf):
@@ -252,6 +253,11 @@ class ChannelLocks:
         if admitted.verdict is Verdict.STOPPING:
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
+        if admitted.follow_up:
+            running = self._leases.get(channel_id)
+            if running is not None:  # at once; another owner hears it from the lock row
+                running.interrupt(KillReason.FOLLOW_UP)
+            return Admission.FOLLOW_UP
         if admitted.turn is None:
             return Admission.QUEUED
         self._turns.begin(admitted.turn)
@@ -318,6 +324,41 @@ class ChannelLocks:
             cleared,
         )
         return KillOutcome(stopped=stopped, cleared=cleared)
+
+    async def stop_for(self, channel_id: str, requester_id: str) -> bool:
+        """A stop word of `requester_id`: stop their turn running in the channel, here or in
+        another process, and clear what they queued (the others' queue stays); False if the
+        channel's turn is not theirs (the word is then an ordinary message)."""
+        lease = self._leases.get(channel_id)
+        if lease is not None and lease.turn.trigger.requester_id == requester_id:
+            lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
+        stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
+        deadline = time.time() + self._queue_max_age_s
+        try:
+            async with self._in_order.turn_of(channel_id):  # after what they sent before it
+                stopped, cleared = await until_not_busy(
+                    f"a stop word in channel {channel_id}",
+                    lambda: self._backend.stop_for(
+                        channel_id, requester_id, self._given_up.get(channel_id)
+                    ),
+                    self._backend.is_transient,
+                    keep_trying=self._until(deadline),
+                )
+        except GaveUp:
+            return stopped_here  # the database stayed away: what runs here stopped at least
+        except Exception as error:
+            if not self._backend.is_database_error(error):
+                raise
+            log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
+            return stopped_here
+        if stopped:
+            log.info(
+                "stop word in channel %s by %s: cleared %d of theirs",
+                channel_id,
+                requester_id,
+                cleared,
+            )
+        return stopped or stopped_here
 
     # -- questions ----------------------------------------------------------------------------
 

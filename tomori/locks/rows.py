@@ -20,9 +20,18 @@ from tomori.store.base import Row, Transaction
 log = logging.getLogger("tomori.locks")
 
 LOCKED_TRIGGER = (
-    "owner, turn_id, trigger_message_id AS message_id, requester_id, payload, received_at"
+    "owner, turn_id, trigger_message_id AS message_id, requester_id, payload, received_at,"
+    " follow_up_key, follow_ups"
 )
 """A lock row's columns that say whose it is and which trigger its turn answers."""
+
+QUEUED_TRIGGER = "message_id, requester_id, payload, received_at, follow_up_key, follow_ups"
+"""A queued trigger's columns, as `trigger_from` reads them."""
+
+INSERT_QUEUED = (
+    "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
+    " received_at, follow_up_key, follow_ups) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def arrival_on_database_clock(trigger: Trigger, now: float) -> float:
@@ -30,18 +39,37 @@ def arrival_on_database_clock(trigger: Trigger, now: float) -> float:
     return now - max(0.0, time.time() - trigger.received_at)
 
 
-async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
-    await tx.execute(
-        "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
-        " received_at) VALUES (?, ?, ?, ?, ?)",
-        (
-            trigger.channel_id,
-            trigger.message_id,
-            trigger.requester_id,
-            json.dumps(dict(trigger.payload)),
-            arrival_on_database_clock(trigger, now),
-        ),
+def _queued_values(trigger: Trigger, now: float) -> tuple[object, ...]:
+    return (
+        trigger.channel_id,
+        trigger.message_id,
+        trigger.requester_id,
+        json.dumps(dict(trigger.payload)),
+        arrival_on_database_clock(trigger, now),
+        trigger.follow_up_key,
+        trigger.follow_ups,
     )
+
+
+async def enqueue(tx: Transaction, trigger: Trigger, now: float) -> None:
+    await tx.execute(INSERT_QUEUED, _queued_values(trigger, now))
+
+
+async def enqueue_follow_up(tx: Transaction, trigger: Trigger, now: float) -> None:
+    """Queue a follow-up first, in place of its user's follow-ups still waiting (only the
+    latest counts: its turn's history shows the earlier ones)."""
+    replaced = await tx.execute(
+        "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ? AND follow_ups > 0",
+        (trigger.channel_id, trigger.requester_id),
+    )
+    if replaced:
+        log.info(
+            "message %s of channel %s replaces %d earlier follow-up(s)",
+            trigger.message_id,
+            trigger.channel_id,
+            replaced,
+        )
+    await _put_first(tx, trigger.channel_id, _queued_values(trigger, now))
 
 
 async def discard_queue(
@@ -52,8 +80,7 @@ async def discard_queue(
     (/kill asked for it)."""
     if expired is not None:
         found = await tx.fetchall(
-            "SELECT message_id, requester_id, payload, received_at FROM queued_triggers"
-            " WHERE channel_id = ? ORDER BY id",
+            f"SELECT {QUEUED_TRIGGER} FROM queued_triggers WHERE channel_id = ? ORDER BY id",
             (channel_id,),
         )
         expired += [trigger_from(channel_id, row, now) for row in found]
@@ -63,30 +90,51 @@ async def discard_queue(
 
 
 async def queue_first(tx: Transaction, channel_id: str, lock: Row, now: float) -> None:
-    """Put the lock's own trigger back at the head of the channel's queue (the queue is
-    rewritten behind it, keeping its order: ids alone order it, on both engines)."""
+    """Put the lock's own trigger back at the head of the channel's queue."""
+    received_at = now if lock["received_at"] is None else lock["received_at"]
+    await _put_first(
+        tx,
+        channel_id,
+        (
+            channel_id,
+            lock["message_id"],
+            lock["requester_id"],
+            lock["payload"],
+            received_at,
+            lock["follow_up_key"],
+            lock["follow_ups"],
+        ),
+    )
+    log.info(
+        "message %s of channel %s goes back to its queue's head", lock["message_id"], channel_id
+    )
+
+
+async def _put_first(tx: Transaction, channel_id: str, values: tuple[object, ...]) -> None:
+    """Queue `values` (as `INSERT_QUEUED` takes them) first: the queue is rewritten behind it,
+    keeping its order (ids alone order it, on both engines)."""
     waiting = await tx.fetchall(
-        "SELECT message_id, requester_id, payload, received_at FROM queued_triggers"
-        " WHERE channel_id = ? ORDER BY id",
+        f"SELECT {QUEUED_TRIGGER} FROM queued_triggers WHERE channel_id = ? ORDER BY id",
         (channel_id,),
     )
     await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
     await tx.executemany(
-        "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
-        " received_at) VALUES (?, ?, ?, ?, ?)",
+        INSERT_QUEUED,
         [
-            (
-                channel_id,
-                row["message_id"],
-                row["requester_id"],
-                row["payload"],
-                now if row["received_at"] is None else row["received_at"],
-            )
-            for row in [lock, *waiting]
+            values,
+            *(
+                (
+                    channel_id,
+                    row["message_id"],
+                    row["requester_id"],
+                    row["payload"],
+                    row["received_at"],
+                    row["follow_up_key"],
+                    row["follow_ups"],
+                )
+                for row in waiting
+            ),
         ],
-    )
-    log.info(
-        "message %s of channel %s goes back to its queue's head", lock["message_id"], channel_id
     )
 
 
@@ -97,7 +145,7 @@ async def pop_next(
     over are dropped, and added to `expired` (their askers are owed a word)."""
     while True:
         row = await tx.fetchone(
-            "SELECT id, message_id, requester_id, payload, received_at FROM queued_triggers"
+            f"SELECT id, {QUEUED_TRIGGER} FROM queued_triggers"
             " WHERE channel_id = ? ORDER BY id LIMIT 1",
             (channel_id,),
         )
@@ -120,13 +168,15 @@ async def write_lock(tx: Transaction, turn: Turn, owner: str, now: float) -> Non
     await tx.execute(
         "INSERT INTO channel_locks (channel_id, owner, turn_id, trigger_message_id,"
         " requester_id, payload, received_at, locked_at, last_progress_at, watchdogs,"
-        " stop_requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL)"
+        " stop_requested_by, interrupted, follow_up_key, follow_ups)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?)"
         " ON CONFLICT (channel_id) DO UPDATE SET owner = excluded.owner,"
         " turn_id = excluded.turn_id, trigger_message_id = excluded.trigger_message_id,"
         " requester_id = excluded.requester_id, payload = excluded.payload,"
         " received_at = excluded.received_at, locked_at = excluded.locked_at,"
         " last_progress_at = excluded.last_progress_at, watchdogs = 0,"
-        " stop_requested_by = NULL",
+        " stop_requested_by = NULL, interrupted = NULL,"
+        " follow_up_key = excluded.follow_up_key, follow_ups = excluded.follow_ups",
         (
             turn.channel_id,
             owner,
@@ -137,6 +187,8 @@ async def write_lock(tx: Transaction, turn: Turn, owner: str, now: float) -> Non
             arrival_on_database_clock(trigger, now),
             now,
             now,
+            trigger.follow_up_key,
+            trigger.follow_ups,
         ),
     )
 
@@ -150,6 +202,8 @@ def trigger_from(channel_id: str, row: Row, now: float) -> Trigger:
         requester_id=row["requester_id"],
         payload=json.loads(row["payload"]),
         received_at=time.time() - waited,
+        follow_up_key=row["follow_up_key"],
+        follow_ups=int(row["follow_ups"]),
     )
 
 

@@ -109,6 +109,34 @@ def judge(
     return held
 
 
+MAX_FOLLOW_UPS = 3
+"""Follow-ups in a row that may each stop a turn of their user; past them, messages queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpRow:
+    """What a channel's lock row says of the follow-ups its turn takes."""
+
+    requester_id: str | None
+    follow_up_key: str | None
+    follow_ups: int
+    interrupted: str | None
+
+
+def takes_follow_up(lock: FollowUpRow, requester_id: str | None, key: str | None) -> bool:
+    """Whether a message of `requester_id` addressed as `key` is a follow-up of the lock's turn:
+    the same user, addressed the same (a key of None takes and is none), while the turn has
+    not met the limit of follow-ups in a row, nor been stopped by a stop word."""
+    return (
+        requester_id is not None
+        and requester_id == lock.requester_id
+        and key is not None
+        and key == lock.follow_up_key
+        and lock.follow_ups < MAX_FOLLOW_UPS
+        and lock.interrupted != "stop_word"
+    )
+
+
 def heartbeat_interval_s(lock_timeout_s: float) -> float:
     """How often a process says it is alive: three times per stale window, at most once a second."""
     return max(MIN_HEARTBEAT_INTERVAL_S, lock_timeout_s / 3)

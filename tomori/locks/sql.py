@@ -16,12 +16,13 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
-from tomori.locks.rules import LockRow, Verdict
-from tomori.locks.vocabulary import Trigger, Turn
+from tomori.locks.rules import FollowUpRow, LockRow, Verdict
+from tomori.locks.vocabulary import KillReason, Trigger, Turn
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
@@ -126,6 +127,8 @@ class SqlLockBackend:
             if verdict is Verdict.STOPPING:
                 return Admitted(verdict, None)
             if verdict is Verdict.HELD:
+                if await self._follow_up(tx, trigger, now):
+                    return Admitted(verdict, None, follow_up=True)
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
             if verdict.discards_queue:
@@ -139,6 +142,60 @@ class SqlLockBackend:
                 await rows.enqueue(tx, trigger, now)
             await rows.write_lock(tx, turn, self._instance_id, now)
             return Admitted(verdict, turn)
+
+    async def _follow_up(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
+        """Queue `trigger` first as a follow-up and ask the turn to stop, if it is one."""
+        if trigger.follow_up_key is None:
+            return False
+        row = await tx.fetchone(
+            "SELECT owner, requester_id, follow_up_key, follow_ups, interrupted"
+            " FROM channel_locks WHERE channel_id = ?",
+            (trigger.channel_id,),
+        )
+        if row is None:
+            return False
+        lock = FollowUpRow(
+            row["requester_id"], row["follow_up_key"], int(row["follow_ups"]), row["interrupted"]
+        )
+        if not rules.takes_follow_up(lock, trigger.requester_id, trigger.follow_up_key):
+            return False
+        follow_up = replace(trigger, follow_ups=lock.follow_ups + 1)
+        await rows.enqueue_follow_up(tx, follow_up, now)
+        if lock.interrupted is None:
+            await tx.execute(
+                "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ?",
+                (str(KillReason.FOLLOW_UP), trigger.channel_id),
+            )
+            await self._announce_stop(tx, row["owner"])
+        log.info(
+            "message %s of channel %s is follow-up %d of its user's turn",
+            trigger.message_id,
+            trigger.channel_id,
+            follow_up.follow_ups,
+        )
+        return True
+
+    async def stop_for(
+        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+    ) -> tuple[bool, int]:
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
+            if verdict is not Verdict.HELD:
+                return False, 0  # nothing runs, or /kill is stopping it already
+            row = await tx.fetchone(
+                "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ? AND requester_id = ?"
+                " RETURNING owner",
+                (str(KillReason.STOP_WORD), channel_id, requester_id),
+            )
+            if row is None:
+                return False, 0  # someone else's turn: the stop word is an ordinary message
+            await self._announce_stop(tx, row["owner"])
+            cleared = await tx.execute(
+                "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
+                (channel_id, requester_id),
+            )
+            return True, cleared
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
@@ -284,8 +341,8 @@ class SqlLockBackend:
 
     async def stop_requests(self) -> list[StopRequest]:
         found = await self._db.fetchall(
-            "SELECT channel_id, turn_id, stop_requested_by FROM channel_locks"
-            " WHERE owner = ? AND stop_requested_by IS NOT NULL",
+            "SELECT channel_id, turn_id, stop_requested_by, interrupted FROM channel_locks"
+            " WHERE owner = ? AND (stop_requested_by IS NOT NULL OR interrupted IS NOT NULL)",
             (self._instance_id,),
         )
         return [StopRequest(*row) for row in found]

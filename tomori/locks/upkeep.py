@@ -9,9 +9,10 @@ After each write it learns which locks this instance still holds; a turn whose l
 held by another turn was taken over, and is stopped. A write that fails
 is tried again with the next one, so no turn's last progress is lost to an outage.
 
-`StopRequestReader` hears the /kills other processes wrote into the lock rows of turns this
-process runs. It reads only while this process runs turns, each time the backend says requests
-may have come (every 250 ms on SQLite; when PostgreSQL announces one).
+`StopRequestReader` hears the /kills (and the stop words and follow-ups of a turn's user) other
+processes wrote into the lock rows of turns this process runs. It reads only while this process
+runs turns, each time the backend says requests may have come (every 250 ms on SQLite; when
+PostgreSQL announces one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 
 from tomori.locks.backend import LockBackend, Progress
 from tomori.locks.lease import Lease, LeaseState
+from tomori.locks.vocabulary import KillReason
 
 PROGRESS_WRITE_INTERVAL_S = 1.0
 """Progress reaches the database at most this often, however many chunks and channels."""
@@ -109,5 +111,9 @@ class StopRequestReader:
         await self._backend.wait_for_stop_requests()
         for request in await self._backend.stop_requests():
             lease = self._leases.get(request.channel_id)
-            if lease is not None and lease.turn.turn_id == request.turn_id:
+            if lease is None or lease.turn.turn_id != request.turn_id:
+                continue
+            if request.requester_id is not None:
                 lease.request_stop()
+            elif request.interrupted is not None:
+                lease.interrupt(KillReason(request.interrupted))

@@ -19,6 +19,10 @@ class KillReason(StrEnum):
     STALE = "stale"
     CEILING = "ceiling"
     """The answer was cut at its ceiling while the model went on: reading it is pointless."""
+    STOP_WORD = "stop_word"
+    """The turn's user wrote a stop word: it stops as for /kill, the others' queue stays."""
+    FOLLOW_UP = "follow_up"
+    """The turn's user wrote again: it stops, and their new message is answered next."""
 
 
 KillCallback = Callable[[KillReason], None]
@@ -30,6 +34,10 @@ class Trigger:
 
     `payload` is the cog's own JSON-serialisable description of the turn to run.
     `received_at` is this process's clock; the database keeps how long ago it was, on its own.
+    `follow_up_key` says whom the message is addressed to, in the cog's words (None: it is
+    never a follow-up, nor does its turn take any): a message of the turn's user with the same
+    key, while the turn runs, is a follow-up. `follow_ups` counts the follow-ups in a row that
+    led to it (0: it is not one).
     """
 
     channel_id: str
@@ -37,6 +45,8 @@ class Trigger:
     requester_id: str | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     received_at: float = field(default_factory=time.time)
+    follow_up_key: str | None = None
+    follow_ups: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,8 @@ class Turn:
 class Admission(StrEnum):
     STARTED = "started"
     QUEUED = "queued"
+    FOLLOW_UP = "follow_up"
+    """Queued first, as the latest follow-up of the running turn's user; that turn stops."""
     IGNORED = "ignored"
     FAILED = "failed"  # the database stayed out of reach for longer than the queue's age limit
 
@@ -76,6 +88,11 @@ class TurnGuard(Protocol):
         """Whether /kill (here or in another process) asked this turn to stop."""
         ...
 
+    def stop_reason(self) -> KillReason | None:
+        """Why the turn was asked to stop (/kill, a stop word, a follow-up); None if it was
+        not: what `/tomori status` counts it as."""
+        ...
+
     def touch(self) -> None:
         """Record progress: the lock is not stale. Cheap; runs per chunk."""
         ...
@@ -91,6 +108,12 @@ class TurnGuard(Protocol):
 
     def clear_kill(self, kill: KillCallback) -> None:
         """Clear the kill callback only if it is still `kill` (compare-and-clear)."""
+        ...
+
+    def calling_tools(self) -> None:
+        """Say the model called a tool: from here to the turn's end a follow-up does not stop
+        it, so the tools' effects finish and the answer uses their results; the follow-up is
+        answered next. (A stop word or /kill still stops it.)"""
         ...
 
     def mark_answered(self) -> None:

@@ -12,6 +12,7 @@
 - `sprites.py`        a persona's labelled alternate avatars: checked, stored, told to its model
 - `scenes.py`         `/scene`: a scripted exchange of 2-3 personas, checked, carried in the
                       lock's trigger, and what each persona is told before its line
+- `interruptions.py`  a user's stop word, and which of their messages is a follow-up
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """

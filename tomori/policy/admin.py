@@ -77,6 +77,7 @@ DESCRIPTIONS = {
     "prefill set": "Set the text answers begin with (a /respond prefill replaces it)",
     "prefill reset": "Clear this channel's (or the server's) prefill",
     "respond": "Have Tomori, or one of its personas, answer in this channel now",
+    "followups": "Whether a new message of the user being answered stops the answer",
 }
 OPTION_DESCRIPTIONS = {
     "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
@@ -102,6 +103,7 @@ OPTION_DESCRIPTIONS = {
     "respond_persona": "the persona that answers (Tomori itself if not given)",
     "respond_prompt": "what you say to it, as a message would (the channel's last if not given)",
     "respond_prefill": "what this answer begins with, instead of the server's prefill",
+    "follow_ups": "true: the next answer covers both messages; false: each is answered in turn",
 }
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
@@ -226,6 +228,20 @@ def set_autoreply(enabled: bool) -> Action:
         return _done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
 
     return action
+
+
+def set_follow_ups(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        await target.overrides.set(Scope.SERVER, *_keys(where), Overrides(follow_ups=enabled))
+        return _done(f"Follow-ups in this server: {_follow_ups(enabled)}.")
+
+    return action
+
+
+def _follow_ups(enabled: bool) -> str:
+    if enabled:
+        return "on (a new message of the user being answered stops it; the next answer covers both)"
+    return "off (each message is answered in turn)"
 
 
 def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
@@ -475,6 +491,8 @@ def _shown(resolved: Resolved) -> str:
             f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
             f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
+            f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
+            f" ({resolved.follow_ups.source})",
             begins,
             f"System prompt ({resolved.system_prompt.source}):",
             _quoted(resolved.system_prompt.value),

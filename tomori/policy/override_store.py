@@ -22,8 +22,19 @@ MAX_CACHED = 4_096
 
 _COLUMNS = tuple(field.name for field in fields(Overrides))
 _CHANNEL_COLUMNS = ("models", "system_prompt", "autoreply", "prefill")
-_SERVER_COLUMNS = ("models", "system_prompt", "cooldown_ms", "daily_tokens", "scenes", "prefill")
-_NOT_THERE = {"channel": ("cooldown_ms", "daily_tokens", "scenes"), "server": ("autoreply",)}
+_SERVER_COLUMNS = (
+    "models",
+    "system_prompt",
+    "cooldown_ms",
+    "daily_tokens",
+    "scenes",
+    "prefill",
+    "follow_ups",
+)
+_NOT_THERE = {
+    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups"),
+    "server": ("autoreply",),
+}
 
 
 def _select(scope: str, table: str, key: str) -> str:
@@ -170,6 +181,7 @@ def _overrides(row: Row) -> Overrides:
         daily_tokens=row["daily_tokens"],
         scenes=_flag(row["scenes"]),
         prefill=row["prefill"],
+        follow_ups=_flag(row["follow_ups"]),
     )
 
 

@@ -61,6 +61,8 @@ class Overrides:
     """A server's only: whether its members may run `/scene`."""
     prefill: str | None = None
     """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
+    follow_ups: bool | None = None
+    """A server's only: whether a message of the user being answered stops the answer."""
 
     @property
     def empty(self) -> bool:
@@ -87,6 +89,8 @@ class Defaults:
     """Scenes are allowed until a server's admins turn them off."""
     prefill: str = ""
     """None: the environment sets no prefill."""
+    follow_ups: bool = True
+    """`TOMORI_FOLLOW_UPS`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,8 @@ class Resolved:
     """A server's only: whether `/scene` runs in its channels."""
     prefill: Sourced[str]
     """"" is none."""
+    follow_ups: Sourced[bool]
+    """A server's only, like `cooldown_ms`."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -122,6 +128,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
         scenes=_first(None, server.scenes, defaults.scenes),
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
+        follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
-from tomori.generation.results import StreamStatus
+from tomori.generation.results import STOPPED_FOR_FOLLOW_UP, StreamStatus
 from tomori.store import Database
 
 WINDOW_S = 24 * 3600.0
@@ -30,7 +30,9 @@ class ServerStatus:
     fallbacks: int = 0
     """Turns a fallback model answered after an earlier one failed."""
     kills: int = 0
-    """Turns /kill stopped."""
+    """Turns /kill (or their user's stop word) stopped."""
+    follow_ups: int = 0
+    """Turns stopped because their user sent a follow-up."""
     errors: int = 0
     """Models' parts that ended in an error (the provider's, or the channel's)."""
     empty: int = 0
@@ -84,6 +86,7 @@ async def server_status(database: Database, guild_id: str) -> ServerStatus:
         stalls=stalls,
         fallbacks=fallbacks,
         kills=by_outcome[StreamStatus.STOPPED_BY_USER],
+        follow_ups=by_outcome[STOPPED_FOR_FOLLOW_UP],
         errors=by_outcome[StreamStatus.ERROR],
         empty=by_outcome[StreamStatus.EMPTY_RESPONSE],
         input_tokens=int(tokens["tokens_in"]) if tokens is not None else 0,
@@ -108,7 +111,7 @@ def describe(
             f"Turns per model: {models or 'none'}",
             f"Stalls: first token {status.stalls['first_token']}, idle {status.stalls['idle']}",
             f"Fallbacks used: {status.fallbacks}",
-            f"Stopped by /kill: {status.kills}",
+            f"Stopped by /kill: {status.kills}; for a follow-up: {status.follow_ups}",
             f"Errors: {status.errors}; empty answers: {status.empty}",
             f"Tokens: {status.input_tokens} in, {status.output_tokens} out",
             f"Tool calls: {_tool_calls(status.tool_calls) or 'none'}",

@@ -58,21 +58,24 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
                 self.service.memory, self.service.bot.guilds, "new gateway session"
             )
 
-        # -- what keeps the memory of recent messages honest (tomori_cog/reading/gateway.py) --
+        # -- what keeps recent messages and queued triggers honest (tomori_cog/reading/gateway.py)
 
         @commands.Cog.listener()
         async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
             gateway.message_edited(self.service.memory, library, payload)
+            self.service.messages_changed((payload.message_id,))
 
         @commands.Cog.listener()
         async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
             gateway.message_deleted(self.service.memory, payload)
+            self.service.messages_changed((payload.message_id,))
 
         @commands.Cog.listener()
         async def on_raw_bulk_message_delete(
             self, payload: discord.RawBulkMessageDeleteEvent
         ) -> None:
             gateway.messages_deleted(self.service.memory, payload)
+            self.service.messages_changed(payload.message_ids)
 
         @commands.Cog.listener()
         async def on_disconnect(self) -> None:
@@ -188,6 +191,11 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         @app_commands.describe(enabled=OPTION_DESCRIPTIONS["scenes_enabled"])
         async def scenes(self, interaction: discord.Interaction, enabled: bool) -> None:
             await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
+
+        @tomori.command(name="followups", description=DESCRIPTIONS["followups"])
+        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["follow_ups"])
+        async def followups(self, interaction: discord.Interaction, enabled: bool) -> None:
+            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
 
         persona = app_commands.Group(
             name="persona", description=DESCRIPTIONS["persona"], parent=tomori

@@ -53,21 +53,24 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def on_message(self, message: nextcord.Message) -> None:
             await self.service.handle_message(message)
 
-        # -- what keeps the memory of recent messages honest (tomori_cog/reading/gateway.py) --
+        # -- what keeps recent messages and queued triggers honest (tomori_cog/reading/gateway.py)
 
         @commands.Cog.listener()
         async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
             gateway.message_edited(self.service.memory, library, payload)
+            self.service.messages_changed((payload.message_id,))
 
         @commands.Cog.listener()
         async def on_raw_message_delete(self, payload: nextcord.RawMessageDeleteEvent) -> None:
             gateway.message_deleted(self.service.memory, payload)
+            self.service.messages_changed((payload.message_id,))
 
         @commands.Cog.listener()
         async def on_raw_bulk_message_delete(
             self, payload: nextcord.RawBulkMessageDeleteEvent
         ) -> None:
             gateway.messages_deleted(self.service.memory, payload)
+            self.service.messages_changed(payload.message_ids)
 
         @commands.Cog.listener()
         async def on_disconnect(self) -> None:
@@ -202,6 +205,14 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["scenes_enabled"]),
         ) -> None:
             await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
+
+        @tomori.subcommand(name="followups", description=DESCRIPTIONS["followups"])  # type: ignore[untyped-decorator]
+        async def followups(
+            self,
+            interaction: nextcord.Interaction,  # type: ignore[type-arg]
+            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["follow_ups"]),
+        ) -> None:
+            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
 
         @tomori.subcommand(name="persona", description=DESCRIPTIONS["persona"])  # type: ignore[untyped-decorator]
         async def persona(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -30,6 +31,12 @@ class LiveMessages:
         """The kept message, forgotten now; None if it was never kept or already dropped."""
         kept = self._kept.pop(message_id, None)
         return None if kept is None else kept[0]
+
+    def changed(self, message_ids: Iterable[int]) -> None:
+        """Messages were edited or deleted: a turn not started yet reads each one from Discord
+        again, so it answers the message as it now is, or not at all if it is gone."""
+        for message_id in message_ids:
+            self._kept.pop(str(message_id), None)
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._kept
