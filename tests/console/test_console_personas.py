@@ -58,7 +58,8 @@ async def test_personas_added_in_the_console_answer_under_their_names_each_seein
     assert aria[0] == {"role": "system", "content": "You are Aria, a bard."}
     assert "tomori: Plain bot." in aria[-1]["content"]  # the bot is another speaker to Aria
     assert bex[0]["content"] == "You are Bex."
-    assert "\nAria: Aria sings.\n" in bex[-1]["content"]  # Bex sees what Aria said
+    asked = bex[-1]["content"]  # Bex sees the question, then what Aria said to it
+    assert asked.index("aria, then the drummer: play") < asked.index("Aria: Aria sings.")
 
 
 async def test_a_sprite_added_in_the_console_prints_its_lines_under_its_name(
@@ -115,3 +116,29 @@ async def test_a_scene_in_the_console_prints_each_line_under_its_personas_name(
     assert "The scene: a tavern duel" in third[-1]["content"]
     assert "/scene" not in str(requests[4])  # a command is no message to a model
     assert "Bex: Bex bows." in requests[4][-1]["content"]  # the bot sees the scene
+
+
+async def test_a_scene_in_the_console_counts_as_a_message_under_the_cooldown(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("Hello there."), answer("Never played."))
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria.\n"
+        "/tomori persona add Bex prompt:You are Bex.\n"
+        "/tomori limits cooldown_ms:60000\n"
+        "hello\n"
+        "/scene Aria, Bex cycles:1\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert "Hello there." in out
+    assert "Never played." not in out
+    assert "[Slow Down, replying to #3]" in out
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_prefill_set_without_text_asks_for_the_prefill(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    out = await piped(llm_server, tmp_path, "/tomori prefill set scope:server\n")
+    assert "give what answers begin with" in out
+    assert "system prompt" not in out

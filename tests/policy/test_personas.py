@@ -20,6 +20,7 @@ from tomori.policy.personas import (
     check_name,
     check_triggers,
     drawn_in,
+    name_key,
     named,
     unnamed,
 )
@@ -73,6 +74,19 @@ def test_names_follow_discords_rules_for_a_webhooks_name() -> None:
     assert check_triggers("bard, Bard ,singer,,") == ("bard", "singer")
     assert unnamed("Aria", named("Aria", "Hi")) == "Hi"
     assert unnamed("Aria", "**Bex:** Hi") == "**Bex:** Hi"
+
+
+def test_a_name_typed_with_combining_accents_is_the_same_name_and_invisible_ones_are_refused() -> (
+    None
+):
+    composed, combining = "Zo\u00eb", "Zoe\u0308"
+    assert check_name(combining) == composed
+    assert name_key(check_name(combining)) == name_key(check_name(composed))
+    zoe = Persona(check_name(composed), "You are Zoë.")
+    assert addressed([zoe], f"hi {combining}, how are you?") == (zoe,)
+    for hidden in ("Ar\u200bia", "Aria\u202e", "Ar\x07ia"):
+        with pytest.raises(ConfigError, match="invisible"):
+            check_name(hidden)
 
 
 async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhook(

@@ -151,6 +151,11 @@ class ConsoleChannel:
 
     # -- what the person types -----------------------------------------------------------------
 
+    @property
+    def next_number(self) -> int:
+        """The number the channel's next message takes."""
+        return self._next_id
+
     def post(self, text: str, *, command: bool = False) -> ConsoleMessage:
         """A message typed at the prompt: it joins the channel and is given its number."""
         message = self._add(text, from_bot=False)
@@ -173,14 +178,21 @@ class ConsoleChannel:
         settings: Settings,
         system_prompt: str,
         voice: str | None = None,
+        until: int | None = None,
     ) -> tuple[ContextItem, ...]:
         """The system prompt, the recent messages (the answers since a queued trigger among
         them), then the trigger: as the cog shows a Discord channel's. `voice` is the persona
         that answers (None: the bot): its own messages are the assistant's, any other
-        speaker's are named, as the cog shows a persona its channel."""
+        speaker's are named, as the cog shows a persona its channel. `until`: the channel as
+        it stood when the turn began, before this message number (a persona after the first
+        is shown the ones before it after the trigger, as the cog does)."""
         recent = [m for m in self._messages.values() if m.id < trigger.id]
         recent = recent[-settings.history_limit :] if settings.history_limit else []
-        since = [m for m in self._messages.values() if m.id > trigger.id and m.from_bot]
+        since = [
+            m
+            for m in self._messages.values()
+            if m.id > trigger.id and m.from_bot and (until is None or m.id < until)
+        ]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
         return self._items(in_time_order(recent, since, trigger, numbers), system_prompt, voice)
 

@@ -206,10 +206,15 @@ def _read_options(names: tuple[str, ...], given: str) -> dict[str, str]:
     return options
 
 
-def _required(options: dict[str, str], name: str, subcommand: str) -> str:
+def _required(
+    options: dict[str, str], name: str, subcommand: str, described: str | None = None
+) -> str:
+    """The option `name`, or an error saying what to give (`described`: the key of its
+    description, where the option's name is shared by others, such as `text`)."""
     value = options.get(name, "")
     if not value:
-        raise ConfigError(f"give {OPTION_DESCRIPTIONS[name]}: {_SUBCOMMAND_USAGE[subcommand]}")
+        what = OPTION_DESCRIPTIONS[described or name]
+        raise ConfigError(f"give {what}: {_SUBCOMMAND_USAGE[subcommand]}")
     return value
 
 
@@ -254,7 +259,7 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     ),
     "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""))),
     "prefill set": lambda o: admin.set_prefill(
-        _required(o, "text", "prefill set"), o.get("scope", "channel")
+        _required(o, "text", "prefill set", "prefill_text"), o.get("scope", "channel")
     ),
     "prefill reset": lambda o: admin.reset_prefill(o.get("scope", "channel")),
 }

@@ -292,8 +292,13 @@ class ConsoleSession:
             self._channel.tell(scene_refused(f"{error}."))
             return
         message = self._channel.post(text, command=True)
+        message_id = self._channel.message_id(message)
+        held = await self._server.admit(message_id)  # a scene counts as one message of theirs
         if echo:
             self._channel.echo(message)
+        if held is not None:
+            self._tell_held(held, message_id)
+            return
         await self._queue(locks, message, scene.payload())
 
     async def _queue(self, locks: ChannelLocks, message: ConsoleMessage, payload: Any) -> None:
@@ -440,12 +445,14 @@ class ConsoleSession:
         queue = list(cast)
         drawn = 0
         first = True
+        began = self._channel.next_number
+        said: list[tuple[Persona, str]] = []
         while queue and not guard.stop_requested():
             persona = queue.pop(0)
             own = self._server.for_persona(setup, persona)
             context = self._channel.context(
-                trigger, waiting, self._settings, own.system_prompt, voice=persona.name
-            )
+                trigger, waiting, self._settings, own.system_prompt, persona.name, began
+            ) + heard(said, persona)
             speaking = state if first else replace(state, delivered=[], from_queue=False)
             first = False
             port = self._channel.as_persona(persona.name)
@@ -463,6 +470,7 @@ class ConsoleSession:
                 wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
                 prefill=own.prefill,
             )
+            said.append((persona, result.text))
             named = drawn_in(everyone, result.text, persona)
             if named is not None and named not in queue and drawn < self._settings.max_bot_turns:
                 drawn += 1

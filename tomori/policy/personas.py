@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -83,11 +84,23 @@ def unnamed(name: str, text: str) -> str:
     return text[found.end() :] if found else text
 
 
+def _composed(text: str) -> str:
+    """`text` with its accents composed (NFC): "Zoë" typed as "e" and a combining mark is the
+    same name, and calls the same persona, as "Zoë" typed as one letter."""
+    return unicodedata.normalize("NFC", text)
+
+
 def check_name(raw: str) -> str:
-    """A persona's name as Discord takes a webhook's username; `ConfigError` says why not."""
-    name = " ".join(raw.split())
+    """A persona's name as Discord takes a webhook's username; `ConfigError` says why not.
+
+    Invisible characters (controls, and format characters such as a zero-width space or a
+    right-to-left override) are refused: a name no one can type could never be called, and
+    one that reads as another would pass for it."""
+    name = _composed(" ".join(raw.split()))
     if not name:
         raise ConfigError("the name is empty: give the persona a name")
+    if any(unicodedata.category(character) in ("Cc", "Cf") for character in name):
+        raise ConfigError("the name holds an invisible character: type it as it should read")
     if len(name) > MAX_NAME_CHARS:
         raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
     lowered = name.casefold()
@@ -103,7 +116,7 @@ def check_triggers(raw: str) -> tuple[str, ...]:
     """Comma-separated trigger words, each trimmed, without repeats (case aside)."""
     words: dict[str, str] = {}
     for part in raw.split(","):
-        word = " ".join(part.split())
+        word = _composed(" ".join(part.split()))
         if word:
             words.setdefault(word.casefold(), word)
     if len(words) > MAX_TRIGGERS:
@@ -127,6 +140,7 @@ def _pattern(word: str) -> re.Pattern[str]:
 
 def first_named_at(persona: Persona, text: str) -> int | None:
     """Where `text` first says one of the persona's words, as a whole word; None if nowhere."""
+    text = _composed(text)  # the same length unless it had combining marks to compose
     found = [m.start() for m in (_pattern(w).search(text) for w in persona.words) if m]
     return min(found) if found else None
 
