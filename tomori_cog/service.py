@@ -383,15 +383,7 @@ class TomoriService:
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
                 if guard.stop_requested():  # /kill came while it waited: no typing, no read
                     raise Stopped
-                typing = asyncio.create_task(  # from here: reading the files may take a while
-                    keep_typing(
-                        self._library,
-                        channel,
-                        seconds(self._settings.typing_keepalive_interval_ms),
-                        self.pacing,
-                        shown=lambda: bool(state.delivered),
-                    )
-                )
+                typing = self._typing(channel, state)  # from here: reading files takes a while
                 config = await until_stopped(guard, self.config.for_turn(channel))
                 tools = await until_stopped(guard, self._turn_tools(channel))
                 cast = await until_stopped(guard, self._cast(channel, turn))
@@ -456,6 +448,18 @@ class TomoriService:
             if typing is not None:
                 typing.cancel()
                 await asyncio.gather(typing, return_exceptions=True)
+
+    def _typing(self, channel: Any, state: TurnState) -> asyncio.Task[None]:
+        """The turn's typing in `channel` until it shows something; its owner cancels it."""
+        return asyncio.create_task(
+            keep_typing(
+                self._library,
+                channel,
+                seconds(self._settings.typing_keepalive_interval_ms),
+                self.pacing,
+                shown=lambda: bool(state.delivered),
+            )
+        )
 
     def _bot_port(self, channel: Any) -> Any:
         return self.memory.remembering(LibraryPort(self._library, channel, self.pacing), channel.id)
@@ -722,15 +726,7 @@ class TomoriService:
                 waiting = await self._locks.queued_message_ids(turn.channel_id)
                 if guard.stop_requested():
                     raise Stopped
-                typing = asyncio.create_task(
-                    keep_typing(
-                        self._library,
-                        channel,
-                        seconds(self._settings.typing_keepalive_interval_ms),
-                        self.pacing,
-                        shown=lambda: bool(state.delivered),
-                    )
-                )
+                typing = self._typing(channel, state)
                 config = await until_stopped(guard, self.config.for_turn(channel))
                 tools = await until_stopped(guard, self._turn_tools(channel))
                 everyone = await until_stopped(

@@ -68,6 +68,7 @@ from tomori.delivery.notices import (
     Notice,
 )
 from tomori.generation.answering import answer_turn
+from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
@@ -84,6 +85,8 @@ from tomori.policy.scenes import (
     speaker_notice,
 )
 from tomori.policy.sprites import wardrobe
+from tomori.prompt.prefill import Prefill
+from tomori.providers.base import ContextItem
 from tomori.store import Database
 from tomori.store.connect import open_database
 
@@ -444,7 +447,6 @@ class ConsoleSession:
         everyone = await self._server.personas.of_server(SERVER)
         queue = list(cast)
         drawn = 0
-        first = True
         began = self._channel.next_number
         said: list[tuple[Persona, str]] = []
         while queue and not guard.stop_requested():
@@ -452,22 +454,16 @@ class ConsoleSession:
             own = self._server.for_persona(setup, persona)
             context = self._channel.context(
                 trigger, waiting, self._settings, own.system_prompt, persona.name, began
-            ) + heard(said, persona)
-            speaking = state if first else replace(state, delivered=[], from_queue=False)
-            first = False
-            port = self._channel.as_persona(persona.name)
-            result = await answer_turn(
+            )
+            speaking = state if not said else replace(state, delivered=[], from_queue=False)
+            result = await self._speak(
                 turn,
                 guard,
                 speaking,
-                port,
-                entries=own.entries,
-                providers=own.providers,
-                tools=tools,
-                settings=self._settings,
-                context=context,
-                surface_errors=True,
-                wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
+                persona,
+                own,
+                tools,
+                context + heard(said, persona),
                 prefill=own.prefill,
             )
             said.append((persona, result.text))
@@ -505,25 +501,53 @@ class ConsoleSession:
             context = self._channel.context_before(
                 trigger, waiting, self._settings, own.system_prompt, voice=persona.name
             )
-            port = self._channel.as_persona(persona.name)
-            result = await answer_turn(
+            result = await self._speak(
                 turn,
                 guard,
                 speaking,
-                port,
-                entries=own.entries,
-                providers=own.providers,
-                tools=tools,
-                settings=self._settings,
-                context=context + heard(said, persona),
-                request_notices=(speaker_notice(scene, persona, cycle, names),),
-                surface_errors=True,
-                wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
+                persona,
+                own,
+                tools,
+                context + heard(said, persona),
+                notices=(speaker_notice(scene, persona, cycle, names),),
             )
             if result.status is not StreamStatus.COMPLETED or not result.text.strip():
                 return
             said.append((persona, result.text))
             speaking = replace(state, delivered=[], from_queue=False)
+
+    async def _speak(
+        self,
+        turn: Turn,
+        guard: TurnGuard,
+        state: TurnState,
+        persona: Persona,
+        own: TurnSetup,
+        tools: ToolRegistry,
+        context: tuple[ContextItem, ...],
+        *,
+        notices: tuple[ContextItem, ...] = (),
+        prefill: Prefill | None = None,
+    ) -> ChainResult:
+        """One persona's answer, printed under its name (wearing its sprites): one pass of its
+        chain with the whole contract, as the cog's `_speak` posts one; `notices` go in its
+        request only, and it begins with `prefill` (a scene's lines take none)."""
+        port = self._channel.as_persona(persona.name)
+        return await answer_turn(
+            turn,
+            guard,
+            state,
+            port,
+            entries=own.entries,
+            providers=own.providers,
+            tools=tools,
+            settings=self._settings,
+            context=context,
+            request_notices=notices,
+            surface_errors=True,
+            wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
+            prefill=prefill,
+        )
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""
