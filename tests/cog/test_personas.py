@@ -14,29 +14,21 @@ import pytest
 
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest
-from tests.support.discord_rest import ChannelMessage, DiscordRestServer
+from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import OpenRestBot, RestBot, arrive, user_message
+from tests.support.rest_bots import (
+    OpenRestBot,
+    RestBot,
+    arrive,
+    conversation,
+    posted,
+    said,
+    user_message,
+)
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID
 
 ARIA_AVATAR = "https://images.example/aria.png"
-
-
-def said(reply: dict[str, Any]) -> str:
-    """The description of an ephemeral answer's embed."""
-    assert reply["data"]["flags"] & 64
-    return str(reply["data"]["embeds"][0].get("description", ""))
-
-
-def conversation(request: Any) -> list[tuple[str, str]]:
-    """(role, content) of each message an OpenAI-compatible request sent."""
-    return [(m["role"], m["content"]) for m in request.body["messages"]]
-
-
-def posted(server: DiscordRestServer) -> list[ChannelMessage]:
-    """The channel's messages written by webhooks or the bot, oldest first."""
-    return [m for m in server.messages(CHANNEL_ID) if m.webhook_id or m.payload["author"]["bot"]]
 
 
 async def started(

@@ -13,31 +13,22 @@ from typing import Any
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.discord_rest import ChannelMessage, DiscordRestServer, new_snowflake
+from tests.support.discord_rest import DiscordRestServer, new_snowflake
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot
+from tests.support.rest_bots import (
+    MANAGE_GUILD,
+    OpenRestBot,
+    RestBot,
+    conversation,
+    posted,
+    said,
+)
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID
 
 YAWNS = "Tomori: *yawns*"
 GRINS = "Tomori: *grins*"
 INSTRUCTION = "Begin your next reply with: "
-
-
-def said(reply: dict[str, Any]) -> str:
-    """The description of an ephemeral answer's embed."""
-    assert reply["data"]["flags"] & 64
-    return str(reply["data"]["embeds"][0].get("description", ""))
-
-
-def messages(request: Any) -> list[tuple[str, str]]:
-    """(role, content) of each message an OpenAI-compatible request sent."""
-    return [(m["role"], m["content"]) for m in request.body["messages"]]
-
-
-def posted(server: DiscordRestServer) -> list[ChannelMessage]:
-    """The channel's messages written by webhooks or the bot, oldest first."""
-    return [m for m in server.messages(CHANNEL_ID) if m.webhook_id or m.payload["author"]["bot"]]
 
 
 async def started(
@@ -89,7 +80,7 @@ async def test_a_server_prefill_begins_each_answer_once_sent_natively_as_the_las
         f"{YAWNS} Good night.",
     ]
     for request in llm_server.requests:
-        sent = messages(request)
+        sent = conversation(request)
         assert sent[-1] == ("assistant", YAWNS)  # last: the model goes on from it
         assert sent[-2][0] == "user"
         assert not any(INSTRUCTION in content for _, content in sent)
@@ -99,7 +90,7 @@ async def test_a_server_prefill_begins_each_answer_once_sent_natively_as_the_las
     llm_server.script(answer("Plain again."))
     await asked(bot, "and now?")
     assert posted(discord_rest)[-1].content == "Plain again."
-    assert messages(llm_server.requests[-1])[-1][0] == "user"
+    assert conversation(llm_server.requests[-1])[-1][0] == "user"
 
 
 def show_data() -> dict[str, Any]:
@@ -124,7 +115,7 @@ async def test_respond_answers_now_with_its_own_prefill_in_place_of_the_servers(
     [shown] = posted(discord_rest)
     assert shown.content == f"{GRINS} A joke? Fine."
     assert "message_reference" not in shown.payload  # free-standing: it answers no message
-    sent = messages(llm_server.requests[0])
+    sent = conversation(llm_server.requests[0])
     assert sent[-1] == ("assistant", GRINS)  # the server's is replaced, never joined
     assert sent[-2][0] == "user"
     assert sent[-2][1].endswith("what a day\nalice: tell a joke")
@@ -144,13 +135,13 @@ async def test_a_model_without_native_prefill_gets_a_manual_one_in_words_and_no_
     with caplog.at_level(logging.WARNING, logger="tomori.generation.chain"):
         await asked(bot, "hi")
     assert "the server's prefill is not sent to model openai:test-model" in caplog.text
-    first = messages(llm_server.requests[0])
+    first = conversation(llm_server.requests[0])
     assert first[-1][0] == "user"
     assert not any(YAWNS in content or INSTRUCTION in content for _, content in first)
     await respond(bot, prefill=GRINS)
     async with asyncio.timeout(10):
         await bot.settled(CHANNEL_ID)
-    second = messages(llm_server.requests[1])
+    second = conversation(llm_server.requests[1])
     assert second[-1][0] == "user"
     assert second[-1][1].endswith(
         f'Begin your next reply with: "{GRINS}". Continue directly after it without repeating '
@@ -183,6 +174,6 @@ async def test_respond_as_a_persona_is_told_at_once_and_answers_after_the_turn_b
         ("Tomori", "Slowly, slowly."),
         ("Aria", f"{bows} A song!"),
     ]
-    sent = messages(llm_server.requests[1])
+    sent = conversation(llm_server.requests[1])
     assert sent[0] == ("system", "You are Aria, a bard.")
     assert sent[-1] == ("assistant", bows)

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.cog.test_personas import conversation, posted, said, settle, started
+from tests.cog.test_personas import settle, started
 from tests.support.discord_rest import DiscordRestServer, new_snowflake
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import MANAGE_GUILD, RestBot
+from tests.support.rest_bots import MANAGE_GUILD, RestBot, conversation, posted, said
 from tests.support.scripts import answer
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cog.test_personas import conversation, posted, said, settle, started
+from tests.cog.test_personas import settle, started
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import OpenRestBot
+from tests.support.rest_bots import OpenRestBot, conversation, posted, said
 from tests.support.scripts import answer
 
 ARIA = "https://images.example/aria.png"

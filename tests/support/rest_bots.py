@@ -315,3 +315,19 @@ async def start_rest_bot(
 OpenRestBot = Callable[[Settings, ModelChain], Awaitable[RestBot]]
 """The `open_rest_bot` fixture: start a bot of the test's library on the `discord_rest`
 server, stopped when the test ends."""
+
+
+def said(reply: dict[str, Any]) -> str:
+    """The description of an ephemeral answer's embed."""
+    assert reply["data"]["flags"] & 64
+    return str(reply["data"]["embeds"][0].get("description", ""))
+
+
+def conversation(request: Any) -> list[tuple[str, str]]:
+    """(role, content) of each message an OpenAI-compatible request sent."""
+    return [(m["role"], m["content"]) for m in request.body["messages"]]
+
+
+def posted(server: DiscordRestServer, channel: int = CHANNEL_ID) -> list[ChannelMessage]:
+    """The channel's messages written by webhooks or the bot, oldest first."""
+    return [m for m in server.messages(channel) if m.webhook_id or m.payload["author"]["bot"]]
