@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.discord_rest import DiscordRestServer
-from tests.support.llm_server import Action, LLMServer, Reply, SeenRequest, pause, sse
+from tests.support.llm_server import Action, LLMServer, Reply, SeenRequest, at, sse
 from tests.support.openai_wire import chunk
 from tests.support.rest_bots import declare_world, rest_server
 from tests.support.world import BOT_ID
@@ -69,14 +69,15 @@ ANSWER = answer_text()
 
 
 def streamed_answer(request: SeenRequest) -> Reply:
-    """ANSWER in CHUNKS pieces over MODEL_SECONDS, the first at once."""
+    """ANSWER in CHUNKS pieces over MODEL_SECONDS, the first at once, each on its schedule
+    from the stream's start (so the model's time is what it says, however busy the server)."""
     size = -(-len(ANSWER) // CHUNKS)
-    pieces = [ANSWER[at : at + size] for at in range(0, len(ANSWER), size)]
+    pieces = [ANSWER[start : start + size] for start in range(0, len(ANSWER), size)]
     gap = MODEL_SECONDS / len(pieces)
     body: list[Action] = []
     for number, piece in enumerate(pieces):
         if number:
-            body.append(pause(gap))
+            body.append(at(number * gap))
         body.append(sse(chunk(piece)))
     return Reply(body=[*body, sse(chunk(finish="stop")), sse("[DONE]")])
 

@@ -49,6 +49,12 @@ def pause(seconds: float) -> Action:
     return Action("pause", seconds=seconds)
 
 
+def at(seconds: float) -> Action:
+    """Pause until `seconds` after the body began: a schedule that many small pauses would let
+    drift (each sleep wakes a little late, and under load a lot)."""
+    return Action("at", seconds=seconds)
+
+
 def stall() -> Action:
     """Send nothing more until the client closes the connection."""
     return Action("stall")
@@ -187,12 +193,17 @@ class LLMServer:
             f"Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n{extra}\r\n".encode()
         )
         await writer.drain()
+        began = asyncio.get_running_loop().time()
         for action in reply.body:
             if action.kind == "write":
                 writer.write(b"%x\r\n%s\r\n" % (len(action.payload), action.payload))
                 await writer.drain()
             elif action.kind == "pause":
                 await asyncio.sleep(action.seconds)  # cheap: load runs pause thousands of times
+                if reader.at_eof():
+                    raise _ClientGone
+            elif action.kind == "at":
+                await asyncio.sleep(began + action.seconds - asyncio.get_running_loop().time())
                 if reader.at_eof():
                     raise _ClientGone
             elif action.kind == "stall":
