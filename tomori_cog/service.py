@@ -62,6 +62,7 @@ from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem
 from tomori.store import Database
 from tomori.store.connect import open_database
+from tomori.store.first_come import arrived
 from tomori_cog.channel_config import ChannelConfig, TurnConfig
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
 from tomori_cog.library import Library
@@ -240,6 +241,7 @@ class TomoriService:
         # When it came, not when its checks were done: a /kill after it clears it, and its
         # queue age counts from here, however long the checks waited for the database.
         received_at = time.time()
+        arrived(received_at)  # the database serves this message's work before later ones'
         self.memory.seen(message)  # before any await: memory sees a channel's messages in order
         self._gate.heard(message)
         if not from_bot(message):

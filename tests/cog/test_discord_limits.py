@@ -9,6 +9,8 @@ refused nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import time
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 from tests.support.bots import Library
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import DiscordRestServer
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, SeenRequest
 from tests.support.rest_bots import OpenRestBot, start_rest_bot
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_IDS
@@ -117,6 +119,39 @@ async def test_a_channel_is_answered_at_once_while_another_waits_for_its_own_buc
         await bot.settled()
     assert " ".join(bot.contents(busy)).split() == LONG_ANSWER.split()
     assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
+async def test_of_many_questions_asked_together_the_first_reaches_its_model_first(
+    library: Library, discord_rest: DiscordRestServer, tmp_path: Path
+) -> None:
+    """Forty channels asked at once. Each turn reads and writes the database several times
+    before its model is asked; were those statements served in the order they were asked, all
+    forty turns would reach their models together, after every turn's statements, and all
+    forty answers would end together and want Discord at once. The earliest message's work is
+    served first: when the first model is asked, most of the questions are not admitted yet."""
+    channels = [FIRST_OF_MANY + n for n in range(40)]
+    settings = settings_for(tmp_path)
+    admitted_when_asked: list[int] = []
+
+    def count_admitted(request: SeenRequest) -> Reply:
+        with contextlib.closing(sqlite3.connect(settings.db_path)) as db:
+            admitted = db.execute("SELECT COUNT(*) FROM channel_locks").fetchone()[0]
+        admitted_when_asked.append(admitted)
+        return answer("Yes.")
+
+    model = LLMServer(default=count_admitted)
+    await model.start()
+    bot = await start_rest_bot(library, discord_rest, settings, chain_for(model), channels)
+    try:
+        for channel in channels:
+            bot.say(f"{bot.mention()} is it raining?", channel=channel)
+        async with asyncio.timeout(30):
+            await bot.settled()
+        assert [bot.contents(channel) for channel in channels] == [["Yes."]] * len(channels)
+        assert admitted_when_asked[0] < len(channels) // 2
+    finally:
+        await bot.stop()
+        await model.close()
 
 
 @pytest.mark.slow  # sixty answers at the token's pace

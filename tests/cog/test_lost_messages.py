@@ -62,11 +62,11 @@ async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> Asyn
         yield
 
 
-def store_waiters(nc: NextcordBot) -> list[Any]:
-    """Who waits for the cog's store: the hand-off first, then whatever came after it."""
+def store_waiters(nc: NextcordBot) -> int:
+    """How many wait for the cog's store: the hand-off, then whatever came after it."""
     store = nc.service._database
     assert isinstance(store, SqliteDatabase)
-    return list(store._lock._waiters or ())
+    return store._lock.waiting
 
 
 # -- 14: /kill while a finished turn hands the channel on ---------------------------------------
@@ -77,9 +77,9 @@ async def test_a_kill_during_the_hand_off_stops_the_queued_message_before_any_mo
 ) -> None:
     nc = await open_bot()
     async with first_turn_handing_off(nc, llm_server):
-        waiting = len(store_waiters(nc))  # the hand-off (and maybe the turn's progress)
+        waiting = store_waiters(nc)  # the hand-off (and maybe the turn's progress)
         kill = asyncio.create_task(nc.kill())  # /kill lands behind the hand-off
-        await until(lambda: len(store_waiters(nc)) > waiting)
+        await until(lambda: store_waiters(nc) > waiting)
     reply = await kill
     await nc.settled()
     assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
@@ -93,9 +93,9 @@ async def test_a_queued_message_stopped_before_it_starts_shows_no_typing(
     nc = await open_bot()
     async with first_turn_handing_off(nc, llm_server):
         typed = nc.discord.typing  # the first turn's typing has stopped
-        waiting = len(store_waiters(nc))
+        waiting = store_waiters(nc)
         kill = asyncio.create_task(nc.kill())
-        await until(lambda: len(store_waiters(nc)) > waiting)
+        await until(lambda: store_waiters(nc) > waiting)
     await kill
     await nc.settled()
     assert nc.discord.contents() == ["First answer."]

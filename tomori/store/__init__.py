@@ -2,6 +2,7 @@
 
 - `base.py`       the `Database` and `Transaction` protocols (SQL both engines accept)
 - `sqlite.py`     SQLite: one file, WAL, a busy timeout; the embedded default
+- `first_come.py` the SQLite connection's lock: the earliest message's statements go first
 - `postgres.py`   PostgreSQL: an asyncpg pool, advisory locks per channel, the server's clock
 - `migrations.py` the numbered schema files, one folder per engine, applied once each
 - `connect.py`    `open_database`: the database the settings name, migrated

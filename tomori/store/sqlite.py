@@ -2,10 +2,11 @@
 
 One aiosqlite connection per registry, in WAL mode (readers never wait for the writer) with a
 busy timeout (two processes on one file wait for each other instead of failing; a write that
-must not be lost retries past it, see `tomori.store.retry`). Statements of one transaction must not
-interleave with another coroutine's statements on the same connection, so every use goes
-through one `asyncio.Lock`. Every transaction takes the file's write lock at once (BEGIN
-IMMEDIATE), which serialises them all, whatever their key; the clock is this machine's.
+must not be lost retries past it, see `tomori.store.retry`). Statements of one transaction must
+not interleave with another coroutine's statements on the same connection, so every use goes
+through one lock, which serves the earliest message's work first (`tomori.store.first_come`).
+Every transaction takes the file's write lock at once (BEGIN IMMEDIATE), which serialises them
+all, whatever their key; the clock is this machine's.
 
 A caller cancelled while it awaits a statement (a bot being stopped cancels what it is doing)
 does not stop the statement: it still runs in the connection's thread. A BEGIN that gets the
@@ -32,6 +33,7 @@ from pathlib import Path
 import aiosqlite
 
 from tomori.store.base import MigrationError, Params, Row, StoreError
+from tomori.store.first_come import FirstComeLock
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
 
 log = logging.getLogger(__name__)
@@ -72,7 +74,7 @@ class SqliteDatabase:
     def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
         self._connection = connection
         self._path = path
-        self._lock = asyncio.Lock()
+        self._lock = FirstComeLock()
         self._settling: set[asyncio.Task[None]] = set()
 
     @property
@@ -176,8 +178,8 @@ class SqliteDatabase:
         It takes no database lock, so it returns even while another process keeps SQLite busy
         (unless a cancelled BEGIN still waits for it: that one is waited out first).
         """
-        async with self._lock:
-            pass
+        await self._lock.acquire(after_waiting=True)
+        self._lock.release()
 
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[SqliteTransaction]:
