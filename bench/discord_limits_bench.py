@@ -25,6 +25,10 @@ limit: the bound is printed, and the time the last answer was complete against t
 the bound and the model's time. Tighter, and as physical: an answer's last text exists only once
 its model has finished (all at once here, after 6 s), and the N last texts need N/50 s of the
 global limit after that; the floor max(2N/50, 6 + N/50) s is printed too.
+
+`--llmcord PATH` runs llmcord's bot (one process, discord.py, its default embeds) from a
+checkout at PATH through the same harness at each `--channels` (bench/llmcord_worker.py); the
+bench fetches nothing, and without the path that row is skipped.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from tests.support.rest_bots import declare_world, rest_server
 from tests.support.world import BOT_ID
 
 HERE = Path(__file__).resolve().parent
+WORKER = "discord_limits_worker.py"
+LLMCORD_WORKER = "llmcord_worker.py"
 MODEL_SECONDS = 6.0
 CHUNKS = 120
 PARAGRAPHS = 6
@@ -122,7 +128,9 @@ async def one_run(
     llm_url: str,
     start: str = "new",
     memory_channels: int | None = None,
+    llmcord: str | None = None,
 ) -> dict[str, Any]:
+    """One run; with `llmcord` (a checkout's path), llmcord's bot instead of the cog's."""
     channels = [FIRST_CHANNEL + n for n in range(channels_n)]
     server: DiscordRestServer = rest_server()
     await server.start()
@@ -144,13 +152,14 @@ async def one_run(
                     "start": start,
                     **({} if memory_channels is None else {"memory_channels": memory_channels}),
                     "processes": processes,
+                    **({} if llmcord is None else {"llmcord": llmcord}),
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
                 logs.append(log)
                 workers.append(
                     await asyncio.create_subprocess_exec(
                         sys.executable,
-                        str(HERE / "discord_limits_worker.py"),
+                        str(HERE / (WORKER if llmcord is None else LLMCORD_WORKER)),
                         json.dumps(config),
                         stdin=asyncio.subprocess.PIPE,
                         stdout=asyncio.subprocess.PIPE,
@@ -169,6 +178,12 @@ async def one_run(
                 assert worker.stdin is not None
                 worker.stdin.write(b"go\n")
                 await worker.stdin.drain()
+            if llmcord is not None:  # llmcord cannot say it is idle: stop it once all is shown
+                await _all_answered(server, channels, began + deadline)
+                for worker in workers:
+                    assert worker.stdin is not None
+                    worker.stdin.write(b"stop\n")
+                    await worker.stdin.drain()
             reports = []
             for worker in workers:
                 assert worker.stdout is not None
@@ -184,6 +199,34 @@ async def one_run(
             log.close()
         await server.close()
     return figures(server, channels, began, ended, reports, logins, before)
+
+
+async def _all_answered(server: DiscordRestServer, channels: list[int], until: float) -> None:
+    """Return once every channel shows the whole answer, or at `until`."""
+    expected = _squeezed(ANSWER)
+    while time.monotonic() < until:
+        if all(_squeezed(shown_answer(server, channel)) == expected for channel in channels):
+            return
+        await asyncio.sleep(0.1)
+
+
+def _answers(server: DiscordRestServer, channel: int) -> list[Any]:
+    """The bot's messages in `channel` after its last question that show any text."""
+    shown = server.messages(channel)
+    asked = [n for n, m in enumerate(shown) if m.author_id != BOT_ID]
+    if not asked:  # (not asked yet)
+        return []
+    return [m for m in shown[asked[-1] + 1 :] if m.author_id == BOT_ID and _text(m)]
+
+
+def _text(message: Any) -> str:
+    """What a message shows: its content, or its embeds' descriptions (llmcord's answers)."""
+    embeds = message.payload.get("embeds") or []
+    return message.content or "".join(embed.get("description") or "" for embed in embeds)
+
+
+def shown_answer(server: DiscordRestServer, channel: int) -> str:
+    return "".join(_text(m) for m in _answers(server, channel))
 
 
 def _tail(logs: list[Any]) -> str:
@@ -208,14 +251,13 @@ def figures(
     completion: list[float] = []
     complete = partial = lost = 0
     for channel in channels:
-        shown = server.messages(channel)
-        asked = [m for m in shown if m.author_id != BOT_ID][-1]  # (after any earlier chat)
-        answers = [m for m in shown if m.author_id == BOT_ID and m.content]
+        asked = [m for m in server.messages(channel) if m.author_id != BOT_ID][-1]
+        answers = _answers(server, channel)
         if not answers:
             lost += 1
             continue
         first_text.append(min(m.created_at for m in answers) - asked.created_at)
-        if _squeezed("".join(m.content for m in answers)) == expected:
+        if _squeezed(shown_answer(server, channel)) == expected:
             complete += 1
             completion.append(max(m.changed_at for m in answers) - asked.created_at)
         else:
@@ -324,6 +366,20 @@ async def main(args: argparse.Namespace) -> None:
                             print(report(library, mode, processes, run, start), flush=True)
                             if args.json:
                                 print(json.dumps({"library": library, "mode": mode, **run}))
+        if args.llmcord is not None:
+            for n in args.channels:
+                run = await one_run(
+                    "discordpy",
+                    "llmcord",
+                    n,
+                    1,
+                    args.deadline,
+                    f"http://127.0.0.1:{port}",
+                    llmcord=str(args.llmcord.resolve()),
+                )
+                print(report("llmcord (discord.py)", "embeds", 1, run, "new"), flush=True)
+                if args.json:
+                    print(json.dumps({"library": "llmcord", "mode": "embeds", **run}))
     finally:
         llm.stdin.close()
         await llm.wait()
@@ -352,6 +408,13 @@ def arguments() -> argparse.Namespace:
         "--memory-channels",
         type=int,
         help="TOMORI_HISTORY_MEMORY_CHANNELS of the bots (default: the setting's default)",
+    )
+    parser.add_argument(
+        "--llmcord",
+        type=Path,
+        help="an llmcord checkout (the folder holding llmcord.py): also run llmcord's bot, "
+        "one process, at each --channels (it needs PyYAML, python-dotenv and httpx); "
+        "without it, that row is skipped",
     )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()

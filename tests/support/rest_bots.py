@@ -280,10 +280,19 @@ async def logged_in(library: Library, token: str, channel_ids: Sequence[int] = C
     bot: Any
     if library == "nextcord":
         bot = nextcord.ext.commands.Bot(intents=_intents(library))
+    else:
+        bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=_intents(library))
+    await log_in(bot, library, token, channel_ids)
+    return bot
+
+
+async def log_in(bot: Any, library: Library, token: str, channel_ids: Sequence[int]) -> None:
+    """Log `bot` (a client of `library`, built by the caller) in with `token`, as `logged_in`
+    does: for a bot someone else builds, llmcord's in the bench."""
+    if library == "nextcord":
         data = await bot.http.static_login(f"Bot {token}")
         user_type: Any = nextcord.ClientUser
     else:
-        bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=_intents(library))
         await bot._async_setup_hook()  # what `login` does first: the loop, the tree
         data = await bot.http.static_login(token)
         user_type = discord.ClientUser
@@ -291,7 +300,6 @@ async def logged_in(library: Library, token: str, channel_ids: Sequence[int] = C
     state.user = user_type(state=state, data=data)
     state.application_id = BOT_ID  # READY would tell it
     state._add_guild_from_data(guild_payload(tuple(channel_ids)))
-    return bot
 
 
 async def start_rest_bot(
