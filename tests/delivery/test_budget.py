@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tomori.delivery.budget import ChannelPace, RequestBudget
+from tomori.delivery.budget import BACKLOG_QUIET_S, ChannelPace, RequestBudget
 from tomori.delivery.port import Urgency
 
 
@@ -39,7 +39,34 @@ async def test_the_most_urgent_waiting_request_leaves_first() -> None:
         ]:
             group.create_task(request(name, urgency))
             await asyncio.sleep(0)
-    assert left == ["first", "last", "history", "edit", "typing"]
+    assert left == ["history", "first", "last", "edit", "typing"]
+
+
+async def test_after_a_backlog_intermediate_requests_wait_while_the_last_texts_go() -> None:
+    """Twenty first texts at once make a backlog (the last waits 0.19 s): an edit asked for
+    after it waits `BACKLOG_QUIET_S`, while an answer's last text asked for with it goes."""
+    budget = RequestBudget(rate_per_s=100, burst=1)
+    async with asyncio.TaskGroup() as group:
+        for _ in range(20):
+            group.create_task(budget.take(Urgency.FIRST))
+    started = time.monotonic()
+    edit = asyncio.create_task(budget.take(Urgency.MORE))
+    await budget.take(Urgency.LAST)
+    assert time.monotonic() - started < 0.1
+    await edit
+    assert time.monotonic() - started >= BACKLOG_QUIET_S - 0.05
+    budget.close()
+
+
+async def test_without_a_backlog_an_intermediate_request_goes_at_once() -> None:
+    budget = RequestBudget(rate_per_s=100, burst=1)
+    for _ in range(5):  # a request every 20 ms: each waits at most one slot, 10 ms
+        await budget.take(Urgency.FIRST)
+        await asyncio.sleep(0.02)
+    started = time.monotonic()
+    await budget.take(Urgency.MORE)
+    assert time.monotonic() - started < 0.05
+    budget.close()
 
 
 async def test_a_process_takes_its_share_of_the_token() -> None:
