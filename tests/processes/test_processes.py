@@ -171,9 +171,15 @@ async def test_two_processes_on_one_database_answer_a_flood_one_turn_at_a_time(
     llm_server: LLMServer,
     processes: list[BotProcess],
 ) -> None:
+    """Twelve answers in one channel would wait out its Discord bucket twice (10 s) at the
+    real pace; the pace is not what this checks, so the bots keep a 0.5 s window."""
     flood = [question(f"flood {n}") for n in range(12)]
     llm_server.script(*[answer(f"Reply {n}.", gap=0.01) for n in range(12)])
-    bots = [await BotProcess.start(database, llm_server, tmp_path) for _ in range(2)]
+    quick_pace = {"TESTS_CHANNEL_WINDOW_S": "0.5"}
+    bots = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=quick_pace)
+        for _ in range(2)
+    ]
     processes.extend(bots)
     for payload in flood:
         for bot in bots:

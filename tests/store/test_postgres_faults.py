@@ -39,6 +39,7 @@ from tests.support.turns import HeldTurns, TurnBody, streaming
 from tests.support.waiting import until
 from tomori.delivery.notices import GENERATION_ERROR
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.store import postgres as postgres_store
 from tomori.store import retry
 
 pytestmark = pytest.mark.slow  # a real server stopped, frozen and cut off
@@ -329,11 +330,14 @@ async def test_a_server_gone_silent_fails_new_messages_in_time_instead_of_hangin
     llm_server: LLMServer,
     pg_server: PostgresServer,
     pg_database: DatabaseUnderTest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A host that stops answering (no refusal, no reset: a frozen server, a dead route) must
     not hold the bot forever: the answer streaming finishes, a message sent meanwhile gets the
     error notice once it could no longer be answered in time, and once the server answers
-    again the channel works."""
+    again the channel works. The statement timeout is shortened from its 15 s: what is under
+    test is that a silent server is given up on, not after how long."""
+    monkeypatch.setattr(postgres_store, "COMMAND_TIMEOUT_S", 4.0)
     nc = await open_bot(channel_lock_timeout_ms=2_000, queue_max_age_ms=3_000)
     llm_server.script(answer(ANSWERS[0], pieces=10, gap=0.1), answer("After the silence."))
     nc.say(f"{nc.mention()} one")

@@ -13,6 +13,10 @@ SEEDS_JSON is a file of message payloads Discord already holds, stored before th
 
 Reads JSON lines: {"seed": payload} stores a message as Discord would have it; {"say": payload}
 also delivers it through the gateway path; {"kill": channel_id} runs /kill in that channel.
+With TESTS_CHANNEL_WINDOW_S set, the cog keeps each channel to Discord's writes per that many
+seconds instead of its real window: for a test whose subject is not the pace (a turn at a
+time, not how fast a channel may be written to) and that must not wait out Discord's buckets.
+
 Writes JSON lines: {"ready": true} once serving, {"sent": content, "reply_to": id or null,
 "channel": id} for every message the bot posts, {"kill_reply": title} for the answer to a
 /kill, and {"closed": true} once a stop signal has closed it.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,8 @@ from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
+from tomori.delivery.budget import CHANNEL_WRITES, ChannelPace
+from tomori_cog import pacing
 
 
 class _Setattr:
@@ -42,7 +49,21 @@ def emit(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def quicken_channel_pace(window_s: float) -> None:
+    """Have the cog pace each channel's writes by `window_s` instead of Discord's window
+    (webhooks keep theirs)."""
+
+    def channel_pace(limit: int = CHANNEL_WRITES, *args: Any, **kwargs: Any) -> ChannelPace:
+        if not args and not kwargs:
+            return ChannelPace(limit, window_s)
+        return ChannelPace(limit, *args, **kwargs)
+
+    setattr(pacing, "ChannelPace", channel_pace)  # noqa: B010 (the name is not its export)
+
+
 async def main(base_url: str, known: list[dict[str, Any]]) -> None:
+    if window := os.environ.get("TESTS_CHANNEL_WINDOW_S"):
+        quicken_channel_pace(float(window))
     chain = ModelChain.from_env(
         {"TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"{base_url}/v1"}
     )
