@@ -66,9 +66,10 @@ from tomori.store.first_come import arrived
 from tomori_cog.channel_config import ChannelConfig, TurnConfig
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, find_channel, keep_typing
 from tomori_cog.library import Library
-from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
+from tomori_cog.listener.gate import AdmissionGate, Asker, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
-from tomori_cog.listener.reply_rule import Addressed, Asked, ReplyRule, from_bot, personas_of
+from tomori_cog.listener.proxies import Proxies
+from tomori_cog.listener.reply_rule import Addressed, Asked, ReplyRule, personas_of
 from tomori_cog.manual import Asking, Manual, latest_message
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import TurnAttachments
@@ -131,6 +132,8 @@ class TomoriService:
         )
         self._gate = AdmissionGate(library, settings, self.pacing)
         self._live_messages = LiveMessages(seconds(settings.queue_max_age_ms))
+        self.proxies: Proxies[Asked] = Proxies(bot, library, settings)
+        """Proxied members' messages: the originals waiting out their grace, the reposts."""
         self._sharing: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._started = False
@@ -177,6 +180,7 @@ class TomoriService:
         """Stop every turn, release its lock, close the providers and the database."""
         async with self._start_lock:
             self._closed = True
+            self.proxies.close()
             await self._release_resources()
 
     async def _release_resources(self) -> None:
@@ -244,13 +248,40 @@ class TomoriService:
         arrived(received_at)  # the database serves this message's work before later ones'
         self.memory.seen(message)  # before any await: memory sees a channel's messages in order
         self._gate.heard(message)
-        if not from_bot(message):
-            self._drawn_in.human_spoke(str(message.channel.id))
-            if await self._stopped_by(message):
-                return
-        addressed = await self._reply_rule.addressed(message)
+        if self.proxies.is_repost(message):
+            claimed = await self.proxies.claim(message)
+            if claimed is not None:
+                original, asked = claimed
+                asker = Asker(original.author_id, human=True)
+                await self._admit(message, asked, asker, received_at)
+            return
+        asker = Asker.author_of(message)
+        waits = asker.human and self.proxies.arrived(message)
+        try:
+            addressed = await self._asked_by(message, asker)
+        except BaseException:
+            if waits:
+                self.proxies.forget(message)
+            raise
+        if waits and await self.proxies.reposted(message, addressed):
+            return  # a proxy took it (its repost is answered instead), or it asks for nothing
         if addressed is None:
             return
+        await self._admit(message, addressed, asker, received_at)
+
+    async def _asked_by(self, message: Any, asker: Asker) -> Asked | None:
+        """How the message asks for a reply; None if it asks for none (a stop word that
+        stopped an answer among them)."""
+        if asker.human:
+            self._drawn_in.human_spoke(str(message.channel.id))
+            if await self._stopped_by(message):
+                return None
+        return await self._reply_rule.addressed(message)
+
+    async def _admit(
+        self, message: Any, addressed: Asked, asker: Asker, received_at: float
+    ) -> None:
+        """Queue the message's turn (or start it) for `asker`, if the gate lets it on."""
         locks = await self.ensure_started()
         surface_errors = addressed.surfaces_errors
         follows: str | None = None
@@ -259,15 +290,15 @@ class TomoriService:
             # Read with the limits, in arrival order: an await outside it would let a later
             # message of the channel overtake this one on its way to the lock store.
             nonlocal follows
-            follows = await self._follow_up_key(message, addressed)
+            follows = await self._follow_up_key(message, asker, addressed)
             return await self._limits_for(guild_id)
 
-        if not await self._gate.admits_in_order(message, surface_errors, limits_for):
+        if not await self._gate.admits_in_order(message, asker, surface_errors, limits_for):
             return  # else no await before submit: see admits_in_order
         trigger = Trigger(
             channel_id=str(message.channel.id),
             message_id=str(message.id),
-            requester_id=str(message.author.id),
+            requester_id=str(asker.user_id),
             payload=addressed.payload(),
             received_at=received_at,
             follow_up_key=follows,
@@ -293,16 +324,22 @@ class TomoriService:
         locks = await self.ensure_started()
         return await locks.stop_for(str(message.channel.id), str(message.author.id))
 
-    async def _follow_up_key(self, message: Any, asked: Asked) -> str | None:
+    async def _follow_up_key(self, message: Any, asker: Asker, asked: Asked) -> str | None:
         """Whom the message is addressed to, for follow-ups (None: it neither is one nor
         takes any): a person's message, where follow-ups are on (`/tomori followups`)."""
-        if from_bot(message) or not await self.config.follow_ups(guild_id_of(message)):
+        if not asker.human or not await self.config.follow_ups(guild_id_of(message)):
             return None
         return follow_up_key(asked.personas)
 
     def messages_changed(self, message_ids: Iterable[int]) -> None:
         """Messages were edited or deleted (the cogs' raw listeners): a queued trigger among
         them is answered as it is when its turn starts, and a deleted one not at all."""
+        self._live_messages.changed(message_ids)
+
+    def messages_deleted(self, message_ids: Iterable[int]) -> None:
+        """Messages were deleted (the cogs' raw listeners): as `messages_changed`, and one
+        waiting for a proxy's repost is not answered (its repost may be)."""
+        self.proxies.waiting.deleted(message_ids)
         self._live_messages.changed(message_ids)
 
     async def _tell_expired(self, trigger: Trigger) -> None:
@@ -379,7 +416,10 @@ class TomoriService:
                     if limits.daily_tokens > 0 and self.metrics is not None:
                         # the turn before this one recorded its tokens: count them first
                         await until_stopped(guard, self.metrics.flushed())
-                    if not await self._gate.may_start(channel, message, surface_errors, limits):
+                    requester = turn.trigger.requester_id or str(message.author.id)
+                    if not await self._gate.may_start(
+                        channel, message, requester, surface_errors, limits
+                    ):
                         return
                 assert self._locks is not None  # turns run only while the locks are open
                 waiting = await self._locks.queued_message_ids(turn.channel_id)

@@ -26,12 +26,14 @@ from tests.support.nextcord_fake import (
     CHANNEL_ID,
     CHANNEL_IDS,
     message_payload,
+    snowflake,
     user_payload,
 )
 from tests.support.paths import REPO
 from tests.support.scripts import answer, silent, stalled_after
 from tomori.delivery.notices import KILL_STOPPED
 from tomori.locks.postgres import SAFETY_READ_S
+from tomori.policy.proxies import KNOWN_PROXIES
 
 pytestmark = pytest.mark.slow  # whole bot processes
 
@@ -39,6 +41,7 @@ QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50", "TOMORI_FOLLOW_UPS": "0"}
 """Quick settles; and each message its own turn (one user floods the channel here, which
 follow-ups would fold into fewer answers)."""
 _seed_files = count()
+PLURALKIT = next(iter(KNOWN_PROXIES))
 
 
 class BotProcess:
@@ -441,3 +444,54 @@ async def test_a_follow_up_sent_to_the_other_process_stops_the_answer_and_gets_o
         "In 3.12, f-strings...",
     ]
     assert other.sent == []
+
+
+async def test_a_proxied_message_queued_by_the_other_process_gets_one_answer_for_the_member(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    llm_server.script(answer("First answer.", pieces=4, gap=0.3), answer("Hello, Luna."))
+    grace = {"TOMORI_PROXY_GRACE_MS": "1000"}
+    owner, other = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=grace) for _ in range(2)
+    ]
+    processes.extend((owner, other))
+    owner.send(say=question("a long one"))
+    await llm_server.request_arrived.wait()  # the owner's turn holds the channel
+
+    other.send(join=PLURALKIT)
+    original = question("hi, I am Luna")
+    original["content"] = "lu: " + original["content"]
+    other.send(say=original)
+    webhook = user_payload(snowflake(), "Luna", bot=True)
+    repost = {
+        **message_payload(
+            CHANNEL_ID,
+            webhook,
+            f"<@{BOT_ID}> hi, I am Luna",
+            mentions=[user_payload(BOT_ID, "Tomori", bot=True)],
+        ),
+        "webhook_id": webhook["id"],
+        "application_id": str(PLURALKIT),
+    }
+    await asyncio.sleep(0.1)  # the proxy takes a moment
+    owner.send(seed=repost)  # Discord holds it for both; the gateway gave it to the other
+    other.send(say=repost)
+    other.send(delete=original)
+
+    async with asyncio.timeout(15):
+        while len(owner.sent) + len(other.sent) < 2:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        while await database.rows("SELECT channel_id FROM channel_locks"):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    answers = sorted(owner.sent + other.sent, key=lambda event: event["seen_at"])
+    assert [(event["sent"], event["reply_to"]) for event in answers] == [
+        ("First answer.", None),
+        ("Hello, Luna.", int(repost["id"])),  # queued: a reply to the member's repost
+    ]
+    assert len(llm_server.requests) == 2
+    asked = str(llm_server.requests[1].body)
+    assert "Luna: @Tomori hi, I am Luna" in asked
+    assert "lu: " not in asked

@@ -12,7 +12,9 @@ SEEDS_JSON is a file of message payloads Discord already holds, stored before th
 (a restarted bot replays queued triggers at once and reads their messages).
 
 Reads JSON lines: {"seed": payload} stores a message as Discord would have it; {"say": payload}
-also delivers it through the gateway path; {"kill": channel_id} runs /kill in that channel.
+also delivers it through the gateway path; {"delete": payload} deletes that message (and the
+gateway says so); {"join": user_id} has that bot user join the guild; {"kill": channel_id}
+runs /kill in that channel.
 With TESTS_CHANNEL_WINDOW_S set, the cog keeps each channel to Discord's writes per that many
 seconds instead of its real window: for a test whose subject is not the pace (a turn at a
 time, not how fast a channel may be written to) and that must not wait out Discord's buckets.
@@ -32,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.bot_script import bot_script
-from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot
+from tests.support.nextcord_fake import NextcordBot, member_payload, start_nextcord_bot
+from tests.support.world import GUILD_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.delivery.budget import CHANNEL_WRITES, ChannelPace
@@ -106,8 +109,14 @@ async def obey(nc: NextcordBot) -> None:
         for key in ("seed", "say"):
             if key in command:
                 nc.discord.add(int(command[key]["channel_id"]), command[key])
+        state = nc.bot._connection
         if "say" in command:
-            nc.bot._connection.parse_message_create(command["say"])
+            state.parsers["MESSAGE_CREATE"](command["say"])  # as the gateway hands it over
+        if "delete" in command:
+            nc.discord.delete(int(command["delete"]["channel_id"]), int(command["delete"]["id"]))
+        if "join" in command:
+            member = member_payload(int(command["join"]), "proxybot", bot=True)
+            state.parsers["GUILD_MEMBER_ADD"]({**member, "guild_id": str(GUILD_ID)})
         if "kill" in command:
             reply = await nc.kill(channel=int(command["kill"]))
             emit({"kill_reply": reply["data"]["embeds"][0]["title"]})

@@ -373,6 +373,10 @@ class DiscordRestServer:
         content = str(payload.get("content") or "")
         self._messages[channel_id].append(ChannelMessage(json.dumps(payload), None, [content]))
 
+    def remove_message(self, channel_id: int, message_id: int) -> None:
+        """Someone deleted the message: gone from its channel's history."""
+        self._messages[channel_id].remove(self._find(channel_id, message_id))
+
     def refuse_sends(
         self,
         channel_id: int,

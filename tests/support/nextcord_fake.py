@@ -344,7 +344,7 @@ class NextcordBot:
         payload.update(extra or {})
         payload["member"] = {k: v for k, v in member_payload(author, name).items() if k != "user"}
         self.discord.add(channel, payload)
-        self.bot._connection.parse_message_create(copy.deepcopy(payload))
+        self.bot._connection.parsers["MESSAGE_CREATE"](copy.deepcopy(payload))
         return payload
 
     async def settled(self, channels: tuple[int, ...] = CHANNEL_IDS) -> None:

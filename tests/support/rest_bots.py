@@ -84,6 +84,40 @@ class RestBot:
         arrive(self.bot, payload)
         return int(payload["id"])
 
+    def delete(self, message_id: int, *, channel: int = CHANNEL_ID) -> None:
+        """The message is deleted: gone from the server, and the library receives the
+        gateway's MESSAGE_DELETE."""
+        self.server.remove_message(channel, message_id)
+        event = {"id": str(message_id), "channel_id": str(channel), "guild_id": str(GUILD_ID)}
+        self.bot._connection.parsers["MESSAGE_DELETE"](event)
+
+    def joins(self, user_id: int, name: str) -> None:
+        """A bot user (a proxy bot, say) joins the guild: GUILD_MEMBER_ADD."""
+        member = member_payload(user_id, name, bot=True)
+        self.bot._connection.parsers["GUILD_MEMBER_ADD"]({**member, "guild_id": str(GUILD_ID)})
+
+    def repost(
+        self, content: str, *, name: str, application_id: int, channel: int = CHANNEL_ID
+    ) -> int:
+        """A proxy bot (the application `application_id`) posts `content` through its webhook
+        in `channel`, under `name`, as it reposts a member's message. Returns its ID."""
+        webhook_id = new_snowflake()
+        payload = {
+            **user_message(content, channel=channel),
+            "author": {
+                "id": str(webhook_id),
+                "username": name,
+                "discriminator": "0000",
+                "avatar": None,
+                "bot": True,
+            },
+            "webhook_id": str(webhook_id),
+            "application_id": str(application_id),
+        }
+        self.server.add_message(payload)
+        self.bot._connection.parsers["MESSAGE_CREATE"](copy.deepcopy(payload))
+        return int(payload["id"])
+
     async def kill(
         self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
     ) -> dict[str, Any]:
@@ -237,11 +271,12 @@ def user_message(
 
 def arrive(bot: Any, message: dict[str, Any]) -> None:
     """`message` (a `user_message`) reaches the bot as the gateway's MESSAGE_CREATE, with the
-    author's member object as a guild message carries it."""
+    author's member object as a guild message carries it, through the parser the gateway
+    calls."""
     author = message["author"]
     member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
     event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
-    bot._connection.parse_message_create(event)
+    bot._connection.parsers["MESSAGE_CREATE"](event)
 
 
 async def events_handled(bot: Any, library: Library) -> None:

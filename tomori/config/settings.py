@@ -24,6 +24,7 @@ from tomori.config.mcp_servers import mcp_config_file
 from tomori.config.parsers import (
     DAY_MS,
     HOUR_MS,
+    SNOWFLAKE,
     WEEK_MS,
     ConfigError,
     IntegerParser,
@@ -154,6 +155,18 @@ def _stop_words(name: str, raw: str) -> frozenset[str]:
             name, raw, f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated"
         )
     return frozenset(pieces)
+
+
+def _application_ids(name: str, raw: str) -> frozenset[int]:
+    pieces = [piece.strip() for piece in raw.split(",") if piece.strip()]
+    try:
+        return frozenset(SNOWFLAKE(name, piece) for piece in pieces)
+    except ConfigError:
+        raise refuse(
+            name,
+            raw,
+            f"application IDs (numbers from 1 to {SNOWFLAKE.maximum}) separated by commas",
+        ) from None
 
 
 def _plain_form(value: object, parsed: object) -> bool:
@@ -314,6 +327,22 @@ class Settings:
         flag,
         "1: a new message of the user being answered stops the answer, and the next one "
         "covers it; 0: it queues (a server sets its own with /tomori)",
+    )
+    proxy_grace_ms: int = setting(
+        "TOMORI_PROXY_GRACE_MS",
+        1_500,
+        integer(0, maximum=10_000),
+        "in a server where a proxy bot (PluralKit, Tupperbox, TOMORI_PROXY_BOTS) is present, "
+        "how long a person's message waits before it is answered: one the proxy deletes and "
+        "reposts in that time is answered once, as its repost, for its author; elsewhere "
+        "nothing waits; 0 for no wait (a proxied message is then answered as the original)",
+    )
+    proxy_bots: frozenset[int] = setting(
+        "TOMORI_PROXY_BOTS",
+        frozenset(),
+        _application_ids,
+        "application IDs of proxy bots besides PluralKit and Tupperbox, comma separated: their "
+        "webhooks' reposts are answered as the member's message",
     )
     system_prompt: str = setting(
         "TOMORI_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT, text, "the system prompt, sent first"

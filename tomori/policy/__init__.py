@@ -13,6 +13,8 @@
 - `scenes.py`         `/scene`: a scripted exchange of 2-3 personas, checked, carried in the
                       lock's trigger, and what each persona is told before its line
 - `interruptions.py`  a user's stop word, and which of their messages is a follow-up
+- `proxies.py`        proxied members: the known proxy bots, which repost is which member's
+                      message, and the grace a message waits in a proxy's server
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 """

@@ -68,14 +68,14 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         @commands.Cog.listener()
         async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
             gateway.message_deleted(self.service.memory, payload)
-            self.service.messages_changed((payload.message_id,))
+            self.service.messages_deleted((payload.message_id,))
 
         @commands.Cog.listener()
         async def on_raw_bulk_message_delete(
             self, payload: discord.RawBulkMessageDeleteEvent
         ) -> None:
             gateway.messages_deleted(self.service.memory, payload)
-            self.service.messages_changed(payload.message_ids)
+            self.service.messages_deleted(payload.message_ids)
 
         @commands.Cog.listener()
         async def on_disconnect(self) -> None:

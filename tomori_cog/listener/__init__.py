@@ -4,6 +4,8 @@
 - `gate.py`           the limits, in order, before any model is asked
 - `deliverability.py` whether the bot can post in a channel; channels that refused a send
 - `live_messages.py`  trigger messages kept from their admission until their turn reads them
+- `proxies.py`        proxied members (PluralKit, Tupperbox): their reposts, where proxies are
+                      present, the originals waiting out their grace
 """
 
 __all__: list[str] = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tomori.config.settings import Settings
@@ -45,6 +46,19 @@ def limit_scope(guild: Any) -> str:
     return DIRECT_MESSAGES if guild is None else str(guild.id)
 
 
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """Whom a message counts as for the limits: its author, or, for a proxy's repost of a
+    member's message (`tomori_cog/listener/proxies.py`), that member, a person."""
+
+    user_id: int
+    human: bool
+
+    @classmethod
+    def author_of(cls, message: Any) -> Asker:
+        return cls(int(message.author.id), not from_bot(message))
+
+
 class AdmissionGate:
     def __init__(self, library: Library, settings: Settings, pacing: DiscordPacing) -> None:
         self._library = library
@@ -66,6 +80,7 @@ class AdmissionGate:
     async def admits_in_order(
         self,
         message: Any,
+        asker: Asker,
         surface_errors: bool,
         limits_for: Callable[[int | None], Awaitable[UserLimits]],
     ) -> bool:
@@ -75,15 +90,17 @@ class AdmissionGate:
         its place in the lock store's own arrival order before the next message is checked."""
         async with self._in_order.turn_of(str(message.channel.id)):
             limits = await limits_for(guild_id_of(message))
-            return await self.admits(message, surface_errors, limits)
+            return await self.admits(message, asker, surface_errors, limits)
 
-    async def admits(self, message: Any, surface_errors: bool, limits: UserLimits) -> bool:
-        """Whether the message may start a turn; its author is told why not where due."""
+    async def admits(
+        self, message: Any, asker: Asker, surface_errors: bool, limits: UserLimits
+    ) -> bool:
+        """Whether the message may start a turn; its asker is told why not where due."""
         channel = message.channel
         if not self.deliverability.allows(channel):
             return False
         channel_id = str(channel.id)
-        bot = from_bot(message)
+        bot = not asker.human
         if bot and not self._bot_turns.allows(channel_id):
             log.info(
                 "message %s in channel %s: bots started %d turns in a row there; not answered",
@@ -93,24 +110,26 @@ class AdmissionGate:
             )
             return False
         if limits.active:
-            refusal = await self._judged(message, limits, surface_errors, arriving=True)
+            user = str(asker.user_id)
+            refusal = await self._judged(message, user, limits, surface_errors, arriving=True)
             if refusal is not None:
-                await self._refused(message, refusal, surface_errors)
+                await self._refused(message, user, refusal, surface_errors)
                 return False
         if bot:
             self._bot_turns.started(channel_id)
         return True
 
     async def may_start(
-        self, channel: Any, message: Any, surface_errors: bool, limits: UserLimits
+        self, channel: Any, message: Any, user: str, surface_errors: bool, limits: UserLimits
     ) -> bool:
-        """Whether a turn about to start (maybe from the queue) may still ask a model."""
+        """Whether a turn about to start (maybe from the queue) may still ask a model; `user`
+        is its requester (for a proxy's repost, the member who wrote it)."""
         if not self.deliverability.allows(channel):
             return False
-        refusal = await self._judged(message, limits, surface_errors, arriving=False)
+        refusal = await self._judged(message, user, limits, surface_errors, arriving=False)
         if refusal is None:
             return True
-        await self._refused(message, refusal, surface_errors)
+        await self._refused(message, user, refusal, surface_errors)
         return False
 
     async def command_refusal(
@@ -131,10 +150,10 @@ class AdmissionGate:
             return None
 
     async def _judged(
-        self, message: Any, limits: UserLimits, tells: bool, *, arriving: bool
+        self, message: Any, user: str, limits: UserLimits, tells: bool, *, arriving: bool
     ) -> Refusal | None:
         assert self._store is not None  # opened at start-up
-        scope, user = limit_scope(message.guild), str(message.author.id)
+        scope = limit_scope(message.guild)
         if time.monotonic() < self._unreadable_until:
             log.debug("message %s is not held to the limits: they could not be read", message.id)
             return None
@@ -159,12 +178,14 @@ class AdmissionGate:
             )
             return None
 
-    async def _refused(self, message: Any, refusal: Refusal, surface_errors: bool) -> None:
+    async def _refused(
+        self, message: Any, user: str, refusal: Refusal, surface_errors: bool
+    ) -> None:
         log.info(
             "message %s in channel %s by %s: over the %s until %.0f; not answered%s",
             message.id,
             message.channel.id,
-            message.author.id,
+            user,
             refusal.limit,
             refusal.retry_at,
             ", told" if surface_errors and refusal.notify else "",

@@ -1,0 +1,111 @@
+"""Proxied members (PluralKit, Tupperbox) through the cog, on both libraries, against the faithful
+Discord REST server: a message a proxy deletes and reposts through its webhook is answered
+once, as the repost, for the member who wrote it; an ordinary message waits for nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot, RestBot, conversation
+from tests.support.scripts import answer
+from tests.support.world import CHANNEL_ID, Person
+from tomori.policy.proxies import KNOWN_PROXIES
+
+PLURALKIT, TUPPERBOX = KNOWN_PROXIES
+ANOTHER_PROXY = 7_000_000_000_000_000_007
+"""A proxy bot the bot's author added with TOMORI_PROXY_BOTS."""
+GRACE_MS = 600
+PROXY_TAKES_S = 0.1
+"""How long the proxy takes to repost a member's message (PluralKit's is a few hundred ms)."""
+
+
+async def started(
+    open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path, **settings: object
+) -> RestBot:
+    values: dict[str, object] = {
+        "proxy_grace_ms": GRACE_MS,
+        "proxy_bots": [ANOTHER_PROXY],
+        "user_cooldown_ms": 60_000,
+        **settings,
+    }
+    return await open_rest_bot(settings_for(tmp_path, **values), chain_for(llm))
+
+
+@pytest.mark.parametrize(
+    ("proxy", "deletes_first"),
+    [(PLURALKIT, False), (TUPPERBOX, True), (ANOTHER_PROXY, False)],
+    ids=["pluralkit-reposts-then-deletes", "tupperbox-deletes-then-reposts", "an-added-proxy"],
+)
+async def test_a_proxied_message_is_answered_once_as_its_repost_for_the_member(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    proxy: int,
+    deletes_first: bool,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.joins(proxy, "proxybot")
+    llm_server.script(answer("Hello, Luna."), answer("Not yet."))
+    original = bot.say(f"lu: hi {bot.mention()}, how are you?")
+    await asyncio.sleep(PROXY_TAKES_S)
+    if deletes_first:
+        bot.delete(original)
+    repost = bot.repost(f"hi {bot.mention()}, how are you?", name="Luna", application_id=proxy)
+    if not deletes_first:
+        bot.delete(original)
+    await bot.settled()
+    assert bot.contents() == ["Hello, Luna."]
+    assert len(llm_server.requests) == 1
+    # the channel shows the repost under the proxy's name; the deleted original is gone
+    assert conversation(llm_server.requests[0])[1:] == [("user", "Luna: hi @Tomori, how are you?")]
+    assert [m.id for m in bot.server.messages(CHANNEL_ID)][:1] == [repost]
+
+    again = bot.say(f"{bot.mention()} and now?")  # the member's cooldown began with the repost
+    await bot.settled()
+    assert len(llm_server.requests) == 1
+    assert [(m.embeds[0]["title"], m.reply_to) for m in bot.shown()[1:]] == [("Slow Down", again)]
+
+
+async def test_a_message_in_a_proxy_server_that_no_proxy_takes_is_answered_after_the_grace(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.joins(PLURALKIT, "PluralKit")
+    llm_server.script(answer("Hi Alice."))
+    said_at = time.monotonic()
+    bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    assert bot.contents() == ["Hi Alice."]
+    assert time.monotonic() - said_at >= GRACE_MS / 1000
+
+
+async def test_an_ordinary_message_is_answered_at_once_where_no_proxy_is_present(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, proxy_grace_ms=10_000)
+    llm_server.script(answer("Hi Bob."))
+    said_at = time.monotonic()
+    bot.say(f"{bot.mention()} hello", by=Person.BOB)
+    await bot.settled()
+    assert bot.contents() == ["Hi Bob."]
+    assert time.monotonic() - said_at < 2
+
+
+async def test_a_proxy_repost_of_a_message_not_asking_for_a_reply_is_not_answered(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, reply_to_bots=True)
+    bot.joins(PLURALKIT, "PluralKit")
+    original = bot.say("lu: just chatting")
+    await asyncio.sleep(PROXY_TAKES_S)
+    bot.repost("just chatting", name="Luna", application_id=PLURALKIT)
+    bot.delete(original)
+    await bot.settled()
+    assert bot.shown() == []
+    assert llm_server.requests == []
