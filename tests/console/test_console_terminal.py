@@ -85,14 +85,16 @@ async def test_lines_are_numbered_as_answers_refer_to_them_and_keys_wait_for_the
 ) -> None:
     """What is typed while an answer streams never cuts into it: a message sent meanwhile
     shows after the answer, with the number it took when sent (#3, between the answer's two
-    messages, as in a channel), and a draft comes back with the next prompt."""
+    messages, as in a channel), and a draft comes back with the next prompt. (Follow-ups are
+    off: on, the message sent meanwhile would cut the answer.)"""
     llm_server.script(
         answer("First paragraph.\n\nSecond, written slowly.", gap=0.3),
         answer("Second."),
         answer("Third."),
     )
     seen = [""]
-    async with console_in_terminal(bot_environment(llm_server, tmp_path)) as (process, terminal):
+    env = bot_environment(llm_server, tmp_path, TOMORI_FOLLOW_UPS="0")
+    async with console_in_terminal(env) as (process, terminal):
         await read_terminal(terminal, "you #1> ", seen)
         os.write(terminal, keys("one\n"))
         await read_terminal(terminal, "[tomori #2]\nFirst paragraph.", seen)

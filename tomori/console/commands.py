@@ -88,6 +88,7 @@ TOMORI_SUBCOMMANDS = {
     "sprite add": ("persona", "label", "avatar"),
     "sprite remove": ("persona", "label"),
     "scenes": ("enabled",),
+    "followups": ("enabled",),
     "prefill set": ("text", "scope"),
     "prefill reset": ("scope",),
 }
@@ -107,6 +108,7 @@ _SUBCOMMAND_USAGE = {
     "sprite add": "/tomori sprite add <persona> label:<label> avatar:<image URL>",
     "sprite remove": "/tomori sprite remove <persona> label:<label>",
     "scenes": "/tomori scenes on|off",
+    "followups": "/tomori followups on|off",
     "prefill set": "/tomori prefill set <text> [scope:server]",
     "prefill reset": "/tomori prefill reset [scope:server]",
 }
@@ -257,7 +259,8 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
     "sprite remove": lambda o: admin.remove_sprite(
         _required(o, "persona", "sprite remove"), _required(o, "label", "sprite remove")
     ),
-    "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""))),
+    "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""), "scenes")),
+    "followups": lambda o: admin.set_follow_ups(_on_or_off(o.get("enabled", ""), "followups")),
     "prefill set": lambda o: admin.set_prefill(
         _required(o, "text", "prefill set", "prefill_text"), o.get("scope", "channel")
     ),
@@ -265,8 +268,9 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
 }
 
 
-def _on_or_off(value: str) -> bool:
+def _on_or_off(value: str, subcommand: str) -> bool:
     word = value.strip().lower()
     if word not in ("on", "off", "true", "false"):
-        raise ConfigError(f"scenes are on or off, not {value!r}: {_SUBCOMMAND_USAGE['scenes']}")
+        usage = _SUBCOMMAND_USAGE[subcommand]
+        raise ConfigError(f"{subcommand} are on or off, not {value!r}: {usage}")
     return word in ("on", "true")

@@ -130,7 +130,7 @@ class ConsoleServer:
             autoreply=True,  # every line typed is a message to the bot
             cooldown_ms=self._settings.user_cooldown_ms,
             daily_tokens=self._settings.user_daily_tokens,
-            follow_ups=False,  # a line typed is never a follow-up: each is answered in turn
+            follow_ups=self._settings.follow_ups,
         )
 
     async def status(self, guild_id: str) -> ServerStatus:
@@ -208,6 +208,10 @@ class ConsoleServer:
         if missing:
             self._providers.update(ModelChain((), missing).build_providers())
         return TurnSetup(chain.entries, self._providers, prompt)
+
+    async def follow_ups(self) -> bool:
+        """Whether a message typed while an answer streams stops it (`/tomori followups`)."""
+        return (await self._resolved()).follow_ups.value
 
     async def scenes_allowed(self) -> bool:
         """Whether `/scene` runs (`/tomori scenes`, as a server's admins set it)."""

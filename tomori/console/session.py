@@ -1,9 +1,11 @@
 """`python bot.py --console`: the cog's own machinery answering in a terminal, no Discord needed.
 
-What runs is what runs in a channel: the settings, the store and its channel lock (so lines
-typed while an answer streams are queued and answered in order, each replying to its own
-line), the model chain with its fallbacks and timeouts, and the writer in the configured
-delivery mode, writing into a `ConsoleChannel` instead of a Discord channel.
+What runs is what runs in a channel: the settings, the store and its channel lock (so a line
+typed while an answer streams is a follow-up that stops it, or, past three in a row or with
+follow-ups off, is queued and answered in order, replying to its own line; a stop word stops
+the answer and clears the queue), the model chain with its fallbacks and timeouts, and the
+writer in the configured delivery mode, writing into a `ConsoleChannel` instead of a Discord
+channel. Piped lines are never follow-ups: a script is read at once, so each is answered.
 
 The store is a SQLite file of the session's own, in a temporary folder, never the bot's
 database: every process on a lock database takes over the channels a stopped process left
@@ -75,6 +77,7 @@ from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
+from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
 from tomori.policy.scenes import (
     SCENES_OFF,
@@ -120,10 +123,10 @@ class ConsoleSession:
         self._quit = asyncio.Event()
         self._kills: set[asyncio.Task[None]] = set()
         """Kills Ctrl+C started: each is awaited before the session closes."""
-        self._outstanding = 0
-        """Lines admitted whose answer has not ended: what Ctrl+C stops, if any."""
-        self._running = False
-        """A turn is in `_run_turn`: what a /kill leaves of `_outstanding`."""
+        self._outstanding: set[str] = set()
+        """The messages admitted whose answer has not ended: what Ctrl+C stops, if any."""
+        self._running: str | None = None
+        """The message whose turn is in `_run_turn`: what a /kill leaves of `_outstanding`."""
         self._killing = 0
         """Kills under way: the prompt waits for their notice."""
 
@@ -227,7 +230,9 @@ class ConsoleSession:
         text = trimmed(message)
         command = command_in(text)
         if command is None:
-            if text:
+            if is_stop_word(text, self._settings.stop_words):
+                await self._stop_word(locks, text, echo=echo)
+            elif text:
                 await self._submit(locks, as_message(text), echo=echo)
         elif command.kind is Kind.EXIT and not command.rest:
             return False
@@ -273,7 +278,22 @@ class ConsoleSession:
             return
         personas = addressed(await self._server.personas.of_server(SERVER), text)
         payload = {"personas": [p.key for p in personas]} if personas else {}
-        await self._queue(locks, message, payload)
+        follows = None
+        if self._live and await self._server.follow_ups():
+            follows = follow_up_key([p.key for p in personas])
+        await self._queue(locks, message, payload, follow_up_key=follows)
+
+    async def _stop_word(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
+        """A stop word (`TOMORI_STOP_WORDS`) stops the answer streaming and clears the queue,
+        as it does for the user being answered in a channel; with no answer under way it is
+        an ordinary message."""
+        if not await locks.stop_for(self._channel.channel_id, USER):
+            await self._submit(locks, as_message(text), echo=echo)
+            return
+        message = self._channel.post(text)
+        if echo or not self._live:
+            self._channel.echo(message)
+        await self._left_in_queue(locks)
 
     async def _scene(self, locks: ChannelLocks, text: str, rest: str, *, echo: bool) -> None:
         """`/scene`: checked as the slash command is, then queued as the channel's turn; the
@@ -304,18 +324,40 @@ class ConsoleSession:
             return
         await self._queue(locks, message, scene.payload())
 
-    async def _queue(self, locks: ChannelLocks, message: ConsoleMessage, payload: Any) -> None:
-        """The message's turn, started or queued behind the one running."""
+    async def _queue(
+        self,
+        locks: ChannelLocks,
+        message: ConsoleMessage,
+        payload: Any,
+        *,
+        follow_up_key: str | None = None,
+    ) -> None:
+        """The message's turn, started or queued behind the one running; a follow-up (see
+        `Trigger.follow_up_key`) stops the running one and takes the place of the follow-ups
+        queued before it."""
         message_id = self._channel.message_id(message)
-        trigger = Trigger(self._channel.channel_id, message_id, USER, payload)
-        self._outstanding += 1  # before: a turn that starts may end before submit returns
+        trigger = Trigger(
+            self._channel.channel_id, message_id, USER, payload, follow_up_key=follow_up_key
+        )
+        self._outstanding.add(message_id)  # before: a turn that starts may end before submit
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
-            self._outstanding = max(0, self._outstanding - 1)
+            self._outstanding.discard(message_id)
         if admission is Admission.IGNORED:
             self._channel.say(f"(#{message.id} is ignored: a /kill is still stopping the answer)")
         elif admission is Admission.FAILED:
             self._channel.tell(GENERATION_ERROR)
+        elif admission is Admission.FOLLOW_UP:
+            await self._left_in_queue(locks)
+
+    async def _left_in_queue(self, locks: ChannelLocks) -> None:
+        """Forget the messages the queue dropped unanswered (a stop word clears it; a
+        follow-up replaces the follow-ups before it): they get no turn, so no turn's end would.
+
+        Messages are admitted one at a time, so none joins the queue while it is read; one
+        that leaves it meanwhile to start its turn is the one running, or has ended."""
+        queued = set(await locks.queued_message_ids(self._channel.channel_id))
+        self._outstanding &= queued | self._running_now()
 
     def _tell_held(self, held: Held, message_id: str) -> None:
         """A message over the limits: the notice Discord posts, or (where Discord says nothing,
@@ -324,6 +366,9 @@ class ConsoleSession:
             self._channel.tell(held.notice, reply_to=message_id)
         else:
             self._channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
+
+    def _running_now(self) -> set[str]:
+        return set() if self._running is None else {self._running}
 
     def _prompt_if_idle(self) -> None:
         if self._live and not self._outstanding and not self._killing:
@@ -334,7 +379,7 @@ class ConsoleSession:
     def _interrupted(self) -> None:
         """Ctrl+C: stop the answer streaming, as /kill does; with none, end the session."""
         locks = self._locks
-        if locks is not None and self._outstanding > 0:
+        if locks is not None and self._outstanding:
             task = asyncio.create_task(self._kill())
             self._kills.add(task)
             task.add_done_callback(self._kills.discard)
@@ -355,7 +400,7 @@ class ConsoleSession:
             self._killing -= 1
         notice: Notice = KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         self._channel.tell(notice)
-        self._outstanding = 1 if self._running else 0  # the queue is cleared
+        self._outstanding &= self._running_now()  # the queue is cleared
         self._prompt_if_idle()
 
     # -- a turn -------------------------------------------------------------------------------
@@ -375,7 +420,7 @@ class ConsoleSession:
             guild_id=SERVER,
         )
         self._channel.begin_turn(trigger)
-        self._running = True
+        self._running = turn.trigger.message_id
         try:
             assert self._locks is not None  # turns run only while the locks are open
             waiting = await self._locks.queued_message_ids(self._channel.channel_id)
@@ -418,8 +463,8 @@ class ConsoleSession:
             await state.post_notice(GENERATION_ERROR)
         finally:
             self._channel.end_turn()
-            self._running = False
-            self._outstanding = max(0, self._outstanding - 1)
+            self._running = None
+            self._outstanding.discard(turn.trigger.message_id or "")
             self._prompt_if_idle()
 
     async def _cast(self, turn: Turn) -> list[Persona]:
@@ -551,7 +596,7 @@ class ConsoleSession:
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""
-        self._outstanding = max(0, self._outstanding - 1)
+        self._outstanding.discard(trigger.message_id or "")
         self._channel.tell(NOT_ANSWERED, reply_to=trigger.message_id)
         self._prompt_if_idle()
 
