@@ -253,7 +253,10 @@ class TomoriService:
             if claimed is not None:
                 original, asked = claimed
                 asker = Asker(original.author_id, human=True)
-                await self._admit(message, asked, asker, received_at)
+                if await self._stopped_by(message, asker):
+                    return  # the member's stop word, its tags stripped by the proxy
+                if asked is not None:
+                    await self._admit(message, asked, asker, received_at)
             return
         asker = Asker.author_of(message)
         waits = asker.human and self.proxies.arrived(message)
@@ -274,7 +277,7 @@ class TomoriService:
         stopped an answer among them)."""
         if asker.human:
             self._drawn_in.human_spoke(str(message.channel.id))
-            if await self._stopped_by(message):
+            if await self._stopped_by(message, asker):
                 return None
         return await self._reply_rule.addressed(message)
 
@@ -316,13 +319,13 @@ class TomoriService:
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
-    async def _stopped_by(self, message: Any) -> bool:
+    async def _stopped_by(self, message: Any, asker: Asker) -> bool:
         """A stop word of the user being answered in the channel stops their answer and clears
         what they queued (`TOMORI_STOP_WORDS`); anyone else's is an ordinary message."""
         if not is_stop_word(message.content or "", self._settings.stop_words):
             return False
         locks = await self.ensure_started()
-        return await locks.stop_for(str(message.channel.id), str(message.author.id))
+        return await locks.stop_for(str(message.channel.id), str(asker.user_id))
 
     async def _follow_up_key(self, message: Any, asker: Asker, asked: Asked) -> str | None:
         """Whom the message is addressed to, for follow-ups (None: it neither is one nor

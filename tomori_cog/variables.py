@@ -205,8 +205,8 @@ tomori-cog is configured by environment variables, read once at start-up; `pytho
 value and what is allowed (`bot.py` exits with code 2), never a silent fall-back to the
 default. Numbers are ASCII digits: `²` or `①` are refused, as is a number past its ceiling.
 An optional variable set to nothing (`TOMORI_DB_URL=` in a `.env` file) is unset; any other
-variable set to nothing is refused, except the lists (`TOMORI_CHANNELS`, `TOMORI_TOOLS`),
-where nothing is an empty list.
+variable set to nothing is refused, except the lists ({lists}), where nothing is an empty list.
+A switch is `1` or `0` (or `true` or `false`, in any case).
 
 ## bot.py
 
@@ -260,11 +260,23 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _takes_nothing(variable: Variable) -> bool:
+    """Whether a variable that is not optional may be set to nothing (a list, then empty)."""
+    if variable.optional:
+        return False
+    try:
+        variable.parse("")
+    except ConfigError:
+        return False
+    return True
+
+
 def configuration_page() -> str:
     """docs/configuration.md: every variable, its default and what it does, by who reads it."""
     plain = ["variable", "default", "what it does"]
+    lists = ", ".join(f"`{v.name}`" for v in VARIABLES if _takes_nothing(v))
     return (
-        PAGE_HEAD
+        PAGE_HEAD.format(lists=lists)
         + _table(plain, [[f"`{n}`", d, w] for n, d, w in BOT_VARIABLES])
         + PAGE_MODELS
         + _table(plain, [[f"`{n}`", d, w] for n, d, w in MODEL_VARIABLES])

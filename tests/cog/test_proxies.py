@@ -13,7 +13,8 @@ import pytest
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, RestBot, conversation
-from tests.support.scripts import answer
+from tests.support.scripts import answer, stalled_after
+from tests.support.waiting import until
 from tests.support.world import CHANNEL_ID, Person
 from tomori.policy.proxies import KNOWN_PROXIES
 
@@ -109,3 +110,27 @@ async def test_a_proxy_repost_of_a_message_not_asking_for_a_reply_is_not_answere
     await bot.settled()
     assert bot.shown() == []
     assert llm_server.requests == []
+
+
+async def test_a_proxied_stop_word_stops_the_members_answer_at_once(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """The member's "lu: stop" wore its tags, so it was no stop word; the repost, "stop", is
+    theirs, and stops the answer they asked for as their own message would."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, stream_sdk_call_timeout_ms=60_000)
+    bot.joins(PLURALKIT, "PluralKit")
+    llm_server.script(stalled_after("Thinking hard.\n\n"))
+    bot.say(f"{bot.mention()} think")  # no proxy took it: answered after the grace
+    await until(lambda: bot.contents() == ["Thinking hard."])
+    original = bot.say("lu: stop")
+    await asyncio.sleep(PROXY_TAKES_S)
+    said_at = time.monotonic()
+    bot.repost("stop", name="Luna", application_id=PLURALKIT)
+    bot.delete(original)
+    connection = llm_server.connections[0]
+    await asyncio.wait_for(connection.closed.wait(), 2)
+    assert connection.closed_at is not None
+    assert connection.closed_at - said_at < 0.5
+    await bot.settled()
+    assert len(llm_server.requests) == 1  # the stop word was not answered
+    assert bot.contents() == ["Thinking hard."]

@@ -11,7 +11,8 @@ server where a proxy is present, a person's message the bot would answer first w
 it asks): deleted or reposted in that time, it is not answered; else it is answered as it is.
 A repost by a known proxy is answered only as the repost of such a message (`claim`), for its
 author and as that message asked; one that reposts nothing the cog waits for, or a message
-that asked for no reply, is not answered at all.
+that asked for no reply, is not answered at all. A repost is its author's stop word as their
+own message would be (the original, "lu: stop", still wore its tags).
 
 A repost matches an original of its channel whose text holds the repost's text (whitespace
 aside: the tags around it are what the proxy strips) and that carried as many files, arriving
@@ -125,10 +126,13 @@ class ProxiedMessages[T]:
                 waiting.deleted_at = now
                 _settle(waiting.gone, None)
 
-    async def claim(self, channel_id: int, text: str, files: int) -> tuple[Original, T] | None:
+    async def claim(
+        self, channel_id: int, text: str, files: int
+    ) -> tuple[Original, T | None] | None:
         """The original a known proxy's repost (its `text` and `files`) stands for, taken from
-        the waiting, and how it asked for its reply; None if the repost is not to be answered:
-        it reposts nothing waiting, or a message that asked for no reply."""
+        the waiting, and how it asked for its reply (None: it asked for none, so the repost is
+        not answered, though it may still be its author's stop word); None if it reposts
+        nothing waiting."""
         now = time.monotonic()
         self._forget_expired(now)
         found = next(
@@ -149,7 +153,7 @@ class ProxiedMessages[T]:
         asked = await found.asked
         if self._waiting.get(found.original.message_id) is found:
             del self._waiting[found.original.message_id]
-        return None if asked is None else (found.original, asked)
+        return found.original, asked
 
     def _forget_expired(self, now: float) -> None:
         """Originals neither reposted nor answered within the grace (deleted, or asking for

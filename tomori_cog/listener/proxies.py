@@ -112,13 +112,13 @@ class Proxies[T]:
         """An `arrived` message's reply rule failed: nothing waits for it any more."""
         self.waiting.forget(int(message.id))
 
-    async def claim(self, repost: Any) -> tuple[Original, T] | None:
-        """The original a proxy's repost stands for, and how it asked; None if none (the
-        repost is not answered)."""
+    async def claim(self, repost: Any) -> tuple[Original, T | None] | None:
+        """The original a proxy's repost stands for, and how it asked (None: for no reply);
+        None if none (the repost is not answered)."""
         claimed = await self.waiting.claim(
             int(repost.channel.id), repost.content or "", len(repost.attachments)
         )
-        if claimed is None:
+        if claimed is None or claimed[1] is None:
             log.info(
                 "proxy repost %s in channel %s stands for no message to answer; not answered",
                 repost.id,
