@@ -325,7 +325,16 @@ class TomoriService:
         if not is_stop_word(message.content or "", self._settings.stop_words):
             return False
         locks = await self.ensure_started()
-        return await locks.stop_for(str(message.channel.id), str(asker.user_id))
+        # hidden from the model at once: the turn after the stopped one may read the channel
+        # before the stop returns
+        self._history.stops.add(str(message.id))
+        stopped = False
+        try:
+            stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id))
+        finally:
+            if not stopped:
+                self._history.stops.discard(str(message.id))
+        return stopped
 
     async def _follow_up_key(self, message: Any, asker: Asker, asked: Asked) -> str | None:
         """Whom the message is addressed to, for follow-ups (None: it neither is one nor

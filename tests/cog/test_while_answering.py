@@ -74,6 +74,7 @@ async def test_a_stop_word_of_the_user_being_answered_stops_it_and_clears_only_t
     assert await bot.contents() == ["Thinking hard.", "For Bob."]
     assert len(llm_server.requests) == 2  # their queued message got no turn of its own
     assert [sent.reply_to for sent in bot.sent][-1] is not None  # Bob's, as a reply to him
+    assert not any("Stop!" in line for line in shown(llm_server, 1))  # a command, not a word
 
 
 async def test_a_stop_word_of_someone_else_is_an_ordinary_message(

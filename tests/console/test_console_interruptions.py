@@ -119,7 +119,10 @@ async def test_a_stop_word_stops_the_answer_and_clears_the_queue(
             await process.wait()
     assert process.returncode == 0
     assert len(llm_server.requests) == 2
-    assert shown_to_model(llm_server.requests[1])[-1].endswith("user: Stop!\nuser: hi")
+    said = shown_to_model(llm_server.requests[1])[-1]
+    assert said.endswith("user: and another thing\nuser: hi")  # the stop word is no message
+    assert "(#4 stopped the answer and cleared #3)" in on_screen(seen[0])
+    assert "you #4> " not in on_screen(seen[0])  # no prompt between the stop and its line
 
 
 async def test_followups_off_for_the_console_queues_a_second_message_and_show_says_so(
@@ -164,11 +167,11 @@ async def test_a_script_is_answered_line_by_line_and_its_stop_word_stops_the_ans
     )
     started = time.monotonic()
     process = await start_bot("--console", env=env)
-    out, err = await finished(process, b"third\nstop\n")
+    out, err = await finished(process, b"third\nfourth\nstop\n")
     assert process.returncode == 0, err
     assert time.monotonic() - started < 20  # not the minute the stalled model would take
     assert "[you #1] third\n" in out
-    assert "[you #2] stop\n" in out
+    assert "[you #2] fourth\n[you #3] stop\n(#3 stopped the answer and cleared #2)\n" in out
     assert "Timed Out" not in out
     sent = [shown_to_model(request)[-1] for request in llm_server.requests]
     assert sent[2:] in ([], ["user: third"])  # stopped as it started, or as it stalled

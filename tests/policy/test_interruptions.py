@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tomori.config.settings import ConfigError, Settings
 from tomori.policy.interruptions import follow_up_key, is_stop_word
@@ -29,6 +31,20 @@ def test_stop_words_are_read_as_short_single_words() -> None:
     assert Settings.from_env({"TOMORI_STOP_WORDS": ""}).stop_words == frozenset()
     with pytest.raises(ConfigError, match="TOMORI_STOP_WORDS"):
         Settings.from_env({"TOMORI_STOP_WORDS": "stop right there"})
+    with pytest.raises(ConfigError, match="TOMORI_STOP_WORDS"):
+        Settings.from_env({"TOMORI_STOP_WORDS": "stop, !!"})  # no word in it
+
+
+@given(st.text(st.characters(categories=("L", "N"), include_characters=".!?,;:'-#@ "), max_size=30))
+def test_a_stop_word_the_settings_accept_stops_when_sent_as_written(raw: str) -> None:
+    """An admin writes `TOMORI_STOP_WORDS=Stop!` and then sends "Stop!": it must stop."""
+    try:
+        words = Settings.from_env({"TOMORI_STOP_WORDS": raw}).stop_words
+    except ConfigError:
+        return
+    for written in raw.split(","):
+        if written.strip():
+            assert is_stop_word(written, words)
 
 
 def test_a_follow_up_is_addressed_to_the_bot_or_to_the_same_personas() -> None:

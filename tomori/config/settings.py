@@ -147,10 +147,18 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
 MAX_STOP_WORD_CHARS = 20
 """A stop word is short: a message that merely contains one is not a stop."""
 
+CLOSING_PUNCTUATION = ".!?,;: "
+
+
+def stop_word_form(text: str) -> str:
+    """A word as stop words compare it, in a message as in `TOMORI_STOP_WORDS`: its case and
+    its closing punctuation aside ("Stop!" and "stop" are one word)."""
+    return text.strip().rstrip(CLOSING_PUNCTUATION).strip().lower()
+
 
 def _stop_words(name: str, raw: str) -> frozenset[str]:
-    pieces = [piece.strip().lower() for piece in raw.split(",") if piece.strip()]
-    if any(len(piece) > MAX_STOP_WORD_CHARS or " " in piece for piece in pieces):
+    pieces = [stop_word_form(piece) for piece in raw.split(",") if piece.strip()]
+    if any(not piece or len(piece) > MAX_STOP_WORD_CHARS or " " in piece for piece in pieces):
         raise refuse(
             name, raw, f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated"
         )
@@ -319,7 +327,8 @@ class Settings:
         frozenset({"stop", "cancel"}),
         _stop_words,
         "words that, sent alone by the user being answered, stop the answer and clear what "
-        "they queued; comma separated, empty for none",
+        "they queued (in any case, closing punctuation aside: Stop! is stop); comma separated, "
+        "empty for none",
     )
     follow_ups: bool = setting(
         "TOMORI_FOLLOW_UPS",

@@ -218,7 +218,7 @@ class ConsoleChannel:
     ) -> tuple[ContextItem, ...]:
         items = [ContextItem(Role.SYSTEM, system_prompt)]
         for message in shown:
-            text = message.text[:MAX_ITEM_CHARS]
+            text = message.text.strip()[:MAX_ITEM_CHARS]  # as Discord keeps a message's text
             if message.command:
                 continue
             if message.from_bot and message.speaker == voice:

@@ -142,8 +142,11 @@ USAGE_WIDTH = 16
 MESSAGES_HELP = (
     "Anything else is a message to the model: a line that opens a code fence (```) goes on "
     "until it closes, one that ends in \\ goes on to the next. In a terminal a paste is one "
-    "message (Enter sends it), and Up and Down bring back what you sent. Start a message with "
-    "// to send one that starts with /."
+    "message (Enter sends it), and Up and Down bring back what you sent. A message sent while "
+    "an answer streams is a follow-up: the answer stops, and the next one covers both "
+    "(/tomori followups off: it waits its turn). A stop word alone (TOMORI_STOP_WORDS: stop, "
+    "cancel) stops the answer and clears the queue. Start a message with // to send one that "
+    "starts with /."
 )
 
 
@@ -269,8 +272,10 @@ _ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
 
 
 def _on_or_off(value: str, subcommand: str) -> bool:
+    """`enabled` as Discord's boolean option takes it, and as the variables write it."""
     word = value.strip().lower()
-    if word not in ("on", "off", "true", "false"):
+    if word not in ("on", "off", "true", "false", "1", "0"):
         usage = _SUBCOMMAND_USAGE[subcommand]
-        raise ConfigError(f"{subcommand} are on or off, not {value!r}: {usage}")
-    return word in ("on", "true")
+        said = f"{subcommand} are on or off, for the whole server, not {value!r}: {usage}"
+        raise ConfigError(said)
+    return word in ("on", "true", "1")

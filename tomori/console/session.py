@@ -267,8 +267,11 @@ class ConsoleSession:
             await asyncio.gather(task, quitting, return_exceptions=True)
         return task.result() if task.done() and not task.cancelled() else None
 
-    async def _submit(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
-        message = self._channel.post(text)
+    async def _submit(
+        self, locks: ChannelLocks, text: str, *, echo: bool, posted: ConsoleMessage | None = None
+    ) -> None:
+        """A message to the model (`posted`: already in the channel, its number taken)."""
+        message = posted or self._channel.post(text)
         message_id = self._channel.message_id(message)
         held = await self._server.admit(message_id)
         if echo or (held is not None and not self._live):  # piped: a turn prints its message
@@ -285,15 +288,30 @@ class ConsoleSession:
 
     async def _stop_word(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
         """A stop word (`TOMORI_STOP_WORDS`) stops the answer streaming and clears the queue,
-        as it does for the user being answered in a channel; with no answer under way it is
-        an ordinary message."""
-        if not await locks.stop_for(self._channel.channel_id, USER):
-            await self._submit(locks, as_message(text), echo=echo)
+        as it does for the user being answered in a channel, and, as a command, is shown to
+        no model; with no answer under way it is an ordinary message."""
+        message = self._channel.post(text)  # its number is taken as it is sent
+        self._killing += 1  # the stopped turn's end prompts not: the stop's line comes first
+        try:
+            stopped = await locks.stop_for(self._channel.channel_id, USER)
+        finally:
+            self._killing -= 1
+        if not stopped:
+            await self._submit(locks, as_message(text), echo=echo, posted=message)
             return
-        message = self._channel.post(text)
+        message.command = True
+        cleared = await self._left_in_queue(locks)
+        if not self._live:  # piped, a message prints as its turn starts: these get none
+            for number in sorted(cleared):
+                dropped = self._channel.message(str(number))
+                if dropped is not None:
+                    self._channel.echo(dropped)
         if echo or not self._live:
             self._channel.echo(message)
-        await self._left_in_queue(locks)
+        said = f"(#{message.id} stopped the answer"
+        if cleared:
+            said += " and cleared " + ", ".join(f"#{number}" for number in sorted(cleared))
+        self._channel.say(said + ")")
 
     async def _scene(self, locks: ChannelLocks, text: str, rest: str, *, echo: bool) -> None:
         """`/scene`: checked as the slash command is, then queued as the channel's turn; the
@@ -350,14 +368,17 @@ class ConsoleSession:
         elif admission is Admission.FOLLOW_UP:
             await self._left_in_queue(locks)
 
-    async def _left_in_queue(self, locks: ChannelLocks) -> None:
+    async def _left_in_queue(self, locks: ChannelLocks) -> set[int]:
         """Forget the messages the queue dropped unanswered (a stop word clears it; a
-        follow-up replaces the follow-ups before it): they get no turn, so no turn's end would.
+        follow-up replaces the follow-ups before it), and return their numbers: they get no
+        turn, so no turn's end would.
 
         Messages are admitted one at a time, so none joins the queue while it is read; one
         that leaves it meanwhile to start its turn is the one running, or has ended."""
         queued = set(await locks.queued_message_ids(self._channel.channel_id))
-        self._outstanding &= queued | self._running_now()
+        kept = self._outstanding & (queued | self._running_now())
+        dropped, self._outstanding = self._outstanding - kept, kept
+        return {int(message_id) for message_id in dropped}
 
     def _tell_held(self, held: Held, message_id: str) -> None:
         """A message over the limits: the notice Discord posts, or (where Discord says nothing,

@@ -21,6 +21,7 @@ from typing import Any
 
 from tomori.config.settings import Settings
 from tomori.delivery.sprite_markers import wore_sprite
+from tomori.policy.interruptions import Stops
 from tomori.policy.personas import unnamed
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
@@ -106,6 +107,8 @@ class HistoryReader:
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
+        self.stops = Stops()
+        """The stop words that stopped an answer: no turn shows them to the model."""
         self._memory = memory
         self._pacing = pacing
         """Every read waits its turn in the bot's request budget, behind what users wait on."""
@@ -186,13 +189,16 @@ class HistoryReader:
     ) -> ContextItem | None:
         """The one place a message becomes what the model sees of it; None if nothing.
 
-        The cog's own messages are the assistant's turns, by their text alone: the embeds
+        A stop word that stopped an answer is not shown (see `Stops`). The cog's own messages
+        are the assistant's turns, by their text alone: the embeds
         it posts are its notices, which are for the people in the channel, not the model.
         Anyone else's embeds (another bot's, a link preview) add their title and description.
         A persona's messages are the assistant's to that persona, and named to any other
         voice, as the bot's are once a persona answers (see `Voice`); one that wore a sprite
         starts with its marker, `Name (label): `, as the model wrote it.
         """
+        if str(message.id) in self.stops:
+            return None
         me = self._bot.user
         poster = voice.posters.get(str(message.id))
         if poster is not None:
