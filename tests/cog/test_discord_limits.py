@@ -128,7 +128,11 @@ async def test_of_many_questions_asked_together_the_first_reaches_its_model_firs
     before its model is asked; were those statements served in the order they were asked, all
     forty turns would reach their models together, after every turn's statements, and all
     forty answers would end together and want Discord at once. The earliest message's work is
-    served first: when the first model is asked, most of the questions are not admitted yet."""
+    served first: when the first model is asked, most of the questions are not admitted yet.
+
+    The questions arrive while another connection holds the database's write lock, so every
+    admission waits at once whatever the machine's load, and the order they are served in is
+    the cog's alone."""
     channels = [FIRST_OF_MANY + n for n in range(40)]
     settings = settings_for(tmp_path)
     admitted_when_asked: list[int] = []
@@ -143,8 +147,12 @@ async def test_of_many_questions_asked_together_the_first_reaches_its_model_firs
     await model.start()
     bot = await start_rest_bot(library, discord_rest, settings, chain_for(model), channels)
     try:
-        for channel in channels:
-            bot.say(f"{bot.mention()} is it raining?", channel=channel)
+        with contextlib.closing(sqlite3.connect(settings.db_path, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            for channel in channels:
+                bot.say(f"{bot.mention()} is it raining?", channel=channel)
+            await asyncio.sleep(0.5)  # every question's admission waits for the write lock
+            db.execute("COMMIT")
         async with asyncio.timeout(30):
             await bot.settled()
         assert [bot.contents(channel) for channel in channels] == [["Yes."]] * len(channels)
