@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -175,3 +176,37 @@ async def test_a_script_is_answered_line_by_line_and_its_stop_word_stops_the_ans
     assert "Timed Out" not in out
     sent = [shown_to_model(request)[-1] for request in llm_server.requests]
     assert sent[2:] in ([], ["user: third"])  # stopped as it started, or as it stalled
+
+
+async def test_ctrl_c_while_an_answer_streams_drops_what_was_typed_meanwhile(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(stalled_after("Thinking.\n\n"), answer("Fresh."))
+    seen = [""]
+    async with console_in_terminal(bot_environment(llm_server, tmp_path, **STALLS)) as (
+        process,
+        terminal,
+    ):
+        await read_terminal(terminal, "you #1> ", seen)
+        os.write(terminal, b"think\r")
+        await read_terminal(terminal, "Thinking.", seen)
+        os.write(terminal, b"half typ")  # unseen while the answer streams
+        await asyncio.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        await read_terminal(terminal, "[Stream Stopped]", seen)
+        await read_terminal(terminal, "you #3> ", seen)
+        os.write(terminal, b"new\r")
+        await read_terminal(terminal, "Fresh.\nyou #", seen)
+        os.write(terminal, b"\x04")
+        async with asyncio.timeout(10):
+            await process.wait()
+    assert shown_to_model(llm_server.requests[1])[-1].endswith("user: new")
+    assert "half" not in on_screen(seen[0])
+
+
+async def test_help_names_the_stop_words_in_force(llm_server: LLMServer, tmp_path: Path) -> None:
+    env = bot_environment(llm_server, tmp_path, TOMORI_STOP_WORDS="halt!, Basta")
+    process = await start_bot("--console", env=env)
+    out, err = await finished(process, b"/help\n")
+    assert process.returncode == 0, err
+    assert "A stop word alone (basta, halt) stops the answer" in " ".join(out.split())

@@ -147,7 +147,7 @@ def _tool_names(name: str, raw: str) -> frozenset[str]:
 MAX_STOP_WORD_CHARS = 20
 """A stop word is short: a message that merely contains one is not a stop."""
 
-CLOSING_PUNCTUATION = ".!?,;: "
+CLOSING_PUNCTUATION = ".!?,;:… "
 
 
 def stop_word_form(text: str) -> str:
@@ -160,7 +160,10 @@ def _stop_words(name: str, raw: str) -> frozenset[str]:
     pieces = [stop_word_form(piece) for piece in raw.split(",") if piece.strip()]
     if any(not piece or len(piece) > MAX_STOP_WORD_CHARS or " " in piece for piece in pieces):
         raise refuse(
-            name, raw, f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated"
+            name,
+            raw,
+            f"single words of at most {MAX_STOP_WORD_CHARS} characters, comma separated (closing "
+            "punctuation is ignored, so punctuation alone is no word)",
         )
     return frozenset(pieces)
 
@@ -327,8 +330,8 @@ class Settings:
         frozenset({"stop", "cancel"}),
         _stop_words,
         "words that, sent alone by the user being answered, stop the answer and clear what "
-        "they queued (in any case, closing punctuation aside: Stop! is stop); comma separated, "
-        "empty for none",
+        "they queued (in any case, closing punctuation . ! ? , ; : … aside: Stop! is stop); comma "
+        "separated, empty for none; bot-wide (servers cannot change them)",
     )
     follow_ups: bool = setting(
         "TOMORI_FOLLOW_UPS",
@@ -344,7 +347,8 @@ class Settings:
         "in a server where a proxy bot (PluralKit, Tupperbox, TOMORI_PROXY_BOTS) is present, "
         "how long a person's message waits before it is answered: one the proxy deletes and "
         "reposts in that time is answered once, as its repost, for its author; elsewhere "
-        "nothing waits; 0 for no wait (a proxied message is then answered as the original)",
+        "nothing waits; 0 for no wait (reposts are then never answered: a proxied message is "
+        "answered as its original if its turn starts before the proxy deletes it)",
     )
     proxy_bots: frozenset[int] = setting(
         "TOMORI_PROXY_BOTS",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -116,7 +116,8 @@ SCENE_USAGE = "/scene <names> cycles:<1-10> [instructions:<text>]"
 SCENE_OPTIONS = ("personas", "cycles", "instructions")
 
 
-def help_text() -> str:
+def help_text(stop_words: Collection[str]) -> str:
+    """The commands, and how messages are sent (naming the stop words in force)."""
     entries = [
         ("/help", "this list"),
         ("/kill", "stop the answer and clear the queue (Ctrl+C too)"),
@@ -130,7 +131,9 @@ def help_text() -> str:
             lines.append(f"  {usage:<{USAGE_WIDTH}}{said}")
         else:
             lines += [f"  {usage}", f"  {'':<{USAGE_WIDTH}}{said}"]
-    lines += textwrap.wrap(MESSAGES_HELP, width=88)
+    said = ", ".join(sorted(stop_words))
+    stops = f"A stop word alone ({said}) stops" if said else "With stop words set, one alone stops"
+    lines += textwrap.wrap(MESSAGES_HELP.format(stops=stops), width=88)
     return "\n".join(lines)
 
 
@@ -144,9 +147,8 @@ MESSAGES_HELP = (
     "until it closes, one that ends in \\ goes on to the next. In a terminal a paste is one "
     "message (Enter sends it), and Up and Down bring back what you sent. A message sent while "
     "an answer streams is a follow-up: the answer stops, and the next one covers both "
-    "(/tomori followups off: it waits its turn). A stop word alone (TOMORI_STOP_WORDS: stop, "
-    "cancel) stops the answer and clears the queue. Start a message with // to send one that "
-    "starts with /."
+    "(/tomori followups off: it waits its turn). {stops} the answer and clears the queue "
+    "(TOMORI_STOP_WORDS). Start a message with // to send one that starts with /."
 )
 
 

@@ -239,7 +239,7 @@ class ConsoleSession:
         elif command.kind is Kind.KILL and not command.rest:
             await self._kill()
         elif command.kind is Kind.HELP and not command.rest:
-            self._channel.say(help_text())
+            self._channel.say(help_text(self._settings.stop_words))
         elif command.kind is Kind.SCENE:
             await self._scene(locks, text, command.rest, echo=echo)
         elif command.kind is Kind.TOMORI:
@@ -398,9 +398,11 @@ class ConsoleSession:
     # -- /kill and Ctrl+C ---------------------------------------------------------------------
 
     def _interrupted(self) -> None:
-        """Ctrl+C: stop the answer streaming, as /kill does; with none, end the session."""
+        """Ctrl+C: stop the answer streaming, as /kill does, and drop the draft typed meanwhile;
+        with none, drop the draft, or with none either, end the session."""
         locks = self._locks
         if locks is not None and self._outstanding:
+            self._editor.clear()  # unseen while the answer streamed: nothing to erase
             task = asyncio.create_task(self._kill())
             self._kills.add(task)
             task.add_done_callback(self._kills.discard)
