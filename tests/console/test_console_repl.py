@@ -41,7 +41,8 @@ async def test_bidi_overrides_and_invisible_marks_print_as_escapes(
 async def test_help_exit_and_unknown_commands_never_reach_the_model(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    llm_server.script(answer("Hello from the model."), answer("Disks fill up."))
+    # the first answer takes 0.8 s: the later message waits its turn, replying to its line
+    llm_server.script(answer("Hello from the model.", gap=0.1), answer("Disks fill up."))
     process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
     typed = "hello\n/help\n/foo bar\n//etc is full\n/exit\nnever sent\n"
     out, err = await finished(process, typed.encode())
