@@ -128,7 +128,7 @@ async def test_of_many_questions_asked_together_the_first_reaches_its_model_firs
     before its model is asked; were those statements served in the order they were asked, all
     forty turns would reach their models together, after every turn's statements, and all
     forty answers would end together and want Discord at once. The earliest message's work is
-    served first: when the first model is asked, most of the questions are not admitted yet.
+    served first: when the first model is asked, many of the questions are not admitted yet.
 
     The questions arrive while another connection holds the database's write lock, so every
     admission waits at once whatever the machine's load, and the order they are served in is
@@ -156,7 +156,8 @@ async def test_of_many_questions_asked_together_the_first_reaches_its_model_firs
         async with asyncio.timeout(30):
             await bot.settled()
         assert [bot.contents(channel) for channel in channels] == [["Yes."]] * len(channels)
-        assert admitted_when_asked[0] < len(channels) // 2
+        # first-in-first-out: all 40 admitted first; first-come: about 10, 22 on a loaded run
+        assert admitted_when_asked[0] <= len(channels) * 3 // 4
     finally:
         await bot.stop()
         await model.close()
