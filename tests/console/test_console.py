@@ -19,6 +19,7 @@ from tests.support.console_process import (
     bot_environment,
     console_in_terminal,
     finished,
+    leave,
     read_terminal,
     read_until,
     start_bot,
@@ -202,10 +203,7 @@ async def test_in_a_terminal_each_message_prints_as_it_is_sent_then_ctrl_d_exits
         )
         os.write(terminal, b"hello\r")
         await read_terminal(terminal, "Second paragraph.\nyou #4> ", seen)
-        os.write(terminal, b"\x04")  # Ctrl+D at the empty prompt
-        async with asyncio.timeout(10):
-            await process.wait()
-    assert process.returncode == 0
+        await leave(process, terminal)  # Ctrl+D at the empty prompt
     shown = on_screen(seen[0]).split("\n", 1)[1]
     assert shown == (
         "you #1> hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.\nyou #4> "

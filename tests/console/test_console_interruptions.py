@@ -16,6 +16,7 @@ from tests.support.console_process import (
     bot_environment,
     console_in_terminal,
     finished,
+    leave,
     read_terminal,
     start_bot,
 )
@@ -55,10 +56,7 @@ async def test_a_follow_up_stops_the_answer_and_the_next_answer_covers_both(
         os.write(terminal, b"wait, I meant 3.12\r")
         await closed_within(llm_server, said_at, 1.0)
         await read_terminal(terminal, "In 3.12, f-strings...\nyou #", seen)
-        os.write(terminal, b"\x04")
-        async with asyncio.timeout(10):
-            await process.wait()
-    assert process.returncode == 0
+        await leave(process, terminal)
     assert len(llm_server.requests) == 2
     assert shown_to_model(llm_server.requests[1]) == [
         "user: what is new in python?",
@@ -87,10 +85,7 @@ async def test_follow_ups_in_a_row_each_cut_the_answer_and_the_last_answer_cover
             os.write(terminal, line)
             await asyncio.sleep(0.3)  # apart, as typed: each its own message
         await read_terminal(terminal, "All three, then.\nyou #", seen)
-        os.write(terminal, b"\x04")
-        async with asyncio.timeout(10):
-            await process.wait()
-    assert process.returncode == 0  # no answer left owed: Ctrl+D exits at once
+        await leave(process, terminal)  # no answer left owed: Ctrl+D exits at once
     assert shown_to_model(llm_server.requests[-1])[-1] == "user: two\nuser: three\nuser: four"
     assert on_screen(seen[0]).count("[tomori #") == 2
     assert on_screen(seen[0]).count("All three, then.") == 1
@@ -115,10 +110,7 @@ async def test_a_stop_word_stops_the_answer_and_clears_the_queue(
         assert len(llm_server.requests) == 1  # the queued message was cleared
         os.write(terminal, b"hi\r")  # the channel answers again
         await read_terminal(terminal, "Hello again.\nyou #", seen)
-        os.write(terminal, b"\x04")
-        async with asyncio.timeout(10):
-            await process.wait()
-    assert process.returncode == 0
+        await leave(process, terminal)
     assert len(llm_server.requests) == 2
     said = shown_to_model(llm_server.requests[1])[-1]
     assert said.endswith("user: and another thing\nuser: hi")  # the stop word is no message
@@ -143,9 +135,7 @@ async def test_followups_off_for_the_console_queues_a_second_message_and_show_sa
         await llm_server.request_arrived.wait()
         os.write(terminal, b"b\r")
         await read_terminal(terminal, "Answer B.\nyou #", seen)
-        os.write(terminal, b"\x04")
-        async with asyncio.timeout(10):
-            await process.wait()
+        await leave(process, terminal)
     assert "Answer A." in on_screen(seen[0])  # whole: the second message waited its turn
     assert [shown_to_model(request)[-1] for request in llm_server.requests] == [
         "user: a",
@@ -197,9 +187,7 @@ async def test_ctrl_c_while_an_answer_streams_drops_what_was_typed_meanwhile(
         await read_terminal(terminal, "you #3> ", seen)
         os.write(terminal, b"new\r")
         await read_terminal(terminal, "Fresh.\nyou #", seen)
-        os.write(terminal, b"\x04")
-        async with asyncio.timeout(10):
-            await process.wait()
+        await leave(process, terminal)
     assert shown_to_model(llm_server.requests[1])[-1].endswith("user: new")
     assert "half" not in on_screen(seen[0])
 

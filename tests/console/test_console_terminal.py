@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.console_process import bot_environment, console_in_terminal, read_terminal
+from tests.support.console_process import (
+    bot_environment,
+    console_in_terminal,
+    leave,
+    read_terminal,
+)
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
@@ -38,13 +43,6 @@ def keys(text: str) -> bytes:
     return text.replace("\n", "\r").encode()
 
 
-async def ended(process: asyncio.subprocess.Process) -> None:
-    """Ctrl+D at the empty prompt, and the console is gone."""
-    async with asyncio.timeout(10):
-        await process.wait()
-    assert process.returncode == 0
-
-
 async def test_a_bracketed_paste_is_one_message_and_one_turn_its_indentation_kept(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -57,8 +55,7 @@ async def test_a_bracketed_paste_is_one_message_and_one_turn_its_indentation_kep
         assert llm_server.requests == []
         os.write(terminal, keys("why?\n"))
         await read_terminal(terminal, "you #3> ", seen)
-        os.write(terminal, b"\x04")
-        await ended(process)
+        await leave(process, terminal)
     assert [said_last(request) for request in llm_server.requests] == [f"user: {TRACEBACK}\nwhy?"]
     shown = on_screen(seen[0]).split("\n", 1)[1]  # after the banner
     assert shown == f"you #1> {TRACEBACK}\nwhy?\n[tomori #2]\nThe call raised it.\nyou #3> "
@@ -74,8 +71,7 @@ async def test_a_paste_the_terminal_does_not_mark_is_one_message_too(
         await read_terminal(terminal, "you #1> ", seen)
         os.write(terminal, keys(f"{TRACEBACK}\n"))
         await read_terminal(terminal, "you #3> ", seen)
-        os.write(terminal, b"\x04")
-        await ended(process)
+        await leave(process, terminal)
     assert [said_last(request) for request in llm_server.requests] == [f"user: {TRACEBACK}"]
     assert f"you #1> {TRACEBACK}\n[tomori #2]\nThe call raised it.\nyou #3> " in on_screen(seen[0])
 
@@ -106,8 +102,7 @@ async def test_lines_are_numbered_as_answers_refer_to_them_and_keys_wait_for_the
         await read_terminal(terminal, "you #8> ", seen)
         os.write(terminal, keys("\n"))  # an empty line: a fresh prompt, nothing sent
         await read_terminal(terminal, "you #8> \nyou #8> ", seen)
-        os.write(terminal, b"\x04")
-        await ended(process)
+        await leave(process, terminal)
     assert [said_last(request) for request in llm_server.requests] == [
         "user: one",
         "user: two",
@@ -147,8 +142,7 @@ async def test_a_slow_model_shows_it_is_typing_until_its_words_come(
         await read_terminal(terminal, "First paragraph.\ntomori is typing…", seen)
         assert "Second" not in seen[0]  # written while the typing line stands
         await read_terminal(terminal, "you #4> ", seen)
-        os.write(terminal, b"\x04")
-        await ended(process)
+        await leave(process, terminal)
     shown = on_screen(seen[0]).split("\n", 1)[1]
     assert shown == (
         "you #1> hello\n[tomori #2]\nFirst paragraph.\n[tomori #3]\nSecond paragraph.\nyou #4> "
@@ -174,8 +168,7 @@ async def test_kill_prints_its_notice_and_one_prompt(llm_server: LLMServer, tmp_
         await read_terminal(terminal, "[Stream Stopped] ", seen)
         await read_terminal(terminal, "you #3> ", seen)
         await asyncio.sleep(0.5)  # anything printed late would show now
-        os.write(terminal, b"\x04")
-        await ended(process)
+        await leave(process, terminal)
     shown = on_screen(seen[0])
     assert shown.count("you #") == 2
     assert shown.endswith(
@@ -201,7 +194,6 @@ async def test_backspace_ctrl_w_ctrl_u_up_and_ctrl_c_edit_the_draft(
         await read_terminal(terminal, "you #3> ", seen)
         os.write(terminal, b"\x1b[A")  # Up: the message sent before
         await read_terminal(terminal, "you #3> hello world", seen)
-        os.write(terminal, b"\x15\x04")  # Ctrl+U empties the draft, Ctrl+D leaves
-        await ended(process)
+        await leave(process, terminal, b"\x15\x04")  # Ctrl+U empties the draft, Ctrl+D leaves
     assert [said_last(request) for request in llm_server.requests] == ["user: hello world"]
     assert "you #1> hello world\n[tomori #2]\nHi.\nyou #3> " in on_screen(seen[0])

@@ -87,6 +87,14 @@ async def type_line(process: asyncio.subprocess.Process, line: str) -> None:
     await process.stdin.drain()
 
 
+async def leave(process: asyncio.subprocess.Process, terminal: int, keys: bytes = b"\x04") -> None:
+    """Ctrl+D (or `keys`) at the terminal, and the console is gone, with exit code 0."""
+    os.write(terminal, keys)
+    async with asyncio.timeout(10):
+        await process.wait()
+    assert process.returncode == 0
+
+
 @asynccontextmanager
 async def console_in_terminal(
     env: dict[str, str],

@@ -279,11 +279,11 @@ class ConsoleSession:
         if held is not None:
             self._tell_held(held, message_id)
             return
-        personas = addressed(await self._server.personas.of_server(SERVER), text)
-        payload = {"personas": [p.key for p in personas]} if personas else {}
+        keys = [p.key for p in addressed(await self._server.personas.of_server(SERVER), text)]
+        payload = {"personas": keys} if keys else {}
         follows = None
         if self._live and await self._server.follow_ups():
-            follows = follow_up_key([p.key for p in personas])
+            follows = follow_up_key(keys)
         await self._queue(locks, message, payload, follow_up_key=follows)
 
     async def _stop_word(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:

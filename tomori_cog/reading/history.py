@@ -190,12 +190,12 @@ class HistoryReader:
         """The one place a message becomes what the model sees of it; None if nothing.
 
         A stop word that stopped an answer is not shown (see `Stops`). The cog's own messages
-        are the assistant's turns, by their text alone: the embeds
-        it posts are its notices, which are for the people in the channel, not the model.
-        Anyone else's embeds (another bot's, a link preview) add their title and description.
-        A persona's messages are the assistant's to that persona, and named to any other
-        voice, as the bot's are once a persona answers (see `Voice`); one that wore a sprite
-        starts with its marker, `Name (label): `, as the model wrote it.
+        are the assistant's turns, by their text alone: the embeds it posts are its notices,
+        which are for the people in the channel, not the model. Anyone else's embeds (another
+        bot's, a link preview) add their title and description. A persona's messages are the
+        assistant's to that persona, and named to any other voice, as the bot's are once a
+        persona answers (see `Voice`); one that wore a sprite starts with its marker,
+        `Name (label): `, as the model wrote it.
         """
         if str(message.id) in self.stops:
             return None
