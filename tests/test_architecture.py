@@ -26,6 +26,7 @@ LAYERS = (
     "prompt",
     "generation",
     "policy",
+    "turns",
     "console",
 )
 """The core's packages from the bottom up: each imports only those before it."""

@@ -10,6 +10,8 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `prompt/`     what the model is sent
 - `generation/` answering a turn: the model chain, the tool loop, `stream_once`
 - `policy/`     limits, admins' overrides, metrics, status
+- `turns/`      the turn, written once against a `Surface`: its request, its configuration,
+                the bot's, the personas' or a scene's answers
 - `console/`    `bot.py --console` and `--check`
 And `errors.py`: `TomoriError`, the root of every error raised.
 """

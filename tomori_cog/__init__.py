@@ -14,10 +14,9 @@ only that name's `teardown` removes it.
 - `cogs/`             the cog class of each library, /kill, /scene and /tomori
 - `listener/`         which messages become turns: the reply rule, the limits, deliverability
 - `reading/`          what the model is shown of Discord: history, attachments, read_message
-- `service.py`        `TomoriService`: the listener and the turns; owns the store and the locks
+- `service.py`        `TomoriService`: the listener, /kill, /scene; owns the store and the locks
+- `surface.py`        a Discord channel as the core's turn sees it (`tomori.turns.Surface`)
 - `library.py`        which library the bot uses, and the few calls that differ
-- `channel_config.py` a channel's model chain, providers, system prompt and prefill for its turn
-- `manual.py`         `/respond`'s turn: queued with its own prompt, persona and prefill
 - `discord_io.py`     the core's channel port and notice sink over a library channel
 - `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
                       answered them (the `/tomori status` traffic line)

@@ -142,3 +142,21 @@ async def test_a_prefill_set_without_text_asks_for_the_prefill(
     out = await piped(llm_server, tmp_path, "/tomori prefill set scope:server\n")
     assert "give what answers begin with" in out
     assert "system prompt" not in out
+
+
+async def test_a_persona_with_its_own_models_begins_with_the_servers_prefill_as_in_a_channel(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """The console plays the cog's turn: a persona on a chain of its own still begins its
+    answer with the server's prefill (the console's own copy of the turn used to drop it)."""
+    llm_server.script(answer("sings."))
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria. models:openai:aria-model\n"
+        "/tomori prefill set scope:server text:*bows*\n"
+        "hi aria\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    (request,) = llm_server.requests
+    assert request.body["model"] == "aria-model"
+    assert request.body["messages"][-1] == {"role": "assistant", "content": "*bows*"}
+    assert re.search(r"\[Aria #\d+\]\n\*bows\* ?sings\.", out), out

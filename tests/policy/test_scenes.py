@@ -3,8 +3,6 @@ lines, what survives a trip through the lock's queue, and what each persona is t
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tomori.config.parsers import ConfigError
@@ -45,12 +43,6 @@ def test_a_bad_scene_is_refused_with_why(names: str, cycles: int, why: str) -> N
 def test_too_long_instructions_are_refused() -> None:
     with pytest.raises(ConfigError, match="at most 1000"):
         cast_scene("Aria, Bex", 1, "x" * 1_001, CAST)
-
-
-def test_a_scene_survives_the_queue_as_json_and_other_turns_carry_none() -> None:
-    scene = cast_scene("Aria, Old Cy, Bex", 10, "a heist", CAST)
-    assert Scene.of(json.loads(json.dumps(scene.payload()))) == scene
-    assert Scene.of({"addressed": "direct", "personas": ["aria"]}) is None
 
 
 def test_each_persona_is_told_its_line_and_hears_the_others_by_name() -> None:

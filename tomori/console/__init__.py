@@ -1,7 +1,8 @@
 """`bot.py --console` and `bot.py --check`: the core at work in a terminal, without Discord.
 
-- `session.py` `run_console`: the cog's machinery answering lines on a simulated channel
+- `session.py` `run_console`: lines typed become the cog's turns, played on a simulated channel
 - `channel.py` that channel: messages marked as Discord would cut them, notices as text
+- `surface.py` that channel as the core's turn sees it (`tomori.turns.Surface`)
 - `input.py`   standard input's lines (a pasted code block as one), read in a thread
 - `terminal.py` in a terminal: keys to a draft and messages, a paste as one message
 - `commands.py` `/help`, `/exit`, `/kill`, `/tomori ...`: what a line starting with / runs

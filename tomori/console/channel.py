@@ -173,7 +173,7 @@ class ConsoleChannel:
 
     def context(
         self,
-        trigger: ConsoleMessage,
+        trigger: ConsoleMessage | None,
         waiting: Collection[str],
         settings: Settings,
         system_prompt: str,
@@ -184,33 +184,19 @@ class ConsoleChannel:
         them), then the trigger: as the cog shows a Discord channel's. `voice` is the persona
         that answers (None: the bot): its own messages are the assistant's, any other
         speaker's are named, as the cog shows a persona its channel. `until`: the channel as
-        it stood when the turn began, before this message number (a persona after the first
-        is shown the ones before it after the trigger, as the cog does)."""
-        recent = [m for m in self._messages.values() if m.id < trigger.id]
+        it stood when the turn read it, before this message number. With no trigger (a turn
+        no message asks for, a scene), the channel's last messages before `until`."""
+        bound = self._next_id if until is None else until
+        before = bound if trigger is None else trigger.id
+        recent = [m for m in self._messages.values() if m.id < before]
         recent = recent[-settings.history_limit :] if settings.history_limit else []
         since = [
             m
             for m in self._messages.values()
-            if m.id > trigger.id and m.from_bot and (until is None or m.id < until)
+            if trigger is not None and m.id > trigger.id and m.from_bot and m.id < bound
         ]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
         return self._items(in_time_order(recent, since, trigger, numbers), system_prompt, voice)
-
-    def context_before(
-        self,
-        message: ConsoleMessage,
-        waiting: Collection[str],
-        settings: Settings,
-        system_prompt: str,
-        voice: str | None = None,
-    ) -> tuple[ContextItem, ...]:
-        """The system prompt and the recent messages before `message`, without it: what a
-        turn no message asks a model about (a scene, whose `/scene` line is a command) shows,
-        as the cog's scene reads the channel's last messages."""
-        recent = [m for m in self._messages.values() if m.id < message.id]
-        recent = recent[-settings.history_limit :] if settings.history_limit else []
-        numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
-        return self._items(in_time_order(recent, (), None, numbers), system_prompt, voice)
 
     @staticmethod
     def _items(

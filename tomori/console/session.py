@@ -1,9 +1,10 @@
 """`python bot.py --console`: the cog's own machinery answering in a terminal, no Discord needed.
 
-What runs is what runs in a channel: the settings, the store and its channel lock (so a line
-typed while an answer streams is a follow-up that stops it, or, past three in a row or with
-follow-ups off, is queued and answered in order, replying to its own line; a stop word stops
-the answer and clears the queue), the model chain with its fallbacks and timeouts, and the
+What runs is what runs in a channel: the turn itself (`tomori.turns.play`, on the console's
+`Surface`), the settings, the store and its channel lock (so a line typed while an answer
+streams is a follow-up that stops it, or, past three in a row or with follow-ups off, is queued
+and answered in order, replying to its own line; a stop word stops the answer and clears the
+queue), the model chain with its fallbacks and timeouts, and the
 writer in the configured delivery mode, writing into a `ConsoleChannel` instead of a Discord
 channel. Piped lines are never follow-ups: a script is read at once, so each is answered.
 
@@ -33,7 +34,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Collection, Coroutine
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -52,7 +53,8 @@ from tomori.console.commands import (
 )
 from tomori.console.commands import unknown as unknown_command
 from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
-from tomori.console.server import HERE, SERVER, USER, ConsoleServer, Held, TurnSetup
+from tomori.console.server import HERE, SERVER, USER, ConsoleServer
+from tomori.console.surface import ConsoleSurface, tell_held
 from tomori.console.terminal import (
     READ_AHEAD_S,
     Ended,
@@ -69,29 +71,19 @@ from tomori.delivery.notices import (
     NOT_ANSWERED,
     Notice,
 )
-from tomori.generation.answering import answer_turn
-from tomori.generation.chain import ChainResult
-from tomori.generation.results import StreamStatus
-from tomori.generation.state import TurnState
-from tomori.generation.stoppable import Stopped, until_stopped
-from tomori.generation.tools import ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.policy.interruptions import follow_up_key, is_stop_word
-from tomori.policy.personas import Persona, addressed, drawn_in, personas_by_key
+from tomori.policy.limits import BotTurns
+from tomori.policy.personas import addressed
 from tomori.policy.scenes import (
     SCENES_OFF,
-    Scene,
     cast_scene,
-    heard,
     scene_refused,
-    speaker_notice,
 )
-from tomori.policy.sprites import wardrobe
-from tomori.prompt.prefill import Prefill
-from tomori.providers.base import ContextItem
 from tomori.store import Database
 from tomori.store.connect import open_database
+from tomori.turns import Addressed, Stage, TurnRequest, play
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +111,11 @@ class ConsoleSession:
         self._editor = LineEditor()
         """Live: the draft being typed (the terminal's keys are the console's own)."""
         self._server = ConsoleServer(settings, chain)
+        self._surface = ConsoleSurface(self._channel, self._server, settings)
+        self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
+        """Personas drawn in by another's answer since the person at the terminal last spoke."""
         self._locks: ChannelLocks | None = None
+        self._stage: Stage | None = None
         self._quit = asyncio.Event()
         self._kills: set[asyncio.Task[None]] = set()
         """Kills Ctrl+C started: each is awaited before the session closes."""
@@ -144,6 +140,18 @@ class ConsoleSession:
                 self._settings,
                 self._run_turn,
                 self._tell_expired,
+            )
+            server = self._server
+            self._stage = Stage(
+                self._settings,
+                self._locks,
+                server.config,
+                server.tools,
+                server.tool_switches,
+                server.personas,
+                server.metrics,
+                None,
+                self._drawn_in,
             )
             await self._locks.start()
             loop.add_signal_handler(signal.SIGINT, self._interrupted)
@@ -230,6 +238,8 @@ class ConsoleSession:
         text = trimmed(message)
         command = command_in(text)
         if command is None:
+            if text:
+                self._drawn_in.human_spoke(self._channel.channel_id)
             if is_stop_word(text, self._settings.stop_words):
                 await self._stop_word(locks, text, echo=echo)
             elif text:
@@ -277,14 +287,14 @@ class ConsoleSession:
         if echo or (held is not None and not self._live):  # piped: a turn prints its message
             self._channel.echo(message)
         if held is not None:
-            self._tell_held(held, message_id)
+            tell_held(self._channel, held, message_id)
             return
         keys = [p.key for p in addressed(await self._server.personas.of_server(SERVER), text)]
-        payload = {"personas": keys} if keys else {}
         follows = None
         if self._live and await self._server.follow_ups():
             follows = follow_up_key(keys)
-        await self._queue(locks, message, payload, follow_up_key=follows)
+        request = TurnRequest(Addressed.DIRECTLY, tuple(keys))
+        await self._queue(locks, message, request, follow_up_key=follows)
 
     async def _stop_word(self, locks: ChannelLocks, text: str, *, echo: bool) -> None:
         """A stop word (`TOMORI_STOP_WORDS`) stops the answer streaming and clears the queue,
@@ -338,15 +348,15 @@ class ConsoleSession:
         if echo:
             self._channel.echo(message)
         if held is not None:
-            self._tell_held(held, message_id)
+            tell_held(self._channel, held, message_id)
             return
-        await self._queue(locks, message, scene.payload())
+        await self._queue(locks, message, TurnRequest(Addressed.DIRECTLY, scene=scene))
 
     async def _queue(
         self,
         locks: ChannelLocks,
         message: ConsoleMessage,
-        payload: Any,
+        request: TurnRequest,
         *,
         follow_up_key: str | None = None,
     ) -> None:
@@ -354,8 +364,8 @@ class ConsoleSession:
         `Trigger.follow_up_key`) stops the running one and takes the place of the follow-ups
         queued before it."""
         message_id = self._channel.message_id(message)
-        trigger = Trigger(
-            self._channel.channel_id, message_id, USER, payload, follow_up_key=follow_up_key
+        trigger = request.trigger(
+            self._channel.channel_id, message_id, USER, follow_up_key=follow_up_key
         )
         self._outstanding.add(message_id)  # before: a turn that starts may end before submit
         admission = await locks.submit(trigger)
@@ -379,14 +389,6 @@ class ConsoleSession:
         kept = self._outstanding & (queued | self._running_now())
         dropped, self._outstanding = self._outstanding - kept, kept
         return {int(message_id) for message_id in dropped}
-
-    def _tell_held(self, held: Held, message_id: str) -> None:
-        """A message over the limits: the notice Discord posts, or (where Discord says nothing,
-        having said it once) a line saying why nothing answers."""
-        if held.notice is not None:
-            self._channel.tell(held.notice, reply_to=message_id)
-        else:
-            self._channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
 
     def _running_now(self) -> set[str]:
         return set() if self._running is None else {self._running}
@@ -429,193 +431,22 @@ class ConsoleSession:
     # -- a turn -------------------------------------------------------------------------------
 
     async def _run_turn(self, turn: Turn, guard: TurnGuard) -> None:
-        """Answer the trigger in the console's channel, as the cog answers one in Discord."""
+        """Play the turn in the console's channel (`tomori.turns.play`), as the cog plays one
+        in a Discord channel: its output held until it ends, piped."""
+        assert self._stage is not None  # turns run only while the locks are open
         trigger = self._channel.message(turn.trigger.message_id)
         if trigger is None:  # cannot be: the database is the session's own
             log.warning("skipping turn %s: its message is not in the console", turn.turn_id)
             return
-        state = TurnState(
-            turn.channel_id,
-            notices=self._channel,
-            trigger_message_id=turn.trigger.message_id,
-            from_queue=turn.from_queue,
-            metrics=self._server.metrics,
-            guild_id=SERVER,
-        )
         self._channel.begin_turn(trigger)
         self._running = turn.trigger.message_id
         try:
-            assert self._locks is not None  # turns run only while the locks are open
-            waiting = await self._locks.queued_message_ids(self._channel.channel_id)
-            held = await self._server.may_start()
-            if held is not None:
-                self._tell_held(held, self._channel.message_id(trigger))
-                return
-            setup = await self._server.for_turn()
-            try:  # the MCP servers' first start is waited for: /kill ends the wait
-                tools = await until_stopped(guard, self._server.turn_tools())
-            except Stopped:
-                return
-            scene = Scene.of(turn.trigger.payload)
-            if scene is not None:
-                scening = replace(state, scene_turn=True)
-                await self._play(turn, guard, scening, trigger, waiting, setup, scene, tools)
-                return
-            cast = await self._cast(turn)
-            if cast:
-                await self._answer_as_personas(
-                    turn, guard, state, trigger, waiting, setup, cast, tools
-                )
-                return
-            context = self._channel.context(trigger, waiting, self._settings, setup.system_prompt)
-            await answer_turn(
-                turn,
-                guard,
-                state,
-                self._channel,
-                entries=setup.entries,
-                providers=setup.providers,
-                tools=tools,
-                settings=self._settings,
-                context=context,
-                surface_errors=True,
-                prefill=setup.prefill,
-            )
-        except Exception:
-            log.exception("turn %s failed before any model was asked", turn.turn_id)
-            await state.post_notice(GENERATION_ERROR)
+            await play(self._stage, self._surface, turn, guard)
         finally:
             self._channel.end_turn()
             self._running = None
             self._outstanding.discard(turn.trigger.message_id or "")
             self._prompt_if_idle()
-
-    async def _cast(self, turn: Turn) -> list[Persona]:
-        """The personas the trigger called, in order, as the cog's turn finds them."""
-        keys = [str(key) for key in turn.trigger.payload.get("personas") or ()]
-        if not keys:
-            return []
-        by_key = personas_by_key(await self._server.personas.of_server(SERVER))
-        return [by_key[key] for key in keys if key in by_key]
-
-    async def _answer_as_personas(
-        self,
-        turn: Turn,
-        guard: TurnGuard,
-        state: TurnState,
-        trigger: ConsoleMessage,
-        waiting: Collection[str],
-        setup: TurnSetup,
-        cast: list[Persona],
-        tools: ToolRegistry,
-    ) -> None:
-        """Each persona answers in turn, as in a Discord channel: each sees what the ones
-        before it said (the channel holds their messages), each printed under its name; an
-        answer naming another persona draws it in, at most `max_bot_turns` times a message."""
-        everyone = await self._server.personas.of_server(SERVER)
-        queue = list(cast)
-        drawn = 0
-        began = self._channel.next_number
-        said: list[tuple[Persona, str]] = []
-        while queue and not guard.stop_requested():
-            persona = queue.pop(0)
-            own = self._server.for_persona(setup, persona)
-            context = self._channel.context(
-                trigger, waiting, self._settings, own.system_prompt, persona.name, began
-            )
-            speaking = state if not said else replace(state, delivered=[], from_queue=False)
-            result = await self._speak(
-                turn,
-                guard,
-                speaking,
-                persona,
-                own,
-                tools,
-                context + heard(said, persona),
-                prefill=own.prefill,
-            )
-            said.append((persona, result.text))
-            named = drawn_in(everyone, result.text, persona)
-            if named is not None and named not in queue and drawn < self._settings.max_bot_turns:
-                drawn += 1
-                queue.append(named)
-
-    async def _play(
-        self,
-        turn: Turn,
-        guard: TurnGuard,
-        state: TurnState,
-        trigger: ConsoleMessage,
-        waiting: Collection[str],
-        setup: TurnSetup,
-        scene: Scene,
-        tools: ToolRegistry,
-    ) -> None:
-        """A scene's lines, as the cog plays them: each persona in turn for each cycle, told
-        it writes only its own next message, seeing the channel before the `/scene` line and
-        the scene so far; each line printed under its persona's name; a failed line (its
-        notice says why) or /kill ends the scene."""
-        everyone = personas_by_key(await self._server.personas.of_server(SERVER))
-        names = {key: persona.name for key, persona in everyone.items()}
-        said: list[tuple[Persona, str]] = []
-        speaking = state
-        for cycle, key in scene.lines():
-            if guard.stop_requested():
-                return
-            persona = everyone.get(key)
-            if persona is None:  # removed since the scene was asked for
-                continue
-            own = self._server.for_persona(setup, persona)
-            context = self._channel.context_before(
-                trigger, waiting, self._settings, own.system_prompt, voice=persona.name
-            )
-            result = await self._speak(
-                turn,
-                guard,
-                speaking,
-                persona,
-                own,
-                tools,
-                context + heard(said, persona),
-                notices=(speaker_notice(scene, persona, cycle, names),),
-            )
-            if result.status is not StreamStatus.COMPLETED or not result.text.strip():
-                return
-            said.append((persona, result.text))
-            speaking = replace(state, delivered=[], from_queue=False)
-
-    async def _speak(
-        self,
-        turn: Turn,
-        guard: TurnGuard,
-        state: TurnState,
-        persona: Persona,
-        own: TurnSetup,
-        tools: ToolRegistry,
-        context: tuple[ContextItem, ...],
-        *,
-        notices: tuple[ContextItem, ...] = (),
-        prefill: Prefill | None = None,
-    ) -> ChainResult:
-        """One persona's answer, printed under its name (wearing its sprites): one pass of its
-        chain with the whole contract, as the cog's `_speak` posts one; `notices` go in its
-        request only, and it begins with `prefill` (a scene's lines take none)."""
-        port = self._channel.as_persona(persona.name)
-        return await answer_turn(
-            turn,
-            guard,
-            state,
-            port,
-            entries=own.entries,
-            providers=own.providers,
-            tools=tools,
-            settings=self._settings,
-            context=context,
-            request_notices=notices,
-            surface_errors=True,
-            wardrobe=wardrobe(persona.name, persona.sprites, port.wear),
-            prefill=prefill,
-        )
 
     async def _tell_expired(self, trigger: Trigger) -> None:
         """A line dropped from the queue unanswered (too old by its turn): it hears so."""

@@ -7,15 +7,14 @@ others' under their names). A scene is one turn of its channel's lock, so it wai
 channel's running turn and what arrives meanwhile waits behind it; `/kill` ends it.
 
 Nothing here knows Discord: the cog and the console check a scene with `cast_scene`, carry it
-in their lock's trigger (`Scene.payload`, JSON, so a queued scene survives a restart) and run
-its lines (`Scene.lines`) with `speaker_notice` and `heard`.
+in their lock's trigger (in a `tomori.turns.TurnRequest`, so a queued scene survives a
+restart) and play its lines (`Scene.lines`) with `speaker_notice` and `heard`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tomori.config.parsers import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
@@ -28,8 +27,6 @@ MIN_CYCLES = 1
 MAX_CYCLES = 10
 MAX_INSTRUCTIONS_CHARS = 1_000
 """Sent with every line of the scene (up to 30): a premise, not a script."""
-
-_KEY = "scene"
 
 SCENE_DESCRIPTION = "Two or three personas play a scene here, taking turns for a few cycles"
 OPTION_DESCRIPTIONS = {
@@ -66,23 +63,6 @@ class Scene:
     """The personas' name keys, in speaking order."""
     cycles: int
     instructions: str = ""
-
-    def payload(self) -> dict[str, Any]:
-        """What a lock trigger carries of it (JSON), so a queued scene survives a restart."""
-        scene = {"cast": list(self.cast), "cycles": self.cycles, "instructions": self.instructions}
-        return {_KEY: scene}
-
-    @classmethod
-    def of(cls, payload: Mapping[str, Any]) -> Scene | None:
-        """The scene a trigger's payload carries; None for any other turn."""
-        found = payload.get(_KEY)
-        if not isinstance(found, Mapping):
-            return None
-        return cls(
-            tuple(str(key) for key in found.get("cast") or ()),
-            int(found.get("cycles") or 0),
-            str(found.get("instructions") or ""),
-        )
 
     def lines(self) -> list[tuple[int, str]]:
         """(cycle, persona key) of each line, in the order they are spoken (cycles from 1)."""

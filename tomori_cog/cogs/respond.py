@@ -2,9 +2,10 @@
 
 The interaction is answered as soon as the turn is queued (ephemerally, as `/tomori` is), never
 after the answer: the answer itself comes in the channel, in its turn, under the channel's lock
-(`tomori_cog.manual`). Like `/tomori`, it is for members with Manage Server by default (a
-prefill is posted as the answer's first words, so it lets its user put words in the bot's
-mouth); each server can widen or narrow that in its integration settings.
+(a `tomori.turns.Respond` rides in its trigger, across restarts). Like `/tomori`, it is for
+members with Manage Server by default (a prefill is posted as the answer's first words, so it
+lets its user put words in the bot's mouth); each server can widen or narrow that in its
+integration settings.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from tomori.locks import Admission
 from tomori.policy.admin import refused
 from tomori.policy.overrides import check_prefill
 from tomori.policy.personas import check_name
+from tomori.turns import Addressed, Respond, TurnRequest
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
-from tomori_cog.manual import Manual
 from tomori_cog.service import TomoriService
 
 log = logging.getLogger(__name__)
@@ -74,8 +75,15 @@ async def _queued(
                 return refused(f"This server has no persona named {name}.")
             key = found.key
         user = interaction.user
-        manual = Manual(user.display_name, (prompt or "").strip() or None, checked)
-        admission = await locks.submit(manual.trigger(interaction.channel_id, user.id, key))
+        # It asks directly (the asker is told of failures) and has no message: nothing to
+        # reply to, and nothing the lock store could recognise as admitted twice.
+        request = TurnRequest(
+            Addressed.DIRECTLY,
+            (key,) if key else (),
+            respond=Respond(user.display_name, (prompt or "").strip() or None, checked),
+        )
+        trigger = request.trigger(str(interaction.channel_id), None, str(user.id))
+        admission = await locks.submit(trigger)
     except Exception:
         log.exception("/respond failed in channel %s", interaction.channel_id)
         return NOT_QUEUED

@@ -122,6 +122,20 @@ class TomoriCogParts:
         for tool in kept_tools(service.bot).values():
             service.tools.register(tool)
 
+    async def ensure_started(self) -> None:
+        """Open the database, migrate, recover the channels' locks; once (the cog does it
+        itself when the bot connects, and on the first message)."""
+        await self.service.ensure_started()
+
+    async def wait_idle(self, channel_id: int) -> None:
+        """Wait until the channel's running and queued turns are done."""
+        await self.service.wait_idle(channel_id)
+
+    async def close(self) -> None:
+        """Stop every turn, release its lock, close the providers and the database (unloading
+        the extension does it too)."""
+        await self.service.close()
+
     def register_tool(self, tool: Tool) -> None:
         """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
         cog the bot loads later (a reload's among them). Registering a tool under a name

@@ -13,73 +13,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tomori.config.settings import Settings
 from tomori.policy.personas import PersonaStore, addressed
-from tomori_cog.channel_config import ChannelConfig
+from tomori.turns import DIRECTLY, PASSIVELY, Addressed, ChannelConfig, TurnRequest
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
 
 WARN_EVERY_S = 60.0
 """A store out of reach fails every message's lookup: one warning a minute says so."""
-
-
-class Addressed(StrEnum):
-    """How a message asked for its reply, which decides whether the asker is told of failures."""
-
-    DIRECTLY = "direct"
-    """A mention, a reply to the bot, a direct message: errors and timeouts are told."""
-    PASSIVELY = "passive"
-    """A message in a channel that answers every message: a failure stays silent."""
-
-    @property
-    def surfaces_errors(self) -> bool:
-        return self is Addressed.DIRECTLY
-
-    def payload(self) -> dict[str, str]:
-        """What a trigger carries of it, in the queue (JSON) across restarts and processes."""
-        return {"addressed": self.value}
-
-    @classmethod
-    def of(cls, payload: Mapping[str, Any]) -> Addressed:
-        """Read back what `payload()` wrote. A trigger queued by an earlier version of the cog
-        (a rolling restart) carries `surface_errors` instead, and is read by it."""
-        if "addressed" in payload:
-            return cls(payload["addressed"])
-        return cls.DIRECTLY if payload.get("surface_errors") else cls.PASSIVELY
-
-
-@dataclass(frozen=True, slots=True)
-class Asked:
-    """How a message asked for its reply, and which personas answer it (none: the bot)."""
-
-    addressed: Addressed
-    personas: tuple[str, ...] = ()
-    """The name keys of the personas that answer, in order."""
-
-    @property
-    def surfaces_errors(self) -> bool:
-        return self.addressed.surfaces_errors
-
-    def payload(self) -> dict[str, Any]:
-        payload: dict[str, Any] = self.addressed.payload()
-        if self.personas:
-            payload["personas"] = list(self.personas)
-        return payload
-
-
-def personas_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
-    """The personas a trigger's payload names (none: the bot answers)."""
-    return tuple(str(key) for key in payload.get("personas") or ())
-
-
-DIRECTLY = Asked(Addressed.DIRECTLY)
-PASSIVELY = Asked(Addressed.PASSIVELY)
 
 
 class ReplyRule:
@@ -105,7 +50,7 @@ class ReplyRule:
         self._warned_at = -WARN_EVERY_S
         self._personas_warned_at = -WARN_EVERY_S
 
-    async def addressed(self, message: Any) -> Asked | None:
+    async def addressed(self, message: Any) -> TurnRequest | None:
         """How the message asks for a reply, and who answers it; None if it gets none."""
         me = self._bot.user
         author = message.author
@@ -128,7 +73,7 @@ class ReplyRule:
         if getattr(getattr(replied, "author", None), "id", None) == me.id and not reply_to_persona:
             return DIRECTLY  # a reply to the bot's own voice stays with it, whoever it names
         if called:
-            return Asked(Addressed.DIRECTLY, called)
+            return TurnRequest(Addressed.DIRECTLY, called)
         return PASSIVELY if await self._answers_every_message(message) else None
 
     async def _personas_called(self, message: Any, text: str) -> tuple[tuple[str, ...], bool]:

@@ -1,6 +1,6 @@
 """What the model is shown of a channel: the system prompt, what came before, the trigger.
 
-Kept apart from the service because it is the one place a Discord message becomes a
+Kept apart from the turn because it is the one place a Discord message becomes a
 `ContextItem`, and the part of a turn that grows as the cog learns to show the model more of
 the conversation. What came before the trigger is the recent history, plus what the history
 window may not reach: the chain of messages the trigger replies to, and in a thread the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tomori.config.settings import Settings
@@ -25,6 +25,7 @@ from tomori.policy.interruptions import Stops
 from tomori.policy.personas import unnamed
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
+from tomori.turns.surface import BOT_VOICE, Voice
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
@@ -55,23 +56,6 @@ def embed_text(embeds: Iterable[Any]) -> str:
         if lines:
             shown.append("[embed] " + "\n".join(lines))
     return "\n".join(shown)
-
-
-@dataclass(frozen=True)
-class Voice:
-    """Who answers the turn, and who posted the cog's own messages: a persona's messages are
-    the assistant's turns to that persona, and a named speaker's to anyone else (the bot's too,
-    once a persona answers)."""
-
-    persona: str | None = None
-    """The name key of the persona that answers; None: the bot."""
-    posters: Mapping[str, str] = field(default_factory=dict)
-    """By message ID, the name key of the persona that posted it."""
-    names: Mapping[str, str] = field(default_factory=dict)
-    """By name key, the persona's name as shown."""
-
-
-BOT_VOICE = Voice()
 
 
 @dataclass(frozen=True)

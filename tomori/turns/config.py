@@ -1,10 +1,11 @@
 """What a channel's turn runs with: its model chain, their providers, its system prompt.
 
-The service's providers live here: one per provider name (one HTTP client), built for the
-environment's chain when the service starts, and for a provider only an admin's chain names
-the first time a turn needs it; `aclose` closes every one built. A stored chain that no longer
-parses (a key removed from the environment since) is logged and the environment's runs
-instead: a turn never fails on what an admin stored while the bot had other keys.
+The cog and the console read it alike. The providers live here: one per provider name (one
+HTTP client), built for the environment's chain at start-up, and for a provider only an
+admin's chain names the first time a turn needs it; `aclose` closes every one built. A stored
+chain that no longer parses (a key removed from the environment since) is logged and the
+environment's runs instead: a turn never fails on what an admin stored while the bot had other
+keys.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import ConfigError, Settings
@@ -43,9 +43,17 @@ class TurnConfig:
 
 class ChannelConfig:
     def __init__(
-        self, settings: Settings, chain: ModelChain, environ: Mapping[str, str] | None = None
+        self,
+        settings: Settings,
+        chain: ModelChain,
+        environ: Mapping[str, str] | None = None,
+        *,
+        autoreply_everywhere: bool = False,
     ) -> None:
+        """`autoreply_everywhere`: every channel answers every message by default (the
+        console's one channel), else those of `TOMORI_CHANNELS`."""
         self._settings = settings
+        self._autoreply_everywhere = autoreply_everywhere
         self.chain = chain
         self.environ = os.environ if environ is None else environ
         self.store: OverrideStore | None = None
@@ -70,17 +78,22 @@ class ChannelConfig:
         """An admin's chain, checked against the keys this bot has; `ConfigError` if bad."""
         return check_models(raw, self.environ, self.chain.credentials)
 
-    def defaults(self, channel_id: int) -> Defaults:
+    def defaults(self, channel_id: int | str) -> Defaults:
+        autoreply = self._autoreply_everywhere or (
+            str(channel_id).isdigit() and int(channel_id) in self._settings.channels
+        )
         return Defaults(
             models=self.chain.described,
             system_prompt=self._settings.system_prompt,
-            autoreply=channel_id in self._settings.channels,
+            autoreply=autoreply,
             cooldown_ms=self._settings.user_cooldown_ms,
             daily_tokens=self._settings.user_daily_tokens,
             follow_ups=self._settings.follow_ups,
         )
 
-    async def resolved(self, guild_id: int | None, channel_id: int, *, cached: bool) -> Resolved:
+    async def resolved(
+        self, guild_id: int | str | None, channel_id: int | str, *, cached: bool
+    ) -> Resolved:
         """What applies in the channel now; `cached` for the reply rule (see OverrideStore)."""
         channel, server = NOTHING, NOTHING
         if guild_id is not None and self.store is not None:
@@ -88,18 +101,18 @@ class ChannelConfig:
             channel, server = await read(str(guild_id), str(channel_id))
         return resolve(channel, server, self.defaults(channel_id))
 
-    async def user_limits(self, guild_id: int | None) -> UserLimits:
+    async def user_limits(self, guild_id: int | str | None) -> UserLimits:
         """The cooldown and daily tokens for each user of a server (None: direct messages, the
         environment's), through the cache: asked for every message a limit applies to."""
         resolved = await self._server(guild_id, "limits")
         return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
 
-    async def follow_ups(self, guild_id: int | None) -> bool:
+    async def follow_ups(self, guild_id: int | str | None) -> bool:
         """Whether a server's users' follow-ups stop their answer (None: direct messages, the
         environment's), through the cache: asked for every message admitted."""
         return (await self._server(guild_id, "follow-up setting")).follow_ups.value
 
-    async def _server(self, guild_id: int | None, what: str) -> Resolved:
+    async def _server(self, guild_id: int | str | None, what: str) -> Resolved:
         """What a server sets over the environment, through the cache; the environment's
         values while the store cannot say."""
         server = NOTHING
@@ -118,9 +131,9 @@ class ChannelConfig:
                 )
         return resolve(NOTHING, server, self.defaults(0))
 
-    async def for_turn(self, channel: Any) -> TurnConfig:
-        guild = getattr(channel, "guild", None)
-        resolved = await self.resolved(getattr(guild, "id", None), channel.id, cached=False)
+    async def for_turn(self, guild_id: str | None, channel_id: str) -> TurnConfig:
+        """What a turn in the channel runs with now (read afresh: a change applies at once)."""
+        resolved = await self.resolved(guild_id, channel_id, cached=False)
         chain = self.chain
         if resolved.models.source is not Source.ENVIRONMENT:
             try:
@@ -128,7 +141,7 @@ class ChannelConfig:
             except ConfigError as error:
                 log.warning(
                     "channel %s: the stored model chain no longer applies (%s); using %s",
-                    channel.id,
+                    channel_id,
                     error,
                     self.chain.described,
                 )

@@ -1,0 +1,118 @@
+"""The console's channel as a turn sees it: its `tomori.turns.Surface`.
+
+The turn is the core's (`tomori.turns.play`), the very one a Discord channel runs; this
+answers its questions about the terminal's one channel: the trigger is a numbered message
+there, the limits are the console server's, the history is the channel's own messages, and
+each persona's messages print under its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tomori.config.settings import Settings
+from tomori.console.channel import ConsoleChannel, ConsoleMessage
+from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
+from tomori.delivery.port import ChannelPort
+from tomori.generation.state import TurnState
+from tomori.locks import Turn, TurnGuard
+from tomori.policy.personas import Persona
+from tomori.policy.sprites import wardrobe
+from tomori.turns.surface import Context, Reading, Speaker, Voice
+
+
+def tell_held(channel: ConsoleChannel, held: Held, message_id: str) -> None:
+    """A message over the limits: the notice Discord posts, or (where Discord says nothing,
+    having said it once) a line saying why nothing answers."""
+    if held.notice is not None:
+        channel.tell(held.notice, reply_to=message_id)
+    else:
+        channel.say(f"(#{message_id} is not answered: over the {held.refusal.limit})")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ConsoleReading:
+    """What a turn read of the console's channel: where it stood, and what was left out."""
+
+    channel: ConsoleChannel
+    trigger: ConsoleMessage | None
+    waiting: Collection[str]
+    settings: Settings
+    until: int
+    """The number the channel's next message took as the turn read it."""
+
+    @property
+    def notices(self) -> Context:
+        return ()  # the console's messages carry no files
+
+    def posted_by_us(self) -> Sequence[str]:
+        return ()  # the console knows each of its messages' speakers by name
+
+    def context(self, system_prompt: str, voice: Voice) -> Context:
+        name = None if voice.persona is None else voice.names.get(voice.persona)
+        return self.channel.context(
+            self.trigger, self.waiting, self.settings, system_prompt, name, self.until
+        )
+
+
+class ConsoleSurface:
+    """The console's one channel (see the module docstring)."""
+
+    def __init__(self, channel: ConsoleChannel, server: ConsoleServer, settings: Settings) -> None:
+        self._channel = channel
+        self._server = server
+        self._settings = settings
+        self.notices = channel
+
+    @property
+    def channel_id(self) -> str:
+        return CHANNEL
+
+    @property
+    def guild_id(self) -> str:
+        return SERVER
+
+    @property
+    def limit_scope(self) -> str:
+        return SERVER
+
+    async def trigger(self, turn: Turn) -> ConsoleMessage | None:
+        return self._channel.message(turn.trigger.message_id)
+
+    async def latest(self) -> ConsoleMessage | None:
+        return self._channel.message(str(self._channel.next_number - 1))
+
+    async def may_start(
+        self, turn: Turn, message: Any, guard: TurnGuard, *, surface_errors: bool
+    ) -> bool:
+        held = await self._server.may_start()
+        if held is None:
+            return True
+        tell_held(self._channel, held, self._channel.message_id(message))
+        return False
+
+    def deliverable(self) -> bool:
+        return True  # the terminal takes every message
+
+    def refused(self) -> None:
+        pass  # the terminal refuses nothing
+
+    @asynccontextmanager
+    async def typing(self, state: TurnState) -> AsyncIterator[None]:
+        yield  # the channel shows "typing" itself from the turn's start (`begin_turn`)
+
+    async def read(
+        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+    ) -> Reading:
+        channel = self._channel
+        return ConsoleReading(channel, message, waiting, self._settings, channel.next_number)
+
+    def bot_port(self) -> ChannelPort:
+        return self._channel
+
+    def speaker(self, persona: Persona) -> Speaker:
+        port = self._channel.as_persona(persona.name)
+        return Speaker(port, wardrobe(persona.name, persona.sprites, port.wear))

@@ -1,0 +1,40 @@
+"""The turn: what a channel's lock runs, written once for the cog and the console alike.
+
+- `request.py`  what a queued turn asks for (`TurnRequest`: how it was addressed, its
+                personas, a scene, a `/respond`'s parts) and the one codec the lock store's
+                JSON is read and written through
+- `config.py`   what a channel's turn runs with: its model chain and their providers, its
+                system prompt and prefill, as the environment and its admins set them
+- `surface.py`  the channel as a turn sees it (`Surface`: its history read once, the ports
+                the bot and each persona post through, typing, notices); the cog and the
+                console each implement it
+- `stage.py`    what every turn of a runtime runs with: the locks, stores, tools, health
+- `turn.py`     `play`: the turn's preparation (errors before any model among it), then the
+                bot's answer, the personas', or a scene's lines
+- `cast.py`     personas answering in turn, drawing each other in, and a scene's lines
+"""
+
+from tomori.turns.config import ChannelConfig, TurnConfig
+from tomori.turns.request import DIRECTLY, PASSIVELY, Addressed, Asking, Respond, TurnRequest
+from tomori.turns.stage import Stage
+from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Speaker, Surface, Voice
+from tomori.turns.turn import play
+
+__all__ = [
+    "BOT_VOICE",
+    "DIRECTLY",
+    "NOTHING_READ",
+    "PASSIVELY",
+    "Addressed",
+    "Asking",
+    "ChannelConfig",
+    "Reading",
+    "Respond",
+    "Speaker",
+    "Stage",
+    "Surface",
+    "TurnConfig",
+    "TurnRequest",
+    "Voice",
+    "play",
+]

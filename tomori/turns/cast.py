@@ -1,0 +1,157 @@
+"""Personas answering a turn: each in turn, a scene's lines, and the next speaker's state.
+
+Every persona of a turn answers under the one channel lock the turn holds. Each sees the channel
+as the turn read it once (`Reading`), then what the personas before it said in the turn
+(`heard`); its messages go through its own port (`Surface.speaker`), and which messages it
+posted is recorded, so a reply to one is answered by it. An answer that names another persona
+draws it in, while the channel's budget of drawn-in answers allows (`TOMORI_MAX_BOT_TURNS`,
+reset when a human speaks there). A scene is a fixed order of lines instead, each told whose
+line it is; a line that fails ends the scene.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from tomori.generation.answering import answer_turn
+from tomori.generation.chain import ChainResult
+from tomori.generation.results import StreamStatus
+from tomori.generation.state import TurnState
+from tomori.generation.tools import ToolRegistry
+from tomori.locks import Turn, TurnGuard
+from tomori.policy.personas import Persona, drawn_in
+from tomori.policy.scenes import Scene, heard, speaker_notice
+from tomori.turns.config import TurnConfig
+from tomori.turns.request import Asking
+from tomori.turns.stage import Stage
+from tomori.turns.surface import Context, Reading, Surface, Voice
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Playing:
+    """One turn as its personas play it: where, with what, and what they were shown."""
+
+    stage: Stage
+    surface: Surface
+    turn: Turn
+    guard: TurnGuard
+    config: TurnConfig
+    tools: ToolRegistry
+    reading: Reading
+    surface_errors: bool
+    everyone: tuple[Persona, ...]
+    """The server's personas, as the turn began."""
+    posters: Mapping[str, str]
+    """By message ID, the persona that posted each of the cog's messages shown."""
+
+    def voice(self, persona: Persona) -> Voice:
+        return Voice(persona.key, self.posters, {p.key: p.name for p in self.everyone})
+
+    async def speak(
+        self,
+        state: TurnState,
+        persona: Persona,
+        said: Sequence[tuple[Persona, str]],
+        *,
+        notices: Context = (),
+        asked: Context = (),
+        prefill_asking: Asking | None = None,
+    ) -> ChainResult:
+        """One persona's answer: one pass of its chain with the whole contract, posted under
+        its name; it sees the channel, what a `/respond` asked (`asked`), then what was said
+        before it in the turn. `notices` go in its request only; the answer begins with the
+        prefill `prefill_asking` gives it (a scene's lines take none)."""
+        own = self.stage.config.for_persona(self.config, persona)
+        context = self.reading.context(own.system_prompt, self.voice(persona)) + asked
+        context += heard(said, persona)
+        speaker = self.surface.speaker(persona)
+        prefill = None if prefill_asking is None else prefill_asking.prefill_for(first=not said)
+        try:
+            result = await answer_turn(
+                self.turn,
+                self.guard,
+                state,
+                speaker.port,
+                entries=own.entries,
+                providers=own.providers,
+                tools=self.tools,
+                settings=self.stage.settings,
+                context=context,
+                request_notices=(*self.reading.notices, *notices),
+                surface_errors=self.surface_errors,
+                health=self.stage.health,
+                wardrobe=speaker.wardrobe,
+                prefill=prefill,
+            )
+        finally:
+            guild_id = self.surface.guild_id or ""
+            await self.stage.record_posted(guild_id, self.surface.channel_id, persona, state)
+        if result.forbidden:
+            self.surface.refused()
+        return result
+
+    async def answer_as(self, state: TurnState, cast: Sequence[Persona], asking: Asking) -> None:
+        """Each persona of `cast` answers in turn, drawing in those its answer names (see the
+        module docstring). Each answer begins with the turn's prefill, but for a `/respond`
+        one, which is the first answer's alone."""
+        channel = self.surface.channel_id
+        waiting = deque(cast)
+        said: list[tuple[Persona, str]] = []
+        while waiting and not self.guard.stop_requested():
+            persona = waiting.popleft()
+            speaking = state if not said else next_speaker(state)
+            result = await self.speak(
+                speaking, persona, said, asked=asking.said, prefill_asking=asking
+            )
+            if result.unreachable:
+                return
+            said.append((persona, result.text))
+            drawn = drawn_in(self.everyone, result.text, persona)
+            budget = self.stage.drawn_in
+            if drawn is not None and drawn not in waiting and budget.allows(channel):
+                budget.started(channel)
+                waiting.append(drawn)
+
+    async def play_scene(self, state: TurnState, scene: Scene) -> None:
+        """The scene's lines, each persona in turn for each cycle: each line stands free (no
+        reply) and takes no prefill; /kill ends the line being written and the rest; a line
+        that fails (its notice says why) ends the scene."""
+        by_key = {persona.key: persona for persona in self.everyone}
+        names = {persona.key: persona.name for persona in self.everyone}
+        said: list[tuple[Persona, str]] = []
+        speaking = state
+        for cycle, key in scene.lines():
+            if self.guard.stop_requested():
+                return
+            persona = by_key.get(key)
+            if persona is None:  # removed since the scene was asked for
+                continue
+            self.guard.touch()
+            notice = speaker_notice(scene, persona, cycle, names)
+            result = await self.speak(speaking, persona, said, notices=(notice,))
+            if result.status is not StreamStatus.COMPLETED or not result.text.strip():
+                log.info("scene %s ends at %s's line: %s", self.turn.turn_id, key, result.status)
+                return
+            said.append((persona, result.text))
+            speaking = next_speaker(state)
+
+
+def next_speaker(state: TurnState) -> TurnState:
+    """The state of a persona after the first: its own messages and notices; it stands free
+    (the first one's answer already shows what it answers)."""
+    return replace(
+        state,
+        from_queue=False,
+        suppress_user_errors=False,
+        deferred_timeout_notice=None,
+        on_stream_progress=None,
+        on_ceiling=None,
+        delivered=[],
+        on_first_message=None,
+        undelivered=False,
+    )

@@ -1,0 +1,85 @@
+"""What every turn of one runtime is played with: the stores, the tools, the model health.
+
+The cog and the console each build one `Stage` once their database and locks are open, and
+every turn reads it; nothing on it is "not started yet". Its few methods are the parts of a
+turn that touch those stores and must fail softly: a turn never fails because the store could
+not say who posted a message, or could not record it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tomori.config.settings import Settings
+from tomori.generation.health import ModelHealth
+from tomori.generation.results import StreamStatus, TurnOutcome
+from tomori.generation.state import TurnState
+from tomori.generation.tools import ToolRegistry
+from tomori.locks import ChannelLocks
+from tomori.policy.limits import BotTurns
+from tomori.policy.metrics import Metrics
+from tomori.policy.personas import Persona, PersonaStore
+from tomori.policy.tool_switches import BotTools, Switch, ToolSwitchStore
+from tomori.turns.config import ChannelConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Stage:
+    """Everything a turn runs with beyond its channel (see the module docstring)."""
+
+    settings: Settings
+    locks: ChannelLocks
+    config: ChannelConfig
+    tools: BotTools
+    switches: ToolSwitchStore
+    personas: PersonaStore
+    metrics: Metrics
+    health: ModelHealth | None
+    """The models turns skip for now (None: the console, which asks each model every turn)."""
+    drawn_in: BotTurns
+    """Personas drawn in by another's answer, per channel since a human last spoke there."""
+
+    async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
+        """The tools offered in this channel's turn, less those an admin turned off here (read
+        afresh: a change applies from the next turn)."""
+        switches: tuple[Switch, ...] = ()
+        if guild_id is not None:
+            switches = await self.switches.read(guild_id, channel_id)
+        return await self.tools.for_turn(switches)
+
+    async def posters(self, message_ids: Sequence[str]) -> Mapping[str, str]:
+        """Which persona posted each of these messages (none if the store cannot say: the
+        history then shows them by the names the channel shows)."""
+        if not message_ids:
+            return {}
+        try:
+            return await self.personas.posters(message_ids)
+        except Exception as error:
+            log.warning("could not read who posted the history's messages: %r", error)
+            return {}
+
+    async def record_posted(
+        self, guild_id: str, channel_id: str, persona: Persona, state: TurnState
+    ) -> None:
+        """Keep which messages the persona posted: a reply to one is answered by it."""
+        if not state.delivered:
+            return
+        ids = [m.message_id for m in state.delivered]
+        try:
+            await self.personas.posted(guild_id, channel_id, persona, ids)
+        except Exception as error:
+            log.warning(
+                "channel %s: could not record %s's messages %s: %r",
+                channel_id,
+                persona.name,
+                ids,
+                error,
+            )
+
+    def record_unasked(self, state: TurnState, status: StreamStatus) -> None:
+        """A turn that ended before any model was asked still counts in the metrics."""
+        self.metrics.record_outcome(TurnOutcome(state.guild_id, state.channel_id, None, status))

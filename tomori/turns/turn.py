@@ -1,0 +1,161 @@
+"""One turn, from its lock to its last message: written once, run by the cog and the console.
+
+`play` is what a channel lock runs for a turn. Before any model is asked it prepares: the
+trigger (or, for a command's turn, the channel's latest message), whether the asker may still
+be answered, the queue to leave out, a stop check, typing, the channel's configuration, its
+tools, its personas, and one read of the channel. A `/kill` during that ends the turn quietly;
+a failure there (a Discord call that got no answer, the database) is told to whoever asked
+directly, as a failed generation would be, since the chain's own notices never ran. Then the
+bot answers, or the personas the trigger called (`cast.py`), or a scene's lines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from tomori.delivery.notices import GENERATION_ERROR
+from tomori.generation.answering import answer_turn
+from tomori.generation.results import StreamStatus
+from tomori.generation.state import TurnState
+from tomori.generation.stoppable import Stopped, until_stopped
+from tomori.locks import Turn, TurnGuard
+from tomori.policy.personas import Persona
+from tomori.turns.cast import Playing
+from tomori.turns.request import Asking, TurnRequest
+from tomori.turns.stage import Stage
+from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    playing: Playing
+    cast: tuple[Persona, ...]
+    """The personas that answer, in order (none: the bot; a scene's come from the scene)."""
+
+
+async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> None:
+    """Run `turn` in `surface`'s channel (see the module docstring)."""
+    request = TurnRequest.of(turn.trigger)
+    scene = request.scene
+    state = TurnState(
+        surface.channel_id,
+        notices=surface.notices,
+        trigger_message_id=None if scene else turn.trigger.message_id,
+        from_queue=turn.from_queue,
+        scene_turn=scene is not None,
+        metrics=stage.metrics,
+        guild_id=surface.limit_scope,
+    )
+    if scene is not None and (surface.guild_id is None or not surface.deliverable()):
+        return  # scenes are played in a server's channels the bot may post in
+    async with AsyncExitStack() as typing:
+        try:
+            prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
+        except Stopped:
+            log.info("turn %s stopped before any model was asked", turn.turn_id)
+            stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
+            return
+        except Exception:
+            stage.record_unasked(state, StreamStatus.ERROR)
+            log.exception(
+                "turn %s in channel %s failed before any model was asked",
+                turn.turn_id,
+                surface.channel_id,
+            )
+            if request.surfaces_errors:
+                await state.post_notice(GENERATION_ERROR)
+            return
+        if prepared is None:
+            return
+        playing = prepared.playing
+        config = playing.config
+        if scene is not None:
+            await playing.play_scene(state, scene)
+            return
+        respond = request.respond
+        asking = respond.asking(config.prefill) if respond else Asking(prefill=config.prefill)
+        if prepared.cast:
+            await playing.answer_as(state, prepared.cast, asking)
+            return
+        result = await answer_turn(
+            turn,
+            guard,
+            state,
+            surface.bot_port(),
+            entries=config.entries,
+            providers=config.providers,
+            tools=playing.tools,
+            settings=stage.settings,
+            context=playing.reading.context(config.system_prompt, BOT_VOICE) + asking.said,
+            request_notices=playing.reading.notices,
+            surface_errors=request.surfaces_errors,
+            health=stage.health,
+            prefill=asking.prefill,
+        )
+        if result.forbidden:
+            surface.refused()
+
+
+async def _prepare(
+    stage: Stage,
+    surface: Surface,
+    turn: Turn,
+    guard: TurnGuard,
+    state: TurnState,
+    request: TurnRequest,
+    typing: AsyncExitStack,
+) -> _Prepared | None:
+    """Everything the turn's answers need, read once; None if it is not to be answered."""
+    message = None
+    if request.respond is not None:  # a command's: it answers the channel as it stands
+        message = await surface.latest()
+    elif request.scene is None:
+        message = await surface.trigger(turn)
+        if message is None:
+            log.warning("skipping turn %s: its message is gone", turn.turn_id)
+            return None
+        if not await surface.may_start(
+            turn, message, guard, surface_errors=request.surfaces_errors
+        ):
+            return None
+    waiting = await stage.locks.queued_message_ids(surface.channel_id)
+    if guard.stop_requested():  # /kill came while it waited: no typing, no read
+        raise Stopped
+    await typing.enter_async_context(surface.typing(state))  # reading files takes a while
+    where = (surface.guild_id, surface.channel_id)
+    config = await until_stopped(guard, stage.config.for_turn(*where))
+    tools = await until_stopped(guard, stage.tools_for(*where))
+    everyone: tuple[Persona, ...] = ()
+    keys = request.scene.cast if request.scene is not None else request.personas
+    if keys and surface.guild_id is not None:
+        everyone = await until_stopped(guard, stage.personas.of_server(surface.guild_id))
+    by_key = {persona.key: persona for persona in everyone}
+    cast = tuple(by_key[key] for key in keys if key in by_key)  # those removed since are left out
+    images = config.images or any(stage.config.for_persona(config, p).images for p in cast)
+    reading: Reading = NOTHING_READ  # a command's turn in a channel with no message it can read
+    if request.respond is None or message is not None:
+        queued = turn.from_queue and message is not None
+        reading = await until_stopped(
+            guard, surface.read(message, waiting, queued=queued, images=images)
+        )
+    posters: Mapping[str, str] = {}
+    if cast:
+        posters = await until_stopped(guard, stage.posters(reading.posted_by_us()))
+    playing = Playing(
+        stage,
+        surface,
+        turn,
+        guard,
+        config,
+        tools,
+        reading,
+        request.surfaces_errors,
+        everyone,
+        posters,
+    )
+    return _Prepared(playing, () if request.scene is not None else cast)

@@ -1,0 +1,191 @@
+"""A Discord channel as a turn sees it: the cog's `tomori.turns.Surface`.
+
+The turn itself is the core's (`tomori.turns.play`); this answers its questions about one
+channel of the bot's library: the trigger (kept from the gateway, else fetched), the limits
+the asker is held to as the turn starts, typing, one read of the history, and the ports the
+bot and each persona post through (a persona's through the channel's webhook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tomori.config.settings import Settings, seconds
+from tomori.delivery.port import ChannelPort
+from tomori.generation.state import TurnState
+from tomori.generation.stoppable import until_stopped
+from tomori.locks import Turn, TurnGuard
+from tomori.policy.metrics import Metrics
+from tomori.policy.personas import Persona
+from tomori.turns.config import ChannelConfig
+from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
+from tomori_cog.library import Library
+from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
+from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.pacing import DiscordPacing
+from tomori_cog.reading.history import HistoryReader, Shown
+from tomori_cog.reading.memory import RecentMessages
+from tomori_cog.webhooks import PersonaPort, Webhooks, wardrobe_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DiscordParts:
+    """What every channel's surface shares: the bot, its library, and the cog's parts."""
+
+    bot: Any
+    library: Library
+    settings: Settings
+    pacing: DiscordPacing
+    config: ChannelConfig
+    metrics: Metrics
+    gate: AdmissionGate
+    history: HistoryReader
+    memory: RecentMessages
+    webhooks: Webhooks
+    live_messages: LiveMessages
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChannelReading:
+    """What a turn read of a Discord channel (`tomori.turns.Reading`)."""
+
+    shown: Shown
+    history: HistoryReader
+    me: Any
+
+    @property
+    def notices(self) -> Context:
+        return self.shown.notices
+
+    def posted_by_us(self) -> Sequence[str]:
+        me = self.me
+        return [
+            str(m.id)
+            for m in self.shown.messages
+            if m.webhook_id or (me is not None and m.author.id == me.id)
+        ]
+
+    def context(self, system_prompt: str, voice: Voice) -> Context:
+        return self.history.items(self.shown, system_prompt, voice)
+
+
+class DiscordSurface:
+    """One Discord channel, for one turn (see the module docstring)."""
+
+    def __init__(self, parts: DiscordParts, channel: Any) -> None:
+        self._parts = parts
+        self._channel = channel
+        self._guild = getattr(channel, "guild", None)
+        self.notices = EmbedNotices(parts.library, channel, parts.pacing)
+
+    @property
+    def channel_id(self) -> str:
+        return str(self._channel.id)
+
+    @property
+    def guild_id(self) -> str | None:
+        return None if self._guild is None else str(self._guild.id)
+
+    @property
+    def limit_scope(self) -> str:
+        return limit_scope(self._guild)
+
+    async def trigger(self, turn: Turn) -> Any | None:
+        """The trigger as the gateway showed it, else read again (a turn replayed after a
+        restart); None if it was deleted or can no longer be read."""
+        message_id = turn.trigger.message_id or ""
+        live = self._parts.live_messages.take(message_id)
+        if live is not None:
+            return live
+        lib = self._parts.library.module
+        try:
+            return await self._channel.fetch_message(int(message_id))
+        except (lib.NotFound, lib.Forbidden, ValueError):
+            return None
+
+    async def latest(self) -> Any | None:
+        """The channel's newest message, where a `/respond` turn's history ends (None: the
+        channel has none, or it cannot be read: the turn answers what the asker said alone)."""
+        channel = self._channel
+        try:
+            await self._parts.pacing.read()
+            async for message in channel.history(limit=1):
+                return message
+        except call_failures(self._parts.library) as error:
+            log.info("channel %s: its latest message cannot be read: %r", channel.id, error)
+        return None
+
+    async def may_start(
+        self, turn: Turn, message: Any, guard: TurnGuard, *, surface_errors: bool
+    ) -> bool:
+        parts = self._parts
+        limits = await parts.config.user_limits(guild_id_of(message))
+        if limits.daily_tokens > 0:  # the turn before this one recorded its tokens: count them
+            await until_stopped(guard, parts.metrics.flushed())
+        requester = turn.trigger.requester_id or str(message.author.id)
+        return await parts.gate.may_start(self._channel, message, requester, surface_errors, limits)
+
+    def deliverable(self) -> bool:
+        return self._parts.gate.deliverability.allows(self._channel)
+
+    def refused(self) -> None:
+        self._parts.gate.deliverability.refused(self._channel.id)
+
+    @asynccontextmanager
+    async def typing(self, state: TurnState) -> AsyncIterator[None]:
+        """Typing in the channel until the turn shows something, or ends."""
+        parts = self._parts
+        interval_s = seconds(parts.settings.typing_keepalive_interval_ms)
+        task = asyncio.create_task(
+            keep_typing(
+                parts.library,
+                self._channel,
+                interval_s,
+                parts.pacing,
+                shown=lambda: bool(state.delivered),
+            )
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def read(
+        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+    ) -> Reading:
+        history = self._parts.history
+        if message is None:
+            shown = await history.read_latest(self._channel, waiting, images=images)
+        else:
+            shown = await history.read(
+                self._channel, message, waiting, queued=queued, images=images
+            )
+        return ChannelReading(shown, history, self._parts.bot.user)
+
+    def bot_port(self) -> ChannelPort:
+        parts = self._parts
+        port = LibraryPort(parts.library, self._channel, parts.pacing)
+        return parts.memory.remembering(port, self._channel.id)
+
+    def speaker(self, persona: Persona) -> Speaker:
+        parts = self._parts
+        channel = self._channel
+        port = PersonaPort(
+            parts.library,
+            channel,
+            parts.pacing,
+            parts.webhooks,
+            persona,
+            self.bot_port(),
+            lambda webhook_port: parts.memory.remembering(webhook_port, channel.id),
+        )
+        return Speaker(port, wardrobe_of(persona, port))
