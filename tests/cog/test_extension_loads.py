@@ -23,7 +23,7 @@ from tests.support.nextcord_fake import NextcordBot, start_nextcord_bot, stop_ne
 from tests.support.scripts import answer
 from tomori.providers.base import JsonObject
 from tomori.store import SqliteDatabase
-from tomori_cog import AlreadyLoaded, TomoriCog, Tool, ToolContext, add_tomori
+from tomori_cog import AlreadyLoaded, ConfigError, TomoriCog, Tool, ToolContext, add_tomori
 
 NAMES = ("tomori_cog", "cogs.tomori")
 FIRSTS = (None, *NAMES)
@@ -264,8 +264,10 @@ async def test_a_tool_may_not_take_a_built_in_tools_name(nextcord_on: StartNextc
     nc = await nextcord_on(None)
     cog = nc.bot.get_cog("Tomori")
     assert isinstance(cog, TomoriCog)
-    with pytest.raises(ValueError, match="'current_time' is the name of a built-in tool"):
+    with pytest.raises(ConfigError, match="'current_time' is the name of a built-in tool"):
         cog.register_tool(Tool("current_time", "Not the time.", {}, roll))
+    with pytest.raises(ConfigError, match="use letters, digits, _ or -"):
+        cog.register_tool(Tool("roll a die", "Spaces.", {}, roll))
 
 
 @pytest.mark.parametrize("extension", NAMES)

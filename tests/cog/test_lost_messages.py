@@ -57,7 +57,8 @@ async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> Asyn
     assert isinstance(store, SqliteDatabase)
     assert locks is not None
     async with store.transaction():
-        lease = locks._leases[str(CHANNEL_ID)]
+        lease = locks._turns.lease(str(CHANNEL_ID))
+        assert lease is not None
         await until(lambda: lease.state is LeaseState.RELEASED)
         yield
 

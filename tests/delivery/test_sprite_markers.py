@@ -16,7 +16,7 @@ from tests.support.recording_port import RecordingPort
 from tomori.config.settings import Delivery
 from tomori.delivery.ceiling import CUT_NOTE
 from tomori.delivery.port import AnswerCut, Urgency
-from tomori.delivery.sprite_markers import Piece, SpriteMarkers, Switch, Wardrobe, label_key
+from tomori.delivery.sprite_markers import Piece, SpriteMarkers, SpriteSwitch, Wardrobe, label_key
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.state import TurnState
 
@@ -80,7 +80,7 @@ def reference(text: str) -> list[Piece]:
             label_text is None or (label_key(label_text) in known and len(label_text) <= 32)
         ):
             label = known[label_key(label_text)] if label_text is not None else None
-            pieces += [Switch(label, found.group(0)), line[found.end() :]]
+            pieces += [SpriteSwitch(label, found.group(0)), line[found.end() :]]
         else:
             pieces.append(line)
         if re.fullmatch(r"[ \t]*`{3,}[^`\r\n]*\r?", line.rstrip("\n")):
@@ -114,9 +114,9 @@ def test_a_marker_switches_only_at_a_line_start_outside_code_and_with_a_known_la
     text = "Hi\nAnn (happy): yay\nAnn (angry): no\n```\nAnn (happy): code\n```\nAnn: back"
     assert parsed([text]) == [
         "Hi\n",
-        Switch("happy", "Ann (happy): "),
+        SpriteSwitch("happy", "Ann (happy): "),
         "yay\nAnn (angry): no\n```\nAnn (happy): code\n```\n",
-        Switch(None, "Ann: "),
+        SpriteSwitch(None, "Ann: "),
         "back",
     ]
 

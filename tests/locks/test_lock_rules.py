@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tomori.locks import rules
-from tomori.locks.rules import InstanceRow, LockRow, Verdict
+from tomori.locks.rules import InstanceRow, LockRow, LockState
 
 ME, OTHER = "me", "other"
 TIMEOUT = 180.0
@@ -19,7 +19,7 @@ def lock(owner: str = OTHER, turn: str = "t", progress: float = 0.0, watchdogs: 
 
 
 def judge(row: LockRow | None, now: float = 10.0, alive: bool = True,
-          given_up: str | None = None) -> Verdict:  # fmt: skip
+          given_up: str | None = None) -> LockState:  # fmt: skip
     return rules.judge(
         row, me=ME, given_up_turn_id=given_up, owner_alive=alive, now=now, lock_timeout_s=TIMEOUT
     )
@@ -28,24 +28,24 @@ def judge(row: LockRow | None, now: float = 10.0, alive: bool = True,
 @pytest.mark.parametrize(
     ("row", "kwargs", "verdict"),
     [
-        (None, {}, Verdict.FREE),
-        (lock(), {}, Verdict.HELD),
-        (lock(stop="42"), {}, Verdict.STOPPING),
-        (lock(), {"alive": False}, Verdict.OWNER_GONE),
-        (lock(), {"now": TIMEOUT + 1}, Verdict.STALE),
-        (lock(watchdogs=1), {"now": TIMEOUT * 10}, Verdict.HELD),  # a watchdog exempts it
-        (lock(owner=ME), {"now": TIMEOUT * 10}, Verdict.HELD),  # ours: its lease judges it
-        (lock(owner=ME, turn="t"), {"given_up": "t"}, Verdict.ABANDONED_HERE),
-        (lock(owner=ME, turn="next"), {"given_up": "t"}, Verdict.HELD),  # handed on since
+        (None, {}, LockState.FREE),
+        (lock(), {}, LockState.HELD),
+        (lock(stop="42"), {}, LockState.STOPPING),
+        (lock(), {"alive": False}, LockState.OWNER_GONE),
+        (lock(), {"now": TIMEOUT + 1}, LockState.STALE),
+        (lock(watchdogs=1), {"now": TIMEOUT * 10}, LockState.HELD),  # a watchdog exempts it
+        (lock(owner=ME), {"now": TIMEOUT * 10}, LockState.HELD),  # ours: its lease judges it
+        (lock(owner=ME, turn="t"), {"given_up": "t"}, LockState.ABANDONED_HERE),
+        (lock(owner=ME, turn="next"), {"given_up": "t"}, LockState.HELD),  # handed on since
     ],
 )
-def test_each_verdict(row: LockRow | None, kwargs: dict[str, object], verdict: Verdict) -> None:
+def test_each_verdict(row: LockRow | None, kwargs: dict[str, object], verdict: LockState) -> None:
     assert judge(row, **kwargs) is verdict  # type: ignore[arg-type]
 
 
 def test_only_stale_and_abandoned_locks_discard_their_queue() -> None:
-    assert {v for v in Verdict if v.discards_queue} == {Verdict.STALE, Verdict.ABANDONED_HERE}
-    assert {v for v in Verdict if not v.is_free} == {Verdict.HELD, Verdict.STOPPING}
+    assert {v for v in LockState if v.discards_queue} == {LockState.STALE, LockState.ABANDONED_HERE}
+    assert {v for v in LockState if not v.is_free} == {LockState.HELD, LockState.STOPPING}
 
 
 times = st.floats(min_value=0, max_value=1e10, allow_nan=False)
@@ -55,7 +55,7 @@ times = st.floats(min_value=0, max_value=1e10, allow_nan=False)
 def test_a_live_owners_lock_under_a_watchdog_is_never_taken(
     progress: float, now: float, watchdogs: int
 ) -> None:
-    assert judge(lock(progress=progress, watchdogs=watchdogs), now=now) is Verdict.HELD
+    assert judge(lock(progress=progress, watchdogs=watchdogs), now=now) is LockState.HELD
 
 
 @given(progress=times, skew=st.floats(min_value=-3600, max_value=3600, allow_nan=False))

@@ -237,7 +237,9 @@ async def test_a_turn_stopped_by_kill_discards_the_queue_when_it_releases(
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
     await turns.next_started()
-    locks._leases[CHANNEL].request_stop()  # what kill does before its transaction
+    lease = locks._turns.lease(CHANNEL)
+    assert lease is not None
+    lease.request_stop()  # what kill does before its transaction
     assert kills == [KillReason.KILL]
     turns.let_finish("m1")
     async with asyncio.timeout(5):  # a handed-on m2 would be held, and never end

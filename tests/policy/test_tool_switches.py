@@ -6,25 +6,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tomori.policy.overrides import Scope
-from tomori.policy.tool_switches import Kind, Switch, offered
+from tomori.policy.tool_switches import SwitchTarget, ToolSwitch, offered
 
 SPECIFIC_FIRST = [
-    (Scope.CHANNEL, Kind.TOOL),
-    (Scope.CHANNEL, Kind.SERVER),
-    (Scope.SERVER, Kind.TOOL),
-    (Scope.SERVER, Kind.SERVER),
+    (Scope.CHANNEL, SwitchTarget.TOOL),
+    (Scope.CHANNEL, SwitchTarget.SERVER),
+    (Scope.SERVER, SwitchTarget.TOOL),
+    (Scope.SERVER, SwitchTarget.SERVER),
 ]
 
 
 @given(st.dictionaries(st.sampled_from(SPECIFIC_FIRST), st.booleans()))
 def test_the_most_specific_choice_decides_and_none_is_on(
-    choices: dict[tuple[Scope, Kind], bool],
+    choices: dict[tuple[Scope, SwitchTarget], bool],
 ) -> None:
     switches = [
-        Switch(scope, kind, "search__web" if kind is Kind.TOOL else "search", on)
+        ToolSwitch(scope, kind, "search__web" if kind is SwitchTarget.TOOL else "search", on)
         for (scope, kind), on in choices.items()
     ]
-    unrelated = [Switch(Scope.CHANNEL, Kind.TOOL, "other", False)]
+    unrelated = [ToolSwitch(Scope.CHANNEL, SwitchTarget.TOOL, "other", False)]
     decided = offered("search__web", "search", [*switches, *unrelated])
     deciding = next((key for key in SPECIFIC_FIRST if key in choices), None)
     if deciding is None:
@@ -35,5 +35,5 @@ def test_the_most_specific_choice_decides_and_none_is_on(
 
 
 def test_a_server_choice_never_reaches_a_tool_of_no_server() -> None:
-    switches = [Switch(Scope.CHANNEL, Kind.SERVER, "current_time", False)]
+    switches = [ToolSwitch(Scope.CHANNEL, SwitchTarget.SERVER, "current_time", False)]
     assert offered("current_time", None, switches) is None

@@ -12,7 +12,6 @@ import pytest
 from tests.support.llm_server import LLMServer
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tomori.config.settings import Settings
-from tomori.delivery.notices import Notice
 from tomori.delivery.port import StreamWriter
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.generation.state import TurnState
@@ -72,13 +71,11 @@ class Harness:
         suppress: bool = False,
         meanwhile: Meanwhile | None = None,
         request: StreamRequest = REQUEST,
-        left_over_notice: Notice | None = None,
         writer: Callable[[TurnState], StreamWriter] | None = None,
     ) -> PassRun:
         """`writer`: what the pass writes into, given its turn's state (else a memory one)."""
         channel = channel or MemoryChannel()
         state = TurnState(CHANNEL, notices=channel, suppress_user_errors=suppress)
-        state.deferred_timeout_notice = left_over_notice
         run = PassRun(channel, state)
 
         async def turn(_: Turn, guard: TurnGuard) -> None:

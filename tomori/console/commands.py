@@ -26,7 +26,7 @@ from tomori.policy.scenes import SCENE_DESCRIPTION, scene_refused
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?=\s|\Z)")
 
 
-class Kind(StrEnum):
+class Verb(StrEnum):
     HELP = "help"
     EXIT = "exit"
     KILL = "kill"
@@ -35,14 +35,14 @@ class Kind(StrEnum):
     UNKNOWN = "unknown"
 
 
-_KINDS = {"help": Kind.HELP, "exit": Kind.EXIT, "quit": Kind.EXIT, "kill": Kind.KILL}
-_KINDS["tomori"] = Kind.TOMORI
-_KINDS["scene"] = Kind.SCENE
+_KINDS = {"help": Verb.HELP, "exit": Verb.EXIT, "quit": Verb.EXIT, "kill": Verb.KILL}
+_KINDS["tomori"] = Verb.TOMORI
+_KINDS["scene"] = Verb.SCENE
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    kind: Kind
+    kind: Verb
     name: str
     """As typed, without its slash."""
     rest: str
@@ -55,7 +55,7 @@ def command_in(text: str) -> Command | None:
     if found is None:
         return None
     name = found.group(1)
-    return Command(_KINDS.get(name.lower(), Kind.UNKNOWN), name, text[found.end() :].strip())
+    return Command(_KINDS.get(name.lower(), Verb.UNKNOWN), name, text[found.end() :].strip())
 
 
 def as_message(text: str) -> str:
@@ -68,7 +68,7 @@ def unknown(command: Command) -> str:
     name = command.name
     said = (
         "is not a command: /help lists them"
-        if command.kind is Kind.UNKNOWN
+        if command.kind is Verb.UNKNOWN
         else ("takes nothing after it")
     )
     return f"(/{name} {said}; a message that starts with /{name} is written //{name})"

@@ -44,7 +44,7 @@ from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel, ConsoleMessage
 from tomori.console.commands import (
-    Kind,
+    Verb,
     as_message,
     command_in,
     help_text,
@@ -244,15 +244,15 @@ class ConsoleSession:
                 await self._stop_word(locks, text, echo=echo)
             elif text:
                 await self._submit(locks, as_message(text), echo=echo)
-        elif command.kind is Kind.EXIT and not command.rest:
+        elif command.kind is Verb.EXIT and not command.rest:
             return False
-        elif command.kind is Kind.KILL and not command.rest:
+        elif command.kind is Verb.KILL and not command.rest:
             await self._kill()
-        elif command.kind is Kind.HELP and not command.rest:
+        elif command.kind is Verb.HELP and not command.rest:
             self._channel.say(help_text(self._settings.stop_words))
-        elif command.kind is Kind.SCENE:
+        elif command.kind is Verb.SCENE:
             await self._scene(locks, text, command.rest, echo=echo)
-        elif command.kind is Kind.TOMORI:
+        elif command.kind is Verb.TOMORI:
             if not self._live:  # a script's setting applies after the messages written before it
                 await self._unless_quit(locks.wait_idle(self._channel.channel_id))
             action = tomori_action(command.rest)

@@ -33,7 +33,7 @@ def label_key(label: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Switch:
+class SpriteSwitch:
     """A marker: what follows is shown with sprite `label` (None: the persona's own avatar)."""
 
     label: str | None
@@ -41,7 +41,7 @@ class Switch:
     """The text the marker took out of the answer."""
 
 
-Piece = str | Switch
+Piece = str | SpriteSwitch
 
 
 class SpriteMarkers:
@@ -102,7 +102,7 @@ class SpriteMarkers:
         length, label = found
         held, self._held = self._held, None
         if length:
-            pieces.append(Switch(label, held[:length]))
+            pieces.append(SpriteSwitch(label, held[:length]))
         if held[length:]:
             pieces.append(held[length:])
 

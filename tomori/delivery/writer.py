@@ -61,7 +61,7 @@ from tomori.delivery.port import (
     Urgency,
 )
 from tomori.delivery.segmenter import Segmenter
-from tomori.delivery.sprite_markers import Switch, Wardrobe
+from tomori.delivery.sprite_markers import SpriteSwitch, Wardrobe
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class ChannelWriter:
         self._edit_interval_s = edit_interval_s
         self._first_gather_s = first_gather_s
         self._segmenter = Segmenter()
-        self._pending: deque[str | Switch] = deque()
+        self._pending: deque[str | SpriteSwitch] = deque()
         """Messages mode: segments; edit mode: text as fed; both: the sprite switches between."""
         self._wardrobe = wardrobe
         self._markers = wardrobe.markers() if wardrobe is not None else None
@@ -131,12 +131,12 @@ class ChannelWriter:
             self._feed_text(text)
             return
         for piece in self._markers.feed(text):
-            if isinstance(piece, Switch):
+            if isinstance(piece, SpriteSwitch):
                 self._switch(piece)
             else:
                 self._feed_text(piece)
 
-    def _switch(self, switch: Switch) -> None:
+    def _switch(self, switch: SpriteSwitch) -> None:
         """A sprite marker: the text before it ends its message, the text after it wears the
         sprite in new messages."""
         if self._failure is not None:
@@ -173,7 +173,7 @@ class ChannelWriter:
         if self._markers is not None:
             with contextlib.suppress(AnswerCut, DestinationUnreachable):
                 for piece in self._markers.finish():  # a line that may have been a marker
-                    if isinstance(piece, Switch):
+                    if isinstance(piece, SpriteSwitch):
                         self._switch(piece)
                     else:
                         self._feed_text(piece)
@@ -336,7 +336,7 @@ class ChannelWriter:
     async def _send_segments(self) -> None:
         while self._pending and self._failure is None:
             head = self._pending[0]
-            if isinstance(head, Switch):
+            if isinstance(head, SpriteSwitch):
                 self._pending.popleft()
                 self._wear(head)
                 continue
@@ -353,19 +353,19 @@ class ChannelWriter:
         """The queued segments that fit one message together, in order (one, if it alone is
         longer: a span kept whole may take it to 2000). Packing them in order, each message as
         full as it goes, gives the fewest messages the safe cuts allow."""
-        if not self._pending or isinstance(self._pending[0], Switch):
+        if not self._pending or isinstance(self._pending[0], SpriteSwitch):
             return ""
         message = self._pending.popleft()
         assert isinstance(message, str)  # (checked above)
         while self._pending:
             following = self._pending[0]
-            if isinstance(following, Switch) or len(message) + len(following) > MESSAGE_LIMIT:
+            if isinstance(following, SpriteSwitch) or len(message) + len(following) > MESSAGE_LIMIT:
                 break
             message += following
             self._pending.popleft()
         return message
 
-    def _wear(self, switch: Switch) -> None:
+    def _wear(self, switch: SpriteSwitch) -> None:
         """The messages sent from now on wear the switch's sprite."""
         if self._wardrobe is not None:
             self._wearing = switch.label
@@ -381,10 +381,10 @@ class ChannelWriter:
                     await asyncio.wait_for(self._ended.wait(), wait)
             await self._writable()
             fed: list[str] = []
-            switch: Switch | None = None
+            switch: SpriteSwitch | None = None
             while self._pending and switch is None:
                 piece = self._pending.popleft()
-                if isinstance(piece, Switch):
+                if isinstance(piece, SpriteSwitch):
                     switch = piece  # what came after it waits for the next round
                 else:
                     fed.append(piece)

@@ -51,29 +51,29 @@ class Sick:
     probe_at: float
 
 
-class Verdict(StrEnum):
+class Diagnosis(StrEnum):
     WELL = "well"
     SICK = "sick"
     UNJUDGED = "unjudged"
     """/kill, a bad request, a refused key: nothing learned of the model's health."""
 
 
-def judged(status: StreamStatus, last: StreamResult | None) -> tuple[Verdict, Ailment | None]:
+def judged(status: StreamStatus, last: StreamResult | None) -> tuple[Diagnosis, Ailment | None]:
     """What a model's part in a turn (how it ended, and its last pass) says of its health."""
     if status in (
         StreamStatus.COMPLETED,
         StreamStatus.FUNCTION_CALL,
         StreamStatus.EMPTY_RESPONSE,
     ):
-        return Verdict.WELL, None
+        return Diagnosis.WELL, None
     if last is not None and (timed_out := last.timed_out) is not None:
         if timed_out.phase is TimeoutPhase.FIRST_TOKEN:
-            return Verdict.SICK, Ailment.FIRST_TOKEN_STALL
-        return Verdict.SICK, Ailment.IDLE_STALL
+            return Diagnosis.SICK, Ailment.FIRST_TOKEN_STALL
+        return Diagnosis.SICK, Ailment.IDLE_STALL
     error = last.error if last is not None else None
     if error is not None and error.kind in SICKENING_ERRORS:
-        return Verdict.SICK, SICKENING_ERRORS[error.kind]
-    return Verdict.UNJUDGED, None
+        return Diagnosis.SICK, SICKENING_ERRORS[error.kind]
+    return Diagnosis.UNJUDGED, None
 
 
 class ModelHealth(Protocol):
@@ -83,6 +83,6 @@ class ModelHealth(Protocol):
         """Whether turns skip the model now (from what is known here: no waiting)."""
         ...
 
-    def attempted(self, label: str, verdict: Verdict, ailment: Ailment | None) -> None:
+    def attempted(self, label: str, verdict: Diagnosis, ailment: Ailment | None) -> None:
         """A turn asked the model, and this is what it showed (recorded in the background)."""
         ...

@@ -2,8 +2,8 @@
 
 It is the one mutable object shared by the turn, its passes and their writers: the progress
 hook `stream_once` installs, whether user-facing errors are held back for a pending fallback,
-the timeout notice held for the end of the chain, and the list of every message the turn
-delivered. Writers see it as an `AnswerRecord` (`tomori.delivery.port`).
+and the list of every message the turn delivered. Writers see it as an `AnswerRecord`
+(`tomori.delivery.port`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ class TurnState:
     from_queue: bool = False
     scene_turn: bool = False
     suppress_user_errors: bool = False
-    deferred_timeout_notice: Notice | None = None
     on_stream_progress: Callable[[], None] | None = None
     on_ceiling: Callable[[], None] | None = None
     """Set by the pass that reads the model: stops it reading once the answer is cut."""

@@ -84,7 +84,6 @@ async def stream_once(
     Only the inactivity timeout becomes `timeout`; an exception other than a `ProviderError`
     propagates to the generation turn, which posts the generic error notice.
     """
-    state.deferred_timeout_notice = None
     prepared = prepare_request(request)
     channel_id = state.channel_id
     if guard.stop_requested():
@@ -186,9 +185,7 @@ async def stream_once(
             writer.abandon()
             return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
         notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
-        if state.suppress_user_errors:
-            state.deferred_timeout_notice = notice
-        else:
+        if not state.suppress_user_errors:  # else a fallback is pending: it speaks for the turn
             await state.post_notice(notice)
         return _partial(StreamStatus.TIMEOUT, writer, gathered, TimedOut(phase, reason))
     finally:

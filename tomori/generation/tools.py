@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from tomori.config.parsers import ConfigError
 from tomori.config.settings import CURRENT_TIME_NAME
 from tomori.errors import TomoriError
 from tomori.providers.base import Image, JsonObject, ToolSpec
@@ -74,13 +75,13 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         self._check_name(tool.name)
         if tool.name in self._builtin:
-            raise ValueError(f"{tool.name!r} is the name of a built-in tool: choose another")
+            raise ConfigError(f"{tool.name!r} is the name of a built-in tool: choose another")
         self._tools[tool.name] = tool
 
     @staticmethod
     def _check_name(name: str) -> None:
         if not name.replace("_", "").replace("-", "").isalnum() or len(name) > 64:
-            raise ValueError(f"tool name {name!r}: use letters, digits, _ or -, at most 64")
+            raise ConfigError(f"tool name {name!r}: use letters, digits, _ or -, at most 64")
 
     def for_turn(self, extra: Iterable[Tool], offered: Callable[[Tool], bool]) -> ToolRegistry:
         """This registry's tools and `extra` (an MCP server's, named apart already), those

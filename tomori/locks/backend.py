@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from tomori.config.settings import Settings, seconds
-from tomori.locks.rules import Verdict
+from tomori.locks.rules import LockState
 from tomori.locks.vocabulary import Admission, Trigger, Turn
 from tomori.store.base import Database
 
@@ -53,7 +53,7 @@ class Admitted:
     not running), IGNORED once it was answered or runs elsewhere.
     """
 
-    verdict: Verdict
+    verdict: LockState
     turn: Turn | None
     already: Admission | None = None
     follow_up: bool = False
@@ -103,7 +103,7 @@ class LockBackend(Protocol):
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
-    ) -> tuple[Verdict, int]:
+    ) -> tuple[LockState, int]:
         """/kill: ask the channel's holder to stop (or free a row no live turn stands behind),
         and clear its queue. Returns the lock's verdict and how many triggers were cleared."""
         ...

@@ -29,7 +29,7 @@ from tomori.config.settings import Settings, seconds
 from tomori.locks import rules
 from tomori.locks.backend import LockBackend
 from tomori.locks.loops import BackgroundLoops
-from tomori.locks.rules import Verdict
+from tomori.locks.rules import LockState
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
     Admission,
@@ -61,8 +61,6 @@ class ChannelLocks:
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)
         self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
-        self._leases = self._turns.leases
-        self._given_up = self._turns.given_up
         self._upkeep = BackgroundLoops()
         """Progress and stop requests: they serve the turns running, until the last ends."""
         self._recovery = BackgroundLoops()
@@ -229,7 +227,7 @@ class ChannelLocks:
         channel_id = trigger.channel_id
         if self._closing:
             return Admission.IGNORED
-        lease = self._leases.get(channel_id)
+        lease = self._turns.lease(channel_id)
         if lease is not None and lease.killed():
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
@@ -245,16 +243,16 @@ class ChannelLocks:
         if lease is not None and lease.is_stale(self._lock_timeout_s):
             self._turns.force_release(lease)
             lease = None
-        admitted = await self._backend.admit(trigger, self._given_up.get(channel_id))
+        admitted = await self._backend.admit(trigger, self._turns.given_up_in(channel_id))
         if admitted.already is not None:
             return self._admitted_before(trigger, admitted.already, admitted.turn)
         if admitted.verdict.is_free:
-            self._given_up.pop(channel_id, None)  # its row is replaced
-        if admitted.verdict is Verdict.STOPPING:
+            self._turns.row_replaced(channel_id)  # its row is replaced
+        if admitted.verdict is LockState.STOPPING:
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
         if admitted.follow_up:
-            running = self._leases.get(channel_id)
+            running = self._turns.lease(channel_id)
             if running is not None:  # at once; another owner hears it from the lock row
                 running.interrupt(KillReason.FOLLOW_UP)
             return Admission.FOLLOW_UP
@@ -268,7 +266,7 @@ class ChannelLocks:
     ) -> Admission:
         """A message admitted before: begin its turn if ours and not begun (the reply to the
         commit that started it was lost), else say where it stands; never admit it twice."""
-        lease = self._leases.get(trigger.channel_id)
+        lease = self._turns.lease(trigger.channel_id)
         if ours is not None and (lease is None or lease.turn.turn_id != ours.turn_id):
             log.warning("beginning turn %s, whose admission's reply was lost", ours.turn_id)
             self._turns.begin(ours)
@@ -290,7 +288,7 @@ class ChannelLocks:
         be served anyway); the turn running here stops at once meanwhile, and its release
         discards the queue.
         """
-        lease = self._leases.get(channel_id)
+        lease = self._turns.lease(channel_id)
         if lease is not None and lease.is_stale(self._lock_timeout_s):
             self._turns.force_release(lease)
             lease = None
@@ -304,15 +302,15 @@ class ChannelLocks:
         verdict, cleared = await until_not_busy(
             f"/kill in channel {channel_id}",
             lambda: self._backend.stop_and_clear(
-                channel_id, requester, self._given_up.get(channel_id)
+                channel_id, requester, self._turns.given_up_in(channel_id)
             ),
             self._backend.is_transient,
             keep_trying=self._until(deadline),
         )
         stopped = not verdict.is_free
         if verdict.is_free:
-            self._given_up.pop(channel_id, None)  # its row is deleted
-        running = self._leases.get(channel_id)
+            self._turns.row_replaced(channel_id)  # its row is deleted
+        running = self._turns.lease(channel_id)
         if stopped and running is not None:
             running.request_stop()  # a turn the channel was handed to meanwhile
         stopped = stopped or stopped_here
@@ -329,7 +327,7 @@ class ChannelLocks:
         """A stop word of `requester_id`: stop their turn running in the channel, here or in
         another process, and clear what they queued (the others' queue stays); False if the
         channel's turn is not theirs (the word is then an ordinary message)."""
-        lease = self._leases.get(channel_id)
+        lease = self._turns.lease(channel_id)
         if lease is not None and lease.turn.trigger.requester_id == requester_id:
             lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
         stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
@@ -339,7 +337,7 @@ class ChannelLocks:
                 stopped, cleared = await until_not_busy(
                     f"a stop word in channel {channel_id}",
                     lambda: self._backend.stop_for(
-                        channel_id, requester_id, self._given_up.get(channel_id)
+                        channel_id, requester_id, self._turns.given_up_in(channel_id)
                     ),
                     self._backend.is_transient,
                     keep_trying=self._until(deadline),
@@ -364,7 +362,7 @@ class ChannelLocks:
 
     async def requester_of(self, channel_id: str) -> str | None:
         """Who asked for the turn running in the channel, in this process or another."""
-        lease = self._leases.get(channel_id)
+        lease = self._turns.lease(channel_id)
         if lease is not None:
             return lease.turn.trigger.requester_id
         try:

@@ -13,7 +13,7 @@ import uuid
 
 from tomori.locks import rules
 from tomori.locks.backend import Admitted
-from tomori.locks.rules import Verdict
+from tomori.locks.rules import LockState
 from tomori.locks.vocabulary import Admission, Trigger, Turn
 from tomori.store.base import Row, Transaction
 
@@ -240,13 +240,13 @@ async def admitted_before(tx: Transaction, trigger: Trigger, owner: str) -> Admi
     if lock is not None and lock["message_id"] == trigger.message_id:
         ours = lock["owner"] == owner
         turn = Turn(lock["turn_id"], trigger, from_queue=False) if ours else None
-        return Admitted(Verdict.HELD, turn, already=Admission.STARTED)
+        return Admitted(LockState.HELD, turn, already=Admission.STARTED)
     queued = await tx.fetchone(
         "SELECT 1 FROM queued_triggers WHERE channel_id = ? AND message_id = ?",
         (trigger.channel_id, trigger.message_id),
     )
     already = Admission.IGNORED if queued is None else Admission.QUEUED
-    return Admitted(Verdict.HELD, None, already=already)
+    return Admitted(LockState.HELD, None, already=already)
 
 
 async def forget_admissions_before(tx: Transaction, cutoff: float) -> None:

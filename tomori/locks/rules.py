@@ -48,7 +48,7 @@ class InstanceRow:
     heartbeat_at: float
 
 
-class Verdict(StrEnum):
+class LockState(StrEnum):
     """What a channel's lock row means to a process about to act on the channel."""
 
     FREE = "free"
@@ -61,12 +61,12 @@ class Verdict(StrEnum):
     @property
     def is_free(self) -> bool:
         """Whether the channel may be given to a new turn now."""
-        return self not in (Verdict.HELD, Verdict.STOPPING)
+        return self not in (LockState.HELD, LockState.STOPPING)
 
     @property
     def discards_queue(self) -> bool:
         """A stale lock's queue goes with it: those messages waited on a turn that hung."""
-        return self in (Verdict.ABANDONED_HERE, Verdict.STALE)
+        return self in (LockState.ABANDONED_HERE, LockState.STALE)
 
 
 def silent_s(now: float, last_written_at: float, up_since: float) -> float:
@@ -88,7 +88,7 @@ def judge(
     now: float,
     lock_timeout_s: float,
     up_since: float = -math.inf,
-) -> Verdict:
+) -> LockState:
     """The state of a channel's lock, for the instance `me`.
 
     A row of `me` stands for a turn it runs or is handing the channel to, unless it is the turn
@@ -98,14 +98,14 @@ def judge(
     instance's row.
     """
     if row is None:
-        return Verdict.FREE
-    held = Verdict.STOPPING if row.stop_requested_by is not None else Verdict.HELD
+        return LockState.FREE
+    held = LockState.STOPPING if row.stop_requested_by is not None else LockState.HELD
     if row.owner == me:
-        return Verdict.ABANDONED_HERE if row.turn_id == given_up_turn_id else held
+        return LockState.ABANDONED_HERE if row.turn_id == given_up_turn_id else held
     if not owner_alive:
-        return Verdict.OWNER_GONE
+        return LockState.OWNER_GONE
     if is_stale(row.watchdogs, silent_s(now, row.last_progress_at, up_since), lock_timeout_s):
-        return Verdict.STALE
+        return LockState.STALE
     return held
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
-from tomori.locks.rules import FollowUpRow, LockRow, Verdict
+from tomori.locks.rules import FollowUpRow, LockRow, LockState
 from tomori.locks.vocabulary import KillReason, Trigger, Turn
 from tomori.store.base import Database, Transaction
 
@@ -108,10 +108,10 @@ class SqlLockBackend:
         async with self._channel(channel_id) as (tx, expired):
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, None, now)
-            if verdict not in (Verdict.FREE, Verdict.OWNER_GONE):
+            if verdict not in (LockState.FREE, LockState.OWNER_GONE):
                 return None  # another process recovered it first, or it is live after all
             log.warning("recovering channel %s: its lock owner is gone", channel_id)
-            if verdict is Verdict.OWNER_GONE:
+            if verdict is LockState.OWNER_GONE:
                 await self._replay_if_unanswered(tx, channel_id, now)
             return await self._pass_on(tx, channel_id, now, expired, closing=False)
 
@@ -124,16 +124,16 @@ class SqlLockBackend:
             if not await rows.record_admission(tx, trigger, self._instance_id, now):
                 return await rows.admitted_before(tx, trigger, self._instance_id)
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
-            if verdict is Verdict.STOPPING:
+            if verdict is LockState.STOPPING:
                 return Admitted(verdict, None)
-            if verdict is Verdict.HELD:
+            if verdict is LockState.HELD:
                 if await self._follow_up(tx, trigger, now):
                     return Admitted(verdict, None, follow_up=True)
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
             if verdict.discards_queue:
                 await rows.discard_queue(tx, channel_id, "stale lock released", now, expired)
-            if verdict is Verdict.OWNER_GONE:
+            if verdict is LockState.OWNER_GONE:
                 await self._replay_if_unanswered(tx, channel_id, now)
             turn = await rows.pop_next(tx, channel_id, now, self._queue_max_age_s, expired)
             if turn is None:
@@ -181,7 +181,7 @@ class SqlLockBackend:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
-            if verdict is not Verdict.HELD:
+            if verdict is not LockState.HELD:
                 return False, 0  # nothing runs, or /kill is stopping it already
             row = await tx.fetchone(
                 "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ? AND requester_id = ?"
@@ -199,11 +199,11 @@ class SqlLockBackend:
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
-    ) -> tuple[Verdict, int]:
+    ) -> tuple[LockState, int]:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
-            if verdict is Verdict.HELD:
+            if verdict is LockState.HELD:
                 row = await tx.fetchone(
                     "UPDATE channel_locks SET stop_requested_by = ? WHERE channel_id = ?"
                     " RETURNING owner",
@@ -374,7 +374,7 @@ class SqlLockBackend:
 
     async def _judge(
         self, tx: Transaction, channel_id: str, given_up_turn_id: str | None, now: float
-    ) -> Verdict:
+    ) -> LockState:
         row = await tx.fetchone(
             "SELECT owner, turn_id, last_progress_at, watchdogs, stop_requested_by"
             " FROM channel_locks WHERE channel_id = ?",
@@ -395,11 +395,11 @@ class SqlLockBackend:
             up_since=up_since,
             lock_timeout_s=self._lock_timeout_s,
         )
-        if lock is not None and verdict is Verdict.OWNER_GONE:
+        if lock is not None and verdict is LockState.OWNER_GONE:
             log.warning(
                 "taking over channel %s from instance %s, which is gone", channel_id, lock.owner
             )
-        elif lock is not None and verdict is Verdict.STALE:
+        elif lock is not None and verdict is LockState.STALE:
             log.warning(
                 "superseding the stale lock of channel %s held by instance %s",
                 channel_id,

@@ -32,13 +32,25 @@ class TurnSupervisor:
         self._backend = backend
         self._run_turn = run_turn
         self._closing = closing
-        self.leases: dict[str, Lease] = {}
+        self._leases: dict[str, Lease] = {}
         """Channel -> the lease of the turn this process runs there."""
-        self.given_up: dict[str, str] = {}
+        self._given_up: dict[str, str] = {}
         """Channel -> the turn this process gave up there, until its row is replaced."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.progress = ProgressWriter(backend, self._abandon_taken_over)
-        self.stop_requests = StopRequestReader(backend, self.leases)
+        self.stop_requests = StopRequestReader(backend, self._leases)
+
+    def lease(self, channel_id: str) -> Lease | None:
+        """The lease of the turn this process runs in the channel, if any."""
+        return self._leases.get(channel_id)
+
+    def given_up_in(self, channel_id: str) -> str | None:
+        """The turn this process gave up in the channel, if its row may still stand."""
+        return self._given_up.get(channel_id)
+
+    def row_replaced(self, channel_id: str) -> None:
+        """The channel's lock row was replaced or deleted: no turn of it is given up here."""
+        self._given_up.pop(channel_id, None)
 
     async def stop_all(self) -> None:
         """Cancel every turn and wait until each has released its channel.
@@ -46,7 +58,7 @@ class TurnSupervisor:
         A turn already releasing is left to finish: a cancel there would cut its hand-off,
         leaving its lock to be recovered as its owner's, which is slower, and cannot tell
         whether it answered if that news had not reached the database yet."""
-        for lease in list(self.leases.values()):
+        for lease in list(self._leases.values()):
             if lease.task is not None and lease.state is not LeaseState.RELEASED:
                 lease.task.cancel()
         # A task that just ended may still be in the set (its done callback not run yet);
@@ -56,12 +68,12 @@ class TurnSupervisor:
 
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until no turn runs or is handed on in the channel."""
-        while (lease := self.leases.get(channel_id)) is not None and lease.task is not None:
+        while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
             await asyncio.wait({lease.task})
 
     def begin(self, turn: Turn) -> None:
         lease = Lease(turn, self.progress.mark, self.progress.mark_urgent)
-        self.leases[turn.channel_id] = lease
+        self._leases[turn.channel_id] = lease
         self.stop_requests.wake()
         task = asyncio.create_task(self._serve(lease), name=f"tomori-turn-{turn.channel_id}")
         lease.task = task
@@ -119,10 +131,10 @@ class TurnSupervisor:
             if not self._backend.is_database_error(error):
                 raise
             log.exception("could not release channel %s; the next message will", channel_id)
-            self.given_up[channel_id] = turn_id
+            self._given_up[channel_id] = turn_id
         finally:
-            if self.leases.get(channel_id) is lease:
-                del self.leases[channel_id]
+            if self._leases.get(channel_id) is lease:
+                del self._leases[channel_id]
         if following is not None:
             self.begin(following)
 
@@ -141,9 +153,9 @@ class TurnSupervisor:
 
     def _abandon(self, lease: Lease) -> None:
         channel_id = lease.turn.channel_id
-        if self.leases.get(channel_id) is lease:
-            del self.leases[channel_id]
-        self.given_up[channel_id] = lease.turn.turn_id
+        if self._leases.get(channel_id) is lease:
+            del self._leases[channel_id]
+        self._given_up[channel_id] = lease.turn.turn_id
         self.progress.forget(lease)
         lease.abandon()
 

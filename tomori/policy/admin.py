@@ -43,9 +43,9 @@ from tomori.policy.personas import (
 from tomori.policy.server_status import ServerStatus, describe
 from tomori.policy.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.policy.tool_switches import (
-    Kind,
-    Switch,
+    SwitchTarget,
     ToolCatalog,
+    ToolSwitch,
     ToolSwitchStore,
     offered,
 )
@@ -323,11 +323,11 @@ def tools(name: str | None = None, on: bool | None = None, scope: str = "channel
         if not name:
             return refused("Give the name of a tool or an MCP server (/tomori tools lists them).")
         servers = {server for server, _ in catalog.servers}
-        kind = Kind.SERVER if name in servers else Kind.TOOL
-        if kind is Kind.TOOL and name not in {tool.name for tool in catalog.tools}:
+        kind = SwitchTarget.SERVER if name in servers else SwitchTarget.TOOL
+        if kind is SwitchTarget.TOOL and name not in {tool.name for tool in catalog.tools}:
             return refused(f"No tool or MCP server is named {name!r}; /tomori tools lists them.")
-        await target.tool_switches.set(*_keys(where), Switch(_scope(scope), kind, name, on))
-        what = f"MCP server {name}'s tools" if kind is Kind.SERVER else f"Tool {name}"
+        await target.tool_switches.set(*_keys(where), ToolSwitch(_scope(scope), kind, name, on))
+        what = f"MCP server {name}'s tools" if kind is SwitchTarget.SERVER else f"Tool {name}"
         said = "offered to the model" if on else "turned off"
         return _done(f"{what}: {said} in {_scope_name(scope)} from the next message on.")
 
@@ -438,13 +438,13 @@ def _persona_done(said: str, persona: Persona) -> Notice:
     return _done(f"{said}\n{_persona_line(persona)}")
 
 
-def _tool_list(catalog: ToolCatalog, switches: Sequence[Switch]) -> str:
+def _tool_list(catalog: ToolCatalog, switches: Sequence[ToolSwitch]) -> str:
     lines = []
     for tool in catalog.tools:
         decided = offered(tool.name, tool.mcp_server, switches)
         state = "on" if decided is None or decided.enabled else "off"
         why = "" if decided is None else f", set for {decided.scope.value}"
-        if decided is not None and decided.kind is Kind.SERVER:
+        if decided is not None and decided.kind is SwitchTarget.SERVER:
             why += " by its MCP server"
         lines.append(f"{tool.name} ({tool.origin}): {state}{why}")
     if catalog.servers:

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
-from tomori.generation.health import Ailment, Sick, Verdict
+from tomori.generation.health import Ailment, Diagnosis, Sick
 from tomori.store import Database, Row
 from tomori.store.outage import reported
 
@@ -70,13 +70,13 @@ class ModelHealthStore:
             del self._written[label]  # read back since: the table says it
         return self._known.get(label)
 
-    def attempted(self, label: str, verdict: Verdict, ailment: Ailment | None) -> None:
-        if verdict is Verdict.SICK and ailment is not None:
+    def attempted(self, label: str, verdict: Diagnosis, ailment: Ailment | None) -> None:
+        if verdict is Diagnosis.SICK and ailment is not None:
             if self.sick(label) is None:
                 now = time.time()  # this process's clock, until the table's own is read
                 marked = Sick(label, ailment, now, now + self._interval_s)
                 self._decide(label, marked, self._mark_sick(label, ailment))
-        elif verdict is Verdict.WELL and self.sick(label) is not None:
+        elif verdict is Diagnosis.WELL and self.sick(label) is not None:
             self._decide(label, None, self._mark_well(label, "a turn"))
 
     def _decide(self, label: str, sick: Sick | None, write: Awaitable[None]) -> None:

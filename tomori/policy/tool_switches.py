@@ -22,30 +22,30 @@ SERVER_WIDE = ""
 """The `channel_id` of a choice made for the whole server."""
 
 
-class Kind(StrEnum):
+class SwitchTarget(StrEnum):
     TOOL = "tool"
     SERVER = "server"
     """Every tool of one MCP server."""
 
 
 @dataclass(frozen=True, slots=True)
-class Switch:
+class ToolSwitch:
     scope: Scope
-    kind: Kind
+    kind: SwitchTarget
     name: str
     enabled: bool
 
 
-def offered(tool: str, mcp_server: str | None, switches: Iterable[Switch]) -> Switch | None:
+def offered(tool: str, mcp_server: str | None, switches: Iterable[ToolSwitch]) -> ToolSwitch | None:
     """The choice that decides whether `tool` (of `mcp_server`, if one) is offered, or None:
     none was made, and it is."""
     by_key = {(s.scope, s.kind, s.name): s for s in switches}
-    candidates = [(Scope.CHANNEL, Kind.TOOL, tool)]
+    candidates = [(Scope.CHANNEL, SwitchTarget.TOOL, tool)]
     if mcp_server is not None:
-        candidates.append((Scope.CHANNEL, Kind.SERVER, mcp_server))
-    candidates.append((Scope.SERVER, Kind.TOOL, tool))
+        candidates.append((Scope.CHANNEL, SwitchTarget.SERVER, mcp_server))
+    candidates.append((Scope.SERVER, SwitchTarget.TOOL, tool))
     if mcp_server is not None:
-        candidates.append((Scope.SERVER, Kind.SERVER, mcp_server))
+        candidates.append((Scope.SERVER, SwitchTarget.SERVER, mcp_server))
     for key in candidates:
         if key in by_key:
             return by_key[key]
@@ -56,7 +56,7 @@ class ToolSwitchStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    async def read(self, guild_id: str, channel_id: str) -> tuple[Switch, ...]:
+    async def read(self, guild_id: str, channel_id: str) -> tuple[ToolSwitch, ...]:
         """The choices that hold in the channel: its own and its server's."""
         rows = await self._db.fetchall(
             "SELECT channel_id, kind, name, enabled FROM tool_switches"
@@ -64,16 +64,16 @@ class ToolSwitchStore:
             (guild_id, channel_id, SERVER_WIDE),
         )
         return tuple(
-            Switch(
+            ToolSwitch(
                 Scope.SERVER if row["channel_id"] == SERVER_WIDE else Scope.CHANNEL,
-                Kind(row["kind"]),
+                SwitchTarget(row["kind"]),
                 row["name"],
                 bool(row["enabled"]),
             )
             for row in rows
         )
 
-    async def set(self, guild_id: str, channel_id: str, switch: Switch) -> None:
+    async def set(self, guild_id: str, channel_id: str, switch: ToolSwitch) -> None:
         where = SERVER_WIDE if switch.scope is Scope.SERVER else channel_id
         async with self._db.transaction() as tx:
             now = await tx.now()
@@ -125,7 +125,7 @@ class BotTools:
             return ()
         return self.mcp.tools(taken=(tool.name for tool in self.registry.all()))
 
-    async def for_turn(self, switches: Iterable[Switch]) -> ToolRegistry:
+    async def for_turn(self, switches: Iterable[ToolSwitch]) -> ToolRegistry:
         """What the turn's model is offered: every tool, less those `switches` turn off. Waits
         for a server's first start (at most `FIRST_WAIT_S`, once; the caller runs it under
         `until_stopped`), so a turn just after start-up is offered its tools too."""

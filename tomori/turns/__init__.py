@@ -15,7 +15,7 @@
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig
-from tomori.turns.request import DIRECTLY, PASSIVELY, Addressed, Asking, Respond, TurnRequest
+from tomori.turns.request import DIRECTLY, PASSIVELY, Addressed, AnswerBrief, Respond, TurnRequest
 from tomori.turns.stage import Stage
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Speaker, Surface, Voice
 from tomori.turns.turn import play
@@ -26,7 +26,7 @@ __all__ = [
     "NOTHING_READ",
     "PASSIVELY",
     "Addressed",
-    "Asking",
+    "AnswerBrief",
     "ChannelConfig",
     "Reading",
     "Respond",

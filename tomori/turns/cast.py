@@ -25,7 +25,7 @@ from tomori.locks import Turn, TurnGuard
 from tomori.policy.personas import Persona, drawn_in
 from tomori.policy.scenes import Scene, heard, speaker_notice
 from tomori.turns.config import TurnConfig
-from tomori.turns.request import Asking
+from tomori.turns.request import AnswerBrief
 from tomori.turns.stage import Stage
 from tomori.turns.surface import Context, Reading, Surface, Voice
 
@@ -59,18 +59,19 @@ class Playing:
         said: Sequence[tuple[Persona, str]],
         *,
         notices: Context = (),
-        asked: Context = (),
-        prefill_asking: Asking | None = None,
+        brief: AnswerBrief | None = None,
     ) -> ChainResult:
         """One persona's answer: one pass of its chain with the whole contract, posted under
-        its name; it sees the channel, what a `/respond` asked (`asked`), then what was said
-        before it in the turn. `notices` go in its request only; the answer begins with the
-        prefill `prefill_asking` gives it (a scene's lines take none)."""
+        its name; it sees the channel, what a `/respond` asked (in `brief`), then what was
+        said before it in the turn. `notices` go in its request only; the answer begins with
+        the prefill `brief` gives it (a scene's lines take none)."""
         own = self.stage.config.for_persona(self.config, persona)
-        context = self.reading.context(own.system_prompt, self.voice(persona)) + asked
+        context = self.reading.context(own.system_prompt, self.voice(persona))
+        if brief is not None:
+            context += brief.said
         context += heard(said, persona)
+        prefill = None if brief is None else brief.prefill_for(first=not said)
         speaker = self.surface.speaker(persona)
-        prefill = None if prefill_asking is None else prefill_asking.prefill_for(first=not said)
         try:
             result = await answer_turn(
                 self.turn,
@@ -95,7 +96,9 @@ class Playing:
             self.surface.refused()
         return result
 
-    async def answer_as(self, state: TurnState, cast: Sequence[Persona], asking: Asking) -> None:
+    async def answer_as(
+        self, state: TurnState, cast: Sequence[Persona], brief: AnswerBrief
+    ) -> None:
         """Each persona of `cast` answers in turn, drawing in those its answer names (see the
         module docstring). Each answer begins with the turn's prefill, but for a `/respond`
         one, which is the first answer's alone."""
@@ -105,9 +108,7 @@ class Playing:
         while waiting and not self.guard.stop_requested():
             persona = waiting.popleft()
             speaking = state if not said else next_speaker(state)
-            result = await self.speak(
-                speaking, persona, said, asked=asking.said, prefill_asking=asking
-            )
+            result = await self.speak(speaking, persona, said, brief=brief)
             if result.unreachable:
                 return
             said.append((persona, result.text))
@@ -148,7 +149,6 @@ def next_speaker(state: TurnState) -> TurnState:
         state,
         from_queue=False,
         suppress_user_errors=False,
-        deferred_timeout_notice=None,
         on_stream_progress=None,
         on_ceiling=None,
         delivered=[],

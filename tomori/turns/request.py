@@ -45,16 +45,16 @@ class Respond:
     prefill: str | None = None
     """Checked (`check_prefill`) before it is queued."""
 
-    def asking(self, server: Prefill | None) -> Asking:
+    def brief(self, server: Prefill | None) -> AnswerBrief:
         """What its answers are asked: what the asker said, and its own prefill, which
         replaces the server's (`server`; never joined to it), else the server's."""
         said = (ContextItem(Role.USER, f"{self.asker}: {self.prompt}"),) if self.prompt else ()
         prefill = Prefill(self.prefill, manual=True) if self.prefill else server
-        return Asking(said, prefill)
+        return AnswerBrief(said, prefill)
 
 
 @dataclass(frozen=True, slots=True)
-class Asking:
+class AnswerBrief:
     """What a turn's answers are asked beyond the channel's messages: what a `/respond` asker
     said, and the prefill the answers begin with (a channel's or server's, or `/respond`'s)."""
 

@@ -21,7 +21,7 @@ from tomori.locks import ChannelLocks
 from tomori.policy.limits import BotTurns
 from tomori.policy.metrics import Metrics
 from tomori.policy.personas import Persona, PersonaStore
-from tomori.policy.tool_switches import BotTools, Switch, ToolSwitchStore
+from tomori.policy.tool_switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class Stage:
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read
         afresh: a change applies from the next turn)."""
-        switches: tuple[Switch, ...] = ()
+        switches: tuple[ToolSwitch, ...] = ()
         if guild_id is not None:
             switches = await self.switches.read(guild_id, channel_id)
         return await self.tools.for_turn(switches)

@@ -24,7 +24,7 @@ from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Turn, TurnGuard
 from tomori.policy.personas import Persona
 from tomori.turns.cast import Playing
-from tomori.turns.request import Asking, TurnRequest
+from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.stage import Stage
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
 
@@ -78,9 +78,9 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             await playing.play_scene(state, scene)
             return
         respond = request.respond
-        asking = respond.asking(config.prefill) if respond else Asking(prefill=config.prefill)
+        brief = respond.brief(config.prefill) if respond else AnswerBrief(prefill=config.prefill)
         if prepared.cast:
-            await playing.answer_as(state, prepared.cast, asking)
+            await playing.answer_as(state, prepared.cast, brief)
             return
         result = await answer_turn(
             turn,
@@ -91,11 +91,11 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             providers=config.providers,
             tools=playing.tools,
             settings=stage.settings,
-            context=playing.reading.context(config.system_prompt, BOT_VOICE) + asking.said,
+            context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
             request_notices=playing.reading.notices,
             surface_errors=request.surfaces_errors,
             health=stage.health,
-            prefill=asking.prefill,
+            prefill=brief.prefill,
         )
         if result.forbidden:
             surface.refused()

@@ -139,6 +139,7 @@ class TomoriCogParts:
     def register_tool(self, tool: Tool) -> None:
         """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
         cog the bot loads later (a reload's among them). Registering a tool under a name
-        already registered replaces the earlier one."""
+        already registered replaces the earlier one. A built-in tool's name, or a name that is
+        not letters, digits, _ or - (at most 64), raises `ConfigError`."""
         self.service.tools.register(tool)
         kept_tools(self.service.bot)[tool.name] = tool
