@@ -27,6 +27,7 @@ LAYERS = (
     "generation",
     "policy",
     "turns",
+    "commands",
     "console",
 )
 """The core's packages from the bottom up: each imports only those before it."""

@@ -160,3 +160,15 @@ async def test_a_persona_with_its_own_models_begins_with_the_servers_prefill_as_
     assert request.body["model"] == "aria-model"
     assert request.body["messages"][-1] == {"role": "assistant", "content": "*bows*"}
     assert re.search(r"\[Aria #\d+\]\n\*bows\* ?sings\.", out), out
+
+
+async def test_tools_lists_and_switches_the_consoles_tools_as_in_a_server(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    typed = "/tomori tools\n/tomori tools current_time offered:off\n/tomori tools offered:maybe\n"
+    out = await piped(llm_server, tmp_path, typed)
+    assert "[Tools in this channel] " in out
+    assert "current_time" in out
+    assert "Tool current_time" in out  # turned off, as the admin command says it
+    assert "offered is on or off, not 'maybe': /tomori tools" in out
+    assert llm_server.requests == []

@@ -46,3 +46,9 @@ def test_bytes_holding_a_nul_are_never_text(before: bytes, after: bytes) -> None
 def test_bytes_mostly_not_utf8_are_not_text() -> None:
     assert not is_text(bytes(range(128, 256)), cut=False)
     assert is_text("a naïve café, and a few bad bytes pass".encode("latin-1"), cut=False)
+
+
+def test_a_file_that_holds_replacement_characters_is_still_text() -> None:
+    # Hypothesis found it: U+FFFD written in a file is valid UTF-8, not a byte that failed.
+    assert is_text("\ufffd".encode() * 3, cut=False)
+    assert not is_text(b"\xff" * 3, cut=False)

@@ -99,6 +99,14 @@ class Registered:
     options: frozenset[str]
 
 
+def guild_only(payload: dict[str, Any]) -> bool:
+    """Whether a registered command is for servers only (`contexts`; before it, discord.py's
+    `dm_permission`)."""
+    if payload.get("contexts") is not None:
+        return bool(payload["contexts"] == [0])
+    return payload.get("dm_permission") is False
+
+
 class ChatBot(ABC):
     """A started bot with the cog, in the guild of tests/support/world.py."""
 
@@ -287,9 +295,22 @@ class ChatBot(ABC):
     def typing(self) -> list[int]:
         """The channel of each "typing" the bot triggered, in order."""
 
-    @abstractmethod
     def registered(self, name: str) -> Registered:
         """The application command `name` as the bot registers it."""
+        payload = self.payload(name)
+        return Registered(
+            default_member_permissions=int(payload["default_member_permissions"]),
+            guild_only=guild_only(payload),
+            options=frozenset(option["name"] for option in payload["options"]),
+        )
+
+    @abstractmethod
+    def payload(self, name: str) -> dict[str, Any]:
+        """The JSON the bot's library registers with Discord for the command `name`."""
+
+    @abstractmethod
+    def command_names(self) -> set[str]:
+        """The top-level application commands the bot registers."""
 
     @abstractmethod
     async def stop(self) -> None:
@@ -460,14 +481,13 @@ class NextcordChat(ChatBot):
     def typing(self) -> list[int]:
         return self.nc.discord.typed_in
 
-    def registered(self, name: str) -> Registered:
+    def payload(self, name: str) -> dict[str, Any]:
         command = next(c for c in self.nc.bot.get_all_application_commands() if c.name == name)
-        payload = command.get_payload(None)
-        return Registered(
-            default_member_permissions=int(payload["default_member_permissions"]),
-            guild_only=payload["contexts"] == [nextcord.InteractionContextType.guild.value],
-            options=frozenset(option["name"] for option in payload["options"]),
-        )
+        payload: dict[str, Any] = command.get_payload(None)
+        return payload
+
+    def command_names(self) -> set[str]:
+        return {str(command.name) for command in self.nc.bot.get_all_application_commands()}
 
     async def stop(self) -> None:
         if not self._stopped:
@@ -640,17 +660,18 @@ class DiscordpyChat(ChatBot):
     def typing(self) -> list[int]:
         return self.dpy.typed_in
 
-    def registered(self, name: str) -> Registered:
+    def payload(self, name: str) -> dict[str, Any]:
         command = self.dpy.bot.tree.get_command(name)
         assert command is not None
         takes_tree = bool(inspect.signature(command.to_dict).parameters)  # not before 2.4
         tree = self.dpy.bot.tree
-        payload = command.to_dict(tree) if takes_tree else command.to_dict()  # type: ignore[call-arg]
-        return Registered(
-            default_member_permissions=int(payload["default_member_permissions"]),
-            guild_only=payload["dm_permission"] is False,
-            options=frozenset(option["name"] for option in payload["options"]),
+        payload: dict[str, Any] = (
+            command.to_dict(tree) if takes_tree else command.to_dict()  # type: ignore[call-arg]
         )
+        return payload
+
+    def command_names(self) -> set[str]:
+        return {command.name for command in self.dpy.bot.tree.get_commands()}
 
     async def stop(self) -> None:
         if not self._stopped:

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS, ConfigError
+from tomori.commands import COMMANDS, Option, OptionKind, action
+from tomori.commands import command as table_command
+from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice
 from tomori.policy import admin
-from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS, Action
-from tomori.policy.scenes import SCENE_DESCRIPTION, scene_refused
+from tomori.policy.admin import Action
+from tomori.policy.scenes import scene_refused
 
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?=\s|\Z)")
 
@@ -74,46 +77,37 @@ def unknown(command: Command) -> str:
     return f"(/{name} {said}; a message that starts with /{name} is written //{name})"
 
 
-TOMORI_SUBCOMMANDS = {
-    "model": ("models", "scope"),
-    "prompt": ("text", "scope"),
-    "show": (),
-    "reset": ("scope",),
-    "limits": ("cooldown_ms", "daily_tokens"),
-    "status": (),
-    "persona add": ("name", "prompt", "triggers", "models", "avatar"),
-    "persona edit": ("name", "prompt", "triggers", "models", "avatar"),
-    "persona remove": ("name",),
-    "persona list": (),
-    "sprite add": ("persona", "label", "avatar"),
-    "sprite remove": ("persona", "label"),
-    "scenes": ("enabled",),
-    "followups": ("enabled",),
-    "prefill set": ("text", "scope"),
-    "prefill reset": ("scope",),
-}
-"""The subcommands the console runs, and their options, the first of which needs no name."""
+def console_subcommands() -> dict[str, tuple[str, ...]]:
+    """The `/tomori` subcommands the console runs (every one of the table's but `autoreply`:
+    the console answers every message), and the options it takes of each, the first of which
+    needs no name when it is required."""
+    return {
+        " ".join(command.path[1:]): tuple(o.name for o in command.options if o.in_console)
+        for command in COMMANDS
+        if command.path[0] == "tomori"
+        and command.action is not None
+        and command.path[1:] != ("autoreply",)
+    }
 
-_SUBCOMMAND_USAGE = {
-    "model": "/tomori model <models> [scope:server]",
-    "prompt": "/tomori prompt <text> [scope:server]",
-    "show": "/tomori show",
-    "reset": "/tomori reset [scope:server]",
-    "limits": "/tomori limits [cooldown_ms:<ms>] [daily_tokens:<n>]",
-    "status": "/tomori status",
-    "persona add": "/tomori persona add <name> prompt:<text> [triggers:<words>] [models:<chain>]",
-    "persona edit": "/tomori persona edit <name> [prompt:<text>] [triggers:<words>] ...",
-    "persona remove": "/tomori persona remove <name>",
-    "persona list": "/tomori persona list",
-    "sprite add": "/tomori sprite add <persona> label:<label> avatar:<image URL>",
-    "sprite remove": "/tomori sprite remove <persona> label:<label>",
-    "scenes": "/tomori scenes on|off",
-    "followups": "/tomori followups on|off",
-    "prefill set": "/tomori prefill set <text> [scope:server]",
-    "prefill reset": "/tomori prefill reset [scope:server]",
-}
-SCENE_USAGE = "/scene <names> cycles:<1-10> [instructions:<text>]"
-SCENE_OPTIONS = ("personas", "cycles", "instructions")
+
+def usage(name: str) -> str:
+    """How the console's line for the command `name` is written, from the table."""
+    command = table_command(name)
+    shown = [f"/{name}"]
+    for at, option in enumerate(o for o in command.options if o.in_console):
+        if option.kind is OptionKind.ON_OR_OFF:
+            value = "on|off"
+        elif option.choices:
+            value = "|".join(choice for choice in option.choices if choice != option.default)
+        else:
+            value = f"<{option.placeholder or option.name}>"
+        if at == 0 and option.required:
+            shown.append(value)
+        elif option.required:
+            shown.append(f"{option.name}:{value}")
+        else:
+            shown.append(f"[{option.name}:{value}]")
+    return " ".join(shown)
 
 
 def help_text(stop_words: Collection[str]) -> str:
@@ -122,15 +116,18 @@ def help_text(stop_words: Collection[str]) -> str:
         ("/help", "this list"),
         ("/kill", "stop the answer and clear the queue (Ctrl+C too)"),
         ("/exit, /quit", "leave, once the answers are done (Ctrl+D too)"),
-        (SCENE_USAGE, _lowered(SCENE_DESCRIPTION)),
-        *((_SUBCOMMAND_USAGE[n], _lowered(DESCRIPTIONS[n])) for n in TOMORI_SUBCOMMANDS),
+        (usage("scene"), _lowered(table_command("scene").description)),
+        *(
+            (usage(f"tomori {name}"), _lowered(table_command(f"tomori {name}").description))
+            for name in console_subcommands()
+        ),
     ]
     lines = ["Commands:"]
-    for usage, said in entries:
-        if len(usage) < USAGE_WIDTH:
-            lines.append(f"  {usage:<{USAGE_WIDTH}}{said}")
+    for written, said in entries:
+        if len(written) < USAGE_WIDTH:
+            lines.append(f"  {written:<{USAGE_WIDTH}}{said}")
         else:
-            lines += [f"  {usage}", f"  {'':<{USAGE_WIDTH}}{said}"]
+            lines += [f"  {written}", f"  {'':<{USAGE_WIDTH}}{said}"]
     said = ", ".join(sorted(stop_words))
     stops = f"A stop word alone ({said}) stops" if said else "With stop words set, one alone stops"
     lines += textwrap.wrap(MESSAGES_HELP.format(stops=stops), width=88)
@@ -163,13 +160,13 @@ def tomori_action(rest: str) -> Action | Notice:
         return admin.refused(
             "The console answers every message; /tomori autoreply applies to Discord channels."
         )
-    if name not in TOMORI_SUBCOMMANDS:
-        usage = "; ".join(_SUBCOMMAND_USAGE.values())
+    subcommands = console_subcommands()
+    if name not in subcommands:
+        usages = "; ".join(usage(f"tomori {each}") for each in subcommands)
         said = f"/tomori {name} is not a subcommand. " if name else ""
-        return admin.refused(f"{said}They are: {usage}.")
+        return admin.refused(f"{said}They are: {usages}.")
     try:
-        options = _options(name, given)
-        return _ACTIONS[name](options)
+        return action(f"tomori {name}", _given(f"tomori {name}", given))
     except ConfigError as error:
         return admin.refused(str(error))
 
@@ -178,24 +175,49 @@ def scene_request(rest: str) -> tuple[str, int, str | None] | Notice:
     """`/scene <rest>` as the slash command's options (personas, cycles, instructions), or the
     notice that says why it is not one; the scene itself is checked as the cog checks it."""
     try:
-        options = _read_options(SCENE_OPTIONS, rest)
-        cycles = options.get("cycles", "")
-        if not cycles.strip().isdigit():
-            raise ConfigError(f"give cycles, a number from 1 to 10: {SCENE_USAGE}")
-        return options.get("personas", ""), int(cycles), options.get("instructions")
+        given = _given("scene", rest)
+        return given["personas"], given["cycles"], given.get("instructions")
     except ConfigError as error:
         return scene_refused(f"{error}.")
 
 
-def _options(subcommand: str, given: str) -> dict[str, str]:
-    """`given` read as the subcommand's options: `name:value`, values running to the next
-    option; text before the first named option is the first option's value."""
-    names = TOMORI_SUBCOMMANDS[subcommand]
-    if not names:
-        if given.strip():
-            raise ConfigError(f"/tomori {subcommand} takes no options")
+def _given(name: str, text: str) -> dict[str, Any]:
+    """`text` read as the command's options, each as its kind takes it; an option the table
+    requires and `text` lacks is refused saying what to give."""
+    options = [option for option in table_command(name).options if option.in_console]
+    if not options:
+        if text.strip():
+            raise ConfigError(f"/{name} takes no options")
         return {}
-    return _read_options(names, given)
+    written = _read_options(tuple(option.name for option in options), text)
+    given: dict[str, Any] = {}
+    for option in options:
+        value = written.get(option.name, "")
+        if not value:
+            if option.required:
+                raise ConfigError(f"give {option.description}: {usage(name)}")
+            continue
+        given[option.name] = _value(option, value, name)
+    return given
+
+
+def _value(option: Option, value: str, name: str) -> Any:
+    """A value typed for `option`, as Discord would pass it."""
+    if option.kind is OptionKind.WHOLE_NUMBER:
+        least = option.min_value
+        if not value.strip().isdigit() or (least is not None and int(value) < least):
+            raise ConfigError(f"{option.name}={value!r} is not allowed: give a whole number")
+        number = int(value)
+        if option.max_value is not None and number > option.max_value:
+            raise ConfigError(f"{option.name} must be at most {option.max_value}, not {number}")
+        return number
+    if option.kind is OptionKind.ON_OR_OFF:
+        word = value.strip().lower()
+        if word not in ("on", "off", "true", "false", "1", "0"):
+            said = f"{option.name} is on or off, not {value!r}: {usage(name)}"
+            raise ConfigError(said)
+        return word in ("on", "true", "1")
+    return value
 
 
 def _read_options(names: tuple[str, ...], given: str) -> dict[str, str]:
@@ -211,73 +233,3 @@ def _read_options(names: tuple[str, ...], given: str) -> dict[str, str]:
             raise ConfigError(f"{option.group(1)} is given twice")
         options[option.group(1)] = given[option.end() : end].strip()
     return options
-
-
-def _required(
-    options: dict[str, str], name: str, subcommand: str, described: str | None = None
-) -> str:
-    """The option `name`, or an error saying what to give (`described`: the key of its
-    description, where the option's name is shared by others, such as `text`)."""
-    value = options.get(name, "")
-    if not value:
-        what = OPTION_DESCRIPTIONS[described or name]
-        raise ConfigError(f"give {what}: {_SUBCOMMAND_USAGE[subcommand]}")
-    return value
-
-
-def _limits(options: dict[str, str]) -> Action:
-    cooldown, tokens = options.get("cooldown_ms"), options.get("daily_tokens")
-    return admin.set_limits(
-        None if cooldown is None else COOLDOWN_MS("cooldown_ms", cooldown),
-        None if tokens is None else DAILY_TOKENS("daily_tokens", tokens),
-    )
-
-
-_ACTIONS: dict[str, Callable[[dict[str, str]], Action]] = {
-    "model": lambda o: admin.set_models(_required(o, "models", "model"), o.get("scope", "channel")),
-    "prompt": lambda o: admin.set_prompt(_required(o, "text", "prompt"), o.get("scope", "channel")),
-    "show": lambda o: admin.show,
-    "reset": lambda o: admin.reset(o.get("scope", "channel")),
-    "limits": _limits,
-    "status": lambda o: admin.status,
-    "persona add": lambda o: admin.add_persona(
-        _required(o, "name", "persona add"),
-        _required(o, "prompt", "persona add"),
-        o.get("avatar"),
-        o.get("triggers"),
-        o.get("models"),
-    ),
-    "persona edit": lambda o: admin.edit_persona(
-        _required(o, "name", "persona edit"),
-        o.get("prompt"),
-        o.get("avatar"),
-        o.get("triggers"),
-        o.get("models"),
-    ),
-    "persona remove": lambda o: admin.remove_persona(_required(o, "name", "persona remove")),
-    "persona list": lambda o: admin.list_personas,
-    "sprite add": lambda o: admin.add_sprite(
-        _required(o, "persona", "sprite add"),
-        _required(o, "label", "sprite add"),
-        _required(o, "avatar", "sprite add"),
-    ),
-    "sprite remove": lambda o: admin.remove_sprite(
-        _required(o, "persona", "sprite remove"), _required(o, "label", "sprite remove")
-    ),
-    "scenes": lambda o: admin.set_scenes(_on_or_off(o.get("enabled", ""), "scenes")),
-    "followups": lambda o: admin.set_follow_ups(_on_or_off(o.get("enabled", ""), "followups")),
-    "prefill set": lambda o: admin.set_prefill(
-        _required(o, "text", "prefill set", "prefill_text"), o.get("scope", "channel")
-    ),
-    "prefill reset": lambda o: admin.reset_prefill(o.get("scope", "channel")),
-}
-
-
-def _on_or_off(value: str, subcommand: str) -> bool:
-    """`enabled` as Discord's boolean option takes it, and as the variables write it."""
-    word = value.strip().lower()
-    if word not in ("on", "off", "true", "false", "1", "0"):
-        usage = _SUBCOMMAND_USAGE[subcommand]
-        said = f"{subcommand} are on or off, for the whole server, not {value!r}: {usage}"
-        raise ConfigError(said)
-    return word in ("on", "true", "1")

@@ -55,56 +55,6 @@ log = logging.getLogger(__name__)
 SHOWN_PROMPT_CHARS = 1_000
 """How much of a system prompt `show` quotes: an embed holds 4,096 characters."""
 
-DESCRIPTIONS = {
-    "model": "Set the model chain (provider:model, comma separated, primary first)",
-    "prompt": "Set the system prompt",
-    "autoreply": "Answer every message in this channel, or only when addressed",
-    "show": "Show what applies in this channel and where each value comes from",
-    "reset": "Clear this channel's (or the server's) settings",
-    "status": "How the models behaved in this server over the last 24 hours",
-    "limits": "Set this server's per-user cooldown and daily token quota (0 turns one off)",
-    "persona": "Characters that answer under their own name and avatar",
-    "persona add": "Add a persona: it answers when named or replied to",
-    "persona edit": "Change a persona (only the options given)",
-    "persona remove": "Remove a persona",
-    "persona list": "List this server's personas",
-    "sprite": "A persona's labelled alternate avatars, which it switches between",
-    "sprite add": "Give a persona a sprite (or a new image for one of its labels)",
-    "sprite remove": "Take a sprite from a persona",
-    "tools": "Show the model's tools here, or turn a tool or an MCP server off or on",
-    "scenes": "Let members run /scene in this server, or turn scenes off",
-    "prefill": "Text every answer here begins with, in character",
-    "prefill set": "Set the text answers begin with (a /respond prefill replaces it)",
-    "prefill reset": "Clear this channel's (or the server's) prefill",
-    "respond": "Have Tomori, or one of its personas, answer in this channel now",
-    "followups": "Whether a new message of the user being answered stops the answer",
-}
-OPTION_DESCRIPTIONS = {
-    "models": "provider:model, comma separated, primary first (as TOMORI_MODELS)",
-    "text": "the system prompt",
-    "enabled": "true to answer every message here, false for only mentions and replies",
-    "scope": "channel (the default) or server",
-    "cooldown_ms": "least milliseconds between two turns of one user; 0 for none",
-    "daily_tokens": "most tokens one user may use per UTC day; 0 for no limit",
-    "name": "the persona's name, as the channel shows it",
-    "prompt": "the persona's system prompt: who it is and how it speaks",
-    "avatar": "an image's URL, shown as the persona's avatar",
-    "avatar_file": "an image, shown as the persona's avatar",
-    "triggers": "comma-separated words that call it (its name if not given)",
-    "persona_models": "its own model chain, as TOMORI_MODELS (the channel's if not given)",
-    "persona": "the persona's name",
-    "label": "the sprite's label: the persona shows it with 'Name (label):'",
-    "sprite_avatar": "the sprite's image URL",
-    "sprite_avatar_file": "the sprite's image",
-    "tool_name": "a tool's name, or an MCP server's (all its tools); leave out to list them",
-    "offered": "true to offer it to the model, false to turn it off",
-    "scenes_enabled": "true to let members run /scene here, false to turn scenes off",
-    "prefill_text": "what answers begin with (up to 2,000 characters), such as Tomori: *smiles*",
-    "respond_persona": "the persona that answers (Tomori itself if not given)",
-    "respond_prompt": "what you say to it, as a message would (the channel's last if not given)",
-    "respond_prefill": "what this answer begins with, instead of the server's prefill",
-    "follow_ups": "true: the next answer covers both messages; false: each is answered in turn",
-}
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
 NOT_CHANGED = Notice(

@@ -28,12 +28,6 @@ MAX_CYCLES = 10
 MAX_INSTRUCTIONS_CHARS = 1_000
 """Sent with every line of the scene (up to 30): a premise, not a script."""
 
-SCENE_DESCRIPTION = "Two or three personas play a scene here, taking turns for a few cycles"
-OPTION_DESCRIPTIONS = {
-    "personas": "2 or 3 persona names, comma separated, in speaking order",
-    "cycles": f"how many times each persona speaks ({MIN_CYCLES} to {MAX_CYCLES})",
-    "instructions": "what the scene is about (optional)",
-}
 SCENES_OFF = "Scenes are off in this server: its admins turn them on with /tomori scenes."
 SCENE_DROPPED = Notice(
     "Scene Not Played",

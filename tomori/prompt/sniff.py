@@ -27,10 +27,15 @@ def image_type(data: bytes) -> str | None:
     return None
 
 
+REPLACEMENT = "\ufffd"
+"""What the decoder puts where bytes are not UTF-8."""
+
+
 def is_text(data: bytes, *, cut: bool) -> bool:
     """Whether the bytes read as text: no NUL, and mostly valid UTF-8. `cut`: only the file's
     start, which may end inside a character (not counted against it)."""
     if b"\x00" in data:
         return False
     text = codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=not cut)
-    return text.count("\ufffd") <= MAX_UNDECODABLE * len(text)
+    written = data.count(REPLACEMENT.encode())  # a U+FFFD the file itself holds is text
+    return text.count(REPLACEMENT) - written <= MAX_UNDECODABLE * len(text)

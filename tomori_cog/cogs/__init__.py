@@ -1,9 +1,10 @@
-"""The cog each library needs, and the commands both serve.
+"""The cog each library needs, and the commands both serve, declared from
+`tomori.commands.table` (a test fails if either registers anything else).
 
 - `nextcord_cog.py`  the cog class for nextcord (imported only for nextcord bots)
 - `discordpy_cog.py` the cog class for discord.py (imported only for discord.py bots)
 - `shared.py`        what both share: the cog's surface, the /kill and /scene replies within 3 s
-- `admin.py`         /tomori: each subcommand's checks, change and answer
+- `admin.py`         /tomori: a subcommand's action built from its options, and answered
 - `respond.py`       /respond: a manual turn queued, and said so at once
 """
 

@@ -1,9 +1,9 @@
-"""`/tomori` in both libraries: the actions of `tomori.policy.admin`, answered to Discord.
+"""`/tomori` in both libraries: the table's actions (`tomori.commands.table`), answered to Discord.
 
-The cogs only declare the commands and forward their options to an action; `run` answers
-ephemerally, deferring if the database is slow (see `reply_in_time`). Who may run them is
-Discord's to decide: the group is guild-only, and visible by default to members with Manage
-Server (`PERMISSION`), which each server can widen or narrow.
+The cogs only declare the commands and forward the options given; `run` builds the
+subcommand's action from them and answers ephemerally, deferring if the database is slow (see
+`reply_in_time`). Who may run them is Discord's to decide: the group is guild-only, and
+visible by default to members with Manage Server, which each server can widen or narrow.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from tomori.commands import table
 from tomori.config.models import ModelChain
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
-from tomori.policy.overrides import Defaults, Scope
+from tomori.policy.overrides import Defaults
 from tomori.policy.personas import PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
 from tomori.policy.tool_switches import ToolCatalog, ToolSwitchStore
@@ -29,16 +30,24 @@ from tomori_cog.service import TomoriService
 
 log = logging.getLogger(__name__)
 
-GROUP_DESCRIPTION = "Set how Tomori answers in this server and its channels"
-PERMISSION = "manage_guild"
-"""The permission a member needs by default (Discord's "Manage Server")."""
-SCOPES = tuple(scope.value for scope in Scope)
 
-
-async def run(library: Library, service: TomoriService, interaction: Any, action: Action) -> None:
-    """Answer the interaction with what `action` says, ephemerally."""
-    outcome = _outcome(library, service, interaction, action)
+async def run(
+    library: Library, service: TomoriService, interaction: Any, name: str, given: dict[str, Any]
+) -> None:
+    """Run the subcommand `name` with the options `given` (None: left out; a file: its URL)
+    and answer the interaction with what its action says, ephemerally."""
+    command = table.command(name)
+    options = {
+        option.name: _value(option, given[option.name])
+        for option in command.options
+        if given.get(option.name) is not None
+    }
+    outcome = _outcome(library, service, interaction, table.action(name, options))
     await reply_in_time(library, interaction, outcome, "/tomori")
+
+
+def _value(option: table.Option, value: Any) -> Any:
+    return getattr(value, "url", None) if option.kind is table.OptionKind.FILE else value
 
 
 async def _outcome(

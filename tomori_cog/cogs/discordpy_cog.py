@@ -1,24 +1,24 @@
-"""The cog class for discord.py 2 bots (imported only for them)."""
+"""The cog class for discord.py 2 bots (imported only for them).
 
-from typing import Any, Literal
+Every command is declared in `tomori.commands.table`: each method here only names its command
+and its options and hands them on. Names, descriptions and who may use a command come from
+the table; discord.py reads an option's kind and bounds from its annotation, so the types below
+spell the table's bounds (a test holds what discord.py registers against the table).
+"""
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from tomori.delivery.notices import KILL_DESCRIPTION
+from tomori.commands import table
+from tomori.commands.table import Audience
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
-from tomori.policy import admin as actions
-from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
-from tomori.policy.scenes import (
-    MAX_CYCLES,
-    MAX_INSTRUCTIONS_CHARS,
-    MIN_CYCLES,
-    SCENE_DESCRIPTION,
-)
-from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
+from tomori.policy.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.respond import respond as respond_command
@@ -35,7 +35,9 @@ Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
 Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
 Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
 PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
-"""Discord refuses a longer prompt before it reaches the bot; `admin` checks it again."""
+"""Discord refuses a longer text before it reaches the bot; the action checks it again."""
+Interaction = discord.Interaction[Any]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def build_cog(service: TomoriService, library: Library) -> commands.Cog:
@@ -117,16 +119,15 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def on_thread_join(self, thread: Any) -> None:
             gateway.thread_joined(self.service.memory, thread)
 
-        @app_commands.command(name="kill", description=KILL_DESCRIPTION)
-        async def kill(self, interaction: discord.Interaction) -> None:
+        @app_commands.command(**_declared("kill"))
+        async def kill(self, interaction: Interaction) -> None:
             await respond_to_kill(library, self.service, interaction)
 
-        @app_commands.command(name="scene", description=SCENE_DESCRIPTION)
-        @app_commands.guild_only()
-        @app_commands.describe(**SCENE_OPTIONS)
+        @app_commands.command(**_declared("scene"))
+        @_as_declared("scene")
         async def scene(
             self,
-            interaction: discord.Interaction,
+            interaction: Interaction,
             personas: str,
             cycles: Cycles,
             instructions: Instructions | None = None,
@@ -134,78 +135,90 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             request = (personas, cycles, instructions)
             await respond_to_scene(library, self.service, interaction, request)
 
-        tomori = app_commands.Group(
-            name="tomori",
-            description=admin.GROUP_DESCRIPTION,
-            guild_only=True,
-            default_permissions=discord.Permissions(**{admin.PERMISSION: True}),
-        )
+        @app_commands.command(**_declared("respond"))
+        @_as_declared("respond")
+        async def respond(
+            self,
+            interaction: Interaction,
+            persona: Name | None = None,
+            prompt: Prompt | None = None,
+            prefill: PrefillText | None = None,
+        ) -> None:
+            await respond_command(library, self.service, interaction, persona, prompt, prefill)
 
-        @tomori.command(name="model", description=DESCRIPTIONS["model"])
-        @app_commands.describe(models=OPTION_DESCRIPTIONS["models"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        tomori = app_commands.Group(**_group("tomori"))
+
+        @tomori.command(**_declared("tomori model"))
+        @_as_declared("tomori model")
         async def model(
-            self, interaction: discord.Interaction, models: str, scope: Scope = "channel"
+            self, interaction: Interaction, models: str, scope: Scope = "channel"
         ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_models(models, scope))
+            await self.run(interaction, "tomori model", models=models, scope=scope)
 
-        @tomori.command(name="prompt", description=DESCRIPTIONS["prompt"])
-        @app_commands.describe(text=OPTION_DESCRIPTIONS["text"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        @tomori.command(**_declared("tomori prompt"))
+        @_as_declared("tomori prompt")
         async def prompt(
-            self, interaction: discord.Interaction, text: Prompt, scope: Scope = "channel"
+            self, interaction: Interaction, text: Prompt, scope: Scope = "channel"
         ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_prompt(text, scope))
+            await self.run(interaction, "tomori prompt", text=text, scope=scope)
 
-        @tomori.command(name="autoreply", description=DESCRIPTIONS["autoreply"])
-        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["enabled"])
-        async def autoreply(self, interaction: discord.Interaction, enabled: bool) -> None:
-            await admin.run(library, self.service, interaction, actions.set_autoreply(enabled))
+        @tomori.command(**_declared("tomori autoreply"))
+        @_as_declared("tomori autoreply")
+        async def autoreply(self, interaction: Interaction, enabled: bool) -> None:
+            await self.run(interaction, "tomori autoreply", enabled=enabled)
 
-        @tomori.command(name="show", description=DESCRIPTIONS["show"])
-        async def show(self, interaction: discord.Interaction) -> None:
-            await admin.run(library, self.service, interaction, actions.show)
+        @tomori.command(**_declared("tomori show"))
+        async def show(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori show")
 
-        @tomori.command(name="reset", description=DESCRIPTIONS["reset"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
-        async def reset(self, interaction: discord.Interaction, scope: Scope = "channel") -> None:
-            await admin.run(library, self.service, interaction, actions.reset(scope))
+        @tomori.command(**_declared("tomori reset"))
+        @_as_declared("tomori reset")
+        async def reset(self, interaction: Interaction, scope: Scope = "channel") -> None:
+            await self.run(interaction, "tomori reset", scope=scope)
 
-        @tomori.command(name="status", description=DESCRIPTIONS["status"])
-        async def status(self, interaction: discord.Interaction) -> None:
-            await admin.run(library, self.service, interaction, actions.status)
+        @tomori.command(**_declared("tomori status"))
+        async def status(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori status")
 
-        @tomori.command(name="limits", description=DESCRIPTIONS["limits"])
-        @app_commands.describe(cooldown_ms=OPTION_DESCRIPTIONS["cooldown_ms"])
-        @app_commands.describe(daily_tokens=OPTION_DESCRIPTIONS["daily_tokens"])
+        @tomori.command(**_declared("tomori limits"))
+        @_as_declared("tomori limits")
         async def limits(
             self,
-            interaction: discord.Interaction,
+            interaction: Interaction,
             cooldown_ms: Count | None = None,
             daily_tokens: Count | None = None,
         ) -> None:
-            action = actions.set_limits(cooldown_ms, daily_tokens)
-            await admin.run(library, self.service, interaction, action)
+            given = {"cooldown_ms": cooldown_ms, "daily_tokens": daily_tokens}
+            await self.run(interaction, "tomori limits", **given)
 
-        @tomori.command(name="scenes", description=DESCRIPTIONS["scenes"])
-        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["scenes_enabled"])
-        async def scenes(self, interaction: discord.Interaction, enabled: bool) -> None:
-            await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
+        @tomori.command(**_declared("tomori scenes"))
+        @_as_declared("tomori scenes")
+        async def scenes(self, interaction: Interaction, enabled: bool) -> None:
+            await self.run(interaction, "tomori scenes", enabled=enabled)
 
-        @tomori.command(name="followups", description=DESCRIPTIONS["followups"])
-        @app_commands.describe(enabled=OPTION_DESCRIPTIONS["follow_ups"])
-        async def followups(self, interaction: discord.Interaction, enabled: bool) -> None:
-            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
+        @tomori.command(**_declared("tomori followups"))
+        @_as_declared("tomori followups")
+        async def followups(self, interaction: Interaction, enabled: bool) -> None:
+            await self.run(interaction, "tomori followups", enabled=enabled)
 
-        persona = app_commands.Group(
-            name="persona", description=DESCRIPTIONS["persona"], parent=tomori
-        )
+        @tomori.command(**_declared("tomori tools"))
+        @_as_declared("tomori tools")
+        async def tools(
+            self,
+            interaction: Interaction,
+            name: str | None = None,
+            offered: bool | None = None,
+            scope: Scope = "channel",
+        ) -> None:
+            await self.run(interaction, "tomori tools", name=name, offered=offered, scope=scope)
 
-        @persona.command(name="add", description=DESCRIPTIONS["persona add"])
-        @app_commands.describe(**PERSONA_OPTIONS)
+        persona = app_commands.Group(**_group("tomori persona"), parent=tomori)
+
+        @persona.command(**_declared("tomori persona add"))
+        @_as_declared("tomori persona add")
         async def persona_add(
             self,
-            interaction: discord.Interaction,
+            interaction: Interaction,
             name: Name,
             prompt: Prompt,
             avatar: str | None = None,
@@ -213,15 +226,15 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             triggers: str | None = None,
             models: str | None = None,
         ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.add_persona(name, prompt, image, triggers, models)
-            await admin.run(library, self.service, interaction, action)
+            given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
+            given |= {"triggers": triggers, "models": models}
+            await self.run(interaction, "tomori persona add", **given)
 
-        @persona.command(name="edit", description=DESCRIPTIONS["persona edit"])
-        @app_commands.describe(**PERSONA_OPTIONS)
+        @persona.command(**_declared("tomori persona edit"))
+        @_as_declared("tomori persona edit")
         async def persona_edit(
             self,
-            interaction: discord.Interaction,
+            interaction: Interaction,
             name: Name,
             prompt: Prompt | None = None,
             avatar: str | None = None,
@@ -229,111 +242,90 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             triggers: str | None = None,
             models: str | None = None,
         ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.edit_persona(name, prompt, image, triggers, models)
-            await admin.run(library, self.service, interaction, action)
+            given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
+            given |= {"triggers": triggers, "models": models}
+            await self.run(interaction, "tomori persona edit", **given)
 
-        @persona.command(name="remove", description=DESCRIPTIONS["persona remove"])
-        @app_commands.describe(name=OPTION_DESCRIPTIONS["name"])
-        async def persona_remove(self, interaction: discord.Interaction, name: Name) -> None:
-            await admin.run(library, self.service, interaction, actions.remove_persona(name))
+        @persona.command(**_declared("tomori persona remove"))
+        @_as_declared("tomori persona remove")
+        async def persona_remove(self, interaction: Interaction, name: Name) -> None:
+            await self.run(interaction, "tomori persona remove", name=name)
 
-        @persona.command(name="list", description=DESCRIPTIONS["persona list"])
-        async def persona_list(self, interaction: discord.Interaction) -> None:
-            await admin.run(library, self.service, interaction, actions.list_personas)
+        @persona.command(**_declared("tomori persona list"))
+        async def persona_list(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori persona list")
 
-        sprite = app_commands.Group(
-            name="sprite", description=DESCRIPTIONS["sprite"], parent=tomori
-        )
+        sprite = app_commands.Group(**_group("tomori sprite"), parent=tomori)
 
-        @sprite.command(name="add", description=DESCRIPTIONS["sprite add"])
-        @app_commands.describe(**SPRITE_OPTIONS)
+        @sprite.command(**_declared("tomori sprite add"))
+        @_as_declared("tomori sprite add")
         async def sprite_add(
             self,
-            interaction: discord.Interaction,
+            interaction: Interaction,
             persona: Name,
             label: Label,
             avatar: str | None = None,
             avatar_file: discord.Attachment | None = None,
         ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.add_sprite(persona, label, image)
-            await admin.run(library, self.service, interaction, action)
+            given = {"persona": persona, "label": label, "avatar": avatar}
+            await self.run(interaction, "tomori sprite add", avatar_file=avatar_file, **given)
 
-        @sprite.command(name="remove", description=DESCRIPTIONS["sprite remove"])
-        @app_commands.describe(persona=SPRITE_OPTIONS["persona"], label=SPRITE_OPTIONS["label"])
+        @sprite.command(**_declared("tomori sprite remove"))
+        @_as_declared("tomori sprite remove")
         async def sprite_remove(
-            self, interaction: discord.Interaction, persona: Name, label: Label
+            self, interaction: Interaction, persona: Name, label: Label
         ) -> None:
-            await admin.run(
-                library, self.service, interaction, actions.remove_sprite(persona, label)
-            )
+            await self.run(interaction, "tomori sprite remove", persona=persona, label=label)
 
-        prefill = app_commands.Group(
-            name="prefill", description=DESCRIPTIONS["prefill"], parent=tomori
-        )
+        prefill = app_commands.Group(**_group("tomori prefill"), parent=tomori)
 
-        @prefill.command(name="set", description=DESCRIPTIONS["prefill set"])
-        @app_commands.describe(text=OPTION_DESCRIPTIONS["prefill_text"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
+        @prefill.command(**_declared("tomori prefill set"))
+        @_as_declared("tomori prefill set")
         async def prefill_set(
-            self, interaction: discord.Interaction, text: PrefillText, scope: Scope = "channel"
+            self, interaction: Interaction, text: PrefillText, scope: Scope = "channel"
         ) -> None:
-            action = actions.set_prefill(text, scope)
-            await admin.run(library, self.service, interaction, action)
+            await self.run(interaction, "tomori prefill set", text=text, scope=scope)
 
-        @prefill.command(name="reset", description=DESCRIPTIONS["prefill reset"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
-        async def prefill_reset(
-            self, interaction: discord.Interaction, scope: Scope = "channel"
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
+        @prefill.command(**_declared("tomori prefill reset"))
+        @_as_declared("tomori prefill reset")
+        async def prefill_reset(self, interaction: Interaction, scope: Scope = "channel") -> None:
+            await self.run(interaction, "tomori prefill reset", scope=scope)
 
-        @app_commands.command(name="respond", description=DESCRIPTIONS["respond"])
-        @app_commands.guild_only()
-        @app_commands.default_permissions(**{admin.PERMISSION: True})
-        @app_commands.describe(
-            persona=OPTION_DESCRIPTIONS["respond_persona"],
-            prompt=OPTION_DESCRIPTIONS["respond_prompt"],
-            prefill=OPTION_DESCRIPTIONS["respond_prefill"],
-        )
-        async def respond(
-            self,
-            interaction: discord.Interaction,
-            persona: Name | None = None,
-            prompt: Prompt | None = None,
-            prefill: PrefillText | None = None,
-        ) -> None:
-            await respond_command(library, self.service, interaction, persona, prompt, prefill)
-
-        @tomori.command(name="tools", description=DESCRIPTIONS["tools"])
-        @app_commands.describe(name=OPTION_DESCRIPTIONS["tool_name"])
-        @app_commands.describe(offered=OPTION_DESCRIPTIONS["offered"])
-        @app_commands.describe(scope=OPTION_DESCRIPTIONS["scope"])
-        async def tools(
-            self,
-            interaction: discord.Interaction,
-            name: str | None = None,
-            offered: bool | None = None,
-            scope: Scope = "channel",
-        ) -> None:
-            action = actions.tools(name, offered, scope)
-            await admin.run(library, self.service, interaction, action)
+        async def run(self, interaction: Interaction, command: str, /, **given: Any) -> None:
+            await admin.run(library, self.service, interaction, command, given)
 
     return Tomori(service)
 
 
-PERSONA_OPTIONS = {
-    "name": OPTION_DESCRIPTIONS["name"],
-    "prompt": OPTION_DESCRIPTIONS["prompt"],
-    "avatar": OPTION_DESCRIPTIONS["avatar"],
-    "avatar_file": OPTION_DESCRIPTIONS["avatar_file"],
-    "triggers": OPTION_DESCRIPTIONS["triggers"],
-    "models": OPTION_DESCRIPTIONS["persona_models"],
-}
-SPRITE_OPTIONS = {
-    "persona": OPTION_DESCRIPTIONS["persona"],
-    "label": OPTION_DESCRIPTIONS["label"],
-    "avatar": OPTION_DESCRIPTIONS["sprite_avatar"],
-    "avatar_file": OPTION_DESCRIPTIONS["sprite_avatar_file"],
-}
+def _declared(name: str) -> dict[str, Any]:
+    """A command's name and description, as the table declares them."""
+    command = table.command(name)
+    return {"name": command.path[-1], "description": command.description}
+
+
+def _group(name: str) -> dict[str, Any]:
+    """A group's name and description, and (at the top) who may use it, where."""
+    command = table.command(name)
+    declared = _declared(name)
+    if len(command.path) == 1:
+        declared["guild_only"] = command.servers_only
+        if command.audience is not Audience.EVERYONE:
+            permissions = discord.Permissions(**{command.audience.value: True})
+            declared["default_permissions"] = permissions
+    return declared
+
+
+def _as_declared(name: str) -> Callable[[F], F]:
+    """Its options' descriptions, and (at the top) who may use it, where."""
+    command = table.command(name)
+
+    def declare(callback: F) -> F:
+        described = {option.name: option.description for option in command.options}
+        callback = app_commands.describe(**described)(callback)
+        if len(command.path) == 1 and command.servers_only:
+            callback = app_commands.guild_only()(callback)
+        if len(command.path) == 1 and command.audience is not Audience.EVERYONE:
+            callback = app_commands.default_permissions(**{command.audience.value: True})(callback)
+        return callback
+
+    return declare

@@ -1,7 +1,9 @@
 """The cog class for nextcord 3 bots (imported only for them).
 
-nextcord's `cog_unload` is not awaited, so closing is started there as a task the cog keeps
-(`closing`); `bot.run()` gives pending tasks a moment before it stops the loop, and a bot
+Every command is declared in `tomori.commands.table`: each method here only names its command
+and its options (whose descriptions, kinds, bounds and choices come from the table) and hands
+them on. nextcord's `cog_unload` is not awaited, so closing is started there as a task the cog
+keeps (`closing`); `bot.run()` gives pending tasks a moment before it stops the loop, and a bot
 that manages its own loop can await `cog.closing`.
 """
 
@@ -11,27 +13,16 @@ from typing import Any
 import nextcord
 from nextcord.ext import commands
 
-from tomori.delivery.notices import KILL_DESCRIPTION
-from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
-from tomori.policy import admin as actions
-from tomori.policy.admin import DESCRIPTIONS, OPTION_DESCRIPTIONS
-from tomori.policy.overrides import MAX_PROMPT_CHARS
-from tomori.policy.personas import MAX_NAME_CHARS
-from tomori.policy.scenes import (
-    MAX_CYCLES,
-    MAX_INSTRUCTIONS_CHARS,
-    MIN_CYCLES,
-    SCENE_DESCRIPTION,
-)
-from tomori.policy.scenes import OPTION_DESCRIPTIONS as SCENE_OPTIONS
-from tomori.prompt.prefill import MAX_PREFILL_CHARS
+from tomori.commands import table
+from tomori.commands.table import Audience
 from tomori_cog.cogs import admin
-from tomori_cog.cogs.admin import SCOPES
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
 from tomori_cog.reading import gateway
 from tomori_cog.service import TomoriService
+
+Interaction = nextcord.Interaction[Any]
 
 
 def build_cog(service: TomoriService, library: Library) -> commands.Cog:
@@ -112,234 +103,195 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
         async def on_thread_join(self, thread: Any) -> None:
             gateway.thread_joined(self.service.memory, thread)
 
-        @nextcord.slash_command(name="kill", description=KILL_DESCRIPTION)  # type: ignore[untyped-decorator]
-        async def kill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
+        @nextcord.slash_command(**_declared("kill"))  # type: ignore[untyped-decorator]
+        async def kill(self, interaction: Interaction) -> None:
             await respond_to_kill(library, self.service, interaction)
 
-        @nextcord.slash_command(  # type: ignore[untyped-decorator]
-            name="scene",
-            description=SCENE_DESCRIPTION,
-            contexts=[nextcord.InteractionContextType.guild],
-        )
+        @nextcord.slash_command(**_declared("scene"))  # type: ignore[untyped-decorator]
         async def scene(
             self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            personas: str = nextcord.SlashOption(description=SCENE_OPTIONS["personas"]),
-            cycles: int = nextcord.SlashOption(
-                description=SCENE_OPTIONS["cycles"], min_value=MIN_CYCLES, max_value=MAX_CYCLES
-            ),
-            instructions: str | None = nextcord.SlashOption(
-                description=SCENE_OPTIONS["instructions"],
-                required=False,
-                max_length=MAX_INSTRUCTIONS_CHARS,
-            ),
+            interaction: Interaction,
+            personas: str = _option("scene", "personas"),
+            cycles: int = _option("scene", "cycles"),
+            instructions: str | None = _option("scene", "instructions"),
         ) -> None:
             request = (personas, cycles, instructions)
             await respond_to_scene(library, self.service, interaction, request)
 
-        @nextcord.slash_command(  # type: ignore[untyped-decorator]
-            name="tomori",
-            description=admin.GROUP_DESCRIPTION,
-            default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
-            contexts=[nextcord.InteractionContextType.guild],
-        )
-        async def tomori(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            """The group: Discord runs only its subcommands."""
-
-        @tomori.subcommand(name="model", description=DESCRIPTIONS["model"])  # type: ignore[untyped-decorator]
-        async def model(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            models: str = _text("models"),
-            scope: str = _scope(),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_models(models, scope))
-
-        @tomori.subcommand(name="prompt", description=DESCRIPTIONS["prompt"])  # type: ignore[untyped-decorator]
-        async def prompt(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            text: str = _text("text", max_length=MAX_PROMPT_CHARS),
-            scope: str = _scope(),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_prompt(text, scope))
-
-        @tomori.subcommand(name="autoreply", description=DESCRIPTIONS["autoreply"])  # type: ignore[untyped-decorator]
-        async def autoreply(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["enabled"]),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_autoreply(enabled))
-
-        @tomori.subcommand(name="show", description=DESCRIPTIONS["show"])  # type: ignore[untyped-decorator]
-        async def show(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            await admin.run(library, self.service, interaction, actions.show)
-
-        @tomori.subcommand(name="reset", description=DESCRIPTIONS["reset"])  # type: ignore[untyped-decorator]
-        async def reset(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            scope: str = _scope(),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.reset(scope))
-
-        @tomori.subcommand(name="status", description=DESCRIPTIONS["status"])  # type: ignore[untyped-decorator]
-        async def status(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            await admin.run(library, self.service, interaction, actions.status)
-
-        @tomori.subcommand(name="limits", description=DESCRIPTIONS["limits"])  # type: ignore[untyped-decorator]
-        async def limits(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            cooldown_ms: int | None = _count("cooldown_ms"),
-            daily_tokens: int | None = _count("daily_tokens"),
-        ) -> None:
-            action = actions.set_limits(cooldown_ms, daily_tokens)
-            await admin.run(library, self.service, interaction, action)
-
-        @tomori.subcommand(name="scenes", description=DESCRIPTIONS["scenes"])  # type: ignore[untyped-decorator]
-        async def scenes(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["scenes_enabled"]),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_scenes(enabled))
-
-        @tomori.subcommand(name="followups", description=DESCRIPTIONS["followups"])  # type: ignore[untyped-decorator]
-        async def followups(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            enabled: bool = nextcord.SlashOption(description=OPTION_DESCRIPTIONS["follow_ups"]),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.set_follow_ups(enabled))
-
-        @tomori.subcommand(name="persona", description=DESCRIPTIONS["persona"])  # type: ignore[untyped-decorator]
-        async def persona(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            """The group: Discord runs only its subcommands."""
-
-        @persona.subcommand(name="add", description=DESCRIPTIONS["persona add"])  # type: ignore[untyped-decorator]
-        async def persona_add(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            name: str = _text("name", max_length=MAX_NAME_CHARS),
-            prompt: str = _text("prompt", max_length=MAX_PROMPT_CHARS),
-            avatar: str | None = _optional("avatar"),
-            avatar_file: nextcord.Attachment | None = _optional("avatar_file"),  # noqa: B008
-            triggers: str | None = _optional("triggers"),
-            models: str | None = _optional("persona_models", "models"),
-        ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.add_persona(name, prompt, image, triggers, models)
-            await admin.run(library, self.service, interaction, action)
-
-        @persona.subcommand(name="edit", description=DESCRIPTIONS["persona edit"])  # type: ignore[untyped-decorator]
-        async def persona_edit(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            name: str = _text("name", max_length=MAX_NAME_CHARS),
-            prompt: str | None = _optional("prompt"),
-            avatar: str | None = _optional("avatar"),
-            avatar_file: nextcord.Attachment | None = _optional("avatar_file"),  # noqa: B008
-            triggers: str | None = _optional("triggers"),
-            models: str | None = _optional("persona_models", "models"),
-        ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.edit_persona(name, prompt, image, triggers, models)
-            await admin.run(library, self.service, interaction, action)
-
-        @persona.subcommand(name="remove", description=DESCRIPTIONS["persona remove"])  # type: ignore[untyped-decorator]
-        async def persona_remove(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            name: str = _text("name", max_length=MAX_NAME_CHARS),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.remove_persona(name))
-
-        @persona.subcommand(name="list", description=DESCRIPTIONS["persona list"])  # type: ignore[untyped-decorator]
-        async def persona_list(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            await admin.run(library, self.service, interaction, actions.list_personas)
-
-        @tomori.subcommand(name="sprite", description=DESCRIPTIONS["sprite"])  # type: ignore[untyped-decorator]
-        async def sprite(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            """The group: Discord runs only its subcommands."""
-
-        @sprite.subcommand(name="add", description=DESCRIPTIONS["sprite add"])  # type: ignore[untyped-decorator]
-        async def sprite_add(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
-            label: str = _text("label", max_length=MAX_LABEL_CHARS),
-            avatar: str | None = _optional("sprite_avatar", "avatar"),
-            avatar_file: nextcord.Attachment | None = _optional(  # noqa: B008
-                "sprite_avatar_file", "avatar_file"
-            ),
-        ) -> None:
-            image = avatar if avatar is not None else getattr(avatar_file, "url", None)
-            action = actions.add_sprite(persona, label, image)
-            await admin.run(library, self.service, interaction, action)
-
-        @sprite.subcommand(name="remove", description=DESCRIPTIONS["sprite remove"])  # type: ignore[untyped-decorator]
-        async def sprite_remove(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            persona: str = _text("persona", max_length=MAX_NAME_CHARS),
-            label: str = _text("label", max_length=MAX_LABEL_CHARS),
-        ) -> None:
-            action = actions.remove_sprite(persona, label)
-            await admin.run(library, self.service, interaction, action)
-
-        @tomori.subcommand(name="prefill", description=DESCRIPTIONS["prefill"])  # type: ignore[untyped-decorator]
-        async def prefill(self, interaction: nextcord.Interaction) -> None:  # type: ignore[type-arg]
-            """The group: Discord runs only its subcommands."""
-
-        @prefill.subcommand(name="set", description=DESCRIPTIONS["prefill set"])  # type: ignore[untyped-decorator]
-        async def prefill_set(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            text: str = _text("prefill_text", max_length=MAX_PREFILL_CHARS, name="text"),
-            scope: str = _scope(),
-        ) -> None:
-            action = actions.set_prefill(text, scope)
-            await admin.run(library, self.service, interaction, action)
-
-        @prefill.subcommand(name="reset", description=DESCRIPTIONS["prefill reset"])  # type: ignore[untyped-decorator]
-        async def prefill_reset(
-            self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            scope: str = _scope(),
-        ) -> None:
-            await admin.run(library, self.service, interaction, actions.reset_prefill(scope))
-
-        @nextcord.slash_command(  # type: ignore[untyped-decorator]
-            name="respond",
-            description=DESCRIPTIONS["respond"],
-            default_member_permissions=nextcord.Permissions(**{admin.PERMISSION: True}),
-            contexts=[nextcord.InteractionContextType.guild],
-        )
+        @nextcord.slash_command(**_declared("respond"))  # type: ignore[untyped-decorator]
         async def respond(
             self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            persona: str | None = _optional("respond_persona", "persona", MAX_NAME_CHARS),
-            prompt: str | None = _optional("respond_prompt", "prompt", MAX_PROMPT_CHARS),
-            prefill: str | None = _optional("respond_prefill", "prefill", MAX_PREFILL_CHARS),
+            interaction: Interaction,
+            persona: str | None = _option("respond", "persona"),
+            prompt: str | None = _option("respond", "prompt"),
+            prefill: str | None = _option("respond", "prefill"),
         ) -> None:
             await respond_command(library, self.service, interaction, persona, prompt, prefill)
 
-        @tomori.subcommand(name="tools", description=DESCRIPTIONS["tools"])  # type: ignore[untyped-decorator]
+        @nextcord.slash_command(**_declared("tomori"))  # type: ignore[untyped-decorator]
+        async def tomori(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @tomori.subcommand(**_declared("tomori model"))  # type: ignore[untyped-decorator]
+        async def model(
+            self,
+            interaction: Interaction,
+            models: str = _option("tomori model", "models"),
+            scope: str = _option("tomori model", "scope"),
+        ) -> None:
+            await self.run(interaction, "tomori model", models=models, scope=scope)
+
+        @tomori.subcommand(**_declared("tomori prompt"))  # type: ignore[untyped-decorator]
+        async def prompt(
+            self,
+            interaction: Interaction,
+            text: str = _option("tomori prompt", "text"),
+            scope: str = _option("tomori prompt", "scope"),
+        ) -> None:
+            await self.run(interaction, "tomori prompt", text=text, scope=scope)
+
+        @tomori.subcommand(**_declared("tomori autoreply"))  # type: ignore[untyped-decorator]
+        async def autoreply(
+            self, interaction: Interaction, enabled: bool = _option("tomori autoreply", "enabled")
+        ) -> None:
+            await self.run(interaction, "tomori autoreply", enabled=enabled)
+
+        @tomori.subcommand(**_declared("tomori show"))  # type: ignore[untyped-decorator]
+        async def show(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori show")
+
+        @tomori.subcommand(**_declared("tomori reset"))  # type: ignore[untyped-decorator]
+        async def reset(
+            self, interaction: Interaction, scope: str = _option("tomori reset", "scope")
+        ) -> None:
+            await self.run(interaction, "tomori reset", scope=scope)
+
+        @tomori.subcommand(**_declared("tomori status"))  # type: ignore[untyped-decorator]
+        async def status(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori status")
+
+        @tomori.subcommand(**_declared("tomori limits"))  # type: ignore[untyped-decorator]
+        async def limits(
+            self,
+            interaction: Interaction,
+            cooldown_ms: int | None = _option("tomori limits", "cooldown_ms"),
+            daily_tokens: int | None = _option("tomori limits", "daily_tokens"),
+        ) -> None:
+            given = {"cooldown_ms": cooldown_ms, "daily_tokens": daily_tokens}
+            await self.run(interaction, "tomori limits", **given)
+
+        @tomori.subcommand(**_declared("tomori scenes"))  # type: ignore[untyped-decorator]
+        async def scenes(
+            self, interaction: Interaction, enabled: bool = _option("tomori scenes", "enabled")
+        ) -> None:
+            await self.run(interaction, "tomori scenes", enabled=enabled)
+
+        @tomori.subcommand(**_declared("tomori followups"))  # type: ignore[untyped-decorator]
+        async def followups(
+            self, interaction: Interaction, enabled: bool = _option("tomori followups", "enabled")
+        ) -> None:
+            await self.run(interaction, "tomori followups", enabled=enabled)
+
+        @tomori.subcommand(**_declared("tomori tools"))  # type: ignore[untyped-decorator]
         async def tools(
             self,
-            interaction: nextcord.Interaction,  # type: ignore[type-arg]
-            name: str | None = nextcord.SlashOption(
-                description=OPTION_DESCRIPTIONS["tool_name"], required=False, default=None
-            ),
-            offered: bool | None = nextcord.SlashOption(
-                description=OPTION_DESCRIPTIONS["offered"], required=False, default=None
-            ),
-            scope: str = _scope(),
+            interaction: Interaction,
+            name: str | None = _option("tomori tools", "name"),
+            offered: bool | None = _option("tomori tools", "offered"),
+            scope: str = _option("tomori tools", "scope"),
         ) -> None:
-            action = actions.tools(name, offered, scope)
-            await admin.run(library, self.service, interaction, action)
+            await self.run(interaction, "tomori tools", name=name, offered=offered, scope=scope)
+
+        @tomori.subcommand(**_declared("tomori persona"))  # type: ignore[untyped-decorator]
+        async def persona(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @persona.subcommand(**_declared("tomori persona add"))  # type: ignore[untyped-decorator]
+        async def persona_add(
+            self,
+            interaction: Interaction,
+            name: str = _option("tomori persona add", "name"),
+            prompt: str = _option("tomori persona add", "prompt"),
+            avatar: str | None = _option("tomori persona add", "avatar"),
+            avatar_file: nextcord.Attachment | None = _option("tomori persona add", "avatar_file"),
+            triggers: str | None = _option("tomori persona add", "triggers"),
+            models: str | None = _option("tomori persona add", "models"),
+        ) -> None:
+            given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
+            given |= {"triggers": triggers, "models": models}
+            await self.run(interaction, "tomori persona add", **given)
+
+        @persona.subcommand(**_declared("tomori persona edit"))  # type: ignore[untyped-decorator]
+        async def persona_edit(
+            self,
+            interaction: Interaction,
+            name: str = _option("tomori persona edit", "name"),
+            prompt: str | None = _option("tomori persona edit", "prompt"),
+            avatar: str | None = _option("tomori persona edit", "avatar"),
+            avatar_file: nextcord.Attachment | None = _option("tomori persona edit", "avatar_file"),
+            triggers: str | None = _option("tomori persona edit", "triggers"),
+            models: str | None = _option("tomori persona edit", "models"),
+        ) -> None:
+            given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
+            given |= {"triggers": triggers, "models": models}
+            await self.run(interaction, "tomori persona edit", **given)
+
+        @persona.subcommand(**_declared("tomori persona remove"))  # type: ignore[untyped-decorator]
+        async def persona_remove(
+            self, interaction: Interaction, name: str = _option("tomori persona remove", "name")
+        ) -> None:
+            await self.run(interaction, "tomori persona remove", name=name)
+
+        @persona.subcommand(**_declared("tomori persona list"))  # type: ignore[untyped-decorator]
+        async def persona_list(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori persona list")
+
+        @tomori.subcommand(**_declared("tomori sprite"))  # type: ignore[untyped-decorator]
+        async def sprite(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @sprite.subcommand(**_declared("tomori sprite add"))  # type: ignore[untyped-decorator]
+        async def sprite_add(
+            self,
+            interaction: Interaction,
+            persona: str = _option("tomori sprite add", "persona"),
+            label: str = _option("tomori sprite add", "label"),
+            avatar: str | None = _option("tomori sprite add", "avatar"),
+            avatar_file: nextcord.Attachment | None = _option("tomori sprite add", "avatar_file"),
+        ) -> None:
+            given = {"persona": persona, "label": label, "avatar": avatar}
+            await self.run(interaction, "tomori sprite add", avatar_file=avatar_file, **given)
+
+        @sprite.subcommand(**_declared("tomori sprite remove"))  # type: ignore[untyped-decorator]
+        async def sprite_remove(
+            self,
+            interaction: Interaction,
+            persona: str = _option("tomori sprite remove", "persona"),
+            label: str = _option("tomori sprite remove", "label"),
+        ) -> None:
+            await self.run(interaction, "tomori sprite remove", persona=persona, label=label)
+
+        @tomori.subcommand(**_declared("tomori prefill"))  # type: ignore[untyped-decorator]
+        async def prefill(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @prefill.subcommand(**_declared("tomori prefill set"))  # type: ignore[untyped-decorator]
+        async def prefill_set(
+            self,
+            interaction: Interaction,
+            text: str = _option("tomori prefill set", "text"),
+            scope: str = _option("tomori prefill set", "scope"),
+        ) -> None:
+            await self.run(interaction, "tomori prefill set", text=text, scope=scope)
+
+        @prefill.subcommand(**_declared("tomori prefill reset"))  # type: ignore[untyped-decorator]
+        async def prefill_reset(
+            self, interaction: Interaction, scope: str = _option("tomori prefill reset", "scope")
+        ) -> None:
+            await self.run(interaction, "tomori prefill reset", scope=scope)
+
+        async def run(self, interaction: Interaction, command: str, /, **given: Any) -> None:
+            await admin.run(library, self.service, interaction, command, given)
 
         def cog_unload(self) -> None:
             try:
@@ -351,32 +303,30 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
     return Tomori()
 
 
-def _text(described: str, name: str | None = None, max_length: int | None = None) -> Any:
+def _declared(name: str) -> dict[str, Any]:
+    """A command's or group's name, description and (at the top) who may use it, where."""
+    command = table.command(name)
+    declared: dict[str, Any] = {"name": command.path[-1], "description": command.description}
+    if len(command.path) == 1:
+        if command.audience is not Audience.EVERYONE:
+            permissions = nextcord.Permissions(**{command.audience.value: True})
+            declared["default_member_permissions"] = permissions
+        if command.servers_only:
+            declared["contexts"] = [nextcord.InteractionContextType.guild]
+    return declared
+
+
+def _option(command: str, name: str) -> Any:
+    """The option `name` of `command`, as the table declares it."""
+    option = table.command(command).option(name)
     return nextcord.SlashOption(
-        name=name or described, description=OPTION_DESCRIPTIONS[described], max_length=max_length
-    )
-
-
-def _optional(described: str, name: str | None = None, max_length: int | None = None) -> Any:
-    return nextcord.SlashOption(
-        name=name or described,
-        description=OPTION_DESCRIPTIONS[described],
-        required=False,
-        max_length=max_length,
-    )
-
-
-def _scope() -> Any:
-    return nextcord.SlashOption(
-        description=OPTION_DESCRIPTIONS["scope"],
-        choices=list(SCOPES),
-        required=False,
-        default=SCOPES[0],
-    )
-
-
-def _count(name: str) -> Any:
-    """An optional whole number; its bounds are checked by `tomori.policy.overrides` (see admin)."""
-    return nextcord.SlashOption(
-        name=name, description=OPTION_DESCRIPTIONS[name], required=False, min_value=0
+        name=option.name,
+        description=option.description,
+        required=option.required,
+        choices=list(option.choices) or None,
+        min_value=option.min_value,
+        max_value=option.max_value,
+        min_length=option.min_length,
+        max_length=option.max_length,
+        default=None if option.required else option.default,
     )
