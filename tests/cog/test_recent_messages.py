@@ -205,6 +205,17 @@ events = st.one_of(
     [("create", "a"), ("start_read",), *[("create", "b")] * (LIMIT + 2), ("finish_read", 0)],
     LIMIT + 1,
 ).via("a race found by hand")
+@example(  # an edit that changes nothing forgets the channel while two sends are unechoed
+    [("create", "a"), ("bot_send", "a"), ("bot_send", "a"), ("bot_edit", 0, "a"), ("echo",)],
+    4,
+).via("found by the property in CI")
+@example(  # a late echo older than what memory holds whole must not fill a gap
+    [
+        *[("create", "a"), ("bot_send", "b"), ("disconnect",), ("resume",), ("create", "c")],
+        *[("bot_send", "d"), ("create", "e"), ("create", "f"), ("create", "g")],
+    ],
+    4,
+).via("written with the fix")
 @settings(max_examples=800, deadline=None)
 @given(st.lists(events, min_size=5, max_size=40), st.sampled_from([LIMIT + 1, 2 * LIMIT]))
 def test_a_window_from_memory_is_always_what_discord_would_answer(

@@ -104,6 +104,10 @@ class RecentMessages:
         self._per_channel = per_channel
         self._max_channels = channels
         self._channels: OrderedDict[int, _Channel] = OrderedDict()
+        self._floors: OrderedDict[int, int] = OrderedDict()
+        """By channel forgotten while writes of the cog's were still to be echoed there, the
+        first ID after them: held again, the channel is complete from there at the earliest,
+        since those messages exist though memory has not seen them."""
 
     @property
     def enabled(self) -> bool:
@@ -117,8 +121,7 @@ class RecentMessages:
             return
         channel = self._channels.get(message.channel.id)
         if channel is None:
-            channel = self._channels[message.channel.id] = _Channel(complete_from=message.id)
-            self._forget_the_oldest()
+            channel = self._begin(message.channel.id, message.id)
         self._channels.move_to_end(message.channel.id)
         self._keep(channel, message)
 
@@ -160,7 +163,8 @@ class RecentMessages:
             if len(self._channels) >= self._max_channels:
                 return
             if channel_id not in self._channels:
-                self._channels[channel_id] = _Channel(complete_from=FROM_THE_START)
+                floor = self._floors.pop(channel_id, FROM_THE_START)
+                self._channels[channel_id] = _Channel(complete_from=floor)
                 self._channels.move_to_end(channel_id, last=False)
 
     def forget(self, channel_id: int) -> None:
@@ -168,6 +172,10 @@ class RecentMessages:
         channel = self._channels.pop(channel_id, None)
         if channel is not None:
             channel.echoed.set()  # nobody waits for a channel memory no longer holds
+            if channel.unechoed:
+                self._floors[channel_id] = max(channel.unechoed) + 1
+                while len(self._floors) > self._max_channels:
+                    self._floors.popitem(last=False)
 
     def forget_all(self) -> None:
         """The gateway may have missed messages (a disconnect, a resume, a new session)."""
@@ -182,8 +190,7 @@ class RecentMessages:
         in a channel memory does not hold begins it there, as the echo will."""
         channel = self._channels.get(channel_id)
         if channel is None and new and self.enabled:
-            channel = self._channels[channel_id] = _Channel(complete_from=message_id)
-            self._forget_the_oldest()
+            channel = self._begin(channel_id, message_id)
         if channel is None:
             return
         channel.changes += 1  # a read under way may bring the text from before this write
@@ -231,7 +238,7 @@ class RecentMessages:
         if channel is None or channel.unechoed or trigger_id < channel.complete_from:
             return None
         ordered = sorted(channel.held)
-        before = [i for i in ordered if i < trigger_id]
+        before = [i for i in ordered if channel.complete_from <= i < trigger_id]
         if len(before) < limit and channel.complete_from != FROM_THE_START:
             return None
         self._channels.move_to_end(channel_id)
@@ -273,7 +280,16 @@ class RecentMessages:
 
     # -- bounds -------------------------------------------------------------------------------
 
+    def _begin(self, channel_id: int, first_id: int) -> _Channel:
+        """Hold the channel from its message `first_id` on (or from a floor after it)."""
+        floor = self._floors.pop(channel_id, FROM_THE_START)
+        channel = self._channels[channel_id] = _Channel(complete_from=max(first_id, floor))
+        self._forget_the_oldest()
+        return channel
+
     def _keep(self, channel: _Channel, message: Any) -> None:
+        if message.id < channel.complete_from:
+            return  # before what memory holds whole: a gap may stand between them
         channel.held[message.id] = message
         due = channel.unechoed.get(message.id)
         content = message.content or ""
