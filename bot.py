@@ -73,7 +73,7 @@ def freeze_start_up_heap(bot: Any) -> None:
         frozen = True
         cog = bot.get_cog("Tomori")
         if cog is not None:
-            await cog.service.ensure_started()  # the provider SDKs are imported by now
+            await cog.chat.ensure_started()  # the provider SDKs are imported by now
         gc.collect()
         gc.freeze()
 
@@ -120,7 +120,7 @@ async def close_bot(bot: Any) -> None:
     deadline = loop.time() + CLOSE_WITHIN_S
     try:
         if cog is not None:
-            await _within(cog.service.close(), COG_CLOSE_WITHIN_S, "the cog")
+            await _within(cog.chat.close(), COG_CLOSE_WITHIN_S, "the cog")
     finally:
         await _within(bot.close(), deadline - loop.time(), "the connection to Discord")
 

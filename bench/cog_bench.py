@@ -108,7 +108,7 @@ async def kill_latency(folder: Path) -> list[Figure]:
             assert connection is not None
             started = time.monotonic()
             bot.bot._connection.parse_interaction_create(bot.kill_payload())
-            await bot.service.wait_idle(CHANNEL_ID)
+            await bot.chat.wait_idle(CHANNEL_ID)
             to_free.append(time.monotonic() - started)
             await connection.closed.wait()
             assert connection.closed_at is not None
@@ -288,7 +288,7 @@ async def scale(folder: Path, *, frozen: bool, run: int = 0) -> ScaleRun:
         gc.collect()
         gc.freeze()
     statements: list[str] = []
-    locks_store = bot.service._database
+    locks_store = bot.chat.runtime.database
     assert isinstance(locks_store, SqliteDatabase)
     await locks_store.connection.set_trace_callback(
         lambda sql: statements.append(sql.split(" ", 1)[0])

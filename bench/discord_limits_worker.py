@@ -33,7 +33,7 @@ from tests.support.world import BOT_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery, Settings
 from tomori_cog import add_tomori
-from tomori_cog.service import TomoriService
+from tomori_cog.chat import TomoriChat
 
 QUESTION = f"<@{BOT_ID}> tell me about the sea"
 EARLIER = "the tide is coming in"
@@ -74,7 +74,7 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
         if added is not None:
             await added
         cog = bot.get_cog("Tomori")
-        service: TomoriService = cog.service
+        service: TomoriChat = cog.chat
         await service.ensure_started()
         async with asyncio.timeout(30):  # every process of the token counted: its share taken
             while service.pacing.budget.processes != config.get("processes", 1):  # noqa: ASYNC110
@@ -138,7 +138,7 @@ async def said_before(bot: Any, channels: list[int], control: str) -> None:
 
 async def served_before(
     bot: Any,
-    service: TomoriService,
+    service: TomoriChat,
     library: Library,
     channels: list[int],
     control: str,

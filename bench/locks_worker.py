@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tomori_cog.service
+import tomori_cog.chat
 from tests.support.databases import RecordingDatabase
 from tests.support.memory_channel import MemoryChannel, MemoryStreamWriter
 from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
@@ -146,7 +146,7 @@ async def scale(port: int, first: int, count: int, idle_ms: int) -> None:
         recorded.append(database)
         return database
 
-    NoPatch().setattr(tomori_cog.service, "open_database", recording_database)
+    NoPatch().setattr(tomori_cog.chat, "open_database", recording_database)
     chain = ModelChain.from_env(
         {
             "TOMORI_MODELS": "openai:bench",

@@ -14,7 +14,9 @@ only that name's `teardown` removes it.
 - `cogs/`             the cog class of each library, /kill, /scene and /tomori
 - `listener/`         which messages become turns: the reply rule, the limits, deliverability
 - `reading/`          what the model is shown of Discord: history, attachments, read_message
-- `service.py`        `TomoriService`: the listener, /kill, /scene; owns the store and the locks
+- `chat.py`           `TomoriChat`: the cog's parts, its runtime once started, /kill, /scene
+- `intake.py`         the listener: which messages become turns, stop words, edits, deletes
+- `runtime.py`        what the started cog runs with, opened in one exit stack
 - `surface.py`        a Discord channel as the core's turn sees it (`tomori.turns.Surface`)
 - `library.py`        which library the bot uses, and the few calls that differ
 - `discord_io.py`     the core's channel port and notice sink over a library channel
@@ -35,15 +37,16 @@ import inspect
 import logging
 import os
 import sys
+import types
 from typing import Any, Protocol, runtime_checkable
 
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
 from tomori.generation.tools import Tool, ToolContext, ToolFailure, ToolOutput
+from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.library import detect
-from tomori_cog.service import TomoriService
 
 __all__ = [
     "AlreadyLoaded",
@@ -72,14 +75,14 @@ log = logging.getLogger(__name__)
 @runtime_checkable
 class TomoriCog(Protocol):
     """What `bot.get_cog("Tomori")` returns is one: `isinstance(cog, TomoriCog)` gives a type
-    checker its `service` and `register_tool`.
+    checker its `chat` and `register_tool`.
 
     A protocol, not the cog's class: reloading the `tomori_cog` extension (or a failed load
     of it) makes the library import every `tomori_cog` module afresh, so the reloaded cog's
     class is a new one, which an `isinstance` against the class imported before would deny.
     """
 
-    service: TomoriService
+    chat: TomoriChat
     extension: str | None
     """The extension name that loaded the cog; None if `add_tomori` added it."""
 
@@ -118,13 +121,11 @@ def _add(
 
         for line in unread_variables(os.environ):
             log.warning("%s", line)
-    service = TomoriService(
-        bot, library, settings or Settings.from_env(), chain or ModelChain.from_env()
-    )
+    chat = TomoriChat(bot, library, settings or Settings.from_env(), chain or ModelChain.from_env())
     module = importlib.import_module(
         f"tomori_cog.cogs.{library.name.replace('discord', 'discordpy')}_cog"
     )
-    cog = module.build_cog(service, library)
+    cog = module.build_cog(chat, library)
     cog.extension = extension
     _belong_to(cog, owner)
     return bot.add_cog(cog)
@@ -138,15 +139,35 @@ def _belong_to(cog: Any, owner: str) -> None:
     lives in `tomori_cog.*`, so a failed load of `tomori_cog` (while `cogs.tomori` or
     `add_tomori` runs the cog) took the running cog with it: it was removed and closed, its
     listeners and `/kill` gone. Its class is built afresh for each cog, so its module can name
-    whoever added it instead: the extension that loaded it, or the caller of `add_tomori`.
+    whoever added it instead: the extension that loaded it, or the caller of `add_tomori`. The
+    listeners it inherits (`cogs/listeners.py`, shared by every cog) are copied onto the class
+    first, so that only this cog's copies are marked as the owner's.
     """
     cog_class = type(cog)
     cog_class.__module__ = owner
+    for base in cog_class.__mro__[1:]:
+        for name, member in vars(base).items():
+            if hasattr(member, "__cog_listener__") and name not in vars(cog_class):
+                setattr(cog_class, name, _copied(member))
     for member in vars(cog_class).values():
         if inspect.isfunction(member):
             member.__module__ = owner
     for command in getattr(cog, "get_app_commands", list)():
         command.module = owner  # discord.py's tree drops commands by this
+
+
+def _copied(function: Any) -> Any:
+    """A new function object running `function`'s code, with its attributes."""
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__dict__.update(function.__dict__)
+    copy.__qualname__ = function.__qualname__
+    return copy
 
 
 class AlreadyLoaded(TomoriError, RuntimeError):

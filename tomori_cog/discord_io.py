@@ -5,14 +5,17 @@ wrote, and a reply does not ping the person replied to. Library exceptions becom
 delivery outcomes: a 403 or a missing channel ends the turn as unreachable, a 429 that got
 through the library's own retries is waited out, anything else (another status, or a
 connection error with no status at all: a dropped connection, a reset, a timeout) loses that
-one message.
+one message. A persona's webhook adds its own case: a 404 of an unknown webhook and a 403 are
+its own failures (the bot's identity speaks instead), not the channel's. `delivery_errors` is
+that one translation, for the bot's messages, its notices and the webhooks' alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import aiohttp
@@ -113,41 +116,49 @@ class LibraryPort:
                 content=as_shown(content), allowed_mentions=no_mass_mentions(self._library)
             )
 
-    def _translated(self) -> _Translate:
-        return _Translate(self._library, self._pacing, self._channel.id)
+    def _translated(self) -> AbstractContextManager[None]:
+        channel_id = self._channel.id
+        return delivery_errors(self._library, lambda wait: self._pacing.refused(channel_id, wait))
 
 
-class _Translate:
-    """Turns the library's HTTP and connection errors into the core's delivery outcomes."""
+UNKNOWN_WEBHOOK = 10015
+"""Discord's error code for a webhook that no longer exists (deleted, or its channel gone)."""
 
-    def __init__(
-        self, library: Library, pacing: DiscordPacing | None = None, channel_id: int = 0
-    ) -> None:
-        self._lib = library.module
-        self._pacing = pacing
-        self._channel_id = channel_id
 
-    def __enter__(self) -> None:
-        return None
+class WebhookGone(DeliveryFailed):
+    """Discord says the channel's webhook no longer exists."""
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
-    ) -> None:
-        lib = self._lib
-        if isinstance(error, CONNECTION_ERRORS):
-            raise DeliveryFailed(f"connection error: {type(error).__name__}") from error
-        if error is None or not isinstance(error, lib.HTTPException):
-            return
-        status = getattr(error, "status", None)
-        if isinstance(error, lib.Forbidden | lib.NotFound):
-            raise DestinationUnreachable(
-                f"{status} {getattr(error, 'text', '')}".strip(),
-                forbidden=isinstance(error, lib.Forbidden),
-            ) from error
+
+class WebhookRefused(DeliveryFailed):
+    """Discord refused the webhook's request (403): the bot's identity posts instead."""
+
+
+@contextmanager
+def delivery_errors(
+    library: Library, rate_limited: Callable[[float], None], *, webhook: bool = False
+) -> Iterator[None]:
+    """The one translation of the library's errors for a send or an edit into the core's
+    delivery outcomes (see the module docstring); `rate_limited` is told a 429's wait. For a
+    `webhook`'s request, a 404 of an unknown webhook is `WebhookGone` and a 403 is
+    `WebhookRefused` (the bot's identity speaks instead), not the channel unreachable."""
+    lib = library.module
+    try:
+        yield
+    except CONNECTION_ERRORS as error:
+        raise DeliveryFailed(f"connection error: {type(error).__name__}") from error
+    except lib.HTTPException as error:
+        status, code = getattr(error, "status", None), getattr(error, "code", None)
+        said = f"{status} {getattr(error, 'text', '')}".strip()
+        if webhook and isinstance(error, lib.NotFound) and code == UNKNOWN_WEBHOOK:
+            raise WebhookGone(said) from error
+        if webhook and isinstance(error, lib.Forbidden):
+            raise WebhookRefused(said) from error
+        if not webhook and isinstance(error, lib.Forbidden | lib.NotFound):
+            forbidden = isinstance(error, lib.Forbidden)
+            raise DestinationUnreachable(said, forbidden=forbidden) from error
         if status == 429:
             retry_after = float(getattr(error, "retry_after", None) or 1.0)
-            if self._pacing is not None:
-                self._pacing.refused(self._channel_id, retry_after)
+            rate_limited(retry_after)
             raise DeliveryRateLimited(retry_after) from error
         raise DeliveryFailed(f"HTTP {status}") from error
 
@@ -173,7 +184,8 @@ class EmbedNotices:
 
     async def post_notice(self, notice: Notice) -> None:
         await self._pacing.write(self._channel.id, Urgency.FIRST)
-        with _Translate(self._library, self._pacing, self._channel.id):
+        channel_id = self._channel.id
+        with delivery_errors(self._library, lambda wait: self._pacing.refused(channel_id, wait)):
             await self._channel.send(
                 embed=embed_for(self._library, notice),
                 reference=reply_reference(self._library, self._channel, self._reply_to),

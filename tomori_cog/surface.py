@@ -38,14 +38,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DiscordParts:
-    """What every channel's surface shares: the bot, its library, and the cog's parts."""
+    """What every channel's surface shares: the bot, its library, and the cog's parts that
+    need no database (built with the cog; those that do are opened on them at start-up)."""
 
     bot: Any
     library: Library
     settings: Settings
     pacing: DiscordPacing
     config: ChannelConfig
-    metrics: Metrics
     gate: AdmissionGate
     history: HistoryReader
     memory: RecentMessages
@@ -80,8 +80,9 @@ class ChannelReading:
 class DiscordSurface:
     """One Discord channel, for one turn (see the module docstring)."""
 
-    def __init__(self, parts: DiscordParts, channel: Any) -> None:
+    def __init__(self, parts: DiscordParts, metrics: Metrics, channel: Any) -> None:
         self._parts = parts
+        self._metrics = metrics
         self._channel = channel
         self._guild = getattr(channel, "guild", None)
         self.notices = EmbedNotices(parts.library, channel, parts.pacing)
@@ -129,7 +130,7 @@ class DiscordSurface:
         parts = self._parts
         limits = await parts.config.user_limits(guild_id_of(message))
         if limits.daily_tokens > 0:  # the turn before this one recorded its tokens: count them
-            await until_stopped(guard, parts.metrics.flushed())
+            await until_stopped(guard, self._metrics.flushed())
         requester = turn.trigger.requester_id or str(message.author.id)
         return await parts.gate.may_start(self._channel, message, requester, surface_errors, limits)
 

@@ -23,12 +23,12 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from typing import Any
 
 from tomori.delivery.port import (
     ChannelPort,
     DeliveryFailed,
-    DeliveryRateLimited,
     Urgency,
     as_shown,
 )
@@ -36,29 +36,24 @@ from tomori.delivery.sprite_markers import Wardrobe, sprite_name
 from tomori.policy.personas import Persona, StoredWebhook, WebhookStore, named
 from tomori.policy.sprites import wardrobe
 from tomori.store import Database
-from tomori_cog.discord_io import CONNECTION_ERRORS, call_failures, no_mass_mentions
+from tomori_cog.discord_io import (
+    WebhookGone,
+    call_failures,
+    delivery_errors,
+    no_mass_mentions,
+)
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_NAME = "Tomori personas"
-UNKNOWN_WEBHOOK = 10015
-"""Discord's error code for a webhook that no longer exists (deleted, or its channel gone)."""
 REFUSED_FOR_S = 600.0
 """After Discord refused to create a channel's webhook (403), how long its personas speak as
 the bot before asking again: each refusal counts toward the invalid requests that get a bot's
 IP banned."""
 MOST_KEPT = 10_000
 """Channels (and webhook IDs) remembered at most; past it, the oldest are read again."""
-
-
-class WebhookGone(DeliveryFailed):
-    """Discord says the channel's webhook no longer exists."""
-
-
-class WebhookRefused(DeliveryFailed):
-    """Discord refused the webhook's request (403): the bot's identity posts instead."""
 
 
 def home_of(library: Library, channel: Any) -> Any:
@@ -254,39 +249,13 @@ class WebhookPort:
                 **self._thread,
             )
 
-    def _translated(self) -> _Translate:
-        return _Translate(self._library, self._pacing, self.webhook.id)
+    def _translated(self) -> AbstractContextManager[None]:
+        webhook_id = self.webhook.id
 
+        def refused(wait: float) -> None:
+            self._pacing.webhook_refused(webhook_id, wait)
 
-class _Translate:
-    """The library's errors for a webhook's request as the delivery outcomes they mean."""
-
-    def __init__(self, library: Library, pacing: DiscordPacing, webhook_id: int) -> None:
-        self._lib = library.module
-        self._pacing = pacing
-        self._webhook_id = webhook_id
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
-    ) -> None:
-        lib = self._lib
-        if isinstance(error, CONNECTION_ERRORS):
-            raise DeliveryFailed(f"connection error: {type(error).__name__}") from error
-        if error is None or not isinstance(error, lib.HTTPException):
-            return
-        status, code = getattr(error, "status", None), getattr(error, "code", None)
-        if isinstance(error, lib.NotFound) and code == UNKNOWN_WEBHOOK:
-            raise WebhookGone(f"404 {getattr(error, 'text', '')}".strip()) from error
-        if isinstance(error, lib.Forbidden):
-            raise WebhookRefused(f"403 {getattr(error, 'text', '')}".strip()) from error
-        if status == 429:
-            retry_after = float(getattr(error, "retry_after", None) or 1.0)
-            self._pacing.webhook_refused(self._webhook_id, retry_after)
-            raise DeliveryRateLimited(retry_after) from error
-        raise DeliveryFailed(f"HTTP {status}") from error
+        return delivery_errors(self._library, refused, webhook=True)
 
 
 def wardrobe_of(persona: Persona, port: PersonaPort) -> Wardrobe | None:

@@ -122,7 +122,7 @@ async def test_a_forbidden_channel_ends_the_turn_quietly_and_stays_usable(
     await bot.settled()
     assert await bot.contents() == []
     bot.allow_sends()
-    deliverability = bot.service._gate.deliverability  # the refusal is remembered a while
+    deliverability = bot.chat._parts.gate.deliverability  # the refusal is remembered a while
     later = deliverability.clock() + REFUSED_FOR_S
     deliverability.clock = lambda: later
     llm_server.script(answer("Now I can talk."))
@@ -213,7 +213,7 @@ async def test_messages_cleared_by_kill_are_not_kept_past_the_queue_age(
     await bot.say(f"{bot.mention()} later")
     await bot.settled()
     assert await bot.contents() == ["Busy.", "Later."]
-    assert len(bot.service._live_messages) == 0  # none of the four messages is held any more
+    assert len(bot.chat._parts.live_messages) == 0  # none of the four messages is held any more
 
 
 async def test_everyone_and_role_mentions_from_the_model_ping_no_one(

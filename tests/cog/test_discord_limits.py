@@ -178,7 +178,7 @@ async def test_two_processes_on_one_token_stay_under_the_global_limit_together(
     ]
     try:
         async with asyncio.timeout(10):  # each has counted the other
-            while any(bot.service.pacing.budget.processes != 2 for bot in bots):  # noqa: ASYNC110
+            while any(bot.chat.pacing.budget.processes != 2 for bot in bots):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
         llm_server.script(*[answer("Here is the answer.\n\nAnd more of it.") for _ in channels])
         for bot in bots:

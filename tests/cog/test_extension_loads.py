@@ -47,7 +47,9 @@ def environment(tmp_path: Path, llm_server: LLMServer, monkeypatch: pytest.Monke
 
 def database_is_open(cog: Any) -> bool:
     """Whether the cog's SQLite connection is open: its thread lives until it closes."""
-    store = cog.service.database
+    if not cog.chat.started:
+        return False
+    store = cog.chat.runtime.database
     if not isinstance(store, SqliteDatabase):
         return False
     thread = getattr(store.connection, "_thread", store.connection)
@@ -141,7 +143,7 @@ async def test_discordpy_a_second_load_fails_and_the_running_cog_serves_on(
 
     harness = await dpy_on(first)
     running = harness.bot.get_cog("Tomori")
-    await harness.service.ensure_started()
+    await harness.chat.ensure_started()
     extensions = list(harness.bot.extensions)
     with pytest.raises(commands.ExtensionError) as raised:
         await harness.bot.load_extension(second)
@@ -181,7 +183,7 @@ async def test_discordpy_add_tomori_while_a_cog_runs_names_the_running_cog(
 ) -> None:
     harness = await dpy_on(first)
     running = harness.bot.get_cog("Tomori")
-    await harness.service.ensure_started()
+    await harness.chat.ensure_started()
     with pytest.raises(AlreadyLoaded, match=f"already loaded {loaded_how(first)}"):
         add_tomori(harness.bot)
     assert harness.bot.get_cog("Tomori") is running
@@ -203,7 +205,7 @@ async def test_nextcord_unloading_the_extension_that_called_add_tomori_removes_t
     assert "kill" not in {c.name for c in nc.bot.get_all_application_commands()}
     assert cog is not None
     await cog.closing  # type: ignore[attr-defined]
-    assert cog.service.database is None  # type: ignore[attr-defined]
+    assert not cog.chat.started  # type: ignore[attr-defined]
 
 
 async def test_discordpy_unloading_the_extension_that_called_add_tomori_removes_the_cog(
@@ -211,12 +213,12 @@ async def test_discordpy_unloading_the_extension_that_called_add_tomori_removes_
 ) -> None:
     harness = await dpy_on(AUTHORS)
     cog = harness.bot.get_cog("Tomori")
-    await harness.service.ensure_started()
+    await harness.chat.ensure_started()
     await harness.bot.unload_extension(AUTHORS)
     assert harness.bot.get_cog("Tomori") is None
     assert harness.bot.tree.get_command("kill") is None
     assert cog is not None
-    assert cog.service.database is None  # type: ignore[attr-defined]
+    assert not cog.chat.started  # type: ignore[attr-defined]
 
 
 # -- a reload keeps the bot's tools, and the documented check holds ---------------------------

@@ -276,11 +276,11 @@ async def test_a_trigger_that_cannot_be_read_back_gets_the_error_notice(
             await asyncio.sleep(0.005)
     second = nc.say(f"{nc.mention()} two")
     async with asyncio.timeout(10):
-        while second["id"] not in nc.service._live_messages:  # noqa: ASYNC110
+        while second["id"] not in nc.chat._parts.live_messages:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
     # As after a restart: the queued message is no longer in memory and must be read back,
     # and that read gets no answer.
-    nc.service._live_messages.take(second["id"])
+    nc.chat._parts.live_messages.take(second["id"])
     nc.discord.fail_reads = aiohttp.ServerDisconnectedError
     await nc.settled()
     assert nc.discord.contents() == ["First answer."]

@@ -52,7 +52,7 @@ def database_threads(cog: Any) -> set[threading.Thread]:
     connection as a Thread subclass, later ones in a thread of their own, named differently
     from version to version.
     """
-    store = cog.service._database
+    store = cog.chat.runtime.database
     assert isinstance(store, SqliteDatabase)
     thread = getattr(store.connection, "_thread", store.connection)
     assert isinstance(thread, threading.Thread)

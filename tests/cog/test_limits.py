@@ -122,7 +122,7 @@ async def test_over_the_daily_tokens_no_model_is_asked_until_the_utc_day_resets(
     await bot.say(f"{bot.mention()} hello", by=Person.BOB)
     await bot.settled()
     assert len(llm_server.requests) == 2
-    await bot.service.metrics.flushed()  # type: ignore[union-attr]
+    await bot.chat.runtime.metrics.flushed()
     day = 86_400
     await database.execute("UPDATE token_usage SET recorded_at = recorded_at - ?", (day,))
     await database.execute("UPDATE user_limits SET quota_noticed_at = quota_noticed_at - ?", (day,))
@@ -235,7 +235,7 @@ async def test_a_channel_that_refused_a_send_is_left_alone_for_ten_minutes(
     assert len(remembered) == 1
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     bot.allow_sends()
-    gate = bot.service._gate.deliverability
+    gate = bot.chat._parts.gate.deliverability
     later = gate.clock() + REFUSED_FOR_S + 1
     gate.clock = lambda: later
     await bot.say(f"{bot.mention()} and now?")

@@ -52,8 +52,8 @@ async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> Asyn
     nc.say(f"{nc.mention()} one")
     await until(lambda: len(llm_server.requests) == 1)
     nc.say(f"{nc.mention()} two")
-    await until(lambda: queued(nc.service._settings.db_path) == 1)
-    store, locks = nc.service._database, nc.service._locks
+    await until(lambda: queued(nc.chat._settings.db_path) == 1)
+    store, locks = nc.chat.runtime.database, nc.chat.runtime.locks
     assert isinstance(store, SqliteDatabase)
     assert locks is not None
     async with store.transaction():
@@ -65,7 +65,7 @@ async def first_turn_handing_off(nc: NextcordBot, llm_server: LLMServer) -> Asyn
 
 def store_waiters(nc: NextcordBot) -> int:
     """How many wait for the cog's store: the hand-off, then whatever came after it."""
-    store = nc.service._database
+    store = nc.chat.runtime.database
     assert isinstance(store, SqliteDatabase)
     return store._lock.waiting
 
@@ -110,7 +110,7 @@ async def test_messages_during_a_long_write_lock_are_all_answered_in_order(
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await open_bot(db_busy_timeout_ms=100)
-    db_path = nc.service._settings.db_path
+    db_path = nc.chat._settings.db_path
     llm_server.script(
         answer("Answer one.", pieces=4, gap=0.1),
         answer("Answer two."),
@@ -139,7 +139,7 @@ async def test_a_kill_while_the_database_is_busy_waits_it_out_and_clears_the_que
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await open_bot(db_busy_timeout_ms=100)
-    db_path = nc.service._settings.db_path
+    db_path = nc.chat._settings.db_path
     llm_server.script(answer("First answer.", pieces=20, gap=0.1), answer("Second answer."))
     caplog.set_level(logging.INFO)
     nc.say(f"{nc.mention()} one")
@@ -162,7 +162,7 @@ async def test_a_message_that_cannot_be_admitted_within_the_queue_age_gets_the_e
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     nc = await open_bot(db_busy_timeout_ms=50, queue_max_age_ms=300)
-    async with write_lock_held(nc.service._settings.db_path):
+    async with write_lock_held(nc.chat._settings.db_path):
         nc.say(f"{nc.mention()} hello?")
         await until(lambda: nc.discord.embeds() == ["Generation Error"])
     await nc.settled()
@@ -182,12 +182,12 @@ async def test_closing_does_not_wait_for_a_busy_database(
     caplog.set_level(logging.INFO)
     nc.say(f"{nc.mention()} one")
     await until(lambda: len(llm_server.requests) == 1)
-    async with write_lock_held(nc.service._settings.db_path):
+    async with write_lock_held(nc.chat._settings.db_path):
         nc.say(f"{nc.mention()} two")
         await until(lambda: nc.discord.contents() == ["Answer one."])
         await until(logged(caplog, "handing channel"))
         await until(logged(caplog, "admitting message"))
         async with asyncio.timeout(5):  # retries stop: close does not wait for the lock to go
-            await nc.service.close()
+            await nc.chat.close()
     await nc.settled()
     assert len(llm_server.requests) == 1

@@ -57,7 +57,7 @@ def tool_result(llm_server: LLMServer, request: int) -> dict[str, Any]:
 
 def listed(bot: ChatBot) -> set[str]:
     """The tools `/tomori tools` would list now."""
-    return {tool.name for tool in bot.service.tool_catalog().tools}
+    return {tool.name for tool in bot.chat.tool_catalog().tools}
 
 
 def offered(llm_server: LLMServer, request: int) -> set[str]:

@@ -180,8 +180,8 @@ async def test_a_refused_webhook_falls_back_and_a_deleted_one_is_created_anew(
     assert discord_rest.requests_by_route["webhook_create"] == 1  # a refusal is not asked again
 
     discord_rest._webhooks_refused.clear()
-    bot.service.webhooks.close()  # as after a restart: the store is read again
-    bot.service.webhooks.open(bot.service.database)  # type: ignore[arg-type]
+    bot.chat.webhooks.close()  # as after a restart: the store is read again
+    bot.chat.webhooks.open(bot.chat.runtime.database)
     bot.say("aria, two")
     await settle(bot)
     (webhook,) = discord_rest.webhooks_of(CHANNEL_ID)

@@ -146,7 +146,7 @@ async def test_a_provider_only_a_channels_chain_names_is_built_and_closed(
     await bot.settled()
     assert "channel-gemini" in llm_server.requests[-1].path
     assert await bot.contents() == ["From Gemini."]
-    config = bot.service.config
+    config = bot.chat.config
     assert set(config.providers) == {"openai", "gemini"}
     await bot.stop()
     assert config.providers == {}
@@ -212,7 +212,7 @@ async def test_settings_survive_a_restart(
     await second.settled()
     body = llm_server.requests[-1].body
     assert model_and_prompt(body) == ("kept-model", "Kept prompt.")
-    resolved = await second.service.config.resolved(GUILD_ID, CHANNEL_ID, cached=False)
+    resolved = await second.chat.config.resolved(GUILD_ID, CHANNEL_ID, cached=False)
     assert (resolved.cooldown_ms.value, resolved.daily_tokens.value) == (1_500, 20_000)
     _, shown = said(await second.tomori("show"))
     assert "Limits: cooldown 1500 ms, daily tokens per user 20000" in shown
@@ -225,13 +225,13 @@ async def test_limits_set_one_at_a_time_keep_the_other_and_zero_turns_one_off(
 ) -> None:
     said(await bot.tomori("limits", cooldown_ms=2_000))
     said(await bot.tomori("limits", daily_tokens=0))
-    resolved = await bot.service.config.resolved(GUILD_ID, CHANNEL_ID, cached=False)
+    resolved = await bot.chat.config.resolved(GUILD_ID, CHANNEL_ID, cached=False)
     assert (resolved.cooldown_ms.value, resolved.daily_tokens.value) == (2_000, 0)
-    assert await bot.service.config.user_limits(GUILD_ID) == UserLimits(2.0, 0)
+    assert await bot.chat.config.user_limits(GUILD_ID) == UserLimits(2.0, 0)
     said(await bot.tomori("reset", scope="server"))
     environment = UserLimits(0.0, 0)  # the settings these tests run with set neither
-    assert await bot.service.config.user_limits(GUILD_ID) == environment  # at once
-    assert await bot.service.config.user_limits(None) == environment  # a direct message
+    assert await bot.chat.config.user_limits(GUILD_ID) == environment  # at once
+    assert await bot.chat.config.user_limits(None) == environment  # a direct message
     title, text = said(await bot.tomori("limits"))
     assert (title, text) == ("Not Changed", "Give cooldown_ms, daily_tokens or both.")
 
@@ -354,7 +354,7 @@ async def test_kill_stops_a_turn_still_reading_its_channels_settings(
     database = postgres_database(pg_url)
     bot = await open_bot(settings(database), chain_for(llm_server))
     blocker = await asyncpg.connect(pg_url)
-    await bot.service.config.user_limits(GUILD_ID)  # the server's limits, read: admission passes
+    await bot.chat.config.user_limits(GUILD_ID)  # the server's limits, read: admission passes
     try:
         holding = blocker.transaction()
         await holding.start()  # a migration, say: the settings cannot be read meanwhile

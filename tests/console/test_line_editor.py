@@ -135,6 +135,6 @@ def test_each_edit_says_the_draft_it_leaves(keys: str) -> None:
 def test_the_cog_imports_where_there_is_no_termios() -> None:
     """The terminal's modes are POSIX only; the cog imports the console's package (its model
     probe) on every platform, so nothing may need termios before a console runs."""
-    blocked = "import sys; sys.modules['termios'] = None; import tomori_cog.service"
+    blocked = "import sys; sys.modules['termios'] = None; import tomori_cog.chat"
     result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

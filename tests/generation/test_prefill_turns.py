@@ -33,8 +33,8 @@ async def started(
         }
     )
     nc = await open_nextcord(settings_for(tmp_path, **FAST), chain)
-    await nc.service.ensure_started()
-    store = nc.service.config.store
+    await nc.chat.ensure_started()
+    store = nc.chat.config.store
     assert store is not None
     await store.set(Scope.SERVER, str(GUILD_ID), "", Overrides(prefill=YAWNS))
     return nc

@@ -67,7 +67,7 @@ async def test_primary_stalls_and_the_fallback_continues_its_text(
     assert llm_server.requests[1].body["model"] == "fallback-model"
     assert {"role": "assistant", "content": "The first half,\n\n"} in continued
     assert "without repeating" in continued[-1]["content"]
-    counts = await nc.service.metrics.counts()
+    counts = await nc.chat.runtime.metrics.counts()
     assert counts[("stream_sdk_timeout", "openai:primary-model")] == 1
     assert counts[("fallback_used", "openai:fallback-model")] == 1
 
@@ -145,7 +145,7 @@ async def test_a_tool_call_runs_and_the_model_answers_with_its_result(
     assert follow_up[-2]["tool_calls"][0]["function"]["name"] == "current_time"
     result = json.loads(follow_up[-1]["content"])
     assert result["result"]["timezone"] == "Asia/Tokyo"
-    counts = await nc.service.metrics.counts()
+    counts = await nc.chat.runtime.metrics.counts()
     assert counts[("tool_used", "current_time")] == 1
 
 
@@ -348,7 +348,7 @@ async def test_a_last_send_slower_than_the_idle_budget_still_lands(
     assert nc.discord.contents() == ["First part.", "The last part."]
     assert nc.discord.embeds() == []  # no "Response Timed Out"
     assert len(llm_server.requests) == 1  # the answer was whole: no fallback
-    counts = await nc.service.metrics.counts()
+    counts = await nc.chat.runtime.metrics.counts()
     assert not any(name == "stream_sdk_timeout" for name, _ in counts)
 
 
@@ -369,7 +369,7 @@ async def test_a_send_that_never_lands_is_given_up_after_the_delivery_bound(
     assert nc.discord.embeds() == ["Answer Cut Short"]
     assert len(llm_server.requests) == 1
     assert "delivery_timeout" in caplog.text
-    counts = await nc.service.metrics.counts()
+    counts = await nc.chat.runtime.metrics.counts()
     assert counts[("delivery_timeout", "openai:primary-model")] == 1
     nc.say(f"{nc.mention()} and now?")  # the channel is free again
     await nc.settled()
@@ -433,7 +433,7 @@ async def test_every_model_answering_nothing_tells_a_mention_so(
     assert llm_server.requests[1].body["model"] == "fallback-model"
     assert nc.discord.contents() == []
     assert nc.discord.embeds() == ["Empty Response"]
-    counts = await nc.service.metrics.counts()
+    counts = await nc.chat.runtime.metrics.counts()
     assert counts[("empty_response", "openai:primary-model")] == 1
     assert counts[("empty_response", "openai:fallback-model")] == 1
 

@@ -103,7 +103,7 @@ async def test_a_probe_finds_the_model_answering_again_and_turns_ask_it_first(
     nc = await open_bot(open_nextcord, database, server, model_probe_interval_ms=300)
     nc.say(f"{nc.mention()} one")
     await nc.settled()
-    health = nc.service.health
+    health = nc.chat.runtime.health
     assert health is not None
     assert health.sick(PRIMARY) is not None
     async with asyncio.timeout(10):  # a probe or two still meets the stall
@@ -126,12 +126,12 @@ async def test_another_process_skips_the_model_one_process_found_sick(
 ) -> None:
     first = await open_bot(open_nextcord, database, server, model_probe_interval_ms=60_000)
     second = await open_bot(open_nextcord, database, server, model_probe_interval_ms=60_000)
-    await second.service.ensure_started()
+    await second.chat.ensure_started()
     first.say(f"{first.mention()} one")
     await first.settled()
     assert asked(server) == ["primary", "fallback"]
 
-    health = second.service.health
+    health = second.chat.runtime.health
     assert health is not None
     async with asyncio.timeout(5):  # the other process reads the table within a second
         while health.sick(PRIMARY) is None:  # noqa: ASYNC110
@@ -151,4 +151,4 @@ async def test_with_the_interval_at_zero_no_model_is_ever_skipped(
         nc.say(f"{nc.mention()} {question}")
         await nc.settled()
     assert asked(server) == ["primary", "fallback", "primary", "fallback"]
-    assert nc.service.health is None
+    assert nc.chat.runtime.health is None

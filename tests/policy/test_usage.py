@@ -37,8 +37,8 @@ def two_models(server: LLMServer) -> ModelChain:
 
 async def usage_rows(nc: NextcordBot, database: DatabaseUnderTest) -> list[tuple[Any, ...]]:
     """The usage rows another process reads once the cog has written what it recorded."""
-    assert nc.service.metrics is not None
-    await nc.service.metrics.flushed()
+    assert nc.chat.runtime.metrics is not None
+    await nc.chat.runtime.metrics.flushed()
     return sorted(await database.rows(USAGE_ROWS))
 
 

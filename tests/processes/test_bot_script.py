@@ -204,7 +204,7 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
         async with asyncio.timeout(5):
             while gc.get_freeze_count() == frozen_before:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
-        provider = nc.service.config.providers["openai"]
+        provider = nc.chat.config.providers["openai"]
         assert not any(o is provider for o in gc.get_objects())  # out of every collection
         made_after = [object()]
         nc.bot.dispatch("ready")  # a reconnect freezes nothing more
@@ -221,7 +221,7 @@ async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
     nc = await open_nextcord(
         settings_for(tmp_path, db_busy_timeout_ms=5_000), chain_for(llm_server)
     )
-    service = nc.service
+    service = nc.chat
     llm_server.script(stalled_after("First paragraph.\n\nand then the model stalls"))
     nc.say(f"{nc.mention()} hello")
     async with asyncio.timeout(10):

@@ -49,7 +49,7 @@ from tests.support.world import (
 )
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori_cog.service import TomoriService
+from tomori_cog.chat import TomoriChat
 
 Library = Literal["nextcord", "discordpy"]
 LIBRARIES: tuple[Library, ...] = ("nextcord", "discordpy")
@@ -114,7 +114,7 @@ class ChatBot(ABC):
 
     @property
     @abstractmethod
-    def service(self) -> TomoriService: ...
+    def chat(self) -> TomoriChat: ...
 
     def mention(self) -> str:
         return f"<@{Person.TOMORI.id}>"
@@ -336,8 +336,8 @@ class NextcordChat(ChatBot):
         self._stopped = False
 
     @property
-    def service(self) -> TomoriService:
-        return self.nc.service
+    def chat(self) -> TomoriChat:
+        return self.nc.chat
 
     async def say(
         self,
@@ -505,8 +505,8 @@ class DiscordpyChat(ChatBot):
         self._stopped = False
 
     @property
-    def service(self) -> TomoriService:
-        return self.dpy.service
+    def chat(self) -> TomoriChat:
+        return self.dpy.chat
 
     def _quoted(self, replying_to: Posted | None) -> dict[str, Any] | None:
         if replying_to is None:
@@ -619,7 +619,7 @@ class DiscordpyChat(ChatBot):
     async def settled(self, *channels: int) -> None:
         await dpytest.run_all_events()
         for channel in channels or CHANNEL_IDS:
-            await self.service.wait_idle(channel)
+            await self.chat.wait_idle(channel)
 
     @property
     def sent_event(self) -> asyncio.Event:

@@ -32,7 +32,7 @@ from tests.support.world import BOT_ID, CHANNEL_IDS, GUILD_ID, Person
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
-from tomori_cog.service import TomoriService
+from tomori_cog.chat import TomoriChat
 
 _ids = itertools.count(900_000_000_000_000_000)
 
@@ -67,10 +67,10 @@ class DpyBot:
         return dpytest.get_config().members[0]
 
     @property
-    def service(self) -> TomoriService:
+    def chat(self) -> TomoriChat:
         cog = self.bot.get_cog("Tomori")
         assert cog is not None
-        return cog.service  # type: ignore[attr-defined, no-any-return]
+        return cog.chat  # type: ignore[attr-defined, no-any-return]
 
     def mention(self) -> str:
         assert self.bot.user is not None
@@ -97,7 +97,7 @@ class DpyBot:
         return message
 
     async def settled(self) -> None:
-        await self.service.wait_idle(self.channel.id)
+        await self.chat.wait_idle(self.channel.id)
 
     async def bot_messages(self, channel_id: int | None = None) -> list[discord.Message]:
         assert self.bot.user is not None

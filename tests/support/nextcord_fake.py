@@ -37,7 +37,7 @@ from tests.support.world import channel_denying_the_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
-from tomori_cog.service import TomoriService
+from tomori_cog.chat import TomoriChat
 
 _snowflakes = itertools.count(int(datetime.now(UTC).timestamp() * 1000 - 1420070400000) << 22)
 
@@ -309,10 +309,10 @@ class NextcordBot:
     discord: FakeDiscord
 
     @property
-    def service(self) -> TomoriService:
+    def chat(self) -> TomoriChat:
         cog = self.bot.get_cog("Tomori")
         assert cog is not None
-        return cog.service  # type: ignore[attr-defined, no-any-return]
+        return cog.chat  # type: ignore[attr-defined, no-any-return]
 
     def mention(self) -> str:
         return f"<@{BOT_ID}>"
@@ -357,7 +357,7 @@ class NextcordBot:
         ]
         await asyncio.gather(*events, return_exceptions=True)
         for channel in channels:
-            await self.service.wait_idle(channel)
+            await self.chat.wait_idle(channel)
 
     def kill_payload(
         self,
@@ -493,7 +493,7 @@ async def start_nextcord_bot(
     else:
         bot.load_extension(extension)
     harness = NextcordBot(bot, fake)
-    await harness.service.ensure_started()
+    await harness.chat.ensure_started()
     return harness
 
 

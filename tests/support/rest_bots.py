@@ -43,7 +43,7 @@ from tests.support.world import (
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
-from tomori_cog.service import TomoriService
+from tomori_cog.chat import TomoriChat
 
 MANAGE_GUILD = 1 << 5
 
@@ -68,10 +68,10 @@ class RestBot:
     _stopped: bool = False
 
     @property
-    def service(self) -> TomoriService:
+    def chat(self) -> TomoriChat:
         cog = self.bot.get_cog("Tomori")
         assert cog is not None
-        return cog.service  # type: ignore[no-any-return]
+        return cog.chat  # type: ignore[no-any-return]
 
     def mention(self) -> str:
         return f"<@{BOT_ID}>"
@@ -215,7 +215,7 @@ class RestBot:
         given) ended."""
         await self.admitted()
         for channel in channels or self.channel_ids:
-            await self.service.wait_idle(channel)
+            await self.chat.wait_idle(channel)
 
     async def admitted(self) -> None:
         """Wait for the library's event handlers: every message so far reached the listener."""
@@ -351,7 +351,7 @@ async def start_rest_bot(
     if added is not None:
         await added  # discord.py's add_cog is a coroutine
     rest_bot = RestBot(library, bot, server, tuple(channel_ids))
-    await rest_bot.service.ensure_started()
+    await rest_bot.chat.ensure_started()
     return rest_bot
 
 

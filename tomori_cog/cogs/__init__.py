@@ -4,6 +4,7 @@
 - `nextcord_cog.py`  the cog class for nextcord (imported only for nextcord bots)
 - `discordpy_cog.py` the cog class for discord.py (imported only for discord.py bots)
 - `shared.py`        what both share: the cog's surface, the /kill and /scene replies within 3 s
+- `listeners.py`     the gateway events both listen to, written once
 - `admin.py`         /tomori: a subcommand's action built from its options, and answered
 - `respond.py`       /respond: a manual turn queued, and said so at once
 """

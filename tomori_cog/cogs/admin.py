@@ -23,16 +23,17 @@ from tomori.policy.overrides import Defaults
 from tomori.policy.personas import PersonaStore
 from tomori.policy.server_status import ServerStatus, server_status
 from tomori.policy.tool_switches import ToolCatalog, ToolSwitchStore
+from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
 from tomori_cog.listener.deliverability import missing_permissions
-from tomori_cog.service import TomoriService
+from tomori_cog.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
 async def run(
-    library: Library, service: TomoriService, interaction: Any, name: str, given: dict[str, Any]
+    library: Library, chat: TomoriChat, interaction: Any, name: str, given: dict[str, Any]
 ) -> None:
     """Run the subcommand `name` with the options `given` (None: left out; a file: its URL)
     and answer the interaction with what its action says, ephemerally."""
@@ -42,7 +43,7 @@ async def run(
         for option in command.options
         if given.get(option.name) is not None
     }
-    outcome = _outcome(library, service, interaction, table.action(name, options))
+    outcome = _outcome(library, chat, interaction, table.action(name, options))
     await reply_in_time(library, interaction, outcome, "/tomori")
 
 
@@ -50,20 +51,18 @@ def _value(option: table.Option, value: Any) -> Any:
     return getattr(value, "url", None) if option.kind is table.OptionKind.FILE else value
 
 
-async def _outcome(
-    library: Library, service: TomoriService, interaction: Any, action: Action
-) -> Notice:
+async def _outcome(library: Library, chat: TomoriChat, interaction: Any, action: Action) -> Notice:
     if interaction.guild_id is None or interaction.channel_id is None:
         return refused("These commands work in a server's channels only.")
     channel = interaction.channel
     cannot_post = missing_permissions(library, channel) if _has_permissions(channel) else []
     where = Where(str(interaction.guild_id), str(interaction.channel_id), tuple(cannot_post))
     try:
-        await service.ensure_started()
+        runtime = await chat.ensure_started()
     except Exception:
         log.exception("/tomori failed in channel %s", interaction.channel_id)
         return NOT_CHANGED
-    notice = await perform(action, ServiceSettings(service), where)
+    notice = await perform(action, ChatSettings(chat, runtime), where)
     log.info(
         "/tomori in channel %s by user %s: %s",
         interaction.channel_id,
@@ -73,55 +72,48 @@ async def _outcome(
     return notice
 
 
-class ServiceSettings:
-    """The service's settings store, keys, environment and metrics, as the actions use them."""
+class ChatSettings:
+    """The started chat's settings store, keys, environment and metrics, as the actions use
+    them (`tomori.policy.admin.Administered`)."""
 
-    def __init__(self, service: TomoriService) -> None:
-        self._service = service
+    def __init__(self, chat: TomoriChat, runtime: Runtime) -> None:
+        self._chat = chat
+        self._runtime = runtime
 
     @property
     def overrides(self) -> OverrideStore:
-        store = self._service.config.store
+        store = self._chat.config.store
         if store is None:
-            raise RuntimeError("the service is not started")
+            raise RuntimeError("the chat is not started")
         return store
 
     @property
     def personas(self) -> PersonaStore:
-        store = self._service.personas
-        if store is None:
-            raise RuntimeError("the service is not started")
-        return store
+        return self._runtime.personas
 
     def check_models(self, raw: str) -> ModelChain:
-        return self._service.config.check_models(raw)
+        return self._chat.config.check_models(raw)
 
     def defaults(self, where: Where) -> Defaults:
-        return self._service.config.defaults(int(where.channel_id))
+        return self._chat.config.defaults(int(where.channel_id))
 
     async def status(self, guild_id: str) -> ServerStatus:
-        database, metrics = self._service.database, self._service.metrics
-        if metrics is None or database is None:
-            raise RuntimeError("the service is not started")
-        await metrics.flushed()
-        return await server_status(database, guild_id)
+        await self._runtime.metrics.flushed()
+        return await server_status(self._runtime.database, guild_id)
 
     def skipped(self) -> Sequence[Sick]:
-        health = self._service.health
+        health = self._runtime.health
         return health.skipped() if health is not None else []
 
     def traffic(self) -> TrafficReport | None:
-        return self._service.pacing.report()
+        return self._chat.pacing.report()
 
     @property
     def tool_switches(self) -> ToolSwitchStore:
-        store = self._service.tool_switches
-        if store is None:
-            raise RuntimeError("the service is not started")
-        return store
+        return self._runtime.tool_switches
 
     def tool_catalog(self) -> ToolCatalog:
-        return self._service.tool_catalog()
+        return self._chat.tool_catalog()
 
 
 def _has_permissions(channel: Any) -> bool:

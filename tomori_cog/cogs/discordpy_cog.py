@@ -20,12 +20,12 @@ from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.policy.personas import MAX_NAME_CHARS
 from tomori.policy.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
+from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin
+from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
-from tomori_cog.reading import gateway
-from tomori_cog.service import TomoriService
 
 Scope = Literal["channel", "server"]
 Count = app_commands.Range[int, 0, None]
@@ -40,88 +40,19 @@ Interaction = discord.Interaction[Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def build_cog(service: TomoriService, library: Library) -> commands.Cog:
-    class Tomori(TomoriCogParts, commands.Cog):
+def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
+    class Tomori(GatewayListeners, TomoriCogParts, commands.Cog):
         """LLM chat that never hangs: streamed replies, /kill, fallback models."""
 
         async def cog_load(self) -> None:
-            await self.service.ensure_started()
+            await self.chat.ensure_started()
 
         async def cog_unload(self) -> None:
-            await self.service.close()
-
-        @commands.Cog.listener()
-        async def on_message(self, message: discord.Message) -> None:
-            await self.service.handle_message(message)
-
-        @commands.Cog.listener()
-        async def on_ready(self) -> None:
-            gateway.fresh_from_discord(
-                self.service.memory, self.service.bot.guilds, "new gateway session"
-            )
-
-        # -- what keeps recent messages and queued triggers honest (tomori_cog/reading/gateway.py)
-
-        @commands.Cog.listener()
-        async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-            gateway.message_edited(self.service.memory, library, payload)
-            self.service.messages_changed((payload.message_id,))
-
-        @commands.Cog.listener()
-        async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-            gateway.message_deleted(self.service.memory, payload)
-            self.service.messages_deleted((payload.message_id,))
-
-        @commands.Cog.listener()
-        async def on_raw_bulk_message_delete(
-            self, payload: discord.RawBulkMessageDeleteEvent
-        ) -> None:
-            gateway.messages_deleted(self.service.memory, payload)
-            self.service.messages_deleted(payload.message_ids)
-
-        @commands.Cog.listener()
-        async def on_disconnect(self) -> None:
-            gateway.unsure(self.service.memory, "gateway disconnected")
-
-        @commands.Cog.listener()
-        async def on_resumed(self) -> None:
-            gateway.unsure(self.service.memory, "gateway resumed")
-
-        @commands.Cog.listener()
-        async def on_shard_ready(self, shard_id: int) -> None:
-            gateway.fresh_from_discord(
-                self.service.memory,
-                [g for g in self.service.bot.guilds if g.shard_id == shard_id],
-                f"shard {shard_id} ready",
-            )
-
-        @commands.Cog.listener()
-        async def on_guild_channel_update(self, before: Any, after: Any) -> None:
-            gateway.channel_changed(self.service.memory, before, after)
-
-        @commands.Cog.listener()
-        async def on_guild_role_update(self, before: Any, after: Any) -> None:
-            gateway.unsure(self.service.memory, f"role {after.id} changed")
-
-        @commands.Cog.listener()
-        async def on_member_update(self, before: Any, after: Any) -> None:
-            gateway.member_changed(self.service.memory, after)
-
-        @commands.Cog.listener()
-        async def on_guild_join(self, guild: Any) -> None:
-            gateway.fresh_from_discord(self.service.memory, [guild], f"joined server {guild.id}")
-
-        @commands.Cog.listener()
-        async def on_guild_available(self, guild: Any) -> None:
-            gateway.fresh_from_discord(self.service.memory, [guild], f"server {guild.id} available")
-
-        @commands.Cog.listener()
-        async def on_thread_join(self, thread: Any) -> None:
-            gateway.thread_joined(self.service.memory, thread)
+            await self.chat.close()
 
         @app_commands.command(**_declared("kill"))
         async def kill(self, interaction: Interaction) -> None:
-            await respond_to_kill(library, self.service, interaction)
+            await respond_to_kill(library, self.chat, interaction)
 
         @app_commands.command(**_declared("scene"))
         @_as_declared("scene")
@@ -133,7 +64,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             instructions: Instructions | None = None,
         ) -> None:
             request = (personas, cycles, instructions)
-            await respond_to_scene(library, self.service, interaction, request)
+            await respond_to_scene(library, self.chat, interaction, request)
 
         @app_commands.command(**_declared("respond"))
         @_as_declared("respond")
@@ -144,7 +75,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             prompt: Prompt | None = None,
             prefill: PrefillText | None = None,
         ) -> None:
-            await respond_command(library, self.service, interaction, persona, prompt, prefill)
+            await respond_command(library, self.chat, interaction, persona, prompt, prefill)
 
         tomori = app_commands.Group(**_group("tomori"))
 
@@ -292,9 +223,9 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             await self.run(interaction, "tomori prefill reset", scope=scope)
 
         async def run(self, interaction: Interaction, command: str, /, **given: Any) -> None:
-            await admin.run(library, self.service, interaction, command, given)
+            await admin.run(library, self.chat, interaction, command, given)
 
-    return Tomori(service)
+    return Tomori(chat)
 
 
 def _declared(name: str) -> dict[str, Any]:

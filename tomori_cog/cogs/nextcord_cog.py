@@ -15,97 +15,27 @@ from nextcord.ext import commands
 
 from tomori.commands import table
 from tomori.commands.table import Audience
+from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin
+from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.library import Library
-from tomori_cog.reading import gateway
-from tomori_cog.service import TomoriService
 
 Interaction = nextcord.Interaction[Any]
 
 
-def build_cog(service: TomoriService, library: Library) -> commands.Cog:
-    class Tomori(TomoriCogParts, commands.Cog):
+def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
+    class Tomori(GatewayListeners, TomoriCogParts, commands.Cog):
         """LLM chat that never hangs: streamed replies, /kill, fallback models."""
 
         def __init__(self) -> None:
-            super().__init__(service)
+            super().__init__(chat)
             self.closing: asyncio.Task[None] | None = None
-
-        @commands.Cog.listener()
-        async def on_ready(self) -> None:
-            gateway.fresh_from_discord(
-                self.service.memory, self.service.bot.guilds, "new gateway session"
-            )
-            await self.service.ensure_started()
-
-        @commands.Cog.listener()
-        async def on_message(self, message: nextcord.Message) -> None:
-            await self.service.handle_message(message)
-
-        # -- what keeps recent messages and queued triggers honest (tomori_cog/reading/gateway.py)
-
-        @commands.Cog.listener()
-        async def on_raw_message_edit(self, payload: nextcord.RawMessageUpdateEvent) -> None:
-            gateway.message_edited(self.service.memory, library, payload)
-            self.service.messages_changed((payload.message_id,))
-
-        @commands.Cog.listener()
-        async def on_raw_message_delete(self, payload: nextcord.RawMessageDeleteEvent) -> None:
-            gateway.message_deleted(self.service.memory, payload)
-            self.service.messages_deleted((payload.message_id,))
-
-        @commands.Cog.listener()
-        async def on_raw_bulk_message_delete(
-            self, payload: nextcord.RawBulkMessageDeleteEvent
-        ) -> None:
-            gateway.messages_deleted(self.service.memory, payload)
-            self.service.messages_deleted(payload.message_ids)
-
-        @commands.Cog.listener()
-        async def on_disconnect(self) -> None:
-            gateway.unsure(self.service.memory, "gateway disconnected")
-
-        @commands.Cog.listener()
-        async def on_resumed(self) -> None:
-            gateway.unsure(self.service.memory, "gateway resumed")
-
-        @commands.Cog.listener()
-        async def on_shard_ready(self, shard_id: int) -> None:
-            gateway.fresh_from_discord(
-                self.service.memory,
-                [g for g in self.service.bot.guilds if g.shard_id == shard_id],
-                f"shard {shard_id} ready",
-            )
-
-        @commands.Cog.listener()
-        async def on_guild_channel_update(self, before: Any, after: Any) -> None:
-            gateway.channel_changed(self.service.memory, before, after)
-
-        @commands.Cog.listener()
-        async def on_guild_role_update(self, before: Any, after: Any) -> None:
-            gateway.unsure(self.service.memory, f"role {after.id} changed")
-
-        @commands.Cog.listener()
-        async def on_member_update(self, before: Any, after: Any) -> None:
-            gateway.member_changed(self.service.memory, after)
-
-        @commands.Cog.listener()
-        async def on_guild_join(self, guild: Any) -> None:
-            gateway.fresh_from_discord(self.service.memory, [guild], f"joined server {guild.id}")
-
-        @commands.Cog.listener()
-        async def on_guild_available(self, guild: Any) -> None:
-            gateway.fresh_from_discord(self.service.memory, [guild], f"server {guild.id} available")
-
-        @commands.Cog.listener()
-        async def on_thread_join(self, thread: Any) -> None:
-            gateway.thread_joined(self.service.memory, thread)
 
         @nextcord.slash_command(**_declared("kill"))  # type: ignore[untyped-decorator]
         async def kill(self, interaction: Interaction) -> None:
-            await respond_to_kill(library, self.service, interaction)
+            await respond_to_kill(library, self.chat, interaction)
 
         @nextcord.slash_command(**_declared("scene"))  # type: ignore[untyped-decorator]
         async def scene(
@@ -116,7 +46,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             instructions: str | None = _option("scene", "instructions"),
         ) -> None:
             request = (personas, cycles, instructions)
-            await respond_to_scene(library, self.service, interaction, request)
+            await respond_to_scene(library, self.chat, interaction, request)
 
         @nextcord.slash_command(**_declared("respond"))  # type: ignore[untyped-decorator]
         async def respond(
@@ -126,7 +56,7 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             prompt: str | None = _option("respond", "prompt"),
             prefill: str | None = _option("respond", "prefill"),
         ) -> None:
-            await respond_command(library, self.service, interaction, persona, prompt, prefill)
+            await respond_command(library, self.chat, interaction, persona, prompt, prefill)
 
         @nextcord.slash_command(**_declared("tomori"))  # type: ignore[untyped-decorator]
         async def tomori(self, interaction: Interaction) -> None:
@@ -291,14 +221,14 @@ def build_cog(service: TomoriService, library: Library) -> commands.Cog:
             await self.run(interaction, "tomori prefill reset", scope=scope)
 
         async def run(self, interaction: Interaction, command: str, /, **given: Any) -> None:
-            await admin.run(library, self.service, interaction, command, given)
+            await admin.run(library, self.chat, interaction, command, given)
 
         def cog_unload(self) -> None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # unloaded outside the loop: nothing was started in it
                 return
-            self.closing = loop.create_task(self.service.close())
+            self.closing = loop.create_task(self.chat.close())
 
     return Tomori()
 

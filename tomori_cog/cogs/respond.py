@@ -20,9 +20,9 @@ from tomori.policy.admin import refused
 from tomori.policy.overrides import check_prefill
 from tomori.policy.personas import check_name
 from tomori.turns import Addressed, Respond, TurnRequest
+from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
-from tomori_cog.service import TomoriService
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +40,19 @@ NOT_QUEUED = Notice(
 
 async def respond(
     library: Library,
-    service: TomoriService,
+    chat: TomoriChat,
     interaction: Any,
     persona: str | None,
     prompt: str | None,
     prefill: str | None,
 ) -> None:
     """Queue the turn `/respond` asks for and tell its user, ephemerally."""
-    queued = _queued(service, interaction, persona, prompt, prefill)
+    queued = _queued(chat, interaction, persona, prompt, prefill)
     await reply_in_time(library, interaction, queued, "/respond")
 
 
 async def _queued(
-    service: TomoriService,
+    chat: TomoriChat,
     interaction: Any,
     persona: str | None,
     prompt: str | None,
@@ -66,11 +66,10 @@ async def _queued(
     except ConfigError as error:
         return refused(str(error))
     try:
-        locks = await service.ensure_started()
+        runtime = await chat.ensure_started()
         key = None
         if name is not None:
-            assert service.personas is not None  # started
-            found = await service.personas.get(str(interaction.guild_id), name)
+            found = await runtime.personas.get(str(interaction.guild_id), name)
             if found is None:
                 return refused(f"This server has no persona named {name}.")
             key = found.key
@@ -83,7 +82,7 @@ async def _queued(
             respond=Respond(user.display_name, (prompt or "").strip() or None, checked),
         )
         trigger = request.trigger(str(interaction.channel_id), None, str(user.id))
-        admission = await locks.submit(trigger)
+        admission = await runtime.locks.submit(trigger)
     except Exception:
         log.exception("/respond failed in channel %s", interaction.channel_id)
         return NOT_QUEUED

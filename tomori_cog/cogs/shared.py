@@ -16,40 +16,40 @@ from typing import Any
 from tomori.delivery.notices import KILL_FAILED, Notice
 from tomori.generation.tools import Tool
 from tomori.policy.scenes import scene_refused
+from tomori_cog.chat import TomoriChat
 from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library
-from tomori_cog.service import TomoriService
 
 log = logging.getLogger(__name__)
 
 REPLY_WITHIN_S = 2.0
 
 
-async def respond_to_kill(library: Library, service: TomoriService, interaction: Any) -> None:
+async def respond_to_kill(library: Library, chat: TomoriChat, interaction: Any) -> None:
     user, permissions = interaction.user.id, interaction.permissions
-    outcome = _outcome(service, interaction.channel_id, user, permissions)
+    outcome = _outcome(chat, interaction.channel_id, user, permissions)
     await reply_in_time(library, interaction, outcome, "/kill")
 
 
 async def respond_to_scene(
     library: Library,
-    service: TomoriService,
+    chat: TomoriChat,
     interaction: Any,
     request: tuple[str, int, str | None],
 ) -> None:
     """`/scene`: answered ephemerally at once (the scene is queued as the channel's turn, not
     awaited), with the scene's start or why it does not run."""
-    outcome = _scene(service, interaction, request)
+    outcome = _scene(chat, interaction, request)
     await reply_in_time(library, interaction, outcome, "/scene")
 
 
 async def _scene(
-    service: TomoriService, interaction: Any, request: tuple[str, int, str | None]
+    chat: TomoriChat, interaction: Any, request: tuple[str, int, str | None]
 ) -> Notice:
     try:
         user = interaction.user.id
         where = (interaction.guild_id, interaction.channel_id)
-        return await service.start_scene(*where, user, request, interaction.id)
+        return await chat.start_scene(*where, user, request, interaction.id)
     except Exception:
         log.exception("/scene failed in channel %s", interaction.channel_id)
         return scene_refused("the scene could not be started just now: please try again.")
@@ -79,10 +79,10 @@ async def reply_in_time(
 
 
 async def _outcome(
-    service: TomoriService, channel_id: int | None, user_id: int, permissions: Any
+    chat: TomoriChat, channel_id: int | None, user_id: int, permissions: Any
 ) -> Notice:
     try:
-        return await service.kill(channel_id, user_id, bool(permissions.manage_messages))
+        return await chat.kill(channel_id, user_id, bool(permissions.manage_messages))
     except Exception:
         log.exception("/kill failed in channel %s", channel_id)
         return KILL_FAILED
@@ -111,35 +111,36 @@ def kept_tools(bot: Any) -> dict[str, Tool]:
 
 
 class TomoriCogParts:
-    """What both libraries' cog classes share: the service, and adding tools to it."""
+    """What both libraries' cog classes share: the chat, and adding tools to it."""
 
     extension: str | None = None
     """The extension name that loaded the cog (None if `add_tomori` added it): only that
     name's `teardown` removes it."""
 
-    def __init__(self, service: TomoriService) -> None:
-        self.service = service
-        for tool in kept_tools(service.bot).values():
-            service.tools.register(tool)
+    def __init__(self, chat: TomoriChat) -> None:
+        self.chat = chat
+        self.library = chat.library
+        for tool in kept_tools(chat.bot).values():
+            chat.tools.register(tool)
 
     async def ensure_started(self) -> None:
         """Open the database, migrate, recover the channels' locks; once (the cog does it
         itself when the bot connects, and on the first message)."""
-        await self.service.ensure_started()
+        await self.chat.ensure_started()
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done."""
-        await self.service.wait_idle(channel_id)
+        await self.chat.wait_idle(channel_id)
 
     async def close(self) -> None:
         """Stop every turn, release its lock, close the providers and the database (unloading
         the extension does it too)."""
-        await self.service.close()
+        await self.chat.close()
 
     def register_tool(self, tool: Tool) -> None:
         """Offer `tool` to the model from the next turn on, in this cog and in every Tomori
         cog the bot loads later (a reload's among them). Registering a tool under a name
         already registered replaces the earlier one. A built-in tool's name, or a name that is
         not letters, digits, _ or - (at most 64), raises `ConfigError`."""
-        self.service.tools.register(tool)
-        kept_tools(self.service.bot)[tool.name] = tool
+        self.chat.tools.register(tool)
+        kept_tools(self.chat.bot)[tool.name] = tool

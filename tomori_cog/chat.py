@@ -1,0 +1,243 @@
+"""The cog's chat, whichever library the bot uses: its parts, its runtime once started, and
+what its commands call.
+
+The parts that need no database are built with the cog (the channels' configuration, the
+request budget, the history's memory, the listener: `intake.py`); the rest opens once, on the
+first message or when the bot connects (`runtime.py`), and closes with the cog. The
+library-specific cog classes only forward their events and commands here. Each turn is the
+core's (`tomori.turns.play`) on a `DiscordSurface`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from tomori.config.models import ModelChain
+from tomori.config.parsers import ConfigError
+from tomori.config.settings import KillPolicy, Settings, seconds
+from tomori.delivery.notices import (
+    KILL_CHANNEL_REQUIRED,
+    KILL_NOT_ALLOWED,
+    KILL_NOTHING_TO_STOP,
+    KILL_STOPPED,
+    Notice,
+    cooldown_notice,
+    quota_notice,
+)
+from tomori.generation.mcp import mcp_tools_for
+from tomori.generation.tools import CURRENT_TIME, ToolRegistry
+from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
+from tomori.policy.limits import BotTurns, Limit
+from tomori.policy.scenes import SCENES_OFF, cast_scene, scene_accepted, scene_refused
+from tomori.policy.tool_switches import BotTools, ToolCatalog
+from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
+from tomori_cog.discord_io import find_channel
+from tomori_cog.intake import Intake
+from tomori_cog.library import Library
+from tomori_cog.listener.gate import AdmissionGate
+from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.listener.proxies import Proxies
+from tomori_cog.listener.reply_rule import ReplyRule
+from tomori_cog.pacing import DiscordPacing
+from tomori_cog.reading.history import HistoryReader
+from tomori_cog.reading.memory import RecentMessages
+from tomori_cog.reading.message_tool import message_lookup_tool
+from tomori_cog.runtime import Runtime
+from tomori_cog.surface import DiscordParts, DiscordSurface
+from tomori_cog.webhooks import Webhooks
+
+log = logging.getLogger(__name__)
+
+
+class TomoriChat:
+    """The cog's chat (see the module docstring)."""
+
+    def __init__(self, bot: Any, library: Library, settings: Settings, chain: ModelChain) -> None:
+        self.bot = bot
+        self.library = library
+        self._settings = settings
+        self.config = ChannelConfig(settings, chain)
+        self.pacing = DiscordPacing()
+        self.webhooks = Webhooks(bot, library, self.pacing)
+        builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
+        self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
+        """Built-in tools and those the bot author registers."""
+        mcp = mcp_tools_for(settings, os.environ)  # a bad file stops the cog loading here
+        self._bot_tools = BotTools(self.tools, mcp)
+        self.memory = RecentMessages(
+            per_channel=2 * settings.history_limit, channels=settings.history_memory_channels
+        )
+        """The channels' recent messages as the gateway showed them; the cogs' listeners
+        keep it honest (edits, deletes, reconnects)."""
+        history = HistoryReader(
+            bot, library, settings, self.memory, self.pacing, self.webhooks.is_ours
+        )
+        gate = AdmissionGate(library, settings, self.pacing)
+        self._parts = DiscordParts(
+            bot,
+            library,
+            settings,
+            self.pacing,
+            self.config,
+            gate,
+            history,
+            self.memory,
+            self.webhooks,
+            LiveMessages(seconds(settings.queue_max_age_ms)),
+        )
+        self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
+        """Personas drawn in by another's answer, per channel since a human last spoke."""
+        self.proxies: Proxies[TurnRequest] = Proxies(bot, library, settings)
+        """Proxied members' messages: the originals waiting out their grace, the reposts."""
+        reply_rule = ReplyRule(
+            bot,
+            library,
+            settings,
+            self.config,
+            self.ensure_started,
+            lambda: None if self._runtime is None else self._runtime.personas,
+            self.webhooks.is_ours,
+        )
+        self.intake = Intake(
+            bot=bot,
+            library=library,
+            settings=settings,
+            config=self.config,
+            pacing=self.pacing,
+            memory=self.memory,
+            history=history,
+            gate=gate,
+            reply_rule=reply_rule,
+            proxies=self.proxies,
+            live_messages=self._parts.live_messages,
+            drawn_in=self._drawn_in,
+            locks=self._locks,
+        )
+        self._runtime: Runtime | None = None
+        self._start_lock = asyncio.Lock()
+        self._closed = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        """What the started cog runs with; `RuntimeError` before it started or once closed."""
+        if self._runtime is None:
+            raise RuntimeError("the tomori cog is not started")
+        return self._runtime
+
+    @property
+    def started(self) -> bool:
+        return self._runtime is not None
+
+    async def ensure_started(self) -> Runtime:
+        """Open the database, migrate, build the providers, recover locks; once."""
+        async with self._start_lock:
+            if self._runtime is None:
+                if self._closed:
+                    raise RuntimeError("the tomori cog was unloaded")
+                self._runtime = await Runtime.open(
+                    self._parts,
+                    self._bot_tools,
+                    self._drawn_in,
+                    self._run_turn,
+                    self.intake.tell_expired,
+                )
+            return self._runtime
+
+    async def _locks(self) -> ChannelLocks:
+        return (await self.ensure_started()).locks
+
+    async def close(self) -> None:
+        """Stop every turn, release its lock, close the providers and the database."""
+        async with self._start_lock:
+            self._closed = True
+            self.proxies.close()
+            runtime, self._runtime = self._runtime, None
+            if runtime is not None:
+                await runtime.aclose()
+
+    async def wait_idle(self, channel_id: int) -> None:
+        """Wait until the channel's running and queued turns are done (for tests and tools)."""
+        if self._runtime is not None:
+            await self._runtime.locks.wait_idle(str(channel_id))
+
+    # -- a turn -------------------------------------------------------------------------------
+
+    async def _run_turn(self, stage: Stage, turn: Turn, guard: TurnGuard) -> None:
+        """Play the turn in its channel (`tomori.turns.play`), if the channel is still there."""
+        self.pacing.watch(self.bot, self.library)  # a new session after a new login
+        channel = await find_channel(self.bot, self.library, int(turn.channel_id))
+        if channel is None:
+            log.warning("skipping turn %s: its channel is gone", turn.turn_id)
+            return
+        await play(stage, DiscordSurface(self._parts, stage.metrics, channel), turn, guard)
+
+    def tool_catalog(self) -> ToolCatalog:
+        """What `/tomori tools` lists: every tool the bot could offer, and its MCP servers."""
+        return self._bot_tools.catalog()
+
+    # -- scenes -------------------------------------------------------------------------------
+
+    async def start_scene(
+        self,
+        guild_id: int | None,
+        channel_id: int | None,
+        user_id: int,
+        request: tuple[str, int, str | None],
+        interaction_id: int,
+    ) -> Notice:
+        """Queue a scene as the channel's next turn (`/scene`): `request` is its personas,
+        cycles and instructions. The notice, for whoever asked, says whether it begins now,
+        waits for the channel, or why it does not run (the member's cooldown and daily tokens
+        hold for it as for a message, and its tokens count as theirs)."""
+        if guild_id is None or channel_id is None:
+            return scene_refused("scenes are played in a server's channels only.")
+        runtime = await self.ensure_started()
+        locks = runtime.locks
+        if not (await self.config.resolved(guild_id, channel_id, cached=False)).scenes.value:
+            return scene_refused(SCENES_OFF)
+        names, cycles, instructions = request
+        everyone = await runtime.personas.of_server(str(guild_id))
+        try:
+            scene = cast_scene(names, cycles, instructions, everyone)
+        except ConfigError as error:
+            return scene_refused(f"{error}.")
+        limits = await self.config.user_limits(guild_id)
+        refusal = await self._parts.gate.command_refusal(
+            guild_id, user_id, str(interaction_id), limits
+        )
+        if refusal is not None:
+            told = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
+            return told(refusal.retry_at)
+        asked = TurnRequest(Addressed.DIRECTLY, scene=scene)
+        admission = await locks.submit(asked.trigger(str(channel_id), None, str(user_id)))
+        log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
+        if admission is Admission.IGNORED:
+            return scene_refused("a /kill is still stopping this channel's answer: try again.")
+        if admission is Admission.FAILED:
+            return scene_refused("the scene could not be queued just now: try again.")
+        shown = {p.key: p.name for p in everyone}
+        return scene_accepted(scene, shown, queued=admission is Admission.QUEUED)
+
+    # -- /kill --------------------------------------------------------------------------------
+
+    async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
+        """Clear the channel's queue and stop its stream; the notice says what happened."""
+        if channel_id is None:
+            return KILL_CHANNEL_REQUIRED
+        locks = (await self.ensure_started()).locks
+        channel = str(channel_id)
+        requester = await locks.requester_of(channel)
+        if (
+            self._settings.kill_policy is KillPolicy.REQUESTER
+            and requester is not None
+            and requester != str(user_id)
+            and not can_manage_messages
+        ):
+            return KILL_NOT_ALLOWED
+        outcome = await locks.kill(channel, requester_id=str(user_id))
+        return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED

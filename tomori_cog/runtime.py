@@ -1,0 +1,147 @@
+"""What the cog runs with once started: opened in one exit stack, closed in reverse.
+
+`Runtime.open` opens the database (migrating it), the providers, the stores, the model
+health probes, the MCP servers and, last, the channel locks, which at once run the turns they
+recover from a stopped process; each part is closed by the stack in reverse order, so turns end
+(and release their locks) while the providers and the database are still open. A runtime is
+whole from the moment it exists: nothing on it is "not started yet".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from tomori.config.models import ModelEntry
+from tomori.config.settings import Settings, seconds
+from tomori.console.probe import probe
+from tomori.locks import ChannelLocks, ExpiryTeller, Turn, TurnGuard, lock_backend
+from tomori.policy.limits import BotTurns
+from tomori.policy.metrics import Metrics
+from tomori.policy.model_health import ModelHealthStore
+from tomori.policy.personas import PersonaStore
+from tomori.policy.tool_switches import BotTools, ToolSwitchStore
+from tomori.store import Database
+from tomori.store.connect import open_database
+from tomori.turns import ChannelConfig, Stage
+from tomori_cog.surface import DiscordParts
+
+log = logging.getLogger(__name__)
+
+StagedRunner = Callable[[Stage, Turn, TurnGuard], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Runtime:
+    """The started cog's parts (see the module docstring)."""
+
+    database: Database
+    locks: ChannelLocks
+    personas: PersonaStore
+    metrics: Metrics
+    health: ModelHealthStore | None
+    """The models turns skip for now, shared with every process (None: probes are off)."""
+    tool_switches: ToolSwitchStore
+    stage: Stage
+    """What every turn is played with."""
+    _stack: AsyncExitStack
+
+    @classmethod
+    async def open(
+        cls,
+        parts: DiscordParts,
+        tools: BotTools,
+        drawn_in: BotTurns,
+        play_turn: StagedRunner,
+        tell_expired: ExpiryTeller,
+    ) -> Runtime:
+        """`play_turn` plays each turn the locks run, on the stage opened here."""
+        settings = parts.settings
+
+        async def run_turn(turn: Turn, guard: TurnGuard) -> None:
+            await play_turn(stage, turn, guard)  # the locks run none before `stage` is set
+
+        async with AsyncExitStack() as stack:
+            database = await open_database(settings)
+            stack.push_async_callback(database.close)
+            personas = PersonaStore(database)
+            parts.webhooks.open(database)
+            stack.callback(parts.webhooks.close)
+            parts.gate.open(database)
+            metrics = Metrics(database)
+            stack.push_async_callback(metrics.close)
+            parts.config.start(database)
+            stack.push_async_callback(parts.config.aclose)
+            locks = ChannelLocks(lock_backend(database, settings), settings, run_turn, tell_expired)
+            health = _model_health(database, locks.instance_id, settings, parts.config)
+            if health is not None:
+                stack.push_async_callback(health.close)
+            tool_switches = ToolSwitchStore(database)
+            stage = Stage(
+                settings,
+                locks,
+                parts.config,
+                tools,
+                tool_switches,
+                personas,
+                metrics,
+                health,
+                drawn_in,
+            )
+            if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
+                tools.mcp.start()
+                stack.push_async_callback(tools.mcp.aclose)
+            stack.callback(parts.pacing.budget.close)
+            stack.push_async_callback(locks.close)
+            # Last: the locks run the turns they recover at once, with all of the above.
+            await locks.start()
+            parts.pacing.watch(parts.bot, parts.library)
+            sharing = asyncio.create_task(
+                parts.pacing.shared(locks.live_processes), name="tomori-request-share"
+            )
+            stack.push_async_callback(_cancelled, sharing)
+            runtime = cls(
+                database, locks, personas, metrics, health, tool_switches, stage, stack.pop_all()
+            )
+        log.info("tomori serving with %s", parts.config.chain.described)
+        return runtime
+
+    async def aclose(self) -> None:
+        """Stop every turn, release its lock, close the providers and the database."""
+        await self._stack.aclose()
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def _model_health(
+    database: Database, instance_id: str, settings: Settings, config: ChannelConfig
+) -> ModelHealthStore | None:
+    """The models turns skip for now, shared with every process (None: never skip)."""
+    interval_ms = settings.model_probe_interval_ms
+    if interval_ms == 0:
+        return None
+
+    async def probed(label: str) -> bool | None:
+        """Ask the model a tiny question, as `--check` does; None if no provider can."""
+        provider_name, _, model = label.partition(":")
+        provider = config.providers.get(provider_name)
+        if provider is None:
+            return None
+        entry = ModelEntry(provider_name, model)
+        return (await probe(entry, provider, settings, base_url=None)).answered
+
+    health = ModelHealthStore(
+        database,
+        instance_id,
+        probed,
+        interval_s=seconds(interval_ms),
+        probe_budget_s=settings.first_token_budget_s + settings.delivery_budget_s,
+    )
+    health.start()
+    return health
