@@ -25,6 +25,8 @@ LAYERS = (
     "delivery",
     "prompt",
     "generation",
+    "cast",
+    "monitoring",
     "policy",
     "turns",
     "commands",

@@ -9,7 +9,9 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `delivery/`   text into Discord-shaped messages through a port; notices
 - `prompt/`     what the model is sent
 - `generation/` answering a turn: the model chain, the tool loop, `stream_once`
-- `policy/`     limits, admins' overrides, metrics, status
+- `cast/`       personas, their sprites, and the scenes they play
+- `monitoring/` metrics, `/tomori status`, and the models' health
+- `policy/`     limits, admins' overrides, stop words and proxies, tool switches, `/tomori`
 - `turns/`      the turn, written once against a `Surface`: its request, its configuration,
                 the bot's, the personas' or a scene's answers
 - `commands/`   every slash command declared once, for both libraries and the console

@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from tomori.cast.scenes import SCENES_OFF, cast_scene, scene_accepted, scene_refused
 from tomori.config.models import ModelChain
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import KillPolicy, Settings, seconds
@@ -31,7 +32,6 @@ from tomori.generation.mcp import mcp_tools_for
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
 from tomori.policy.limits import BotTurns, Limit
-from tomori.policy.scenes import SCENES_OFF, cast_scene, scene_accepted, scene_refused
 from tomori.policy.tool_switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
 from tomori_cog.discord_io import find_channel

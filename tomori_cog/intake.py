@@ -14,12 +14,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from tomori.cast.scenes import SCENE_DROPPED
 from tomori.config.settings import Settings
 from tomori.delivery.notices import GENERATION_ERROR, NOT_ANSWERED, Notice, post_notice_safely
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
-from tomori.policy.scenes import SCENE_DROPPED
 from tomori.store.first_come import arrived
 from tomori.turns import ChannelConfig, TurnRequest
 from tomori_cog.discord_io import EmbedNotices, find_channel

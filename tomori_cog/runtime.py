@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings, seconds
 from tomori.console.probe import probe
 from tomori.locks import ChannelLocks, ExpiryTeller, Turn, TurnGuard, lock_backend
+from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.model_health import ModelHealthStore
 from tomori.policy.limits import BotTurns
-from tomori.policy.metrics import Metrics
-from tomori.policy.model_health import ModelHealthStore
-from tomori.policy.personas import PersonaStore
 from tomori.policy.tool_switches import BotTools, ToolSwitchStore
 from tomori.store import Database
 from tomori.store.connect import open_database

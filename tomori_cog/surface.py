@@ -15,13 +15,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from tomori.cast.personas import Persona
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.port import ChannelPort
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
-from tomori.policy.metrics import Metrics
-from tomori.policy.personas import Persona
+from tomori.monitoring.metrics import Metrics
 from tomori.turns.config import ChannelConfig
 from tomori.turns.surface import Context, Reading, Speaker, Voice
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing

@@ -2,7 +2,7 @@
 
 One webhook per channel (a thread's is its parent's), created by the bot itself (so it is the
 application's, and components work on its messages), its token kept in the database
-(`tomori.policy.personas.WebhookStore`) so a restart or another process reuses it, and created
+(`tomori.cast.personas.WebhookStore`) so a restart or another process reuses it, and created
 anew when Discord says it is gone (10015, Unknown Webhook). Each message carries the persona's
 name and avatar.
 
@@ -26,6 +26,8 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Any
 
+from tomori.cast.personas import Persona, StoredWebhook, WebhookStore, named
+from tomori.cast.sprites import wardrobe
 from tomori.delivery.port import (
     ChannelPort,
     DeliveryFailed,
@@ -33,8 +35,6 @@ from tomori.delivery.port import (
     as_shown,
 )
 from tomori.delivery.sprite_markers import Wardrobe, sprite_name
-from tomori.policy.personas import Persona, StoredWebhook, WebhookStore, named
-from tomori.policy.sprites import wardrobe
 from tomori.store import Database
 from tomori_cog.discord_io import (
     WebhookGone,

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori.policy.scenes import Scene
+from tomori.cast.scenes import Scene
 from tomori.turns import Addressed, Respond, TurnRequest
 
 keys = st.text(alphabet="abcdefghij ", min_size=1, max_size=8)

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from tomori.cast.personas import MAX_NAME_CHARS
+from tomori.cast.scenes import (
+    MAX_CYCLES,
+    MAX_INSTRUCTIONS_CHARS,
+    MIN_CYCLES,
+)
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy import admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS, Scope
-from tomori.policy.personas import MAX_NAME_CHARS
-from tomori.policy.scenes import (
-    MAX_CYCLES,
-    MAX_INSTRUCTIONS_CHARS,
-    MIN_CYCLES,
-)
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 Given = Mapping[str, Any]

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tomori.cast.scenes import scene_refused
 from tomori.commands import COMMANDS, Option, OptionKind, action
 from tomori.commands import command as table_command
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice
 from tomori.policy import admin
 from tomori.policy.admin import Action
-from tomori.policy.scenes import scene_refused
 
 _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?=\s|\Z)")
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
@@ -21,14 +22,13 @@ from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.generation.mcp import mcp_tools_for
 from tomori.generation.tools import CURRENT_TIME, ToolRegistry
+from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import Limit, Refusal, UserLimits
-from tomori.policy.metrics import Metrics
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved
-from tomori.policy.personas import PersonaStore
-from tomori.policy.server_status import ServerStatus, server_status
 from tomori.policy.tool_switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.store import Database
 from tomori.turns import ChannelConfig

@@ -39,6 +39,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from tomori.cast.personas import addressed
+from tomori.cast.scenes import (
+    SCENES_OFF,
+    cast_scene,
+    scene_refused,
+)
 from tomori.config.models import ModelChain
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings
@@ -75,12 +81,6 @@ from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock
 from tomori.policy.admin import perform
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns
-from tomori.policy.personas import addressed
-from tomori.policy.scenes import (
-    SCENES_OFF,
-    cast_scene,
-    scene_refused,
-)
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.turns import Addressed, Stage, TurnRequest, play

@@ -13,14 +13,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from tomori.cast.personas import Persona
+from tomori.cast.sprites import wardrobe
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel, ConsoleMessage
 from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
 from tomori.delivery.port import ChannelPort
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
-from tomori.policy.personas import Persona
-from tomori.policy.sprites import wardrobe
 from tomori.turns.surface import Context, Reading, Speaker, Voice
 
 

@@ -8,7 +8,7 @@ start on the next model of its chain (the last one is always asked: a chain neve
 model), and a probe, one at a time across every process, decides when it is trusted again.
 
 The judgement is written here, once; where it is kept (the database every process shares), and
-the probing, live in `tomori.policy.model_health`, behind `ModelHealth`.
+the probing, live in `tomori.monitoring.model_health`, behind `ModelHealth`.
 """
 
 from __future__ import annotations

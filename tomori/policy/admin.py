@@ -14,12 +14,22 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from tomori.cast.personas import (
+    MAX_PERSONAS,
+    Persona,
+    PersonaStore,
+    check_avatar_url,
+    check_name,
+    check_triggers,
+)
+from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.monitoring.status import ServerStatus, describe
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import (
     Defaults,
@@ -32,16 +42,6 @@ from tomori.policy.overrides import (
     check_prompt,
     resolve,
 )
-from tomori.policy.personas import (
-    MAX_PERSONAS,
-    Persona,
-    PersonaStore,
-    check_avatar_url,
-    check_name,
-    check_triggers,
-)
-from tomori.policy.server_status import ServerStatus, describe
-from tomori.policy.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.policy.tool_switches import (
     SwitchTarget,
     ToolCatalog,

@@ -11,7 +11,7 @@
 - `stage.py`    what every turn of a runtime runs with: the locks, stores, tools, health
 - `turn.py`     `play`: the turn's preparation (errors before any model among it), then the
                 bot's answer, the personas', or a scene's lines
-- `cast.py`     personas answering in turn, drawing each other in, and a scene's lines
+- `ensemble.py` personas answering in turn, drawing each other in, and a scene's lines
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig

@@ -15,13 +15,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from tomori.cast.personas import Persona
+from tomori.cast.sprites import with_sprites
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import ConfigError, Settings
 from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
-from tomori.policy.personas import Persona
-from tomori.policy.sprites import with_sprites
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import Provider
 from tomori.store import Database

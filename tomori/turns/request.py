@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tomori.cast.scenes import Scene
 from tomori.locks import Trigger
-from tomori.policy.scenes import Scene
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Role
 

@@ -12,15 +12,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tomori.cast.personas import Persona, PersonaStore
 from tomori.config.settings import Settings
 from tomori.generation.health import ModelHealth
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import ChannelLocks
+from tomori.monitoring.metrics import Metrics
 from tomori.policy.limits import BotTurns
-from tomori.policy.metrics import Metrics
-from tomori.policy.personas import Persona, PersonaStore
 from tomori.policy.tool_switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig
 

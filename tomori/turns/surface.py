@@ -14,12 +14,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tomori.cast.personas import Persona
 from tomori.delivery.notices import NoticeSink
 from tomori.delivery.port import ChannelPort
 from tomori.delivery.sprite_markers import Wardrobe
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
-from tomori.policy.personas import Persona
 from tomori.providers.base import ContextItem, Role
 
 Context = tuple[ContextItem, ...]

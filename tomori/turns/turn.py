@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+from tomori.cast.personas import Persona
 from tomori.delivery.notices import GENERATION_ERROR
 from tomori.generation.answering import answer_turn
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Turn, TurnGuard
-from tomori.policy.personas import Persona
-from tomori.turns.cast import Playing
+from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.stage import Stage
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface

@@ -12,16 +12,16 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from tomori.cast.personas import PersonaStore
 from tomori.commands import table
 from tomori.config.models import ModelChain
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults
-from tomori.policy.personas import PersonaStore
-from tomori.policy.server_status import ServerStatus, server_status
 from tomori.policy.tool_switches import ToolCatalog, ToolSwitchStore
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time

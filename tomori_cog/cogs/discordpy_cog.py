@@ -13,12 +13,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from tomori.cast.personas import MAX_NAME_CHARS
+from tomori.cast.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
 from tomori.commands import table
 from tomori.commands.table import Audience
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
-from tomori.policy.personas import MAX_NAME_CHARS
-from tomori.policy.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin

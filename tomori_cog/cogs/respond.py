@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tomori.cast.personas import check_name
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.locks import Admission
 from tomori.policy.admin import refused
 from tomori.policy.overrides import check_prefill
-from tomori.policy.personas import check_name
 from tomori.turns import Addressed, Respond, TurnRequest
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time

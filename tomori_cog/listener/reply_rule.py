@@ -3,7 +3,7 @@
 A direct trigger (a mention, a reply to the bot, a direct message) is answered with errors
 shown, in the bot's own voice. A server message that replies to a persona's message or says a
 persona's trigger word is a direct trigger too, answered by those personas
-(`tomori.policy.personas.addressed`), read through the personas' cache. A message in a
+(`tomori.cast.personas.addressed`), read through the personas' cache. A message in a
 channel that answers every message (`TOMORI_CHANNELS`, or an admin's `/tomori autoreply`,
 which beats it) is answered silently: asked last, through its cache; if the store cannot
 answer, the environment decides.
@@ -16,8 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tomori.cast.personas import PersonaStore, addressed
 from tomori.config.settings import Settings
-from tomori.policy.personas import PersonaStore, addressed
 from tomori.turns import DIRECTLY, PASSIVELY, Addressed, ChannelConfig, TurnRequest
 from tomori_cog.library import Library
 

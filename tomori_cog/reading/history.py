@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tomori.cast.personas import unnamed
 from tomori.config.settings import Settings
 from tomori.delivery.sprite_markers import wore_sprite
 from tomori.policy.interruptions import Stops
-from tomori.policy.personas import unnamed
 from tomori.prompt.conversation import in_time_order
 from tomori.providers.base import ContextItem, Role
 from tomori.turns.surface import BOT_VOICE, Voice

@@ -4,7 +4,7 @@ import asyncio
 
 from tests.support.databases import DatabaseUnderTest
 from tomori.generation.results import TurnUsage
-from tomori.policy.metrics import Metrics
+from tomori.monitoring.metrics import Metrics
 
 
 async def test_a_count_recorded_while_a_batch_is_written_is_written_too(

@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest
-from tomori.config.settings import ConfigError
-from tomori.policy.personas import (
+from tomori.cast.personas import (
     MAX_ADDRESSED,
     Persona,
     PersonaStore,
@@ -24,6 +23,7 @@ from tomori.policy.personas import (
     named,
     unnamed,
 )
+from tomori.config.settings import ConfigError
 
 CAST = (
     Persona("Aria", "a"),

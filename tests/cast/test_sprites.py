@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support.databases import DatabaseUnderTest
+from tomori.cast.personas import Persona, PersonaStore
+from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label, instructions, wardrobe
 from tomori.config.settings import ConfigError
-from tomori.policy.metrics import Metrics
-from tomori.policy.personas import Persona, PersonaStore
-from tomori.policy.server_status import describe, server_status
-from tomori.policy.sprites import MAX_SPRITES, Sprite, check_label, instructions, wardrobe
+from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.status import describe, server_status
 
 HAPPY = "https://x.example/happy.png"
 

@@ -7,7 +7,7 @@ replies to a message it posted, is answered by it; `addressed` says which person
 calls, in the order it names them, at most `MAX_ADDRESSED`.
 
 Kept here, in the shared database (migration 0010): the personas (`PersonaStore`, with their
-sprites of migration 0012, `tomori.policy.sprites`), which
+sprites of migration 0012, `tomori.cast.sprites`), which
 persona posted which message (so a reply finds its persona after a restart and from any
 process), and the webhook the bot created in each channel (`WebhookStore`). Nothing here knows
 Discord: the cog posts through the webhook, or, where it cannot, as the bot with the persona's
@@ -22,8 +22,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tomori.cast.sprites import Sprite, SpriteStore
 from tomori.config.parsers import ConfigError
-from tomori.policy.sprites import Sprite, SpriteStore
 from tomori.store import Database, Row
 
 MAX_ADDRESSED = 3

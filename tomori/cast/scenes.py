@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tomori.cast.personas import Persona, name_key
 from tomori.config.parsers import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
-from tomori.policy.personas import Persona, name_key
 from tomori.providers.base import ContextItem, Role
 
 MIN_CAST = 2

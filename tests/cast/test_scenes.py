@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tomori.cast.personas import Persona
+from tomori.cast.scenes import Scene, cast_scene, heard, named_in, speaker_notice
 from tomori.config.parsers import ConfigError
-from tomori.policy.personas import Persona
-from tomori.policy.scenes import Scene, cast_scene, heard, named_in, speaker_notice
 from tomori.providers.base import ContextItem, Role
 
 CAST = (Persona("Aria", "a"), Persona("Bex", "b"), Persona("Old Cy", "c"), Persona("Dot", "d"))

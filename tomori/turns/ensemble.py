@@ -16,14 +16,14 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from tomori.cast.personas import Persona, drawn_in
+from tomori.cast.scenes import Scene, heard, speaker_notice
 from tomori.generation.answering import answer_turn
 from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.tools import ToolRegistry
 from tomori.locks import Turn, TurnGuard
-from tomori.policy.personas import Persona, drawn_in
-from tomori.policy.scenes import Scene, heard, speaker_notice
 from tomori.turns.config import TurnConfig
 from tomori.turns.request import AnswerBrief
 from tomori.turns.stage import Stage

@@ -1,0 +1,12 @@
+"""What the bot records of how its turns and models went, and what it tells of it.
+
+- `metrics.py`       stalls, tool failures, each turn's tokens and outcome, kept in the database
+- `status.py`        `/tomori status`: a server's last day, counted from the metrics
+- `model_health.py`  the models turns skip for now, in the shared database, and their probes
+"""
+
+from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.model_health import ModelHealthStore
+from tomori.monitoring.status import ServerStatus, server_status
+
+__all__ = ["Metrics", "ModelHealthStore", "ServerStatus", "server_status"]
