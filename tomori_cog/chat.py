@@ -156,9 +156,9 @@ class TomoriChat:
         async with self._start_lock:
             self._closed = True
             self.proxies.close()
-            runtime, self._runtime = self._runtime, None
-            if runtime is not None:
-                await runtime.aclose()
+            if self._runtime is not None:  # forgotten only once closed: a close cut short by
+                await self._runtime.aclose()  # its caller's deadline is finished by the next
+                self._runtime = None
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done (for tests and tools)."""

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 StagedRunner = Callable[[Stage, Turn, TurnGuard], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Runtime:
     """The started cog's parts (see the module docstring)."""
 
@@ -48,6 +48,9 @@ class Runtime:
     stage: Stage
     """What every turn is played with."""
     _stack: AsyncExitStack
+    _closing: asyncio.Task[None] | None = None
+    """Closing, once begun: a caller cut short by its own deadline leaves it running, and the
+    next `aclose` awaits the same (nothing is left half closed and forgotten)."""
 
     @classmethod
     async def open(
@@ -111,7 +114,9 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Stop every turn, release its lock, close the providers and the database."""
-        await self._stack.aclose()
+        if self._closing is None:
+            self._closing = asyncio.create_task(self._stack.aclose(), name="tomori-close")
+        await asyncio.shield(self._closing)
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:
