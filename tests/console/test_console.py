@@ -313,3 +313,22 @@ async def test_the_console_offers_an_mcp_servers_tools_and_answers_with_their_re
     assert out == "[you #1] echo hi\n[tomori #2]\nIt said echo: hi.\n"
     tool_message = llm_server.requests[1].body["messages"][-1]
     assert json.loads(tool_message["content"]) == {"result": {"text": "echo: hi"}}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+async def test_a_closed_terminal_ends_the_console_and_removes_its_folder(
+    llm_server: LLMServer, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """SIGHUP (the terminal closed) ends the console as SIGTERM does: its temporary folder,
+    with the session's database, goes with it (a new user found it left behind)."""
+    llm_server.script(answer("Hello."))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = bot_environment(llm_server, tmp_path, TMPDIR=str(temporary))
+    process = await start_bot("--console", env=env)
+    await type_line(process, "hello")
+    await read_until(process, "Hello.")
+    process.send_signal(signum)
+    _, err = await finished(process, within_s=10)
+    assert process.returncode == 0, err
+    assert list(temporary.iterdir()) == []

@@ -17,9 +17,9 @@ from tomori.config.settings import Settings
 from tomori.console.session import ConsoleSession
 
 
-async def piped(llm_server: LLMServer, tmp_path: Path, typed: str) -> str:
+async def piped(llm_server: LLMServer, tmp_path: Path, typed: str, **variables: str) -> str:
     """What a piped session prints for `typed`, once its input ends."""
-    env = bot_environment(llm_server, tmp_path)
+    env = bot_environment(llm_server, tmp_path, **variables)
     reading, writing = os.pipe()
     os.write(writing, typed.encode())
     os.close(writing)
@@ -165,10 +165,40 @@ async def test_a_persona_with_its_own_models_begins_with_the_servers_prefill_as_
 async def test_tools_lists_and_switches_the_consoles_tools_as_in_a_server(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    typed = "/tomori tools\n/tomori tools current_time offered:off\n/tomori tools offered:maybe\n"
+    typed = (
+        "/tomori tools\n/tomori tools current_time offered:off\n/tomori tools offered:maybe\n"
+        "/tomori tools current_time off\n/tomori limits cooldown_ms:\uff15 scope:server\n"
+        "/tomori persona\n/tomori scenes\n"
+    )
     out = await piped(llm_server, tmp_path, typed)
     assert "[Tools in this channel] " in out
     assert "current_time" in out
     assert "Tool current_time" in out  # turned off, as the admin command says it
     assert "offered is on or off, not 'maybe': /tomori tools" in out
+    # a name alone is never taken for a listing: the member typed what they wanted done
+    assert "Give offered too: true to offer current_time off to the model" in out
+    assert (  # a digit that is not ASCII is no number; the usage names the options there are
+        "cooldown_ms='\uff15 scope:server' is not allowed: give a whole number from 0:"
+        " /tomori limits [cooldown_ms:<n>] [daily_tokens:<n>]"
+    ) in out
+    assert "/tomori persona is not a subcommand" in out
+    assert "give on or off: /tomori scenes on|off" in out
     assert llm_server.requests == []
+
+
+async def test_a_queued_line_is_shown_the_answers_since_it_within_the_history_limit(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """As the cog reads a channel: the first `TOMORI_HISTORY_LIMIT` messages after a queued
+    trigger, not every answer posted while it waited (a new user's burst of twelve lines sent
+    the twelfth all eleven answers before)."""
+    llm_server.script(*(answer(f"answer {n}") for n in range(1, 7)))
+    await piped(
+        llm_server, tmp_path, "".join(f"m{n}\n" for n in range(1, 7)), TOMORI_HISTORY_LIMIT="2"
+    )
+    last = llm_server.requests[-1].body["messages"]
+    shown = "\n".join(m["content"] for m in last[1:])
+    # two before the trigger and the first two answers after it, as the cog reads a channel
+    assert shown.count("answer") + shown.count("user: m") <= 2 + 2 + 1
+    assert "answer 1" not in shown
+    assert shown.endswith("user: m6")

@@ -190,11 +190,10 @@ class ConsoleChannel:
         before = bound if trigger is None else trigger.id
         recent = [m for m in self._messages.values() if m.id < before]
         recent = recent[-settings.history_limit :] if settings.history_limit else []
-        since = [
-            m
-            for m in self._messages.values()
-            if trigger is not None and m.id > trigger.id and m.from_bot and m.id < bound
-        ]
+        after = [
+            m for m in self._messages.values() if trigger is not None and trigger.id < m.id < bound
+        ]  # as the cog reads them: the first `history_limit` after the trigger, then its own
+        since = [m for m in after[: settings.history_limit] if m.from_bot]
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
         return self._items(in_time_order(recent, since, trigger, numbers), system_prompt, voice)
 

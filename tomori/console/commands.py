@@ -155,7 +155,7 @@ def tomori_action(rest: str) -> Action | Notice:
     name = name.lower()
     if name in ("persona", "sprite", "prefill"):
         which, given = (*given.split(maxsplit=1), "", "")[:2]
-        name = f"{name} {which.lower()}"
+        name = f"{name} {which.lower()}".strip()
     if name == "autoreply":
         return admin.refused(
             "The console answers every message; /tomori autoreply applies to Discord channels."
@@ -195,7 +195,8 @@ def _given(name: str, text: str) -> dict[str, Any]:
         value = written.get(option.name, "")
         if not value:
             if option.required:
-                raise ConfigError(f"give {option.description}: {usage(name)}")
+                what = "on or off" if option.kind is OptionKind.ON_OR_OFF else option.description
+                raise ConfigError(f"give {what}: {usage(name)}")
             continue
         given[option.name] = _value(option, value, name)
     return given
@@ -204,12 +205,13 @@ def _given(name: str, text: str) -> dict[str, Any]:
 def _value(option: Option, value: str, name: str) -> Any:
     """A value typed for `option`, as Discord would pass it."""
     if option.kind is OptionKind.WHOLE_NUMBER:
-        least = option.min_value
-        if not value.strip().isdigit() or (least is not None and int(value) < least):
-            raise ConfigError(f"{option.name}={value!r} is not allowed: give a whole number")
-        number = int(value)
-        if option.max_value is not None and number > option.max_value:
-            raise ConfigError(f"{option.name} must be at most {option.max_value}, not {number}")
+        digits = value.strip()
+        least, most = option.min_value or 0, option.max_value
+        number = int(digits) if digits.isascii() and digits.isdigit() else None
+        if number is None or number < least or (most is not None and number > most):
+            bounds = f"from {least}" + ("" if most is None else f" to {most}")
+            said = f"{option.name}={value!r} is not allowed: give a whole number {bounds}"
+            raise ConfigError(f"{said}: {usage(name)}")
         return number
     if option.kind is OptionKind.ON_OR_OFF:
         word = value.strip().lower()

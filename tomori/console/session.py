@@ -155,7 +155,8 @@ class ConsoleSession:
             )
             await self._locks.start()
             loop.add_signal_handler(signal.SIGINT, self._interrupted)
-            loop.add_signal_handler(signal.SIGTERM, self._quit.set)
+            for ending in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
+                loop.add_signal_handler(ending, self._quit.set)
             self._reader.start()
             if isinstance(self._reader, KeyReader):
                 with keys_mode(self._fd, self._out):
@@ -166,7 +167,7 @@ class ConsoleSession:
                 await self._serve(self._locks, self._reader)
         finally:
             self._reader.stop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.remove_signal_handler(signum)
             await self._close(database)
         return 0

@@ -260,11 +260,17 @@ def add_persona(
 
 
 def tools(name: str | None = None, on: bool | None = None, scope: str = "channel") -> Action:
-    """Without `on`: list the tools and whether each is offered here. With `name` and `on`:
-    turn that tool, or every tool of that MCP server, on or off at `scope`."""
+    """Without `name` and `on`: list the tools and whether each is offered here. With both:
+    turn that tool, or every tool of that MCP server, on or off at `scope`; a name alone is
+    refused saying what to add, never taken for a listing."""
 
     async def action(target: Administered, where: Where) -> Notice:
         catalog = target.tool_catalog()
+        if on is None and name:
+            return refused(
+                f"Give offered too: true to offer {name} to the model, false to turn it off"
+                " (/tomori tools alone lists the tools)."
+            )
         if on is None:
             switches = await target.tool_switches.read(*_keys(where))
             return Notice(
