@@ -4,7 +4,11 @@
                  request, `StreamWriter`, `AnswerRecord`, and
                  the delivery outcomes (`DestinationUnreachable`, `DeliveryFailed`,
                  `DeliveryRateLimited`)
-- `writer.py`    `ChannelWriter`: a pass's text into a channel, in messages or edit mode
+- `writer.py`    `ChannelWriter`: a pass's text into a channel, the mode's writer, what both
+                 modes share (sprite markers, the ceiling) and its `Phase`
+- `messages_writer.py` messages mode: whole messages, never edited
+- `edit_writer.py` edit mode: one message growing by edits, a new one when full
+- `sender.py`    the one sender both writers request through: pacing, recording, failures
 - `segmenter.py` streamed text released as messages-mode segments, each sent once
 - `chunking.py`  1950-character messages cut where nothing breaks
 - `fences.py`    code fences and inline code: one rule for every reader of markdown
