@@ -15,9 +15,8 @@ import logging
 import os
 from typing import Any
 
-from tomori.cast.scenes import SCENES_OFF, cast_scene, scene_accepted, scene_refused
+from tomori.cast.scenes import scene_accepted, scene_refused
 from tomori.config.models import ModelChain
-from tomori.config.parsers import ConfigError
 from tomori.config.settings import KillPolicy, Settings, seconds
 from tomori.delivery.notices import (
     KILL_CHANNEL_REQUIRED,
@@ -34,6 +33,7 @@ from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
 from tomori.policy.limits import BotTurns, Limit
 from tomori.policy.tool_switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
+from tomori.turns.scene import scene_asked
 from tomori_cog.discord_io import find_channel
 from tomori_cog.intake import Intake
 from tomori_cog.library import Library
@@ -197,15 +197,10 @@ class TomoriChat:
         if guild_id is None or channel_id is None:
             return scene_refused("scenes are played in a server's channels only.")
         runtime = await self.ensure_started()
-        locks = runtime.locks
-        if not (await self.config.resolved(guild_id, channel_id, cached=False)).scenes.value:
-            return scene_refused(SCENES_OFF)
-        names, cycles, instructions = request
-        everyone = await runtime.personas.of_server(str(guild_id))
-        try:
-            scene = cast_scene(names, cycles, instructions, everyone)
-        except ConfigError as error:
-            return scene_refused(f"{error}.")
+        where = (str(guild_id), str(channel_id))
+        asked = await scene_asked(self.config, runtime.personas, where, *request)
+        if isinstance(asked, Notice):
+            return asked
         limits = await self.config.user_limits(guild_id)
         refusal = await self._parts.gate.command_refusal(
             guild_id, user_id, str(interaction_id), limits
@@ -213,15 +208,14 @@ class TomoriChat:
         if refusal is not None:
             told = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
             return told(refusal.retry_at)
-        asked = TurnRequest(Addressed.DIRECTLY, scene=scene)
-        admission = await locks.submit(asked.trigger(str(channel_id), None, str(user_id)))
+        queued = TurnRequest(Addressed.DIRECTLY, scene=asked.scene)
+        admission = await runtime.locks.submit(queued.trigger(str(channel_id), None, str(user_id)))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
         if admission is Admission.IGNORED:
             return scene_refused("a /kill is still stopping this channel's answer: try again.")
         if admission is Admission.FAILED:
             return scene_refused("the scene could not be queued just now: try again.")
-        shown = {p.key: p.name for p in everyone}
-        return scene_accepted(scene, shown, queued=admission is Admission.QUEUED)
+        return scene_accepted(asked.scene, asked.names, queued=admission is Admission.QUEUED)
 
     # -- /kill --------------------------------------------------------------------------------
 

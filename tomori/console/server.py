@@ -158,10 +158,6 @@ class ConsoleServer:
         """Whether a message typed while an answer streams stops it (`/tomori followups`)."""
         return (await self._resolved()).follow_ups.value
 
-    async def scenes_allowed(self) -> bool:
-        """Whether `/scene` runs (`/tomori scenes`, as a server's admins set it)."""
-        return (await self._resolved()).scenes.value
-
     async def _resolved(self) -> Resolved:
         return await self.config.resolved(SERVER, CHANNEL, cached=False)
 

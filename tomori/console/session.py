@@ -40,13 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tomori.cast.personas import addressed
-from tomori.cast.scenes import (
-    SCENES_OFF,
-    cast_scene,
-    scene_refused,
-)
 from tomori.config.models import ModelChain
-from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings
 from tomori.console.channel import ConsoleChannel, ConsoleMessage
 from tomori.console.commands import (
@@ -59,7 +53,7 @@ from tomori.console.commands import (
 )
 from tomori.console.commands import unknown as unknown_command
 from tomori.console.input import KeyReader, LineReader, MessageLines, trimmed
-from tomori.console.server import HERE, SERVER, USER, ConsoleServer
+from tomori.console.server import CHANNEL, HERE, SERVER, USER, ConsoleServer
 from tomori.console.surface import ConsoleSurface, tell_held
 from tomori.console.terminal import (
     READ_AHEAD_S,
@@ -84,6 +78,7 @@ from tomori.policy.limits import BotTurns
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.turns import Addressed, Stage, TurnRequest, play
+from tomori.turns.scene import scene_asked
 
 log = logging.getLogger(__name__)
 
@@ -333,15 +328,10 @@ class ConsoleSession:
         if isinstance(request, Notice):
             self._channel.tell(request)
             return
-        if not await self._server.scenes_allowed():
-            self._channel.tell(scene_refused(SCENES_OFF))
-            return
-        names, cycles, instructions = request
-        try:
-            everyone = await self._server.personas.of_server(SERVER)
-            scene = cast_scene(names, cycles, instructions, everyone)
-        except ConfigError as error:
-            self._channel.tell(scene_refused(f"{error}."))
+        server = self._server
+        asked = await scene_asked(server.config, server.personas, (SERVER, CHANNEL), *request)
+        if isinstance(asked, Notice):
+            self._channel.tell(asked)
             return
         message = self._channel.post(text, command=True)
         message_id = self._channel.message_id(message)
@@ -351,7 +341,7 @@ class ConsoleSession:
         if held is not None:
             tell_held(self._channel, held, message_id)
             return
-        await self._queue(locks, message, TurnRequest(Addressed.DIRECTLY, scene=scene))
+        await self._queue(locks, message, TurnRequest(Addressed.DIRECTLY, scene=asked.scene))
 
     async def _queue(
         self,
