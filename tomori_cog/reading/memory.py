@@ -98,7 +98,7 @@ class Reading:
 class RecentMessages:
     """Per channel, the messages the cog saw through the gateway (see the module's docstring).
 
-    One owner, the service; fed by the cog's event listeners, read by the history reader."""
+    One owner, the cog's chat; fed by its event listeners, read by the history reader."""
 
     def __init__(self, per_channel: int, channels: int) -> None:
         self._per_channel = per_channel
