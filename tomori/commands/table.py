@@ -23,7 +23,7 @@ from tomori.cast.scenes import (
 )
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
-from tomori.policy import admin
+from tomori.policy import admin, cast_admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS, Scope
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
@@ -327,7 +327,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         AVATAR_FILE,
         TRIGGERS,
         PERSONA_MODELS,
-        action=lambda given: admin.add_persona(
+        action=lambda given: cast_admin.add_persona(
             given["name"],
             given["prompt"],
             _image(given, "avatar", "avatar_file"),
@@ -346,7 +346,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         AVATAR_FILE,
         TRIGGERS,
         PERSONA_MODELS,
-        action=lambda given: admin.edit_persona(
+        action=lambda given: cast_admin.edit_persona(
             given["name"],
             given.get("prompt"),
             _image(given, "avatar", "avatar_file"),
@@ -358,10 +358,10 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "persona remove",
         "Remove a persona",
         NAME,
-        action=lambda given: admin.remove_persona(given["name"]),
+        action=lambda given: cast_admin.remove_persona(given["name"]),
     ),
     _tomori(
-        "persona list", "List this server's personas", action=lambda given: admin.list_personas
+        "persona list", "List this server's personas", action=lambda given: cast_admin.list_personas
     ),
     _tomori(
         "sprite", "A persona's labelled alternate avatars, which it switches between", action=None
@@ -373,7 +373,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         LABEL,
         _text("avatar", "the sprite's image URL", placeholder="image URL"),
         Option("avatar_file", "the sprite's image", OptionKind.FILE),
-        action=lambda given: admin.add_sprite(
+        action=lambda given: cast_admin.add_sprite(
             given["persona"], given["label"], _image(given, "avatar", "avatar_file")
         ),
     ),
@@ -382,7 +382,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "Take a sprite from a persona",
         PERSONA,
         LABEL,
-        action=lambda given: admin.remove_sprite(given["persona"], given["label"]),
+        action=lambda given: cast_admin.remove_sprite(given["persona"], given["label"]),
     ),
     _tomori("prefill", "Text every answer here begins with, in character", action=None),
     _tomori(

@@ -9,6 +9,7 @@
                       message, and the grace a message waits in a proxy's server
 - `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
+- `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 """
 
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from tomori.cast.personas import (
-    MAX_PERSONAS,
-    Persona,
     PersonaStore,
-    check_avatar_url,
-    check_name,
-    check_triggers,
 )
-from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.settings import ConfigError
@@ -130,8 +124,8 @@ def set_models(models: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         chain = target.check_models(models)
         changes = Overrides(models=chain.described)
-        await target.overrides.set(_scope(scope), *_keys(where), changes)
-        return _done(f"Models for {_scope_name(scope)}: {chain.described}")
+        await target.overrides.set(_scope(scope), *keys(where), changes)
+        return done(f"Models for {_scope_name(scope)}: {chain.described}")
 
     return action
 
@@ -140,8 +134,8 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         prompt = check_prompt(text)
         changes = Overrides(system_prompt=prompt)
-        await target.overrides.set(_scope(scope), *_keys(where), changes)
-        return _done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
+        await target.overrides.set(_scope(scope), *keys(where), changes)
+        return done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
 
     return action
 
@@ -149,8 +143,8 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
 def set_prefill(text: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         prefill = check_prefill(text)
-        await target.overrides.set(_scope(scope), *_keys(where), Overrides(prefill=prefill))
-        return _done(
+        await target.overrides.set(_scope(scope), *keys(where), Overrides(prefill=prefill))
+        return done(
             f"Answers in {_scope_name(scope)} begin with ({len(prefill)} characters):\n"
             f"{_quoted(prefill)}"
         )
@@ -160,9 +154,9 @@ def set_prefill(text: str, scope: str = "channel") -> Action:
 
 def reset_prefill(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        if not await target.overrides.clear(_scope(scope), *_keys(where), "prefill"):
-            return _done(f"No prefill was set for {_scope_name(scope)}.")
-        return _done(f"Cleared the prefill of {_scope_name(scope)}.")
+        if not await target.overrides.clear(_scope(scope), *keys(where), "prefill"):
+            return done(f"No prefill was set for {_scope_name(scope)}.")
+        return done(f"Cleared the prefill of {_scope_name(scope)}.")
 
     return action
 
@@ -170,20 +164,20 @@ def reset_prefill(scope: str = "channel") -> Action:
 def set_autoreply(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         changes = Overrides(autoreply=enabled)
-        await target.overrides.set(Scope.CHANNEL, *_keys(where), changes)
+        await target.overrides.set(Scope.CHANNEL, *keys(where), changes)
         said = "answers every message" if enabled else "answers only mentions and replies"
         if not enabled or not where.cannot_post:
-            return _done(f"This channel now {said}.")
+            return done(f"This channel now {said}.")
         lacking = "; ".join(where.cannot_post)
-        return _done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
+        return done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
 
     return action
 
 
 def set_follow_ups(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        await target.overrides.set(Scope.SERVER, *_keys(where), Overrides(follow_ups=enabled))
-        return _done(f"Follow-ups in this server: {_follow_ups(enabled)}.")
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(follow_ups=enabled))
+        return done(f"Follow-ups in this server: {_follow_ups(enabled)}.")
 
     return action
 
@@ -199,9 +193,9 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
         if cooldown_ms is None and daily_tokens is None:
             return refused("Give cooldown_ms, daily_tokens or both.")
         limits = check_limits(cooldown_ms, daily_tokens)
-        await target.overrides.set(Scope.SERVER, *_keys(where), limits)
+        await target.overrides.set(Scope.SERVER, *keys(where), limits)
         now = await _resolved(target, where)
-        return _done(
+        return done(
             "Limits for this server: "
             f"{_limits(now.cooldown_ms.value, now.daily_tokens.value)}"
             f" ({_sources(now.cooldown_ms.source, now.daily_tokens.source)})"
@@ -212,20 +206,20 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
 
 def set_scenes(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        await target.overrides.set(Scope.SERVER, *_keys(where), Overrides(scenes=enabled))
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(scenes=enabled))
         said = "may run /scene" if enabled else "cannot run /scene: scenes are off"
-        return _done(f"Members of this server {said}.")
+        return done(f"Members of this server {said}.")
 
     return action
 
 
 def reset(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        cleared = await target.overrides.reset(_scope(scope), *_keys(where))
-        switched = await target.tool_switches.reset(_scope(scope), *_keys(where))
+        cleared = await target.overrides.reset(_scope(scope), *keys(where))
+        switched = await target.tool_switches.reset(_scope(scope), *keys(where))
         if not (cleared or switched):
-            return _done(f"Nothing was set for {_scope_name(scope)}.")
-        return _done(f"Cleared the settings of {_scope_name(scope)}.")
+            return done(f"Nothing was set for {_scope_name(scope)}.")
+        return done(f"Cleared the settings of {_scope_name(scope)}.")
 
     return action
 
@@ -241,24 +235,6 @@ async def status(target: Administered, where: Where) -> Notice:
     return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
 
 
-def add_persona(
-    name: str,
-    prompt: str,
-    avatar: str | None = None,
-    triggers: str | None = None,
-    models: str | None = None,
-) -> Action:
-    async def action(target: Administered, where: Where) -> Notice:
-        persona = _persona(
-            target, Persona(check_name(name), check_prompt(prompt)), avatar, triggers, models
-        )
-        if not await target.personas.add(where.guild_id, persona):
-            return refused(f"This server has a persona named {persona.name} already.")
-        return _persona_done(f"{persona.name} joined this server.", persona)
-
-    return action
-
-
 def tools(name: str | None = None, on: bool | None = None, scope: str = "channel") -> Action:
     """Without `name` and `on`: list the tools and whether each is offered here. With both:
     turn that tool, or every tool of that MCP server, on or off at `scope`; a name alone is
@@ -272,7 +248,7 @@ def tools(name: str | None = None, on: bool | None = None, scope: str = "channel
                 " (/tomori tools alone lists the tools)."
             )
         if on is None:
-            switches = await target.tool_switches.read(*_keys(where))
+            switches = await target.tool_switches.read(*keys(where))
             return Notice(
                 "Tools in this channel", _tool_list(catalog, switches), NoticeColour.SUCCESS
             )
@@ -282,116 +258,12 @@ def tools(name: str | None = None, on: bool | None = None, scope: str = "channel
         kind = SwitchTarget.SERVER if name in servers else SwitchTarget.TOOL
         if kind is SwitchTarget.TOOL and name not in {tool.name for tool in catalog.tools}:
             return refused(f"No tool or MCP server is named {name!r}; /tomori tools lists them.")
-        await target.tool_switches.set(*_keys(where), ToolSwitch(_scope(scope), kind, name, on))
+        await target.tool_switches.set(*keys(where), ToolSwitch(_scope(scope), kind, name, on))
         what = f"MCP server {name}'s tools" if kind is SwitchTarget.SERVER else f"Tool {name}"
         said = "offered to the model" if on else "turned off"
-        return _done(f"{what}: {said} in {_scope_name(scope)} from the next message on.")
+        return done(f"{what}: {said} in {_scope_name(scope)} from the next message on.")
 
     return action
-
-
-def edit_persona(
-    name: str,
-    prompt: str | None = None,
-    avatar: str | None = None,
-    triggers: str | None = None,
-    models: str | None = None,
-) -> Action:
-    async def action(target: Administered, where: Where) -> Notice:
-        persona = await target.personas.get(where.guild_id, check_name(name))
-        if persona is None:
-            return refused(f"This server has no persona named {name}.")
-        if prompt is not None:
-            persona = replace(persona, prompt=check_prompt(prompt))
-        persona = _persona(target, persona, avatar, triggers, models)
-        if not await target.personas.replace(where.guild_id, persona):
-            return refused(f"This server has no persona named {name}.")
-        return _persona_done(f"{persona.name} changed.", persona)
-
-    return action
-
-
-def remove_persona(name: str) -> Action:
-    async def action(target: Administered, where: Where) -> Notice:
-        if not await target.personas.remove(where.guild_id, name):
-            return refused(f"This server has no persona named {name}.")
-        return _done(f"{' '.join(name.split())} left this server.")
-
-    return action
-
-
-async def list_personas(target: Administered, where: Where) -> Notice:
-    personas = await target.personas.of_server(where.guild_id)
-    if not personas:
-        return _done("This server has no personas: /tomori persona add makes one.")
-    lines = [_persona_line(persona) for persona in personas]
-    return Notice(
-        f"Personas ({len(personas)} of {MAX_PERSONAS})", "\n".join(lines), NoticeColour.SUCCESS
-    )
-
-
-def add_sprite(persona: str, label: str, avatar: str | None) -> Action:
-    async def action(target: Administered, where: Where) -> Notice:
-        found = await target.personas.get(where.guild_id, persona)
-        if found is None:
-            return refused(f"This server has no persona named {persona}.")
-        if avatar is None or not avatar.strip():
-            return refused("Give the sprite an image: avatar (a URL) or avatar_file.")
-        sprite = Sprite(check_label(found.name, label), check_avatar_url(avatar))
-        if not await target.personas.add_sprite(where.guild_id, found, sprite):
-            return refused(f"{found.name} has {MAX_SPRITES} sprites: remove one first.")
-        had = any(s.key == sprite.key for s in found.sprites)
-        said = "has a new image for" if had else "can now show"
-        return _persona_done(
-            f'{found.name} {said} sprite "{sprite.label}": a line starting with'
-            f' "{found.name} ({sprite.label}):" shows it.',
-            (await target.personas.get(where.guild_id, found.name)) or found,
-        )
-
-    return action
-
-
-def remove_sprite(persona: str, label: str) -> Action:
-    async def action(target: Administered, where: Where) -> Notice:
-        found = await target.personas.get(where.guild_id, persona)
-        if found is None:
-            return refused(f"This server has no persona named {persona}.")
-        if not await target.personas.remove_sprite(where.guild_id, found, label):
-            return refused(f'{found.name} has no sprite labelled "{" ".join(label.split())}".')
-        return _done(f'{found.name} no longer shows sprite "{" ".join(label.split())}".')
-
-    return action
-
-
-def _persona(
-    target: Administered,
-    persona: Persona,
-    avatar: str | None,
-    triggers: str | None,
-    models: str | None,
-) -> Persona:
-    """`persona` with the options given checked and applied (an empty one clears it)."""
-    if avatar is not None:
-        persona = replace(persona, avatar_url=check_avatar_url(avatar) if avatar.strip() else None)
-    if triggers is not None:
-        persona = replace(persona, triggers=check_triggers(triggers))
-    if models is not None:
-        described = target.check_models(models).described if models.strip() else None
-        persona = replace(persona, models=described)
-    return persona
-
-
-def _persona_line(persona: Persona) -> str:
-    words = ", ".join(persona.words)
-    model = persona.models or "the channel's models"
-    avatar = "" if persona.avatar_url else ", no avatar"
-    sprites = ", ".join(sprite.label for sprite in persona.sprites)
-    shown = f"; sprites: {sprites}" if sprites else ""
-    return f"**{persona.name}**: called by {words}; {model}{avatar}{shown}"
-
-
-def _persona_done(said: str, persona: Persona) -> Notice:
-    return _done(f"{said}\n{_persona_line(persona)}")
 
 
 def _tool_list(catalog: ToolCatalog, switches: Sequence[ToolSwitch]) -> str:
@@ -422,7 +294,7 @@ def refused(description: str) -> Notice:
 
 async def _resolved(target: Administered, where: Where) -> Resolved:
     """What applies there now, read afresh (never through the store's cache)."""
-    channel, server = await target.overrides.read(*_keys(where))
+    channel, server = await target.overrides.read(*keys(where))
     return resolve(channel, server, target.defaults(where))
 
 
@@ -466,7 +338,7 @@ def _limits(cooldown_ms: int, daily_tokens: int) -> str:
     return f"cooldown {cooldown}, daily tokens per user {tokens}"
 
 
-def _keys(where: Where) -> tuple[str, str]:
+def keys(where: Where) -> tuple[str, str]:
     return where.guild_id, where.channel_id
 
 
@@ -479,5 +351,5 @@ def _scope_name(scope: str) -> str:
     return "this server" if _scope(scope) is Scope.SERVER else "this channel"
 
 
-def _done(description: str) -> Notice:
+def done(description: str) -> Notice:
     return Notice("Tomori Settings", description, NoticeColour.SUCCESS)

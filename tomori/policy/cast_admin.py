@@ -1,0 +1,143 @@
+"""`/tomori persona` and `/tomori sprite`: a server's cast, checked, stored and answered.
+
+Actions like the rest of `tomori.policy.admin` (the cogs and the console run them through
+`perform`); each refuses what its input or the server's personas do not allow, in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tomori.cast.personas import (
+    MAX_PERSONAS,
+    Persona,
+    check_avatar_url,
+    check_name,
+    check_triggers,
+)
+from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
+from tomori.delivery.notices import Notice, NoticeColour
+from tomori.policy.admin import Action, Administered, Where, done, refused
+from tomori.policy.overrides import check_prompt
+
+
+def add_persona(
+    name: str,
+    prompt: str,
+    avatar: str | None = None,
+    triggers: str | None = None,
+    models: str | None = None,
+) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        persona = _persona(
+            target, Persona(check_name(name), check_prompt(prompt)), avatar, triggers, models
+        )
+        if not await target.personas.add(where.guild_id, persona):
+            return refused(f"This server has a persona named {persona.name} already.")
+        return _persona_done(f"{persona.name} joined this server.", persona)
+
+    return action
+
+
+def edit_persona(
+    name: str,
+    prompt: str | None = None,
+    avatar: str | None = None,
+    triggers: str | None = None,
+    models: str | None = None,
+) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        persona = await target.personas.get(where.guild_id, check_name(name))
+        if persona is None:
+            return refused(f"This server has no persona named {name}.")
+        if prompt is not None:
+            persona = replace(persona, prompt=check_prompt(prompt))
+        persona = _persona(target, persona, avatar, triggers, models)
+        if not await target.personas.replace(where.guild_id, persona):
+            return refused(f"This server has no persona named {name}.")
+        return _persona_done(f"{persona.name} changed.", persona)
+
+    return action
+
+
+def remove_persona(name: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        if not await target.personas.remove(where.guild_id, name):
+            return refused(f"This server has no persona named {name}.")
+        return done(f"{' '.join(name.split())} left this server.")
+
+    return action
+
+
+async def list_personas(target: Administered, where: Where) -> Notice:
+    personas = await target.personas.of_server(where.guild_id)
+    if not personas:
+        return done("This server has no personas: /tomori persona add makes one.")
+    lines = [_persona_line(persona) for persona in personas]
+    return Notice(
+        f"Personas ({len(personas)} of {MAX_PERSONAS})", "\n".join(lines), NoticeColour.SUCCESS
+    )
+
+
+def add_sprite(persona: str, label: str, avatar: str | None) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        found = await target.personas.get(where.guild_id, persona)
+        if found is None:
+            return refused(f"This server has no persona named {persona}.")
+        if avatar is None or not avatar.strip():
+            return refused("Give the sprite an image: avatar (a URL) or avatar_file.")
+        sprite = Sprite(check_label(found.name, label), check_avatar_url(avatar))
+        if not await target.personas.add_sprite(where.guild_id, found, sprite):
+            return refused(f"{found.name} has {MAX_SPRITES} sprites: remove one first.")
+        had = any(s.key == sprite.key for s in found.sprites)
+        said = "has a new image for" if had else "can now show"
+        return _persona_done(
+            f'{found.name} {said} sprite "{sprite.label}": a line starting with'
+            f' "{found.name} ({sprite.label}):" shows it.',
+            (await target.personas.get(where.guild_id, found.name)) or found,
+        )
+
+    return action
+
+
+def remove_sprite(persona: str, label: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        found = await target.personas.get(where.guild_id, persona)
+        if found is None:
+            return refused(f"This server has no persona named {persona}.")
+        if not await target.personas.remove_sprite(where.guild_id, found, label):
+            return refused(f'{found.name} has no sprite labelled "{" ".join(label.split())}".')
+        return done(f'{found.name} no longer shows sprite "{" ".join(label.split())}".')
+
+    return action
+
+
+def _persona(
+    target: Administered,
+    persona: Persona,
+    avatar: str | None,
+    triggers: str | None,
+    models: str | None,
+) -> Persona:
+    """`persona` with the options given checked and applied (an empty one clears it)."""
+    if avatar is not None:
+        persona = replace(persona, avatar_url=check_avatar_url(avatar) if avatar.strip() else None)
+    if triggers is not None:
+        persona = replace(persona, triggers=check_triggers(triggers))
+    if models is not None:
+        described = target.check_models(models).described if models.strip() else None
+        persona = replace(persona, models=described)
+    return persona
+
+
+def _persona_line(persona: Persona) -> str:
+    words = ", ".join(persona.words)
+    model = persona.models or "the channel's models"
+    avatar = "" if persona.avatar_url else ", no avatar"
+    sprites = ", ".join(sprite.label for sprite in persona.sprites)
+    shown = f"; sprites: {sprites}" if sprites else ""
+    return f"**{persona.name}**: called by {words}; {model}{avatar}{shown}"
+
+
+def _persona_done(said: str, persona: Persona) -> Notice:
+    return done(f"{said}\n{_persona_line(persona)}")
