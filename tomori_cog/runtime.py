@@ -45,8 +45,6 @@ class Runtime:
     health: ModelHealthStore | None
     """The models turns skip for now, shared with every process (None: probes are off)."""
     tool_switches: ToolSwitchStore
-    stage: Stage
-    """What every turn is played with."""
     _stack: AsyncExitStack
     _closing: asyncio.Task[None] | None = None
     """Closing, once begun: a caller cut short by its own deadline leaves it running, and the
@@ -61,7 +59,8 @@ class Runtime:
         play_turn: StagedRunner,
         tell_expired: ExpiryTeller,
     ) -> Runtime:
-        """`play_turn` plays each turn the locks run, on the stage opened here."""
+        """`play_turn` plays each turn the locks run, on the stage opened here (what every
+        turn is played with: it lives in that closure, the turns' only reader)."""
         settings = parts.settings
 
         async def run_turn(turn: Turn, guard: TurnGuard) -> None:
@@ -107,7 +106,7 @@ class Runtime:
             )
             stack.push_async_callback(_cancelled, sharing)
             runtime = cls(
-                database, locks, personas, metrics, health, tool_switches, stage, stack.pop_all()
+                database, locks, personas, metrics, health, tool_switches, stack.pop_all()
             )
         log.info("tomori serving with %s", parts.config.chain.described)
         return runtime
