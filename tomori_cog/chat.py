@@ -102,17 +102,9 @@ class TomoriChat:
             self.webhooks.is_ours,
         )
         self.intake = Intake(
-            bot=bot,
-            library=library,
-            settings=settings,
-            config=self.config,
-            pacing=self.pacing,
-            memory=self.memory,
-            history=history,
-            gate=gate,
+            self._parts,
             reply_rule=reply_rule,
             proxies=self.proxies,
-            live_messages=self._parts.live_messages,
             drawn_in=self._drawn_in,
             locks=self._locks,
         )

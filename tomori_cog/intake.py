@@ -15,22 +15,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from tomori.cast.scenes import SCENE_DROPPED
-from tomori.config.settings import Settings
 from tomori.delivery.notices import GENERATION_ERROR, NOT_ANSWERED, Notice, post_notice_safely
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
 from tomori.store.first_come import arrived
-from tomori.turns import ChannelConfig, TurnRequest
+from tomori.turns import TurnRequest
 from tomori_cog.discord_io import EmbedNotices, find_channel
-from tomori_cog.library import Library
-from tomori_cog.listener.gate import AdmissionGate, Asker, guild_id_of
-from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.listener.gate import Asker, guild_id_of
 from tomori_cog.listener.proxies import Proxies
 from tomori_cog.listener.reply_rule import ReplyRule
-from tomori_cog.pacing import DiscordPacing
-from tomori_cog.reading.history import HistoryReader
-from tomori_cog.reading.memory import RecentMessages
+from tomori_cog.surface import DiscordParts
 
 log = logging.getLogger(__name__)
 
@@ -40,33 +35,17 @@ class Intake:
 
     def __init__(
         self,
+        parts: DiscordParts,
         *,
-        bot: Any,
-        library: Library,
-        settings: Settings,
-        config: ChannelConfig,
-        pacing: DiscordPacing,
-        memory: RecentMessages,
-        history: HistoryReader,
-        gate: AdmissionGate,
         reply_rule: ReplyRule,
         proxies: Proxies[TurnRequest],
-        live_messages: LiveMessages,
         drawn_in: BotTurns,
         locks: Callable[[], Awaitable[ChannelLocks]],
     ) -> None:
         """`locks` starts the cog if it is not yet, and gives its channel locks."""
-        self.bot = bot
-        self._library = library
-        self._settings = settings
-        self.config = config
-        self.pacing = pacing
-        self.memory = memory
-        self._history = history
-        self._gate = gate
+        self._parts = parts
         self._reply_rule = reply_rule
         self.proxies = proxies
-        self._live_messages = live_messages
         self._drawn_in = drawn_in
         self._locks = locks
 
@@ -76,8 +55,10 @@ class Intake:
         # queue age counts from here, however long the checks waited for the database.
         received_at = time.time()
         arrived(received_at)  # the database serves this message's work before later ones'
-        self.memory.seen(message)  # before any await: memory sees a channel's messages in order
-        self._gate.heard(message)
+        self._parts.memory.seen(
+            message
+        )  # before any await: memory sees a channel's messages in order
+        self._parts.gate.heard(message)
         if self.proxies.is_repost(message):
             claimed = await self.proxies.claim(message)
             if claimed is not None:
@@ -124,9 +105,9 @@ class Intake:
             # message of the channel overtake this one on its way to the lock store.
             nonlocal follows
             follows = await self._follow_up_key(message, asker, addressed)
-            return await self.config.user_limits(guild_id)
+            return await self._parts.config.user_limits(guild_id)
 
-        if not await self._gate.admits_in_order(message, asker, surface_errors, limits_for):
+        if not await self._parts.gate.admits_in_order(message, asker, surface_errors, limits_for):
             return  # else no await before submit: see admits_in_order
         trigger = addressed.trigger(
             str(message.channel.id),
@@ -135,58 +116,58 @@ class Intake:
             received_at=received_at,
             follow_up_key=follows,
         )
-        self._live_messages.keep(trigger.message_id or "", message)
+        self._parts.live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED):
-            self._live_messages.take(trigger.message_id or "")
+            self._parts.live_messages.take(trigger.message_id or "")
         if admission is Admission.FAILED:
             log.error(
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id
             )
             if surface_errors:
-                notices = EmbedNotices(self._library, message.channel, self.pacing)
+                notices = EmbedNotices(self._parts.library, message.channel, self._parts.pacing)
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
     async def _stopped_by(self, message: Any, asker: Asker) -> bool:
         """A stop word of the user being answered in the channel stops their answer and clears
         what they queued (`TOMORI_STOP_WORDS`); anyone else's is an ordinary message."""
-        if not is_stop_word(message.content or "", self._settings.stop_words):
+        if not is_stop_word(message.content or "", self._parts.settings.stop_words):
             return False
         locks = await self._locks()
         # hidden from the model at once: the turn after the stopped one may read the channel
         # before the stop returns
-        self._history.stops.add(str(message.id))
+        self._parts.history.stops.add(str(message.id))
         stopped = False
         try:
             stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id))
         finally:
             if not stopped:
-                self._history.stops.discard(str(message.id))
+                self._parts.history.stops.discard(str(message.id))
         return stopped
 
     async def _follow_up_key(self, message: Any, asker: Asker, asked: TurnRequest) -> str | None:
         """Whom the message is addressed to, for follow-ups (None: it neither is one nor
         takes any): a person's message, where follow-ups are on (`/tomori followups`)."""
-        if not asker.human or not await self.config.follow_ups(guild_id_of(message)):
+        if not asker.human or not await self._parts.config.follow_ups(guild_id_of(message)):
             return None
         return follow_up_key(asked.personas)
 
     def messages_changed(self, message_ids: Iterable[int]) -> None:
         """Messages were edited or deleted (the cogs' raw listeners): a queued trigger among
         them is answered as it is when its turn starts, and a deleted one not at all."""
-        self._live_messages.changed(message_ids)
+        self._parts.live_messages.changed(message_ids)
 
     def messages_deleted(self, message_ids: Iterable[int]) -> None:
         """Messages were deleted (the cogs' raw listeners): as `messages_changed`, and one
         waiting for a proxy's repost is not answered (its repost may be)."""
         self.proxies.waiting.deleted(message_ids)
-        self._live_messages.changed(message_ids)
+        self._parts.live_messages.changed(message_ids)
 
     async def tell_expired(self, trigger: Trigger) -> None:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
         one the channel answers on its own stays silent (the log says it)."""
-        self._live_messages.take(trigger.message_id or "")
+        self._parts.live_messages.take(trigger.message_id or "")
         request = TurnRequest.of(trigger)
         if request.scene is not None:
             await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
@@ -198,16 +179,16 @@ class Intake:
                 trigger.channel_id,
             )
             return
-        channel = await find_channel(self.bot, self._library, int(trigger.channel_id))
+        channel = await find_channel(self._parts.bot, self._parts.library, int(trigger.channel_id))
         if channel is None:
             return
         notices = EmbedNotices(
-            self._library, channel, self.pacing, reply_to=int(trigger.message_id)
+            self._parts.library, channel, self._parts.pacing, reply_to=int(trigger.message_id)
         )
         await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
 
     async def _tell_channel(self, channel_id: str, notice: Notice) -> None:
-        channel = await find_channel(self.bot, self._library, int(channel_id))
+        channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
         if channel is not None:
-            notices = EmbedNotices(self._library, channel, self.pacing)
+            notices = EmbedNotices(self._parts.library, channel, self._parts.pacing)
             await post_notice_safely(notices, notice, channel_id)
