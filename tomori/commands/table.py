@@ -136,6 +136,11 @@ def _counts(name: str, description: str) -> Option:
     return Option(name, description, OptionKind.WHOLE_NUMBER, min_value=0, placeholder="n")
 
 
+def _enabled(description: str) -> Option:
+    """A subcommand's one required on-or-off option."""
+    return Option("enabled", description, OptionKind.ON_OR_OFF, required=True)
+
+
 def _image(given: Given, url: str, file: str) -> str | None:
     """An image given as a URL, else as a file (its URL)."""
     return given.get(url) if given.get(url) is not None else given.get(file)
@@ -243,12 +248,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     _tomori(
         "autoreply",
         "Answer every message in this channel, or only when addressed",
-        Option(
-            "enabled",
-            "true to answer every message here, false for only mentions and replies",
-            OptionKind.ON_OR_OFF,
-            required=True,
-        ),
+        _enabled("true to answer every message here, false for only mentions and replies"),
         action=lambda given: admin.set_autoreply(given["enabled"]),
     ),
     _tomori(
@@ -277,23 +277,13 @@ COMMANDS: tuple[SlashCommand, ...] = (
     _tomori(
         "scenes",
         "Let members run /scene in this server, or turn scenes off",
-        Option(
-            "enabled",
-            "true to let members run /scene here, false to turn scenes off",
-            OptionKind.ON_OR_OFF,
-            required=True,
-        ),
+        _enabled("true to let members run /scene here, false to turn scenes off"),
         action=lambda given: admin.set_scenes(given["enabled"]),
     ),
     _tomori(
         "followups",
         "Whether a new message of the user being answered stops the answer",
-        Option(
-            "enabled",
-            "true: the next answer covers both messages; false: each is answered in turn",
-            OptionKind.ON_OR_OFF,
-            required=True,
-        ),
+        _enabled("true: the next answer covers both messages; false: each is answered in turn"),
         action=lambda given: admin.set_follow_ups(given["enabled"]),
     ),
     _tomori(
