@@ -16,7 +16,7 @@ from typing import Any
 from tomori.config.models import ModelChain
 from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
-from tomori.generation.mcp import mcp_tools_for
+from tomori.tools.mcp import mcp_tools_for
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME

@@ -24,6 +24,7 @@ LAYERS = (
     "locks",
     "delivery",
     "prompt",
+    "tools",
     "generation",
     "cast",
     "monitoring",

@@ -8,10 +8,11 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `locks/`      one turn per channel across every process, the queue, /kill
 - `delivery/`   text into Discord-shaped messages through a port; notices
 - `prompt/`     what the model is sent
+- `tools/`      tools a model may call: built in, from MCP servers, switched off by admins
 - `generation/` answering a turn: the model chain, the tool loop, `stream_once`
 - `cast/`       personas, their sprites, and the scenes they play
 - `monitoring/` metrics, `/tomori status`, and the models' health
-- `policy/`     limits, admins' overrides, stop words and proxies, tool switches, `/tomori`
+- `policy/`     limits, admins' overrides, stop words and proxies, `/tomori`
 - `turns/`      the turn, written once against a `Surface`: its request, its configuration,
                 the bot's, the personas' or a scene's answers
 - `commands/`   every slash command declared once, for both libraries and the console

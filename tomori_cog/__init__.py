@@ -43,7 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
-from tomori.generation.tools import Tool, ToolContext, ToolFailure, ToolOutput
+from tomori.tools.registry import Tool, ToolContext, ToolFailure, ToolOutput
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.library import detect

@@ -27,11 +27,11 @@ from tomori.delivery.notices import (
     cooldown_notice,
     quota_notice,
 )
-from tomori.generation.mcp import mcp_tools_for
-from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
 from tomori.policy.limits import BotTurns, Limit
-from tomori.policy.tool_switches import BotTools, ToolCatalog
+from tomori.tools.mcp import mcp_tools_for
+from tomori.tools.registry import CURRENT_TIME, ToolRegistry
+from tomori.tools.switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
 from tomori.turns.scene import scene_asked
 from tomori_cog.discord_io import find_channel

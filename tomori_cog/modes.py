@@ -16,8 +16,8 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.check import run_check
 from tomori.console.session import run_console
-from tomori.generation.mcp import mcp_tools_for
 from tomori.store import StoreError
+from tomori.tools.mcp import mcp_tools_for
 from tomori_cog.discord_check import check_discord
 from tomori_cog.variables import refusal, shards_without_a_shared_database, unread_variables
 

@@ -23,9 +23,9 @@ from tomori.locks import ChannelLocks, ExpiryTeller, Turn, TurnGuard, lock_backe
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
 from tomori.policy.limits import BotTurns
-from tomori.policy.tool_switches import BotTools, ToolSwitchStore
 from tomori.store import Database
 from tomori.store.connect import open_database
+from tomori.tools.switches import BotTools, ToolSwitchStore
 from tomori.turns import ChannelConfig, Stage
 from tomori_cog.surface import DiscordParts
 

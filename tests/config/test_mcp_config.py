@@ -12,7 +12,7 @@ import pytest
 from tomori.config.mcp_servers import McpServerConfig, load_servers
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings
-from tomori.generation.mcp import mcp_tools_for
+from tomori.tools.mcp import mcp_tools_for
 
 
 def written(tmp_path: Path, document: Any) -> Path:

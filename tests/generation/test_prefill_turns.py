@@ -15,7 +15,8 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import GUILD_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer, stalled_after, tool_call
 from tomori.config.models import ModelChain
-from tomori.policy.overrides import Overrides, Scope
+from tomori.config.scope import Scope
+from tomori.policy.overrides import Overrides
 
 YAWNS = "Tomori: *yawns*"
 FAST = {"stream_first_token_timeout_ms": 300, "stream_sdk_call_timeout_ms": 300}

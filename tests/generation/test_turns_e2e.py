@@ -23,8 +23,8 @@ from tests.support.nextcord_fake import (
 from tests.support.scripts import answer, http_error, in_parts, stalled_after, tool_call
 from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery
-from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori.providers.base import JsonObject
+from tomori.tools.registry import Tool, ToolContext, ToolFailure
 
 FAST = {"stream_first_token_timeout_ms": 300, "stream_sdk_call_timeout_ms": 300}
 

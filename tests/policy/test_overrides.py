@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
+from tomori.config.scope import Scope
 from tomori.config.settings import ConfigError
 from tomori.policy import override_store
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
@@ -19,7 +20,6 @@ from tomori.policy.overrides import (
     MAX_PROMPT_CHARS,
     Defaults,
     Overrides,
-    Scope,
     Source,
     check_limits,
     check_models,

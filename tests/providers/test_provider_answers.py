@@ -25,8 +25,8 @@ from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
 from tomori.config.models import ModelChain
 from tomori.config.settings import BUILTIN_TOOLS, ConfigError, Settings
-from tomori.generation.tools import Tool, ToolContext
 from tomori.providers.base import JsonObject
+from tomori.tools.registry import Tool, ToolContext
 
 KEY = "sk-very-secret-key"
 FAST = {"stream_first_token_timeout_ms": 2_000, "stream_sdk_call_timeout_ms": 2_000}

@@ -21,11 +21,12 @@ from tomori.cast.scenes import (
     MAX_INSTRUCTIONS_CHARS,
     MIN_CYCLES,
 )
+from tomori.config.scope import Scope
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy import admin, cast_admin
 from tomori.policy.admin import Action
-from tomori.policy.overrides import MAX_PROMPT_CHARS, Scope
+from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 Given = Mapping[str, Any]

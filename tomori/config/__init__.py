@@ -5,11 +5,13 @@
 - `database_url.py` `TOMORI_DB_URL` as the driver can use it, its password shown nowhere
 - `mcp_servers.py`  `TOMORI_MCP_CONFIG`: the MCP servers, in the file MCP clients read
 - `models.py`       `TOMORI_MODELS`: the model chain, its `+vision` flags, the providers it needs
+- `scope.py`        `Scope`: where a server admin's setting applies, a channel or the server
 """
 
 from tomori.config.database_url import DatabaseUrl
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.parsers import ConfigError
+from tomori.config.scope import Scope
 from tomori.config.settings import Delivery, KillPolicy, Settings
 
 __all__ = [
@@ -19,5 +21,6 @@ __all__ = [
     "KillPolicy",
     "ModelChain",
     "ModelEntry",
+    "Scope",
     "Settings",
 ]

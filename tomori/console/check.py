@@ -18,10 +18,11 @@ from typing import TextIO
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.probe import probe
-from tomori.generation.mcp import START_TIMEOUT_S, ServerState, mcp_tools_for
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
 from tomori.store.connect import open_database
+from tomori.tools.mcp import mcp_tools_for
+from tomori.tools.mcp_server import START_TIMEOUT_S, ServerState
 
 NOTED_WAIT_S = 10.0
 """A first-token budget past which the wait is said before it starts."""

@@ -22,7 +22,6 @@ from tomori.delivery.notices import Notice
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.generation.state import TurnState
 from tomori.generation.stream_once import stream_once
-from tomori.generation.tools import CURRENT_TIME
 from tomori.locks import KillCallback, KillReason
 from tomori.providers.base import (
     ContextItem,
@@ -31,6 +30,7 @@ from tomori.providers.base import (
     Role,
     StreamRequest,
 )
+from tomori.tools.registry import CURRENT_TIME
 
 T = TypeVar("T")
 

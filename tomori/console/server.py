@@ -20,8 +20,6 @@ from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
-from tomori.generation.mcp import mcp_tools_for
-from tomori.generation.tools import CURRENT_TIME, ToolRegistry
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
@@ -29,8 +27,10 @@ from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import Limit, Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved
-from tomori.policy.tool_switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.store import Database
+from tomori.tools.mcp import mcp_tools_for
+from tomori.tools.registry import CURRENT_TIME, ToolRegistry
+from tomori.tools.switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.turns import ChannelConfig
 
 SERVER = "console"

@@ -10,8 +10,6 @@ From the top down, each calling the next:
 And what they share:
 - `state.py`       `TurnState`: the turn's mutable state (notices, delivered messages, hooks)
 - `results.py`     how a pass ended (`StreamResult`), and what a turn reports (usage, outcome)
-- `tools.py`       `Tool`, `ToolOutput`, `ToolRegistry`, the built-in `current_time`
-- `mcp.py`         tools from MCP servers: each server's connection owned, restarted, named
 - `stoppable.py`   `until_stopped`: work of a turn that /kill stops at once
 - `health.py`      which models are worth asking: a model that stalled is skipped (the rule)
 """
@@ -23,7 +21,6 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment, run_tool_loop
-from tomori.generation.tools import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 __all__ = [
     "ChainResult",
@@ -32,11 +29,6 @@ __all__ = [
     "StreamResult",
     "StreamStatus",
     "TimeoutPhase",
-    "Tool",
-    "ToolContext",
-    "ToolFailure",
-    "ToolOutput",
-    "ToolRegistry",
     "TurnEnvironment",
     "TurnState",
     "answer_turn",

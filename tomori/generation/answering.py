@@ -20,11 +20,11 @@ from tomori.generation.chain import ChainResult, run_chain
 from tomori.generation.health import ModelHealth
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import TurnEnvironment
-from tomori.generation.tools import ToolRegistry
 from tomori.locks import Turn, TurnGuard
 from tomori.prompt.opening import Opening
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Provider, StreamRequest
+from tomori.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from tomori.generation.results import StreamResult, StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
-from tomori.generation.tools import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 from tomori.locks import TurnGuard
 from tomori.prompt.opening import Opening
 from tomori.prompt.prefill import without_prefill
@@ -35,6 +34,7 @@ from tomori.providers.base import (
     ToolCall,
     ToolExchange,
 )
+from tomori.tools.registry import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 log = logging.getLogger(__name__)
 

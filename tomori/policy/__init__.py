@@ -1,4 +1,4 @@
-"""What protects a server and what its admins set: limits, overrides, interruptions, tools.
+"""What protects a server and what its admins set: limits, overrides, interruptions, proxies.
 
 - `limits.py`         the cooldown, daily-token and bot-loop rules, as functions of plain values
 - `limit_store.py`    each user's cooldown and tokens per server, in the shared database
@@ -7,15 +7,15 @@
 - `interruptions.py`  a user's stop word, and which of their messages is a follow-up
 - `proxies.py`        proxied members: the known proxy bots, which repost is which member's
                       message, and the grace a message waits in a proxy's server
-- `tool_switches.py`  which tools an admin turned off or on, per channel or server (the rule)
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 """
 
+from tomori.config.scope import Scope
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
-from tomori.policy.overrides import Overrides, Resolved, Scope, Source, resolve
+from tomori.policy.overrides import Overrides, Resolved, Source, resolve
 
 __all__ = [
     "DIRECT_MESSAGES",

@@ -19,6 +19,7 @@ from tomori.cast.personas import (
 )
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
+from tomori.config.scope import Scope
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.delivery.traffic import TrafficReport
@@ -29,14 +30,13 @@ from tomori.policy.overrides import (
     Defaults,
     Overrides,
     Resolved,
-    Scope,
     Source,
     check_limits,
     check_prefill,
     check_prompt,
     resolve,
 )
-from tomori.policy.tool_switches import (
+from tomori.tools.switches import (
     SwitchTarget,
     ToolCatalog,
     ToolSwitch,

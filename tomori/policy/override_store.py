@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import astuple, fields
 
-from tomori.policy.overrides import NOTHING, Overrides, Scope
+from tomori.config.scope import Scope
+from tomori.policy.overrides import NOTHING, Overrides
 from tomori.store import Database, Row, StoreError
 
 CACHE_TTL_S = 5.0

@@ -30,13 +30,6 @@ MAX_MODELS_CHARS = 1_000
 in one of Discord's embeds (4,096 characters) by the change's answer or by `/tomori show`."""
 
 
-class Scope(StrEnum):
-    """Where a `/tomori` change applies."""
-
-    CHANNEL = "channel"
-    SERVER = "server"
-
-
 class Source(StrEnum):
     """Where a value in force came from, as `/tomori show` says it."""
 

@@ -22,8 +22,8 @@ from tomori.generation.answering import answer_turn
 from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
-from tomori.generation.tools import ToolRegistry
 from tomori.locks import Turn, TurnGuard
+from tomori.tools.registry import ToolRegistry
 from tomori.turns.config import TurnConfig
 from tomori.turns.request import AnswerBrief
 from tomori.turns.stage import Stage

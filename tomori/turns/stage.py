@@ -17,11 +17,11 @@ from tomori.config.settings import Settings
 from tomori.generation.health import ModelHealth
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
-from tomori.generation.tools import ToolRegistry
 from tomori.locks import ChannelLocks
 from tomori.monitoring.metrics import Metrics
 from tomori.policy.limits import BotTurns
-from tomori.policy.tool_switches import BotTools, ToolSwitch, ToolSwitchStore
+from tomori.tools.registry import ToolRegistry
+from tomori.tools.switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig
 
 log = logging.getLogger(__name__)

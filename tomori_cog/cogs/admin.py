@@ -22,7 +22,7 @@ from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults
-from tomori.policy.tool_switches import ToolCatalog, ToolSwitchStore
+from tomori.tools.switches import ToolCatalog, ToolSwitchStore
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library

@@ -15,7 +15,7 @@ from typing import Any
 
 from tomori.cast.scenes import scene_refused
 from tomori.delivery.notices import KILL_FAILED, Notice
-from tomori.generation.tools import Tool
+from tomori.tools.registry import Tool
 from tomori_cog.chat import TomoriChat
 from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library

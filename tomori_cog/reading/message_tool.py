@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tomori.config.settings import READ_MESSAGE_NAME
-from tomori.generation.tools import Tool, ToolContext, ToolFailure
 from tomori.providers.base import JsonObject
+from tomori.tools.registry import Tool, ToolContext, ToolFailure
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 

@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tomori.generation.mcp import FIRST_WAIT_S, McpTools
-from tomori.generation.tools import Tool, ToolRegistry
-from tomori.policy.overrides import Scope
+from tomori.config.scope import Scope
 from tomori.store import Database
+from tomori.tools.mcp import McpTools
+from tomori.tools.mcp_server import FIRST_WAIT_S
+from tomori.tools.registry import Tool, ToolRegistry
 
 SERVER_WIDE = ""
 """The `channel_id` of a choice made for the whole server."""

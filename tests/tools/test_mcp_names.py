@@ -11,8 +11,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tomori.config.mcp_servers import McpServerConfig
-from tomori.generation.mcp import McpServer, exposed_name, result_output
 from tomori.providers.base import Image
+from tomori.tools.mcp import exposed_name, result_output
+from tomori.tools.mcp_server import McpServer
 
 PROVIDERS_ALLOW = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,62}$")
 """OpenAI's `^[a-zA-Z0-9_-]{1,64}$`, and Gemini's first character (a letter or an underscore)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomori.policy.overrides import Scope
-from tomori.policy.tool_switches import SwitchTarget, ToolSwitch, offered
+from tomori.config.scope import Scope
+from tomori.tools.switches import SwitchTarget, ToolSwitch, offered
 
 SPECIFIC_FIRST = [
     (Scope.CHANNEL, SwitchTarget.TOOL),

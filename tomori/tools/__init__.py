@@ -1,0 +1,21 @@
+"""Tools a model may call: what one is, where they come from, and which a channel is offered.
+
+- `registry.py`   `Tool`, `ToolOutput`, `ToolFailure`, `ToolRegistry`, the built-in `current_time`
+- `mcp.py`        `McpTools`: the MCP servers' tools as the model sees them, results bounded
+- `mcp_server.py` `McpServer`: one server's connection owned by a task, restarted after backoff
+- `switches.py`   which tools an admin turned off or on, per channel or server (the rule),
+                  and `BotTools`: the tools one turn is offered
+
+The loop that runs them between model passes is the generation's (`tool_loop.py`).
+"""
+
+from tomori.tools.registry import (
+    CURRENT_TIME,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    ToolRegistry,
+)
+
+__all__ = ["CURRENT_TIME", "Tool", "ToolContext", "ToolFailure", "ToolOutput", "ToolRegistry"]
