@@ -21,102 +21,20 @@ from __future__ import annotations
 
 import io
 import os
-import re
-import time
-import unicodedata
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import TextIO
 
 from tomori.config.settings import Delivery, Settings
+from tomori.console.history import ConsoleMessage, context, in_view
+from tomori.console.text import notice_text, one_column, printable, width
 from tomori.delivery.budget import ChannelPace
 from tomori.delivery.notices import Notice
 from tomori.delivery.port import Urgency, as_shown
-from tomori.delivery.sprite_markers import sprite_name, wore_sprite
-from tomori.prompt.conversation import in_time_order
-from tomori.providers.base import ContextItem, Role
+from tomori.providers.base import ContextItem
 
 TYPING = "tomori is typing…"
 ERASE_LINE = "\r\x1b[K"
 """Back to the start of the line and clear it: how the typing line is taken away."""
-USER_NAME = "user"
-"""The name the model is shown for the person at the terminal."""
-
-MAX_ITEM_CHARS = 8_000
-"""A history message longer than this is cut, as the cog cuts one from Discord."""
-
-
-@dataclass(eq=False)
-class ConsoleMessage:
-    id: int
-    text: str
-    from_bot: bool
-    reply_to: int | None = None
-    speaker: str | None = None
-    """The persona that posted it, as shown (`Name (label)` wearing a sprite; None: the bot,
-    or the person typing)."""
-    command: bool = False
-    """A command typed that a turn runs (`/scene`): it has its number and its place, but no
-    model is shown it, as Discord shows no message for a slash command."""
-
-
-CONTROLS = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"
-    r"\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]"
-)
-"""What a model could write to move the cursor, clear the screen or retitle the window (C0
-and C1 controls), or to make text read other than it is: bidirectional overrides and
-isolates (U+202E shows "txt.exe" as "exe.txt"), invisible marks and spaces, line and paragraph
-separators. They print as escapes (`\\x1b`, `\\u202e`). The joiners (U+200C, U+200D) print as
-they are: emoji and scripts are written with them."""
-
-
-def _one_column(character: str) -> bool:
-    """Whether the terminal shows `character` one column wide (wide and combining ones are
-    not; a tab is not)."""
-    if not character.isprintable() or unicodedata.combining(character):
-        return False
-    return unicodedata.east_asian_width(character) not in ("W", "F")
-
-
-def _width(text: str) -> int:
-    """The columns `text` takes on a terminal (wide characters two, combining ones none)."""
-    return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-        for c in text
-    )
-
-
-def _escaped(control: re.Match[str]) -> str:
-    code = ord(control.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-TIMESTAMP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
-"""Discord's timestamp markup (`<t:1700000000:R>`), which each reader sees in their own terms."""
-
-
-def notice_text(notice: Notice, reply_to: int | None = None, now: float | None = None) -> str:
-    """A notice as the terminal shows it: its title (and the message it replies to), then what
-    the embed says, its timestamps as Discord would show them ("in 9 s")."""
-    replying = "" if reply_to is None else f", replying to #{reply_to}"
-    at = time.time() if now is None else now
-    description = TIMESTAMP.sub(
-        lambda found: _relative(int(found.group(1)) - at), notice.description
-    )
-    return f"[{notice.title}{replying}] {description}"
-
-
-def _relative(seconds: float) -> str:
-    left = abs(round(seconds))
-    amount = next(
-        f"{left // size} {unit}"
-        for size, unit in ((3600, "h"), (60, "min"), (1, "s"))
-        if left >= size or size == 1
-    )
-    return f"in {amount}" if seconds >= 0 else f"{amount} ago"
-
-
 CONSOLE_CHANNEL = "console"
 """The key of the console's one channel in its write bucket."""
 
@@ -180,41 +98,16 @@ class ConsoleChannel:
         voice: str | None = None,
         until: int | None = None,
     ) -> tuple[ContextItem, ...]:
-        """The system prompt, the recent messages (the answers since a queued trigger among
-        them), then the trigger: as the cog shows a Discord channel's. `voice` is the persona
-        that answers (None: the bot): its own messages are the assistant's, any other
-        speaker's are named, as the cog shows a persona its channel. `until`: the channel as
-        it stood when the turn read it, before this message number. With no trigger (a turn
-        no message asks for, a scene), the channel's last messages before `until`."""
-        bound = self._next_id if until is None else until
-        before = bound if trigger is None else trigger.id
-        recent = [m for m in self._messages.values() if m.id < before]
-        recent = recent[-settings.history_limit :] if settings.history_limit else []
-        after = [
-            m for m in self._messages.values() if trigger is not None and trigger.id < m.id < bound
-        ]  # as the cog reads them: the first `history_limit` after the trigger, then its own
-        since = [m for m in after[: settings.history_limit] if m.from_bot]
+        """What the model is shown of this channel (see `history.context`)."""
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
-        return self._items(in_time_order(recent, since, trigger, numbers), system_prompt, voice)
-
-    @staticmethod
-    def _items(
-        shown: list[ConsoleMessage], system_prompt: str, voice: str | None
-    ) -> tuple[ContextItem, ...]:
-        items = [ContextItem(Role.SYSTEM, system_prompt)]
-        for message in shown:
-            text = message.text.strip()[:MAX_ITEM_CHARS]  # as Discord keeps a message's text
-            if message.command:
-                continue
-            if message.from_bot and message.speaker == voice:
-                items.append(ContextItem(Role.ASSISTANT, text))
-            elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):
-                items.append(ContextItem(Role.ASSISTANT, f"{message.speaker}: {text}"))
-            elif message.from_bot:
-                items.append(ContextItem(Role.USER, f"{message.speaker or 'tomori'}: {text}"))
-            else:
-                items.append(ContextItem(Role.USER, f"{USER_NAME}: {text}"))
-        return tuple(items)
+        shown = in_view(
+            self._messages.values(),
+            trigger,
+            numbers,
+            settings.history_limit,
+            self._next_id if until is None else until,
+        )
+        return context(shown, system_prompt, voice)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -282,7 +175,7 @@ class ConsoleChannel:
         """Keys typed at the prompt, shown after it (not while an answer streams: the next
         prompt shows them)."""
         if self._prompted:
-            self._out.write(CONTROLS.sub(_escaped, text))
+            self._out.write(printable(text))
             self._out.flush()
 
     def erased(self, text: str, draft: str) -> None:
@@ -290,8 +183,8 @@ class ConsoleChannel:
         where each character is one column on the line, else the prompt drawn afresh below."""
         if not self._prompted or not text:
             return
-        shown = CONTROLS.sub(_escaped, text)
-        if all(_one_column(character) for character in shown) and self._on_one_row(text, draft):
+        shown = printable(text)
+        if all(one_column(character) for character in shown) and self._on_one_row(text, draft):
             self._out.write("\b \b" * len(shown))
             self._out.flush()
             return
@@ -314,10 +207,6 @@ class ConsoleChannel:
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         return self.post_as(None, content, reply_to)
-
-    def as_persona(self, name: str) -> PersonaChannel:
-        """The port a persona posts through: its messages print under its name."""
-        return PersonaChannel(self, name)
 
     def post_as(self, speaker: str | None, content: str, reply_to: str | None) -> str:
         """A message of the bot's (`speaker` None) or a persona's, shown as it is sent."""
@@ -417,41 +306,16 @@ class ConsoleChannel:
         if columns <= 0:
             return True
         line = f"you #{self._next_id}> {draft}".rsplit("\n", 1)[-1]
-        after = _width(CONTROLS.sub(_escaped, line))
-        before = after + _width(CONTROLS.sub(_escaped, text))
+        after = width(printable(line))
+        before = after + width(printable(text))
         return before % columns != 0 and before // columns == after // columns
 
     def _print(self, text: str) -> None:
         self._hide_typing()
         self._prompted = False
-        self._out.write(CONTROLS.sub(_escaped, text))
+        self._out.write(printable(text))
 
 
 def _speaker(message: ConsoleMessage) -> str:
     """Who a message of the channel's is shown as: the persona, else the bot."""
-    return CONTROLS.sub(_escaped, message.speaker) if message.speaker else "tomori"
-
-
-class PersonaChannel:
-    """A persona's `ChannelPort` in the console: the channel's, its messages under its name
-    (a webhook cannot reply in Discord, so neither does a persona here)."""
-
-    def __init__(self, channel: ConsoleChannel, name: str) -> None:
-        self._channel = channel
-        self._persona = name
-        self._name = name
-
-    def wear(self, label: str | None) -> None:
-        """Its next messages wear sprite `label`: they print under `Name (label)`, the name a
-        Discord channel shows them under (None: its own name)."""
-        self._name = sprite_name(self._persona, label)
-
-    async def writable(self, urgency: Urgency) -> None:
-        """As the channel's: a webhook's messages count in the channel's bucket too."""
-        await self._channel.writable(urgency)
-
-    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
-        return self._channel.post_as(self._name, content, None)
-
-    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
-        await self._channel.edit(message_id, content, urgency=urgency)
+    return printable(message.speaker) if message.speaker else "tomori"

@@ -16,9 +16,11 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.cast.sprites import wardrobe
 from tomori.config.settings import Settings
-from tomori.console.channel import ConsoleChannel, ConsoleMessage
+from tomori.console.channel import ConsoleChannel
+from tomori.console.history import ConsoleMessage
 from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
-from tomori.delivery.port import ChannelPort
+from tomori.delivery.port import ChannelPort, Urgency
+from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.turns.surface import Context, Reading, Speaker, Voice
@@ -114,5 +116,30 @@ class ConsoleSurface:
         return self._channel
 
     def speaker(self, persona: Persona) -> Speaker:
-        port = self._channel.as_persona(persona.name)
+        port = PersonaChannel(self._channel, persona.name)
         return Speaker(port, wardrobe(persona.name, persona.sprites, port.wear))
+
+
+class PersonaChannel:
+    """A persona's `ChannelPort` in the console: the channel's, its messages under its name
+    (a webhook cannot reply in Discord, so neither does a persona here)."""
+
+    def __init__(self, channel: ConsoleChannel, name: str) -> None:
+        self._channel = channel
+        self._persona = name
+        self._name = name
+
+    def wear(self, label: str | None) -> None:
+        """Its next messages wear sprite `label`: they print under `Name (label)`, the name a
+        Discord channel shows them under (None: its own name)."""
+        self._name = sprite_name(self._persona, label)
+
+    async def writable(self, urgency: Urgency) -> None:
+        """As the channel's: a webhook's messages count in the channel's bucket too."""
+        await self._channel.writable(urgency)
+
+    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
+        return self._channel.post_as(self._name, content, None)
+
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        await self._channel.edit(message_id, content, urgency=urgency)
