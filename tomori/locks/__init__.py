@@ -5,11 +5,15 @@
 - `rules.py`      each lock rule, once, as a function of plain values
 - `registry.py`   `ChannelLocks`: admission, /kill, recovery and the life cycle, with no SQL
 - `supervisor.py` the turns a process runs: a task and a lease each, released always
+- `recovery.py`   the channels no live process serves (a closed one's queues, a dead one's
+                  locks), found by the heartbeat and served
+- `expiries.py`   who was dropped unanswered hears so, once across the processes
 - `lease.py`      a running turn's lease: its kill hook, watchdogs, progress, state
 - `upkeep.py`     progress written once a second; stop requests from other processes heard
 - `loops.py`      the background loops (progress, stop requests, heartbeat), one life cycle
 - `backend.py`    `LockBackend`: the durable half, as intents of one transaction each
 - `sql.py`        those intents in SQL both engines accept, on the database's clock
+- `judge.py`      a channel's lock judged in a transaction: its row, its owner alive or gone
 - `rows.py`       a channel's queue and lock rows, and each message admitted once
 - `instances.py`  which processes serve locks, and whether one is gone
 - `sqlite.py`, `postgres.py`  what differs: stop requests polled, or announced by NOTIFY

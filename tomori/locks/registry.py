@@ -23,12 +23,13 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from tomori.config.settings import Settings, seconds
-from tomori.locks import rules
 from tomori.locks.backend import LockBackend
+from tomori.locks.expiries import ExpiryNotices
 from tomori.locks.loops import BackgroundLoops
+from tomori.locks.recovery import Recovery
 from tomori.locks.rules import LockState
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
@@ -63,16 +64,15 @@ class ChannelLocks:
         self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
         self._upkeep = BackgroundLoops()
         """Progress and stop requests: they serve the turns running, until the last ends."""
-        self._recovery = BackgroundLoops()
+        self._recovery = Recovery(backend, self._turns, self._lock_timeout_s)
         """The heartbeat and departures: they begin turns for channels others left."""
         self._in_order = InArrivalOrder()
         self._killed_at: dict[str, float] = {}
         """Channel -> when its last /kill came: a message from before it, still waiting for
         the database, is dropped as the queue it would have joined was."""
         self._closing = False
-        self._tell_expired = tell_expired
-        self._telling: set[asyncio.Task[None]] = set()
-        backend.report_expired(self._expired)
+        self._expiries = ExpiryNotices(tell_expired)
+        backend.report_expired(self._expiries.dropped)
 
     @property
     def instance_id(self) -> str:
@@ -94,39 +94,8 @@ class ChannelLocks:
         self._upkeep.start(
             "reading stop requests", self._turns.stop_requests.step, pause_after_failure_s=0.25
         )
-        self._recovery.start("heartbeat", self._heartbeat, pause_after_failure_s=1.0)
-        self._recovery.start(
-            "serving what stopped processes left", self._serve_departures, pause_after_failure_s=1.0
-        )
-        await self._recover(await backend.orphaned_channels())
+        await self._recovery.start()
         await backend.forget_dead_instances()
-
-    async def _heartbeat(self) -> None:
-        """Say this instance is alive, then serve the channels no live process serves: the
-        queues a closed process left, and the locks of a process that died.
-
-        In a rolling restart the process that takes over started before the old one closed or
-        crashed, and a channel with no new message would otherwise wait for the next start
-        (or be answered only when the queue has grown too old). An outage does not make live
-        owners look gone: their silence counts from the database's return (`rules.silent_s`).
-        """
-        # Write, then wait: after a failed write (the database away) the retry writes at once,
-        # well inside the dead window that restarts once the database is back.
-        await self._backend.heartbeat()
-        await self._recover(await self._backend.orphaned_channels())
-        await asyncio.sleep(rules.heartbeat_interval_s(self._lock_timeout_s))
-
-    async def _serve_departures(self) -> None:
-        """Serve what a process that just stopped left (its queues, a lock it could not hand
-        on) as soon as it says it stopped, where the database can say so (PostgreSQL)."""
-        await self._backend.wait_for_departure()
-        await self._recover(await self._backend.orphaned_channels())
-
-    async def _recover(self, channels: list[str]) -> None:
-        for channel_id in channels:
-            turn = await self._backend.recover(channel_id)
-            if turn is not None:
-                self._turns.begin(turn)
 
     async def close(self) -> None:
         """Stop every running turn and release its lock; queued triggers stay for a process
@@ -142,7 +111,7 @@ class ChannelLocks:
         # Only now: until each turn has handed its channel on, its progress (that it answered,
         # above all) must still reach the database, for whoever recovers a hand-off cut short.
         await self._upkeep.close()
-        await self._told()
+        await self._expiries.close()
         await self._backend.close()
         try:
             async with asyncio.timeout(CLOSING_GRACE_S):
@@ -153,36 +122,6 @@ class ChannelLocks:
             if not self._backend.is_database_error(error):
                 raise
             log.warning("could not remove this instance's row; it expires with its heartbeat")
-
-    # -- dropped unanswered -------------------------------------------------------------------
-
-    def _expired(self, triggers: Sequence[Trigger]) -> None:
-        if self._tell_expired is None:
-            return
-        for trigger in triggers:
-            telling = asyncio.create_task(
-                self._tell(self._tell_expired, trigger), name=_telling_name(trigger.channel_id)
-            )
-            self._telling.add(telling)
-            telling.add_done_callback(self._telling.discard)
-
-    async def _tell(self, tell: ExpiryTeller, trigger: Trigger) -> None:
-        try:
-            await tell(trigger)
-        except Exception:
-            log.exception(
-                "could not tell the asker of message %s in channel %s that it was dropped",
-                trigger.message_id,
-                trigger.channel_id,
-            )
-
-    async def _told(self) -> None:
-        """Let what is being told be told (for a moment, when closing); cancel the rest."""
-        if self._telling:
-            await asyncio.wait(set(self._telling), timeout=CLOSING_GRACE_S)
-        for telling in list(self._telling):
-            telling.cancel()
-        await asyncio.gather(*self._telling, return_exceptions=True)
 
     # -- admission ----------------------------------------------------------------------------
 
@@ -383,11 +322,4 @@ class ChannelLocks:
         """Wait until this registry has no turn running or handed on in the channel, and
         whoever asked there and was dropped unanswered has been told."""
         await self._turns.wait_idle(channel_id)
-        telling = [t for t in self._telling if t.get_name() == _telling_name(channel_id)]
-        if telling:
-            await asyncio.wait(telling)
-
-
-def _telling_name(channel_id: str) -> str:
-    """The name of the task telling a dropped message's asker, in its channel."""
-    return f"tomori-expired-{channel_id}"
+        await self._expiries.told_in(channel_id)

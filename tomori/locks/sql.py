@@ -21,14 +21,12 @@ from dataclasses import replace
 from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
-from tomori.locks.rules import FollowUpRow, LockRow, LockState
+from tomori.locks.judge import LockJudge
+from tomori.locks.rules import LockState
 from tomori.locks.vocabulary import KillReason, Trigger, Turn
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
-
-PROGRESS_ROWS_PER_STATEMENT = 500
-"""Progress of this many channels goes in one statement (well under SQLite's parameter limit)."""
 
 
 class SqlLockBackend:
@@ -36,11 +34,11 @@ class SqlLockBackend:
 
     def __init__(self, database: Database, lock_timeout_s: float, queue_max_age_s: float) -> None:
         self._db = database
-        self._lock_timeout_s = lock_timeout_s
         self._queue_max_age_s = queue_max_age_s
         self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
         self._report: Callable[[Sequence[Trigger]], None] = _nobody_told
+        self._judge = LockJudge(self._instances, lock_timeout_s)
 
     @property
     def instance_id(self) -> str:
@@ -147,26 +145,17 @@ class SqlLockBackend:
         """Queue `trigger` first as a follow-up and ask the turn to stop, if it is one."""
         if trigger.follow_up_key is None:
             return False
-        row = await tx.fetchone(
-            "SELECT owner, requester_id, follow_up_key, follow_ups, interrupted"
-            " FROM channel_locks WHERE channel_id = ?",
-            (trigger.channel_id,),
-        )
-        if row is None:
+        found = await rows.follow_up_row(tx, trigger.channel_id)
+        if found is None:
             return False
-        lock = FollowUpRow(
-            row["requester_id"], row["follow_up_key"], int(row["follow_ups"]), row["interrupted"]
-        )
+        owner, lock = found
         if not rules.takes_follow_up(lock, trigger.requester_id, trigger.follow_up_key):
             return False
         follow_up = replace(trigger, follow_ups=lock.follow_ups + 1)
         await rows.enqueue_follow_up(tx, follow_up, now)
         if lock.interrupted is None:
-            await tx.execute(
-                "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ?",
-                (str(KillReason.FOLLOW_UP), trigger.channel_id),
-            )
-            await self._announce_stop(tx, row["owner"])
+            await rows.interrupt(tx, trigger.channel_id, KillReason.FOLLOW_UP)
+            await self._announce_stop(tx, owner)
         log.info(
             "message %s of channel %s is follow-up %d of its user's turn",
             trigger.message_id,
@@ -306,38 +295,7 @@ class SqlLockBackend:
 
     async def record_progress(self, progress: Sequence[Progress]) -> set[tuple[str, str]]:
         async with self._db.transaction() as tx:
-            now = await tx.now()
-            for start in range(0, len(progress), PROGRESS_ROWS_PER_STATEMENT):
-                batch = progress[start : start + PROGRESS_ROWS_PER_STATEMENT]
-                values = ", ".join(
-                    [
-                        "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION),"
-                        " CAST(? AS INTEGER), CAST(? AS INTEGER))"
-                    ]
-                    * len(batch)
-                )
-                params: list[object] = []
-                for item in batch:
-                    params += [
-                        item.channel_id,
-                        item.turn_id,
-                        now - item.idle_s,
-                        item.watchdogs,
-                        int(item.answered),
-                    ]
-                await tx.execute(
-                    "UPDATE channel_locks SET last_progress_at = p.column3, watchdogs = p.column4,"
-                    " answered = p.column5"
-                    f" FROM (VALUES {values}) AS p"
-                    " WHERE channel_locks.channel_id = p.column1"
-                    " AND channel_locks.turn_id = p.column2 AND channel_locks.owner = ?",
-                    (*params, self._instance_id),
-                )
-            found = await tx.fetchall(
-                "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?",
-                (self._instance_id,),
-            )
-            return {(row["channel_id"], row["turn_id"]) for row in found}
+            return await rows.write_progress(tx, progress, self._instance_id, await tx.now())
 
     async def stop_requests(self) -> list[StopRequest]:
         found = await self._db.fetchall(
@@ -369,43 +327,6 @@ class SqlLockBackend:
 
     async def wait_for_pending(self) -> None:
         await self._db.wait_for_pending()
-
-    # -- the verdict ------------------------------------------------------------------------
-
-    async def _judge(
-        self, tx: Transaction, channel_id: str, given_up_turn_id: str | None, now: float
-    ) -> LockState:
-        row = await tx.fetchone(
-            "SELECT owner, turn_id, last_progress_at, watchdogs, stop_requested_by"
-            " FROM channel_locks WHERE channel_id = ?",
-            (channel_id,),
-        )
-        lock = None if row is None else LockRow(*row)
-        alive = lock is None or lock.owner == self._instance_id
-        up_since = float("-inf")  # only another's row is judged on time
-        if lock is not None and not alive:
-            up_since = await self._instances.up_since(tx)
-            alive = await self._instances.is_alive(tx, lock.owner, now, up_since)
-        verdict = rules.judge(
-            lock,
-            me=self._instance_id,
-            given_up_turn_id=given_up_turn_id,
-            owner_alive=alive,
-            now=now,
-            up_since=up_since,
-            lock_timeout_s=self._lock_timeout_s,
-        )
-        if lock is not None and verdict is LockState.OWNER_GONE:
-            log.warning(
-                "taking over channel %s from instance %s, which is gone", channel_id, lock.owner
-            )
-        elif lock is not None and verdict is LockState.STALE:
-            log.warning(
-                "superseding the stale lock of channel %s held by instance %s",
-                channel_id,
-                lock.owner,
-            )
-        return verdict
 
 
 def _nobody_told(expired: Sequence[Trigger]) -> None:
