@@ -26,8 +26,9 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Any
 
-from tomori.cast.personas import Persona, StoredWebhook, WebhookStore, named
+from tomori.cast.personas import Persona, named
 from tomori.cast.sprites import wardrobe
+from tomori.cast.webhook_store import StoredWebhook, WebhookStore
 from tomori.delivery.port import (
     ChannelPort,
     DeliveryFailed,

@@ -13,8 +13,6 @@ from tomori.cast.personas import (
     MAX_ADDRESSED,
     Persona,
     PersonaStore,
-    StoredWebhook,
-    WebhookStore,
     addressed,
     check_name,
     check_triggers,
@@ -23,6 +21,7 @@ from tomori.cast.personas import (
     named,
     unnamed,
 )
+from tomori.cast.webhook_store import StoredWebhook, WebhookStore
 from tomori.config.settings import ConfigError
 
 CAST = (

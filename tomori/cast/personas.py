@@ -9,7 +9,7 @@ calls, in the order it names them, at most `MAX_ADDRESSED`.
 Kept here, in the shared database (migration 0010): the personas (`PersonaStore`, with their
 sprites of migration 0012, `tomori.cast.sprites`), which
 persona posted which message (so a reply finds its persona after a restart and from any
-process), and the webhook the bot created in each channel (`WebhookStore`). Nothing here knows
+process). Nothing here knows
 Discord: the cog posts through the webhook, or, where it cannot, as the bot with the persona's
 name before the text (`named`).
 """
@@ -321,54 +321,6 @@ class PersonaStore:
             )
             found.update((row["message_id"], row["name_key"]) for row in rows)
         return found
-
-
-@dataclass(frozen=True, slots=True)
-class StoredWebhook:
-    webhook_id: str
-    token: str
-
-
-class WebhookStore:
-    """The webhook the bot created in each channel: its ID and token, shared by its processes."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    async def of_channel(self, channel_id: str) -> StoredWebhook | None:
-        rows = await self._db.fetchall(
-            "SELECT webhook_id, token FROM channel_webhooks WHERE channel_id = ?", (channel_id,)
-        )
-        return StoredWebhook(rows[0]["webhook_id"], rows[0]["token"]) if rows else None
-
-    async def keep(self, channel_id: str, webhook: StoredWebhook) -> None:
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO channel_webhooks (channel_id, webhook_id, token, created_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (channel_id) DO UPDATE SET"
-                " webhook_id = excluded.webhook_id, token = excluded.token,"
-                " created_at = excluded.created_at",
-                (channel_id, webhook.webhook_id, webhook.token, await tx.now()),
-            )
-
-    async def forget(self, channel_id: str, webhook_id: str) -> None:
-        """Discord says the webhook is gone: forget it (unless another process replaced it)."""
-        await self._db.execute(
-            "DELETE FROM channel_webhooks WHERE channel_id = ? AND webhook_id = ?",
-            (channel_id, webhook_id),
-        )
-
-    async def ids(self, webhook_ids: Iterable[str]) -> set[str]:
-        """Of these webhooks, those the bot created."""
-        ids = list(dict.fromkeys(webhook_ids))
-        if not ids:
-            return set()
-        rows = await self._db.fetchall(
-            "SELECT webhook_id FROM channel_webhooks WHERE webhook_id IN"
-            f" ({', '.join('?' for _ in ids)})",
-            ids,
-        )
-        return {row["webhook_id"] for row in rows}
 
 
 def personas_by_key(personas: Iterable[Persona]) -> Mapping[str, Persona]:
