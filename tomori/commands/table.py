@@ -24,7 +24,7 @@ from tomori.cast.scenes import (
 from tomori.config.scope import Scope
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
-from tomori.policy import admin, cast_admin
+from tomori.policy import admin, cast_admin, tools_admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
@@ -299,7 +299,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
             "offered", "true to offer it to the model, false to turn it off", OptionKind.ON_OR_OFF
         ),
         SCOPE,
-        action=lambda given: admin.tools(given.get("name"), given.get("offered"), _scope(given)),
+        action=lambda given: tools_admin.tools(
+            given.get("name"), given.get("offered"), _scope(given)
+        ),
     ),
     _tomori("persona", "Characters that answer under their own name and avatar", action=None),
     _tomori(

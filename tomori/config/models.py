@@ -11,72 +11,27 @@ it as an instruction. Every problem stops start-up with one error naming the ent
 (never a key's value), because a chain that silently lost an entry would only show itself on
 the day the primary fails.
 
-A base URL is checked as far as can be without a connection: scheme, host and port. Its
-`user:password@` part is sent as Basic auth where the provider's key travels in a header of its
-own (Gemini: `x-goog-api-key`), which is how an authenticating proxy in front of it expects
-it. The OpenAI SDK sends its key as `Authorization: Bearer`, the very header Basic auth needs,
-so the two cannot both reach the proxy (and aiohttp refuses the request): such a URL is refused
-at start-up instead of failing every message.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
 
 from tomori.config.parsers import install_extra, installed
+from tomori.config.provider_kinds import (
+    PROVIDER_KINDS,
+    base_url_problem,
+    fits_a_header,
+    redacted,
+)
 from tomori.config.settings import ConfigError
 from tomori.providers.base import Provider
-from tomori.providers.errors import sanitised
 
 MAX_FALLBACKS = 5
 EXAMPLE = "openai:gpt-4o-mini,gemini:gemini-2.5-flash"
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderKind:
-    key_variable: str
-    base_url_variable: str
-    key_header: str
-    """The HTTP header the SDK sends the key in."""
-    base_url_hint: str
-    """What the base URL usually looks like, for an operator whose requests found nothing."""
-    sdk: str = ""
-    """The module of the provider's SDK when an extra of the package installs it ("" when
-    every install has it): the extra is named after the provider."""
-    native_prefill: bool = True
-    """Whether its models go on from a trailing assistant turn (a native prefill). Gemini's
-    do not while they think, and 2.5 models think unless told not to, which this cog does not
-    do: a prefill reaches them as an instruction (TomoriBot's `resolvePrefillBlocker`)."""
-
-    @property
-    def takes_url_credentials(self) -> bool:
-        """Basic auth from the URL can go along only if the key leaves `Authorization` free."""
-        return self.key_header != "Authorization"
-
-
-PROVIDER_KINDS = {
-    "openai": ProviderKind(
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "Authorization",
-        "an OpenAI-compatible server's usually ends in /v1",
-    ),
-    "gemini": ProviderKind(
-        "GEMINI_API_KEY",
-        "GEMINI_BASE_URL",
-        "x-goog-api-key",
-        "the endpoint's root, without /v1 or /v1beta, which the SDK adds itself; unset for "
-        "Google's own",
-        sdk="google.genai",
-        native_prefill=False,
-    ),
-}
-_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
 
 
 MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
@@ -150,7 +105,7 @@ class Credentials:
     base_url: str | None
 
     def __repr__(self) -> str:  # never print a key, even in a traceback's locals
-        return f"Credentials(api_key='***', base_url={_redacted(self.base_url)!r})"
+        return f"Credentials(api_key='***', base_url={redacted(self.base_url)!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,73 +238,16 @@ def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> 
             f"{source} entry {entry.label!r} needs {kind.key_variable}, which is not set "
             f"(a local server that takes no key still needs any non-empty value)"
         )
-    if not _fits_a_header(api_key):
+    if not fits_a_header(api_key):
         raise ConfigError(
             f"{kind.key_variable} is not allowed: a key must be printable ASCII without spaces "
             f"(it travels in an HTTP header); look for a character changed or added in copying"
         )
     base_url = env.get(kind.base_url_variable, "").strip() or None
     if base_url is not None:
-        problem = _base_url_problem(base_url, kind)
+        problem = base_url_problem(base_url, kind)
         if problem:
             raise ConfigError(
-                f"{kind.base_url_variable}={_redacted(base_url)!r} is not allowed: {problem}"
+                f"{kind.base_url_variable}={redacted(base_url)!r} is not allowed: {problem}"
             )
     return Credentials(api_key, base_url)
-
-
-def _fits_a_header(key: str) -> bool:
-    """Whether an HTTP header can carry the key: anything else fails every request (with a
-    UnicodeEncodeError that no fallback catches), so it is refused before the first one."""
-    return all("!" <= character <= "~" for character in key)
-
-
-def _base_url_problem(url: str, kind: ProviderKind) -> str | None:
-    """What is wrong with a base URL, in words that never repeat its credentials."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return "it must be an http:// or https:// URL with a host"
-    try:
-        port = parts.port
-    except ValueError:
-        port = 0
-    if port == 0:
-        return "its port must be a number from 1 to 65535"
-    if not _valid_host(parts.hostname):
-        return "its host must be a host name or an IP address"
-    if _has_credentials(parts) and not kind.takes_url_credentials:
-        return (
-            f"a user name or password in the URL cannot be sent, since the {kind.key_variable} "
-            f"already travels in the {kind.key_header} header that Basic auth would need; "
-            f"remove the user:password@ part (a proxy that checks a token can take it as "
-            f"{kind.key_variable})"
-        )
-    return None
-
-
-def _valid_host(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        pass
-    try:
-        name = host.encode("idna").decode("ascii").rstrip(".")
-    except UnicodeError:
-        return False
-    labels = name.split(".")
-    if all(label.isdigit() for label in labels):
-        return False  # a dotted number that is not an IPv4 address, such as 999.0.0.1
-    return len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
-
-
-def _has_credentials(parts: SplitResult) -> bool:
-    return parts.username is not None or parts.password is not None
-
-
-def _redacted(url: str | None) -> str | None:
-    """The URL without any user:password part (by the same rule as provider error text)."""
-    return None if url is None else sanitised(url)

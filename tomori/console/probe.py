@@ -16,7 +16,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tomori.config.models import PROVIDER_KINDS, ModelEntry
+from tomori.config.models import ModelEntry
+from tomori.config.provider_kinds import PROVIDER_KINDS
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import Notice
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase

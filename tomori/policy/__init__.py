@@ -9,6 +9,7 @@
                       message, and the grace a message waits in a proxy's server
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
+- `tools_admin.py`    `/tomori tools`, the same way
 """
 
 from tomori.config.scope import Scope

@@ -37,11 +37,8 @@ from tomori.policy.overrides import (
     resolve,
 )
 from tomori.tools.switches import (
-    SwitchTarget,
     ToolCatalog,
-    ToolSwitch,
     ToolSwitchStore,
-    offered,
 )
 
 log = logging.getLogger(__name__)
@@ -49,8 +46,6 @@ log = logging.getLogger(__name__)
 SHOWN_PROMPT_CHARS = 1_000
 """How much of a system prompt `show` quotes: an embed holds 4,096 characters."""
 
-SHOWN_TOOLS_CHARS = 3_800
-"""How much of the tool list `tools` shows: an embed holds 4,096 characters."""
 NOT_CHANGED = Notice(
     "Not Changed",
     "The settings could not be read or saved just now; nothing was changed. Please try again.",
@@ -124,8 +119,8 @@ def set_models(models: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         chain = target.check_models(models)
         changes = Overrides(models=chain.described)
-        await target.overrides.set(_scope(scope), *keys(where), changes)
-        return done(f"Models for {_scope_name(scope)}: {chain.described}")
+        await target.overrides.set(scope_of(scope), *keys(where), changes)
+        return done(f"Models for {scope_name(scope)}: {chain.described}")
 
     return action
 
@@ -134,8 +129,8 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         prompt = check_prompt(text)
         changes = Overrides(system_prompt=prompt)
-        await target.overrides.set(_scope(scope), *keys(where), changes)
-        return done(f"System prompt for {_scope_name(scope)} set ({len(prompt)} characters).")
+        await target.overrides.set(scope_of(scope), *keys(where), changes)
+        return done(f"System prompt for {scope_name(scope)} set ({len(prompt)} characters).")
 
     return action
 
@@ -143,9 +138,9 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
 def set_prefill(text: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         prefill = check_prefill(text)
-        await target.overrides.set(_scope(scope), *keys(where), Overrides(prefill=prefill))
+        await target.overrides.set(scope_of(scope), *keys(where), Overrides(prefill=prefill))
         return done(
-            f"Answers in {_scope_name(scope)} begin with ({len(prefill)} characters):\n"
+            f"Answers in {scope_name(scope)} begin with ({len(prefill)} characters):\n"
             f"{_quoted(prefill)}"
         )
 
@@ -154,9 +149,9 @@ def set_prefill(text: str, scope: str = "channel") -> Action:
 
 def reset_prefill(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        if not await target.overrides.clear(_scope(scope), *keys(where), "prefill"):
-            return done(f"No prefill was set for {_scope_name(scope)}.")
-        return done(f"Cleared the prefill of {_scope_name(scope)}.")
+        if not await target.overrides.clear(scope_of(scope), *keys(where), "prefill"):
+            return done(f"No prefill was set for {scope_name(scope)}.")
+        return done(f"Cleared the prefill of {scope_name(scope)}.")
 
     return action
 
@@ -215,11 +210,11 @@ def set_scenes(enabled: bool) -> Action:
 
 def reset(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        cleared = await target.overrides.reset(_scope(scope), *keys(where))
-        switched = await target.tool_switches.reset(_scope(scope), *keys(where))
+        cleared = await target.overrides.reset(scope_of(scope), *keys(where))
+        switched = await target.tool_switches.reset(scope_of(scope), *keys(where))
         if not (cleared or switched):
-            return done(f"Nothing was set for {_scope_name(scope)}.")
-        return done(f"Cleared the settings of {_scope_name(scope)}.")
+            return done(f"Nothing was set for {scope_name(scope)}.")
+        return done(f"Cleared the settings of {scope_name(scope)}.")
 
     return action
 
@@ -233,59 +228,6 @@ async def status(target: Administered, where: Where) -> Notice:
     counts = await target.status(where.guild_id)
     shown = describe(counts, target.skipped(), target.traffic())
     return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
-
-
-def tools(name: str | None = None, on: bool | None = None, scope: str = "channel") -> Action:
-    """Without `name` and `on`: list the tools and whether each is offered here. With both:
-    turn that tool, or every tool of that MCP server, on or off at `scope`; a name alone is
-    refused saying what to add, never taken for a listing."""
-
-    async def action(target: Administered, where: Where) -> Notice:
-        catalog = target.tool_catalog()
-        if on is None and name:
-            return refused(
-                f"Give offered too: true to offer {name} to the model, false to turn it off"
-                " (/tomori tools alone lists the tools)."
-            )
-        if on is None:
-            switches = await target.tool_switches.read(*keys(where))
-            return Notice(
-                "Tools in this channel", _tool_list(catalog, switches), NoticeColour.SUCCESS
-            )
-        if not name:
-            return refused("Give the name of a tool or an MCP server (/tomori tools lists them).")
-        servers = {server for server, _ in catalog.servers}
-        kind = SwitchTarget.SERVER if name in servers else SwitchTarget.TOOL
-        if kind is SwitchTarget.TOOL and name not in {tool.name for tool in catalog.tools}:
-            return refused(f"No tool or MCP server is named {name!r}; /tomori tools lists them.")
-        await target.tool_switches.set(*keys(where), ToolSwitch(_scope(scope), kind, name, on))
-        what = f"MCP server {name}'s tools" if kind is SwitchTarget.SERVER else f"Tool {name}"
-        said = "offered to the model" if on else "turned off"
-        return done(f"{what}: {said} in {_scope_name(scope)} from the next message on.")
-
-    return action
-
-
-def _tool_list(catalog: ToolCatalog, switches: Sequence[ToolSwitch]) -> str:
-    lines = []
-    for tool in catalog.tools:
-        decided = offered(tool.name, tool.mcp_server, switches)
-        state = "on" if decided is None or decided.enabled else "off"
-        why = "" if decided is None else f", set for {decided.scope.value}"
-        if decided is not None and decided.kind is SwitchTarget.SERVER:
-            why += " by its MCP server"
-        lines.append(f"{tool.name} ({tool.origin}): {state}{why}")
-    if catalog.servers:
-        lines.append("MCP servers: " + "; ".join(f"{n} {s}" for n, s in catalog.servers))
-    shown: list[str] = []
-    used = 0
-    for line in lines or ["No tools: the model answers without any."]:
-        if used + len(line) > SHOWN_TOOLS_CHARS:
-            shown.append(f"… and {len(lines) - len(shown)} more")
-            break
-        shown.append(line)
-        used += len(line) + 1
-    return "\n".join(shown)
 
 
 def refused(description: str) -> Notice:
@@ -342,13 +284,13 @@ def keys(where: Where) -> tuple[str, str]:
     return where.guild_id, where.channel_id
 
 
-def _scope(scope: str) -> Scope:
+def scope_of(scope: str) -> Scope:
     """The scope option's value; Discord offers only the two, but is not trusted to."""
     return choice(Scope)("scope", scope)
 
 
-def _scope_name(scope: str) -> str:
-    return "this server" if _scope(scope) is Scope.SERVER else "this channel"
+def scope_name(scope: str) -> str:
+    return "this server" if scope_of(scope) is Scope.SERVER else "this channel"
 
 
 def done(description: str) -> Notice:
