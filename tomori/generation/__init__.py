@@ -6,6 +6,7 @@ From the top down, each calling the next:
 - `attempt.py`     one model's attempt, and the second try a failure may earn (images, 429)
 - `tool_loop.py`   `run_tool_loop`: stream, run the tools the model asks for, stream again
 - `stream_once.py` `stream_once`: one provider pass under the rolling timeout, killable at once
+- `provider_stream.py` the pass's generation task: the stream read, text to the writer
 - `pass_timing.py` the pass's kill switch, rolling timer and delivery bound
 And what they share:
 - `state.py`       `TurnState`: the turn's mutable state (notices, delivered messages, hooks)

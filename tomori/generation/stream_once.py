@@ -19,52 +19,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
-from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import Any
 
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.ceiling import most_read
-from tomori.delivery.hidden import HiddenBlocks
 from tomori.delivery.notices import FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT
-from tomori.delivery.port import AnswerCut, StreamWriter
+from tomori.delivery.port import StreamWriter
 from tomori.generation.pass_timing import BoundedDelivery, KillSwitch, RollingTimer
+from tomori.generation.provider_stream import Gathered, generate, partial
 from tomori.generation.results import StreamResult, StreamStatus, TimedOut, TimeoutPhase
 from tomori.generation.state import TurnState
 from tomori.locks import TurnGuard
 from tomori.locks.vocabulary import KillReason
-from tomori.prompt.opening import Opening, OpeningReader
+from tomori.prompt.opening import Opening
 from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import (
-    DetailsDelta,
-    Finish,
     Provider,
-    ProviderError,
     StreamRequest,
-    TextDelta,
-    ToolCall,
-    ToolCallEvent,
-    Usage,
-    UsageEvent,
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False)
-class _Gathered:
-    """What the generation task gathered, readable however the pass ended."""
-
-    details: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage | None = None
-    finish: Finish | None = None
-    read: int = 0
-    """Characters read from the provider, visible or hidden: bounded by `most_read`."""
-    answered: bool = False
-    """The model wrote visible text: whether Discord took it is another matter."""
-    reading: bool = True
-    """The provider's stream is still being read (delivery alone may remain after)."""
 
 
 async def stream_once(
@@ -90,7 +64,7 @@ async def stream_once(
         return StreamResult(StreamStatus.STOPPED_BY_USER)
 
     kill = KillSwitch()
-    gathered = _Gathered()
+    gathered = Gathered()
     timer = RollingTimer(
         settings.first_token_budget_s,
         seconds(settings.stream_sdk_call_timeout_ms),
@@ -132,7 +106,7 @@ async def stream_once(
     state.on_stream_progress = on_progress
     state.on_ceiling = on_ceiling
     generation = asyncio.create_task(
-        _generate(
+        generate(
             provider,
             prepared,
             delivering,
@@ -154,7 +128,7 @@ async def stream_once(
             await asyncio.wait({generation})
         if guard.stop_requested():
             writer.abandon()
-            return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
+            return partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
         if kill.reason is KillReason.CEILING:
             return await _finish_cut(delivering, gathered, guard, kill, channel_id)
         phase = TimeoutPhase.IDLE if timer.saw_progress else TimeoutPhase.FIRST_TOKEN
@@ -183,11 +157,11 @@ async def stream_once(
         )
         if guard.stop_requested():
             writer.abandon()
-            return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
+            return partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
         notice = IDLE_TIMEOUT if phase is TimeoutPhase.IDLE else FIRST_TOKEN_TIMEOUT
         if not state.suppress_user_errors:  # else a fallback is pending: it speaks for the turn
             await state.post_notice(notice)
-        return _partial(StreamStatus.TIMEOUT, writer, gathered, TimedOut(phase, reason))
+        return partial(StreamStatus.TIMEOUT, writer, gathered, TimedOut(phase, reason))
     finally:
         timer.cancel()
         state.on_stream_progress = state.on_ceiling = None
@@ -199,7 +173,7 @@ async def stream_once(
 
 async def _finish_cut(
     writer: StreamWriter,
-    gathered: _Gathered,
+    gathered: Gathered,
     guard: TurnGuard,
     kill: KillSwitch,
     channel_id: str,
@@ -219,8 +193,8 @@ async def _finish_cut(
         await asyncio.gather(finishing, return_exceptions=True)
     if guard.stop_requested():
         writer.abandon()
-        return _partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
-    return _partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
+        return partial(StreamStatus.STOPPED_BY_USER, writer, gathered)
+    return partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
 
 
 async def settle_abandoned_stream(
@@ -248,111 +222,3 @@ async def settle_abandoned_stream(
             writer.abandon()  # what is not on the wire yet is not sent any more
         settling.cancel()
         await asyncio.gather(settling, return_exceptions=True)
-
-
-async def _generate(
-    provider: Provider,
-    request: StreamRequest,
-    writer: StreamWriter,
-    state: TurnState,
-    gathered: _Gathered,
-    read_limit: int,
-    opening: OpeningReader | None = None,
-) -> StreamResult:
-    """Read the provider to its end and deliver its text: the generation task.
-
-    A pass reads at most `read_limit` characters: past it the answer is cut as at the message
-    ceiling, since every event is progress and a model looping on hidden text would otherwise
-    hold the channel until /kill.
-    """
-    progress = state.on_stream_progress or _no_progress_hook
-    hidden = HiddenBlocks()  # <details> and <think> bodies go to details, not the channel
-    try:
-        try:
-            async with aclosing(provider.stream(request)) as events:
-                async for event in events:
-                    progress()
-                    if type(event) is TextDelta:
-                        gathered.read += len(event.text)
-                        _deliver(hidden.feed(event.text), writer, gathered, opening)
-                    elif type(event) is DetailsDelta:
-                        gathered.read += len(event.text)
-                        gathered.details.append(event.text)
-                    elif type(event) is ToolCallEvent:
-                        gathered.tool_calls.append(event.call)
-                    elif type(event) is UsageEvent:
-                        gathered.usage = event.usage
-                    elif type(event) is Finish:
-                        gathered.finish = event
-                    if gathered.read > read_limit:
-                        _read_too_much(provider, state, read_limit)
-                        writer.cut()
-                        break
-                else:
-                    _deliver(hidden.finish(), writer, gathered, opening)
-                    if opening is not None:
-                        _deliver((opening.finish(), ""), writer, gathered)
-        finally:
-            gathered.reading = False
-    except AnswerCut:  # the ceiling: leaving the loop closed the provider's stream
-        log.warning("answer in channel %s cut at its message ceiling", state.channel_id)
-        await writer.finish()
-        return _partial(StreamStatus.COMPLETED, writer, gathered, gathered.finish)
-    except ProviderError as error:
-        await writer.settle()  # as after a stall: complete lines stay, the unfinished one goes
-        return _partial(StreamStatus.ERROR, writer, gathered, error)
-    if gathered.read > read_limit:  # cut: a tool call it made on the way is not run
-        await writer.finish()
-        status = StreamStatus.COMPLETED if gathered.answered else StreamStatus.EMPTY_RESPONSE
-        return _partial(status, writer, gathered, gathered.finish)
-    await writer.finish()
-    if gathered.tool_calls:
-        return _partial(StreamStatus.FUNCTION_CALL, writer, gathered, tuple(gathered.tool_calls))
-    # empty is what the model wrote, not what Discord took: a refused send is no empty answer
-    status = StreamStatus.COMPLETED if gathered.answered else StreamStatus.EMPTY_RESPONSE
-    return _partial(status, writer, gathered, gathered.finish)
-
-
-def _read_too_much(provider: Provider, state: TurnState, read_limit: int) -> None:
-    log.warning(
-        "answer in channel %s cut: %s wrote more than %d characters in one pass",
-        state.channel_id,
-        provider.name,
-        read_limit,
-    )
-
-
-def _deliver(
-    decided: tuple[str, str],
-    writer: StreamWriter,
-    gathered: _Gathered,
-    opening: OpeningReader | None = None,
-) -> None:
-    visible, captured = decided
-    if opening is not None:
-        visible = opening.feed(visible)
-    if captured:
-        gathered.details.append(captured)
-    if visible:
-        gathered.answered = True
-        writer.feed(visible)
-
-
-def _no_progress_hook() -> None:
-    pass
-
-
-def _partial(
-    status: StreamStatus,
-    writer: StreamWriter,
-    gathered: _Gathered,
-    data: Finish | tuple[ToolCall, ...] | ProviderError | TimedOut | None = None,
-) -> StreamResult:
-    return StreamResult(
-        status=status,
-        text=writer.delivered_text,
-        details="".join(gathered.details),
-        sprites=writer.sprites,
-        usage=gathered.usage,
-        data=data,
-    )
