@@ -8,6 +8,11 @@ connection error with no status at all: a dropped connection, a reset, a timeout
 one message. A persona's webhook adds its own case: a 404 of an unknown webhook and a 403 are
 its own failures (the bot's identity speaks instead), not the channel's. `delivery_errors` is
 that one translation, for the bot's messages, its notices and the webhooks' alike.
+
+Every message the bot or a persona writes leaves through one `PacedPort` (`LibraryPort`, or
+`tomori_cog.webhooks.WebhookPort`): the request budget, the translation and the channel's
+memory, in that order, written once. Every other call into the library (a history read,
+typing, a webhook's creation, a message lookup) catches `call_failures`, declared here.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -75,50 +80,101 @@ def reply_reference(library: Library, channel: Any, message_id: str | int | None
     )
 
 
-class LibraryPort:
-    """`ChannelPort` over a nextcord or discord.py channel, paced by the cog's `DiscordPacing`.
+class WriteMemory(Protocol):
+    """What the cog remembers of a channel, told of each write the bot made there."""
+
+    def wrote(self, channel_id: int, message_id: int, content: str, *, new: bool) -> None: ...
+
+    def forget(self, channel_id: int) -> None: ...
+
+
+class PacedPort:
+    """A `ChannelPort`'s one way to Discord: every send and edit waits for its place in the
+    request budget (`writable`), is made under the one error translation (`delivery_errors`),
+    and is told to the channel's memory, which forgets the channel when a write failed (it may
+    have reached Discord anyway). Subclasses say only how the request is made.
 
     A writer that awaits `writable` first composes its text once the request may leave (so
     text that arrived meanwhile goes with it); a send or edit without it waits here.
     """
 
-    def __init__(self, library: Library, channel: Any, pacing: DiscordPacing) -> None:
+    through_webhook = False
+    """Whether a 404 of an unknown webhook and a 403 are the port's own (see the module)."""
+
+    def __init__(
+        self, library: Library, channel: Any, pacing: DiscordPacing, memory: WriteMemory
+    ) -> None:
         self._library = library
         self._channel = channel
         self._pacing = pacing
-        self._sent: dict[str, Any] = {}
+        self._memory = memory
         self._reserved = False
 
     async def writable(self, urgency: Urgency) -> None:
         if not self._reserved:
-            await self._pacing.write(self._channel.id, urgency)
+            await self._reserve(urgency)
             self._reserved = True
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
-        reference = reply_reference(self._library, self._channel, reply_to)
         await self.writable(urgency)
         self._reserved = False
-        with self._translated():
-            message = await self._channel.send(
-                content=as_shown(content),
-                reference=reference,
-                allowed_mentions=no_mass_mentions(self._library),
-            )
+        with self._remembered():
+            message_id = await self._post(as_shown(content), reply_to)
+        self._memory.wrote(self._channel.id, int(message_id), content, new=True)
+        return message_id
+
+    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        await self.writable(urgency)
+        self._reserved = False
+        with self._remembered():
+            await self._revise(message_id, as_shown(content))
+        self._memory.wrote(self._channel.id, int(message_id), content, new=False)
+
+    @contextmanager
+    def _remembered(self) -> Iterator[None]:
+        try:
+            with delivery_errors(self._library, self._refused, webhook=self.through_webhook):
+                yield
+        except BaseException:
+            self._memory.forget(self._channel.id)
+            raise
+
+    async def _reserve(self, urgency: Urgency) -> None:
+        await self._pacing.write(self._channel.id, urgency)
+
+    def _refused(self, wait: float) -> None:
+        """Discord answered 429 past the library's retries: the bucket waits `wait`."""
+        self._pacing.refused(self._channel.id, wait)
+
+    async def _post(self, content: str, reply_to: str | None) -> str:
+        raise NotImplementedError
+
+    async def _revise(self, message_id: str, content: str) -> None:
+        raise NotImplementedError
+
+
+class LibraryPort(PacedPort):
+    """`ChannelPort` over a nextcord or discord.py channel, as the bot."""
+
+    def __init__(
+        self, library: Library, channel: Any, pacing: DiscordPacing, memory: WriteMemory
+    ) -> None:
+        super().__init__(library, channel, pacing, memory)
+        self._sent: dict[str, Any] = {}
+
+    async def _post(self, content: str, reply_to: str | None) -> str:
+        message = await self._channel.send(
+            content=content,
+            reference=reply_reference(self._library, self._channel, reply_to),
+            allowed_mentions=no_mass_mentions(self._library),
+        )
         self._sent[str(message.id)] = message
         return str(message.id)
 
-    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
-        message = self._sent[message_id]
-        await self.writable(urgency)
-        self._reserved = False
-        with self._translated():
-            await message.edit(
-                content=as_shown(content), allowed_mentions=no_mass_mentions(self._library)
-            )
-
-    def _translated(self) -> AbstractContextManager[None]:
-        channel_id = self._channel.id
-        return delivery_errors(self._library, lambda wait: self._pacing.refused(channel_id, wait))
+    async def _revise(self, message_id: str, content: str) -> None:
+        await self._sent[message_id].edit(
+            content=content, allowed_mentions=no_mass_mentions(self._library)
+        )
 
 
 UNKNOWN_WEBHOOK = 10015

@@ -174,8 +174,7 @@ class DiscordSurface:
 
     def bot_port(self) -> ChannelPort:
         parts = self._parts
-        port = LibraryPort(parts.library, self._channel, parts.pacing)
-        return parts.memory.remembering(port, self._channel.id)
+        return LibraryPort(parts.library, self._channel, parts.pacing, parts.memory)
 
     def speaker(self, persona: Persona) -> Speaker:
         parts = self._parts
@@ -187,6 +186,6 @@ class DiscordSurface:
             parts.webhooks,
             persona,
             self.bot_port(),
-            lambda webhook_port: parts.memory.remembering(webhook_port, channel.id),
+            parts.memory,
         )
         return Speaker(port, wardrobe_of(persona, port))

@@ -23,7 +23,6 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from contextlib import AbstractContextManager
 from typing import Any
 
 from tomori.cast.personas import Persona, named
@@ -33,14 +32,14 @@ from tomori.delivery.port import (
     ChannelPort,
     DeliveryFailed,
     Urgency,
-    as_shown,
 )
 from tomori.delivery.sprite_markers import Wardrobe, sprite_name
 from tomori.store import Database
 from tomori_cog.discord_io import (
+    PacedPort,
     WebhookGone,
+    WriteMemory,
     call_failures,
-    delivery_errors,
     no_mass_mentions,
 )
 from tomori_cog.library import Library
@@ -199,64 +198,56 @@ class Webhooks:
             kept.popitem(last=False)
 
 
-class WebhookPort:
+class WebhookPort(PacedPort):
     """`ChannelPort` over one webhook, as one persona, paced by the webhook's bucket too.
 
     `username` and `avatar_url` are what its next messages show (the persona's own, or a
     sprite's once its `PersonaPort` wears one)."""
 
+    through_webhook = True
+
     def __init__(
-        self, library: Library, channel: Any, pacing: DiscordPacing, webhook: Any, persona: Persona
+        self,
+        library: Library,
+        channel: Any,
+        pacing: DiscordPacing,
+        memory: WriteMemory,
+        webhook: Any,
+        persona: Persona,
     ) -> None:
-        self._library = library
-        self._channel = channel
-        self._pacing = pacing
+        super().__init__(library, channel, pacing, memory)
         self.webhook = webhook
         self.username = persona.name
         self.avatar_url = persona.avatar_url
-        self._reserved = False
         home = home_of(library, channel)
         self._thread: dict[str, Any] = {"thread": channel} if home is not channel else {}
 
-    async def writable(self, urgency: Urgency) -> None:
-        if not self._reserved:
-            await self._pacing.webhook_write(self._channel.id, self.webhook.id, urgency)
-            self._reserved = True
+    async def _reserve(self, urgency: Urgency) -> None:
+        await self._pacing.webhook_write(self._channel.id, self.webhook.id, urgency)
 
-    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
+    def _refused(self, wait: float) -> None:
+        self._pacing.webhook_refused(self.webhook.id, wait)
+
+    async def _post(self, content: str, reply_to: str | None) -> str:
         """A webhook cannot reply: its messages stand free (`reply_to` is not shown)."""
-        await self.writable(urgency)
-        self._reserved = False
         avatar = {"avatar_url": self.avatar_url} if self.avatar_url else {}
-        with self._translated():
-            message = await self.webhook.send(
-                content=as_shown(content),
-                username=self.username,
-                allowed_mentions=no_mass_mentions(self._library),
-                wait=True,
-                **avatar,
-                **self._thread,
-            )
+        message = await self.webhook.send(
+            content=content,
+            username=self.username,
+            allowed_mentions=no_mass_mentions(self._library),
+            wait=True,
+            **avatar,
+            **self._thread,
+        )
         return str(message.id)
 
-    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
-        await self.writable(urgency)
-        self._reserved = False
-        with self._translated():
-            await self.webhook.edit_message(
-                int(message_id),
-                content=as_shown(content),
-                allowed_mentions=no_mass_mentions(self._library),
-                **self._thread,
-            )
-
-    def _translated(self) -> AbstractContextManager[None]:
-        webhook_id = self.webhook.id
-
-        def refused(wait: float) -> None:
-            self._pacing.webhook_refused(webhook_id, wait)
-
-        return delivery_errors(self._library, refused, webhook=True)
+    async def _revise(self, message_id: str, content: str) -> None:
+        await self.webhook.edit_message(
+            int(message_id),
+            content=content,
+            allowed_mentions=no_mass_mentions(self._library),
+            **self._thread,
+        )
 
 
 def wardrobe_of(persona: Persona, port: PersonaPort) -> Wardrobe | None:
@@ -267,8 +258,7 @@ def wardrobe_of(persona: Persona, port: PersonaPort) -> Wardrobe | None:
 class PersonaPort:
     """A persona's `ChannelPort`: through the channel's webhook, else as the bot, named.
 
-    `remembered` wraps each port the persona posts through (the cog's memory of the channel
-    sees each message as the channel shows it). Messages sent are edited the way they went.
+    Messages sent are edited the way they went.
     """
 
     def __init__(
@@ -279,7 +269,7 @@ class PersonaPort:
         webhooks: Webhooks,
         persona: Persona,
         bot_port: ChannelPort,
-        remembered: Any,
+        memory: WriteMemory,
     ) -> None:
         self._library = library
         self._channel = channel
@@ -287,10 +277,8 @@ class PersonaPort:
         self._webhooks = webhooks
         self._persona = persona
         self._bot_port = bot_port
-        self._remembered = remembered
+        self._memory = memory
         self._webhook: WebhookPort | None = None
-        self._hooked: ChannelPort | None = None
-        """`_webhook` as `remembered` wraps it."""
         self._looked = False
         self._as_bot: dict[str, str] = {}
         """Messages sent through the bot's identity, and the name each shows."""
@@ -315,11 +303,10 @@ class PersonaPort:
             webhook = await self._webhooks.of(self._channel)
             if webhook is not None:
                 self._webhook = WebhookPort(
-                    self._library, self._channel, self._pacing, webhook, self._persona
+                    self._library, self._channel, self._pacing, self._memory, webhook, self._persona
                 )
                 self._dress(self._webhook)
-                self._hooked = self._remembered(self._webhook)
-        return self._hooked if self._hooked is not None else self._bot_port
+        return self._webhook if self._webhook is not None else self._bot_port
 
     async def writable(self, urgency: Urgency) -> None:
         await (await self._port()).writable(urgency)
@@ -334,7 +321,7 @@ class PersonaPort:
             except WebhookGone:
                 assert self._webhook is not None
                 await self._webhooks.gone(self._channel, self._webhook.webhook)
-                self._looked, self._webhook, self._hooked = False, None, None
+                self._looked, self._webhook = False, None
                 port = await self._port() if attempt == 0 else self._bot_port
             except DeliveryFailed as error:  # refused, or failed: the bot's identity speaks
                 self._webhooks.falls_back(self._channel, f"a webhook send failed ({error})")
@@ -351,6 +338,6 @@ class PersonaPort:
         if shown is not None:
             await self._bot_port.edit(message_id, named(shown, content), urgency=urgency)
             return
-        if self._hooked is None:
+        if self._webhook is None:
             raise DeliveryFailed("the webhook that sent this message is gone")
-        await self._hooked.edit(message_id, content, urgency=urgency)
+        await self._webhook.edit(message_id, content, urgency=urgency)

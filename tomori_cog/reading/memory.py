@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tomori.delivery.port import ChannelPort, Urgency, as_shown
+from tomori.delivery.port import as_shown
 
 ECHO_WAIT_S = 1.0
 """How long a turn waits for the gateway to echo the cog's last sends and edits in its channel
@@ -212,12 +212,6 @@ class RecentMessages:
         # else a send whose echo came before Discord's answer: nothing to wait for
         self._update_echoed(channel)
 
-    def remembering(self, port: ChannelPort, channel_id: int) -> ChannelPort:
-        """`port`, telling memory of each send and edit it makes (see `wrote`)."""
-        return _RememberingPort(port, self, channel_id) if self.enabled else port
-
-    # -- what a turn reads --------------------------------------------------------------------
-
     async def echoes(self, channel_id: int) -> bool:
         """Wait (at most `ECHO_WAIT_S`) until the gateway echoed the cog's own writes in the
         channel; False if it did not (the channel is then forgotten)."""
@@ -322,33 +316,3 @@ class RecentMessages:
             channel.echoed.clear()
         else:
             channel.echoed.set()
-
-
-class _RememberingPort:
-    """A `ChannelPort` that tells memory of each write it made, and forgets the channel when
-    one failed (it may have reached Discord anyway)."""
-
-    def __init__(self, port: ChannelPort, memory: RecentMessages, channel_id: int) -> None:
-        self._port = port
-        self._memory = memory
-        self._channel_id = channel_id
-
-    async def writable(self, urgency: Urgency) -> None:
-        await self._port.writable(urgency)
-
-    async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
-        try:
-            message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
-        except BaseException:
-            self._memory.forget(self._channel_id)
-            raise
-        self._memory.wrote(self._channel_id, int(message_id), content, new=True)
-        return message_id
-
-    async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
-        try:
-            await self._port.edit(message_id, content, urgency=urgency)
-        except BaseException:
-            self._memory.forget(self._channel_id)
-            raise
-        self._memory.wrote(self._channel_id, int(message_id), content, new=False)
