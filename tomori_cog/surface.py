@@ -29,8 +29,9 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.pacing import DiscordPacing
-from tomori_cog.reading.history import HistoryReader, Shown
+from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
+from tomori_cog.reading.model_view import Shown
 from tomori_cog.webhooks import PersonaPort, Webhooks, wardrobe_of
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class ChannelReading:
         ]
 
     def context(self, system_prompt: str, voice: Voice) -> Context:
-        return self.history.items(self.shown, system_prompt, voice)
+        return self.history.view.context(self.shown, system_prompt, voice)
 
 
 class DiscordSurface:

@@ -1,6 +1,7 @@
 """What the model is shown of Discord: a channel's history, attachments, a linked message.
 
-- `history.py`      the history, reply chains, a thread's starter, embeds, as context items
+- `history.py`      which messages a turn is shown: the history, reply chains, a thread's starter
+- `model_view.py`   the one place a message becomes a context item (embeds, personas, the bot)
 - `memory.py`       each channel's recent messages as the gateway showed them, so a turn's
                     history is read over REST only when memory may miss something
 - `gateway.py`      the edits, deletes and reconnects that keep that memory honest

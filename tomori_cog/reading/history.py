@@ -1,11 +1,11 @@
-"""What the model is shown of a channel: the system prompt, what came before, the trigger.
+"""Which messages of a channel a turn shows the model: what came before, then the trigger.
 
-Kept apart from the turn because it is the one place a Discord message becomes a
-`ContextItem`, and the part of a turn that grows as the cog learns to show the model more of
-the conversation. What came before the trigger is the recent history, plus what the history
-window may not reach: the chain of messages the trigger replies to, and in a thread the
-thread's starter message. Messages arrive as the library's own objects; the attributes read
-here are the same in nextcord and discord.py.
+Kept apart from the turn because it is the part that grows as the cog learns to show the model
+more of the conversation. What came before the trigger is the recent history, plus what the
+history window may not reach: the chain of messages the trigger replies to, and in a thread the
+thread's starter message. Each becomes what the model sees of it in `model_view.py`. Messages
+arrive as the library's own objects; the attributes read here are the same in nextcord and
+discord.py.
 
 What came before is read from the messages the cog already saw through the gateway
 (`memory.RecentMessages`) when they hold all of it, and over REST otherwise; either way the
@@ -15,22 +15,19 @@ model is shown the same messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
-from tomori.cast.personas import unnamed
 from tomori.config.settings import Settings
-from tomori.delivery.sprite_markers import wore_sprite
 from tomori.policy.interruptions import Stops
 from tomori.prompt.conversation import in_time_order
-from tomori.providers.base import ContextItem, Role
-from tomori.turns.surface import BOT_VOICE, Voice
+from tomori.providers.base import ContextItem
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
-from tomori_cog.reading.attachments import TurnAttachments, read_attachments
+from tomori_cog.reading.attachments import read_attachments
 from tomori_cog.reading.memory import RecentMessages, Window
+from tomori_cog.reading.model_view import ModelView, Shown
 from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
@@ -39,36 +36,6 @@ Context = tuple[ContextItem, ...]
 
 LATEST = 2**63 - 1
 """A snowflake after every message: where a turn no message triggered (a scene) reads up to."""
-
-MAX_ITEM_CHARS = 8_000
-"""A history message longer than this is cut: one huge paste must not crowd out the rest."""
-
-
-def embed_text(embeds: Iterable[Any]) -> str:
-    """The title and description of each embed, as the model is shown them."""
-    shown = []
-    for embed in embeds:
-        lines = [
-            text.strip()
-            for text in (getattr(embed, "title", None), getattr(embed, "description", None))
-            if isinstance(text, str) and text.strip()
-        ]
-        if lines:
-            shown.append("[embed] " + "\n".join(lines))
-    return "\n".join(shown)
-
-
-@dataclass(frozen=True)
-class Shown:
-    """What a turn shows the model of its channel, in order, before it becomes context."""
-
-    messages: list[Any]
-    attached: TurnAttachments
-
-    @property
-    def notices(self) -> Context:
-        """The request-only notices on what of the attachments the model is not shown."""
-        return self.attached.notices
 
 
 class HistoryReader:
@@ -93,28 +60,10 @@ class HistoryReader:
         self._unreadable = UnreadableFiles()
         self.stops = Stops()
         """The stop words that stopped an answer: no turn shows them to the model."""
+        self.view = ModelView(bot, self.stops)
         self._memory = memory
         self._pacing = pacing
         """Every read waits its turn in the bot's request budget, behind what users wait on."""
-
-    async def context(
-        self,
-        channel: Any,
-        trigger: Any,
-        waiting: Collection[str],
-        *,
-        system_prompt: str,
-        images: bool,
-        queued: bool = False,
-    ) -> tuple[Context, Context]:
-        """The system prompt, then `in_time_order`'s messages, each as `item` shows it; and the
-        request-only notices on what of their attachments the model is not shown.
-
-        `system_prompt` is the channel's (see `tomori.policy.overrides`); `images`: whether
-        any model of its chain is sent images (if none is, none are read: see read_attachments).
-        `queued`: the trigger waited for the turns before it, whose answers came after it."""
-        shown = await self.read(channel, trigger, waiting, images=images, queued=queued)
-        return self.items(shown, system_prompt, BOT_VOICE), shown.notices
 
     async def read(
         self,
@@ -158,58 +107,6 @@ class HistoryReader:
             shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
         )
         return Shown(shown, attached)
-
-    def items(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
-        """The system prompt, then each message shown as `voice` sees it."""
-        items = [ContextItem(Role.SYSTEM, system_prompt)]
-        for message in shown.messages:
-            item = self.item(message, shown.attached, voice)
-            if item is not None:
-                items.append(item)
-        return tuple(items)
-
-    def item(
-        self, message: Any, attached: TurnAttachments, voice: Voice = BOT_VOICE
-    ) -> ContextItem | None:
-        """The one place a message becomes what the model sees of it; None if nothing.
-
-        A stop word that stopped an answer is not shown (see `Stops`). The cog's own messages
-        are the assistant's turns, by their text alone: the embeds it posts are its notices,
-        which are for the people in the channel, not the model. Anyone else's embeds (another
-        bot's, a link preview) add their title and description. A persona's messages are the
-        assistant's to that persona, and named to any other voice, as the bot's are once a
-        persona answers (see `Voice`); one that wore a sprite starts with its marker,
-        `Name (label): `, as the model wrote it.
-        """
-        if str(message.id) in self.stops:
-            return None
-        me = self._bot.user
-        poster = voice.posters.get(str(message.id))
-        if poster is not None:
-            name = voice.names.get(poster, message.author.display_name)
-            text = unnamed(name, message.content or "")[:MAX_ITEM_CHARS]
-            if not text.strip():
-                return None
-            shown = message.author.display_name  # `Name (label)` when it wore a sprite
-            speaker = shown if wore_sprite(name, shown) else name
-            if poster == voice.persona:
-                return ContextItem(
-                    Role.ASSISTANT, text if speaker == name else f"{speaker}: {text}"
-                )
-            return ContextItem(Role.USER, f"{speaker}: {text}")
-        if me is not None and message.author.id == me.id:
-            text = (message.content or "")[:MAX_ITEM_CHARS]
-            if not text.strip():
-                return None
-            if voice.persona is None:
-                return ContextItem(Role.ASSISTANT, text)
-            return ContextItem(Role.USER, f"{message.author.display_name}: {text}")
-        files = attached.of(message)
-        parts = (message.clean_content or "", embed_text(message.embeds))
-        shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
-        if not shown.strip() and not files:
-            return None
-        return files.item(f"{message.author.display_name}: ", shown)
 
     async def _remembered(self, channel: Any, trigger: Any | None) -> Window | None:
         """What memory holds around the trigger (None: now), if it holds the whole history
