@@ -73,8 +73,6 @@ def _modules(package: object) -> list[str]:
 
 
 MODULES = [*_modules(tomori), *_modules(tomori_cog)]
-OPTIONAL = ("tomori.locks.postgres", "tomori.store.postgres", "tomori_cog.cogs.")
-"""Modules imported only for the engine or library in use (asyncpg, one Discord library)."""
 
 
 def test_every_error_derives_from_the_one_root_drawn_in_its_docstring() -> None:

@@ -4,6 +4,7 @@
 - `sqlite.py`     SQLite: one file, WAL, a busy timeout; the embedded default
 - `first_come.py` the SQLite connection's lock: the earliest message's statements go first
 - `postgres.py`   PostgreSQL: an asyncpg pool, advisory locks per channel, the server's clock
+- `postgres_schema.py` PostgreSQL's migrations, applied once between processes starting together
 - `migrations.py` the numbered schema files, one folder per engine, applied once each
 - `connect.py`    `open_database`: the database the settings name, migrated
 - `retry.py`      a write the database is busy or away for, retried in arrival order

@@ -39,14 +39,13 @@ from tomori.config.database_url import (
     tls_environment_problem,
     tls_from_environment,
 )
-from tomori.store.base import MigrationError, Params, Row, StoreError
+from tomori.store.base import Params, Row, StoreError
 from tomori.store.migrations import (
-    Migration,
-    newer_than_known,
     number_migrations,
     shipped_migrations,
 )
 from tomori.store.outage import OutageLog, reported
+from tomori.store.postgres_schema import apply_migrations
 
 POOL_MIN_SIZE = 2
 POOL_MAX_SIZE = 10
@@ -59,7 +58,6 @@ CLOSE_GRACE_S = 2.0
 COMMAND_TIMEOUT_S = 15.0
 """A statement with no answer this long is given up (and retried): a connection the network
 dropped without a word would otherwise wait for TCP to notice, for hours."""
-MIGRATION_LOCK = 0x746F6D6F7269  # any constant: one migrating process at a time
 
 TRANSIENT: tuple[type[BaseException], ...] = (
     OSError,  # refused, reset, timed out: the server or the network is away
@@ -278,7 +276,7 @@ class PostgresDatabase:
         latest = ordered[-1][0] if ordered else 0
         connection = await self.dedicated_connection(command_timeout=None)
         try:
-            return await _migrate(connection, ordered, latest)
+            return await apply_migrations(connection, ordered, latest)
         except asyncpg.InsufficientPrivilegeError as error:
             why = self._url.masked(str(error))
             raise StoreError(
@@ -290,42 +288,12 @@ class PostgresDatabase:
             await connection.close()
 
 
-async def _migrate(
-    connection: asyncpg.Connection[Any], ordered: list[Migration], latest: int
-) -> int:
-    if await connection.fetchval("SELECT to_regclass('tomori_schema')") is None:
-        await connection.execute(  # an already migrated database needs no CREATE right
-            "CREATE TABLE IF NOT EXISTS tomori_schema (version INTEGER NOT NULL)"
-        )
-    current = await _version(connection)
-    if current > latest:
-        raise newer_than_known(current, latest, "TOMORI_DB_URL")
-    for number, name, sql in ordered:
-        try:
-            async with connection.transaction():
-                await connection.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-                current = await _version(connection)
-                if current >= number:
-                    continue
-                await connection.execute(sql)
-                await connection.execute("DELETE FROM tomori_schema")
-                await connection.execute("INSERT INTO tomori_schema (version) VALUES ($1)", number)
-        except asyncpg.PostgresError as error:
-            raise MigrationError(f"migration {name} failed: {error}") from error
-    return await _version(connection)
-
-
 async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
     """Give a connection back to the pool as it is: asyncpg still rolls back a transaction left
     open and drops listeners, but its default reset (unlock advisory locks, close cursors,
     UNLISTEN, RESET ALL) would be one more round trip after every transaction, for session state
     these connections never get: their advisory locks end with the transaction, LISTEN is on a
     dedicated connection, and nothing is SET or left open."""
-
-
-async def _version(connection: asyncpg.Connection[Any]) -> int:
-    version = await connection.fetchval("SELECT max(version) FROM tomori_schema")
-    return int(version or 0)
 
 
 async def _connect(outage: OutageLog, *args: Any, **kwargs: Any) -> asyncpg.Connection[Any]:
