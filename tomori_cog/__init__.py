@@ -19,10 +19,12 @@ only that name's `teardown` removes it.
 - `runtime.py`        what the started cog runs with, opened in one exit stack
 - `surface.py`        a Discord channel as the core's turn sees it (`tomori.turns.Surface`)
 - `library.py`        which library the bot uses, and the few calls that differ
-- `discord_io.py`     the core's channel port and notice sink over a library channel
+- `discord_io.py`     the one way a message leaves for Discord (paced, errors translated,
+                      remembered), the bot's port and notice sink over a library channel
 - `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
                       answered them (the `/tomori status` traffic line)
-- `webhooks.py`       the personas' voice: the bot's webhook in each channel, and their port
+- `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
+- `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run
 - `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md

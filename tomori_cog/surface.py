@@ -29,10 +29,11 @@ from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
-from tomori_cog.webhooks import PersonaPort, Webhooks, wardrobe_of
+from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
 
