@@ -33,7 +33,7 @@ from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
-from tomori.turns.scene import scene_asked
+from tomori.turns.commanded import scene_asked
 from tomori_cog.discord_io import find_channel
 from tomori_cog.intake import Intake
 from tomori_cog.library import Library

@@ -13,7 +13,7 @@ from tests.support.bots import ChatBot, OpenBot, guild_only
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tomori.commands import COMMANDS, Audience, Option, SlashCommand, children
-from tomori.console.commands import console_subcommands
+from tomori.console.commands import Verb, command_in, console_subcommands, help_text
 
 MANAGE_GUILD = 1 << 5
 BOUNDS = ("min_value", "max_value", "min_length", "max_length")
@@ -99,3 +99,10 @@ def test_the_console_takes_every_tomori_subcommand_of_the_table_with_its_options
     assert {f"tomori {name}" for name in taken} | {"tomori autoreply"} == set(leaves)
     for name, options in taken.items():
         assert options == leaves[f"tomori {name}"], name
+
+
+@pytest.mark.parametrize("command", TOP, ids=lambda command: command.name)
+def test_the_console_runs_every_top_level_command_of_the_table(command: SlashCommand) -> None:
+    typed = command_in(f"/{command.name}")
+    assert typed is not None and typed.kind is not Verb.UNKNOWN, f"/{command.name}"
+    assert f"/{command.name}" in help_text(())

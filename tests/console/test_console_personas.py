@@ -118,6 +118,32 @@ async def test_a_scene_in_the_console_prints_each_line_under_its_personas_name(
     assert "Bex: Bex bows." in requests[4][-1]["content"]  # the bot sees the scene
 
 
+async def test_respond_in_the_console_answers_as_the_persona_asked_from_its_prefill(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("Once upon a time."), answer(" the sea, the sea!"))
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria, a bard.\n"
+        "tell me a story\n"
+        "/respond persona:Aria prompt:sing it instead prefill:Oh,\n"
+        "/respond persona:Cy\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert (  # as in Discord, the answer replies to no message: it answers the channel
+        "[you #3] /respond persona:Aria prompt:sing it instead prefill:Oh,\n"
+        "[Aria #4]\nOh, the sea, the sea!\n"
+    ) in out
+    assert "[Not Changed] This server has no persona named Cy." in out
+    assert len(llm_server.requests) == 2  # the refused /respond reached no model
+    sent = llm_server.requests[1].body["messages"]
+    assert sent[0] == {"role": "system", "content": "You are Aria, a bard."}
+    assert "/respond" not in str(sent)  # a command is no message to a model
+    assert sent[-1] == {"role": "assistant", "content": "Oh,"}  # the prefill, to continue
+    assert sent[-2]["content"] == (  # the channel as it stands, then what the asker said
+        "user: tell me a story\ntomori: Once upon a time.\nuser: sing it instead"
+    )
+
+
 async def test_a_scene_in_the_console_counts_as_a_message_under_the_cooldown(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -89,6 +89,11 @@ class ConsoleChannel:
         number = message_id or ""
         return self._messages.get(int(number)) if number.isascii() and number.isdigit() else None
 
+    def latest(self) -> ConsoleMessage | None:
+        """The channel's last message a model may be shown (a command typed is none)."""
+        shown = [m for m in self._messages.values() if not m.command]
+        return shown[-1] if shown else None
+
     def context(
         self,
         trigger: ConsoleMessage | None,

@@ -35,12 +35,14 @@ class Verb(StrEnum):
     KILL = "kill"
     TOMORI = "tomori"
     SCENE = "scene"
+    RESPOND = "respond"
     UNKNOWN = "unknown"
 
 
 _KINDS = {"help": Verb.HELP, "exit": Verb.EXIT, "quit": Verb.EXIT, "kill": Verb.KILL}
 _KINDS["tomori"] = Verb.TOMORI
 _KINDS["scene"] = Verb.SCENE
+_KINDS["respond"] = Verb.RESPOND
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ def help_text(stop_words: Collection[str]) -> str:
         ("/kill", "stop the answer and clear the queue (Ctrl+C too)"),
         ("/exit, /quit", "leave, once the answers are done (Ctrl+D too)"),
         (usage("scene"), _lowered(table_command("scene").description)),
+        (usage("respond"), _lowered(table_command("respond").description)),
         *(
             (usage(f"tomori {name}"), _lowered(table_command(f"tomori {name}").description))
             for name in console_subcommands()
@@ -179,6 +182,16 @@ def scene_request(rest: str) -> tuple[str, int, str | None] | Notice:
         return given["personas"], given["cycles"], given.get("instructions")
     except ConfigError as error:
         return scene_refused(f"{error}.")
+
+
+def respond_request(rest: str) -> tuple[str | None, str | None, str | None] | Notice:
+    """`/respond <rest>` as the slash command's options (persona, prompt, prefill), or the
+    notice that says why it is not one."""
+    try:
+        given = _given("respond", rest)
+    except ConfigError as error:
+        return admin.refused(f"{error}.")
+    return given.get("persona"), given.get("prompt"), given.get("prefill")
 
 
 def _given(name: str, text: str) -> dict[str, Any]:

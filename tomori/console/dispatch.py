@@ -21,11 +21,12 @@ from tomori.console.commands import (
     as_message,
     command_in,
     help_text,
+    respond_request,
     scene_request,
     tomori_action,
 )
 from tomori.console.commands import unknown as unknown_command
-from tomori.console.history import ConsoleMessage
+from tomori.console.history import USER_NAME, ConsoleMessage
 from tomori.console.input import trimmed
 from tomori.console.server import CHANNEL, HERE, SERVER, USER, ConsoleServer
 from tomori.console.surface import ConsoleSurface, tell_held
@@ -43,7 +44,7 @@ from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns
 from tomori.store import Database
 from tomori.turns import Addressed, Stage, TurnRequest, play
-from tomori.turns.scene import scene_asked
+from tomori.turns.commanded import respond_asked, scene_asked
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,8 @@ class Dispatcher:
             self._channel.say(help_text(self._settings.stop_words))
         elif command.kind is Verb.SCENE:
             await self._scene(text, command.rest, echo=echo)
+        elif command.kind is Verb.RESPOND:
+            await self._respond(text, command.rest, echo=echo)
         elif command.kind is Verb.TOMORI:
             if not self._live:  # a script's setting applies after the messages written before it
                 await until_quit(self._quit, self.locks.wait_idle(self._channel.channel_id))
@@ -216,6 +219,25 @@ class Dispatcher:
             tell_held(self._channel, held, message_id)
             return
         await self._queue(message, TurnRequest(Addressed.DIRECTLY, scene=asked.scene))
+
+    async def _respond(self, text: str, rest: str, *, echo: bool) -> None:
+        """`/respond`: checked as the slash command is, then queued as the channel's turn,
+        which answers the channel as it stands; like `/scene`, the line typed stands in the
+        channel for its number, and no model is shown it."""
+        if not self._live:  # a script's /respond follows the answers to the lines before it
+            await until_quit(self._quit, self.locks.wait_idle(self._channel.channel_id))
+        options = respond_request(rest)
+        if isinstance(options, Notice):
+            self._channel.tell(options)
+            return
+        asked = await respond_asked(self._server.personas, SERVER, USER_NAME, *options)
+        if isinstance(asked, Notice):
+            self._channel.tell(asked)
+            return
+        message = self._channel.post(text, command=True)
+        if echo:
+            self._channel.echo(message)
+        await self._queue(message, asked)
 
     async def _queue(
         self,

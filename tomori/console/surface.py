@@ -85,7 +85,7 @@ class ConsoleSurface:
         return self._channel.message(turn.trigger.message_id)
 
     async def latest(self) -> ConsoleMessage | None:
-        return self._channel.message(str(self._channel.next_number - 1))
+        return self._channel.latest()
 
     async def may_start(
         self, turn: Turn, message: Any, guard: TurnGuard, *, surface_errors: bool

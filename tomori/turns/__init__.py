@@ -12,7 +12,8 @@
 - `turn.py`     `play`: the turn's preparation (errors before any model among it), then the
                 bot's answer, the personas', or a scene's lines
 - `ensemble.py` personas answering in turn, drawing each other in, and a scene's lines
-- `scene.py`    a `/scene` asked for, checked before it is queued (the cog's and the console's)
+- `commanded.py` a `/scene` or `/respond` asked for, checked before it is queued (the cog's
+                and the console's)
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig

@@ -45,7 +45,7 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
     state = TurnState(
         surface.channel_id,
         notices=surface.notices,
-        trigger_message_id=None if scene else turn.trigger.message_id,
+        trigger_message_id=None if scene or request.respond else turn.trigger.message_id,
         from_queue=turn.from_queue,
         scene_turn=scene is not None,
         metrics=stage.metrics,

@@ -13,13 +13,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tomori.cast.personas import check_name
-from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.locks import Admission
 from tomori.policy.admin import refused
-from tomori.policy.overrides import check_prefill
-from tomori.turns import Addressed, Respond, TurnRequest
+from tomori.turns.commanded import respond_asked
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
@@ -61,27 +58,16 @@ async def _queued(
     if interaction.guild_id is None or interaction.channel_id is None:
         return refused("/respond works in a server's channels only.")
     try:
-        checked = check_prefill(prefill) if prefill is not None else None
-        name = check_name(persona) if persona is not None else None
-    except ConfigError as error:
-        return refused(str(error))
-    try:
         runtime = await chat.ensure_started()
-        key = None
-        if name is not None:
-            found = await runtime.personas.get(str(interaction.guild_id), name)
-            if found is None:
-                return refused(f"This server has no persona named {name}.")
-            key = found.key
         user = interaction.user
-        # It asks directly (the asker is told of failures) and has no message: nothing to
-        # reply to, and nothing the lock store could recognise as admitted twice.
-        request = TurnRequest(
-            Addressed.DIRECTLY,
-            (key,) if key else (),
-            respond=Respond(user.display_name, (prompt or "").strip() or None, checked),
+        asked = await respond_asked(
+            runtime.personas, str(interaction.guild_id), user.display_name, persona, prompt, prefill
         )
-        trigger = request.trigger(str(interaction.channel_id), None, str(user.id))
+        if isinstance(asked, Notice):
+            return asked
+        # No message: nothing to reply to, and nothing the lock store could recognise as
+        # admitted twice.
+        trigger = asked.trigger(str(interaction.channel_id), None, str(user.id))
         admission = await runtime.locks.submit(trigger)
     except Exception:
         log.exception("/respond failed in channel %s", interaction.channel_id)
