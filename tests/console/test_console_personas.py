@@ -228,3 +228,20 @@ async def test_a_queued_line_is_shown_the_answers_since_it_within_the_history_li
     assert shown.count("answer") + shown.count("user: m") <= 2 + 2 + 1
     assert "answer 1" not in shown
     assert shown.endswith("user: m6")
+
+
+async def test_an_edit_that_changes_nothing_is_refused_as_is_an_option_given_no_value(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    typed = (
+        "/tomori persona add Aria prompt:You are Aria. triggers:aria, bard\n"
+        "/tomori persona edit Aria\n"
+        "/tomori persona edit Aria triggers:\n"
+        "/tomori persona list\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert "[Not Changed] Give what to change of Aria: its prompt, avatar, triggers or" in out
+    assert "[Not Changed] triggers: is given no value: /tomori persona edit" in out
+    assert "Aria changed" not in out
+    assert "**Aria**: called by aria, bard" in out  # its triggers are as they were
+    assert not llm_server.requests

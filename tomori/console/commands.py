@@ -206,6 +206,8 @@ def _given(name: str, text: str) -> dict[str, Any]:
     given: dict[str, Any] = {}
     for option in options:
         value = written.get(option.name, "")
+        if option.name in written and not value:  # Discord takes no empty option either
+            raise ConfigError(f"{option.name}: is given no value: {usage(name)}")
         if not value:
             if option.required:
                 what = "on or off" if option.kind is OptionKind.ON_OR_OFF else option.description

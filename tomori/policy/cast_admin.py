@@ -47,6 +47,10 @@ def edit_persona(
     models: str | None = None,
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
+        if (prompt, avatar, triggers, models) == (None, None, None, None):
+            return refused(
+                f"Give what to change of {name}: its prompt, avatar, triggers or models."
+            )
         persona = await target.personas.get(where.guild_id, check_name(name))
         if persona is None:
             return refused(f"This server has no persona named {name}.")
