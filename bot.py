@@ -16,9 +16,9 @@ from typing import Any
 from tomori.config.models import ModelChain
 from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
-from tomori.tools.mcp import mcp_tools_for
 from tomori.store import StoreError
 from tomori.store.connect import open_database
+from tomori.tools.mcp import mcp_tools_for
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
 from tomori_cog.variables import (

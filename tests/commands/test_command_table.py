@@ -104,5 +104,6 @@ def test_the_console_takes_every_tomori_subcommand_of_the_table_with_its_options
 @pytest.mark.parametrize("command", TOP, ids=lambda command: command.name)
 def test_the_console_runs_every_top_level_command_of_the_table(command: SlashCommand) -> None:
     typed = command_in(f"/{command.name}")
-    assert typed is not None and typed.kind is not Verb.UNKNOWN, f"/{command.name}"
+    assert typed is not None
+    assert typed.kind is not Verb.UNKNOWN, f"/{command.name}"
     assert f"/{command.name}" in help_text(())
