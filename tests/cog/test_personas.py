@@ -265,6 +265,18 @@ async def test_persona_commands_check_and_list(
     assert "no personas" in said(await bot.persona("list"))
 
 
+async def test_a_personas_models_are_only_those_the_author_allows(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)  # TOMORI_ALLOWED_MODELS unset
+    refused = said(await bot.persona("add", name="Aria", prompt="x", models="openai:gpt-4o"))
+    assert "openai:gpt-4o is not among the models this bot allows" in refused
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    refused = said(await bot.persona("edit", name="Aria", models="openai:gpt-4o"))
+    assert "openai:gpt-4o is not among the models this bot allows" in refused
+    assert "openai:gpt-4o" not in said(await bot.persona("list"))
+
+
 async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(
     open_rest_bot: OpenRestBot,
     llm_server: LLMServer,

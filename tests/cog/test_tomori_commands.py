@@ -36,7 +36,7 @@ def settings(database: DatabaseUnderTest, **overrides: Any) -> Settings:
 
 @pytest.fixture
 async def bot(database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot) -> ChatBot:
-    return await open_bot(settings(database), chain_for(llm_server))
+    return await open_bot(settings(database), chain_for(llm_server, allowed="*"))
 
 
 async def ask(bot: ChatBot, llm_server: LLMServer, channel: int = CHANNEL_ID) -> dict[str, Any]:
@@ -126,6 +126,36 @@ async def test_a_bad_chain_or_a_too_long_prompt_is_refused_and_nothing_is_stored
     assert model_and_prompt(await ask(bot, llm_server)) == ("test-model", DEFAULT_SYSTEM_PROMPT)
 
 
+async def test_an_admin_chooses_only_models_the_author_allows(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """A public bot is in servers anyone can own: no admin points its turns at a model the
+    author did not allow, on the author's key (a persona's models: tests/cog/test_personas)."""
+    bot = await open_bot(settings(database), chain_for(llm_server))  # nothing else allowed
+    title, text = said(await bot.tomori("model", models="openai:test-model, openai:gpt-4o"))
+    assert title == "Not Changed"
+    assert text == (
+        "openai:gpt-4o is not among the models this bot allows; its author allows "
+        "openai:test-model"
+    )
+    title, text = said(await bot.tomori("model", models="openai:other", scope="server"))
+    assert (title, "openai:other is not among" in text) == ("Not Changed", True)
+    assert await database.rows("SELECT * FROM channel_settings") == []
+    assert await database.rows("SELECT * FROM server_settings") == []
+    assert (await ask(bot, llm_server))["model"] == "test-model"
+
+
+async def test_a_chain_stored_before_the_author_narrowed_the_list_is_not_run(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    first = await open_bot(settings(database), chain_for(llm_server, allowed="openai:*"))
+    said(await first.tomori("model", models="openai:pricey"))
+    assert (await ask(first, llm_server))["model"] == "pricey"
+    await first.stop()
+    second = await open_bot(settings(database), chain_for(llm_server))  # narrowed since
+    assert (await ask(second, llm_server))["model"] == "test-model"
+
+
 async def test_a_provider_the_bot_has_no_key_for_is_refused(
     bot: ChatBot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,7 +216,7 @@ async def test_autoreply_off_beats_the_environments_channel_list(
     database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
 ) -> None:
     bot = await open_bot(
-        settings(database, channels=frozenset({CHANNEL_ID})), chain_for(llm_server)
+        settings(database, channels=frozenset({CHANNEL_ID})), chain_for(llm_server, allowed="*")
     )
     said(await bot.tomori("autoreply", enabled=False))
     await bot.say("chatting")
@@ -199,14 +229,14 @@ async def test_autoreply_off_beats_the_environments_channel_list(
 async def test_settings_survive_a_restart(
     database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
 ) -> None:
-    first = await open_bot(settings(database), chain_for(llm_server))
+    first = await open_bot(settings(database), chain_for(llm_server, allowed="*"))
     said(await first.tomori("model", models="openai:kept-model", scope="server"))
     said(await first.tomori("prompt", text="Kept prompt."))
     said(await first.tomori("autoreply", enabled=True))
     said(await first.tomori("limits", cooldown_ms=1_500, daily_tokens=20_000))
     said(await first.tomori("scenes", enabled=False))
     await first.stop()
-    second = await open_bot(settings(database), chain_for(llm_server))
+    second = await open_bot(settings(database), chain_for(llm_server, allowed="*"))
     llm_server.script(answer("Back."))
     await second.say("are you there")  # no mention: the channel answers every message
     await second.settled()
@@ -244,7 +274,7 @@ async def test_status_counts_what_happened_in_the_server(
         "stream_sdk_call_timeout_ms": 300,
         "model_probe_interval_ms": 0,  # a stalled model is not skipped: each turn asks it
     }
-    bot = await open_bot(settings(database, **quick), chain_for(llm_server))
+    bot = await open_bot(settings(database, **quick), chain_for(llm_server, allowed="*"))
     said(await bot.tomori("model", models="openai:first,openai:second"))
     llm_server.script(answer("One."))  # first answers
     await bot.say(f"{bot.mention()} one")
@@ -327,7 +357,7 @@ async def test_kill_clears_a_message_still_waiting_for_its_servers_limits(
 ) -> None:
     """A message asked before /kill is cleared by it, however long its checks waited."""
     database = postgres_database(pg_url)
-    bot = await open_bot(settings(database), chain_for(llm_server))
+    bot = await open_bot(settings(database), chain_for(llm_server, allowed="*"))
     blocker = await asyncpg.connect(pg_url)
     try:
         holding = blocker.transaction()
@@ -352,7 +382,7 @@ async def test_kill_stops_a_turn_still_reading_its_channels_settings(
     pg_url: str, llm_server: LLMServer, open_bot: OpenBot
 ) -> None:
     database = postgres_database(pg_url)
-    bot = await open_bot(settings(database), chain_for(llm_server))
+    bot = await open_bot(settings(database), chain_for(llm_server, allowed="*"))
     blocker = await asyncpg.connect(pg_url)
     await bot.chat.config.user_limits(GUILD_ID)  # the server's limits, read: admission passes
     try:

@@ -181,7 +181,7 @@ async def test_a_persona_with_its_own_models_begins_with_the_servers_prefill_as_
         "/tomori prefill set scope:server text:*bows*\n"
         "hi aria\n"
     )
-    out = await piped(llm_server, tmp_path, typed)
+    out = await piped(llm_server, tmp_path, typed, TOMORI_ALLOWED_MODELS="*")
     (request,) = llm_server.requests
     assert request.body["model"] == "aria-model"
     assert request.body["messages"][-1] == {"role": "assistant", "content": "*bows*"}

@@ -76,7 +76,8 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("Arr."), answer("Arr again."))
-    process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
+    environment = bot_environment(llm_server, tmp_path, TOMORI_ALLOWED_MODELS="openai:other-*")
+    process = await start_bot("--console", env=environment)
     typed = (
         "/tomori model openai:other-model\n"
         "/tomori prompt text:You are a pirate.\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from dataclasses import astuple
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest, RecordingDatabase
+from tomori.config.models import ModelChain
 from tomori.config.scope import Scope
 from tomori.config.settings import ConfigError
 from tomori.policy import override_store
@@ -97,19 +99,55 @@ def test_limits_are_bounded_as_their_variables_are(cooldown: int, tokens: int) -
 
 
 def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
-    environ = {"OPENAI_API_KEY": "sk-x"}
+    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a", "TOMORI_ALLOWED_MODELS": "*"}
+    author = ModelChain.from_env(environ)
     too_long = ",".join(f"openai:{'m' * 400}{n}" for n in range(3))  # no answer could show it
     with pytest.raises(ConfigError, match=f"at most {MAX_MODELS_CHARS} are allowed"):
-        check_models(too_long, environ, {})
-    chain = check_models(" openai:a , openai:b+vision ", environ, {})
+        check_models(too_long, environ, author)
+    chain = check_models(" openai:a , openai:b+vision ", environ, author)
     assert chain.described == "openai:a, openai:b+vision"
     with pytest.raises(ConfigError, match="models lists 7 models"):
-        check_models(",".join(["openai:m"] * 7), environ, {})
+        check_models(",".join(["openai:m"] * 7), environ, author)
     with pytest.raises(ConfigError, match="needs GEMINI_API_KEY"):
-        check_models("gemini:g", environ, {})
+        check_models("gemini:g", environ, author)
     with pytest.raises(ConfigError, match="NUL"):
-        check_models("openai:a\0", environ, {})
-    assert "sk-x" not in repr(check_models("openai:a", environ, {}).credentials)
+        check_models("openai:a\0", environ, author)
+    assert "sk-x" not in repr(check_models("openai:a", environ, author).credentials)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "chosen", "refused"),
+    [
+        ("", "openai:a", None),  # unset: the author's own chain's models
+        (
+            "",
+            "openai:b",
+            "openai:b is not among the models this bot allows; its author allows openai:a",
+        ),
+        ("openai:gpt-4.1-*", "openai:gpt-4.1-mini, openai:gpt-4o", "openai:gpt-4o is not among"),
+        ("openai:gpt-4.1-*", "openai:gpt-4.1-mini", None),
+        ("openai:*", "openai:anything+vision", None),
+        ("*", "openai:anything", None),
+        ("openai:A*", "openai:a", "openai:a is not among"),  # a model name's case counts
+    ],
+)
+def test_an_admins_chain_names_only_models_the_author_allows(
+    allowed: str, chosen: str, refused: str | None
+) -> None:
+    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a"}
+    author = ModelChain.from_env({**environ, "TOMORI_ALLOWED_MODELS": allowed})
+    if refused is None:
+        assert check_models(chosen, environ, author).entries
+    else:
+        with pytest.raises(ConfigError, match=re.escape(refused)):
+            check_models(chosen, environ, author)
+
+
+@pytest.mark.parametrize("written", ["gpt-4o", "openai:", "azure:gpt-4o", ":x"])
+def test_an_allowed_list_that_is_not_provider_pattern_stops_start_up(written: str) -> None:
+    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a"}
+    with pytest.raises(ConfigError, match="TOMORI_ALLOWED_MODELS entry"):
+        ModelChain.from_env({**environ, "TOMORI_ALLOWED_MODELS": written})
 
 
 async def test_values_are_stored_per_scope_and_reset_alone(database: DatabaseUnderTest) -> None:

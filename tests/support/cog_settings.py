@@ -27,11 +27,15 @@ def settings_for(tmp_path: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
-def chain_for(server: LLMServer, models: str = "openai:test-model") -> ModelChain:
-    """`models` (one openai model unless told), each provider served by the local LLM server."""
+def chain_for(
+    server: LLMServer, models: str = "openai:test-model", allowed: str = ""
+) -> ModelChain:
+    """`models` (one openai model unless told), each provider served by the local LLM server;
+    `allowed` is `TOMORI_ALLOWED_MODELS` (unset: admins may choose only `models`)."""
     return ModelChain.from_env(
         {
             "TOMORI_MODELS": models,
+            "TOMORI_ALLOWED_MODELS": allowed,
             "OPENAI_API_KEY": "sk-test",
             "OPENAI_BASE_URL": f"{server.base_url}/v1",
             "GEMINI_API_KEY": "gemini-test-key",

@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tomori.config.allowed_models import VARIABLE as ALLOWED_VARIABLE
+from tomori.config.allowed_models import AllowedModels
 from tomori.config.parsers import install_extra, installed
 from tomori.config.provider_kinds import (
     PROVIDER_KINDS,
@@ -55,6 +57,13 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "any OpenAI-compatible server: OpenRouter, vLLM, "
         "llama.cpp, Ollama (http://localhost:11434/v1); no user:password@ "
         "(the key takes the Authorization header)",
+    ),
+    (
+        "TOMORI_ALLOWED_MODELS",
+        "the models of TOMORI_MODELS",
+        "the models a server's admins may choose (/tomori model, a persona's models), as "
+        "provider:pattern, comma separated (openai:gpt-4o-mini, openai:gpt-4.1-*, gemini:*), "
+        "or * for every model of the providers the bot has a key for",
     ),
     (
         "GEMINI_API_KEY",
@@ -114,6 +123,8 @@ class ModelChain:
 
     entries: tuple[ModelEntry, ...]
     credentials: Mapping[str, Credentials]
+    allowed: AllowedModels = AllowedModels(None)  # noqa: RUF009 (frozen: shared safely)
+    """What an admin's chain may name (`TOMORI_ALLOWED_MODELS`): by default this chain's own."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ModelChain:
@@ -124,7 +135,21 @@ class ModelChain:
                 f"TOMORI_MODELS is not set: list the models to use as provider:model, "
                 f"primary first, comma separated (for example {EXAMPLE})"
             )
-        return cls.parse(raw, env)
+        allowed = AllowedModels.parse(env.get(ALLOWED_VARIABLE, ""))
+        return replace(cls.parse(raw, env), allowed=allowed)
+
+    def refusal(self, chosen: ModelChain) -> str | None:
+        """Why an admin may not choose `chosen` (the models of it this bot does not allow), or
+        None if it may."""
+        own = [entry.label for entry in self.entries]
+        barred = [e.label for e in chosen.entries if not self.allowed.admits(e.label, own)]
+        if not barred:
+            return None
+        which = ", ".join(barred)
+        return (
+            f"{which} {'is' if len(barred) == 1 else 'are'} not among the models this bot "
+            f"allows; its author allows {self.allowed.described(own)}"
+        )
 
     @classmethod
     def parse(

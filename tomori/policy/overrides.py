@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from tomori.config.models import Credentials, ModelChain
+from tomori.config.models import ModelChain
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
@@ -133,13 +133,11 @@ def _first[T](channel: T | None, server: T | None, environment: T) -> Sourced[T]
     return Sourced(environment, Source.ENVIRONMENT)
 
 
-def check_models(
-    raw: str, environ: Mapping[str, str], known: Mapping[str, Credentials]
-) -> ModelChain:
+def check_models(raw: str, environ: Mapping[str, str], author: ModelChain) -> ModelChain:
     """The chain `raw` names, parsed as `TOMORI_MODELS` is; `ConfigError` says what is wrong.
 
-    Only providers the bot has a key for pass: those of its own chain (`known`), or any whose
-    key variable is set in `environ`."""
+    Only providers the bot has a key for pass: those of the author's chain, or any whose key
+    variable is set in `environ`; and only models the author allows (`ModelChain.refusal`)."""
     if "\0" in raw:
         raise ConfigError("the models hold a NUL character: write them as provider:model")
     if len(raw.strip()) > MAX_MODELS_CHARS:
@@ -147,7 +145,11 @@ def check_models(
             f"the models are {len(raw.strip())} characters long: at most {MAX_MODELS_CHARS} are "
             f"allowed"
         )
-    return ModelChain.parse(raw.strip(), environ, source="models", known=known)
+    chosen = ModelChain.parse(raw.strip(), environ, source="models", known=author.credentials)
+    refusal = author.refusal(chosen)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    return chosen
 
 
 def check_prompt(raw: str) -> str:

@@ -76,7 +76,7 @@ class ChannelConfig:
 
     def check_models(self, raw: str) -> ModelChain:
         """An admin's chain, checked against the keys this bot has; `ConfigError` if bad."""
-        return check_models(raw, self.environ, self.chain.credentials)
+        return check_models(raw, self.environ, self.chain)
 
     def defaults(self, channel_id: int | str) -> Defaults:
         autoreply = self._autoreply_everywhere or (
