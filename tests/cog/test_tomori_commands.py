@@ -135,8 +135,7 @@ async def test_an_admin_chooses_only_models_the_author_allows(
     title, text = said(await bot.tomori("model", models="openai:test-model, openai:gpt-4o"))
     assert title == "Not Changed"
     assert text == (
-        "openai:gpt-4o is not among the models this bot allows; its author allows "
-        "openai:test-model"
+        "openai:gpt-4o is not among the models this bot allows; its author allows openai:test-model"
     )
     title, text = said(await bot.tomori("model", models="openai:other", scope="server"))
     assert (title, "openai:other is not among" in text) == ("Not Changed", True)
