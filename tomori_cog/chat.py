@@ -24,11 +24,9 @@ from tomori.delivery.notices import (
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
     Notice,
-    cooldown_notice,
-    quota_notice,
 )
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
-from tomori.policy.limits import BotTurns, Limit
+from tomori.policy.limits import BotTurns
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
@@ -198,8 +196,7 @@ class TomoriChat:
             guild_id, user_id, str(interaction_id), limits
         )
         if refusal is not None:
-            told = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
-            return told(refusal.retry_at)
+            return refusal.notice
         queued = TurnRequest(Addressed.DIRECTLY, scene=asked.scene)
         admission = await runtime.locks.submit(queued.trigger(str(channel_id), None, str(user_id)))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)

@@ -17,6 +17,7 @@ from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
+from tests.support.tomori_commands import said
 from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.delivery.notices import cooldown_notice, quota_notice
 from tomori_cog.listener.deliverability import REFUSED_FOR_S
@@ -130,6 +131,43 @@ async def test_over_the_daily_tokens_no_model_is_asked_until_the_utc_day_resets(
     await bot.settled()
     assert await bot.contents() == ["Sixteen characters", "For Bob.", "A new day."]
     assert await bot.embeds() == [DAILY_LIMIT]
+
+
+async def test_a_servers_admins_tighten_the_authors_limits_but_never_lift_them(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    author = database.settings(**SHORT, user_cooldown_ms=60_000, user_daily_tokens=1_000)
+    bot = await open_bot(author, chain_for(llm_server))
+    for lifted in ({"cooldown_ms": 0}, {"cooldown_ms": 1_000}, {"daily_tokens": 0}):
+        title, text = said(await bot.tomori("limits", **lifted))
+        assert title == "Not Changed", lifted
+        assert "the bot's author" in text
+    assert said(await bot.tomori("limits", cooldown_ms=120_000))[0] == "Tomori Settings"
+    # A looser value stored by any other way (an older version, a hand edit) gives way too.
+    await database.execute("UPDATE server_settings SET cooldown_ms = 0, daily_tokens = 0")
+    llm_server.script(answer("First."), answer("Never."))
+    await bot.say(f"{bot.mention()} one")
+    await bot.settled()
+    await bot.say(f"{bot.mention()} two")
+    await bot.settled()
+    assert len(llm_server.requests) == 1
+    assert await bot.embeds() == [SLOW_DOWN]
+
+
+async def test_a_servers_members_share_the_tokens_the_author_gives_the_server_a_day(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(database.settings(**SHORT, server_daily_tokens=14), chain_for(llm_server))
+    llm_server.script(answer("Sixteen characters"), answer("Never."))
+    await bot.say(f"{bot.mention()} one")  # 10 tokens in, 4 out: the server's 14 are spent
+    await bot.settled()
+    await bot.say(f"{bot.mention()} hello", by=Person.BOB)
+    await bot.settled()
+    assert len(llm_server.requests) == 1  # Bob spent nothing, but the server has
+    assert await bot.contents() == ["Sixteen characters"]
+    notice = (await bot.messages())[-1].embeds[0]
+    assert notice["title"] == DAILY_LIMIT
+    assert notice["description"].startswith("This server has used the tokens it has for today")
 
 
 async def test_a_provider_that_reports_no_usage_is_counted_by_its_characters(

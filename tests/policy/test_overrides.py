@@ -68,12 +68,21 @@ def test_each_value_comes_from_the_nearest_scope_that_sets_it(
         assert (autoreply.value, autoreply.source) == (environment.autoreply, Source.ENVIRONMENT)
     else:
         assert (autoreply.value, autoreply.source) == (channel.autoreply, Source.CHANNEL)
-    for name in ("cooldown_ms", "daily_tokens"):  # a server's only: a channel cannot set them
-        chosen = getattr(resolved, name)
-        if getattr(server, name) is not None:
-            assert (chosen.value, chosen.source) == (getattr(server, name), Source.SERVER)
-        else:
-            assert (chosen.value, chosen.source) == (getattr(environment, name), Source.ENVIRONMENT)
+    # A server's only (a channel cannot set them), and only tighter than the author's: a longer
+    # cooldown, fewer daily tokens (0 is no limit, looser than any).
+    cooldown, tokens = resolved.cooldown_ms, resolved.daily_tokens
+    assert cooldown.value >= environment.cooldown_ms
+    if server.cooldown_ms is not None and server.cooldown_ms >= environment.cooldown_ms:
+        assert (cooldown.value, cooldown.source) == (server.cooldown_ms, Source.SERVER)
+    else:
+        assert (cooldown.value, cooldown.source) == (environment.cooldown_ms, Source.ENVIRONMENT)
+    ceiling = environment.daily_tokens
+    if ceiling > 0:
+        assert 0 < tokens.value <= ceiling
+    if server.daily_tokens is not None and (ceiling == 0 or 0 < server.daily_tokens <= ceiling):
+        assert (tokens.value, tokens.source) == (server.daily_tokens, Source.SERVER)
+    else:
+        assert (tokens.value, tokens.source) == (ceiling, Source.ENVIRONMENT)
 
 
 @given(st.text(max_size=MAX_PROMPT_CHARS + 50))
@@ -91,11 +100,51 @@ def test_a_prompt_is_kept_or_refused_whole(raw: str) -> None:
 @given(st.integers(-(10**12), 10**12), st.integers(-(10**12), 10**12))
 def test_limits_are_bounded_as_their_variables_are(cooldown: int, tokens: int) -> None:
     try:
-        limits = check_limits(cooldown, tokens)
+        limits = check_limits(
+            cooldown, tokens, Defaults(models="", system_prompt="", autoreply=False)
+        )
     except ConfigError:
         assert not (0 <= cooldown <= 86_400_000 and 0 <= tokens <= 1_000_000_000)
     else:
         assert (limits.cooldown_ms, limits.daily_tokens) == (cooldown, tokens)
+
+
+AUTHOR = Defaults(
+    models="", system_prompt="", autoreply=False, cooldown_ms=10_000, daily_tokens=5_000
+)
+
+
+@pytest.mark.parametrize(
+    ("cooldown", "tokens", "refused"),
+    [
+        (9_999, None, "sets a cooldown of 10000 ms: a server may lengthen it"),
+        (0, None, "sets a cooldown of 10000 ms"),
+        (None, 5_001, "at most 5000 tokens a day"),
+        (None, 0, "0, no limit, is not a server's to set"),
+        (60_000, 100, None),
+        (10_000, 5_000, None),
+    ],
+)
+def test_a_server_only_tightens_the_authors_limits(
+    cooldown: int | None, tokens: int | None, refused: str | None
+) -> None:
+    if refused is None:
+        assert check_limits(cooldown, tokens, AUTHOR) == Overrides(
+            cooldown_ms=cooldown, daily_tokens=tokens
+        )
+    else:
+        with pytest.raises(ConfigError, match=re.escape(refused)):
+            check_limits(cooldown, tokens, AUTHOR)
+
+
+def test_a_server_limit_stored_looser_than_the_authors_gives_way_to_the_authors() -> None:
+    looser = Overrides(cooldown_ms=0, daily_tokens=0)
+    resolved = resolve(Overrides(), looser, AUTHOR)
+    assert (resolved.cooldown_ms.value, resolved.daily_tokens.value) == (10_000, 5_000)
+    assert resolved.cooldown_ms.source is Source.ENVIRONMENT
+    tighter = resolve(Overrides(), Overrides(cooldown_ms=20_000, daily_tokens=10), AUTHOR)
+    assert (tighter.cooldown_ms.value, tighter.daily_tokens.value) == (20_000, 10)
+    assert tighter.daily_tokens.source is Source.SERVER
 
 
 def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:

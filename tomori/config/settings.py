@@ -462,13 +462,22 @@ class Settings:
         "TOMORI_USER_COOLDOWN_MS",
         0,
         COOLDOWN_MS,
-        "least time between two turns one user starts in one server; 0 for none",
+        "least time between two turns one user starts in one server; 0 for none; a server's "
+        "admins may lengthen it, never shorten it",
     )
     user_daily_tokens: int = setting(
         "TOMORI_USER_DAILY_TOKENS",
         0,
         DAILY_TOKENS,
-        "most tokens one user may spend per UTC day in one server; 0 for no limit",
+        "most tokens one user may spend per UTC day in one server; 0 for no limit; a server's "
+        "admins may lower it, never raise or lift it",
+    )
+    server_daily_tokens: int = setting(
+        "TOMORI_SERVER_DAILY_TOKENS",
+        0,
+        DAILY_TOKENS,
+        "most tokens all of one server's members may spend together per UTC day (direct "
+        "messages count as one server); 0 for no limit",
     )
     max_bot_turns: int = setting(
         "TOMORI_MAX_BOT_TURNS",

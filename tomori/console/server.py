@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori.delivery.notices import Notice, cooldown_notice, quota_notice
+from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
 from tomori.policy.limit_store import UserLimitStore
-from tomori.policy.limits import Limit, Refusal, UserLimits
+from tomori.policy.limits import Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved
 from tomori.store import Database
@@ -50,8 +50,7 @@ class Held:
     def notice(self) -> Notice | None:
         if not self.refusal.notify:
             return None
-        make = cooldown_notice if self.refusal.limit is Limit.COOLDOWN else quota_notice
-        return make(self.refusal.retry_at)
+        return self.refusal.notice
 
 
 class ConsoleServer:

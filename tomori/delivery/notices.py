@@ -173,6 +173,17 @@ def cooldown_notice(retry_at: float) -> Notice:
     )
 
 
+def server_quota_notice(reset_at: float) -> Notice:
+    """Told once per UTC day to someone whose server spent the tokens the bot's author gives it
+    for a day (`TOMORI_SERVER_DAILY_TOKENS`)."""
+    return Notice(
+        "Daily Limit Reached",
+        "This server has used the tokens it has for today. They reset at 00:00 UTC "
+        f"(<t:{math.ceil(reset_at)}:R>).",
+        NoticeColour.WARNING,
+    )
+
+
 def quota_notice(reset_at: float) -> Notice:
     """Told once per UTC day to someone who spent their tokens for the day in this server."""
     return Notice(

@@ -187,7 +187,7 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if cooldown_ms is None and daily_tokens is None:
             return refused("Give cooldown_ms, daily_tokens or both.")
-        limits = check_limits(cooldown_ms, daily_tokens)
+        limits = check_limits(cooldown_ms, daily_tokens, target.defaults(where))
         await target.overrides.set(Scope.SERVER, *keys(where), limits)
         now = await _resolved(target, where)
         return done(

@@ -26,6 +26,10 @@ _TOKENS_SINCE = (
     "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS used FROM token_usage"
     " WHERE guild_id = ? AND requester_id = ? AND recorded_at >= ?"
 )
+_SERVER_TOKENS_SINCE = (
+    "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS used FROM token_usage"
+    " WHERE guild_id = ? AND recorded_at >= ?"
+)
 _RECORD = (
     "SELECT admitted_at, admitted_message, cooldown_noticed_at, quota_noticed_at"
     " FROM user_limits WHERE guild_id = ? AND user_id = ?"
@@ -47,6 +51,7 @@ _NOTICED = {
         " SET quota_noticed_at = excluded.quota_noticed_at"
     ),
 }
+_NOTICED[Limit.SERVER_QUOTA] = _NOTICED[Limit.QUOTA]  # one quota notice a day, whichever
 
 
 class UserLimitStore:
@@ -75,7 +80,7 @@ class UserLimitStore:
     ) -> Refusal | None:
         """Judge a queued message as its turn starts: the turns before it may have spent the
         day's tokens since it was admitted."""
-        if limits.daily_tokens <= 0:
+        if not limits.counts_tokens:
             return None
         async with self._db.transaction(key=f"user-limits:{guild_id}:{user_id}") as tx:
             now = await tx.now()
@@ -88,15 +93,20 @@ async def _record(
     tx: Transaction, guild_id: str, user_id: str, now: float, limits: UserLimits
 ) -> UserRecord:
     used = await _tokens_today(tx, guild_id, user_id, now) if limits.daily_tokens > 0 else 0
+    everyone = 0
+    if limits.server_daily_tokens > 0:
+        found = await tx.fetchone(_SERVER_TOKENS_SINCE, (guild_id, utc_day_start(now)))
+        everyone = int(found["used"]) if found is not None else 0
     row = await tx.fetchone(_RECORD, (guild_id, user_id))
     if row is None:
-        return UserRecord(tokens_today=used)
+        return UserRecord(tokens_today=used, server_tokens_today=everyone)
     return UserRecord(
         row["admitted_at"],
         row["admitted_message"],
         row["cooldown_noticed_at"],
         row["quota_noticed_at"],
         used,
+        everyone,
     )
 
 

@@ -12,7 +12,8 @@ reads a clock or knows Discord.
   second at once, rather than having it wait in the queue only to be dropped when its turn
   comes; refused messages start no new window.
 - Quota: a message is refused once the user's tokens since the start of the current UTC day
-  reach `daily_tokens`; the day resets at 00:00 UTC.
+  reach `daily_tokens`, or once all the server's members' reach `server_daily_tokens` (the
+  author's budget for one server); the day resets at 00:00 UTC.
 - Notices: at most one per cooldown window (a window starts with an admitted message) and one
   per UTC day for the quota, so a user who keeps trying is not answered by a wall of notices.
 """
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from tomori.delivery.notices import Notice, cooldown_notice, quota_notice, server_quota_notice
 
 DAY_S = 86_400
 
@@ -31,10 +34,16 @@ class UserLimits:
 
     cooldown_s: float = 0.0
     daily_tokens: int = 0
+    server_daily_tokens: int = 0
+    """What the server's members may spend together (`TOMORI_SERVER_DAILY_TOKENS`)."""
 
     @property
     def active(self) -> bool:
-        return self.cooldown_s > 0 or self.daily_tokens > 0
+        return self.cooldown_s > 0 or self.counts_tokens
+
+    @property
+    def counts_tokens(self) -> bool:
+        return self.daily_tokens > 0 or self.server_daily_tokens > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +57,14 @@ class UserRecord:
     quota_noticed_at: float | None = None
     tokens_today: int = 0
     """Tokens they used since the start of the current UTC day."""
+    server_tokens_today: int = 0
+    """Tokens every member of the server used since then (counted only with a server budget)."""
 
 
 class Limit(StrEnum):
     COOLDOWN = "cooldown"
     QUOTA = "quota"
+    SERVER_QUOTA = "server's daily tokens"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,15 @@ class Refusal:
     limit: Limit
     retry_at: float
     notify: bool
+
+    @property
+    def notice(self) -> Notice:
+        """What the asker is told (when `notify`)."""
+        if self.limit is Limit.COOLDOWN:
+            return cooldown_notice(self.retry_at)
+        if self.limit is Limit.SERVER_QUOTA:
+            return server_quota_notice(self.retry_at)
+        return quota_notice(self.retry_at)
 
 
 def utc_day_start(now: float) -> float:
@@ -86,11 +107,15 @@ def judge(record: UserRecord, limits: UserLimits, now: float, message_id: str) -
 
 
 def quota_refusal(record: UserRecord, limits: UserLimits, now: float) -> Refusal | None:
-    """Refused while the day's tokens are spent; told once per UTC day."""
-    if limits.daily_tokens <= 0 or record.tokens_today < limits.daily_tokens:
-        return None
+    """Refused while the day's tokens are spent, the user's or the server's; told once per
+    UTC day."""
     told = record.quota_noticed_at
-    return Refusal(Limit.QUOTA, next_reset(now), notify=told is None or told < utc_day_start(now))
+    notify = told is None or told < utc_day_start(now)
+    if 0 < limits.server_daily_tokens <= record.server_tokens_today:
+        return Refusal(Limit.SERVER_QUOTA, next_reset(now), notify=notify)
+    if 0 < limits.daily_tokens <= record.tokens_today:
+        return Refusal(Limit.QUOTA, next_reset(now), notify=notify)
+    return None
 
 
 def cooldown_refusal(record: UserRecord, limits: UserLimits, now: float) -> Refusal | None:

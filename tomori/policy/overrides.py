@@ -117,12 +117,27 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         models=_first(channel.models, server.models, defaults.models),
         system_prompt=_first(channel.system_prompt, server.system_prompt, defaults.system_prompt),
         autoreply=_first(channel.autoreply, None, defaults.autoreply),
-        cooldown_ms=_first(None, server.cooldown_ms, defaults.cooldown_ms),
-        daily_tokens=_first(None, server.daily_tokens, defaults.daily_tokens),
+        cooldown_ms=_first(None, _tighter_cooldown(server, defaults), defaults.cooldown_ms),
+        daily_tokens=_first(None, _tighter_tokens(server, defaults), defaults.daily_tokens),
         scenes=_first(None, server.scenes, defaults.scenes),
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
         follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
     )
+
+
+def _tighter_cooldown(server: Overrides, defaults: Defaults) -> int | None:
+    """A server's cooldown, where it is no shorter than the author's (a floor: one stored
+    before the author lengthened theirs no longer applies)."""
+    chosen = server.cooldown_ms
+    return chosen if chosen is not None and chosen >= defaults.cooldown_ms else None
+
+
+def _tighter_tokens(server: Overrides, defaults: Defaults) -> int | None:
+    """A server's daily tokens, where they are within the author's (a ceiling; 0 is none)."""
+    chosen, ceiling = server.daily_tokens, defaults.daily_tokens
+    if chosen is None or (ceiling > 0 and not 0 < chosen <= ceiling):
+        return None
+    return chosen
 
 
 def _first[T](channel: T | None, server: T | None, environment: T) -> Sourced[T]:
@@ -166,13 +181,27 @@ def check_prompt(raw: str) -> str:
     return prompt
 
 
-def check_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Overrides:
-    """The server limits to store, each read as its variable would be; None leaves one as is."""
+def check_limits(cooldown_ms: int | None, daily_tokens: int | None, author: Defaults) -> Overrides:
+    """The server limits to store, each read as its variable would be; None leaves one as is.
+
+    The author's limits (`author`) bound them: a server may lengthen the cooldown and lower
+    the daily tokens, never the other way, and never lift a limit the author set."""
     checked = NOTHING
     if cooldown_ms is not None:
         checked = replace(checked, cooldown_ms=COOLDOWN_MS("cooldown_ms", str(cooldown_ms)))
+        if cooldown_ms < author.cooldown_ms:
+            raise ConfigError(
+                f"the bot's author sets a cooldown of {author.cooldown_ms} ms: a server may "
+                f"lengthen it, not shorten it"
+            )
     if daily_tokens is not None:
         checked = replace(checked, daily_tokens=DAILY_TOKENS("daily_tokens", str(daily_tokens)))
+        ceiling = author.daily_tokens
+        if ceiling > 0 and not 0 < daily_tokens <= ceiling:
+            raise ConfigError(
+                f"the bot's author allows each member at most {ceiling} tokens a day: a server "
+                f"may set fewer, not more (0, no limit, is not a server's to set)"
+            )
     return checked
 
 

@@ -105,7 +105,11 @@ class ChannelConfig:
         """The cooldown and daily tokens for each user of a server (None: direct messages, the
         environment's), through the cache: asked for every message a limit applies to."""
         resolved = await self._server(guild_id, "limits")
-        return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
+        return UserLimits(
+            resolved.cooldown_ms.value / 1000,
+            resolved.daily_tokens.value,
+            self._settings.server_daily_tokens,
+        )
 
     async def follow_ups(self, guild_id: int | str | None) -> bool:
         """Whether a server's users' follow-ups stop their answer (None: direct messages, the

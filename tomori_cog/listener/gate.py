@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tomori.config.settings import Settings
-from tomori.delivery.notices import cooldown_notice, post_notice_safely, quota_notice
+from tomori.delivery.notices import post_notice_safely
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
-from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
+from tomori.policy.limits import BotTurns, Refusal, UserLimits
 from tomori.store import Database
 from tomori.store.retry import InArrivalOrder
 from tomori_cog.discord_io import EmbedNotices
@@ -191,8 +191,7 @@ class AdmissionGate:
             ", told" if surface_errors and refusal.notify else "",
         )
         if surface_errors and refusal.notify:
-            make = cooldown_notice if refusal.limit is Limit.COOLDOWN else quota_notice
             notices = EmbedNotices(
                 self._library, message.channel, self._pacing, reply_to=message.id
             )
-            await post_notice_safely(notices, make(refusal.retry_at), str(message.channel.id))
+            await post_notice_safely(notices, refusal.notice, str(message.channel.id))
