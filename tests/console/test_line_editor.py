@@ -56,6 +56,16 @@ def test_a_bracketed_paste_then_enter_is_one_message_as_pasted(pasted: str) -> N
     assert editor.draft == ""
 
 
+def test_ctrl_c_in_the_middle_of_a_paste_ends_it_and_keys_are_keys_again() -> None:
+    editor = LineEditor()
+    editor.feed(f"{PASTE_START}pasted\rmore")  # the end marker never comes
+    editor.clear()
+    assert editor.draft == ""
+    assert editor.feed("/exit\r") == [Typed("/exit")]  # Enter ends the line again
+    assert editor.commit() == [Sent("/exit")]
+    assert editor.feed("\x04") == [Ended()]  # and Ctrl+D at an empty prompt ends input
+
+
 def test_an_unmarked_paste_is_one_message_only_its_last_enter_sends() -> None:
     editor = LineEditor()
     edits = editor.feed("Traceback:\r  File x\r    raise\rValueError\r")

@@ -137,10 +137,13 @@ class LineEditor:
         return [Sent(sent)]
 
     def clear(self) -> None:
-        """Drop the draft (Ctrl+C)."""
+        """Drop the draft (Ctrl+C), and any paste or escape sequence it was in the middle of:
+        a paste cut short never sends its end marker, and keys after it are keys again."""
         self.draft = ""
         self._recalled = None
         self.enter_pending = False
+        self._pasting = False
+        self._escape = ""
 
     def _key(self, key: str) -> list[Edit]:
         if key in ERASE_CHAR:
