@@ -86,6 +86,13 @@ def test_a_name_typed_with_combining_accents_is_the_same_name_and_invisible_ones
     for hidden in ("Ar\u200bia", "Aria\u202e", "Ar\x07ia"):
         with pytest.raises(ConfigError, match="invisible"):
             check_name(hidden)
+        with pytest.raises(ConfigError, match="invisible"):
+            check_triggers(f"bard, {hidden}")
+
+
+def test_a_name_holds_no_comma_which_would_split_it_in_a_scenes_list() -> None:
+    with pytest.raises(ConfigError, match="comma"):
+        check_name("A, B")
 
 
 async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhook(

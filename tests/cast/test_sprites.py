@@ -59,6 +59,8 @@ async def test_the_store_keeps_each_personas_sprites_by_label_whatever_its_case(
         ("a:b", 'cannot hold ":"'),
         ("Discord mod", "does not allow"),
         ("x" * 30, "Discord shows at most 80"),  # with a name of 50 characters
+        ("rtl\u202eX", "invisible"),  # would show "Aria (rtlX)" reversed
+        ("x\x1b[31my", "invisible"),
     ],
 )
 def test_a_label_fits_its_marker_and_the_name_discord_shows(raw: str, why: str) -> None:

@@ -230,18 +230,40 @@ async def test_a_queued_line_is_shown_the_answers_since_it_within_the_history_li
     assert shown.endswith("user: m6")
 
 
-async def test_an_edit_that_changes_nothing_is_refused_as_is_an_option_given_no_value(
+async def test_an_edit_that_changes_nothing_is_refused_and_an_empty_option_clears(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     typed = (
-        "/tomori persona add Aria prompt:You are Aria. triggers:aria, bard\n"
+        "/tomori persona add Aria prompt:You are Aria. triggers:bard, singer\n"
         "/tomori persona edit Aria\n"
+        "/tomori persona list\n"
+        "/tomori persona edit Aria prompt:\n"
         "/tomori persona edit Aria triggers:\n"
         "/tomori persona list\n"
     )
     out = await piped(llm_server, tmp_path, typed)
     assert "[Not Changed] Give what to change of Aria: its prompt, avatar, triggers or" in out
-    assert "[Not Changed] triggers: is given no value: /tomori persona edit" in out
-    assert "Aria changed" not in out
-    assert "**Aria**: called by aria, bard" in out  # its triggers are as they were
+    assert "**Aria**: called by bard, singer" in out  # nothing changed by the empty edit
+    assert "[Not Changed] prompt: is given no value: /tomori persona edit" in out
+    assert "**Aria**: called by Aria;" in out  # triggers cleared: its name calls it again
     assert not llm_server.requests
+
+
+async def test_a_misspelt_option_is_named_not_taken_into_the_value_before_it(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("Still the bot's model."))
+    typed = (
+        "/tomori model openai:test-model scop:server\n"
+        "/tomori limits cooldwn_ms:100\n"
+        "/tomori prompt Note: be brief.\n"
+        "/tomori model openai:test model\n"
+        "hello\n"
+    )
+    out = await piped(llm_server, tmp_path, typed, TOMORI_ALLOWED_MODELS="*")
+    assert "[Not Changed] scop: is no option here; did you mean scope:?" in out
+    assert "[Not Changed] cooldwn_ms: is no option here; did you mean cooldown_ms:?" in out
+    assert "System prompt for this channel set (15 characters)" in out  # its own colon
+    assert "a model's name holds no spaces" in out
+    sent = llm_server.requests[0].body
+    assert (sent["model"], sent["messages"][0]["content"]) == ("test-model", "Note: be brief.")

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tomori.cast.names import invisible
 from tomori.cast.sprites import Sprite, SpriteStore
 from tomori.config.parsers import ConfigError
 from tomori.store import Database, Row
@@ -99,8 +100,10 @@ def check_name(raw: str) -> str:
     name = _composed(" ".join(raw.split()))
     if not name:
         raise ConfigError("the name is empty: give the persona a name")
-    if any(unicodedata.category(character) in ("Cc", "Cf") for character in name):
+    if invisible(name):
         raise ConfigError("the name holds an invisible character: type it as it should read")
+    if "," in name:
+        raise ConfigError("a name cannot hold a comma: /scene lists personas comma separated")
     if len(name) > MAX_NAME_CHARS:
         raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
     lowered = name.casefold()
@@ -122,6 +125,8 @@ def check_triggers(raw: str) -> tuple[str, ...]:
     if len(words) > MAX_TRIGGERS:
         raise ConfigError(f"{len(words)} trigger words: at most {MAX_TRIGGERS}")
     for word in words.values():
+        if invisible(word):
+            raise ConfigError("a trigger holds an invisible character: type it as it should read")
         if len(word) > MAX_TRIGGER_CHARS:
             raise ConfigError(f'the trigger "{word[:20]}…" is longer than {MAX_TRIGGER_CHARS}')
     return tuple(words.values())

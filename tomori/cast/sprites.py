@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tomori.cast.names import invisible
 from tomori.config.parsers import ConfigError
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS, Wardrobe, label_key, sprite_name
 from tomori.store import Database
@@ -40,6 +41,8 @@ def check_label(persona_name: str, raw: str) -> str:
     label = " ".join(raw.split())
     if not label:
         raise ConfigError("the label is empty: give the sprite a label")
+    if invisible(label):
+        raise ConfigError("the label holds an invisible character: type it as it should read")
     if len(label) > MAX_LABEL_CHARS:
         raise ConfigError(f"the label is {len(label)} characters long: at most {MAX_LABEL_CHARS}")
     for part in _FORBIDDEN_IN_LABELS:

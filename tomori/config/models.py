@@ -247,6 +247,11 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
             f"{source} entry {entry!r} names an unknown provider {provider!r}: "
             f"known providers are {known}"
         )
+    if any(character.isspace() or not character.isprintable() for character in model):
+        raise ConfigError(
+            f"{source} entry {entry!r}: a model's name holds no spaces or control characters "
+            f"(a misspelt option after it, or a stray character?)"
+        )
     return ModelEntry(provider, model, "vision" in suffixes, "noprefill" in suffixes)
 
 

@@ -11,6 +11,7 @@ with `//` (one slash is dropped); `//` before anything else is left as it is (a 
 
 from __future__ import annotations
 
+import difflib
 import re
 import textwrap
 from collections.abc import Collection
@@ -206,8 +207,11 @@ def _given(name: str, text: str) -> dict[str, Any]:
     given: dict[str, Any] = {}
     for option in options:
         value = written.get(option.name, "")
-        if option.name in written and not value:  # Discord takes no empty option either
-            raise ConfigError(f"{option.name}: is given no value: {usage(name)}")
+        if option.name in written and not value:
+            if option.min_length:  # Discord takes it no shorter either
+                raise ConfigError(f"{option.name}: is given no value: {usage(name)}")
+            given[option.name] = ""  # given empty: it clears what it sets
+            continue
         if not value:
             if option.required:
                 what = "on or off" if option.kind is OptionKind.ON_OR_OFF else option.description
@@ -237,7 +241,14 @@ def _value(option: Option, value: str, name: str) -> Any:
     return value
 
 
+_WORD_COLON = re.compile(r"(?<!\S)([A-Za-z_]+):")
+"""A word written as an option is (`scope:`), which may be an option misspelt."""
+
+
 def _read_options(names: tuple[str, ...], given: str) -> dict[str, str]:
+    for written in _WORD_COLON.findall(given):  # a misspelt option would join the value before
+        if written not in names and (near := difflib.get_close_matches(written, names, 1, 0.75)):
+            raise ConfigError(f"{written}: is no option here; did you mean {near[0]}:?")
     marker = re.compile(rf"(?<!\S)({'|'.join(names)}):")
     found = list(marker.finditer(given))
     options: dict[str, str] = {}
