@@ -26,7 +26,12 @@ import discord.ext.test.factories as facts
 import nextcord
 import pytest
 
-from tests.support.conversation import forum_payload, quoted, thread_payload
+from tests.support.conversation import (
+    forum_payload,
+    quoted,
+    staff_channel_payload,
+    thread_payload,
+)
 from tests.support.dpy import DpyBot, start_dpy_bot, stop_dpy_bot, stored
 from tests.support.nextcord_fake import (
     NextcordBot,
@@ -40,6 +45,7 @@ from tests.support.nextcord_fake import (
 )
 from tests.support.tomori_commands import dpy_tomori, nextcord_tomori
 from tests.support.world import (
+    BOT_ID,
     CHANNEL_ID,
     CHANNEL_IDS,
     GUILD_ID,
@@ -224,8 +230,15 @@ class ChatBot(ABC):
     def allow_sends(self) -> None: ...
 
     @abstractmethod
-    def open_thread(self, thread_id: int, parent: int = CHANNEL_ID) -> None:
-        """The gateway announces a thread (or a forum post) the bot can see."""
+    def open_thread(
+        self, thread_id: int, parent: int = CHANNEL_ID, *, private: bool = False
+    ) -> None:
+        """The gateway announces a thread (or a forum post) the bot can see; Alice made it."""
+
+    @abstractmethod
+    def open_staff_channel(self, channel_id: int) -> None:
+        """The gateway announces a channel @everyone cannot see; the bot and Alice (a
+        moderator) can."""
 
     @abstractmethod
     def open_forum(self, forum_id: int) -> None:
@@ -428,9 +441,18 @@ class NextcordChat(ChatBot):
     def allow_sends(self) -> None:
         self.nc.discord.fail_sends = lambda body: None
 
-    def open_thread(self, thread_id: int, parent: int = CHANNEL_ID) -> None:
+    def open_thread(
+        self, thread_id: int, parent: int = CHANNEL_ID, *, private: bool = False
+    ) -> None:
         state = self.nc.bot._connection
-        state.parse_thread_create(thread_payload(thread_id, GUILD_ID, parent, Person.ALICE.id))
+        payload = thread_payload(thread_id, GUILD_ID, parent, Person.ALICE.id, private=private)
+        state.parse_thread_create(payload)
+
+    def open_staff_channel(self, channel_id: int) -> None:
+        state = self.nc.bot._connection
+        state.parse_channel_create(
+            staff_channel_payload(channel_id, GUILD_ID, BOT_ID, Person.ALICE.id)
+        )
 
     def open_forum(self, forum_id: int) -> None:
         self.nc.bot._connection.parse_channel_create(forum_payload(forum_id, GUILD_ID))
@@ -601,10 +623,17 @@ class DiscordpyChat(ChatBot):
     def allow_sends(self) -> None:
         self.dpy.fail_sends = lambda payload: None
 
-    def open_thread(self, thread_id: int, parent: int = CHANNEL_ID) -> None:
-        payload = thread_payload(thread_id, GUILD_ID, parent, Person.ALICE.id)
+    def open_thread(
+        self, thread_id: int, parent: int = CHANNEL_ID, *, private: bool = False
+    ) -> None:
+        payload = thread_payload(thread_id, GUILD_ID, parent, Person.ALICE.id, private=private)
         back.get_state().parse_thread_create(payload)  # type: ignore[arg-type]
         stored(thread_id)
+
+    def open_staff_channel(self, channel_id: int) -> None:
+        payload = staff_channel_payload(channel_id, GUILD_ID, BOT_ID, Person.ALICE.id)
+        back.get_state().parse_channel_create(payload)
+        stored(channel_id)
 
     def open_forum(self, forum_id: int) -> None:
         back.get_state().parse_channel_create(forum_payload(forum_id, GUILD_ID))

@@ -46,15 +46,18 @@ def quoted(payload: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def thread_payload(thread_id: int, guild_id: int, parent_id: int, owner_id: int) -> dict[str, Any]:
-    """THREAD_CREATE's data, as the gateway announces a thread (or a forum post)."""
+def thread_payload(
+    thread_id: int, guild_id: int, parent_id: int, owner_id: int, *, private: bool = False
+) -> dict[str, Any]:
+    """THREAD_CREATE's data, as the gateway announces a thread (or a forum post); a `private`
+    one is seen only by its members (and moderators), whatever its parent's permissions."""
     return {
         "id": str(thread_id),
         "guild_id": str(guild_id),
         "parent_id": str(parent_id),
         "owner_id": str(owner_id),
         "name": "a thread",
-        "type": 11,  # public thread
+        "type": 12 if private else 11,  # a private thread, or a public one
         "last_message_id": None,
         "message_count": 0,
         "member_count": 1,
@@ -67,6 +70,27 @@ def thread_payload(thread_id: int, guild_id: int, parent_id: int, owner_id: int)
             "locked": False,
         },
         "newly_created": True,
+    }
+
+
+def staff_channel_payload(channel_id: int, guild_id: int, *can_see: int) -> dict[str, Any]:
+    """CHANNEL_CREATE's data for a text channel @everyone cannot see (its overwrite denies
+    View Channel), which the members `can_see` can (the bot, a moderator): what a server's
+    moderators talk in."""
+    view_and_read = (1 << 10) | (1 << 16)
+    return {
+        "id": str(channel_id),
+        "type": 0,
+        "guild_id": str(guild_id),
+        "name": "staff",
+        "position": 8,
+        "permission_overwrites": [
+            {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(1 << 10)},
+            *(
+                {"id": str(member), "type": 1, "allow": str(view_and_read), "deny": "0"}
+                for member in can_see
+            ),
+        ],
     }
 
 

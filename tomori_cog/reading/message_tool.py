@@ -1,7 +1,13 @@
-"""The built-in `read_message` tool: a channel message, by link or ID, that the bot can read.
+"""The built-in `read_message` tool: a channel message, by link or ID, that everyone there could
+read.
 
-It only reads within the server the question was asked in, and only channels the person who
-asked can read themselves, so the tool cannot be used to see what a user could not.
+What the tool reads is posted where the question was asked, so it may read only what everyone
+who can see that channel could read themselves, whoever asks and whatever a message the model
+read told it to fetch: a message of the current channel (or, in a direct message, of that
+conversation only), or of a channel of the same server that its @everyone role can read; never
+a private thread other than the one asked in, never a channel only some can see (a moderator's
+question, or a note planted for one, cannot carry a staff channel into a public one). The
+person asking must be able to read it too.
 """
 
 from __future__ import annotations
@@ -31,14 +37,12 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
         else:
             raise ToolFailure("give a message link (https://discord.com/channels/...) or an ID")
         here = bot.get_channel(int(context.channel_id))
-        there = bot.get_channel(channel_id)
-        if there is None or getattr(there, "guild", None) != getattr(here, "guild", None):
-            raise ToolFailure("that message is not in a channel of this server the bot can see")
-        guild = getattr(there, "guild", None)
-        if guild is not None:
-            member = guild.get_member(int(context.requester_id or 0))
-            if member is None or not there.permissions_for(member).read_message_history:
-                raise ToolFailure("the person asking cannot read that channel")
+        there = here if channel_id == int(context.channel_id) else bot.get_channel(channel_id)
+        if here is None or there is None:
+            raise ToolFailure("that message is not in a channel the bot can see")
+        refusal = _audience_refusal(library, here, there, context.requester_id)
+        if refusal is not None:
+            raise ToolFailure(refusal)
         try:
             message = await there.fetch_message(message_id)
         except call_failures(library):
@@ -52,8 +56,8 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
 
     return Tool(
         name=READ_MESSAGE_NAME,
-        description="Read a Discord message of this server, given its link or its ID "
-        "(an ID means a message in the current channel).",
+        description="Read a Discord message everyone in this channel could read, given its "
+        "link or its ID (an ID means a message in the current channel).",
         parameters={
             "type": "object",
             "properties": {"reference": {"type": "string", "description": "a link or an ID"}},
@@ -61,3 +65,23 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
         },
         run=read_message,
     )
+
+
+def _audience_refusal(library: Library, here: Any, there: Any, asker: str | None) -> str | None:
+    """Why `there` may not be read into `here` for `asker` (see the module docstring)."""
+    guild = getattr(here, "guild", None)
+    if guild is None:
+        return None if there is here else "in a direct message, only its own messages are read"
+    if getattr(there, "guild", None) != guild:
+        return "that message is not in a channel of this server the bot can see"
+    member = guild.get_member(int(asker or 0))
+    if member is None or not there.permissions_for(member).read_message_history:
+        return "the person asking cannot read that channel"
+    if there is here:
+        return None
+    if getattr(there, "type", None) == library.module.ChannelType.private_thread:
+        return "that message is in a private thread, which not everyone here can read"
+    everyone = there.permissions_for(guild.default_role)
+    if not (everyone.view_channel and everyone.read_message_history):
+        return "that channel is not one everyone in this server can read"
+    return None
