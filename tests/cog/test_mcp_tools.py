@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,36 @@ async def test_the_model_calls_a_streamable_http_servers_tool_and_kill_stops_one
         await bot.kill()
         await server.wait_for("cancelled", timeout_s=1.0)
         assert time.monotonic() - killed_at < 1.0
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_an_http_servers_url_and_headers_reach_no_log_line(
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The HTTP client logs each request's URL at INFO, and its errors name the URL: a token
+    in the URL, or in a header, must reach none of them."""
+    async with http_server(tmp_path) as (config, _):
+        written = json.loads(config.read_text())
+        entry = written["mcpServers"]["tests"]
+        address = entry["url"]  # http://127.0.0.1:<port>/mcp
+        entry["url"] += "?key=QUERY-SECRET-1234"
+        entry["headers"]["Authorization"] = "Bearer HEADER-SECRET-5678"
+        config.write_text(json.dumps(written))
+        with caplog.at_level(logging.DEBUG):
+            bot = await start(open_bot, llm_server, tmp_path, config)
+            llm_server.script(tool_call("tests__echo", '{"text": "web"}'), answer("Done."))
+            await bot.say(f"{bot.mention()} echo web")
+            await bot.settled()
+            assert tool_result(llm_server, 1) == {"result": {"text": "echo: web"}}
+            await bot.stop()
+    logged = caplog.text
+    assert "<mcp server tests>" in logged  # the requests were logged, as the server's name
+    for secret in ("QUERY-SECRET-1234", "HEADER-SECRET-5678", address):
+        assert secret not in logged, secret
+    assert logging.getLogRecordFactory() is logging.LogRecord  # taken away once closed
 
 
 async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_there_only(

@@ -3,6 +3,7 @@
 - `registry.py`   `Tool`, `ToolOutput`, `ToolFailure`, `ToolRegistry`, the built-in `current_time`
 - `mcp.py`        `McpTools`: the MCP servers' tools as the model sees them, results bounded
 - `mcp_server.py` `McpServer`: one server's connection owned by a task, restarted after backoff
+- `log_redaction.py` MCP servers' URLs and headers kept out of every log line
 - `switches.py`   which tools an admin turned off or on, per channel or server (the rule),
                   and `BotTools`: the tools one turn is offered
 

@@ -31,6 +31,7 @@ from tomori.config.mcp_servers import VARIABLE, McpServerConfig, load_servers
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings, seconds
 from tomori.providers.base import Image, JsonObject
+from tomori.tools.log_redaction import LogRedaction, secrets_of
 from tomori.tools.mcp_server import (
     ERROR_CHARS,
     McpServer,
@@ -82,13 +83,18 @@ class McpTools:
         self.servers = tuple(McpServer(c, call_timeout_s=call_timeout_s) for c in configs)
         self._result_chars = result_chars
         self._image_bytes = image_bytes
+        self._redaction = LogRedaction(secrets_of(server.config for server in self.servers))
 
     def start(self) -> None:
+        self._redaction.install()
         for server in self.servers:
             server.start()
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(server.aclose() for server in self.servers))
+        try:
+            await asyncio.gather(*(server.aclose() for server in self.servers))
+        finally:
+            self._redaction.remove()
 
     async def started(self, timeout_s: float, *, first_only: bool = False) -> None:
         """Wait until every server is ready or down, at most `timeout_s`; `first_only`: only
