@@ -166,9 +166,10 @@ class TomoriChat:
             return
         await play(stage, DiscordSurface(self._parts, stage.metrics, channel), turn, guard)
 
-    def tool_catalog(self) -> ToolCatalog:
-        """What `/tomori tools` lists: every tool the bot could offer, and its MCP servers."""
-        return self._bot_tools.catalog()
+    def tool_catalog(self, guild_id: str) -> ToolCatalog:
+        """What `/tomori tools` lists in server `guild_id`: every tool the bot could offer
+        there, and its MCP servers."""
+        return self._bot_tools.catalog(guild_id)
 
     # -- scenes -------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, http_server, stdio_config
 from tests.support.scripts import answer, tool_call
 from tests.support.tomori_commands import said
-from tests.support.world import CHANNEL_ID
+from tests.support.world import CHANNEL_ID, GUILD_ID
 
 OTHER_CHANNEL = CHANNEL_ID + 1
 ON_ONE_LIBRARY = "a tool call is the core's: the library only carries the message"
@@ -58,7 +58,7 @@ def tool_result(llm_server: LLMServer, request: int) -> dict[str, Any]:
 
 def listed(bot: ChatBot) -> set[str]:
     """The tools `/tomori tools` would list now."""
-    return {tool.name for tool in bot.chat.tool_catalog().tools}
+    return {tool.name for tool in bot.chat.tool_catalog(str(GUILD_ID)).tools}
 
 
 def offered(llm_server: LLMServer, request: int) -> set[str]:
@@ -222,6 +222,46 @@ async def test_an_http_servers_url_and_headers_reach_no_log_line(
     for secret in ("QUERY-SECRET-1234", "HEADER-SECRET-5678", address):
         assert secret not in logged, secret
     assert logging.getLogRecordFactory() is logging.LogRecord  # taken away once closed
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_servers_tools_are_offered_only_in_the_servers_its_author_lists(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Anyone can invite a public bot into a server of their own: there, no tool of the
+    author's MCP servers is offered, and one the model calls anyway does not run."""
+    config, folder = stdio_config(tmp_path, {"guilds": ["111111111111111111"]})
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(tool_call("tests__echo", '{"text": "hi"}'), answer("No tools here."))
+    await bot.say(f"{bot.mention()} echo hi")
+    await bot.settled()
+    assert not any(name.startswith("tests__") for name in offered(llm_server, 0))
+    assert tool_result(llm_server, 1)["status"] == "tool_execution_failed"
+    assert folder.starts == 1  # the server runs, for the servers that list it
+    assert not any(name.startswith("tests__") for name in listed(bot))  # /tomori tools too
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_tool_that_may_change_things_is_never_offered_nor_run_unconfirmed(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    config, folder = stdio_config(tmp_path, {"guilds": [str(GUILD_ID)], "confirm": ["echo"]})
+    bot = await start(open_bot, llm_server, tmp_path, config)
+    llm_server.script(
+        tool_call("tests__write", '{"text": "pwned"}'),
+        tool_call("tests__wipe", "{}", call_id="call_2"),
+        tool_call("tests__echo", '{"text": "x"}', call_id="call_3"),
+        answer("Nothing changed."),
+    )
+    await bot.say(f"{bot.mention()} write, wipe and echo")
+    await bot.settled()
+    names = offered(llm_server, 0)
+    assert {"tests__hang", "tests__picture"} <= names  # read-only ones, in a listed server
+    assert not {"tests__write", "tests__wipe", "tests__echo"} & names
+    for request in (1, 2, 3):
+        assert tool_result(llm_server, request)["status"] == "tool_execution_failed"
+    assert not (folder.path / "wrote").exists()
+    assert not (folder.path / "wiped").exists()
 
 
 async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_there_only(

@@ -58,6 +58,24 @@ def test_a_readme_snippet_of_each_transport_reads_with_its_secrets_from_the_envi
     )
 
 
+def test_a_servers_tools_are_offered_where_its_entry_says_and_nowhere_by_default(
+    tmp_path: Path,
+) -> None:
+    document = {
+        "mcpServers": {
+            "quiet": {"command": "x"},
+            "listed": {"command": "x", "tomori": {"guilds": ["123"], "tools": ["read"]}},
+            "open": {"command": "x", "tomori": {"guilds": ["*"], "dms": True}},
+        }
+    }
+    quiet, listed, everywhere = (s.access for s in load_servers(written(tmp_path, document), {}))
+    assert [quiet.admits(where) for where in ("123", "456", None)] == [False, False, False]
+    assert [listed.admits(where) for where in ("123", "456", None)] == [True, False, False]
+    assert [everywhere.admits(where) for where in ("123", "456", None)] == [True, True, True]
+    assert listed.tools == frozenset({"read"})
+    assert quiet.described() == "no server, not in direct messages"
+
+
 @pytest.mark.parametrize(
     ("document", "said"),
     [
@@ -74,6 +92,10 @@ def test_a_readme_snippet_of_each_transport_reads_with_its_secrets_from_the_envi
         ({"mcpServers": {"a": {"url": "ftp://x"}}}, "field 'url' must start with http"),
         ({"mcpServers": {"a": {"url": "http://x", "env": {}}}}, "field 'env' is for command"),
         ({"mcpServers": {"a": {"command": "x", "cmd": "y"}}}, "field 'cmd' is not known"),
+        ({"mcpServers": {"a": {"command": "x", "tomori": []}}}, "field 'tomori' must be an"),
+        ({"mcpServers": {"a": {"command": "x", "tomori": {"guild": []}}}}, "'tomori.guild' is"),
+        ({"mcpServers": {"a": {"command": "x", "tomori": {"guilds": "*"}}}}, "a list of names"),
+        ({"mcpServers": {"a": {"command": "x", "tomori": {"dms": "yes"}}}}, "true or false"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_server_and_the_field(

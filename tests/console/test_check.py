@@ -455,7 +455,12 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     assert process.returncode == 1, out + err
     lines = out.splitlines()
     tools = "echo, hang, crash_once, picture, grow, big"
-    assert f"ok      MCP server tests: 6 tools: {tools}" in lines
+    where = "every server, and in direct messages"
+    assert f"ok      MCP server tests: 6 tools offered in {where}: {tools}" in lines
+    assert (
+        "        not offered: write (it may change things: its server does not mark it "
+        "read-only); wipe (it may change things: its server does not mark it read-only)"
+    ) in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
 

@@ -38,14 +38,20 @@ class McpFolder:
         return len(started.read_text().splitlines()) if started.exists() else 0
 
 
-def stdio_config(tmp_path: Path) -> tuple[Path, McpFolder]:
-    """A config file with one stdio server named `tests`, and the folder it writes to."""
+EVERYWHERE: dict[str, object] = {"guilds": ["*"], "dms": True}
+"""The `"tomori"` access of the tests' server unless a test says otherwise."""
+
+
+def stdio_config(tmp_path: Path, access: dict[str, object] | None = None) -> tuple[Path, McpFolder]:
+    """A config file with one stdio server named `tests` offered where `access` says (every
+    server and DM unless told), and the folder it writes to."""
     folder = tmp_path / "mcp"
     folder.mkdir()
     entry = {
         "command": sys.executable,
         "args": ["-m", "tests.support.mcp_server", "stdio", str(folder)],
         "env": {"PYTHONPATH": f"${{{ROOT_VARIABLE}}}"},
+        "tomori": EVERYWHERE if access is None else access,
     }
     return _write(tmp_path, {SERVER: entry}), McpFolder(folder)
 
@@ -78,6 +84,7 @@ async def http_server(tmp_path: Path) -> AsyncIterator[tuple[Path, McpFolder]]:
         entry = {
             "url": f"http://127.0.0.1:{port}/mcp",
             "headers": {"X-Test": f"${{{ROOT_VARIABLE}}}"},
+            "tomori": EVERYWHERE,
         }
         yield _write(tmp_path, {SERVER: entry}), McpFolder(folder)
     finally:

@@ -11,6 +11,18 @@ A server is a command line (stdio) or a URL (Streamable HTTP). `${NAME}` in any 
 is the environment variable `NAME`, so no secret needs to sit in the file; one that is unset
 refuses the file. Only the bot author configures servers: a URL an admin could type would be
 a way into the bot's network. A bad file raises `ConfigError` naming the server and the field.
+
+A server's tools run on the author's machine or accounts, for whoever asks in any server the
+bot is in, so each is offered only where its entry's `"tomori"` object says (`McpAccess`):
+
+    "git": {"command": "uvx", "args": ["mcp-server-git"],
+            "tomori": {"guilds": ["123456789012345678"], "dms": false,
+                       "tools": ["git_status", "git_log"], "confirm": ["git_commit"]}}
+
+`guilds` lists the Discord servers (IDs; `"*"` for every one, `"console"` for the console's)
+its tools are offered in, none by default; `dms`, whether in direct messages (no by default);
+`tools`, which of its tools (all by default). A tool with side effects (one the server does not
+mark read-only, or that `confirm` names) is offered nowhere until a member can confirm each call.
 """
 
 from __future__ import annotations
@@ -25,9 +37,40 @@ from tomori.config.parsers import ConfigError, refused
 
 VARIABLE = "TOMORI_MCP_CONFIG"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_KNOWN_FIELDS = frozenset({"command", "args", "env", "url", "headers", "type", "disabled"})
-"""What a server entry may hold: its transport's fields, and two other clients write (the
-transport's name, and `disabled` to keep an entry while not starting it)."""
+_KNOWN_FIELDS = frozenset(
+    {"command", "args", "env", "url", "headers", "type", "disabled", "tomori"}
+)
+"""What a server entry may hold: its transport's fields, two other clients write (the
+transport's name, and `disabled` to keep an entry while not starting it), and ours."""
+_ACCESS_FIELDS = frozenset({"guilds", "dms", "tools", "confirm"})
+EVERY_GUILD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class McpAccess:
+    """Where a server's tools are offered, and which (see the module docstring)."""
+
+    guilds: frozenset[str] = frozenset()
+    dms: bool = False
+    tools: frozenset[str] | None = None
+    """None: every tool the server lists."""
+    confirm: frozenset[str] = frozenset()
+
+    def admits(self, guild_id: str | None) -> bool:
+        """Whether a turn in server `guild_id` (None: a direct message) is offered its tools."""
+        if guild_id is None:
+            return self.dms
+        return EVERY_GUILD in self.guilds or guild_id in self.guilds
+
+    def described(self) -> str:
+        """Where, in words (for `--check` and the log)."""
+        if EVERY_GUILD in self.guilds:
+            where = "every server"
+        elif self.guilds:
+            where = "servers " + ", ".join(sorted(self.guilds))
+        else:
+            where = "no server"
+        return f"{where}, {'and' if self.dms else 'not'} in direct messages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +83,7 @@ class McpServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    access: McpAccess = McpAccess()
 
     @property
     def transport(self) -> str:
@@ -94,6 +138,7 @@ def _server(
         raise ConfigError(f"{where}: field {unknown[0]!r} is not known here")
     if entry.get("disabled") is True:
         return None
+    access = _access(where, entry.get("tomori", {}))
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None):
         raise ConfigError(f"{where}: give either command (stdio) or url (Streamable HTTP)")
@@ -106,6 +151,7 @@ def _server(
             command=_text(where, "command", command, environ, required=True),
             args=tuple(_texts(where, "args", entry.get("args", []), environ)),
             env=_mapping(where, "env", entry.get("env", {}), environ),
+            access=access,
         )
     for other in ("args", "env"):
         if other in entry:
@@ -113,9 +159,33 @@ def _server(
     address = _text(where, "url", url, environ, required=True)
     if not address.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: field 'url' must start with http:// or https://")
-    return McpServerConfig(
-        name, url=address, headers=_mapping(where, "headers", entry.get("headers", {}), environ)
+    headers = _mapping(where, "headers", entry.get("headers", {}), environ)
+    return McpServerConfig(name, url=address, headers=headers, access=access)
+
+
+def _access(where: str, value: object) -> McpAccess:
+    """The entry's `"tomori"` object: where its tools are offered, and which."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: field 'tomori' must be an object (guilds, dms, tools)")
+    unknown = sorted(set(value) - _ACCESS_FIELDS)
+    if unknown:
+        raise ConfigError(f"{where}: field 'tomori.{unknown[0]}' is not known here")
+    dms = value.get("dms", False)
+    if not isinstance(dms, bool):
+        raise ConfigError(f"{where}: field 'tomori.dms' must be true or false")
+    tools = value.get("tools")
+    return McpAccess(
+        guilds=_names(where, "guilds", value.get("guilds", [])),
+        dms=dms,
+        tools=None if tools is None else _names(where, "tools", tools),
+        confirm=_names(where, "confirm", value.get("confirm", [])),
     )
+
+
+def _names(where: str, name: str, value: object) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}: field 'tomori.{name}' must be a list of names")
+    return frozenset(v.strip() for v in value)
 
 
 def _text(

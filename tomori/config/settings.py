@@ -374,7 +374,9 @@ class Settings:
         "a JSON file of MCP servers whose tools the model may call, as MCP clients write it: "
         '{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}} or {"url": ..., '
         '"headers": {...}}}}, ${VAR} in a value read from the environment (needs the mcp '
-        "extra); a bad file stops start-up naming the server and the field",
+        "extra); each server's tools offered only in the Discord servers its "
+        '"tomori": {"guilds": [...]} lists, and only those it marks read-only; a bad file '
+        "stops start-up naming the server and the field",
     )
     mcp_result_max_chars: int = setting(
         "TOMORI_MCP_RESULT_MAX_CHARS",

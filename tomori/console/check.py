@@ -110,11 +110,16 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
         fine = True
         for server in tools.servers:
             if server.state is ServerState.READY:
-                names = ", ".join(tool.name for tool in server.tools) or "none"
+                offered, withheld = tools.sorted_out(server)
+                where = server.config.access.described()
+                names = ", ".join(offered) or "none"
                 print(
-                    f"ok      MCP server {server.name}: {len(server.tools)} tools: {names}",
+                    f"ok      MCP server {server.name}: {len(offered)} tools offered in "
+                    f"{where}: {names}",
                     file=out,
                 )
+                if withheld:
+                    print(f"        not offered: {'; '.join(withheld)}", file=out)
             else:
                 why = server.failure or f"not ready within {START_TIMEOUT_S:g} s"
                 print(f"FAILED  MCP server {server.name}: {why}", file=out)

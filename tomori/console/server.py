@@ -131,8 +131,8 @@ class ConsoleServer:
             raise RuntimeError("the console is not started")
         return self._switches
 
-    def tool_catalog(self) -> ToolCatalog:
-        return self.tools.catalog()
+    def tool_catalog(self, guild_id: str) -> ToolCatalog:
+        return self.tools.catalog(guild_id)
 
     # -- a message and its turn ---------------------------------------------------------------
 

@@ -96,8 +96,9 @@ class Administered(Protocol):
     @property
     def tool_switches(self) -> ToolSwitchStore: ...
 
-    def tool_catalog(self) -> ToolCatalog:
-        """The tools the bot could offer now, and its MCP servers' states."""
+    def tool_catalog(self, guild_id: str) -> ToolCatalog:
+        """The tools the bot could offer now in server `guild_id`, and its MCP servers'
+        states."""
         ...
 
 

@@ -31,7 +31,7 @@ def tools(name: str | None = None, on: bool | None = None, scope: str = "channel
     refused saying what to add, never taken for a listing."""
 
     async def action(target: Administered, where: Where) -> Notice:
-        catalog = target.tool_catalog()
+        catalog = target.tool_catalog(where.guild_id)
         if on is None and name:
             return refused(
                 f"Give offered too: true to offer {name} to the model, false to turn it off"

@@ -114,13 +114,20 @@ class McpTools:
             for s in self.servers
         )
 
-    def tools(self, taken: Iterable[str] = ()) -> tuple[Tool, ...]:
-        """Every server's tools as last listed, under their exposed names; one whose name is
-        `taken` (a built-in or registered tool's) or already given is left out, logged."""
+    def tools(self, taken: Iterable[str] = (), guild_id: str | None = "") -> tuple[Tool, ...]:
+        """Every server's tools as last listed, under their exposed names, that its author
+        offers (`McpAccess`): in server `guild_id` (None: a direct message; "" : anywhere),
+        of those it names, none with side effects. One whose name is `taken` (a built-in or
+        registered tool's) or already given is left out, logged."""
         used = set(taken)
         found: list[Tool] = []
         for server in self.servers:
+            access = server.config.access
+            if guild_id != "" and not access.admits(guild_id):
+                continue
             for listed in server.tools:
+                if not self._offered(server, listed):
+                    continue
                 name = exposed_name(server.name, listed.name)
                 if name in used:
                     log.warning(
@@ -130,6 +137,31 @@ class McpTools:
                 used.add(name)
                 found.append(self._tool(server, listed, name))
         return tuple(found)
+
+    def sorted_out(self, server: McpServer) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """`server`'s tools as last listed: those its author's access offers, and the others,
+        each with why (for `--check`)."""
+        offered = tuple(t.name for t in server.tools if self._offered(server, t))
+        withheld = tuple(
+            f"{t.name} ({self._why_withheld(server, t)})"
+            for t in server.tools
+            if not self._offered(server, t)
+        )
+        return offered, withheld
+
+    def _offered(self, server: McpServer, listed: mcp_types.Tool) -> bool:
+        return not self._why_withheld(server, listed)
+
+    def _why_withheld(self, server: McpServer, listed: mcp_types.Tool) -> str:
+        access = server.config.access
+        if access.tools is not None and listed.name not in access.tools:
+            return "not among the tools its entry names"
+        if listed.name in access.confirm:
+            return "its entry asks that each call be confirmed"
+        hints = listed.annotations
+        if hints is None or not hints.read_only_hint:
+            return "it may change things: its server does not mark it read-only"
+        return ""
 
     def _tool(self, server: McpServer, listed: mcp_types.Tool, name: str) -> Tool:
         limit, image_bytes = self._result_chars, self._image_bytes

@@ -121,15 +121,16 @@ class BotTools:
         self.registry = registry
         self.mcp = mcp
 
-    def _mcp_tools(self) -> tuple[Tool, ...]:
+    def _mcp_tools(self, guild_id: str | None) -> tuple[Tool, ...]:
         if self.mcp is None:
             return ()
-        return self.mcp.tools(taken=(tool.name for tool in self.registry.all()))
+        return self.mcp.tools((tool.name for tool in self.registry.all()), guild_id)
 
-    async def for_turn(self, switches: Iterable[ToolSwitch]) -> ToolRegistry:
-        """What the turn's model is offered: every tool, less those `switches` turn off. Waits
-        for a server's first start (at most `FIRST_WAIT_S`, once; the caller runs it under
-        `until_stopped`), so a turn just after start-up is offered its tools too."""
+    async def for_turn(self, switches: Iterable[ToolSwitch], guild_id: str | None) -> ToolRegistry:
+        """What a turn in server `guild_id` (None: a direct message) is offered: every tool
+        offered there (an MCP server's only where its author allows), less those `switches`
+        turn off. Waits for a server's first start (at most `FIRST_WAIT_S`, once; the caller
+        runs it under `until_stopped`), so a turn just after start-up is offered its tools."""
         if self.mcp is not None:
             await self.mcp.started(FIRST_WAIT_S, first_only=True)
         held = tuple(switches)
@@ -138,10 +139,11 @@ class BotTools:
             decided = offered(tool.name, tool.mcp_server, held)
             return decided is None or decided.enabled
 
-        return self.registry.for_turn(self._mcp_tools(), on)
+        return self.registry.for_turn(self._mcp_tools(guild_id), on)
 
-    def catalog(self) -> ToolCatalog:
-        """Every tool the bot could offer now, and its MCP servers' states."""
+    def catalog(self, guild_id: str) -> ToolCatalog:
+        """Every tool the bot could offer now in server `guild_id`, and its MCP servers'
+        states."""
         entries = [
             ToolEntry(
                 tool.name, "built-in" if self.registry.is_builtin(tool.name) else "registered"
@@ -150,6 +152,6 @@ class BotTools:
         ]
         entries += [
             ToolEntry(tool.name, f"MCP server {tool.mcp_server}", tool.mcp_server)
-            for tool in self._mcp_tools()
+            for tool in self._mcp_tools(guild_id)
         ]
         return ToolCatalog(tuple(entries), () if self.mcp is None else self.mcp.states())

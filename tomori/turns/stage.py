@@ -49,7 +49,7 @@ class Stage:
         switches: tuple[ToolSwitch, ...] = ()
         if guild_id is not None:
             switches = await self.switches.read(guild_id, channel_id)
-        return await self.tools.for_turn(switches)
+        return await self.tools.for_turn(switches, guild_id)
 
     async def posters(self, message_ids: Sequence[str]) -> Mapping[str, str]:
         """Which persona posted each of these messages (none if the store cannot say: the

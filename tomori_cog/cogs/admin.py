@@ -112,8 +112,8 @@ class ChatSettings:
     def tool_switches(self) -> ToolSwitchStore:
         return self._runtime.tool_switches
 
-    def tool_catalog(self) -> ToolCatalog:
-        return self._chat.tool_catalog()
+    def tool_catalog(self, guild_id: str) -> ToolCatalog:
+        return self._chat.tool_catalog(guild_id)
 
 
 def _has_permissions(channel: Any) -> bool:
