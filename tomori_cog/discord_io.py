@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -58,9 +58,17 @@ def call_failures(library: Library) -> tuple[type[BaseException], ...]:
     return (library.module.HTTPException, *CONNECTION_ERRORS)
 
 
-def no_mass_mentions(library: Library) -> Any:
+MAX_PINGED = 100
+"""Discord takes at most 100 users in an allowed-mentions list."""
+
+
+def pings_for(library: Library, involved: Collection[int]) -> Any:
+    """What a message the bot writes may ping: only the users `involved` in the conversation
+    (never @everyone, @here or a role, nor anyone else a model names), and not the author of
+    the message it replies to."""
+    users = [library.module.Object(id=user) for user in sorted(involved)[:MAX_PINGED]]
     return library.module.AllowedMentions(
-        everyone=False, roles=False, users=True, replied_user=False
+        everyone=False, roles=False, users=users or False, replied_user=False
     )
 
 
@@ -102,12 +110,19 @@ class PacedPort:
     """Whether a 404 of an unknown webhook and a 403 are the port's own (see the module)."""
 
     def __init__(
-        self, library: Library, channel: Any, pacing: DiscordPacing, memory: WriteMemory
+        self,
+        library: Library,
+        channel: Any,
+        pacing: DiscordPacing,
+        memory: WriteMemory,
+        involved: Collection[int] = (),
     ) -> None:
+        """`involved`: the users its messages may ping (see `pings_for`)."""
         self._library = library
         self._channel = channel
         self._pacing = pacing
         self._memory = memory
+        self._pings = pings_for(library, involved)
         self._reserved = False
 
     async def writable(self, urgency: Urgency) -> None:
@@ -157,24 +172,27 @@ class LibraryPort(PacedPort):
     """`ChannelPort` over a nextcord or discord.py channel, as the bot."""
 
     def __init__(
-        self, library: Library, channel: Any, pacing: DiscordPacing, memory: WriteMemory
+        self,
+        library: Library,
+        channel: Any,
+        pacing: DiscordPacing,
+        memory: WriteMemory,
+        involved: Collection[int] = (),
     ) -> None:
-        super().__init__(library, channel, pacing, memory)
+        super().__init__(library, channel, pacing, memory, involved)
         self._sent: dict[str, Any] = {}
 
     async def _post(self, content: str, reply_to: str | None) -> str:
         message = await self._channel.send(
             content=content,
             reference=reply_reference(self._library, self._channel, reply_to),
-            allowed_mentions=no_mass_mentions(self._library),
+            allowed_mentions=self._pings,
         )
         self._sent[str(message.id)] = message
         return str(message.id)
 
     async def _revise(self, message_id: str, content: str) -> None:
-        await self._sent[message_id].edit(
-            content=content, allowed_mentions=no_mass_mentions(self._library)
-        )
+        await self._sent[message_id].edit(content=content, allowed_mentions=self._pings)
 
 
 UNKNOWN_WEBHOOK = 10015

@@ -13,6 +13,7 @@ back to its own avatar under its own name; without a webhook they show `**Name (
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from tomori.cast.personas import Persona, named
@@ -45,6 +46,7 @@ class PersonaPort:
         persona: Persona,
         bot_port: ChannelPort,
         memory: WriteMemory,
+        involved: Collection[int] = (),
     ) -> None:
         self._library = library
         self._channel = channel
@@ -53,6 +55,7 @@ class PersonaPort:
         self._persona = persona
         self._bot_port = bot_port
         self._memory = memory
+        self._involved = involved
         self._webhook: WebhookPort | None = None
         self._looked = False
         self._as_bot: dict[str, str] = {}
@@ -78,7 +81,13 @@ class PersonaPort:
             webhook = await self._webhooks.of(self._channel)
             if webhook is not None:
                 self._webhook = WebhookPort(
-                    self._library, self._channel, self._pacing, self._memory, webhook, self._persona
+                    self._library,
+                    self._channel,
+                    self._pacing,
+                    self._memory,
+                    webhook,
+                    self._persona,
+                    self._involved,
                 )
                 self._dress(self._webhook)
         return self._webhook if self._webhook is not None else self._bot_port

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +88,9 @@ class DiscordSurface:
         self._channel = channel
         self._guild = getattr(channel, "guild", None)
         self.notices = EmbedNotices(parts.library, channel, parts.pacing)
+        self._involved: frozenset[int] = frozenset()
+        """The people the turn read (who wrote what it was shown, and whom the trigger
+        named): the only users its answers may ping."""
 
     @property
     def channel_id(self) -> str:
@@ -131,7 +134,7 @@ class DiscordSurface:
     ) -> bool:
         parts = self._parts
         limits = await parts.config.user_limits(guild_id_of(message))
-        if limits.daily_tokens > 0:  # the turn before this one recorded its tokens: count them
+        if limits.counts_tokens:  # the turn before this one recorded its tokens: count them
             await until_stopped(guard, self._metrics.flushed())
         requester = turn.trigger.requester_id or str(message.author.id)
         return await parts.gate.may_start(self._channel, message, requester, surface_errors, limits)
@@ -172,11 +175,12 @@ class DiscordSurface:
             shown = await history.read(
                 self._channel, message, waiting, queued=queued, images=images
             )
+        self._involved = involved_in(shown.messages, message)
         return ChannelReading(shown, history, self._parts.bot.user)
 
     def bot_port(self) -> ChannelPort:
         parts = self._parts
-        return LibraryPort(parts.library, self._channel, parts.pacing, parts.memory)
+        return LibraryPort(parts.library, self._channel, parts.pacing, parts.memory, self._involved)
 
     def speaker(self, persona: Persona) -> Speaker:
         parts = self._parts
@@ -189,5 +193,15 @@ class DiscordSurface:
             persona,
             self.bot_port(),
             parts.memory,
+            self._involved,
         )
         return Speaker(port, wardrobe_of(persona, port))
+
+
+def involved_in(shown: Iterable[Any], trigger: Any | None) -> frozenset[int]:
+    """The people a turn's conversation involves: those who wrote what it was shown (bots and
+    webhooks aside), and the users the trigger itself named."""
+    people = {m.author.id for m in shown if not m.author.bot and not m.webhook_id}
+    if trigger is not None:
+        people |= {user.id for user in trigger.mentions if not user.bot}
+    return frozenset(people)

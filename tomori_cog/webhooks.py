@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Collection
 from typing import Any
 
 from tomori.cast.personas import Persona
@@ -25,7 +26,6 @@ from tomori_cog.discord_io import (
     PacedPort,
     WriteMemory,
     call_failures,
-    no_mass_mentions,
 )
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
@@ -199,8 +199,9 @@ class WebhookPort(PacedPort):
         memory: WriteMemory,
         webhook: Any,
         persona: Persona,
+        involved: Collection[int] = (),
     ) -> None:
-        super().__init__(library, channel, pacing, memory)
+        super().__init__(library, channel, pacing, memory, involved)
         self.webhook = webhook
         self.username = persona.name
         self.avatar_url = persona.avatar_url
@@ -219,7 +220,7 @@ class WebhookPort(PacedPort):
         message = await self.webhook.send(
             content=content,
             username=self.username,
-            allowed_mentions=no_mass_mentions(self._library),
+            allowed_mentions=self._pings,
             wait=True,
             **avatar,
             **self._thread,
@@ -230,6 +231,6 @@ class WebhookPort(PacedPort):
         await self.webhook.edit_message(
             int(message_id),
             content=content,
-            allowed_mentions=no_mass_mentions(self._library),
+            allowed_mentions=self._pings,
             **self._thread,
         )

@@ -37,7 +37,9 @@ async def test_a_mention_gets_the_models_answer_streamed_into_the_channel(
     # (one message or two, as the paragraphs came before or after the first send)
     assert "\n\n".join(await bot.contents()) == "Hello there!\n\nHow can I help?"
     assert set(bot.typing) == {CHANNEL_ID}  # the channel shows the bot at work, only that one
-    assert all(sent.allowed_mentions.get("parse") == ["users"] for sent in bot.sent)
+    for sent in bot.sent:  # no mass ping, and no one but Alice, who asked (tests/cog/test_pings)
+        assert sent.allowed_mentions.get("parse") == []
+        assert [int(user) for user in sent.allowed_mentions["users"]] == [Person.ALICE.id]
     messages = llm_server.requests[0].body["messages"]
     assert messages[0]["role"] == "system"
     assert messages[-1] == {"role": "user", "content": "alice: @Tomori hi"}
@@ -222,8 +224,9 @@ async def test_everyone_and_role_mentions_from_the_model_ping_no_one(
     llm_server.script(answer("@everyone @here <@&123456> look!"))
     await bot.say(f"{bot.mention()} announce")
     await bot.settled()
-    # Only users may be pinged: no @everyone/@here, no roles, not the replied-to author.
-    assert bot.sent[0].allowed_mentions == {"parse": ["users"]}
+    # No @everyone/@here, no roles, not the replied-to author; only the people involved.
+    assert bot.sent[0].allowed_mentions["parse"] == []
+    assert not bot.sent[0].allowed_mentions.get("replied_user")
     assert bot.sent[0].content == "@everyone @here <@&123456> look!"
 
 

@@ -254,7 +254,7 @@ async def test_a_mention_is_answered_and_the_channel_on_the_server_shows_the_ans
     assert bot.contents() == ["Hello there!"]
     shown = bot.shown()
     assert shown[0].reply_to is None  # the answer follows the question: no reply needed
-    assert (shown[0].allowed_mentions or {}).get("parse") == ["users"]
+    assert (shown[0].allowed_mentions or {}).get("parse") == []  # no mass ping
     assert discord_rest.typed_in
     assert set(discord_rest.typed_in) == {CHANNEL_ID}
     assert discord_rest.rate_limited == {"global": 0, "user": 0, "shared": 0}

@@ -49,6 +49,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
@@ -155,6 +156,18 @@ class ChannelMessage:
         return loaded
 
     @property
+    def pinged(self) -> set[int]:
+        """The users Discord notified of this message, as its content and allowed mentions
+        decide (`pinged_users`); an edit notifies no one new, so the first version counts."""
+        return pinged_users(self.versions[0] if self.versions else "", self.allowed_mentions)
+
+    @property
+    def pings_everyone(self) -> bool:
+        first = self.versions[0] if self.versions else ""
+        parse = (self.allowed_mentions or {"parse": ["everyone"]}).get("parse") or []
+        return ("@everyone" in first or "@here" in first) and "everyone" in parse
+
+    @property
     def id(self) -> int:
         return int(self.payload["id"])
 
@@ -213,6 +226,30 @@ class _Matched:
     name: str
     major: str
     params: dict[str, str]
+
+
+USER_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+def pinged_users(content: str, allowed: Mapping[str, Any] | None) -> set[int]:
+    """Who a message notifies, as Discord decides: every user it names as `<@id>` when no
+    allowed mentions are sent or they parse users; else those of the names it lists."""
+    named = {int(found) for found in USER_MENTION.findall(content)}
+    if allowed is None or "users" in (allowed.get("parse") or []):
+        return named
+    return named & {int(user) for user in allowed.get("users") or []}
+
+
+def check_allowed_mentions(allowed: Mapping[str, Any] | None) -> None:
+    """Discord refuses a body that both parses a kind of mention and lists it, or lists more
+    than 100 (400, Invalid Form Body)."""
+    if not allowed:
+        return
+    parse = allowed.get("parse") or []
+    for kind in ("users", "roles"):
+        listed = allowed.get(kind) or []
+        if (kind in parse and listed) or len(listed) > 100:
+            raise _Answer(400, 50035, "Invalid Form Body")
 
 
 class _Answer(Exception):
@@ -619,6 +656,7 @@ class DiscordRestServer:
     def _create(
         self, channel_id: int, body: Mapping[str, Any], author: Mapping[str, Any]
     ) -> ChannelMessage:
+        check_allowed_mentions(body.get("allowed_mentions"))
         content = str(body.get("content") or "")
         payload: dict[str, Any] = {
             "id": str(new_snowflake()),
@@ -740,6 +778,7 @@ class DiscordRestServer:
         if "embeds" in body:
             payload["embeds"] = list(body["embeds"] or [])
         if "allowed_mentions" in body:
+            check_allowed_mentions(body["allowed_mentions"])
             message.allowed_mentions = body["allowed_mentions"]
         payload["edited_timestamp"] = _now_iso()
         message.payload_json = json.dumps(payload)

@@ -5,6 +5,7 @@
 - `database_url.py` `TOMORI_DB_URL` as the driver can use it, its password shown nowhere
 - `mcp_servers.py`  `TOMORI_MCP_CONFIG`: the MCP servers, in the file MCP clients read
 - `models.py`       `TOMORI_MODELS`: the model chain, its `+vision` flags, the providers it needs
+- `allowed_models.py` `TOMORI_ALLOWED_MODELS`: the models a server's admins may choose
 - `provider_kinds.py` each provider's variables and key header; a key and a base URL checked
 - `scope.py`        `Scope`: where a server admin's setting applies, a channel or the server
 """
