@@ -134,3 +134,22 @@ async def test_a_proxied_stop_word_stops_the_members_answer_at_once(
     await bot.settled()
     assert len(llm_server.requests) == 1  # the stop word was not answered
     assert bot.contents() == ["Thinking hard."]
+
+
+async def test_a_proxied_word_never_claims_another_members_message_that_holds_it(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Bob's question holds "of"; Alice's proxied "lu: of" is reposted as "of": the repost is
+    Alice's (asking for no reply), and Bob's question is answered as his own, not lost."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.joins(PLURALKIT, "PluralKit")
+    llm_server.script(answer("For Bob."))
+    bot.say(f"{bot.mention()} what of the launch on Friday?", by=Person.BOB)
+    original = bot.say("lu: of")
+    await asyncio.sleep(PROXY_TAKES_S)
+    bot.repost("of", name="Luna", application_id=PLURALKIT)
+    bot.delete(original)
+    await bot.settled()
+    assert bot.contents() == ["For Bob."]
+    [asked] = llm_server.requests
+    assert conversation(asked)[-1] == ("user", "bob: @Tomori what of the launch on Friday?")

@@ -18,6 +18,30 @@ def test_a_repost_is_the_original_less_its_proxy_tags() -> None:
     assert reposts("[hi\n  there]", "hi there")
     assert reposts("hi there", "hi there")  # autoproxy: no tags at all
     assert not reposts("lu: hi there", "hello there")
+    assert not reposts("what of the launch on Friday?", "of")  # inside it, not within tags
+    assert not reposts("x" * 20 + " hi", "hi")  # more than a tag before it
+
+
+async def test_another_members_question_is_never_claimed_by_a_proxied_word_it_holds() -> None:
+    waiting: ProxiedMessages[str] = ProxiedMessages(grace_s=1.0)
+    waiting.expect(original(1, "what of the launch, then?", author=20))  # Bob's question
+    waiting.expect(original(2, "lu: of", author=10))  # Alice's, about to be proxied
+    bob, alice = (asyncio.create_task(waiting.taken(n, "direct")) for n in (1, 2))
+    assert await waiting.claim(CHANNEL, "of", 0) == (original(2, "lu: of", author=10), "direct")
+    assert await alice  # taken by its repost
+    assert not await bob  # answered as Bob's own, after the grace
+
+
+async def test_a_proxied_stop_word_claims_the_tagged_message_not_anothers_plain_one() -> None:
+    waiting: ProxiedMessages[str] = ProxiedMessages(grace_s=1.0)
+    waiting.expect(original(1, "stop", author=20))  # Bob's own stop word, first
+    waiting.expect(original(2, "lu: stop", author=10))  # Alice's, proxied
+    bob, alice = (asyncio.create_task(waiting.taken(n, "direct")) for n in (1, 2))
+    claimed = await waiting.claim(CHANNEL, "stop", 0)  # before the deletion, as PluralKit does
+    assert claimed is not None
+    assert claimed[0].author_id == 10
+    assert await alice
+    assert not await bob  # Bob's own stop word stays his
 
 
 async def test_a_repost_claims_the_earliest_matching_original_and_asks_as_it_did() -> None:

@@ -14,10 +14,15 @@ author and as that message asked; one that reposts nothing the cog waits for, or
 that asked for no reply, is not answered at all. A repost is its author's stop word as their
 own message would be (the original, "lu: stop", still wore its tags).
 
-A repost matches an original of its channel whose text holds the repost's text (whitespace
-aside: the tags around it are what the proxy strips) and that carried as many files, arriving
-within the grace of the original's arrival, or of its deletion when that came first. The
-earliest such original wins: a member's two quick messages are reposted in order.
+A repost matches an original of its channel whose text is exactly the repost's once the proxy's
+tags are taken from its start and its end (whitespace aside; a tag is at most `MAX_TAG_CHARS`),
+and that carried as many files, arriving within the grace of the original's arrival, or of its
+deletion when that came first: one member's proxied "of" cannot claim another member's
+question. Where several originals match (one member's "lu: stop" and another's plain "stop"),
+one the proxy deleted already is the one it reposted; else a tagged original wins over an
+untagged one (a proxy reposts a message for its tags), then the earliest (a member's two quick
+messages are reposted in order). Two untagged originals of the same text (an autoproxied
+member's, another's) stay ambiguous until the proxy deletes its own: the earlier is claimed.
 
 What it does not know: the proxy's own account of who wrote what (its API is not asked), and
 messages seen by another process (a channel's events reach one process: its shard's).
@@ -39,10 +44,26 @@ carry it as `application_id`, and it is their bot user's ID too); `TOMORI_PROXY_
 others."""
 
 
+MAX_TAG_CHARS = 16
+"""The longest proxy tag at either end of a message (PluralKit's are a few characters)."""
+
+
+def tags_around(original: str, repost: str) -> int | None:
+    """How many characters of tags a proxy took from `original` to repost it as `repost`
+    ("lu: hi" reposted as "hi": 3), whitespace aside; None if it is not its repost."""
+    whole, kept = " ".join(original.split()), " ".join(repost.split())
+    start = whole.find(kept)
+    while start != -1:
+        after = len(whole) - start - len(kept)
+        if start <= MAX_TAG_CHARS and after <= MAX_TAG_CHARS:
+            return len(whole) - len(kept)
+        start = whole.find(kept, start + 1)
+    return None
+
+
 def reposts(original: str, repost: str) -> bool:
-    """Whether `repost` is `original`'s text once a proxy stripped its tags: the repost's words,
-    whitespace aside, inside the original's ("lu: hi" reposted as "hi")."""
-    return " ".join(repost.split()) in " ".join(original.split())
+    """Whether `repost` is `original`'s text once a proxy stripped its tags."""
+    return tags_around(original, repost) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,17 +156,15 @@ class ProxiedMessages[T]:
         nothing waiting."""
         now = time.monotonic()
         self._forget_expired(now)
-        found = next(
-            (
-                waiting
-                for waiting in self._waiting.values()
-                if not waiting.claimed
-                and waiting.original.channel_id == channel_id
-                and waiting.original.files == files
-                and reposts(waiting.original.text, text)
-            ),
-            None,
-        )
+        candidates = [
+            waiting
+            for waiting in self._waiting.values()
+            if not waiting.claimed
+            and waiting.original.channel_id == channel_id
+            and waiting.original.files == files
+            and reposts(waiting.original.text, text)
+        ]
+        found = self._reposted(candidates, text)
         if found is None:
             return None
         found.claimed = True
@@ -154,6 +173,16 @@ class ProxiedMessages[T]:
         if self._waiting.get(found.original.message_id) is found:
             del self._waiting[found.original.message_id]
         return found.original, asked
+
+    @staticmethod
+    def _reposted(candidates: list[_Waiting[T]], text: str) -> _Waiting[T] | None:
+        """Which of the matching originals a repost stands for (see the module docstring)."""
+        deleted = [c for c in candidates if c.deleted_at is not None]
+        if deleted:
+            return min(deleted, key=lambda c: c.deleted_at or 0.0)
+        tagged = [c for c in candidates if tags_around(c.original.text, text)]
+        ranked = tagged or candidates
+        return ranked[0] if ranked else None
 
     def _forget_expired(self, now: float) -> None:
         """Originals neither reposted nor answered within the grace (deleted, or asking for
