@@ -42,6 +42,16 @@ class Library:
         kinds = getattr(self.module, "MessageReferenceType", None)
         return kinds is not None and getattr(reference, "type", None) == kinds.forward
 
+    def bot_token(self, bot: Any) -> str | None:
+        """The token the bot logged in with (None before it did): the key material of the
+        secrets the database keeps sealed. nextcord keeps it as its default authorization
+        header (`Bot <token>`), discord.py as the token itself."""
+        if self.is_nextcord:
+            auth = getattr(bot.http, "_default_auth", None)
+            return auth if isinstance(auth, str) and auth else None
+        token = getattr(bot.http, "token", None)
+        return token if isinstance(token, str) and token else None
+
     def webhook(self, bot: Any, webhook_id: int, token: str) -> Any:
         """The library's webhook object for a webhook known by its ID and token, sending over
         the bot's own HTTP session (so over the same REST layer as the bot's requests)."""

@@ -22,6 +22,7 @@ from tomori.delivery.port import (
     Urgency,
 )
 from tomori.store import Database
+from tomori.store.sealed import SecretBox
 from tomori_cog.discord_io import (
     PacedPort,
     WriteMemory,
@@ -55,7 +56,9 @@ class Webhooks:
         self._bot = bot
         self._library = library
         self._pacing = pacing
+        self._database: Database | None = None
         self._store: WebhookStore | None = None
+        """Made at first use, once the bot is logged in: its key is the bot's token."""
         self._by_channel: OrderedDict[int, Any] = OrderedDict()
         self._ours: OrderedDict[int, bool] = OrderedDict()
         """Whether each webhook ID seen is the bot's own."""
@@ -66,10 +69,10 @@ class Webhooks:
         """Channels whose fallback was logged, and why: once per channel and reason."""
 
     def open(self, database: Database) -> None:
-        self._store = WebhookStore(database)
+        self._database = database
 
     def close(self) -> None:
-        self._store = None
+        self._database = self._store = None
         self._by_channel.clear()
         self._refused_until.clear()
 
@@ -78,10 +81,11 @@ class Webhooks:
         known = self._ours.get(webhook_id)
         if known is not None:
             return known
-        if self._store is None:
-            return False
         try:
-            ours = str(webhook_id) in await self._store.ids([str(webhook_id)])
+            store = await self._opened_store()
+            if store is None:
+                return False
+            ours = str(webhook_id) in await store.ids([str(webhook_id)])
         except Exception as error:
             log.info("could not tell whether webhook %s is the bot's: %r", webhook_id, error)
             return False
@@ -108,10 +112,13 @@ class Webhooks:
 
     async def _found_or_created(self, channel: Any, home: Any) -> Any | None:
         cached = self._by_channel.get(home.id)
-        if cached is not None or self._store is None:
+        if cached is not None:
             return cached
         try:
-            stored = await self._store.of_channel(str(home.id))
+            store = await self._opened_store()
+            if store is None:
+                return None
+            stored = await store.of_channel(str(home.id))
         except Exception as error:
             self.falls_back(channel, f"the database could not be read ({error!r})")
             return None
@@ -164,6 +171,20 @@ class Webhooks:
                 log.warning(
                     "channel %s: could not forget webhook %s: %r", home.id, webhook.id, error
                 )
+
+    async def _opened_store(self) -> WebhookStore | None:
+        """The store, its key the bot's token (None: not started, or not logged in); the
+        first time, the tokens an earlier version stored in clear are sealed."""
+        if self._store is None and self._database is not None:
+            token = self._library.bot_token(self._bot)
+            if token is None:
+                return None
+            store = WebhookStore(self._database, SecretBox(token))
+            sealed = await store.seal_all()
+            if sealed:
+                log.info("sealed %d webhook tokens an earlier version stored in clear", sealed)
+            self._store = store
+        return self._store
 
     def falls_back(self, channel: Any, why: str) -> None:
         """Log, once per channel and reason, that personas speak as the bot there."""

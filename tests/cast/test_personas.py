@@ -23,6 +23,7 @@ from tomori.cast.personas import (
 )
 from tomori.cast.webhook_store import StoredWebhook, WebhookStore
 from tomori.config.settings import ConfigError
+from tomori.store.sealed import SecretBox
 
 CAST = (
     Persona("Aria", "a"),
@@ -99,7 +100,7 @@ async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhoo
     database: DatabaseUnderTest,
 ) -> None:
     db = await database.open()
-    store, webhooks = PersonaStore(db), WebhookStore(db)
+    store, webhooks = PersonaStore(db), WebhookStore(db, SecretBox("the bot's token"))
     aria = Persona("Aria", "You are Aria.", "https://x.example/a.png", ("bard",), "openai:m")
     assert await store.add("g1", aria)
     assert not await store.add("g1", Persona("ARIA", "again"))  # unique whatever its case
@@ -125,3 +126,23 @@ async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhoo
     assert await webhooks.of_channel("c1") == StoredWebhook("w2", "t2")
     await webhooks.forget("c1", "w2")
     assert await webhooks.of_channel("c1") is None
+
+
+async def test_a_webhooks_token_rests_sealed_and_one_stored_in_clear_is_sealed(
+    database: DatabaseUnderTest,
+) -> None:
+    """A copy of the database is no key to post in the bot's channels."""
+    db = await database.open()
+    webhooks = WebhookStore(db, SecretBox("the bot's token"))
+    await webhooks.keep("c1", StoredWebhook("w1", "secret-token-1"))
+    await db.execute(  # as an earlier version stored one
+        "INSERT INTO channel_webhooks (channel_id, webhook_id, token, created_at)"
+        " VALUES ('c2', 'w2', 'secret-token-2', 0)"
+    )
+    assert await webhooks.seal_all() == 1
+    rows = await db.fetchall("SELECT token FROM channel_webhooks")
+    assert all(row["token"].startswith("sealed:v1:") for row in rows)
+    assert "secret-token" not in str([row["token"] for row in rows])
+    assert await webhooks.of_channel("c2") == StoredWebhook("w2", "secret-token-2")
+    reset = WebhookStore(db, SecretBox("the bot's new token"))  # the bot's token was reset
+    assert await reset.of_channel("c1") is None  # a new webhook is made, nothing fails

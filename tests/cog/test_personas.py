@@ -85,6 +85,28 @@ async def test_a_persona_added_by_command_answers_under_its_name_and_avatar_when
     assert discord_rest.rate_limited == {"global": 0, "user": 0, "shared": 0}
 
 
+async def test_the_webhooks_token_rests_sealed_in_the_database(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Read from the database file alone, the token would let anyone post in the channel
+    under any name, @everyone included."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Hello!"))
+    bot.say("hi aria")
+    await settle(bot)
+    assert [m.username for m in posted(discord_rest)] == ["Aria"]
+    [webhook] = discord_rest.webhooks_of(CHANNEL_ID)
+    await bot.stop()
+    database = (tmp_path / "tomori.db").read_bytes()
+    assert webhook["token"].encode() not in database
+    assert b"sealed:v1:" in database
+
+
 async def test_three_personas_named_at_once_answer_in_order_each_seeing_the_ones_before(
     open_rest_bot: OpenRestBot,
     llm_server: LLMServer,

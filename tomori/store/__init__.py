@@ -7,6 +7,7 @@
 - `postgres_schema.py` PostgreSQL's migrations, applied once between processes starting together
 - `migrations.py` the numbered schema files, one folder per engine, applied once each
 - `connect.py`    `open_database`: the database the settings name, migrated
+- `sealed.py`     a secret the database keeps sealed (a webhook's token), under a key it lacks
 - `retry.py`      a write the database is busy or away for, retried in arrival order
 - `outage.py`     an outage logged once per kind of failure and once when it ends
 """
