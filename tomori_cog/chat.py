@@ -23,6 +23,7 @@ from tomori.delivery.notices import (
     KILL_NOT_ALLOWED,
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
+    KILL_STOPPED_OWN,
     Notice,
 )
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
@@ -210,18 +211,18 @@ class TomoriChat:
     # -- /kill --------------------------------------------------------------------------------
 
     async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
-        """Clear the channel's queue and stop its stream; the notice says what happened."""
+        """Stop the channel's stream and clear its queue (a moderator, or anyone under the
+        `anyone` policy), or stop the answer to its user and clear only their queued
+        messages (anyone else); the notice says what happened."""
         if channel_id is None:
             return KILL_CHANNEL_REQUIRED
         locks = (await self.ensure_started()).locks
-        channel = str(channel_id)
+        channel, user = str(channel_id), str(user_id)
+        if can_manage_messages or self._settings.kill_policy is KillPolicy.ANYONE:
+            outcome = await locks.kill(channel, requester_id=user)
+            return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         requester = await locks.requester_of(channel)
-        if (
-            self._settings.kill_policy is KillPolicy.REQUESTER
-            and requester is not None
-            and requester != str(user_id)
-            and not can_manage_messages
-        ):
-            return KILL_NOT_ALLOWED
-        outcome = await locks.kill(channel, requester_id=str(user_id))
-        return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
+        outcome = await locks.kill_own(channel, user)
+        if not outcome.nothing_to_stop:
+            return KILL_STOPPED_OWN
+        return KILL_NOT_ALLOWED if requester not in (None, user) else KILL_NOTHING_TO_STOP

@@ -16,7 +16,12 @@ from tests.support.llm_server import LLMServer, Reply, pause
 from tests.support.scripts import answer, stalled_after
 from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import Delivery, KillPolicy
-from tomori.delivery.notices import KILL_NOT_ALLOWED, KILL_NOTHING_TO_STOP, KILL_STOPPED
+from tomori.delivery.notices import (
+    KILL_NOT_ALLOWED,
+    KILL_NOTHING_TO_STOP,
+    KILL_STOPPED,
+    KILL_STOPPED_OWN,
+)
 from tomori.store.connect import open_database
 from tomori_cog.listener.deliverability import REFUSED_FOR_S
 
@@ -175,6 +180,26 @@ async def test_kill_stops_the_stream_keeps_its_text_and_closes_the_provider_conn
 async def test_kill_with_nothing_running_says_so(bot: ChatBot) -> None:
     reply = await bot.kill()
     assert reply["data"]["embeds"][0]["title"] == KILL_NOTHING_TO_STOP.title
+
+
+async def test_a_members_kill_stops_their_own_answer_and_clears_only_their_queue(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """By default /kill is the member's own: it stops the answer to them and clears what they
+    queued; another member's queued question is still answered, and their /kill cannot stop
+    Alice's answer (only clear their own)."""
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"), answer("For Bob."))
+    await bot.say(f"{bot.mention()} slow", by=Person.ALICE)
+    await bot.sent_event.wait()
+    refused = await bot.kill(by=Person.BOB)
+    assert refused["data"]["embeds"][0]["title"] == KILL_NOT_ALLOWED.title  # nothing of his
+    await bot.say(f"{bot.mention()} my turn next", by=Person.BOB)  # queued behind Alice's
+    await bot.admitted()
+    stopped = await bot.kill(by=Person.ALICE)
+    assert stopped["data"]["embeds"][0]["description"] == KILL_STOPPED_OWN.description
+    await bot.settled()
+    assert await bot.contents() == ["Busy.", "For Bob."]  # Bob's question was kept
 
 
 async def test_kill_by_another_member_is_refused_under_the_requester_policy(

@@ -50,7 +50,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.max_consecutive_tool_errors == 5
     assert settings.db_path == Path("tomori.db")
     assert settings.delivery is Delivery.MESSAGES
-    assert settings.kill_policy is KillPolicy.ANYONE
+    assert settings.kill_policy is KillPolicy.REQUESTER
     assert settings.channels == frozenset()
     assert settings.reply_to_bots is False
     assert settings.max_answer_chars == 19_500
@@ -147,14 +147,14 @@ def test_the_other_variables_are_read() -> None:
     settings = Settings.from_env(
         {
             "TOMORI_STREAM_DELIVERY": "Edit",
-            "TOMORI_KILL_POLICY": "requester",
+            "TOMORI_KILL_POLICY": "anyone",
             "TOMORI_CHANNELS": "123, 456,",
             "TOMORI_REPLY_TO_BOTS": "1",
             "TOMORI_SYSTEM_PROMPT": "Be a pirate.",
         }
     )
     assert settings.delivery is Delivery.EDIT
-    assert settings.kill_policy is KillPolicy.REQUESTER
+    assert settings.kill_policy is KillPolicy.ANYONE
     assert settings.channels == {123, 456}
     assert settings.reply_to_bots is True
     assert settings.system_prompt == "Be a pirate."

@@ -311,9 +311,11 @@ class Settings:
     )
     kill_policy: KillPolicy = setting(
         "TOMORI_KILL_POLICY",
-        KillPolicy.ANYONE,
+        KillPolicy.REQUESTER,
         choice(KillPolicy),
-        "anyone: whoever can use /kill; requester: the turn's requester and Manage Messages",
+        "requester: /kill stops the answer to its user and clears only their queued messages, "
+        "while members with Manage Messages stop any and clear the queue; anyone: whoever can "
+        "use /kill stops any answer and clears the queue (for a private bot)",
     )
     channels: frozenset[int] = setting(
         "TOMORI_CHANNELS",

@@ -112,6 +112,12 @@ KILL_STOPPED = Notice(
     NoticeColour.SUCCESS,
 )
 
+KILL_STOPPED_OWN = Notice(
+    "Stream Stopped",
+    "Stopped the response to you (if any), and cleared your queued messages in this channel.",
+    NoticeColour.SUCCESS,
+)
+
 KILL_NOTHING_TO_STOP = Notice(
     "Nothing to Stop",
     "There is no active response stream or queued response to clear in this channel.",

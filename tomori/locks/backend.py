@@ -109,10 +109,16 @@ class LockBackend(Protocol):
         ...
 
     async def stop_for(
-        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+        self,
+        channel_id: str,
+        requester_id: str,
+        given_up_turn_id: str | None,
+        *,
+        clear_anyway: bool = False,
     ) -> tuple[bool, int]:
-        """A stop word: if the channel's turn is `requester_id`'s, ask it to stop, keeping the
-        queue, and clear what they queued. Returns whether it was theirs, and how many of
+        """A stop word, or their own /kill: if the channel's turn is `requester_id`'s, ask it
+        to stop, keeping the others' queue, and clear what they queued (`clear_anyway`: even
+        when the turn running is another's). Returns whether it was theirs, and how many of
         their triggers were cleared."""
         ...
 

@@ -45,6 +45,9 @@ from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
 
+MAX_KILLS_KEPT = 10_000
+"""Members' own /kills remembered; past it, those older than the queue's age limit go."""
+
 
 class ChannelLocks:
     """The channel lock registry of one process (or one bot instance) on one database."""
@@ -70,6 +73,9 @@ class ChannelLocks:
         self._killed_at: dict[str, float] = {}
         """Channel -> when its last /kill came: a message from before it, still waiting for
         the database, is dropped as the queue it would have joined was."""
+        self._killed_by: dict[tuple[str, str | None], float] = {}
+        """(Channel, member) -> when the member's own last /kill came there: the same, for
+        their messages alone."""
         self._closing = False
         self._expiries = ExpiryNotices(tell_expired)
         backend.report_expired(self._expiries.dropped)
@@ -170,7 +176,11 @@ class ChannelLocks:
         if lease is not None and lease.killed():
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
-        if trigger.received_at <= self._killed_at.get(channel_id, -math.inf):
+        killed_at = max(
+            self._killed_at.get(channel_id, -math.inf),
+            self._killed_by.get((channel_id, trigger.requester_id), -math.inf),
+        )
+        if trigger.received_at <= killed_at:
             # It came before a /kill while the database was away: the queue /kill cleared
             # would have held it.
             log.info(
@@ -266,36 +276,59 @@ class ChannelLocks:
         """A stop word of `requester_id`: stop their turn running in the channel, here or in
         another process, and clear what they queued (the others' queue stays); False if the
         channel's turn is not theirs (the word is then an ordinary message)."""
+        outcome = await self._stop_theirs(channel_id, requester_id, own_kill=False)
+        return outcome.stopped
+
+    async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
+        """A member's own /kill: stop the answer to them, if it runs, and clear what they
+        queued, as a stop word does, whoever's turn runs; a message of theirs from before it,
+        still waiting for the database or its limits, is dropped too. The others' stay."""
+        now = time.time()
+        if len(self._killed_by) > MAX_KILLS_KEPT:
+            old = now - self._queue_max_age_s
+            self._killed_by = {key: at for key, at in self._killed_by.items() if at > old}
+        self._killed_by[(channel_id, requester_id)] = now
+        return await self._stop_theirs(channel_id, requester_id, own_kill=True)
+
+    async def _stop_theirs(
+        self, channel_id: str, requester_id: str, *, own_kill: bool
+    ) -> KillOutcome:
         lease = self._turns.lease(channel_id)
         if lease is not None and lease.turn.trigger.requester_id == requester_id:
             lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
         stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
+        what = "/kill by its user" if own_kill else "a stop word"
         deadline = time.time() + self._queue_max_age_s
         try:
             async with self._in_order.turn_of(channel_id):  # after what they sent before it
                 stopped, cleared = await until_not_busy(
-                    f"a stop word in channel {channel_id}",
+                    f"{what} in channel {channel_id}",
                     lambda: self._backend.stop_for(
-                        channel_id, requester_id, self._turns.given_up_in(channel_id)
+                        channel_id,
+                        requester_id,
+                        self._turns.given_up_in(channel_id),
+                        clear_anyway=own_kill,
                     ),
                     self._backend.is_transient,
                     keep_trying=self._until(deadline),
                 )
-        except GaveUp:
-            return stopped_here  # the database stayed away: what runs here stopped at least
+        except GaveUp:  # the database stayed away: what runs here stopped at least
+            return KillOutcome(stopped=stopped_here, cleared=0)
         except Exception as error:
             if not self._backend.is_database_error(error):
                 raise
             log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
-            return stopped_here
-        if stopped:
+            return KillOutcome(stopped=stopped_here, cleared=0)
+        if stopped or cleared:
             log.info(
-                "stop word in channel %s by %s: cleared %d of theirs",
+                "%s in channel %s by %s: stopped=%s, cleared %d of theirs",
+                what,
                 channel_id,
                 requester_id,
+                stopped or stopped_here,
                 cleared,
             )
-        return stopped or stopped_here
+        return KillOutcome(stopped=stopped or stopped_here, cleared=cleared)
 
     # -- questions ----------------------------------------------------------------------------
 

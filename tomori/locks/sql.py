@@ -165,26 +165,32 @@ class SqlLockBackend:
         return True
 
     async def stop_for(
-        self, channel_id: str, requester_id: str, given_up_turn_id: str | None
+        self,
+        channel_id: str,
+        requester_id: str,
+        given_up_turn_id: str | None,
+        *,
+        clear_anyway: bool = False,
     ) -> tuple[bool, int]:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
-            if verdict is not LockState.HELD:
-                return False, 0  # nothing runs, or /kill is stopping it already
-            row = await tx.fetchone(
-                "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ? AND requester_id = ?"
-                " RETURNING owner",
-                (str(KillReason.STOP_WORD), channel_id, requester_id),
-            )
-            if row is None:
-                return False, 0  # someone else's turn: the stop word is an ordinary message
-            await self._announce_stop(tx, row["owner"])
+            row = None
+            if verdict is LockState.HELD:  # else nothing runs, or /kill is stopping it already
+                row = await tx.fetchone(
+                    "UPDATE channel_locks SET interrupted = ?"
+                    " WHERE channel_id = ? AND requester_id = ? RETURNING owner",
+                    (str(KillReason.STOP_WORD), channel_id, requester_id),
+                )
+            if row is None and not clear_anyway:
+                return False, 0  # not their turn: the stop word is an ordinary message
+            if row is not None:
+                await self._announce_stop(tx, row["owner"])
             cleared = await tx.execute(
                 "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
                 (channel_id, requester_id),
             )
-            return True, cleared
+            return row is not None, cleared
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
