@@ -74,8 +74,9 @@ class Engine:
 
 
 async def admissions(environment: dict[str, str], *, one_channel: bool) -> float:
-    """Admissions per second, ADMISSIONS of them submitted at once."""
-    settings = Settings.from_env(environment)
+    """Admissions per second, ADMISSIONS of them submitted at once (by one requester, so its
+    share of a queue is all of them)."""
+    settings = Settings.from_env({**environment, "TOMORI_QUEUE_PER_MEMBER": str(ADMISSIONS)})
     database = await open_database(settings)
     hold = asyncio.Event()
 

@@ -206,6 +206,8 @@ class TomoriChat:
             return scene_refused("a /kill is still stopping this channel's answer: try again.")
         if admission is Admission.FAILED:
             return scene_refused("the scene could not be queued just now: try again.")
+        if admission is Admission.QUEUE_FULL:
+            return scene_refused("you have as many messages waiting here as one may.")
         return scene_accepted(asked.scene, asked.names, queued=admission is Admission.QUEUED)
 
     # -- /kill --------------------------------------------------------------------------------

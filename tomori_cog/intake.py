@@ -15,7 +15,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from tomori.cast.scenes import SCENE_DROPPED
-from tomori.delivery.notices import GENERATION_ERROR, NOT_ANSWERED, Notice, post_notice_safely
+from tomori.delivery.notices import (
+    GENERATION_ERROR,
+    NOT_ANSWERED,
+    QUEUE_FULL,
+    Notice,
+    post_notice_safely,
+)
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
@@ -118,8 +124,13 @@ class Intake:
         )
         self._parts.live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
-        if admission in (Admission.IGNORED, Admission.FAILED):
+        if admission in (Admission.IGNORED, Admission.FAILED, Admission.QUEUE_FULL):
             self._parts.live_messages.take(trigger.message_id or "")
+        if admission is Admission.QUEUE_FULL and surface_errors:
+            notices = EmbedNotices(
+                self._parts.library, message.channel, self._parts.pacing, reply_to=message.id
+            )
+            await post_notice_safely(notices, QUEUE_FULL, trigger.channel_id)
         if admission is Admission.FAILED:
             log.error(
                 "message %s in channel %s could not be admitted", message.id, trigger.channel_id

@@ -141,7 +141,7 @@ async def test_a_message_of_only_a_mention_is_answered(
 async def test_a_storm_of_triggers_while_stalled_is_answered_in_order(
     open_bot: Any, llm_server: LLMServer
 ) -> None:
-    nc = await open_bot()
+    nc = await open_bot(queue_per_member=8)  # one member asks all eight
     llm_server.script(*[answer(f"Answer {n}.", gap=0.01) for n in range(8)])
     for n in range(8):
         nc.say(f"{nc.mention()} question {n}")

@@ -16,7 +16,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer
+from tests.support.scripts import answer, stalled_after
 from tests.support.tomori_commands import said
 from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.delivery.notices import cooldown_notice, quota_notice
@@ -168,6 +168,23 @@ async def test_a_servers_members_share_the_tokens_the_author_gives_the_server_a_
     notice = (await bot.messages())[-1].embeds[0]
     assert notice["title"] == DAILY_LIMIT
     assert notice["description"].startswith("This server has used the tokens it has for today")
+
+
+async def test_a_member_queues_at_most_their_share_and_is_told_the_queue_is_full(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = database.settings(**SHORT, queue_per_member=2, follow_ups=False)
+    bot = await open_bot(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"), answer("Bob 1."), answer("Bob 2."))
+    await bot.say(f"{bot.mention()} a long one")
+    await bot.sent_event.wait()  # Alice's answer holds the channel
+    for n in (1, 2, 3):
+        last = await bot.say(f"{bot.mention()} question {n}", by=Person.BOB)
+    await bot.settled()
+    assert await bot.contents() == ["Busy.", "Bob 1.", "Bob 2."]
+    assert len(llm_server.requests) == 3  # the third was never queued, never asked
+    [full] = [m for m in await bot.messages() if m.embeds and m.embeds[0]["title"] == "Queue Full"]
+    assert full.reply_to == last.id
 
 
 async def test_a_provider_that_reports_no_usage_is_counted_by_its_characters(

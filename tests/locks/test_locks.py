@@ -99,8 +99,8 @@ async def test_two_registries_on_one_database_never_both_hold_a_channel(
         holding.discard(message_id)
         served.append(message_id)
 
-    first = await open_locks(serve)
-    second = await open_locks(serve)
+    first = await open_locks(serve, queue_per_member=20)  # one requester sends all twenty
+    second = await open_locks(serve, queue_per_member=20)
     submissions = [(first if n % 2 else second).submit(trigger(f"m{n}")) for n in range(20)]
     admissions = await asyncio.gather(*submissions)
     assert admissions.count(Admission.STARTED) >= 1

@@ -255,6 +255,13 @@ class Settings:
         integer(1, maximum=WEEK_MS),
         "queued messages older than this are dropped when their turn comes",
     )
+    queue_per_member: int = setting(
+        "TOMORI_QUEUE_PER_MEMBER",
+        3,
+        integer(1, unit="messages", maximum=1_000),
+        "most messages one member may have waiting in one channel's queue; one more is not "
+        "queued, and its author is told the queue is full",
+    )
     typing_keepalive_interval_ms: int = setting(
         "DISCORD_TYPING_KEEPALIVE_INTERVAL_MS",
         8_000,

@@ -36,6 +36,7 @@ from tomori.delivery.notices import (
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
     NOT_ANSWERED,
+    QUEUE_FULL,
     Notice,
 )
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
@@ -255,12 +256,14 @@ class Dispatcher:
         )
         self._outstanding.add(message_id)  # before: a turn that starts may end before submit
         admission = await self.locks.submit(trigger)
-        if admission in (Admission.IGNORED, Admission.FAILED):
+        if admission in (Admission.IGNORED, Admission.FAILED, Admission.QUEUE_FULL):
             self._outstanding.discard(message_id)
         if admission is Admission.IGNORED:
             self._channel.say(f"(#{message.id} is ignored: a /kill is still stopping the answer)")
         elif admission is Admission.FAILED:
             self._channel.tell(GENERATION_ERROR)
+        elif admission is Admission.QUEUE_FULL:
+            self._channel.tell(QUEUE_FULL, reply_to=message_id)
         elif admission is Admission.FOLLOW_UP:
             await self._left_in_queue()
 

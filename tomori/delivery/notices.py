@@ -118,6 +118,13 @@ KILL_STOPPED_OWN = Notice(
     NoticeColour.SUCCESS,
 )
 
+QUEUE_FULL = Notice(
+    "Queue Full",
+    "You have as many messages waiting for an answer here as one may: this one is not queued. "
+    "Ask again once they are answered.",
+    NoticeColour.WARNING,
+)
+
 KILL_NOTHING_TO_STOP = Notice(
     "Nothing to Stop",
     "There is no active response stream or queued response to clear in this channel.",

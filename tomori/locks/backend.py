@@ -58,6 +58,8 @@ class Admitted:
     already: Admission | None = None
     follow_up: bool = False
     """The trigger was queued first as a follow-up, and the running turn asked to stop."""
+    full: bool = False
+    """Not queued: its author has as many messages waiting in the channel as one may."""
 
 
 class LockBackend(Protocol):
@@ -174,7 +176,11 @@ def lock_backend(database: Database, settings: Settings) -> LockBackend:
 
     The engines' modules are imported here: each is built on this protocol, and asyncpg is
     imported only when PostgreSQL is used."""
-    budgets = (seconds(settings.channel_lock_timeout_ms), seconds(settings.queue_max_age_ms))
+    budgets = (
+        seconds(settings.channel_lock_timeout_ms),
+        seconds(settings.queue_max_age_ms),
+        settings.queue_per_member,
+    )
     if database.engine == "postgres":
         from tomori.locks.postgres import ListeningDatabase, PostgresLockBackend
 

@@ -45,9 +45,13 @@ class ListeningDatabase(Database, Protocol):
 
 class PostgresLockBackend(SqlLockBackend):
     def __init__(
-        self, database: ListeningDatabase, lock_timeout_s: float, queue_max_age_s: float
+        self,
+        database: ListeningDatabase,
+        lock_timeout_s: float,
+        queue_max_age_s: float,
+        queue_per_member: int,
     ) -> None:
-        super().__init__(database, lock_timeout_s, queue_max_age_s)
+        super().__init__(database, lock_timeout_s, queue_max_age_s, queue_per_member)
         self._postgres = database
         self._listener: asyncpg.Connection[Any] | None = None
         self._connecting = asyncio.Lock()

@@ -200,6 +200,13 @@ class ChannelLocks:
         if admitted.verdict is LockState.STOPPING:
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
+        if admitted.full:
+            log.info(
+                "message %s of channel %s: its author's queue is full",
+                trigger.message_id,
+                channel_id,
+            )
+            return Admission.QUEUE_FULL
         if admitted.follow_up:
             running = self._turns.lease(channel_id)
             if running is not None:  # at once; another owner hears it from the lock row

@@ -253,6 +253,15 @@ async def admitted_before(tx: Transaction, trigger: Trigger, owner: str) -> Admi
     return Admitted(LockState.HELD, None, already=already)
 
 
+async def queued_by(tx: Transaction, trigger: Trigger) -> int:
+    """How many messages the trigger's author has waiting in its channel's queue."""
+    row = await tx.fetchone(
+        "SELECT COUNT(*) AS waiting FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
+        (trigger.channel_id, trigger.requester_id),
+    )
+    return int(row["waiting"]) if row is not None else 0
+
+
 async def forget_admissions_before(tx: Transaction, cutoff: float) -> None:
     """Forget admissions older than any duplicate could come (the queue's age limit)."""
     await tx.execute("DELETE FROM admitted_messages WHERE admitted_at < ?", (cutoff,))

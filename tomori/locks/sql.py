@@ -32,8 +32,15 @@ log = logging.getLogger("tomori.locks")
 class SqlLockBackend:
     """Lock rows, queued triggers and instance rows of one `Database`."""
 
-    def __init__(self, database: Database, lock_timeout_s: float, queue_max_age_s: float) -> None:
+    def __init__(
+        self,
+        database: Database,
+        lock_timeout_s: float,
+        queue_max_age_s: float,
+        queue_per_member: int,
+    ) -> None:
         self._db = database
+        self._queue_per_member = queue_per_member
         self._queue_max_age_s = queue_max_age_s
         self._instances = InstanceRows(database, lock_timeout_s, self._database_up_since)
         self._instance_id = self._instances.instance_id
@@ -127,6 +134,8 @@ class SqlLockBackend:
             if verdict is LockState.HELD:
                 if await self._follow_up(tx, trigger, now):
                     return Admitted(verdict, None, follow_up=True)
+                if await rows.queued_by(tx, trigger) >= self._queue_per_member:
+                    return Admitted(verdict, None, full=True)
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
             if verdict.discards_queue:

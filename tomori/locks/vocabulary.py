@@ -69,6 +69,8 @@ class Admission(StrEnum):
     """Queued first, as the latest follow-up of the running turn's user; that turn stops."""
     IGNORED = "ignored"
     FAILED = "failed"  # the database stayed out of reach for longer than the queue's age limit
+    QUEUE_FULL = "queue_full"
+    """Not queued: its author has `TOMORI_QUEUE_PER_MEMBER` messages waiting there already."""
 
 
 @dataclass(frozen=True, slots=True)
