@@ -235,7 +235,7 @@ async def test_a_binary_file_named_as_text_is_named_not_read(
     )
     await nc.settled()
     assert last_user_content(0, llm_server) == (
-        "alice: @Tomori read\n[a file notes.txt was attached]"
+        "alice: @Tomori read\n  [a file notes.txt was attached]"
     )
 
 
@@ -247,7 +247,7 @@ async def test_a_binary_file_named_as_text_is_named_not_read_discordpy(
     binary = bytes(range(128, 256)) * 4  # no NUL, but no UTF-8 either
     await dpy.say(f"{dpy.mention()} read", attachments=[files.attachment("data.log", binary, None)])
     await dpy.settled()
-    assert last_user_content(0, llm_server).endswith("read\n[a file data.log was attached]")
+    assert last_user_content(0, llm_server).endswith("read\n  [a file data.log was attached]")
 
 
 # -- names and settings the notes must not garble ---------------------------------------------
@@ -262,7 +262,7 @@ async def test_a_bracket_in_a_file_name_does_not_end_its_marker(
         attachments=[files.attachment("a]b.txt", b"hello", "text/plain")],
     )
     await nc.settled()
-    assert last_user_content(0, llm_server).endswith("[file a)b.txt]\nhello\n[end of a)b.txt]")
+    assert last_user_content(0, llm_server).endswith("[file a)b.txt]\n  hello\n  [end of a)b.txt]")
 
 
 async def test_no_images_at_max_images_zero_is_said_as_such(

@@ -118,11 +118,12 @@ async def test_a_text_file_arrives_under_its_name_and_a_long_one_is_cut_with_a_m
     )
     await bot.settled()
     sent = last_user_content(0, llm_server)
-    assert sent == (
-        f"alice: @Tomori review\n[file hello.py]\n{code}\n[end of hello.py]\n"
+    body = (  # every line of the message and its files is Alice's: indented past her name
+        f"review\n[file hello.py]\n{code}\n[end of hello.py]\n"
         f"[file app.log]\n{log_text[:50]}\n"
         f"[... app.log is cut here: only its first 50 characters are shown]\n[end of app.log]"
     )
+    assert sent == "alice: @Tomori " + body.replace("\n", "\n  ")
 
 
 async def test_a_markdown_file_arrives_and_a_pdf_is_named(
@@ -139,8 +140,8 @@ async def test_a_markdown_file_arrives_and_a_pdf_is_named(
     await bot.settled()
     sent = last_user_content(0, llm_server)
     assert sent.endswith(
-        "look\n[file notes.md]\n# Notes\nremember the milk\n[end of notes.md]\n"
-        "[a file report.pdf was attached]"
+        "look\n  [file notes.md]\n  # Notes\n  remember the milk\n  [end of notes.md]\n"
+        "  [a file report.pdf was attached]"
     )
 
 
@@ -156,8 +157,8 @@ async def test_other_files_stickers_and_custom_emoji_are_named(
     await bot.settled()
     assert files.fetched["report.pdf"] == 0
     assert last_user_content(0, llm_server) == (
-        "alice: @Tomori :blobwave: read this\n[a file report.pdf was attached]\n"
-        "[sticker: Party Parrot]"
+        "alice: @Tomori :blobwave: read this\n  [a file report.pdf was attached]\n"
+        "  [sticker: Party Parrot]"
     )
 
 
@@ -290,4 +291,4 @@ async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
     )
     await bot.settled()
     assert files.fetched["a.txt"] == 0
-    assert last_user_content(0, llm_server) == "alice: @Tomori hi\n[a file a.txt was attached]"
+    assert last_user_content(0, llm_server) == "alice: @Tomori hi\n  [a file a.txt was attached]"

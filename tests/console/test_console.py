@@ -64,7 +64,7 @@ async def test_a_pasted_code_block_is_one_message_and_terminal_controls_print_in
     assert process.returncode == 0, err
     assert said_last(llm_server.requests[0]) == "user: Why?"
     assert len(llm_server.requests) == 2
-    assert said_last(llm_server.requests[1]).endswith("```python\nprint(1)\n```")
+    assert said_last(llm_server.requests[1]).endswith("```python\n  print(1)\n  ```")
     assert "\\x1b[2JCleared?\\x07" in out
     assert "\x1b" not in out
 

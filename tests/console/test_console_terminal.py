@@ -56,7 +56,8 @@ async def test_a_bracketed_paste_is_one_message_and_one_turn_its_indentation_kep
         os.write(terminal, keys("why?\n"))
         await read_terminal(terminal, "you #3> ", seen)
         await leave(process, terminal)
-    assert [said_last(request) for request in llm_server.requests] == [f"user: {TRACEBACK}\nwhy?"]
+    pasted = f"{TRACEBACK}\nwhy?".replace("\n", "\n  ")  # every line the user's own
+    assert [said_last(request) for request in llm_server.requests] == [f"user: {pasted}"]
     shown = on_screen(seen[0]).split("\n", 1)[1]  # after the banner
     assert shown == f"you #1> {TRACEBACK}\nwhy?\n[tomori #2]\nThe call raised it.\nyou #3> "
 
@@ -72,7 +73,8 @@ async def test_a_paste_the_terminal_does_not_mark_is_one_message_too(
         os.write(terminal, keys(f"{TRACEBACK}\n"))
         await read_terminal(terminal, "you #3> ", seen)
         await leave(process, terminal)
-    assert [said_last(request) for request in llm_server.requests] == [f"user: {TRACEBACK}"]
+    pasted = TRACEBACK.replace("\n", "\n  ")  # every line the user's own
+    assert [said_last(request) for request in llm_server.requests] == [f"user: {pasted}"]
     assert f"you #1> {TRACEBACK}\n[tomori #2]\nThe call raised it.\nyou #3> " in on_screen(seen[0])
 
 

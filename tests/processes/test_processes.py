@@ -37,9 +37,13 @@ from tomori.policy.proxies import KNOWN_PROXIES
 
 pytestmark = pytest.mark.slow  # whole bot processes
 
-QUICK = {"STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50", "TOMORI_FOLLOW_UPS": "0"}
-"""Quick settles; and each message its own turn (one user floods the channel here, which
-follow-ups would fold into fewer answers)."""
+QUICK = {
+    "STREAM_ABANDONED_SETTLE_TIMEOUT_MS": "50",
+    "TOMORI_FOLLOW_UPS": "0",
+    "TOMORI_QUEUE_PER_MEMBER": "1000",
+}
+"""Quick settles; and each message its own turn, all queued (one user floods the channel here,
+which follow-ups would fold into fewer answers and a member's share of the queue would cut)."""
 _seed_files = count()
 PLURALKIT = next(iter(KNOWN_PROXIES))
 

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from tomori.delivery.sprite_markers import wore_sprite
-from tomori.prompt.conversation import in_time_order
+from tomori.prompt.conversation import in_time_order, spoken
 from tomori.providers.base import ContextItem, Role
 
 USER_NAME = "user"
@@ -67,9 +67,9 @@ def context(
         if message.from_bot and message.speaker == voice:
             items.append(ContextItem(Role.ASSISTANT, text))
         elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):
-            items.append(ContextItem(Role.ASSISTANT, f"{message.speaker}: {text}"))
+            items.append(ContextItem(Role.ASSISTANT, spoken(message.speaker or "", text)))
         elif message.from_bot:
-            items.append(ContextItem(Role.USER, f"{message.speaker or 'tomori'}: {text}"))
+            items.append(ContextItem(Role.USER, spoken(message.speaker or "tomori", text)))
         else:
-            items.append(ContextItem(Role.USER, f"{USER_NAME}: {text}"))
+            items.append(ContextItem(Role.USER, spoken(USER_NAME, text)))
     return tuple(items)

@@ -55,3 +55,14 @@ def joined_turns(context: Sequence[ContextItem]) -> tuple[ContextItem, ...]:
         else:
             turns.append(item)
     return tuple(turns)
+
+
+CONTINUED = "  "
+"""What begins each further line of one message in a transcript the model reads."""
+
+
+def spoken(speaker: str, text: str) -> str:
+    """`text` as `speaker` said it, for a transcript the model reads: `speaker: ` first, then
+    each further line of it indented (`CONTINUED`), so that a line break inside one message,
+    or a file's text, never starts a line that reads as another speaker's ("bob: ...")."""
+    return f"{speaker}: " + text.replace("\n", "\n" + CONTINUED)

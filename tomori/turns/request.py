@@ -18,6 +18,7 @@ from typing import Any
 
 from tomori.cast.scenes import Scene
 from tomori.locks import Trigger
+from tomori.prompt.conversation import spoken
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Role
 
@@ -48,7 +49,7 @@ class Respond:
     def brief(self, server: Prefill | None) -> AnswerBrief:
         """What its answers are asked: what the asker said, and its own prefill, which
         replaces the server's (`server`; never joined to it), else the server's."""
-        said = (ContextItem(Role.USER, f"{self.asker}: {self.prompt}"),) if self.prompt else ()
+        said = (ContextItem(Role.USER, spoken(self.asker, self.prompt)),) if self.prompt else ()
         prefill = Prefill(self.prefill, manual=True) if self.prefill else server
         return AnswerBrief(said, prefill)
 

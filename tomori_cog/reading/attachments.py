@@ -35,6 +35,7 @@ from typing import Any
 import aiohttp
 
 from tomori.config.settings import Settings
+from tomori.prompt.conversation import spoken
 from tomori.prompt.sniff import image_type, is_text
 from tomori.prompt.vision import unseen_images_notice
 from tomori.providers.base import ContextItem, Image, Role
@@ -75,9 +76,10 @@ class MessageParts:
         return bool(self.sections or self.images)
 
     def item(self, speaker: str, text: str) -> ContextItem:
-        """The user's message as the model sees it: custom emoji as `:name:`, then each file."""
+        """`speaker`'s message as the model sees it: custom emoji as `:name:`, then each file,
+        all of it theirs (`spoken`)."""
         body = "\n".join([_CUSTOM_EMOJI.sub(r":\1:", text), *self.sections]).strip()
-        return ContextItem(Role.USER, f"{speaker}{body}", self.images)
+        return ContextItem(Role.USER, spoken(speaker, body), self.images)
 
 
 @dataclass(frozen=True, slots=True)

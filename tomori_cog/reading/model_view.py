@@ -13,6 +13,7 @@ from typing import Any
 from tomori.cast.personas import unnamed
 from tomori.delivery.sprite_markers import wore_sprite
 from tomori.policy.interruptions import Stops
+from tomori.prompt.conversation import spoken
 from tomori.providers.base import ContextItem, Role
 from tomori.turns.surface import BOT_VOICE, Voice
 from tomori_cog.reading.attachments import TurnAttachments
@@ -93,19 +94,19 @@ class ModelView:
             speaker = shown if wore_sprite(name, shown) else name
             if poster == voice.persona:
                 return ContextItem(
-                    Role.ASSISTANT, text if speaker == name else f"{speaker}: {text}"
+                    Role.ASSISTANT, text if speaker == name else spoken(speaker, text)
                 )
-            return ContextItem(Role.USER, f"{speaker}: {text}")
+            return ContextItem(Role.USER, spoken(speaker, text))
         if me is not None and message.author.id == me.id:
             text = (message.content or "")[:MAX_ITEM_CHARS]
             if not text.strip():
                 return None
             if voice.persona is None:
                 return ContextItem(Role.ASSISTANT, text)
-            return ContextItem(Role.USER, f"{message.author.display_name}: {text}")
+            return ContextItem(Role.USER, spoken(message.author.display_name, text))
         files = attached.of(message)
         parts = (message.clean_content or "", embed_text(message.embeds))
         shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
         if not shown.strip() and not files:
             return None
-        return files.item(f"{message.author.display_name}: ", shown)
+        return files.item(message.author.display_name, shown)
