@@ -167,6 +167,12 @@ class TomoriChat:
             return
         await play(stage, DiscordSurface(self._parts, stage.metrics, channel), turn, guard)
 
+    @property
+    def bot_name(self) -> str:
+        """The name the bot shows: its user's (the extension's own name before it logs in)."""
+        user = self._parts.bot.user
+        return str(user.display_name) if user is not None else "Tomori"
+
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         """What `/tomori tools` lists in server `guild_id`: every tool the bot could offer
         there, and its MCP servers."""

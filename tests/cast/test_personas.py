@@ -19,6 +19,7 @@ from tomori.cast.personas import (
     drawn_in,
     name_key,
     named,
+    passes_for,
     unnamed,
 )
 from tomori.cast.webhook_store import StoredWebhook, WebhookStore
@@ -89,6 +90,16 @@ def test_a_name_typed_with_combining_accents_is_the_same_name_and_invisible_ones
             check_name(hidden)
         with pytest.raises(ConfigError, match="invisible"):
             check_triggers(f"bard, {hidden}")
+
+
+def test_a_name_spelt_in_look_alike_letters_is_the_name_it_looks_like() -> None:
+    clyde = "\uff23\uff4c\u0443d\u0435"  # full-width C and l, Cyrillic y and e
+    for disguised in (clyde, "D i s c o r d fan", "c.l.y.d.e", "h.e.r.e"):
+        with pytest.raises(ConfigError):
+            check_name(disguised)
+    assert passes_for("T0m0ri", "Tomori")
+    assert passes_for("\u0422omori", "tomori")  # a Cyrillic T
+    assert not passes_for("Tomoko", "Tomori")
 
 
 def test_a_name_holds_no_comma_which_would_split_it_in_a_scenes_list() -> None:

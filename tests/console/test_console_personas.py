@@ -267,3 +267,10 @@ async def test_a_misspelt_option_is_named_not_taken_into_the_value_before_it(
     assert "a model's name holds no spaces" in out
     sent = llm_server.requests[0].body
     assert (sent["model"], sent["messages"][0]["content"]) == ("test-model", "Note: be brief.")
+
+
+async def test_a_persona_cannot_pass_for_the_bot_itself(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    out = await piped(llm_server, tmp_path, "/tomori persona add T0MORI prompt:I am the bot.\n")
+    assert "[Not Changed] T0MORI would pass for the bot itself (tomori)." in out

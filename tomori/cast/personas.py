@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tomori.cast.names import invisible
+from tomori.cast.names import invisible, skeleton
 from tomori.cast.sprites import Sprite, SpriteStore
 from tomori.config.parsers import ConfigError
 from tomori.store import Database, Row
@@ -106,13 +106,21 @@ def check_name(raw: str) -> str:
         raise ConfigError("a name cannot hold a comma: /scene lists personas comma separated")
     if len(name) > MAX_NAME_CHARS:
         raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
-    lowered = name.casefold()
-    if lowered in _RESERVED_NAMES:
+    lowered, looks = name.casefold(), skeleton(name)
+    if lowered in _RESERVED_NAMES or looks in _RESERVED_NAMES:
         raise ConfigError(f'"{name}" cannot be a name on Discord')
-    for part in (*_FORBIDDEN_IN_NAMES, *_RESERVED_WORDS):
+    for part in _FORBIDDEN_IN_NAMES:
         if part in lowered:
             raise ConfigError(f'Discord does not allow "{part}" in a name shown for a webhook')
+    for word in _RESERVED_WORDS:
+        if word in looks:  # in any letters that look like it
+            raise ConfigError(f'Discord does not allow "{word}" in a name shown for a webhook')
     return name
+
+
+def passes_for(name: str, other: str) -> bool:
+    """Whether persona name `name` would read as `other` (the bot's own name, say)."""
+    return bool(skeleton(other)) and skeleton(name) == skeleton(other)
 
 
 def check_triggers(raw: str) -> tuple[str, ...]:

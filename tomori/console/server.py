@@ -131,6 +131,10 @@ class ConsoleServer:
             raise RuntimeError("the console is not started")
         return self._switches
 
+    @property
+    def bot_name(self) -> str:
+        return "tomori"  # as the console shows the bot's messages
+
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         return self.tools.catalog(guild_id)
 

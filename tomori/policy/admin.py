@@ -72,6 +72,11 @@ class Administered(Protocol):
     @property
     def personas(self) -> PersonaStore: ...
 
+    @property
+    def bot_name(self) -> str:
+        """The name the bot shows in the server: no persona may pass for it."""
+        ...
+
     def check_models(self, raw: str) -> ModelChain:
         """A chain an admin gives, checked against the keys the bot has; `ConfigError`."""
         ...

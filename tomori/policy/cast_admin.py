@@ -14,6 +14,7 @@ from tomori.cast.personas import (
     check_avatar_url,
     check_name,
     check_triggers,
+    passes_for,
 )
 from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.delivery.notices import Notice, NoticeColour
@@ -29,6 +30,8 @@ def add_persona(
     models: str | None = None,
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
+        if passes_for(check_name(name), target.bot_name):
+            return refused(f"{name} would pass for the bot itself ({target.bot_name}).")
         persona = _persona(
             target, Persona(check_name(name), check_prompt(prompt)), avatar, triggers, models
         )

@@ -91,6 +91,10 @@ class ChatSettings:
     def personas(self) -> PersonaStore:
         return self._runtime.personas
 
+    @property
+    def bot_name(self) -> str:
+        return self._chat.bot_name
+
     def check_models(self, raw: str) -> ModelChain:
         return self._chat.config.check_models(raw)
 
