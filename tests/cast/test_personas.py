@@ -9,17 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.databases import DatabaseUnderTest
+from tomori.cast.names import check_name, check_triggers, passes_for
 from tomori.cast.personas import (
     MAX_ADDRESSED,
     Persona,
     PersonaStore,
     addressed,
-    check_name,
-    check_triggers,
     drawn_in,
     name_key,
     named,
-    passes_for,
     unnamed,
 )
 from tomori.cast.webhook_store import StoredWebhook, WebhookStore

@@ -1,9 +1,23 @@
-"""What every name and word of the cast must be: visible, so it reads as it is, and not
-another's name in letters that only look alike."""
+"""What every name and word of the cast must be, checked before it is stored: within Discord's
+rules for a webhook's name, visible, so it reads as it is, and not another's name in letters
+that only look alike. Each check raises `ConfigError` saying why not."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
+
+from tomori.config.parsers import ConfigError
+
+MAX_NAME_CHARS = 80
+"""Discord's longest webhook username."""
+MAX_TRIGGERS = 10
+MAX_TRIGGER_CHARS = 50
+MAX_AVATAR_URL_CHARS = 2_000
+_FORBIDDEN_IN_NAMES = ("@", "#", ":", "```")
+_RESERVED_NAMES = ("everyone", "here")
+_RESERVED_WORDS = ("discord", "clyde")
+"""Discord refuses a webhook username that contains these (whatever their case)."""
 
 
 def invisible(text: str) -> bool:
@@ -30,3 +44,65 @@ def skeleton(name: str) -> str:
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
     plain = "".join(c for c in folded if not unicodedata.combining(c)).translate(_LOOK_ALIKE)
     return "".join(c for c in plain if c.isalnum())
+
+
+def composed(text: str) -> str:
+    """`text` with its accents composed (NFC): "Zoë" typed as "e" and a combining mark is the
+    same name, and calls the same persona, as "Zoë" typed as one letter."""
+    return unicodedata.normalize("NFC", text)
+
+
+def check_name(raw: str) -> str:
+    """A persona's name as Discord takes a webhook's username; `ConfigError` says why not.
+
+    Invisible characters (controls, and format characters such as a zero-width space or a
+    right-to-left override) are refused: a name no one can type could never be called, and
+    one that reads as another would pass for it."""
+    name = composed(" ".join(raw.split()))
+    if not name:
+        raise ConfigError("the name is empty: give the persona a name")
+    if invisible(name):
+        raise ConfigError("the name holds an invisible character: type it as it should read")
+    if "," in name:
+        raise ConfigError("a name cannot hold a comma: /scene lists personas comma separated")
+    if len(name) > MAX_NAME_CHARS:
+        raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
+    lowered, looks = name.casefold(), skeleton(name)
+    if lowered in _RESERVED_NAMES or looks in _RESERVED_NAMES:
+        raise ConfigError(f'"{name}" cannot be a name on Discord')
+    for part in _FORBIDDEN_IN_NAMES:
+        if part in lowered:
+            raise ConfigError(f'Discord does not allow "{part}" in a name shown for a webhook')
+    for word in _RESERVED_WORDS:
+        if word in looks:  # in any letters that look like it
+            raise ConfigError(f'Discord does not allow "{word}" in a name shown for a webhook')
+    return name
+
+
+def passes_for(name: str, other: str) -> bool:
+    """Whether persona name `name` would read as `other` (the bot's own name, say)."""
+    return bool(skeleton(other)) and skeleton(name) == skeleton(other)
+
+
+def check_triggers(raw: str) -> tuple[str, ...]:
+    """Comma-separated trigger words, each trimmed, without repeats (case aside)."""
+    words: dict[str, str] = {}
+    for part in raw.split(","):
+        word = composed(" ".join(part.split()))
+        if word:
+            words.setdefault(word.casefold(), word)
+    if len(words) > MAX_TRIGGERS:
+        raise ConfigError(f"{len(words)} trigger words: at most {MAX_TRIGGERS}")
+    for word in words.values():
+        if invisible(word):
+            raise ConfigError("a trigger holds an invisible character: type it as it should read")
+        if len(word) > MAX_TRIGGER_CHARS:
+            raise ConfigError(f'the trigger "{word[:20]}…" is longer than {MAX_TRIGGER_CHARS}')
+    return tuple(words.values())
+
+
+def check_avatar_url(raw: str) -> str:
+    url = raw.strip()
+    if not re.fullmatch(r"https?://\S+", url) or len(url) > MAX_AVATAR_URL_CHARS:
+        raise ConfigError("the avatar must be an image's http(s) URL")
+    return url

@@ -1,16 +1,15 @@
 """Personas: characters a server's admins add, each answering under its own name and avatar.
 
-A persona has a name (Discord's rules for a webhook's username, unique per server whatever its
-case), a system prompt, an avatar, trigger words (its name alone unless given) and, if given,
+A persona has a name (checked by `tomori.cast.names`, unique per server whatever its case), a
+system prompt, an avatar, trigger words (its name alone unless given) and, if given,
 its own model chain. A message that says one of its trigger words as a whole word, or that
 replies to a message it posted, is answered by it; `addressed` says which personas a message
 calls, in the order it names them, at most `MAX_ADDRESSED`.
 
 Kept here, in the shared database (migration 0010): the personas (`PersonaStore`, with their
-sprites of migration 0012, `tomori.cast.sprites`), which
-persona posted which message (so a reply finds its persona after a restart and from any
-process). Nothing here knows
-Discord: the cog posts through the webhook, or, where it cannot, as the bot with the persona's
+sprites of migration 0012, `tomori.cast.sprites`), and which persona posted which message (so
+a reply finds its persona after a restart and from any process). Nothing here knows Discord:
+the cog posts through the webhook, or, where it cannot, as the bot with the persona's
 name before the text (`named`).
 """
 
@@ -18,32 +17,21 @@ from __future__ import annotations
 
 import re
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tomori.cast.names import invisible, skeleton
+from tomori.cast.names import composed
 from tomori.cast.sprites import Sprite, SpriteStore
 from tomori.config.parsers import ConfigError
 from tomori.store import Database, Row
 
 MAX_ADDRESSED = 3
 """Personas that answer one message at most, one after another."""
-MAX_NAME_CHARS = 80
-"""Discord's longest webhook username."""
-MAX_TRIGGERS = 10
-MAX_TRIGGER_CHARS = 50
-MAX_AVATAR_URL_CHARS = 2_000
 MAX_PERSONAS = 25
 """Per server: a list of them fits one embed, and every message is matched against them all."""
 CACHE_TTL_S = 5.0
 """How long the reply rule trusts a server's personas read from the store: a change made in
 another process is followed within this time (one made in this process at once)."""
-
-_FORBIDDEN_IN_NAMES = ("@", "#", ":", "```")
-_RESERVED_NAMES = ("everyone", "here")
-_RESERVED_WORDS = ("discord", "clyde")
-"""Discord refuses a webhook username that contains these (whatever their case)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,75 +73,13 @@ def unnamed(name: str, text: str) -> str:
     return text[found.end() :] if found else text
 
 
-def _composed(text: str) -> str:
-    """`text` with its accents composed (NFC): "Zoë" typed as "e" and a combining mark is the
-    same name, and calls the same persona, as "Zoë" typed as one letter."""
-    return unicodedata.normalize("NFC", text)
-
-
-def check_name(raw: str) -> str:
-    """A persona's name as Discord takes a webhook's username; `ConfigError` says why not.
-
-    Invisible characters (controls, and format characters such as a zero-width space or a
-    right-to-left override) are refused: a name no one can type could never be called, and
-    one that reads as another would pass for it."""
-    name = _composed(" ".join(raw.split()))
-    if not name:
-        raise ConfigError("the name is empty: give the persona a name")
-    if invisible(name):
-        raise ConfigError("the name holds an invisible character: type it as it should read")
-    if "," in name:
-        raise ConfigError("a name cannot hold a comma: /scene lists personas comma separated")
-    if len(name) > MAX_NAME_CHARS:
-        raise ConfigError(f"the name is {len(name)} characters long: at most {MAX_NAME_CHARS}")
-    lowered, looks = name.casefold(), skeleton(name)
-    if lowered in _RESERVED_NAMES or looks in _RESERVED_NAMES:
-        raise ConfigError(f'"{name}" cannot be a name on Discord')
-    for part in _FORBIDDEN_IN_NAMES:
-        if part in lowered:
-            raise ConfigError(f'Discord does not allow "{part}" in a name shown for a webhook')
-    for word in _RESERVED_WORDS:
-        if word in looks:  # in any letters that look like it
-            raise ConfigError(f'Discord does not allow "{word}" in a name shown for a webhook')
-    return name
-
-
-def passes_for(name: str, other: str) -> bool:
-    """Whether persona name `name` would read as `other` (the bot's own name, say)."""
-    return bool(skeleton(other)) and skeleton(name) == skeleton(other)
-
-
-def check_triggers(raw: str) -> tuple[str, ...]:
-    """Comma-separated trigger words, each trimmed, without repeats (case aside)."""
-    words: dict[str, str] = {}
-    for part in raw.split(","):
-        word = _composed(" ".join(part.split()))
-        if word:
-            words.setdefault(word.casefold(), word)
-    if len(words) > MAX_TRIGGERS:
-        raise ConfigError(f"{len(words)} trigger words: at most {MAX_TRIGGERS}")
-    for word in words.values():
-        if invisible(word):
-            raise ConfigError("a trigger holds an invisible character: type it as it should read")
-        if len(word) > MAX_TRIGGER_CHARS:
-            raise ConfigError(f'the trigger "{word[:20]}…" is longer than {MAX_TRIGGER_CHARS}')
-    return tuple(words.values())
-
-
-def check_avatar_url(raw: str) -> str:
-    url = raw.strip()
-    if not re.fullmatch(r"https?://\S+", url) or len(url) > MAX_AVATAR_URL_CHARS:
-        raise ConfigError("the avatar must be an image's http(s) URL")
-    return url
-
-
 def _pattern(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
 
 
 def first_named_at(persona: Persona, text: str) -> int | None:
     """Where `text` first says one of the persona's words, as a whole word; None if nowhere."""
-    text = _composed(text)  # the same length unless it had combining marks to compose
+    text = composed(text)  # the same length unless it had combining marks to compose
     found = [m.start() for m in (_pattern(w).search(text) for w in persona.words) if m]
     return min(found) if found else None
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from tomori.cast.personas import MAX_NAME_CHARS
+from tomori.cast.names import MAX_NAME_CHARS
 from tomori.cast.scenes import (
     MAX_CYCLES,
     MAX_INSTRUCTIONS_CHARS,

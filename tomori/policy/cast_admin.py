@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tomori.cast.personas import (
-    MAX_PERSONAS,
-    Persona,
-    check_avatar_url,
-    check_name,
-    check_triggers,
-    passes_for,
-)
+from tomori.cast.names import check_avatar_url, check_name, check_triggers, passes_for
+from tomori.cast.personas import MAX_PERSONAS, Persona
 from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.policy.admin import Action, Administered, Where, done, refused

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tomori.cast.personas import Persona, PersonaStore, check_name
+from tomori.cast.names import check_name
+from tomori.cast.personas import Persona, PersonaStore
 from tomori.cast.scenes import SCENES_OFF, Scene, cast_scene, scene_refused
 from tomori.config.parsers import ConfigError
 from tomori.delivery.notices import Notice

@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from tomori.cast.personas import MAX_NAME_CHARS
+from tomori.cast.names import MAX_NAME_CHARS
 from tomori.cast.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
 from tomori.commands import table
 from tomori.commands.table import Audience
