@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Callable
 
@@ -31,6 +30,7 @@ from tomori.locks.expiries import ExpiryNotices
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.recovery import Recovery
 from tomori.locks.rules import LockState
+from tomori.locks.stops import Stops
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
     Admission,
@@ -44,9 +44,6 @@ from tomori.locks.vocabulary import (
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
-
-MAX_KILLS_KEPT = 10_000
-"""Members' own /kills remembered; past it, those older than the queue's age limit go."""
 
 
 class ChannelLocks:
@@ -70,13 +67,10 @@ class ChannelLocks:
         self._recovery = Recovery(backend, self._turns, self._lock_timeout_s)
         """The heartbeat and departures: they begin turns for channels others left."""
         self._in_order = InArrivalOrder()
-        self._killed_at: dict[str, float] = {}
-        """Channel -> when its last /kill came: a message from before it, still waiting for
-        the database, is dropped as the queue it would have joined was."""
-        self._killed_by: dict[tuple[str, str | None], float] = {}
-        """(Channel, member) -> when the member's own last /kill came there: the same, for
-        their messages alone."""
         self._closing = False
+        self._stops = Stops(
+            backend, self._turns, self._in_order, self._until, self._lock_timeout_s, settings
+        )
         self._expiries = ExpiryNotices(tell_expired)
         backend.report_expired(self._expiries.dropped)
 
@@ -176,11 +170,7 @@ class ChannelLocks:
         if lease is not None and lease.killed():
             log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
             return Admission.IGNORED
-        killed_at = max(
-            self._killed_at.get(channel_id, -math.inf),
-            self._killed_by.get((channel_id, trigger.requester_id), -math.inf),
-        )
-        if trigger.received_at <= killed_at:
+        if self._stops.came_before_a_kill(trigger):
             # It came before a /kill while the database was away: the queue /kill cleared
             # would have held it.
             log.info(
@@ -233,109 +223,16 @@ class ChannelLocks:
     # -- /kill --------------------------------------------------------------------------------
 
     async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
-        """Clear the channel's queue and stop its running turn, if any (`/kill`).
-
-        The turn stopped is the one holding the channel when the queue is cleared, in the same
-        transaction: a turn that ended meanwhile may have handed the channel to a queued
-        trigger, and that turn is stopped before it starts (it costs no model call).
-
-        A database that is busy or out of reach is waited out for up to
-        `TOMORI_QUEUE_MAX_AGE_MS` (past it, every trigger queued when /kill came is too old to
-        be served anyway); the turn running here stops at once meanwhile, and its release
-        discards the queue.
-        """
-        lease = self._turns.lease(channel_id)
-        if lease is not None and lease.is_stale(self._lock_timeout_s):
-            self._turns.force_release(lease)
-            lease = None
-        requester = requester_id or "system"
-        self._killed_at[channel_id] = time.time()
-        stopped_here = False
-        if lease is not None:
-            lease.request_stop()  # at once; the transaction below may wait
-            stopped_here = lease.stop_requested()
-        deadline = time.time() + self._queue_max_age_s
-        verdict, cleared = await until_not_busy(
-            f"/kill in channel {channel_id}",
-            lambda: self._backend.stop_and_clear(
-                channel_id, requester, self._turns.given_up_in(channel_id)
-            ),
-            self._backend.is_transient,
-            keep_trying=self._until(deadline),
-        )
-        stopped = not verdict.is_free
-        if verdict.is_free:
-            self._turns.row_replaced(channel_id)  # its row is deleted
-        running = self._turns.lease(channel_id)
-        if stopped and running is not None:
-            running.request_stop()  # a turn the channel was handed to meanwhile
-        stopped = stopped or stopped_here
-        log.info(
-            "kill in channel %s by %s: stopped=%s cleared=%d",
-            channel_id,
-            requester_id,
-            stopped,
-            cleared,
-        )
-        return KillOutcome(stopped=stopped, cleared=cleared)
+        """Clear the channel's queue and stop its running turn, if any (see `Stops.kill`)."""
+        return await self._stops.kill(channel_id, requester_id)
 
     async def stop_for(self, channel_id: str, requester_id: str) -> bool:
-        """A stop word of `requester_id`: stop their turn running in the channel, here or in
-        another process, and clear what they queued (the others' queue stays); False if the
-        channel's turn is not theirs (the word is then an ordinary message)."""
-        outcome = await self._stop_theirs(channel_id, requester_id, own_kill=False)
-        return outcome.stopped
+        """A stop word of `requester_id` (see `Stops.stop_for`)."""
+        return await self._stops.stop_for(channel_id, requester_id)
 
     async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
-        """A member's own /kill: stop the answer to them, if it runs, and clear what they
-        queued, as a stop word does, whoever's turn runs; a message of theirs from before it,
-        still waiting for the database or its limits, is dropped too. The others' stay."""
-        now = time.time()
-        if len(self._killed_by) > MAX_KILLS_KEPT:
-            old = now - self._queue_max_age_s
-            self._killed_by = {key: at for key, at in self._killed_by.items() if at > old}
-        self._killed_by[(channel_id, requester_id)] = now
-        return await self._stop_theirs(channel_id, requester_id, own_kill=True)
-
-    async def _stop_theirs(
-        self, channel_id: str, requester_id: str, *, own_kill: bool
-    ) -> KillOutcome:
-        lease = self._turns.lease(channel_id)
-        if lease is not None and lease.turn.trigger.requester_id == requester_id:
-            lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
-        stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
-        what = "/kill by its user" if own_kill else "a stop word"
-        deadline = time.time() + self._queue_max_age_s
-        try:
-            async with self._in_order.turn_of(channel_id):  # after what they sent before it
-                stopped, cleared = await until_not_busy(
-                    f"{what} in channel {channel_id}",
-                    lambda: self._backend.stop_for(
-                        channel_id,
-                        requester_id,
-                        self._turns.given_up_in(channel_id),
-                        clear_anyway=own_kill,
-                    ),
-                    self._backend.is_transient,
-                    keep_trying=self._until(deadline),
-                )
-        except GaveUp:  # the database stayed away: what runs here stopped at least
-            return KillOutcome(stopped=stopped_here, cleared=0)
-        except Exception as error:
-            if not self._backend.is_database_error(error):
-                raise
-            log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
-            return KillOutcome(stopped=stopped_here, cleared=0)
-        if stopped or cleared:
-            log.info(
-                "%s in channel %s by %s: stopped=%s, cleared %d of theirs",
-                what,
-                channel_id,
-                requester_id,
-                stopped or stopped_here,
-                cleared,
-            )
-        return KillOutcome(stopped=stopped or stopped_here, cleared=cleared)
+        """A member's own /kill (see `Stops.kill_own`)."""
+        return await self._stops.kill_own(channel_id, requester_id)
 
     # -- questions ----------------------------------------------------------------------------
 

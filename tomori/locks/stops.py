@@ -1,0 +1,166 @@
+"""/kill and stop words: who stops which turn, and whose queued messages go with it.
+
+A /kill (a moderator's, or anyone's under the `anyone` policy) stops the channel's running turn
+and clears its queue; a member's own /kill and a stop word stop the answer to that member and
+clear only what they queued. Either way a message from before it, still on its way to the lock
+store (the database away, or the member's limits being read), is dropped as the queue it would
+have joined was (`came_before_a_kill`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+from tomori.config.settings import Settings, seconds
+from tomori.locks.backend import LockBackend
+from tomori.locks.supervisor import TurnSupervisor
+from tomori.locks.vocabulary import KillOutcome, KillReason, Trigger
+from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
+
+log = logging.getLogger("tomori.locks")
+
+MAX_KILLS_KEPT = 10_000
+"""Members' own /kills remembered; past it, those older than the queue's age limit go."""
+
+
+class Stops:
+    """The stops of one registry (`ChannelLocks`), over its backend and its turns."""
+
+    def __init__(
+        self,
+        backend: LockBackend,
+        turns: TurnSupervisor,
+        in_order: InArrivalOrder,
+        until: Callable[[float], Callable[[], bool]],
+        lock_timeout_s: float,
+        settings: Settings,
+    ) -> None:
+        self._backend = backend
+        self._turns = turns
+        self._in_order = in_order
+        self._until = until
+        self._lock_timeout_s = lock_timeout_s
+        self._queue_max_age_s = seconds(settings.queue_max_age_ms)
+        self._killed_at: dict[str, float] = {}
+        """Channel -> when its last /kill came: a message from before it, still waiting for
+        the database, is dropped as the queue it would have joined was."""
+        self._killed_by: dict[tuple[str, str | None], float] = {}
+        """(Channel, member) -> when the member's own last /kill came there: the same, for
+        their messages alone."""
+
+    def came_before_a_kill(self, trigger: Trigger) -> bool:
+        """Whether `trigger` arrived before a /kill that clears it (the channel's, or its
+        author's own)."""
+        killed_at = max(
+            self._killed_at.get(trigger.channel_id, -math.inf),
+            self._killed_by.get((trigger.channel_id, trigger.requester_id), -math.inf),
+        )
+        return trigger.received_at <= killed_at
+
+    async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
+        """Clear the channel's queue and stop its running turn, if any (`/kill`).
+
+        The turn stopped is the one holding the channel when the queue is cleared, in the same
+        transaction: a turn that ended meanwhile may have handed the channel to a queued
+        trigger, and that turn is stopped before it starts (it costs no model call).
+
+        A database that is busy or out of reach is waited out for up to
+        `TOMORI_QUEUE_MAX_AGE_MS` (past it, every trigger queued when /kill came is too old to
+        be served anyway); the turn running here stops at once meanwhile, and its release
+        discards the queue.
+        """
+        lease = self._turns.lease(channel_id)
+        if lease is not None and lease.is_stale(self._lock_timeout_s):
+            self._turns.force_release(lease)
+            lease = None
+        requester = requester_id or "system"
+        self._killed_at[channel_id] = time.time()
+        stopped_here = False
+        if lease is not None:
+            lease.request_stop()  # at once; the transaction below may wait
+            stopped_here = lease.stop_requested()
+        deadline = time.time() + self._queue_max_age_s
+        verdict, cleared = await until_not_busy(
+            f"/kill in channel {channel_id}",
+            lambda: self._backend.stop_and_clear(
+                channel_id, requester, self._turns.given_up_in(channel_id)
+            ),
+            self._backend.is_transient,
+            keep_trying=self._until(deadline),
+        )
+        stopped = not verdict.is_free
+        if verdict.is_free:
+            self._turns.row_replaced(channel_id)  # its row is deleted
+        running = self._turns.lease(channel_id)
+        if stopped and running is not None:
+            running.request_stop()  # a turn the channel was handed to meanwhile
+        stopped = stopped or stopped_here
+        log.info(
+            "kill in channel %s by %s: stopped=%s cleared=%d",
+            channel_id,
+            requester_id,
+            stopped,
+            cleared,
+        )
+        return KillOutcome(stopped=stopped, cleared=cleared)
+
+    async def stop_for(self, channel_id: str, requester_id: str) -> bool:
+        """A stop word of `requester_id`: stop their turn running in the channel, here or in
+        another process, and clear what they queued (the others' queue stays); False if the
+        channel's turn is not theirs (the word is then an ordinary message)."""
+        outcome = await self._stop_theirs(channel_id, requester_id, own_kill=False)
+        return outcome.stopped
+
+    async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
+        """A member's own /kill: stop the answer to them, if it runs, and clear what they
+        queued, as a stop word does, whoever's turn runs; a message of theirs from before it,
+        still waiting for the database or its limits, is dropped too. The others' stay."""
+        now = time.time()
+        if len(self._killed_by) > MAX_KILLS_KEPT:
+            old = now - self._queue_max_age_s
+            self._killed_by = {key: at for key, at in self._killed_by.items() if at > old}
+        self._killed_by[(channel_id, requester_id)] = now
+        return await self._stop_theirs(channel_id, requester_id, own_kill=True)
+
+    async def _stop_theirs(
+        self, channel_id: str, requester_id: str, *, own_kill: bool
+    ) -> KillOutcome:
+        lease = self._turns.lease(channel_id)
+        if lease is not None and lease.turn.trigger.requester_id == requester_id:
+            lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
+        stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
+        what = "/kill by its user" if own_kill else "a stop word"
+        deadline = time.time() + self._queue_max_age_s
+        try:
+            async with self._in_order.turn_of(channel_id):  # after what they sent before it
+                stopped, cleared = await until_not_busy(
+                    f"{what} in channel {channel_id}",
+                    lambda: self._backend.stop_for(
+                        channel_id,
+                        requester_id,
+                        self._turns.given_up_in(channel_id),
+                        clear_anyway=own_kill,
+                    ),
+                    self._backend.is_transient,
+                    keep_trying=self._until(deadline),
+                )
+        except GaveUp:  # the database stayed away: what runs here stopped at least
+            return KillOutcome(stopped=stopped_here, cleared=0)
+        except Exception as error:
+            if not self._backend.is_database_error(error):
+                raise
+            log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
+            return KillOutcome(stopped=stopped_here, cleared=0)
+        if stopped or cleared:
+            log.info(
+                "%s in channel %s by %s: stopped=%s, cleared %d of theirs",
+                what,
+                channel_id,
+                requester_id,
+                stopped or stopped_here,
+                cleared,
+            )
+        return KillOutcome(stopped=stopped or stopped_here, cleared=cleared)
