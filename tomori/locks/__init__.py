@@ -15,6 +15,7 @@
 - `backend.py`    `LockBackend`: the durable half, as intents of one transaction each
 - `sql.py`        those intents in SQL both engines accept, on the database's clock
 - `judge.py`      a channel's lock judged in a transaction: its row, its owner alive or gone
+- `progress_rows.py` each running turn's progress, many lock rows in one statement
 - `rows.py`       a channel's queue and lock rows, and each message admitted once
 - `instances.py`  which processes serve locks, and whether one is gone
 - `sqlite.py`, `postgres.py`  what differs: stop requests polled, or announced by NOTIFY

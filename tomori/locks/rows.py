@@ -10,10 +10,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 
 from tomori.locks import rules
-from tomori.locks.backend import Admitted, Progress
+from tomori.locks.backend import Admitted
 from tomori.locks.rules import FollowUpRow, LockState
 from tomori.locks.vocabulary import Admission, KillReason, Trigger, Turn
 from tomori.store.base import Row, Transaction
@@ -28,9 +27,6 @@ LOCKED_TRIGGER = (
 
 QUEUED_TRIGGER = "message_id, requester_id, payload, received_at, follow_up_key, follow_ups"
 """A queued trigger's columns, as `trigger_from` reads them."""
-
-PROGRESS_ROWS_PER_STATEMENT = 500
-"""Progress of this many channels goes in one statement (well under SQLite's parameter limit)."""
 
 INSERT_QUEUED = (
     "INSERT INTO queued_triggers (channel_id, message_id, requester_id, payload,"
@@ -267,44 +263,6 @@ async def forget_admissions_before(tx: Transaction, cutoff: float) -> None:
     await tx.execute("DELETE FROM admitted_messages WHERE admitted_at < ?", (cutoff,))
 
 
-async def write_progress(
-    tx: Transaction, progress: Sequence[Progress], owner: str, now: float
-) -> set[tuple[str, str]]:
-    """Each running turn's progress written into its lock row (in statements of at most
-    `PROGRESS_ROWS_PER_STATEMENT` rows), and the (channel, turn) pairs `owner` still holds."""
-    for start in range(0, len(progress), PROGRESS_ROWS_PER_STATEMENT):
-        batch = progress[start : start + PROGRESS_ROWS_PER_STATEMENT]
-        values = ", ".join(
-            [
-                "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION),"
-                " CAST(? AS INTEGER), CAST(? AS INTEGER))"
-            ]
-            * len(batch)
-        )
-        params: list[object] = []
-        for item in batch:
-            params += [
-                item.channel_id,
-                item.turn_id,
-                now - item.idle_s,
-                item.watchdogs,
-                int(item.answered),
-            ]
-        await tx.execute(
-            "UPDATE channel_locks SET last_progress_at = p.column3, watchdogs = p.column4,"
-            " answered = p.column5"
-            f" FROM (VALUES {values}) AS p"
-            " WHERE channel_locks.channel_id = p.column1"
-            " AND channel_locks.turn_id = p.column2 AND channel_locks.owner = ?",
-            (*params, owner),
-        )
-    found = await tx.fetchall(
-        "SELECT channel_id, turn_id FROM channel_locks WHERE owner = ?",
-        (owner,),
-    )
-    return {(row["channel_id"], row["turn_id"]) for row in found}
-
-
 async def follow_up_row(tx: Transaction, channel_id: str) -> tuple[str, FollowUpRow] | None:
     """The channel's lock's owner and what decides whether a message follows up its turn."""
     row = await tx.fetchone(
@@ -318,6 +276,25 @@ async def follow_up_row(tx: Transaction, channel_id: str) -> tuple[str, FollowUp
         row["requester_id"], row["follow_up_key"], int(row["follow_ups"]), row["interrupted"]
     )
     return row["owner"], lock
+
+
+async def interrupt_theirs(tx: Transaction, channel_id: str, requester_id: str) -> str | None:
+    """Mark the channel's turn stopped by its user (a stop word, their own /kill) if it is
+    `requester_id`'s; its owner, or None if the turn is another's."""
+    row = await tx.fetchone(
+        "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ? AND requester_id = ?"
+        " RETURNING owner",
+        (str(KillReason.STOP_WORD), channel_id, requester_id),
+    )
+    return None if row is None else str(row["owner"])
+
+
+async def discard_theirs(tx: Transaction, channel_id: str, requester_id: str) -> int:
+    """Drop what `requester_id` queued in the channel; how many."""
+    return await tx.execute(
+        "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
+        (channel_id, requester_id),
+    )
 
 
 async def interrupt(tx: Transaction, channel_id: str, reason: KillReason) -> None:

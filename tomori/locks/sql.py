@@ -22,6 +22,7 @@ from tomori.locks import rows, rules
 from tomori.locks.backend import Admitted, Progress, StopRequest
 from tomori.locks.instances import InstanceRows
 from tomori.locks.judge import LockJudge
+from tomori.locks.progress_rows import write_progress
 from tomori.locks.rules import LockState
 from tomori.locks.vocabulary import KillReason, Trigger, Turn
 from tomori.store.base import Database, Transaction
@@ -184,22 +185,14 @@ class SqlLockBackend:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
-            row = None
-            if verdict is LockState.HELD:  # else nothing runs, or /kill is stopping it already
-                row = await tx.fetchone(
-                    "UPDATE channel_locks SET interrupted = ?"
-                    " WHERE channel_id = ? AND requester_id = ? RETURNING owner",
-                    (str(KillReason.STOP_WORD), channel_id, requester_id),
-                )
-            if row is None and not clear_anyway:
+            owner = None  # unless it holds: nothing runs, or /kill is stopping it already
+            if verdict is LockState.HELD:
+                owner = await rows.interrupt_theirs(tx, channel_id, requester_id)
+            if owner is None and not clear_anyway:
                 return False, 0  # not their turn: the stop word is an ordinary message
-            if row is not None:
-                await self._announce_stop(tx, row["owner"])
-            cleared = await tx.execute(
-                "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
-                (channel_id, requester_id),
-            )
-            return row is not None, cleared
+            if owner is not None:
+                await self._announce_stop(tx, owner)
+            return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id)
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
@@ -310,7 +303,7 @@ class SqlLockBackend:
 
     async def record_progress(self, progress: Sequence[Progress]) -> set[tuple[str, str]]:
         async with self._db.transaction() as tx:
-            return await rows.write_progress(tx, progress, self._instance_id, await tx.now())
+            return await write_progress(tx, progress, self._instance_id, await tx.now())
 
     async def stop_requests(self) -> list[StopRequest]:
         found = await self._db.fetchall(
