@@ -52,17 +52,17 @@ class SqliteTransaction:
         return time.time()
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        cursor = await self._connection.execute(sql, params)
-        row: Row | None = await cursor.fetchone()
-        return row
+        async with self._connection.execute(sql, params) as cursor:
+            row: Row | None = await cursor.fetchone()
+            return row
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        cursor = await self._connection.execute(sql, params)
-        return list(await cursor.fetchall())
+        async with self._connection.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        cursor = await self._connection.execute(sql, params)
-        return cursor.rowcount
+        async with self._connection.execute(sql, params) as cursor:
+            return cursor.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         await self._connection.executemany(sql, rows)
@@ -110,7 +110,7 @@ class SqliteDatabase:
             raise _unusable(path, str(error)) from error
         try:
             connection.row_factory = sqlite3.Row
-            await connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            await _pragma(connection, f"busy_timeout = {int(busy_timeout_ms)}")
             await _set_up(connection, busy_timeout_ms / 1000)
         except sqlite3.Error as error:
             await connection.close()
@@ -131,13 +131,11 @@ class SqliteDatabase:
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement in its own transaction; return the number of rows it changed."""
-        async with self._exclusive() as connection:
-            cursor = await connection.execute(sql, params)
+        async with self._exclusive() as connection, connection.execute(sql, params) as cursor:
             return cursor.rowcount
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._exclusive() as connection:
-            cursor = await connection.execute(sql, params)
+        async with self._exclusive() as connection, connection.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
 
     @asynccontextmanager
@@ -254,9 +252,8 @@ async def _set_up(connection: aiosqlite.Connection, busy_timeout_s: float) -> No
     deadline = time.monotonic() + busy_timeout_s
     while True:
         try:
-            await connection.execute("PRAGMA journal_mode = WAL")
-            await connection.execute("PRAGMA synchronous = NORMAL")
-            await connection.execute("PRAGMA user_version")
+            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "user_version"):
+                await _pragma(connection, pragma)
             return
         except sqlite3.OperationalError as error:
             if not _is_busy(error) or time.monotonic() >= deadline:
@@ -302,9 +299,16 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
 
 
+async def _pragma(connection: aiosqlite.Connection, pragma: str) -> None:
+    """Run a pragma to its end, its cursor closed: a statement left unfinished (a row not
+    read) makes a later COMMIT fail while anything (a log record's arguments) holds it."""
+    async with connection.execute(f"PRAGMA {pragma}") as cursor:
+        await cursor.fetchall()
+
+
 async def _user_version(connection: aiosqlite.Connection) -> int:
-    cursor = await connection.execute("PRAGMA user_version")
-    row = await cursor.fetchone()
+    async with connection.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
     return int(row[0]) if row else 0
 
 
