@@ -229,8 +229,8 @@ class TomoriChat:
         if can_manage_messages or self._settings.kill_policy is KillPolicy.ANYONE:
             outcome = await locks.kill(channel, requester_id=user)
             return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
-        requester = await locks.requester_of(channel)
         outcome = await locks.kill_own(channel, user)
         if not outcome.nothing_to_stop:
             return KILL_STOPPED_OWN
+        requester = await locks.requester_of(channel)  # only to say why nothing stopped
         return KILL_NOT_ALLOWED if requester not in (None, user) else KILL_NOTHING_TO_STOP
