@@ -141,12 +141,9 @@ class McpTools:
     def sorted_out(self, server: McpServer) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """`server`'s tools as last listed: those its author's access offers, and the others,
         each with why (for `--check`)."""
-        offered = tuple(t.name for t in server.tools if self._offered(server, t))
-        withheld = tuple(
-            f"{t.name} ({self._why_withheld(server, t)})"
-            for t in server.tools
-            if not self._offered(server, t)
-        )
+        why = {t.name: self._why_withheld(server, t) for t in server.tools}
+        offered = tuple(name for name, reason in why.items() if not reason)
+        withheld = tuple(f"{name} ({reason})" for name, reason in why.items() if reason)
         return offered, withheld
 
     def _offered(self, server: McpServer, listed: mcp_types.Tool) -> bool:
