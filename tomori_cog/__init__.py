@@ -25,6 +25,7 @@ only that name's `teardown` removes it.
                       answered them (the `/tomori status` traffic line)
 - `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
+- `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run
 - `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md
@@ -45,6 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, DatabaseUrl, Delivery, KillPolicy, Settings
 from tomori.errors import TomoriError
+from tomori.tools.confirmation import Confirmation
 from tomori.tools.registry import Tool, ToolContext, ToolFailure, ToolOutput
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import COG_NAME
@@ -53,6 +55,7 @@ from tomori_cog.library import detect
 __all__ = [
     "AlreadyLoaded",
     "ConfigError",
+    "Confirmation",
     "DatabaseUrl",
     "Delivery",
     "KillPolicy",

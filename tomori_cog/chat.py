@@ -33,6 +33,7 @@ from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
 from tomori.turns.commanded import scene_asked
+from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import find_channel
 from tomori_cog.intake import Intake
 from tomori_cog.library import Library
@@ -75,6 +76,8 @@ class TomoriChat:
             bot, library, settings, self.memory, self.pacing, self.webhooks.is_ours
         )
         gate = AdmissionGate(library, settings, self.pacing)
+        self.confirmations = Confirmations(library, self.pacing)
+        """Tool calls waiting for their asker's press: the cogs' listener hands presses here."""
         self._parts = DiscordParts(
             bot,
             library,
@@ -86,6 +89,7 @@ class TomoriChat:
             self.memory,
             self.webhooks,
             LiveMessages(seconds(settings.queue_max_age_ms)),
+            self.confirmations,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""

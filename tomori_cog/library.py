@@ -60,6 +60,22 @@ class Library:
             return webhooks.partial(webhook_id, token, session=bot.http._HTTPClient__session)
         return webhooks.partial(webhook_id, token, client=bot)
 
+    def buttons(self, *buttons: tuple[str, str, str]) -> Any:
+        """A row of buttons, each (label, custom id, style name), to send with a message; the
+        library keeps no record of it, so every press reaches the cog's `on_interaction` alone
+        (nextcord would otherwise answer it itself, and both would keep it in memory)."""
+        ui = self.module.ui
+        if self.is_nextcord:
+            view = ui.View(timeout=None, auto_defer=False, prevent_update=False)
+        else:
+            view = ui.View(timeout=None)
+        for label, custom_id, style in buttons:
+            kind = getattr(self.module.ButtonStyle, style)
+            view.add_item(ui.Button(label=label, custom_id=custom_id, style=kind))
+        if not self.is_nextcord:
+            view.stop()  # discord.py stores a view sent unfinished
+        return view
+
     async def defer(self, interaction: Any) -> None:
         if self.is_nextcord:
             await interaction.response.defer(ephemeral=True, with_message=True)

@@ -22,8 +22,10 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
+from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
 from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
@@ -53,6 +55,7 @@ class DiscordParts:
     memory: RecentMessages
     webhooks: Webhooks
     live_messages: LiveMessages
+    confirmations: Confirmations
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -177,6 +180,9 @@ class DiscordSurface:
             )
         self._involved = involved_in(shown.messages, message)
         return ChannelReading(shown, history, self._parts.bot.user)
+
+    async def confirm(self, ask: ToolAsk) -> Verdict:
+        return await self._parts.confirmations.ask(self._channel, ask)
 
     def bot_port(self) -> ChannelPort:
         parts = self._parts

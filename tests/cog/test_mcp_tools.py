@@ -242,11 +242,14 @@ async def test_a_servers_tools_are_offered_only_in_the_servers_its_author_lists(
 
 
 @only_on("nextcord", ON_ONE_LIBRARY)
-async def test_a_tool_that_may_change_things_is_never_offered_nor_run_unconfirmed(
+async def test_a_tool_that_may_change_things_is_offered_but_never_run_unconfirmed(
     open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
+    """Those its server does not mark read-only, and a read-only one the author's `confirm`
+    names: each call waits for its asker, and unanswered is not run (the buttons themselves
+    are tests/cog/test_tool_confirmation.py's)."""
     config, folder = stdio_config(tmp_path, {"guilds": [str(GUILD_ID)], "confirm": ["echo"]})
-    bot = await start(open_bot, llm_server, tmp_path, config)
+    bot = await start(open_bot, llm_server, tmp_path, config, tool_confirm_timeout_ms=1_000)
     llm_server.script(
         tool_call("tests__write", '{"text": "pwned"}'),
         tool_call("tests__wipe", "{}", call_id="call_2"),
@@ -255,11 +258,11 @@ async def test_a_tool_that_may_change_things_is_never_offered_nor_run_unconfirme
     )
     await bot.say(f"{bot.mention()} write, wipe and echo")
     await bot.settled()
-    names = offered(llm_server, 0)
-    assert {"tests__hang", "tests__picture"} <= names  # read-only ones, in a listed server
-    assert not {"tests__write", "tests__wipe", "tests__echo"} & names
+    assert {"tests__hang", "tests__write", "tests__wipe", "tests__echo"} <= offered(llm_server, 0)
     for request in (1, 2, 3):
-        assert tool_result(llm_server, request)["status"] == "tool_execution_failed"
+        result = tool_result(llm_server, request)
+        assert result["status"] == "not_run"
+        assert result["reason"] == "the member did not confirm this call within 1s"
     assert not (folder.path / "wrote").exists()
     assert not (folder.path / "wiped").exists()
 

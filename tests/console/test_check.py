@@ -443,7 +443,10 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
     llm_server.script(answer("ready"))
-    config, _ = stdio_config(tmp_path)
+    named = ["echo", "hang", "crash_once", "picture", "grow", "write", "wipe"]  # not big
+    roles = {"2000000000000000002": "3000000000000000003"}
+    access = {"guilds": ["*"], "dms": True, "tools": named, "confirm": ["echo"], "roles": roles}
+    config, _ = stdio_config(tmp_path, access)
     servers = json.loads(config.read_text())
     servers["mcpServers"]["gone"] = {"command": str(tmp_path / "no-such-server")}
     config.write_text(json.dumps(servers))
@@ -454,13 +457,17 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     out, err = await finished(process)
     assert process.returncode == 1, out + err
     lines = out.splitlines()
-    tools = "echo, hang, crash_once, picture, grow, big"
-    where = "every server, and in direct messages"
-    assert f"ok      MCP server tests: 6 tools offered in {where}: {tools}" in lines
-    assert (
-        "        not offered: write (it may change things: its server does not mark it "
-        "read-only); wipe (it may change things: its server does not mark it read-only)"
-    ) in lines
+    unmarked = "each call confirmed: its server does not mark it read-only"
+    tools = (
+        "echo (each call confirmed: its entry names it in confirm), hang, crash_once, "
+        f"picture, grow, write ({unmarked}), wipe ({unmarked})"
+    )
+    where = (
+        "every server, and in direct messages; a call is allowed only by a member holding "
+        "role 3000000000000000003 in server 2000000000000000002"
+    )
+    assert f"ok      MCP server tests: 7 tools offered in {where}: {tools}" in lines
+    assert "        not offered (its entry leaves them out): big" in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
 

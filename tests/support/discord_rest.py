@@ -252,6 +252,39 @@ def check_allowed_mentions(allowed: Mapping[str, Any] | None) -> None:
             raise _Answer(400, 50035, "Invalid Form Body")
 
 
+BUTTON_STYLES_WITH_ID = frozenset({1, 2, 3, 4})
+"""Primary, secondary, success, danger: the button styles that carry a custom id (a link's
+style 5 carries a url, a premium button's 6 a SKU)."""
+
+
+def checked_components(components: object) -> list[dict[str, Any]]:
+    """A message's components as Discord keeps them; 400 Invalid Form Body for what it
+    refuses: at most 5 action rows (type 1) of at most 5 buttons (type 2), each button's
+    label at most 80 characters, its custom id 1 to 100 and unique in the message."""
+    if components is None:
+        return []
+    if not isinstance(components, list) or len(components) > 5:
+        raise _Answer(400, 50035, "Invalid Form Body")
+    seen: set[str] = set()
+    for row in components:
+        children = row.get("components") if isinstance(row, dict) else None
+        if row.get("type") != 1 or not isinstance(children, list) or not 1 <= len(children) <= 5:
+            raise _Answer(400, 50035, "Invalid Form Body")
+        for button in children:
+            custom_id = button.get("custom_id")
+            if (
+                button.get("type") != 2
+                or button.get("style") not in BUTTON_STYLES_WITH_ID
+                or not isinstance(custom_id, str)
+                or not 1 <= len(custom_id) <= 100
+                or custom_id in seen
+                or len(str(button.get("label") or "")) > 80
+            ):
+                raise _Answer(400, 50035, "Invalid Form Body")
+            seen.add(custom_id)
+    return [dict(row) for row in components]
+
+
 class _Answer(Exception):
     """An HTTP error answer raised from deep in a handler, as Discord would send it."""
 
@@ -310,6 +343,9 @@ class DiscordRestServer:
         self._refused: dict[int, tuple[int, int, str]] = {}
         self._commands: dict[int | None, list[dict[str, Any]]] = {}
         self.interaction_callbacks: list[dict[str, Any]] = []
+        self._answered_interactions: set[int] = set()
+        self._pressed: dict[int, tuple[int, int]] = {}
+        """The message each component interaction's press came from (`press_of`)."""
         """Each interaction callback's body (`type`, `data`), in order."""
         self.webhook_messages: dict[str, list[ChannelMessage]] = {}
         """Messages sent through a webhook (an interaction's followups included), by token."""
@@ -674,7 +710,7 @@ class DiscordRestServer:
             "pinned": False,
             "type": 0,
             "flags": int(body.get("flags") or 0),
-            "components": [],
+            "components": checked_components(body.get("components")),
         }
         guild_id = self._channels.get(channel_id, {}).get("guild_id")
         if guild_id is not None:
@@ -777,6 +813,8 @@ class DiscordRestServer:
             payload["content"] = body["content"] or ""
         if "embeds" in body:
             payload["embeds"] = list(body["embeds"] or [])
+        if "components" in body:
+            payload["components"] = checked_components(body["components"])
         if "allowed_mentions" in body:
             check_allowed_mentions(body["allowed_mentions"])
             message.allowed_mentions = body["allowed_mentions"]
@@ -845,14 +883,22 @@ class DiscordRestServer:
         return list(self._commands.get(guild_id, []))
 
     def _interaction_callback(self, p: Mapping[str, str], body: Any) -> tuple[int, Any]:
+        """An interaction's response: 4 posts a message (ephemeral with flag 64), 5 defers one;
+        for a press of a message's component, 7 edits that message and 6 acknowledges it
+        without a change. An interaction answered twice is refused (40060), as Discord does."""
         if isinstance(body, dict) and "payload_json" in body:
             body = json.loads(body["payload_json"])
+        interaction_id = int(p["webhook_id"])
+        if interaction_id in self._answered_interactions:
+            raise _Answer(400, 40060, "Interaction has already been acknowledged.")
+        self._answered_interactions.add(interaction_id)
         self.interaction_callbacks.append({"type": body["type"], "data": body.get("data") or {}})
         token = p["webhook_token"]
+        pressed = self._pressed.get(interaction_id)
         answer: dict[str, Any] = {
             "interaction": {
                 "id": p["webhook_id"],
-                "type": 2,
+                "type": 2 if pressed is None else 3,
                 "response_message_ephemeral": bool((body.get("data") or {}).get("flags", 0) & 64),
             }
         }
@@ -860,7 +906,19 @@ class DiscordRestServer:
             message = self._webhook_message(token, body.get("data") or {})
             answer["resource"] = {"type": 4, "message": message.payload}
             answer["interaction"]["response_message_id"] = str(message.id)
+        elif body["type"] in (6, 7):
+            if pressed is None:
+                raise _Answer(400, 50035, "Invalid Form Body")  # only a component's press
+            message = self._find(*pressed)
+            if body["type"] == 7:
+                self._edit(message, body.get("data") or {})
+            answer["resource"] = {"type": body["type"], "message": message.payload}
         return 200, answer
+
+    def press_of(self, interaction_id: int, channel_id: int, message_id: int) -> None:
+        """A component of message `message_id` is pressed as interaction `interaction_id`: its
+        responses 6 and 7 act on that message."""
+        self._pressed[interaction_id] = (channel_id, message_id)
 
     def _webhook_message(self, token: str, body: Mapping[str, Any]) -> ChannelMessage:
         content = str(body.get("content") or "")

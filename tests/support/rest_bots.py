@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import discord
@@ -66,6 +66,8 @@ class RestBot:
     server: DiscordRestServer
     channel_ids: tuple[int, ...]
     _stopped: bool = False
+    _roles: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """The roles each member holds (`member_holds`); none unless said."""
 
     @property
     def chat(self) -> TomoriChat:
@@ -81,7 +83,7 @@ class RestBot:
         the library receives it as the gateway's MESSAGE_CREATE. Returns the message's ID."""
         payload = user_message(content, by=by, channel=channel)
         self.server.add_message(payload)
-        arrive(self.bot, payload)
+        arrive(self.bot, payload, self._roles.get(by.id, ()))
         return int(payload["id"])
 
     def delete(self, message_id: int, *, channel: int = CHANNEL_ID) -> None:
@@ -183,12 +185,66 @@ class RestBot:
     ) -> dict[str, Any]:
         """`by` runs the application command `data`: the library receives the gateway's
         INTERACTION_CREATE and the cog answers over HTTP (deferred answers included). Returns
-        the interaction callback's body (`type`, `data`), or the followup's message."""
+        the interaction callback's body (`type`, `data`)."""
+        return await self._interaction(2, data, by, permissions, channel)
+
+    async def press(
+        self,
+        message: ChannelMessage,
+        custom_id: str,
+        *,
+        by: Person = Person.ALICE,
+        roles: Sequence[int] = (),
+    ) -> dict[str, Any]:
+        """`by` (holding `roles`) presses the button `custom_id` of `message`: a component
+        interaction. Returns the interaction callback's body (`type`, `data`)."""
+        channel = int(message.payload["channel_id"])
+        data = {"custom_id": custom_id, "component_type": 2}
+        extra = {"message": message.payload}
+        return await self._interaction(3, data, by, 0, channel, roles=roles, extra=extra)
+
+    def add_role(self, role_id: int, name: str) -> None:
+        """The guild gains role `role_id` (GUILD_ROLE_CREATE)."""
+        role = {
+            "id": str(role_id),
+            "name": name,
+            "permissions": "0",
+            "position": 1,
+            "color": 0,
+            "hoist": False,
+            "managed": False,
+            "mentionable": False,
+        }
+        self.bot._connection.parsers["GUILD_ROLE_CREATE"]({"guild_id": str(GUILD_ID), "role": role})
+
+    def member_holds(self, person: Person, roles: Sequence[int]) -> None:
+        """`person` is a member holding `roles` (GUILD_MEMBER_ADD: the library caches them),
+        as their messages' member objects say from now on."""
+        self._roles[person.id] = tuple(roles)
+        member = {**member_payload(person.id, person.username), "roles": [str(r) for r in roles]}
+        self.bot._connection.parsers["GUILD_MEMBER_ADD"]({**member, "guild_id": str(GUILD_ID)})
+
+    async def _interaction(
+        self,
+        kind: int,
+        data: dict[str, Any],
+        by: Person,
+        permissions: int,
+        channel: int,
+        *,
+        roles: Sequence[int] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         member = member_payload(by.id, by.username, bot=by.is_bot)
+        member["roles"] = [str(role) for role in roles]
+        interaction_id = new_snowflake()
+        if extra is not None and "message" in extra:
+            self.server.press_of(interaction_id, channel, int(extra["message"]["id"]))
         payload = {
-            "id": str(new_snowflake()),
+            **(extra or {}),
+            "id": str(interaction_id),
             "application_id": str(BOT_ID),
-            "type": 2,
+            "type": kind,
             "token": f"interaction-token-{new_snowflake()}",
             "version": 1,
             "channel_id": str(channel),
@@ -269,12 +325,13 @@ def user_message(
     }
 
 
-def arrive(bot: Any, message: dict[str, Any]) -> None:
+def arrive(bot: Any, message: dict[str, Any], roles: Sequence[int] = ()) -> None:
     """`message` (a `user_message`) reaches the bot as the gateway's MESSAGE_CREATE, with the
-    author's member object as a guild message carries it, through the parser the gateway
-    calls."""
+    author's member object (holding `roles`) as a guild message carries it, through the parser
+    the gateway calls."""
     author = message["author"]
     member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
+    member["roles"] = [str(role) for role in roles]
     event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
     bot._connection.parsers["MESSAGE_CREATE"](event)
 

@@ -17,12 +17,16 @@ bot is in, so each is offered only where its entry's `"tomori"` object says (`Mc
 
     "git": {"command": "uvx", "args": ["mcp-server-git"],
             "tomori": {"guilds": ["123456789012345678"], "dms": false,
-                       "tools": ["git_status", "git_log"], "confirm": ["git_commit"]}}
+                       "tools": ["git_status", "git_log", "git_commit"],
+                       "confirm": ["git_commit"],
+                       "roles": {"123456789012345678": "234567890123456789"}}}
 
 `guilds` lists the Discord servers (IDs; `"*"` for every one, `"console"` for the console's)
 its tools are offered in, none by default; `dms`, whether in direct messages (no by default);
-`tools`, which of its tools (all by default). A tool with side effects (one the server does not
-mark read-only, or that `confirm` names) is offered nowhere until a member can confirm each call.
+`tools`, which of its tools (all by default). Each call of a tool with side effects (one the
+server does not mark read-only, or marks destructive, or that `confirm` names) runs only once
+the member asking confirms it (`tomori.tools.confirmation`); `roles` names, by server ID, the
+role they must hold there to allow one.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ _KNOWN_FIELDS = frozenset(
 )
 """What a server entry may hold: its transport's fields, two other clients write (the
 transport's name, and `disabled` to keep an entry while not starting it), and ours."""
-_ACCESS_FIELDS = frozenset({"guilds", "dms", "tools", "confirm"})
+_ACCESS_FIELDS = frozenset({"guilds", "dms", "tools", "confirm", "roles"})
 EVERY_GUILD = "*"
 
 
@@ -55,6 +59,8 @@ class McpAccess:
     tools: frozenset[str] | None = None
     """None: every tool the server lists."""
     confirm: frozenset[str] = frozenset()
+    roles: Mapping[str, str] = field(default_factory=dict)
+    """By server ID, the role a member must hold there to allow a call that needs confirming."""
 
     def admits(self, guild_id: str | None) -> bool:
         """Whether a turn in server `guild_id` (None: a direct message) is offered its tools."""
@@ -70,7 +76,10 @@ class McpAccess:
             where = "servers " + ", ".join(sorted(self.guilds))
         else:
             where = "no server"
-        return f"{where}, {'and' if self.dms else 'not'} in direct messages"
+        said = f"{where}, {'and' if self.dms else 'not'} in direct messages"
+        for guild, role in sorted(self.roles.items()):
+            said += f"; a call is allowed only by a member holding role {role} in server {guild}"
+        return said
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +188,21 @@ def _access(where: str, value: object) -> McpAccess:
         dms=dms,
         tools=None if tools is None else _names(where, "tools", tools),
         confirm=_names(where, "confirm", value.get("confirm", [])),
+        roles=_roles(where, value.get("roles", {})),
     )
+
+
+def _roles(where: str, value: object) -> dict[str, str]:
+    """`tomori.roles`: server ID to role ID, both Discord IDs (digits)."""
+    problem = f"{where}: field 'tomori.roles' must map server IDs to role IDs (digits)"
+    if not isinstance(value, dict):
+        raise ConfigError(problem)
+    roles: dict[str, str] = {}
+    for guild, role in value.items():
+        if not (isinstance(role, str) and guild.strip().isdigit() and role.strip().isdigit()):
+            raise ConfigError(problem)
+        roles[guild.strip()] = role.strip()
+    return roles
 
 
 def _names(where: str, name: str, value: object) -> frozenset[str]:

@@ -295,6 +295,12 @@ class Settings:
         integer(1),
         "a tool still running after this long fails with a timeout",
     )
+    tool_confirm_timeout_ms: int = setting(
+        "TOMORI_TOOL_CONFIRM_TIMEOUT_MS",
+        60_000,
+        integer(1_000, maximum=600_000),
+        "a tool call that needs its asker's confirmation and got no answer this long is refused",
+    )
     max_function_call_iterations: int = setting(
         "BOT_MAX_FUNCTION_CALL_ITERATIONS",
         100,

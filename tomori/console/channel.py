@@ -171,6 +171,19 @@ class ConsoleChannel:
         self._prompted = self._line_open = True
         self._out.flush()
 
+    def interject(self, text: str) -> None:
+        """Live, in a turn: a line of the console's own about what the turn waits on, at once
+        (not after the turn's output, as `say`'s lines are)."""
+        self._end_line()
+        self._print(text + "\n")
+        self._out.flush()
+
+    def ask(self, question: str, draft: str = "") -> None:
+        """Live, in a turn: a question the turn waits on (`interject`), then the prompt to
+        answer it at."""
+        self.interject(question)
+        self.prompt(draft)
+
     @property
     def prompted(self) -> bool:
         """Live: the prompt is showing, with the draft typed after it."""

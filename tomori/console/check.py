@@ -119,7 +119,8 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
                     file=out,
                 )
                 if withheld:
-                    print(f"        not offered: {'; '.join(withheld)}", file=out)
+                    left_out = ", ".join(withheld)
+                    print(f"        not offered (its entry leaves them out): {left_out}", file=out)
             else:
                 why = server.failure or f"not ready within {START_TIMEOUT_S:g} s"
                 print(f"FAILED  MCP server {server.name}: {why}", file=out)

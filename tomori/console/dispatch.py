@@ -80,7 +80,9 @@ class Dispatcher:
         self._settings = settings
         self._channel = channel
         self._server = server
-        self._surface = ConsoleSurface(channel, server, settings)
+        self._surface = ConsoleSurface(
+            channel, server, settings, draft=(lambda: editor.draft) if live else None
+        )
         self._editor = editor
         """Live: the draft being typed, shown again with the prompt."""
         self._quit = quit
@@ -122,6 +124,8 @@ class Dispatcher:
         """Send a message (`echo`: shown with its number, as it was typed unseen while an
         answer streamed), or run the command it is; False for /exit."""
         text = trimmed(message)
+        if self._surface.answered(text):
+            return True
         command = command_in(text)
         if command is None:
             if text:

@@ -8,7 +8,8 @@ each persona's messages print under its name.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from tomori.delivery.port import ChannelPort, Urgency
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
+from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
 from tomori.turns.surface import Context, Reading, Speaker, Voice
 
 
@@ -60,14 +62,30 @@ class ConsoleReading:
         )
 
 
+YES = frozenset({"yes", "y", "allow"})
+NO = frozenset({"no", "n", "refuse"})
+"""The lines that answer a tool call waiting for confirmation (any other is a message)."""
+
+
 class ConsoleSurface:
     """The console's one channel (see the module docstring)."""
 
-    def __init__(self, channel: ConsoleChannel, server: ConsoleServer, settings: Settings) -> None:
+    def __init__(
+        self,
+        channel: ConsoleChannel,
+        server: ConsoleServer,
+        settings: Settings,
+        *,
+        draft: Callable[[], str] | None = None,
+    ) -> None:
+        """`draft`: live, what is typed at the prompt (None: piped, where nobody can be asked
+        to confirm a tool call, since the script's lines do not wait for the question)."""
         self._channel = channel
         self._server = server
         self._settings = settings
+        self._draft = draft
         self.notices = channel
+        self._confirming: tuple[ToolAsk, asyncio.Future[Verdict]] | None = None
 
     @property
     def channel_id(self) -> str:
@@ -111,6 +129,41 @@ class ConsoleSurface:
     ) -> Reading:
         channel = self._channel
         return ConsoleReading(channel, message, waiting, self._settings, channel.next_number)
+
+    async def confirm(self, ask: ToolAsk) -> Verdict:
+        """Ask at the terminal: the question prints at once, and the next line that says yes
+        or no (`answered`) answers it."""
+        verdict = before_asking(ask, SERVER, ())
+        if verdict is not Verdict.ALLOWED:
+            return verdict
+        if self._draft is None:
+            return Verdict.NOBODY_TO_ASK
+        answer: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        self._confirming = (ask, answer)
+        question = ask.prompt("you") + "\n(type yes to allow it, or no)"
+        self._channel.ask(question, self._draft())
+        try:
+            async with asyncio.timeout(ask.timeout_s):
+                return await asyncio.shield(answer)
+        except TimeoutError:
+            self._channel.interject(ask.settled(Verdict.TIMED_OUT, "you"))
+            return Verdict.TIMED_OUT
+        finally:
+            self._confirming = None
+
+    def answered(self, line: str) -> bool:
+        """Whether `line` answered a tool call waiting for confirmation (it is no message)."""
+        if self._confirming is None:
+            return False
+        word = line.strip().lower()
+        if word not in YES | NO:
+            return False
+        ask, answer = self._confirming
+        verdict = Verdict.ALLOWED if word in YES else Verdict.REFUSED
+        if not answer.done():
+            answer.set_result(verdict)
+        self._channel.interject(ask.settled(verdict, "you"))
+        return True
 
     def bot_port(self) -> ChannelPort:
         return self._channel

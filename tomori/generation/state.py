@@ -15,6 +15,7 @@ from typing import Protocol
 from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
 from tomori.delivery.port import DeliveredMessage
 from tomori.generation.results import TurnOutcome, TurnUsage
+from tomori.tools.confirmation import Confirmer
 
 
 class MetricsSink(Protocol):
@@ -50,6 +51,8 @@ class TurnState:
     metrics: MetricsSink | None = None
     guild_id: str | None = None
     """The server of the channel (None in a direct message), which its metrics are filed under."""
+    confirmer: Confirmer | None = None
+    """Where a call that needs its asker's yes asks for it; None: such calls are refused."""
 
     @property
     def reply_to(self) -> str | None:

@@ -34,11 +34,14 @@ from tomori.providers.base import (
     ToolCall,
     ToolExchange,
 )
+from tomori.tools.confirmation import ToolAsk, Verdict, told_to_model
 from tomori.tools.registry import ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 log = logging.getLogger(__name__)
 
 STILL_WORKING_AT = 20
+CONFIRM_GRACE_S = 10.0
+"""How long past its own timeout a place may take to end a confirmation's prompt."""
 
 ARGUMENTS_PROBLEMS = {
     ArgumentsProblem.CUT_OFF: "its arguments arrived cut off",
@@ -88,8 +91,8 @@ class _Outcome:
     ok: bool
     payload: JsonObject
     kind: str = "used"
-    """How the call ended, as the metrics count it: used, failed, timed_out (killed calls
-    raise `Stopped` instead)."""
+    """How the call ended, as the metrics count it: used, failed, timed_out, refused (killed
+    calls raise `Stopped` instead)."""
     images: tuple[Image, ...] = ()
 
 
@@ -167,6 +170,31 @@ def _failure(call: ToolCall, reason: str, kind: str = "failed") -> _Outcome:
     )
 
 
+def _not_run(call: ToolCall, reason: str) -> _Outcome:
+    """A call its asker did not confirm: not a failure of the tool (the streak of failures
+    that ends the loop does not count it), but the model is told plainly why."""
+    payload: JsonObject = {"status": "not_run", "tool_name": call.name, "reason": reason}
+    return _Outcome(True, payload, "refused")
+
+
+async def _confirmed(ask: ToolAsk, env: TurnEnvironment) -> Verdict:
+    """The asker's answer to `ask`, from the place the turn runs in; a /kill meanwhile raises
+    `Stopped` (the place ends its prompt as stopped)."""
+    confirmer = env.state.confirmer
+    if confirmer is None or ask.requester_id is None:
+        return Verdict.NOBODY_TO_ASK
+    try:
+        return await until_stopped(
+            env.guard,
+            confirmer.confirm(ask),
+            timeout_s=ask.timeout_s + CONFIRM_GRACE_S,
+            watched=True,
+            name=f"tomori-confirm-{ask.tool}",
+        )
+    except TimeoutError:  # the place did not end its own wait: refused all the same
+        return Verdict.TIMED_OUT
+
+
 async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
     state, guard, settings = env.state, env.guard, env.settings
     if call.problem is not None:
@@ -177,6 +205,12 @@ async def _run_tool(call: ToolCall, env: TurnEnvironment) -> _Outcome:
         known = ", ".join(spec.name for spec in env.tools.specs()) or "none"
         log.warning("the model asked for %r, which is no tool it was offered", call.name)
         return _failure(call, f"there is no tool named {call.name!r} (the tools are: {known})")
+    if tool.confirmation is not None:
+        timeout_s = seconds(settings.tool_confirm_timeout_ms)
+        ask = ToolAsk(call.name, call.arguments, env.requester_id, tool.confirmation, timeout_s)
+        verdict = await _confirmed(ask, env)
+        if verdict is not Verdict.ALLOWED:
+            return _not_run(call, told_to_model(verdict, ask))
     work = tool.run(ToolContext(state.channel_id, env.requester_id), call.arguments)
     try:
         payload = await until_stopped(

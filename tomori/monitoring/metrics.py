@@ -59,8 +59,9 @@ class Metrics:
         self._start_flush()
 
     def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None:
-        """One tool call's ending (used, failed, timed_out, killed), counted as `tool_<outcome>`
-        by tool and filed under its server for `/tomori status`; never its arguments."""
+        """One tool call's ending (used, failed, timed_out, refused, killed), counted as
+        `tool_<outcome>` by tool and filed under its server for `/tomori status`; never its
+        arguments."""
         self.record(f"tool_{outcome}", tool)
         self._tool_calls.append((guild_id, tool, outcome))
 

@@ -39,7 +39,7 @@ class ServerStatus:
     input_tokens: int = 0
     output_tokens: int = 0
     tool_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
-    """Tool calls by (tool, outcome): used, failed, timed_out, killed."""
+    """Tool calls by (tool, outcome): used, failed, timed_out, refused, killed."""
     sprites: Counter[str] = field(default_factory=Counter)
     """Messages posted wearing each sprite, by the name they showed: `Name (label)`."""
 
@@ -133,7 +133,12 @@ def _sprites(sprites: Counter[str]) -> str:
     return f"{sprites.total()} ({each}{more})"
 
 
-TOOL_ENDINGS = (("failed", "failed"), ("timed_out", "timed out"), ("killed", "killed"))
+TOOL_ENDINGS = (
+    ("failed", "failed"),
+    ("timed_out", "timed out"),
+    ("refused", "not confirmed"),
+    ("killed", "killed"),
+)
 
 
 def _tool_calls(calls: Counter[tuple[str, str]]) -> str:

@@ -27,10 +27,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tomori.config.mcp_servers import VARIABLE, McpServerConfig, load_servers
+from tomori.config.mcp_servers import VARIABLE, McpAccess, McpServerConfig, load_servers
 from tomori.config.parsers import ConfigError
 from tomori.config.settings import Settings, seconds
 from tomori.providers.base import Image, JsonObject
+from tomori.tools.confirmation import Confirmation
 from tomori.tools.log_redaction import LogRedaction, secrets_of
 from tomori.tools.mcp_server import (
     ERROR_CHARS,
@@ -117,8 +118,8 @@ class McpTools:
     def tools(self, taken: Iterable[str] = (), guild_id: str | None = "") -> tuple[Tool, ...]:
         """Every server's tools as last listed, under their exposed names, that its author
         offers (`McpAccess`): in server `guild_id` (None: a direct message; "" : anywhere),
-        of those it names, none with side effects. One whose name is `taken` (a built-in or
-        registered tool's) or already given is left out, logged."""
+        of those it names; one with side effects carries a `Confirmation`. One whose name is
+        `taken` (a built-in or registered tool's) or already given is left out, logged."""
         used = set(taken)
         found: list[Tool] = []
         for server in self.servers:
@@ -126,7 +127,7 @@ class McpTools:
             if guild_id != "" and not access.admits(guild_id):
                 continue
             for listed in server.tools:
-                if not self._offered(server, listed):
+                if access.tools is not None and listed.name not in access.tools:
                     continue
                 name = exposed_name(server.name, listed.name)
                 if name in used:
@@ -139,26 +140,18 @@ class McpTools:
         return tuple(found)
 
     def sorted_out(self, server: McpServer) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """`server`'s tools as last listed: those its author's access offers, and the others,
-        each with why (for `--check`)."""
-        why = {t.name: self._why_withheld(server, t) for t in server.tools}
-        offered = tuple(name for name, reason in why.items() if not reason)
-        withheld = tuple(f"{name} ({reason})" for name, reason in why.items() if reason)
-        return offered, withheld
-
-    def _offered(self, server: McpServer, listed: mcp_types.Tool) -> bool:
-        return not self._why_withheld(server, listed)
-
-    def _why_withheld(self, server: McpServer, listed: mcp_types.Tool) -> str:
+        """`server`'s tools as last listed that its author's access offers, each that needs
+        confirming marked with why, and the names of those it leaves out (for `--check`)."""
         access = server.config.access
-        if access.tools is not None and listed.name not in access.tools:
-            return "not among the tools its entry names"
-        if listed.name in access.confirm:
-            return "its entry asks that each call be confirmed"
-        hints = listed.annotations
-        if hints is None or not hints.read_only_hint:
-            return "it may change things: its server does not mark it read-only"
-        return ""
+        offered: list[str] = []
+        withheld: list[str] = []
+        for listed in server.tools:
+            if access.tools is not None and listed.name not in access.tools:
+                withheld.append(listed.name)
+                continue
+            why = _why_confirmed(access, listed)
+            offered.append(f"{listed.name} (each call confirmed: {why})" if why else listed.name)
+        return tuple(offered), tuple(withheld)
 
     def _tool(self, server: McpServer, listed: mcp_types.Tool, name: str) -> Tool:
         limit, image_bytes = self._result_chars, self._image_bytes
@@ -173,7 +166,23 @@ class McpTools:
 
         schema: JsonObject = dict(listed.input_schema) or {"type": "object"}
         description = (listed.description or listed.title or listed.name)[:1024]
-        return Tool(name, description, schema, run, mcp_server=server.name)
+        access = server.config.access
+        confirmation = Confirmation(access.roles) if _why_confirmed(access, listed) else None
+        return Tool(name, description, schema, run, server.name, confirmation)
+
+
+def _why_confirmed(access: McpAccess, listed: mcp_types.Tool) -> str:
+    """Why each call of `listed` needs its asker's yes ("": it needs none): the author's
+    `confirm` list names it, or its server does not mark it read-only (MCP's hints are the
+    server's word; a server that says nothing is taken to change things)."""
+    if listed.name in access.confirm:
+        return "its entry names it in confirm"
+    hints = listed.annotations
+    if hints is None or not hints.read_only_hint:
+        return "its server does not mark it read-only"
+    if hints.destructive_hint:
+        return "its server marks it destructive"
+    return ""
 
 
 def result_output(result: mcp_types.CallToolResult, limit: int, image_bytes: int) -> ToolOutput:

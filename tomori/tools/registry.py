@@ -16,6 +16,7 @@ from tomori.config.parsers import ConfigError
 from tomori.config.settings import CURRENT_TIME_NAME
 from tomori.errors import TomoriError
 from tomori.providers.base import Image, JsonObject, ToolSpec
+from tomori.tools.confirmation import Confirmation
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,8 @@ class Tool:
     mcp_server: str | None = None
     """The MCP server it comes from (an admin turns a server's tools off at once); None for
     the built-in tools and those a bot registers."""
+    confirmation: Confirmation | None = None
+    """Set: each call runs only once the member the turn answers confirms it."""
 
     @property
     def spec(self) -> ToolSpec:

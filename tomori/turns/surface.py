@@ -21,6 +21,7 @@ from tomori.delivery.sprite_markers import Wardrobe
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.providers.base import ContextItem, Role
+from tomori.tools.confirmation import ToolAsk, Verdict
 
 Context = tuple[ContextItem, ...]
 
@@ -137,6 +138,10 @@ class Surface(Protocol):
         """What the model is shown of the channel up to `message` (None: up to now), the
         messages `waiting` in the queue left out; `queued`: the turn waited, and the answers
         since its message are shown too; `images`: a model of the turn is sent images."""
+        ...
+
+    async def confirm(self, ask: ToolAsk) -> Verdict:
+        """Ask the turn's asker to allow a tool call, and wait (`tomori.tools.confirmation`)."""
         ...
 
     def bot_port(self) -> ChannelPort: ...

@@ -50,6 +50,7 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
         scene_turn=scene is not None,
         metrics=stage.metrics,
         guild_id=surface.limit_scope,
+        confirmer=surface,
     )
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
         return  # scenes are played in a server's channels the bot may post in

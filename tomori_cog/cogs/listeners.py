@@ -44,6 +44,11 @@ class GatewayListeners:
         await self.chat.intake.handle_message(message)
 
     @listens
+    async def on_interaction(self, interaction: Any) -> None:
+        """A press of a tool call's confirmation button (the commands have their own)."""
+        await self.chat.confirmations.pressed(interaction)
+
+    @listens
     async def on_raw_message_edit(self, payload: Any) -> None:
         gateway.message_edited(self.chat.memory, self.library, payload)
         self.chat.intake.messages_changed((payload.message_id,))
