@@ -140,6 +140,7 @@ class TomoriChat:
                     self._drawn_in,
                     self._run_turn,
                     self.intake.tell_expired,
+                    self.intake.tell_cleared,
                 )
             return self._runtime
 

@@ -4,22 +4,25 @@ A message the bot sees is remembered (the history's memory), may be a proxy's re
 member's message (answered as theirs), may be a stop word (it stops its user's answer), and is
 answered or not by the reply rule; one to answer passes the gate (deliverability, bot loops, the
 member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest`. Edits
-and deletes reach a message still waiting for its turn; one dropped for age is told so.
+and deletes reach a message still waiting for its turn; one dropped for age, or cleared by
+another's /kill, is told so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from tomori.cast.scenes import SCENE_DROPPED
 from tomori.delivery.notices import (
+    CLEARED_BY_KILL,
     GENERATION_ERROR,
     NOT_ANSWERED,
     QUEUE_FULL,
     Notice,
+    cleared_by_kill,
     post_notice_safely,
 )
 from tomori.locks import Admission, ChannelLocks, Trigger
@@ -27,6 +30,7 @@ from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
 from tomori.store.first_come import arrived
 from tomori.turns import TurnRequest
+from tomori.turns.cleared import cleared_askers
 from tomori_cog.discord_io import EmbedNotices, find_channel
 from tomori_cog.listener.gate import Asker, guild_id_of
 from tomori_cog.listener.proxies import Proxies
@@ -197,6 +201,24 @@ class Intake:
             self._parts.library, channel, self._parts.pacing, reply_to=int(trigger.message_id)
         )
         await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
+
+    async def tell_cleared(self, triggers: Sequence[Trigger]) -> None:
+        """Queued messages another's /kill cleared in one channel: who asked directly hears
+        so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
+        askers = cleared_askers(triggers)
+        channel_id = triggers[0].channel_id
+        if not (askers.replied or askers.named):
+            return
+        channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
+        if channel is None:
+            return
+        library, pacing = self._parts.library, self._parts.pacing
+        for message_id in askers.replied:
+            notices = EmbedNotices(library, channel, pacing, reply_to=int(message_id))
+            await post_notice_safely(notices, CLEARED_BY_KILL, channel_id)
+        if askers.named:
+            notice = cleared_by_kill(askers.named)
+            await post_notice_safely(EmbedNotices(library, channel, pacing), notice, channel_id)
 
     async def _tell_channel(self, channel_id: str, notice: Notice) -> None:
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))

@@ -19,7 +19,14 @@ from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings, seconds
 from tomori.console.probe import probe
-from tomori.locks import ChannelLocks, ExpiryTeller, Turn, TurnGuard, lock_backend
+from tomori.locks import (
+    ChannelLocks,
+    ClearedTeller,
+    ExpiryTeller,
+    Turn,
+    TurnGuard,
+    lock_backend,
+)
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
 from tomori.policy.limits import BotTurns
@@ -58,6 +65,7 @@ class Runtime:
         drawn_in: BotTurns,
         play_turn: StagedRunner,
         tell_expired: ExpiryTeller,
+        tell_cleared: ClearedTeller,
     ) -> Runtime:
         """`play_turn` plays each turn the locks run, on the stage opened here (what every
         turn is played with: it lives in that closure, the turns' only reader)."""
@@ -77,7 +85,9 @@ class Runtime:
             stack.push_async_callback(metrics.close)
             parts.config.start(database)
             stack.push_async_callback(parts.config.aclose)
-            locks = ChannelLocks(lock_backend(database, settings), settings, run_turn, tell_expired)
+            locks = ChannelLocks(
+                lock_backend(database, settings), settings, run_turn, tell_expired, tell_cleared
+            )
             health = _model_health(database, locks.instance_id, settings, parts.config)
             if health is not None:
                 stack.push_async_callback(health.close)

@@ -98,6 +98,10 @@ def test_a_name_spelt_in_look_alike_letters_is_the_name_it_looks_like() -> None:
     assert passes_for("T0m0ri", "Tomori")
     assert passes_for("\u0422omori", "tomori")  # a Cyrillic T
     assert not passes_for("Tomoko", "Tomori")
+    assert passes_for("AIice", "alice")  # a capital I reads as an l
+    assert passes_for("DISCORD", "discord")  # so i and l are one letter, whatever their case
+    with pytest.raises(ConfigError):
+        check_name("DISCORD")
 
 
 def test_a_name_holds_no_comma_which_would_split_it_in_a_scenes_list() -> None:

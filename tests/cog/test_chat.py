@@ -10,22 +10,30 @@ from pathlib import Path
 
 import pytest
 
+from tests.cog.test_personas import started
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer, Reply, pause
+from tests.support.nextcord_fake import user_payload
+from tests.support.rest_bots import OpenRestBot, arrive, posted, user_message
 from tests.support.scripts import answer, stalled_after
 from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import Delivery, KillPolicy
 from tomori.delivery.notices import (
+    CLEARED_BY_KILL,
     KILL_NOT_ALLOWED,
     KILL_NOTHING_TO_STOP,
     KILL_STOPPED,
     KILL_STOPPED_OWN,
+    cleared_by_kill,
 )
 from tomori.store.connect import open_database
 from tomori_cog.listener.deliverability import REFUSED_FOR_S
 
 MANAGE_MESSAGES = 1 << 13
+MEMBERS = 3_000_000_000_000_000_400
+"""The first of the members who join a busy channel's queue, beyond Alice and Bob."""
 
 
 @pytest.fixture
@@ -200,6 +208,69 @@ async def test_a_members_kill_stops_their_own_answer_and_clears_only_their_queue
     assert stopped["data"]["embeds"][0]["description"] == KILL_STOPPED_OWN.description
     await bot.settled()
     assert await bot.contents() == ["Busy.", "For Bob."]  # Bob's question was kept
+    assert await bot.embeds() == []  # and Alice, who cleared only her own, is told nothing
+
+
+async def test_a_member_whose_queued_messages_a_moderators_kill_cleared_is_told_once(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """A moderator's /kill clears the channel's queue: Alice, whose two questions waited behind
+    Bob's answer, is told once, in a reply to her newest that pings no one; the moderator's
+    own queued question is not told (he knows), and a second /kill tells no one again."""
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(stalled_after("Busy.\n\n"))
+    await bot.say(f"{bot.mention()} slow", by=Person.BOB)
+    await bot.sent_event.wait()
+    await bot.say(f"{bot.mention()} first", by=Person.ALICE)
+    newest = await bot.say(f"{bot.mention()} second", by=Person.ALICE)
+    await bot.say(f"{bot.mention()} and mine", by=Person.BOB)
+    await bot.admitted()  # the three wait behind Bob's answer
+    for _ in range(2):
+        killed = await bot.kill(by=Person.BOB, permissions=MANAGE_MESSAGES)
+        assert killed["data"]["flags"] & 64
+        await bot.settled()
+        notices = [m for m in await bot.messages() if m.embeds]
+        assert [(m.embeds[0]["description"], m.reply_to) for m in notices] == [
+            (CLEARED_BY_KILL.description, newest.id)
+        ]
+    assert await bot.contents() == ["Busy."]
+    for sent in bot.sent:  # no one pinged: not Alice replied to, not anyone named
+        assert sent.allowed_mentions.get("parse") == []
+        assert not sent.allowed_mentions.get("replied_user")
+    assert bot.sent[-1].reply_to == newest.id  # the notice
+    assert not bot.sent[-1].allowed_mentions.get("users")
+
+
+async def test_a_kill_that_clears_many_members_names_them_in_one_notice_that_pings_no_one(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Past three members, one notice names them all, however many each had waiting: the
+    channel shows one message for the kill, and Discord notifies no one of it."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    llm_server.script(stalled_after("Busy.\n\n"))
+    bot.say(f"{bot.mention()} slow", by=Person.BOB)
+    await llm_server.request_arrived.wait()
+    members = [MEMBERS + n for n in range(4)]
+    for member in members + members[:1]:  # the first asks twice
+        message = user_message(f"{bot.mention()} me too")
+        message["author"] = user_payload(member, f"member{member - MEMBERS}")
+        discord_rest.add_message(message)
+        arrive(bot.bot, message)
+    await bot.admitted()
+    await bot.kill(by=Person.BOB, permissions=MANAGE_MESSAGES)
+    await bot.settled(CHANNEL_ID)
+    (notice,) = [m for m in posted(discord_rest) if m.payload["embeds"]]
+    named = ", ".join(f"<@{member}>" for member in members)
+    assert (
+        notice.payload["embeds"][0]["description"]
+        == cleared_by_kill([str(member) for member in members]).description
+    )
+    assert named in notice.payload["embeds"][0]["description"]
+    assert "message_reference" not in notice.payload
+    assert notice.pinged == set()
 
 
 async def test_kill_by_another_member_is_refused_under_the_requester_policy(

@@ -29,6 +29,7 @@ from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID
 
 ARIA_AVATAR = "https://images.example/aria.png"
+CAROL = 3_000_000_000_000_000_333
 
 
 async def started(
@@ -285,6 +286,24 @@ async def test_persona_commands_check_and_list(
     assert "**Aria**: called by bard, singer" in listed
     assert "left this server" in said(await bot.persona("remove", name="Aria"))
     assert "no personas" in said(await bot.persona("list"))
+
+
+async def test_a_persona_cannot_pass_for_a_member_of_the_server(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """No persona takes a member's name, as any of the names they go by here (alice's
+    username; carol's nickname, global name and username), nor in letters that look alike (a
+    capital I for the l, a 1 for the i); a name no member goes by is added."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.member_joins(CAROL, "carol_1987", global_name="Caro", nick="Mira")
+    for name in ("Alice", "AIice", "Mira", "M1ra", "Car0", "carol_1987"):
+        refused = said(await bot.persona("add", name=name, prompt="I am them."))
+        assert refused == (
+            f"{name} would pass for a member of this server: a persona may not be named like"
+            " someone here, in any letters that look alike."
+        )
+    assert "Aria joined this server" in said(await bot.persona("add", name="Aria", prompt="x"))
+    assert said(await bot.persona("list")).count("**") == 2  # Aria, alone
 
 
 async def test_a_personas_models_are_only_those_the_author_allows(

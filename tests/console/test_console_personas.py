@@ -274,3 +274,10 @@ async def test_a_persona_cannot_pass_for_the_bot_itself(
 ) -> None:
     out = await piped(llm_server, tmp_path, "/tomori persona add T0MORI prompt:I am the bot.\n")
     assert "[Not Changed] T0MORI would pass for the bot itself (tomori)." in out
+
+
+async def test_a_persona_cannot_pass_for_the_consoles_one_member(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    out = await piped(llm_server, tmp_path, "/tomori persona add U5er prompt:I am you.\n")
+    assert "[Not Changed] U5er would pass for a member of this server" in out

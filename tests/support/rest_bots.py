@@ -95,7 +95,18 @@ class RestBot:
 
     def joins(self, user_id: int, name: str) -> None:
         """A bot user (a proxy bot, say) joins the guild: GUILD_MEMBER_ADD."""
-        member = member_payload(user_id, name, bot=True)
+        self._member_added(member_payload(user_id, name, bot=True))
+
+    def member_joins(
+        self, user_id: int, username: str, *, global_name: str | None, nick: str | None
+    ) -> None:
+        """A person joins the guild (GUILD_MEMBER_ADD), going by `global_name` across Discord
+        and by `nick` in this guild."""
+        member = member_payload(user_id, username)
+        member["user"]["global_name"], member["nick"] = global_name, nick
+        self._member_added(member)
+
+    def _member_added(self, member: dict[str, Any]) -> None:
         self.bot._connection.parsers["GUILD_MEMBER_ADD"]({**member, "guild_id": str(GUILD_ID)})
 
     def repost(

@@ -89,6 +89,8 @@ class Dispatcher:
         self._live = live
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer since the person at the terminal last spoke."""
+        # No one to tell of a /kill's clearing (`tell_cleared`): the console's one user is the
+        # one who kills, and a kill's own queued messages are never told (they know).
         self.locks = ChannelLocks(
             lock_backend(database, settings), settings, self._run_turn, self._tell_expired
         )

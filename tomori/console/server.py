@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
+from tomori.console.history import USER_NAME
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
@@ -134,6 +135,9 @@ class ConsoleServer:
     @property
     def bot_name(self) -> str:
         return "tomori"  # as the console shows the bot's messages
+
+    def member_names(self, guild_id: str) -> tuple[str, ...]:
+        return (USER_NAME,)  # its one member: you, as the model is shown your lines
 
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         return self.tools.catalog(guild_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -94,6 +95,34 @@ NOT_ANSWERED = Notice(
 )
 """Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
 its turn came, or queued behind a turn that hung)."""
+
+CLEARED_BY_KILL = Notice(
+    "Not Answered",
+    "A /kill in this channel cleared the messages waiting for an answer, this one (and any "
+    "other of yours) among them. Please send it again if you still want an answer.",
+    NoticeColour.WARNING,
+)
+"""Told, as a reply to their newest, to a member whose queued messages another's /kill cleared
+(`tomori.turns.cleared`)."""
+
+NAMED_AT_MOST = 40
+"""Members a `cleared_by_kill` notice names; the rest are counted."""
+
+
+def cleared_by_kill(member_ids: Sequence[str]) -> Notice:
+    """Told once to the members whose queued messages, scenes or /responds one /kill cleared,
+    naming them, where a reply each will not do (`tomori.turns.cleared`). A mention in a
+    notice pings no one."""
+    shown = [f"<@{member}>" for member in member_ids[:NAMED_AT_MOST]]
+    more = len(member_ids) - len(shown)
+    named = ", ".join(shown) + (f" and {more} more" if more else "")
+    return Notice(
+        "Not Answered",
+        f"A /kill in this channel cleared what was waiting for an answer, among it what {named} "
+        "asked. Please ask again if you still want an answer.",
+        NoticeColour.WARNING,
+    )
+
 
 NOT_DELIVERED = Notice(
     "Answer Cut Short",

@@ -8,7 +8,8 @@
 - `supervisor.py` the turns a process runs: a task and a lease each, released always
 - `recovery.py`   the channels no live process serves (a closed one's queues, a dead one's
                   locks), found by the heartbeat and served
-- `expiries.py`   who was dropped unanswered hears so, once across the processes
+- `expiries.py`   who was dropped unanswered (too old, or cleared by another's /kill) hears
+                  so, once across the processes
 - `lease.py`      a running turn's lease: its kill hook, watchdogs, progress, state
 - `upkeep.py`     progress written once a second; stop requests from other processes heard
 - `loops.py`      the background loops (progress, stop requests, heartbeat), one life cycle
@@ -26,6 +27,7 @@ from tomori.locks.registry import ChannelLocks
 from tomori.locks.sqlite import SqliteLockBackend
 from tomori.locks.vocabulary import (
     Admission,
+    ClearedTeller,
     ExpiryTeller,
     KillCallback,
     KillOutcome,
@@ -39,6 +41,7 @@ from tomori.locks.vocabulary import (
 __all__ = [
     "Admission",
     "ChannelLocks",
+    "ClearedTeller",
     "ExpiryTeller",
     "KillCallback",
     "KillOutcome",

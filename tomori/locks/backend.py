@@ -95,7 +95,7 @@ class LockBackend(Protocol):
     def report_expired(self, report: Callable[[Sequence[Trigger]], None]) -> None:
         """Call `report`, once each transaction commits, with the queued triggers it dropped
         unanswered: too old to answer (`TOMORI_QUEUE_MAX_AGE_MS`), or queued behind a stale
-        lock. (/kill's clearing is asked for, and not reported.)"""
+        lock. (What a /kill clears, `stop_and_clear` returns to it.)"""
         ...
 
     async def admit(self, trigger: Trigger, given_up_turn_id: str | None) -> Admitted:
@@ -105,9 +105,10 @@ class LockBackend(Protocol):
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
-    ) -> tuple[LockState, int]:
+    ) -> tuple[LockState, list[Trigger]]:
         """/kill: ask the channel's holder to stop (or free a row no live turn stands behind),
-        and clear its queue. Returns the lock's verdict and how many triggers were cleared."""
+        and clear its queue. Returns the lock's verdict and the triggers cleared, oldest
+        first."""
         ...
 
     async def stop_for(

@@ -34,6 +34,7 @@ from tomori.locks.stops import Stops
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
     Admission,
+    ClearedTeller,
     ExpiryTeller,
     KillOutcome,
     KillReason,
@@ -55,9 +56,11 @@ class ChannelLocks:
         settings: Settings,
         run_turn: TurnRunner,
         tell_expired: ExpiryTeller | None = None,
+        tell_cleared: ClearedTeller | None = None,
     ) -> None:
-        """`tell_expired` is told of each queued trigger dropped unanswered, once across every
-        process (the one whose transaction dropped it), in a task this registry owns."""
+        """`tell_expired` is told of each queued trigger dropped unanswered, and `tell_cleared`
+        of the others' triggers each /kill cleared, once across every process (the one whose
+        transaction dropped them), in tasks this registry owns."""
         self._backend = backend
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)
@@ -68,10 +71,16 @@ class ChannelLocks:
         """The heartbeat and departures: they begin turns for channels others left."""
         self._in_order = InArrivalOrder()
         self._closing = False
+        self._expiries = ExpiryNotices(tell_expired, tell_cleared)
         self._stops = Stops(
-            backend, self._turns, self._in_order, self._until, self._lock_timeout_s, settings
+            backend,
+            self._turns,
+            self._in_order,
+            self._until,
+            self._lock_timeout_s,
+            settings,
+            self._expiries.cleared,
         )
-        self._expiries = ExpiryNotices(tell_expired)
         backend.report_expired(self._expiries.dropped)
 
     @property

@@ -72,21 +72,28 @@ async def enqueue_follow_up(tx: Transaction, trigger: Trigger, now: float) -> No
     await _put_first(tx, trigger.channel_id, _queued_values(trigger, now))
 
 
+async def take_queue(tx: Transaction, channel_id: str, now: float) -> list[Trigger]:
+    """Empty the channel's queue; what it held, oldest first."""
+    found = await tx.fetchall(
+        f"SELECT {QUEUED_TRIGGER} FROM queued_triggers WHERE channel_id = ? ORDER BY id",
+        (channel_id,),
+    )
+    if found:  # the transaction is the channel's: nothing was queued there meanwhile
+        await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
+    return [trigger_from(channel_id, row, now) for row in found]
+
+
 async def discard_queue(
     tx: Transaction, channel_id: str, why: str, now: float, expired: list[Trigger] | None = None
 ) -> None:
     """Empty the channel's queue; with `expired`, what it held is told there (a stale lock's
     queue waited on a turn that hung: each of its messages is owed a word), else only logged
-    (/kill asked for it)."""
+    (a turn /kill stopped is released: the kill took the queue, and told of it, before)."""
+    taken = await take_queue(tx, channel_id, now)
     if expired is not None:
-        found = await tx.fetchall(
-            f"SELECT {QUEUED_TRIGGER} FROM queued_triggers WHERE channel_id = ? ORDER BY id",
-            (channel_id,),
-        )
-        expired += [trigger_from(channel_id, row, now) for row in found]
-    count = await tx.execute("DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,))
-    if count:
-        log.warning("discarded %d queued trigger(s) of channel %s: %s", count, channel_id, why)
+        expired += taken
+    if taken:
+        log.warning("discarded %d queued trigger(s) of channel %s: %s", len(taken), channel_id, why)
 
 
 async def queue_first(tx: Transaction, channel_id: str, lock: Row, now: float) -> None:

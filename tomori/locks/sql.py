@@ -196,7 +196,7 @@ class SqlLockBackend:
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
-    ) -> tuple[LockState, int]:
+    ) -> tuple[LockState, list[Trigger]]:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
@@ -214,10 +214,7 @@ class SqlLockBackend:
             elif verdict.is_free:
                 # No live turn stands behind the row (its owner gone, or stale): /kill frees it.
                 await tx.execute("DELETE FROM channel_locks WHERE channel_id = ?", (channel_id,))
-            cleared = await tx.execute(
-                "DELETE FROM queued_triggers WHERE channel_id = ?", (channel_id,)
-            )
-            return verdict, cleared
+            return verdict, await rows.take_queue(tx, channel_id, now)
 
     async def _announce_stop(self, tx: Transaction, owner: str) -> None:
         """Tell `owner` at commit that a stop request waits for it; by default it polls."""

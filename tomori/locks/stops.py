@@ -1,8 +1,9 @@
 """/kill and stop words: who stops which turn, and whose queued messages go with it.
 
 A /kill (a moderator's, or anyone's under the `anyone` policy) stops the channel's running turn
-and clears its queue; a member's own /kill and a stop word stop the answer to that member and
-clear only what they queued. Either way a message from before it, still on its way to the lock
+and clears its queue, and those whose messages it cleared are told (`tell_cleared`; the killer's
+own are not: they know); a member's own /kill and a stop word stop the answer to that member
+and clear only what they queued. Either way a message from before it, still on its way to the lock
 store (the database away, or the member's limits being read), is dropped as the queue it would
 have joined was (`came_before_a_kill`).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.backend import LockBackend
@@ -37,8 +38,12 @@ class Stops:
         until: Callable[[float], Callable[[], bool]],
         lock_timeout_s: float,
         settings: Settings,
+        tell_cleared: Callable[[Sequence[Trigger]], None],
     ) -> None:
+        """`tell_cleared` hears of the others' triggers each /kill cleared, at once (it tells
+        them in a task of its own)."""
         self._backend = backend
+        self._tell_cleared = tell_cleared
         self._turns = turns
         self._in_order = in_order
         self._until = until
@@ -103,9 +108,10 @@ class Stops:
             channel_id,
             requester_id,
             stopped,
-            cleared,
+            len(cleared),
         )
-        return KillOutcome(stopped=stopped, cleared=cleared)
+        self._tell_cleared([trigger for trigger in cleared if trigger.requester_id != requester_id])
+        return KillOutcome(stopped=stopped, cleared=len(cleared))
 
     async def stop_for(self, channel_id: str, requester_id: str) -> bool:
         """A stop word of `requester_id`: stop their turn running in the channel, here or in

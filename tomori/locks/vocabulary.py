@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
@@ -130,3 +130,7 @@ TurnRunner = Callable[[Turn, TurnGuard], Awaitable[None]]
 ExpiryTeller = Callable[[Trigger], Awaitable[None]]
 """Tells the asker that their queued trigger was dropped unanswered (too old to answer, or
 queued behind a lock that went stale): nothing a user asked for is dropped in silence."""
+
+ClearedTeller = Callable[[Sequence[Trigger]], Awaitable[None]]
+"""Tells those whose queued triggers one /kill cleared (in one channel, oldest first, the
+killer's own left out), together: each may hear once for the kill, however many they had."""

@@ -10,7 +10,7 @@ console run the same actions, so a setting tried in the console reads as it does
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,6 +75,11 @@ class Administered(Protocol):
     @property
     def bot_name(self) -> str:
         """The name the bot shows in the server: no persona may pass for it."""
+        ...
+
+    def member_names(self, guild_id: str) -> Iterable[str]:
+        """The names server `guild_id`'s members go by, as far as the bot knows them: no
+        persona may pass for any (each member's nickname, global name and username)."""
         ...
 
     def check_models(self, raw: str) -> ModelChain:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tomori.cast.names import check_avatar_url, check_name, check_triggers, passes_for
+from tomori.cast.names import (
+    check_avatar_url,
+    check_name,
+    check_triggers,
+    passes_for,
+    passes_for_any,
+)
 from tomori.cast.personas import MAX_PERSONAS, Persona
 from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.delivery.notices import Notice, NoticeColour
@@ -24,11 +30,15 @@ def add_persona(
     models: str | None = None,
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        if passes_for(check_name(name), target.bot_name):
+        checked = check_name(name)
+        if passes_for(checked, target.bot_name):
             return refused(f"{name} would pass for the bot itself ({target.bot_name}).")
-        persona = _persona(
-            target, Persona(check_name(name), check_prompt(prompt)), avatar, triggers, models
-        )
+        if passes_for_any(checked, target.member_names(where.guild_id)):
+            return refused(
+                f"{checked} would pass for a member of this server: a persona may not be"
+                " named like someone here, in any letters that look alike."
+            )
+        persona = _persona(target, Persona(checked, check_prompt(prompt)), avatar, triggers, models)
         if not await target.personas.add(where.guild_id, persona):
             return refused(f"This server has a persona named {persona.name} already.")
         return _persona_done(f"{persona.name} joined this server.", persona)

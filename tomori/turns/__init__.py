@@ -14,6 +14,7 @@
 - `ensemble.py` personas answering in turn, drawing each other in, and a scene's lines
 - `commanded.py` a `/scene` or `/respond` asked for, checked before it is queued (the cog's
                 and the console's)
+- `cleared.py`  who hears that another's /kill cleared what they had waiting, and how
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig

@@ -9,7 +9,7 @@ visible by default to members with Manage Server, which each server can widen or
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tomori.cast.personas import PersonaStore
@@ -95,6 +95,9 @@ class ChatSettings:
     def bot_name(self) -> str:
         return self._chat.bot_name
 
+    def member_names(self, guild_id: str) -> Iterator[str]:
+        return cached_member_names(self._chat.bot.get_guild(int(guild_id)))
+
     def check_models(self, raw: str) -> ModelChain:
         return self._chat.config.check_models(raw)
 
@@ -118,6 +121,18 @@ class ChatSettings:
 
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         return self._chat.tool_catalog(guild_id)
+
+
+def cached_member_names(guild: Any) -> Iterator[str]:
+    """The nickname, global name and username of each member of `guild` the library has
+    cached (none if the guild is not cached). With the members intent, which is privileged,
+    and the library's member chunking (its default then), that is every member; without it,
+    only those the library keeps on its own (the bot, members in voice): Discord is never
+    asked, however large the server."""
+    for member in getattr(guild, "members", ()):
+        for name in (member.nick, member.global_name, member.name):
+            if name:
+                yield name
 
 
 def _has_permissions(channel: Any) -> bool:
