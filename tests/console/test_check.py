@@ -58,14 +58,44 @@ async def test_a_working_model_answers_and_the_check_passes(
     lines = out.splitlines()
     assert lines[0] == "ok      settings (1 model: openai:test-model)"
     assert lines[1] == f"ok      database: SQLite at {tmp_path / 'tomori.db'}, opened and migrated"
-    assert lines[2].startswith("ok      openai:test-model: first token ")
-    assert lines[2].endswith(" s")
-    assert lines[3] == "skipped discord: DISCORD_TOKEN is not set"
+    assert lines[2] == (
+        "ok      ceilings: models a server may choose: openai:test-model; no cooldown; "
+        "no member limit; no server budget; 3 messages waiting per member and channel; "
+        "/kill: requester"
+    )
+    assert lines[3].startswith("ok      openai:test-model: first token ")
+    assert lines[3].endswith(" s")
+    assert lines[4] == "skipped discord: DISCORD_TOKEN is not set"
     assert (tmp_path / "tomori.db").exists()
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
     assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
     assert [tool["function"]["name"] for tool in sent["tools"]] == ["current_time"]
+
+
+async def test_the_check_prints_the_authors_ceilings_in_force(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    env = bot_environment(
+        llm_server,
+        tmp_path,
+        TOMORI_ALLOWED_MODELS="openai:gpt-4o-*, gemini:*",
+        TOMORI_USER_COOLDOWN_MS="5000",
+        TOMORI_USER_DAILY_TOKENS="20000",
+        TOMORI_SERVER_DAILY_TOKENS="500000",
+        TOMORI_QUEUE_PER_MEMBER="2",
+        TOMORI_KILL_POLICY="anyone",
+    )
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 0, out + err
+    assert out.splitlines()[2] == (
+        "ok      ceilings: models a server may choose: openai:gpt-4o-*, gemini:*; "
+        "cooldown per member 5 s at least; 20000 tokens a day per member at most; "
+        "500000 tokens a day per server; 2 messages waiting per member and channel; "
+        "/kill: anyone"
+    )
 
 
 async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
@@ -88,7 +118,7 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
     finally:
         await server.close()
     assert process.returncode == 1, out + err
-    assert out.splitlines()[2].startswith("ok      openai:good: first token ")
+    assert out.splitlines()[3].startswith("ok      openai:good: first token ")
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert failed[0] == (
         "FAILED  openai:missing: model not found: 'missing' (TOMORI_MODELS): "

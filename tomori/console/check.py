@@ -63,6 +63,7 @@ async def run_check(
         return 2
     await database.close()
     print(f"ok      database: {engine}, opened and migrated", file=out)
+    print(f"ok      ceilings: {ceilings(settings, chain)}", file=out)
     out.flush()
     waits = settings.first_token_budget_s
     if waits >= NOTED_WAIT_S:  # lines come in the chain's order: say why one may be long
@@ -128,6 +129,24 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
         return fine
     finally:
         await tools.aclose()
+
+
+def ceilings(settings: Settings, chain: ModelChain) -> str:
+    """What no server's admins can lift, in one line (docs/trust.md's table, as in force)."""
+    own = [entry.label for entry in chain.entries]
+    cooldown = settings.user_cooldown_ms
+    per_member = settings.user_daily_tokens
+    per_server = settings.server_daily_tokens
+    return "; ".join(
+        (
+            f"models a server may choose: {chain.allowed.described(own)}",
+            f"cooldown per member {cooldown / 1000:g} s at least" if cooldown else "no cooldown",
+            f"{per_member} tokens a day per member at most" if per_member else "no member limit",
+            f"{per_server} tokens a day per server" if per_server else "no server budget",
+            f"{settings.queue_per_member} messages waiting per member and channel",
+            f"/kill: {settings.kill_policy.value}",
+        )
+    )
 
 
 def _budget_warnings(settings: Settings) -> list[str]:
