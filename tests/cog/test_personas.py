@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.bots import Library
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest
 from tests.support.discord_rest import DiscordRestServer
@@ -23,10 +24,11 @@ from tests.support.rest_bots import (
     conversation,
     posted,
     said,
+    start_rest_bot,
     user_message,
 )
 from tests.support.scripts import answer
-from tests.support.world import CHANNEL_ID
+from tests.support.world import CHANNEL_ID, Person
 
 ARIA_AVATAR = "https://images.example/aria.png"
 CAROL = 3_000_000_000_000_000_333
@@ -304,6 +306,23 @@ async def test_a_persona_cannot_pass_for_a_member_of_the_server(
         )
     assert "Aria joined this server" in said(await bot.persona("add", name="Aria", prompt="x"))
     assert said(await bot.persona("list")).count("**") == 2  # Aria, alone
+
+
+async def test_a_persona_cannot_pass_for_a_member_seen_speaking_lately(
+    library: Library, llm_server: LLMServer, discord_rest: DiscordRestServer, tmp_path: Path
+) -> None:
+    """Without the members intent (bot.py's default) the library caches few members: the
+    authors of the messages the cog keeps from the gateway count too."""
+    settings = settings_for(tmp_path)
+    chain = chain_for(llm_server)
+    bot = await start_rest_bot(library, discord_rest, settings, chain, members_intent=False)
+    try:
+        bot.say("hello all", by=Person.BOB)
+        await bot.admitted()
+        refused = said(await bot.persona("add", name="B0b", prompt="I am bob."))
+        assert refused.startswith("B0b would pass for a member of this server")
+    finally:
+        await bot.stop()
 
 
 async def test_a_personas_models_are_only_those_the_author_allows(

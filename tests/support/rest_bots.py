@@ -368,23 +368,32 @@ def declare_world(server: DiscordRestServer, channel_ids: Sequence[int] = CHANNE
             server.add_channel(channel, guild_id=GUILD_ID)
 
 
-def _intents(library: Library) -> Any:
+def _intents(library: Library, *, members: bool = True) -> Any:
+    """Message content, and the members intent unless told (a bot without it, bot.py's
+    default, has the library cache few members)."""
     module: Any = nextcord if library == "nextcord" else discord
     intents = module.Intents.default()
     intents.message_content = True
-    intents.members = True
+    intents.members = members
     return intents
 
 
-async def logged_in(library: Library, token: str, channel_ids: Sequence[int] = CHANNEL_IDS) -> Any:
+async def logged_in(
+    library: Library,
+    token: str,
+    channel_ids: Sequence[int] = CHANNEL_IDS,
+    *,
+    members_intent: bool = True,
+) -> Any:
     """A `commands.Bot` of `library` logged in with `token` (against the server the libraries'
     `Route.BASE` names: see `pointed_at`), in the guild of tests/support/world.py with
     `channel_ids` as its text channels (`declare_world` declares them on the server); no cog."""
     bot: Any
+    intents = _intents(library, members=members_intent)
     if library == "nextcord":
-        bot = nextcord.ext.commands.Bot(intents=_intents(library))
+        bot = nextcord.ext.commands.Bot(intents=intents)
     else:
-        bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=_intents(library))
+        bot = discord.ext.commands.Bot(command_prefix="//unused ", intents=intents)
     await log_in(bot, library, token, channel_ids)
     return bot
 
@@ -411,10 +420,12 @@ async def start_rest_bot(
     settings: Settings,
     chain: ModelChain,
     channel_ids: Sequence[int] = CHANNEL_IDS,
+    *,
+    members_intent: bool = True,
 ) -> RestBot:
     """A bot of `library` logged in against `server` (see `logged_in`), with the cog."""
     declare_world(server, channel_ids)
-    bot = await logged_in(library, server.token, channel_ids)
+    bot = await logged_in(library, server.token, channel_ids, members_intent=members_intent)
     added = add_tomori(bot, settings=settings, chain=chain)
     if added is not None:
         await added  # discord.py's add_cog is a coroutine

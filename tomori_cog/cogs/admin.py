@@ -9,7 +9,7 @@ visible by default to members with Manage Server, which each server can widen or
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tomori.cast.personas import PersonaStore
@@ -96,7 +96,9 @@ class ChatSettings:
         return self._chat.bot_name
 
     def member_names(self, guild_id: str) -> Iterator[str]:
-        return cached_member_names(self._chat.bot.get_guild(int(guild_id)))
+        guild = self._chat.bot.get_guild(int(guild_id))
+        cached = getattr(guild, "members", ())
+        return names_of((*cached, *self._chat.memory.authors_in(int(guild_id))))
 
     def check_models(self, raw: str) -> ModelChain:
         return self._chat.config.check_models(raw)
@@ -123,14 +125,14 @@ class ChatSettings:
         return self._chat.tool_catalog(guild_id)
 
 
-def cached_member_names(guild: Any) -> Iterator[str]:
-    """The nickname, global name and username of each member of `guild` the library has
-    cached (none if the guild is not cached). With the members intent, which is privileged,
-    and the library's member chunking (its default then), that is every member; without it,
-    only those the library keeps on its own (the bot, members in voice): Discord is never
-    asked, however large the server."""
-    for member in getattr(guild, "members", ()):
-        for name in (member.nick, member.global_name, member.name):
+def names_of(members: Iterable[Any]) -> Iterator[str]:
+    """The nickname, global name and username each of `members` goes by. They are those the
+    library has cached of the server (with the members intent, which is privileged, and the
+    library's member chunking, its default then, every member; without it, the bot and
+    members in voice) and the authors of the messages the cog keeps from the gateway: Discord
+    is never asked, however large the server."""
+    for member in members:
+        for name in (getattr(member, "nick", None), member.global_name, member.name):
             if name:
                 yield name
 

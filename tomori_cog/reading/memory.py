@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,16 @@ class RecentMessages:
     @property
     def enabled(self) -> bool:
         return self._max_channels > 0
+
+    def authors_in(self, guild_id: int) -> Iterator[Any]:
+        """The authors of the messages held from server `guild_id`'s channels (webhooks'
+        aside): members seen speaking lately, whom a bot without the members intent does not
+        have cached."""
+        for channel in self._channels.values():
+            for message in channel.held.values():
+                guild = getattr(message, "guild", None)
+                if guild is not None and guild.id == guild_id and not message.webhook_id:
+                    yield message.author
 
     # -- what the gateway shows ---------------------------------------------------------------
 
