@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from pathlib import Path
 
 import pytest
@@ -292,3 +293,30 @@ async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
     await bot.settled()
     assert files.fetched["a.txt"] == 0
     assert last_user_content(0, llm_server) == "alice: @Tomori hi\n  [a file a.txt was attached]"
+
+
+async def test_a_hundred_files_in_the_history_send_the_newest_within_bounds_each_read_once(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, SEEING))
+    for batch in range(10):  # ten messages of ten files, 15,000 characters each
+        attached = [
+            files.attachment(f"f{batch}-{n}.txt", f"f{batch}-{n} ".encode() * 3_000, "text/plain")
+            for n in range(10)
+        ]
+        await bot.say(f"batch {batch}", attachments=attached)
+    llm_server.script(answer("Read."), answer("Again."))
+    for question in ("summarise the files", "and once more?"):
+        await bot.say(f"{bot.mention()} {question}")
+        await bot.settled()
+    for turn in (0, 1):
+        sent = "\n".join(user_texts(turn, llm_server))
+        shown = re.findall(r"\[file (f\d-\d\.txt)\]", sent)
+        assert shown == [f"f9-{n}.txt" for n in range(7)]  # the newest, within 100,000 chars
+        assert "f9-6.txt is cut here: only its first 10000 characters are shown" in sent
+        assert len(sent) < 110_000  # not the 1.5 million characters of every file
+        assert "alice's file f9-9.txt is left out: the newer files shown fill" in sent
+        assert "alice's file f8-0.txt is left out: only the 10 newest text files" in sent
+        assert "and 73 more files, left out" in sent  # 93 left out, the first 20 named
+    assert set(files.fetched) == {f"f9-{n}.txt" for n in range(10)}
+    assert set(files.fetched.values()) == {1}  # read for the first question, kept for the next

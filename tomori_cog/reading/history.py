@@ -26,6 +26,7 @@ from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import read_attachments
+from tomori_cog.reading.file_cache import FileCache
 from tomori_cog.reading.memory import RecentMessages, Window
 from tomori_cog.reading.model_view import ModelView, Shown
 from tomori_cog.reading.unreadable import UnreadableFiles
@@ -40,7 +41,8 @@ LATEST = 2**63 - 1
 
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in. One per cog: it keeps the
-    files whose read failed lately, which every turn of the cog's channels skips."""
+    files read lately, which no turn downloads again, and those whose read failed lately,
+    which every turn of the cog's channels skips."""
 
     def __init__(
         self,
@@ -58,6 +60,8 @@ class HistoryReader:
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
+        self._files = FileCache(settings.attachment_cache_bytes)
+        """The files read lately: a message's files are downloaded once, not every turn."""
         self.stops = Stops()
         """The stop words that stopped an answer: no turn shows them to the model."""
         self.view = ModelView(bot, self.stops)
@@ -89,7 +93,12 @@ class HistoryReader:
             earlier.append(starter)
         shown = in_time_order(recent.values(), earlier, trigger, waiting)
         attached = await read_attachments(
-            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+            shown,
+            self._settings,
+            self._bot.user,
+            images=images,
+            unreadable=self._unreadable,
+            cache=self._files,
         )
         return Shown(shown, attached)
 
@@ -104,7 +113,12 @@ class HistoryReader:
         starter = await self._thread_starter(channel, recent)
         shown = in_time_order(recent.values(), [starter] if starter else [], None, waiting)
         attached = await read_attachments(
-            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+            shown,
+            self._settings,
+            self._bot.user,
+            images=images,
+            unreadable=self._unreadable,
+            cache=self._files,
         )
         return Shown(shown, attached)
 
