@@ -455,6 +455,15 @@ class Settings:
         "a text file attached is given to the model up to this many characters, then cut with "
         "a marker; 0 names text files without reading them",
     )
+    image_bytes_in_flight: int = setting(
+        "TOMORI_IMAGE_BYTES_IN_FLIGHT",
+        100_000_000,
+        integer(1, unit="bytes", maximum=100_000_000_000),
+        "most bytes of images the turns of one process hold at once (a turn holds the images it "
+        "read until it ends; its requests carry them base64-encoded, a third larger); an image "
+        "that does not fit now is left out and the model told; at least TOMORI_MAX_IMAGE_BYTES, "
+        "or larger images are never sent",
+    )
     max_text_files: int = setting(
         "TOMORI_MAX_TEXT_FILES",
         10,

@@ -4,7 +4,9 @@ Read once per turn, before any model is asked, so every pass and every fallback 
 the very same bytes and nothing is fetched twice. Bounded as a bot author sets it:
 - images (PNG, JPEG, WebP, GIF: what vision models take) up to `TOMORI_MAX_IMAGE_BYTES` each,
   and `TOMORI_MAX_IMAGES` per request, newest first, the trigger's own before history's;
-  an image's declared size is checked before it is read, and the read stops at the bound;
+  an image's declared size is checked before it is read, and the read stops at the bound; its
+  bytes are held, until the turn ends, within what the process's turns may hold at once
+  (`image_bytes.py`);
 - text files (`text/*` or a known text extension) up to `TOMORI_MAX_ATTACHMENT_CHARS` each,
   given under their name and cut with a marker that says so; `TOMORI_MAX_TEXT_FILES` per
   request and `TOMORI_MAX_TEXT_FILES_CHARS` in all, newest first, the trigger's own before
@@ -16,11 +18,11 @@ signature says, bytes that are no image are not sent as one, and a "text" file h
 bytes is named, not read. When no model of the chain takes images, none are read: the model is
 told of them as any model without vision is.
 Nothing a user sent is dropped in silence: an image or a text file left out (too large, over
-the count or the total, or unreadable) and a file that could not be read are told to the model
-in a request-only notice, and each is logged. A file read is kept a while (`file_cache.py`):
-the later turns that show its message again do not download it again. A file whose read
-failed or hung is not read again for a while (see `unreadable.py`): later turns, which show
-its message again, tell the model so at once.
+the count or the total, no room among the images held now, or unreadable) and a file that
+could not be read are told to the model in a request-only notice, and each is logged. A file
+read is kept a while (`file_cache.py`): the later turns that show its message again do not
+download it again. A file whose read failed or hung is not read again for a while (see
+`unreadable.py`): later turns, which show its message again, tell the model so at once.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from tomori.prompt.vision import unseen_images_notice
 from tomori.providers.base import ContextItem, Image, Role
 from tomori_cog.reading.fetch import TooLarge, failure, where
 from tomori_cog.reading.file_cache import FileCache
+from tomori_cog.reading.image_bytes import ImageHold
 from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
@@ -145,6 +148,7 @@ async def read_attachments(
     images: bool,
     unreadable: UnreadableFiles,
     cache: FileCache,
+    hold: ImageHold,
 ) -> TurnAttachments:
     """Read what the messages (in the order the model sees them, the trigger last) attached.
 
@@ -152,7 +156,8 @@ async def read_attachments(
     files as a user's. `images`: whether any model is sent images; if not, none is read (a
     CDN that hangs must not hold up a model that could never see the picture). `unreadable`:
     the files not to try now, to which each read that fails or hangs here is added; `cache`:
-    the files read lately, which are not downloaded again.
+    the files read lately, which are not downloaded again; `hold`: the image bytes the turn
+    holds, which its images are reserved in (its owner gives them back when the turn ends).
     """
     own_id = getattr(me, "id", None)
     found = {m.id: _candidates(m) for m in messages if m.author.id != own_id}
@@ -168,7 +173,7 @@ async def read_attachments(
     if wanted:
         async with aiohttp.ClientSession() as session, asyncio.TaskGroup() as group:
             for one in wanted:
-                group.create_task(_read(session, one, settings, unreadable, cache))
+                group.create_task(_read(session, one, settings, unreadable, cache, hold))
     _within_total(wanted, settings)
     parts = {message_id: _parts(candidates) for message_id, candidates in found.items()}
     notes = [f"{_whose(one)} {one.problem}" for one in newest_first if one.problem]
@@ -298,6 +303,7 @@ async def _read(
     settings: Settings,
     unreadable: UnreadableFiles,
     cache: FileCache,
+    hold: ImageHold,
 ) -> None:
     """Fill `one.result` (a text file's `body`), or `one.problem` (and log why) when it
     cannot be shown."""
@@ -312,17 +318,7 @@ async def _read(
         if one.text:
             await _read_text(session, one, settings.max_attachment_chars, cache)
             return
-        fetched = await cache.read(session, one.url, settings.max_image_bytes, may_cut=False)
-        kind = image_type(fetched.data)  # the bytes' own type, whatever was declared
-        if kind is not None:
-            one.result = Image(fetched.data, kind)
-        elif one.content_type:  # an attachment said to be an image, but it is not one
-            log.warning("%s of message %s is not an image: %s", one.name, one.message.id,
-                        where(one.url))  # fmt: skip
-            one.problem = "could not be read: it is not an image"
-        else:  # a link that looked like a picture: its URL is in the message text already
-            log.info("embed image %s is %r, not an image a model takes", one.name,
-                     fetched.content_type)  # fmt: skip
+        await _read_image(session, one, settings, cache, hold)
     except TooLarge:
         log.info("%s of message %s is too large to read", one.name, one.message.id)
         one.problem = _too_large(None, settings)
@@ -337,6 +333,50 @@ async def _read(
                     failure(one.url, error))  # fmt: skip
         unreadable.failed(one.url)
         one.problem = "could not be read"
+
+
+async def _read_image(
+    session: aiohttp.ClientSession,
+    one: _Wanted,
+    settings: Settings,
+    cache: FileCache,
+    hold: ImageHold,
+) -> None:
+    """Read an image within the bytes the turn may hold now: reserved before the read (its
+    size as kept or declared, else the bound), kept at its real size if it is one."""
+    bound = settings.max_image_bytes
+    reserved = cache.size(one.url, bound, may_cut=False)
+    if reserved is None:
+        reserved = bound if one.declared_size is None else min(one.declared_size, bound)
+    if not hold.reserve(reserved):
+        _no_room(one)
+        return
+    try:
+        fetched = await cache.read(session, one.url, bound, may_cut=False)
+        larger = len(fetched.data) - reserved  # than declared, within the bound
+        if larger > 0:
+            if not hold.reserve(larger):
+                _no_room(one)
+                return
+            reserved += larger
+        kind = image_type(fetched.data)  # the bytes' own type, whatever was declared
+        if kind is not None:
+            one.result = Image(fetched.data, kind)
+        elif one.content_type:  # an attachment said to be an image, but it is not one
+            log.warning("%s of message %s is not an image: %s", one.name, one.message.id,
+                        where(one.url))  # fmt: skip
+            one.problem = "could not be read: it is not an image"
+        else:  # a link that looked like a picture: its URL is in the message text already
+            log.info("embed image %s is %r, not an image a model takes", one.name,
+                     fetched.content_type)  # fmt: skip
+    finally:
+        kept = len(one.result.data) if isinstance(one.result, Image) else 0
+        hold.give_back(reserved - kept)
+
+
+def _no_room(one: _Wanted) -> None:
+    one.problem = "is left out: the bot holds as many images as it may right now"
+    log.info("%s %s", _whose(one), one.problem)
 
 
 async def _read_text(

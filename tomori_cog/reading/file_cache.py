@@ -32,6 +32,11 @@ class FileCache:
         self._kept: OrderedDict[_Key, Fetched] = OrderedDict()
         self._bytes = 0
 
+    def size(self, url: str, limit: int, *, may_cut: bool) -> int | None:
+        """How many bytes a read of `url` within `limit` gives, if it is kept; else None."""
+        found = self._kept.get((where(url), limit, may_cut))
+        return None if found is None else len(found.data)
+
     async def read(
         self, session: aiohttp.ClientSession, url: str, limit: int, *, may_cut: bool
     ) -> Fetched:
