@@ -170,7 +170,11 @@ class TomoriChat:
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        await play(stage, DiscordSurface(self._parts, stage.metrics, channel), turn, guard)
+        surface = DiscordSurface(self._parts, stage.metrics, channel)
+        try:
+            await play(stage, surface, turn, guard)
+        finally:
+            surface.release()
 
     @property
     def bot_name(self) -> str:

@@ -29,6 +29,7 @@ from tomori.locks import (
 )
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
+from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.store import Database
 from tomori.store.connect import open_database
@@ -102,6 +103,7 @@ class Runtime:
                 metrics,
                 health,
                 drawn_in,
+                UserLimitStore(database),
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()

@@ -94,6 +94,8 @@ class DiscordSurface:
         self._involved: frozenset[int] = frozenset()
         """The people the turn read (who wrote what it was shown, and whom the trigger
         named): the only users its answers may ping."""
+        self._images = parts.history.hold_images()
+        """The image bytes the turn's reading holds, until `release`."""
 
     @property
     def channel_id(self) -> str:
@@ -173,16 +175,22 @@ class DiscordSurface:
     ) -> Reading:
         history = self._parts.history
         if message is None:
-            shown = await history.read_latest(self._channel, waiting, images=images)
+            shown = await history.read_latest(
+                self._channel, waiting, images=images, hold=self._images
+            )
         else:
             shown = await history.read(
-                self._channel, message, waiting, queued=queued, images=images
+                self._channel, message, waiting, queued=queued, images=images, hold=self._images
             )
         self._involved = involved_in(shown.messages, message)
         return ChannelReading(shown, history, self._parts.bot.user)
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._parts.confirmations.ask(self._channel, ask)
+
+    def release(self) -> None:
+        """The turn is over: give back the image bytes its reading held."""
+        self._images.release()
 
     def bot_port(self) -> ChannelPort:
         parts = self._parts

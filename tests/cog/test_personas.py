@@ -162,6 +162,27 @@ async def test_an_answer_naming_another_persona_draws_it_in_within_the_budget(
     assert len(llm_server.requests) == 3
 
 
+async def test_personas_stop_answering_once_the_servers_day_is_spent_and_say_so(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, server_daily_tokens=12)
+    bot.allow_webhooks()
+    for name in ("Aria", "Bex", "Cy"):
+        await bot.persona("add", name=name, prompt=f"You are {name}.")
+    llm_server.script(answer("Cy here."), answer("Bex says hi."), answer("Aria waves."))
+    bot.say("cy, bex and aria: good morning")
+    await settle(bot)
+    assert len(llm_server.requests) == 1  # 12 tokens: the server's day is spent after Cy
+    shown = posted(discord_rest)
+    assert [(m.username, m.content) for m in shown if m.webhook_id] == [("Cy", "Cy here.")]
+    [notice] = [m.payload["embeds"][0] for m in shown if not m.webhook_id]
+    assert notice["title"] == "Daily Limit Reached"
+    assert notice["description"].startswith("This server has used the tokens it has for today")
+
+
 async def test_without_manage_webhooks_a_persona_speaks_as_the_bot_with_its_name_shown(
     open_rest_bot: OpenRestBot,
     llm_server: LLMServer,

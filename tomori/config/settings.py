@@ -461,6 +461,37 @@ class Settings:
         "a text file attached is given to the model up to this many characters, then cut with "
         "a marker; 0 names text files without reading them",
     )
+    image_bytes_in_flight: int = setting(
+        "TOMORI_IMAGE_BYTES_IN_FLIGHT",
+        100_000_000,
+        integer(1, unit="bytes", maximum=100_000_000_000),
+        "most bytes of images the turns of one process hold at once (a turn holds the images it "
+        "read until it ends; its requests carry them base64-encoded, a third larger); an image "
+        "that does not fit now is left out and the model told; at least TOMORI_MAX_IMAGE_BYTES, "
+        "or larger images are never sent",
+    )
+    max_text_files: int = setting(
+        "TOMORI_MAX_TEXT_FILES",
+        10,
+        integer(1, unit="files", maximum=1_000),
+        "most text files one request carries, newest first, the trigger's own before history's; "
+        "the model is told of those left out",
+    )
+    max_text_files_chars: int = setting(
+        "TOMORI_MAX_TEXT_FILES_CHARS",
+        100_000,
+        integer(1, unit="characters", maximum=10_000_000),
+        "most characters of text files one request carries in all, newest first: the file that "
+        "reaches it is cut there with a marker, and the model is told of those left out after it",
+    )
+    attachment_cache_bytes: int = setting(
+        "TOMORI_ATTACHMENT_CACHE_BYTES",
+        64_000_000,
+        integer(0, unit="bytes", maximum=10_000_000_000),
+        "files read for a turn are kept in memory up to this many bytes in all (the one used "
+        "least lately forgotten first), so the turns after it do not download them again; 0 "
+        "downloads every file for every turn that shows it",
+    )
     max_output_tokens: int | None = setting(
         "TOMORI_MAX_OUTPUT_TOKENS",
         None,

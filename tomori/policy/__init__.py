@@ -2,6 +2,7 @@
 
 - `limits.py`         the cooldown, daily-token and bot-loop rules, as functions of plain values
 - `limit_store.py`    each user's cooldown and tokens per server, in the shared database
+- `turn_budget.py`    the daily tokens a running turn may still spend, checked between passes
 - `overrides.py`      what admins set: channel beats server beats environment, checked
 - `override_store.py` those settings in the database: read per turn, cached for the reply rule
 - `interruptions.py`  a user's stop word, and which of their messages is a follow-up
@@ -17,6 +18,7 @@ from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Overrides, Resolved, Source, resolve
+from tomori.policy.turn_budget import TurnBudget
 
 __all__ = [
     "DIRECT_MESSAGES",
@@ -28,6 +30,7 @@ __all__ = [
     "Resolved",
     "Scope",
     "Source",
+    "TurnBudget",
     "UserLimitStore",
     "UserLimits",
     "resolve",
