@@ -104,7 +104,11 @@ class ChannelConfig:
     async def user_limits(self, guild_id: int | str | None) -> UserLimits:
         """The cooldown and daily tokens for each user of a server (None: direct messages, the
         environment's), through the cache: asked for every message a limit applies to."""
-        resolved = await self._server(guild_id, "limits")
+        return self.limits_of(await self._server(guild_id, "limits"))
+
+    def limits_of(self, resolved: Resolved) -> UserLimits:
+        """The limits a server's settings, as resolved, hold each user to, with the author's
+        budget for the whole server."""
         return UserLimits(
             resolved.cooldown_ms.value / 1000,
             resolved.daily_tokens.value,
