@@ -6,6 +6,7 @@ the conversation exactly as a channel would be.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -61,8 +62,15 @@ CONTINUED = "  "
 """What begins each further line of one message in a transcript the model reads."""
 
 
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Every line break Unicode knows (`str.splitlines`'s), \\r\\n as one: a model may read any
+of them as a new line."""
+
+
 def spoken(speaker: str, text: str) -> str:
     """`text` as `speaker` said it, for a transcript the model reads: `speaker: ` first, then
     each further line of it indented (`CONTINUED`), so that a line break inside one message,
-    or a file's text, never starts a line that reads as another speaker's ("bob: ...")."""
-    return f"{speaker}: " + text.replace("\n", "\n" + CONTINUED)
+    or a file's text, never starts a line that reads as another speaker's ("bob: ...").
+    Every kind of line break is written \\n, and none is left in the speaker's name."""
+    name = LINE_BREAKS.sub(" ", speaker)
+    return f"{name}: " + LINE_BREAKS.sub("\n" + CONTINUED, text)
