@@ -32,6 +32,7 @@ from tests.support.world import CHANNEL_ID, Person
 
 ARIA_AVATAR = "https://images.example/aria.png"
 CAROL = 3_000_000_000_000_000_333
+DAVE = 3_000_000_000_000_000_444
 
 
 async def started(
@@ -327,6 +328,32 @@ async def test_a_persona_cannot_pass_for_a_member_of_the_server(
         )
     assert "Aria joined this server" in said(await bot.persona("add", name="Aria", prompt="x"))
     assert said(await bot.persona("list")).count("**") == 2  # Aria, alone
+
+
+async def test_a_persona_cannot_pass_for_the_bot_or_a_member_in_any_look_alike(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Letters of other scripts drawn as Latin ones (a Cherokee T; DAVE in Cherokee), small
+    capitals, "rn" for an m, and the bot's name with a bot-ish word beside it all read as
+    the bot, or as a member: each is refused."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.member_joins(DAVE, "dave", global_name=None, nick=None)
+    as_the_bot = (
+        "\u13a2omori",  # Cherokee letter I, drawn as a T
+        "\u1d1b\u1d0f\u1d0d\u1d0f\u0280\u026a",  # in small capitals
+        "Tornori",
+        "Tomori Bot",
+        "Tomori-bot",
+        "Tomori (bot)",
+        "Tomori APP",
+    )
+    for name in as_the_bot:
+        refused = said(await bot.persona("add", name=name, prompt="I am the bot."))
+        assert refused == f"{name} would pass for the bot itself (Tomori).", name
+    dave = "\u13a0\u13aa\u13d9\u13ac"  # Cherokee letters A, GO, DO, GV: D, A, V, E
+    refused = said(await bot.persona("add", name=dave, prompt="I am dave."))
+    assert refused.startswith(f"{dave} would pass for a member of this server")
+    assert "no personas" in said(await bot.persona("list"))
 
 
 async def test_a_persona_cannot_pass_for_a_member_seen_speaking_lately(

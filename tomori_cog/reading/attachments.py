@@ -41,7 +41,6 @@ from typing import Any
 import aiohttp
 
 from tomori.config.settings import Settings
-from tomori.prompt.conversation import spoken
 from tomori.prompt.sniff import image_type, is_text
 from tomori.prompt.vision import unseen_images_notice
 from tomori.providers.base import ContextItem, Image, Role
@@ -86,11 +85,10 @@ class MessageParts:
     def __bool__(self) -> bool:
         return bool(self.sections or self.images)
 
-    def item(self, speaker: str, text: str) -> ContextItem:
-        """`speaker`'s message as the model sees it: custom emoji as `:name:`, then each file,
-        all of it theirs (`spoken`)."""
-        body = "\n".join([_CUSTOM_EMOJI.sub(r":\1:", text), *self.sections]).strip()
-        return ContextItem(Role.USER, spoken(speaker, body), self.images)
+    def body(self, text: str) -> str:
+        """A message's `text` as the model sees it: custom emoji as `:name:`, then each file,
+        all of it its author's (said under their name, every further line indented)."""
+        return "\n".join([_CUSTOM_EMOJI.sub(r":\1:", text), *self.sections]).strip()
 
 
 @dataclass(frozen=True, slots=True)

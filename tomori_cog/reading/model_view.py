@@ -1,7 +1,8 @@
 """What the model sees of a Discord message: the one place a message becomes a `ContextItem`.
 
 Messages are the library's own objects; the attributes read here are the same in nextcord and
-discord.py.
+discord.py. Each message's author is a `Speaker` (a member's username, a persona, a webhook's
+post), so that speakers whose names look alike are told apart (`tomori.cast.speakers`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tomori.cast.personas import unnamed
+from tomori.cast.speakers import Said, Speaker, named
 from tomori.delivery.sprite_markers import wore_sprite
 from tomori.policy.interruptions import Stops
 from tomori.prompt.conversation import spoken
 from tomori.providers.base import ContextItem, Role
-from tomori.turns.surface import BOT_VOICE, Voice
+from tomori.turns.surface import Voice
 from tomori_cog.reading.attachments import TurnAttachments
 
 Context = tuple[ContextItem, ...]
@@ -60,17 +62,13 @@ class ModelView:
         self._stops = stops
 
     def context(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
-        """The system prompt, then each message shown as `voice` sees it."""
-        items = [ContextItem(Role.SYSTEM, system_prompt)]
-        for message in shown.messages:
-            item = self.item(message, shown.attached, voice)
-            if item is not None:
-                items.append(item)
-        return tuple(items)
+        """The system prompt, then each message shown as `voice` sees it, each speaker under
+        a label no other speaker's name can pass for (`named`)."""
+        said = [self.said(message, shown.attached, voice) for message in shown.messages]
+        lines = named([line for line in said if line is not None], self._answering(voice))
+        return (ContextItem(Role.SYSTEM, system_prompt), *lines)
 
-    def item(
-        self, message: Any, attached: TurnAttachments, voice: Voice = BOT_VOICE
-    ) -> ContextItem | None:
+    def said(self, message: Any, attached: TurnAttachments, voice: Voice) -> Said | None:
         """The one place a message becomes what the model sees of it; None if nothing.
 
         A stop word that stopped an answer is not shown (see `Stops`). The cog's own messages
@@ -93,20 +91,44 @@ class ModelView:
             shown = message.author.display_name  # `Name (label)` when it wore a sprite
             speaker = shown if wore_sprite(name, shown) else name
             if poster == voice.persona:
-                return ContextItem(
-                    Role.ASSISTANT, text if speaker == name else spoken(speaker, text)
-                )
-            return ContextItem(Role.USER, spoken(speaker, text))
+                return Said(Role.ASSISTANT, text if speaker == name else spoken(speaker, text))
+            return Said(Role.USER, text, _persona(poster, speaker))
         if me is not None and message.author.id == me.id:
             text = (message.content or "")[:MAX_ITEM_CHARS]
             if not text.strip():
                 return None
             if voice.persona is None:
-                return ContextItem(Role.ASSISTANT, text)
-            return ContextItem(Role.USER, spoken(message.author.display_name, text))
+                return Said(Role.ASSISTANT, text)
+            return Said(Role.USER, text, _user(message.author))
         files = attached.of(message)
         parts = (message.clean_content or "", embed_text(message.embeds))
         shown = "\n".join(part for part in parts if part.strip())[:MAX_ITEM_CHARS]
         if not shown.strip() and not files:
             return None
-        return files.item(message.author.display_name, shown)
+        author = _webhook(message.author) if message.webhook_id else _user(message.author)
+        return Said(Role.USER, files.body(shown), author, files.images)
+
+    def _answering(self, voice: Voice) -> tuple[Speaker, ...]:
+        """Who the model answers as: no speaker may pass for it either."""
+        if voice.persona is not None:
+            return (_persona(voice.persona, voice.names.get(voice.persona, voice.persona)),)
+        me = self._bot.user
+        return () if me is None else (_user(me),)
+
+
+def _user(user: Any) -> Speaker:
+    """A Discord account as a speaker: its name shown, and its username, unique on Discord
+    (with its #discriminator where it still has one, as bots do)."""
+    discriminator = str(getattr(user, "discriminator", "0") or "0")
+    username = user.name if discriminator.strip("0") == "" else f"{user.name}#{discriminator}"
+    return Speaker(str(user.id), user.display_name, username)
+
+
+def _webhook(author: Any) -> Speaker:
+    """A post through a webhook the cog did not make (a proxy's, say): its name is whatever
+    its owner gave it, and no account is behind it to tell it by."""
+    return Speaker(f"webhook {author.display_name}", author.display_name)
+
+
+def _persona(key: str, name: str) -> Speaker:
+    return Speaker(f"persona {key}", name, kind="persona")
