@@ -355,7 +355,11 @@ async def test_a_personas_models_are_only_those_the_author_allows(
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     refused = said(await bot.persona("edit", name="Aria", models="openai:gpt-4o"))
     assert "openai:gpt-4o is not among the models this bot allows" in refused
-    assert "openai:gpt-4o" not in said(await bot.persona("list"))
+    refused = said(await bot.persona("edit", name="Aria", models="openai:test-model+vision"))
+    assert "openai:test-model may not be sent images (+vision) on this bot" in refused
+    listing = said(await bot.persona("list"))
+    assert "openai:gpt-4o" not in listing
+    assert "+vision" not in listing
 
 
 async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(

@@ -80,7 +80,7 @@ async def test_the_check_prints_the_authors_ceilings_in_force(
     env = bot_environment(
         llm_server,
         tmp_path,
-        TOMORI_ALLOWED_MODELS="openai:gpt-4o-*, gemini:*",
+        TOMORI_ALLOWED_MODELS="openai:gpt-4o-*+vision, gemini:*",
         TOMORI_USER_COOLDOWN_MS="5000",
         TOMORI_USER_DAILY_TOKENS="20000",
         TOMORI_SERVER_DAILY_TOKENS="500000",
@@ -91,7 +91,7 @@ async def test_the_check_prints_the_authors_ceilings_in_force(
     out, err = await finished(process)
     assert process.returncode == 0, out + err
     assert out.splitlines()[2] == (
-        "ok      ceilings: models a server may choose: openai:gpt-4o-*, gemini:*; "
+        "ok      ceilings: models a server may choose: openai:gpt-4o-*+vision, gemini:*; "
         "cooldown per member 5 s at least; 20000 tokens a day per member at most; "
         "500000 tokens a day per server; 2 messages waiting per member and channel; "
         "/kill: anyone"

@@ -133,7 +133,7 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
 
 def ceilings(settings: Settings, chain: ModelChain) -> str:
     """What no server's admins can lift, in one line (docs/trust.md's table, as in force)."""
-    own = [entry.label for entry in chain.entries]
+    own = {entry.label: entry.vision for entry in chain.entries}
     cooldown = settings.user_cooldown_ms
     per_member = settings.user_daily_tokens
     per_server = settings.server_daily_tokens
