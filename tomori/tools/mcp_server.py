@@ -140,7 +140,7 @@ class McpServer:
             parts = urlsplit(config.url)
             shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
             said = said.replace(config.url, shown)
-        for secret in (*config.headers.values(), *config.env.values()):
+        for secret in (*config.headers.values(), *config.env.values(), *config.filled):
             if len(secret) >= 4:
                 said = said.replace(secret, "…")
         return said
