@@ -500,6 +500,7 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     assert "        not offered (its entry leaves them out): big" in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
+    assert "no-such-server" in gone  # in full: only the author runs --check
 
 
 async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
