@@ -373,6 +373,35 @@ async def test_a_persona_cannot_pass_for_a_member_seen_speaking_lately(
         await bot.stop()
 
 
+async def test_no_log_line_carries_a_webhook_or_interaction_token(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Both libraries log each request's URL at DEBUG, and a webhook's URL holds its token (a
+    key to post as any name in the channel), an interaction's reply URL the interaction's."""
+    with caplog.at_level(logging.DEBUG):
+        bot = await started(open_rest_bot, llm_server, tmp_path)
+        bot.allow_webhooks()
+        said(await bot.persona("add", name="Aria", prompt="You are Aria."))
+        llm_server.script(answer("Hello from Aria."))
+        bot.say("aria, hello")
+        await settle(bot)
+        assert [m.username for m in posted(discord_rest)] == ["Aria"]
+    tokens = [w["token"] for w in discord_rest.webhooks_of(CHANNEL_ID)]
+    tokens += list(discord_rest.webhook_messages)  # the interactions' tokens
+    assert len(tokens) == 2
+    logged = [record.getMessage() + (record.exc_text or "") for record in caplog.records]
+    assert any("/webhooks/" in line for line in logged)  # the library logged the post
+    assert any("/interactions/" in line for line in logged)  # and the command's answer
+    for token in tokens:
+        assert not [line for line in logged if token in line]
+    await bot.stop()
+    assert logging.getLogRecordFactory() is logging.LogRecord  # taken away with the cog
+
+
 async def test_a_personas_models_are_only_those_the_author_allows(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -382,7 +411,11 @@ async def test_a_personas_models_are_only_those_the_author_allows(
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     refused = said(await bot.persona("edit", name="Aria", models="openai:gpt-4o"))
     assert "openai:gpt-4o is not among the models this bot allows" in refused
-    assert "openai:gpt-4o" not in said(await bot.persona("list"))
+    refused = said(await bot.persona("edit", name="Aria", models="openai:test-model+vision"))
+    assert "openai:test-model may not be sent images (+vision) on this bot" in refused
+    listing = said(await bot.persona("list"))
+    assert "openai:gpt-4o" not in listing
+    assert "+vision" not in listing
 
 
 async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(

@@ -390,8 +390,9 @@ class Settings:
         '{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}} or {"url": ..., '
         '"headers": {...}}}}, ${VAR} in a value read from the environment (needs the mcp '
         "extra); each server's tools offered only in the Discord servers its "
-        '"tomori": {"guilds": [...]} lists, and only those it marks read-only; a bad file '
-        "stops start-up naming the server and the field",
+        '"tomori": {"guilds": [...]} lists, and a call of one it does not mark read-only '
+        '(or that its "confirm" names) runs only once the asking member allows it; a bad '
+        "file stops start-up naming the server and the field",
     )
     mcp_result_max_chars: int = setting(
         "TOMORI_MCP_RESULT_MAX_CHARS",
