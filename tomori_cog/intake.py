@@ -73,6 +73,8 @@ class Intake:
             claimed = await self.proxies.claim(message)
             if claimed is not None:
                 original, asked = claimed
+                # the repost stands for it: not shown again, though the proxy may delete it late
+                self._parts.history.unshown.add(str(original.message_id))
                 asker = Asker(original.author_id, human=True)
                 if await self._stopped_by(message, asker):
                     return  # the member's stop word, its tags stripped by the proxy
@@ -152,13 +154,13 @@ class Intake:
         locks = await self._locks()
         # hidden from the model at once: the turn after the stopped one may read the channel
         # before the stop returns
-        self._parts.history.stops.add(str(message.id))
+        self._parts.history.unshown.add(str(message.id))
         stopped = False
         try:
             stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id))
         finally:
             if not stopped:
-                self._parts.history.stops.discard(str(message.id))
+                self._parts.history.unshown.discard(str(message.id))
         return stopped
 
     async def _follow_up_key(self, message: Any, asker: Asker, asked: TurnRequest) -> str | None:

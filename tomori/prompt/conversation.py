@@ -1,4 +1,5 @@
-"""The order a channel's messages are shown to the model in, and the turns they make.
+"""The order a channel's messages are shown to the model in, which are not, and the turns
+they make.
 
 The cog's Discord channels and the terminal console share it, so a console session is shown
 the conversation exactly as a channel would be.
@@ -7,6 +8,7 @@ the conversation exactly as a channel would be.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -33,6 +35,29 @@ def in_time_order(
             before.setdefault(message.id, message)
     shown = sorted(before.values(), key=lambda message: message.id)
     return shown if trigger is None else [*shown, trigger]
+
+
+class Unshown:
+    """Messages the model is never shown, though the channel still holds them, the latest
+    `keep`: a stop word that stopped an answer ("stop" read as conversation would tell the
+    next answer to stop), and a member's original that a proxy's repost stands for (PluralKit
+    reposts before it deletes: shown both, the model reads the member twice, under two names).
+    Only this process's: what another process saw is shown as it is."""
+
+    def __init__(self, keep: int = 1_024) -> None:
+        self._keep = keep
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, message_id: str) -> None:
+        self._ids[message_id] = None
+        while len(self._ids) > self._keep:
+            self._ids.popitem(last=False)
+
+    def discard(self, message_id: str) -> None:
+        self._ids.pop(message_id, None)
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._ids
 
 
 TURN_JOINER = "\n"

@@ -19,8 +19,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from tomori.config.settings import Settings
-from tomori.policy.interruptions import Stops
-from tomori.prompt.conversation import in_time_order
+from tomori.prompt.conversation import Unshown, in_time_order
 from tomori.providers.base import ContextItem
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
@@ -65,9 +64,10 @@ class HistoryReader:
         """The files read lately: a message's files are downloaded once, not every turn."""
         self._images = ImageBytes(settings.image_bytes_in_flight)
         """The image bytes every turn of the cog holds at once."""
-        self.stops = Stops()
-        """The stop words that stopped an answer: no turn shows them to the model."""
-        self.view = ModelView(bot, self.stops)
+        self.unshown = Unshown()
+        """Messages no turn shows the model (a stop word that stopped an answer, a proxied
+        original), however the history was read."""
+        self.view = ModelView(bot)
         self._memory = memory
         self._pacing = pacing
         """Every read waits its turn in the bot's request budget, behind what users wait on."""
@@ -100,7 +100,7 @@ class HistoryReader:
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
-        shown = in_time_order(recent.values(), earlier, trigger, waiting)
+        shown = self._shown(in_time_order(recent.values(), earlier, trigger, waiting))
         attached = await read_attachments(
             shown,
             self._settings,
@@ -123,7 +123,9 @@ class HistoryReader:
         else:
             recent = {message.id: message for message in window.before}
         starter = await self._thread_starter(channel, recent)
-        shown = in_time_order(recent.values(), [starter] if starter else [], None, waiting)
+        shown = self._shown(
+            in_time_order(recent.values(), [starter] if starter else [], None, waiting)
+        )
         attached = await read_attachments(
             shown,
             self._settings,
@@ -134,6 +136,10 @@ class HistoryReader:
             hold=hold,
         )
         return Shown(shown, attached)
+
+    def _shown(self, messages: list[Any]) -> list[Any]:
+        """`messages` less the ones never shown (`unshown`), before their files are read."""
+        return [message for message in messages if str(message.id) not in self.unshown]
 
     async def _remembered(self, channel: Any, trigger: Any | None) -> Window | None:
         """What memory holds around the trigger (None: now), if it holds the whole history

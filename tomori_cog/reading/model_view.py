@@ -14,7 +14,6 @@ from typing import Any
 from tomori.cast.personas import unnamed
 from tomori.cast.speakers import Said, Speaker, named
 from tomori.delivery.sprite_markers import wore_sprite
-from tomori.policy.interruptions import Stops
 from tomori.prompt.conversation import spoken
 from tomori.providers.base import ContextItem, Role
 from tomori.turns.surface import Voice
@@ -54,12 +53,10 @@ class Shown:
 
 
 class ModelView:
-    """Messages as the model is shown them, by the bot (`bot.user` is its own) in a cog whose
-    `stops` are the stop words that stopped an answer (never shown)."""
+    """Messages as the model is shown them, by the bot (`bot.user` is its own)."""
 
-    def __init__(self, bot: Any, stops: Stops) -> None:
+    def __init__(self, bot: Any) -> None:
         self._bot = bot
-        self._stops = stops
 
     def context(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
         """The system prompt, then each message shown as `voice` sees it, each speaker under
@@ -71,16 +68,14 @@ class ModelView:
     def said(self, message: Any, attached: TurnAttachments, voice: Voice) -> Said | None:
         """The one place a message becomes what the model sees of it; None if nothing.
 
-        A stop word that stopped an answer is not shown (see `Stops`). The cog's own messages
-        are the assistant's turns, by their text alone: the embeds it posts are its notices,
-        which are for the people in the channel, not the model. Anyone else's embeds (another
-        bot's, a link preview) add their title and description. A persona's messages are the
-        assistant's to that persona, and named to any other voice, as the bot's are once a
-        persona answers (see `Voice`); one that wore a sprite starts with its marker,
+        Which messages are shown at all is the reader's (`HistoryReader`). The cog's own
+        messages are the assistant's turns, by their text alone: the embeds it posts are its
+        notices, which are for the people in the channel, not the model. Anyone else's embeds
+        (another bot's, a link preview) add their title and description. A persona's messages
+        are the assistant's to that persona, and named to any other voice, as the bot's are
+        once a persona answers (see `Voice`); one that wore a sprite starts with its marker,
         `Name (label): `, as the model wrote it.
         """
-        if str(message.id) in self._stops:
-            return None
         me = self._bot.user
         poster = voice.posters.get(str(message.id))
         if poster is not None:
