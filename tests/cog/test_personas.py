@@ -29,7 +29,13 @@ from tests.support.rest_bots import (
     user_message,
 )
 from tests.support.scripts import answer, finished
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.world import (
+    CHANNEL_ID,
+    CHANNEL_IDS,
+    GUILD_ID,
+    Person,
+    channel_allowing_the_bot,
+)
 from tests.support.write_lock import write_lock_held
 
 ARIA_AVATAR = "https://images.example/aria.png"
@@ -375,6 +381,37 @@ async def test_a_reply_to_a_persona_message_the_store_forgot_is_answered_by_the_
     await settle(bot)
     later = posted(discord_rest)[1]
     assert (later.username, later.content) == ("Aria", "Another song.")
+
+
+async def test_the_webhooks_of_channels_discord_says_are_gone_are_forgotten(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """A row per channel the personas ever spoke in would otherwise outlive the channels: a
+    deleted channel's row goes (CHANNEL_DELETE), and every row of a server the bot left
+    (GUILD_DELETE)."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Hello here."), answer("Hello there."))
+    for channel in CHANNEL_IDS[:2]:
+        bot.allow_webhooks(channel)
+        bot.say("Aria, hi", channel=channel)
+        async with asyncio.timeout(10):
+            await bot.settled(channel)
+    database = sqlite_database(tmp_path)
+    stored = "SELECT channel_id FROM channel_webhooks ORDER BY channel_id"
+    assert await database.rows(stored) == [(str(CHANNEL_IDS[0]),), (str(CHANNEL_IDS[1]),)]
+
+    bot.bot._connection.parse_channel_delete(channel_allowing_the_bot(0, CHANNEL_IDS[0]))
+    async with asyncio.timeout(10):
+        while await database.rows(stored) != [(str(CHANNEL_IDS[1]),)]:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    bot.bot._connection.parse_guild_delete({"id": str(GUILD_ID)})  # the bot was removed
+    async with asyncio.timeout(10):
+        while await database.rows(stored):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
 
 async def test_persona_commands_check_and_list(
