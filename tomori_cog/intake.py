@@ -24,6 +24,7 @@ from tomori.delivery.notices import (
     Notice,
     cleared_by_kill,
     post_notice_safely,
+    respond_dropped,
 )
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
@@ -183,11 +184,15 @@ class Intake:
 
     async def tell_expired(self, trigger: Trigger) -> None:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
-        one the channel answers on its own stays silent (the log says it)."""
+        one the channel answers on its own stays silent (the log says it). A command's turn
+        has no message: the channel hears so, naming a `/respond`'s asker."""
         self._parts.live_messages.take(trigger.message_id or "")
         request = TurnRequest.of(trigger)
         if request.scene is not None:
             await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
+            return
+        if request.respond is not None and trigger.requester_id is not None:
+            await self._tell_channel(trigger.channel_id, respond_dropped(trigger.requester_id))
             return
         if not request.surfaces_errors or trigger.message_id is None:
             log.info(

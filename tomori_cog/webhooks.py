@@ -178,6 +178,19 @@ class Webhooks:
                     "channel %s: could not forget webhook %s: %r", home.id, webhook.id, error
                 )
 
+    async def channels_gone(self, channel_ids: Collection[int]) -> None:
+        """Discord says these channels are gone (deleted, or the bot left their server): their
+        webhooks went with them, and their rows are forgotten (a row per channel would
+        otherwise outlive every channel the bot ever posted in)."""
+        for channel_id in channel_ids:
+            self._by_channel.pop(channel_id, None)
+        try:
+            store = await self._opened_store()
+            if store is not None:
+                await store.forget_channels(str(channel_id) for channel_id in channel_ids)
+        except Exception as error:
+            log.warning("could not forget the webhooks of channels gone: %r", error)
+
     async def _opened_store(self) -> WebhookStore | None:
         """The store, its key the bot's token (None: not started, or not logged in); the
         first time, the tokens an earlier version stored in clear are sealed."""

@@ -14,9 +14,10 @@ import pytest
 
 from tests.support.bots import Library
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
-from tests.support.databases import DatabaseUnderTest
-from tests.support.discord_rest import DiscordRestServer
-from tests.support.llm_server import LLMServer
+from tests.support.databases import DatabaseUnderTest, sqlite_database
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer
+from tests.support.llm_server import LLMServer, Reply, sse, until_set
+from tests.support.openai_wire import chunk
 from tests.support.rest_bots import (
     OpenRestBot,
     RestBot,
@@ -27,8 +28,15 @@ from tests.support.rest_bots import (
     start_rest_bot,
     user_message,
 )
-from tests.support.scripts import answer
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.scripts import answer, finished
+from tests.support.world import (
+    CHANNEL_ID,
+    CHANNEL_IDS,
+    GUILD_ID,
+    Person,
+    channel_allowing_the_bot,
+)
+from tests.support.write_lock import write_lock_held
 
 ARIA_AVATAR = "https://images.example/aria.png"
 CAROL = 3_000_000_000_000_000_333
@@ -293,6 +301,118 @@ async def test_a_reply_to_a_personas_message_is_answered_by_it_from_another_proc
     assert (later.username, later.content) == ("Aria", "Another song.")
     assert later.webhook_id == earlier.webhook_id
     assert discord_rest.requests_by_route["webhook_create"] == 1
+
+
+def logged(caplog: pytest.LogCaptureFixture, words: str) -> bool:
+    return any(words in record.getMessage() for record in caplog.records)
+
+
+def reply_to(message: ChannelMessage, text: str) -> dict[str, Any]:
+    """A member's reply to `message` that names no one, as Discord sends it (the message it
+    replies to along)."""
+    payload = user_message(text, channel=CHANNEL_ID)
+    payload["message_reference"] = {"message_id": str(message.id), "channel_id": str(CHANNEL_ID)}
+    payload["referenced_message"] = message.payload
+    return payload
+
+
+async def test_a_persona_message_recorded_through_a_database_blip_is_answered_when_replied_to(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another connection holds SQLite's write lock past the busy timeout just as the persona's
+    answer ends: the record of who posted it waits the blip out instead of being dropped."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, db_busy_timeout_ms=100)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    release = asyncio.Event()
+    song = "A song for you."
+    llm_server.script(
+        Reply(body=[sse(chunk(f"{song}\n\n")), until_set(release), *finished(song)]),
+        answer("Another song."),
+    )
+    bot.say("Aria, sing")
+    async with asyncio.timeout(10):
+        while not posted(discord_rest):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    with caplog.at_level(logging.WARNING):
+        async with write_lock_held(tmp_path / "tomori.db"):
+            release.set()  # the answer ends: its record meets the lock
+            async with asyncio.timeout(10):  # it failed once (and is retried, or dropped)
+                while not logged(caplog, "Aria's messages"):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+        await settle(bot)
+
+    (sung,) = posted(discord_rest)
+    recorded = await sqlite_database(tmp_path).rows("SELECT name_key FROM persona_messages")
+    assert recorded == [("aria",)]
+    payload = reply_to(sung, "and another?")
+    discord_rest.add_message(payload)
+    arrive(bot.bot, payload)
+    await settle(bot)
+    later = posted(discord_rest)[1]
+    assert (later.username, later.content) == ("Aria", "Another song.")
+
+
+async def test_a_reply_to_a_persona_message_the_store_forgot_is_answered_by_the_name_shown(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Its record gone (kept for a while only, or lost to an outage longer than a blip), a
+    message the bot's webhook posted still names its persona: the reply is answered by it."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.sprite("add", persona="Aria", label="happy", avatar=ARIA_AVATAR)
+    llm_server.script(answer("Aria (happy): A song."), answer("Another song."))
+    bot.say("Aria, sing")
+    await settle(bot)
+    (sung,) = posted(discord_rest)
+    assert sung.username == "Aria (happy)"
+    await sqlite_database(tmp_path).execute("DELETE FROM persona_messages")
+
+    payload = reply_to(sung, "and another?")
+    discord_rest.add_message(payload)
+    arrive(bot.bot, payload)
+    await settle(bot)
+    later = posted(discord_rest)[1]
+    assert (later.username, later.content) == ("Aria", "Another song.")
+
+
+async def test_the_webhooks_of_channels_discord_says_are_gone_are_forgotten(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """A row per channel the personas ever spoke in would otherwise outlive the channels: a
+    deleted channel's row goes (CHANNEL_DELETE), and every row of a server the bot left
+    (GUILD_DELETE)."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Hello here."), answer("Hello there."))
+    for channel in CHANNEL_IDS[:2]:
+        bot.allow_webhooks(channel)
+        bot.say("Aria, hi", channel=channel)
+        async with asyncio.timeout(10):
+            await bot.settled(channel)
+    database = sqlite_database(tmp_path)
+    stored = "SELECT channel_id FROM channel_webhooks ORDER BY channel_id"
+    assert await database.rows(stored) == [(str(CHANNEL_IDS[0]),), (str(CHANNEL_IDS[1]),)]
+
+    bot.bot._connection.parse_channel_delete(channel_allowing_the_bot(0, CHANNEL_IDS[0]))
+    async with asyncio.timeout(10):
+        while await database.rows(stored) != [(str(CHANNEL_IDS[1]),)]:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    bot.bot._connection.parse_guild_delete({"id": str(GUILD_ID)})  # the bot was removed
+    async with asyncio.timeout(10):
+        while await database.rows(stored):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
 
 async def test_persona_commands_check_and_list(

@@ -40,12 +40,13 @@ from tests.support.world import (
     Person,
     channel_allowing_the_bot,
 )
+from tests.support.world import (
+    MANAGE_GUILD as MANAGE_GUILD,
+)
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.chat import TomoriChat
-
-MANAGE_GUILD = 1 << 5
 
 BOT_USER = user_payload(BOT_ID, "Tomori", bot=True)
 """The bot's user, as `GET /users/@me` answers it."""

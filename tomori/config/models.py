@@ -118,6 +118,12 @@ class Credentials:
     def __repr__(self) -> str:  # never print a key, even in a traceback's locals
         return f"Credentials(api_key='***', base_url={redacted(self.base_url)!r})"
 
+    @property
+    def endpoint(self) -> str:
+        """Where its models are asked, in words safe to keep in the database: the base URL
+        without any user:password part, or "" for the provider's own."""
+        return redacted(self.base_url) or ""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelChain:

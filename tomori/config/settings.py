@@ -544,6 +544,13 @@ class Settings:
         "model of the chain) until a probe, this long after, finds it answering again; one "
         "probe at a time across every process; 0 never skips a model",
     )
+    token_usage_days: int = setting(
+        "TOMORI_TOKEN_USAGE_DAYS",
+        2,
+        integer(2, unit="days", maximum=36_500),
+        "how long the database keeps each turn's tokens (its token_usage table): the daily "
+        "limits and /tomori status read one day back; keep them longer to bill from them",
+    )
 
     def __post_init__(self) -> None:
         """Check every field as its variable would be checked: same parser, same bounds. A

@@ -11,6 +11,7 @@
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 - `tools_admin.py`    `/tomori tools`, the same way
+- `retention.py`      how long the tables that grow with use keep their rows, and the sweep
 """
 
 from tomori.config.scope import Scope
@@ -18,6 +19,7 @@ from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Overrides, Resolved, Source, resolve
+from tomori.policy.retention import Retention
 from tomori.policy.turn_budget import TurnBudget
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "Overrides",
     "Refusal",
     "Resolved",
+    "Retention",
     "Scope",
     "Source",
     "TurnBudget",

@@ -9,6 +9,7 @@ not say who posted a message, or could not record it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,11 +23,16 @@ from tomori.monitoring.metrics import Metrics
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.turn_budget import TurnBudget
+from tomori.store.retry import until_not_busy
 from tomori.tools.registry import ToolRegistry
 from tomori.tools.switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig
 
 log = logging.getLogger(__name__)
+
+RECORD_PATIENCE_S = 10.0
+"""How long a turn's end waits for the database to take which persona posted its messages: a
+blip (a busy SQLite past its busy timeout, PostgreSQL failing over), not an outage."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -94,12 +100,21 @@ class Stage:
     async def record_posted(
         self, guild_id: str, channel_id: str, persona: Persona, state: TurnState
     ) -> None:
-        """Keep which messages the persona posted: a reply to one is answered by it."""
+        """Keep which messages the persona posted: a reply to one is answered by it, and the
+        history shows the models who said what. A blip of the database (busy, or briefly out
+        of reach) is waited out for `RECORD_PATIENCE_S`; past it the record is given up,
+        logged (a reply to a webhook's message still finds its persona by the name shown)."""
         if not state.delivered:
             return
         ids = [m.message_id for m in state.delivered]
+        patience = time.monotonic() + RECORD_PATIENCE_S
         try:
-            await self.personas.posted(guild_id, channel_id, persona, ids)
+            await until_not_busy(
+                f"recording {persona.name}'s messages {ids} in channel {channel_id}",
+                lambda: self.personas.posted(guild_id, channel_id, persona, ids),
+                self.personas.is_transient,
+                keep_trying=lambda: time.monotonic() < patience,
+            )
         except Exception as error:
             log.warning(
                 "channel %s: could not record %s's messages %s: %r",
