@@ -106,6 +106,26 @@ async def test_the_model_calls_a_stdio_servers_tool_and_answers_with_its_result(
 
 
 @only_on("nextcord", ON_ONE_LIBRARY)
+async def test_a_stdio_servers_stderr_goes_to_its_own_logger_line_by_line(
+    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not the bot's terminal: the log, each line named by its server (tomori.mcp.NAME)."""
+    config, _ = stdio_config(tmp_path)
+    with caplog.at_level(logging.INFO, logger="tomori.mcp"):
+        bot = await start(open_bot, llm_server, tmp_path, config)
+        llm_server.script(tool_call("tests__echo", '{"text": "hi"}'), answer("Done."))
+        await bot.say(f"{bot.mention()} echo hi")
+        await bot.settled()
+        await until(lambda: "[tests] tomori-test: echo hi" in caplog.messages)
+    assert [
+        (r.name, r.levelname, r.message) for r in caplog.records if "tomori-test" in r.message
+    ] == [
+        ("tomori.mcp.tests", "INFO", "[tests] tomori-test: serving on stdio"),
+        ("tomori.mcp.tests", "INFO", "[tests] tomori-test: echo hi"),
+    ]
+
+
+@only_on("nextcord", ON_ONE_LIBRARY)
 async def test_a_servers_new_tool_is_offered_once_it_says_its_tools_changed(
     open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -15,7 +15,14 @@ import pytest
 from tests.support.bot_script import BOT
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, drop, sse
-from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
+from tests.support.mcp_servers import (
+    DYING_CODE,
+    DYING_WORDS,
+    ROOT,
+    ROOT_VARIABLE,
+    exits_at_once,
+    stdio_config,
+)
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent
 from tomori.config.settings import DatabaseUrl
@@ -513,3 +520,23 @@ async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
     assert process.returncode == 2
     assert "server 'search': field 'url' names ${SEARCH_KEY}, which is not set" in err
     assert err.count("\n") == 1
+
+
+async def test_an_mcp_server_that_exits_at_once_is_said_once_with_its_code_and_last_words(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"dies": exits_at_once(tmp_path / "dies")}}))
+    env = bot_environment(llm_server, tmp_path, TOMORI_MCP_CONFIG=str(config))
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    lines = out.splitlines()
+    at = lines.index(
+        f"FAILED  MCP server dies: it exited with code {DYING_CODE} as it started; its last "
+        f"lines on stderr:"
+    )
+    assert lines[at + 1 : at + 3] == [f"        {line}" for line in DYING_WORDS]
+    assert out.count(DYING_WORDS[0]) == 1
+    assert DYING_WORDS[0] not in err  # the server's stderr is not the check's

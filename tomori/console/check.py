@@ -122,9 +122,12 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
                 if withheld:
                     left_out = ", ".join(withheld)
                     print(f"        not offered (its entry leaves them out): {left_out}", file=out)
-            else:
-                why = server.failure or f"not ready within {START_TIMEOUT_S:g} s"
-                print(f"FAILED  MCP server {server.name}: {why}", file=out)
+            else:  # why its first start failed: it may be starting again by now
+                why = server.last_failure or f"not ready within {START_TIMEOUT_S:g} s"
+                said = "; its last lines on stderr:" if server.last_words else ""
+                print(f"FAILED  MCP server {server.name}: {why}{said}", file=out)
+                for line in server.last_words:
+                    print(f"        {line}", file=out)
                 fine = False
         return fine
     finally:

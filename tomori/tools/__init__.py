@@ -3,6 +3,7 @@
 - `registry.py`   `Tool`, `ToolOutput`, `ToolFailure`, `ToolRegistry`, the built-in `current_time`
 - `mcp.py`        `McpTools`: the MCP servers' tools as the model sees them, results bounded
 - `mcp_server.py` `McpServer`: one server's connection owned by a task, restarted after backoff
+- `mcp_stdio.py`  `StdioRun`: one start of a stdio server, its stderr to the log, its exit code
 - `log_redaction.py` MCP servers' URLs and headers kept out of every log line
 - `confirmation.py` a call that may change things waits for its asker's yes: who may answer,
                   what they are shown, what the model is told
