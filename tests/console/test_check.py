@@ -77,7 +77,8 @@ async def test_a_working_model_answers_and_the_check_passes(
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
     assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
-    assert [tool["function"]["name"] for tool in sent["tools"]] == ["current_time"]
+    offered = [tool["function"]["name"] for tool in sent["tools"]]
+    assert offered == ["current_time", "read_message"]  # the tools a turn offers
 
 
 async def test_the_check_prints_the_authors_ceilings_in_force(
@@ -136,8 +137,11 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
         "the provider said: Incorrect API key provided: ***"
     )
     assert failed[2] == (
-        "FAILED  openai:no-tools: tools refused: the model takes no tools (TOMORI_TOOLS= offers "
-        "none): the provider said: this model does not support tools"
+        "FAILED  openai:no-tools: tools refused: the model takes no tools, and a turn offers it "
+        "2 tools (current_time, read_message), so every turn would fail on it: offer none "
+        "(TOMORI_TOOLS names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP "
+        "servers'), or choose a model that takes them: the provider said: this model does not "
+        "support tools"
     )
     assert failed[3] == (
         "FAILED  openai:stuck: timed out before the first token (waited 1 s: "
@@ -507,6 +511,56 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     assert "        not offered (its entry leaves them out): big" in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
+
+
+def takes_few_tools(request: SeenRequest) -> Reply:
+    """A server that takes no tools for one model, and at most three for another."""
+    offered = len(request.body.get("tools", []))
+    if request.body["model"] == "none" and offered:
+        return Reply(400, json_body={"error": {"message": "tools are not supported"}})
+    if offered > 3:
+        message = f"Invalid 'tools': array too long. Expected at most 3, got {offered}"
+        return Reply(400, json_body={"error": {"message": message}})
+    return answer("ready")
+
+
+async def test_each_model_is_asked_with_the_tools_a_turn_offers_mcp_servers_included(
+    tmp_path: Path,
+) -> None:
+    """No built-in tool (TOMORI_TOOLS=), and an MCP server's tools offered: a model that takes
+    none, or fewer, would fail every turn, so it fails the check, saying so."""
+    config, _ = stdio_config(tmp_path, {"guilds": ["*"], "tools": ["echo", "hang", "big", "grow"]})
+    server = LLMServer(default=takes_few_tools)
+    await server.start()
+    try:
+        env = bot_environment(
+            server,
+            tmp_path,
+            TOMORI_MODELS="openai:none,openai:small",
+            TOMORI_TOOLS="",
+            TOMORI_MCP_CONFIG=str(config),
+            **{ROOT_VARIABLE: str(ROOT)},
+        )
+        process = await start_bot("--check", env=env)
+        out, err = await finished(process)
+    finally:
+        await server.close()
+    assert process.returncode == 1, out + err
+    names = "tests__echo, tests__hang, tests__grow, tests__big"
+    fix = (
+        "(TOMORI_TOOLS names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP "
+        "servers'), or choose a model that takes them"
+    )
+    assert [line for line in out.splitlines() if line.startswith("FAILED")] == [
+        f"FAILED  openai:none: tools refused: the model takes no tools, and a turn offers it 4 "
+        f"tools ({names}), so every turn would fail on it: offer none {fix}: the provider said: "
+        f"tools are not supported",
+        f"FAILED  openai:small: tools refused: the model refused the 4 tools a turn offers "
+        f"({names}), so every turn would fail on it: offer fewer {fix}: the provider said: "
+        f"Invalid 'tools': array too long. Expected at most 3, got 4",
+    ]
+    sent = {tool["function"]["name"] for tool in server.requests[0].body["tools"]}
+    assert sent == {"tests__echo", "tests__hang", "tests__grow", "tests__big"}
 
 
 async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
