@@ -406,7 +406,7 @@ async def test_with_a_token_it_logs_in_reads_the_intent_and_prints_the_invite(
     assert out.splitlines()[-3:] == [
         "ok      discord: logged in as tomori",
         "ok      discord: the Message Content intent is granted",
-        "invite  https://discord.com/oauth2/authorize?client_id=4242&permissions=274877991936"
+        "invite  https://discord.com/oauth2/authorize?client_id=4242&permissions=275414862848"
         "&scope=bot+applications.commands",
     ]
     assert requests[0].headers["authorization"] == f"Bot {token}"
