@@ -80,7 +80,12 @@ class StdioRun:
         read_fd, write_fd = os.pipe()
         reading = os.fdopen(read_fd, "rb", buffering=0)
         errlog: TextIO = os.fdopen(write_fd, "w")
-        transport, _ = await loop.connect_read_pipe(lambda: self._lines, reading)
+        try:
+            transport, _ = await loop.connect_read_pipe(lambda: self._lines, reading)
+        except BaseException:
+            reading.close()
+            errlog.close()
+            raise
         spawned: list[Any] = []
         token = _SPAWNED.set(spawned)
         try:
