@@ -44,6 +44,7 @@ BOTS = {
 
 
 SNIPPETS = (
+    ("docs/configuration.md", "Settings"),
     ("docs/extending.md", "Your own tools"),
     ("docs/operations.md", "Many channels at once"),
     ("docs/operations.md", "An address in code"),

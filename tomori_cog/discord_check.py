@@ -28,6 +28,7 @@ INVITE_PERMISSIONS = {
     "Embed Links": 1 << 14,  # the notices are embeds (timeout, fallback, /kill)
     "Read Message History": 1 << 16,  # the history, the reply chain; replies to a message
     "Send Messages in Threads": 1 << 38,  # answering in threads and forum posts
+    "Manage Webhooks": 1 << 29,  # personas speak through a webhook of the channel's
 }
 """What the cog does and nothing more. No Attach Files: it posts no file. No Use Application
 Commands: that permission is for members using commands; /kill reaches the bot through the

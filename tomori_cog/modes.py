@@ -16,9 +16,12 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.check import run_check
 from tomori.console.session import run_console
+from tomori.providers.base import ToolSpec
 from tomori.store import StoreError
 from tomori.tools.mcp import mcp_tools_for
+from tomori.tools.registry import CURRENT_TIME
 from tomori_cog.discord_check import check_discord
+from tomori_cog.reading.message_tool import READ_MESSAGE
 from tomori_cog.variables import refusal, shards_without_a_shared_database, unread_variables
 
 CONSOLE_HELP = "chat with the bot in this terminal, without Discord (no DISCORD_TOKEN needed)"
@@ -67,6 +70,7 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
                         for line in [shards_without_a_shared_database(os.environ, settings)]
                         if line
                     ],
+                    builtin=builtin_tools(settings),
                 )
             )
         for line in unread_variables(os.environ):  # before the chat, which would hide it
@@ -77,3 +81,8 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
         return 2
     except KeyboardInterrupt:
         return INTERRUPTED
+
+
+def builtin_tools(settings: Settings) -> tuple[ToolSpec, ...]:
+    """The cog's built-in tools `TOMORI_TOOLS` names, as a turn in a channel offers them."""
+    return tuple(tool for tool in (CURRENT_TIME.spec, READ_MESSAGE) if tool.name in settings.tools)

@@ -34,6 +34,7 @@ from tomori.policy.limits import BotTurns
 from tomori.policy.retention import Retention
 from tomori.store import Database
 from tomori.store.connect import open_database
+from tomori.tools.registry import CURRENT_TIME
 from tomori.tools.switches import BotTools, ToolSwitchStore
 from tomori.turns import ChannelConfig, Stage
 from tomori_cog.surface import DiscordParts
@@ -154,7 +155,8 @@ def _model_health(
         if provider is None:
             return None
         entry = ModelEntry(provider_name, model)
-        return (await probe(entry, provider, settings, base_url=None)).answered
+        tools = (CURRENT_TIME.spec,) if settings.tools else ()  # does it take tools at all
+        return (await probe(entry, provider, settings, None, tools)).answered
 
     health = ModelHealthStore(
         database,

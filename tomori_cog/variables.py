@@ -229,18 +229,36 @@ PAGE_SETTINGS = """
 ## Settings
 
 Each is a field of `Settings` (from `tomori_cog`), which code can build instead of the
-environment: `add_tomori(bot, settings=Settings(history_limit=10))`. A `Settings(...)` built in
-code is checked by the very same rules and raises `ConfigError` naming the field. Durations are
-in milliseconds. A field holds its own type (`delivery=Delivery.EDIT`,
-`kill_policy=KillPolicy.REQUESTER`, `channels=frozenset({...})`, `db_path=Path(...)`;
-`Delivery` and `KillPolicy` from `tomori_cog`), and takes the plain forms too, which it stores
-as that type: `delivery="edit"`, `channels=[1, 2]` (any list, tuple or set),
-`db_path="tomori.db"`, `temperature=1`, `db_url="postgresql://..."`. `db_url` holds a
-`DatabaseUrl` (from `tomori_cog` or `tomori.config.settings`;
-`DatabaseUrl.parse("postgresql://...")` reads one by `TOMORI_DB_URL`'s rule), whose text and
-repr show the password as `***`; its `dsn()` alone gives the real address. `TOMORI_DB_URL`'s
-TLS options are in [PostgreSQL](operations.md#postgresql); the per-user limits, and how a
-server's admins override them, in [Limits](behaviour.md#limits).
+environment. A `Settings(...)` built in code is checked by the very same rules and raises
+`ConfigError` naming the field. Durations are in milliseconds. Give each field its own type, as
+here (`Delivery`, `KillPolicy` and `DatabaseUrl` come from `tomori_cog`), and your own
+`mypy --strict` accepts it:
+
+```python
+from pathlib import Path
+
+from tomori_cog import DatabaseUrl, Delivery, KillPolicy, Settings, add_tomori
+
+settings = Settings(
+    history_limit=10,
+    delivery=Delivery.EDIT,
+    kill_policy=KillPolicy.ANYONE,
+    channels=frozenset({123456789012345678}),
+    db_path=Path("tomori.db"),
+    db_url=DatabaseUrl.parse("postgresql://tomori:secret@db.internal/tomori"),
+    temperature=0.7,
+)
+add_tomori(bot, settings=settings)  # await it on discord.py
+```
+
+A value read at run time from somewhere else may come in a plain form, which `Settings` takes
+too and stores as the field's type: a choice's text (`"edit"`), any list, tuple or set for a
+set, text for a path or an address, a whole number for a decimal. A type checker refuses those
+forms in code it checks (the field says `Delivery`, not `str`): write the typed ones. `db_url`
+holds a `DatabaseUrl` (`DatabaseUrl.parse(...)` reads one by `TOMORI_DB_URL`'s rule), whose
+text and repr show the password as `***`; its `dsn()` alone gives the real address.
+`TOMORI_DB_URL`'s TLS options are in [PostgreSQL](operations.md#postgresql); the per-user
+limits, and how a server's admins override them, in [Limits](behaviour.md#limits).
 
 """
 

@@ -15,7 +15,14 @@ import pytest
 from tests.support.bot_script import BOT
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, drop, sse
-from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
+from tests.support.mcp_servers import (
+    DYING_CODE,
+    DYING_WORDS,
+    ROOT,
+    ROOT_VARIABLE,
+    exits_at_once,
+    stdio_config,
+)
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, silent
 from tomori.config.settings import DatabaseUrl
@@ -70,7 +77,8 @@ async def test_a_working_model_answers_and_the_check_passes(
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
     assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
-    assert [tool["function"]["name"] for tool in sent["tools"]] == ["current_time"]
+    offered = [tool["function"]["name"] for tool in sent["tools"]]
+    assert offered == ["current_time", "read_message"]  # the tools a turn offers
 
 
 async def test_the_check_prints_the_authors_ceilings_in_force(
@@ -129,8 +137,11 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
         "the provider said: Incorrect API key provided: ***"
     )
     assert failed[2] == (
-        "FAILED  openai:no-tools: tools refused: the model takes no tools (TOMORI_TOOLS= offers "
-        "none): the provider said: this model does not support tools"
+        "FAILED  openai:no-tools: tools refused: the model takes no tools, and a turn offers it "
+        "2 tools (current_time, read_message), so every turn would fail on it: offer none "
+        "(TOMORI_TOOLS names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP "
+        "servers'), or choose a model that takes them: the provider said: this model does not "
+        "support tools"
     )
     assert failed[3] == (
         "FAILED  openai:stuck: timed out before the first token (waited 1 s: "
@@ -395,7 +406,7 @@ async def test_with_a_token_it_logs_in_reads_the_intent_and_prints_the_invite(
     assert out.splitlines()[-3:] == [
         "ok      discord: logged in as tomori",
         "ok      discord: the Message Content intent is granted",
-        "invite  https://discord.com/oauth2/authorize?client_id=4242&permissions=274877991936"
+        "invite  https://discord.com/oauth2/authorize?client_id=4242&permissions=275414862848"
         "&scope=bot+applications.commands",
     ]
     assert requests[0].headers["authorization"] == f"Bot {token}"
@@ -503,6 +514,56 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     assert "no-such-server" in gone  # in full: only the author runs --check
 
 
+def takes_few_tools(request: SeenRequest) -> Reply:
+    """A server that takes no tools for one model, and at most three for another."""
+    offered = len(request.body.get("tools", []))
+    if request.body["model"] == "none" and offered:
+        return Reply(400, json_body={"error": {"message": "tools are not supported"}})
+    if offered > 3:
+        message = f"Invalid 'tools': array too long. Expected at most 3, got {offered}"
+        return Reply(400, json_body={"error": {"message": message}})
+    return answer("ready")
+
+
+async def test_each_model_is_asked_with_the_tools_a_turn_offers_mcp_servers_included(
+    tmp_path: Path,
+) -> None:
+    """No built-in tool (TOMORI_TOOLS=), and an MCP server's tools offered: a model that takes
+    none, or fewer, would fail every turn, so it fails the check, saying so."""
+    config, _ = stdio_config(tmp_path, {"guilds": ["*"], "tools": ["echo", "hang", "big", "grow"]})
+    server = LLMServer(default=takes_few_tools)
+    await server.start()
+    try:
+        env = bot_environment(
+            server,
+            tmp_path,
+            TOMORI_MODELS="openai:none,openai:small",
+            TOMORI_TOOLS="",
+            TOMORI_MCP_CONFIG=str(config),
+            **{ROOT_VARIABLE: str(ROOT)},
+        )
+        process = await start_bot("--check", env=env)
+        out, err = await finished(process)
+    finally:
+        await server.close()
+    assert process.returncode == 1, out + err
+    names = "tests__echo, tests__hang, tests__grow, tests__big"
+    fix = (
+        "(TOMORI_TOOLS names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP "
+        "servers'), or choose a model that takes them"
+    )
+    assert [line for line in out.splitlines() if line.startswith("FAILED")] == [
+        f"FAILED  openai:none: tools refused: the model takes no tools, and a turn offers it 4 "
+        f"tools ({names}), so every turn would fail on it: offer none {fix}: the provider said: "
+        f"tools are not supported",
+        f"FAILED  openai:small: tools refused: the model refused the 4 tools a turn offers "
+        f"({names}), so every turn would fail on it: offer fewer {fix}: the provider said: "
+        f"Invalid 'tools': array too long. Expected at most 3, got 4",
+    ]
+    sent = {tool["function"]["name"] for tool in server.requests[0].body["tools"]}
+    assert sent == {"tests__echo", "tests__hang", "tests__grow", "tests__big"}
+
+
 async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -514,3 +575,23 @@ async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(
     assert process.returncode == 2
     assert "server 'search': field 'url' names ${SEARCH_KEY}, which is not set" in err
     assert err.count("\n") == 1
+
+
+async def test_an_mcp_server_that_exits_at_once_is_said_once_with_its_code_and_last_words(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"dies": exits_at_once(tmp_path / "dies")}}))
+    env = bot_environment(llm_server, tmp_path, TOMORI_MCP_CONFIG=str(config))
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    lines = out.splitlines()
+    at = lines.index(
+        f"FAILED  MCP server dies: it exited with code {DYING_CODE} as it started; its last "
+        f"lines on stderr:"
+    )
+    assert lines[at + 1 : at + 3] == [f"        {line}" for line in DYING_WORDS]
+    assert out.count(DYING_WORDS[0]) == 1
+    assert DYING_WORDS[0] not in err  # the server's stderr is not the check's

@@ -123,10 +123,10 @@ async def test_lines_sent_while_an_answer_streams_are_queued_and_answered_in_ord
     process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
     out, err = await finished(process, b"a\nb\nc\n")
     assert process.returncode == 0, err
-    assert out == (
-        "[you #1] a\n[tomori #4]\nAnswer A.\n"
-        "[you #2] b\n[tomori #5, replying to #2]\nAnswer B.\n"
-        "[you #3] c\n[tomori #6, replying to #3]\nAnswer C.\n"
+    assert out == (  # in the order of their numbers, as Discord shows them
+        "[you #1] a\n[you #2] b\n[you #3] c\n[tomori #4]\nAnswer A.\n"
+        "[tomori #5, replying to #2]\nAnswer B.\n"
+        "[tomori #6, replying to #3]\nAnswer C.\n"
     )
     assert [said_last(request) for request in llm_server.requests] == [
         "user: a",
@@ -153,7 +153,7 @@ async def test_kill_at_the_prompt_stops_a_slow_answer_and_clears_the_queue(
     assert process.returncode == 0, err
     assert time.monotonic() - started < 20  # not the 60 s the stalled model would take
     assert out == (
-        "[you #1] hello\n[tomori #3]\nFirst paragraph.\n"
+        "[you #1] hello\n[you #2] queued behind it\n[tomori #3]\nFirst paragraph.\n"
         "[Stream Stopped] Stopped the active response stream (if any) and cleared queued "
         "responses in this channel.\n"
     )

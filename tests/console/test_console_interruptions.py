@@ -154,7 +154,7 @@ async def test_a_script_is_answered_line_by_line_and_its_stop_word_stops_the_ans
     out, err = await finished(process, b"first\nsecond\n")
     assert process.returncode == 0, err
     assert out == (
-        "[you #1] first\n[tomori #3]\nOne.\n[you #2] second\n[tomori #4, replying to #2]\nTwo.\n"
+        "[you #1] first\n[you #2] second\n[tomori #3]\nOne.\n[tomori #4, replying to #2]\nTwo.\n"
     )
     started = time.monotonic()
     process = await start_bot("--console", env=env)

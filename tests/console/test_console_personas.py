@@ -102,9 +102,9 @@ async def test_a_scene_in_the_console_prints_each_line_under_its_personas_name(
     out = await piped(llm_server, tmp_path, typed)
     assert "[No Scene] This server has no persona named Cy" in out
     assert (  # the line typed while the scene plays waits for it, then is answered
-        "[you #1] /scene Aria, Bex cycles:2 instructions:a tavern duel\n"
+        "[you #1] /scene Aria, Bex cycles:2 instructions:a tavern duel\n[you #2] who won?\n"
         "[Aria #3]\nAria sings.\n[Bex #4]\nBex drums.\n[Aria #5]\nAria bows.\n[Bex #6]\nBex bows.\n"
-        "[you #2] who won?\n[tomori #7, replying to #2]\nPlain bot.\n"
+        "[tomori #7, replying to #2]\nPlain bot.\n"
     ) in out
     assert "[No Scene] Scenes are off in this server" in out
     requests = [request.body["messages"] for request in llm_server.requests]

@@ -57,7 +57,8 @@ async def test_help_exit_and_unknown_commands_never_reach_the_model(
     assert "  /tomori model <models> [scope:server]\n" in out
     assert "\n(/foo is not a command: /help lists them; a message that starts with /foo is "
     assert "written //foo)\n" in out
-    assert "[you #2] /etc is full\n[tomori #4, replying to #2]\nDisks fill up.\n" in out
+    assert out.startswith("[you #1] hello\n[you #2] /etc is full\n[tomori #3]\n")
+    assert "\n[tomori #4, replying to #2]\nDisks fill up.\n" in out
     assert "never sent" not in out
 
 

@@ -112,8 +112,8 @@ async def test_lines_are_numbered_as_answers_refer_to_them_and_keys_wait_for_the
     ]
     shown = on_screen(seen[0]).split("\n", 1)[1]
     assert shown == (
-        "you #1> one\n[tomori #2]\nFirst paragraph.\n[tomori #4]\nSecond, written slowly.\n"
-        "[you #3] two\n[tomori #5, replying to #3]\nSecond.\n"
+        "you #1> one\n[tomori #2]\nFirst paragraph.\n[you #3] two\n[tomori #4]\n"
+        "Second, written slowly.\n[tomori #5, replying to #3]\nSecond.\n"
         "you #6> three\n[tomori #7]\nThird.\n"
         "you #8> \nyou #8> "
     )

@@ -188,12 +188,15 @@ async def test_edit_mode_keeps_whole_code_lines_when_a_shown_line_fills_the_mess
 @pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
 async def test_one_huge_chunk_fills_the_ceiling_and_is_cut(delivery: Delivery) -> None:
     port = RecordingPort()
+    state = context()
+    reached = asyncio.Event()
+    state.on_ceiling = reached.set
     writer = ChannelWriter(
-        port, context(), delivery=delivery, edit_interval_s=0, max_answer_chars=3 * 1950
+        port, state, delivery=delivery, edit_interval_s=0, max_answer_chars=3 * 1950
     )
     with contextlib.suppress(AnswerCut):  # messages mode cuts at once, edit mode as it sends
         writer.feed("lorem ipsum dolor sit amet " * 100_000)
-    await asyncio.sleep(0.05)
+        await asyncio.wait_for(reached.wait(), 20)  # however long a busy machine takes
     with pytest.raises(AnswerCut):
         writer.feed("more")
     await writer.finish()

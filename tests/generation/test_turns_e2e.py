@@ -72,6 +72,17 @@ async def test_primary_stalls_and_the_fallback_continues_its_text(
     assert counts[("fallback_used", "openai:fallback-model")] == 1
 
 
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_fallbacks_continuation_begins_its_message_without_the_joining_space(
+    open_bot: Any, llm_server: LLMServer, delivery: Delivery
+) -> None:
+    nc = await open_bot(delivery=delivery, stream_edit_interval_ms=10)
+    llm_server.script(stalled_after("The first half,\n\n"), answer(" and the second half."))
+    nc.say(f"{nc.mention()} tell me")
+    await nc.settled()
+    assert nc.discord.contents() == ["The first half,", "and the second half."]
+
+
 async def test_every_model_stalling_posts_exactly_one_timeout_notice(
     open_bot: Any, llm_server: LLMServer
 ) -> None:

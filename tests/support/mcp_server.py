@@ -6,7 +6,8 @@ Its tools, each marked read-only but two: `echo` (says its text back), `hang` (n
 `crash_once` (the first call ends the process, later ones answer), `picture` (a PNG), `grow`
 (adds the tool `extra` and says the list changed), `big` (a result of `size` characters); and
 `write` (not marked: it may change things) and `wipe` (marked destructive), which leave a file
-`wrote` or `wiped` if they ever run."""
+`wrote` or `wiped` if they ever run. It says on stderr that it serves, and each text `echo`
+says back, as servers write their logs there."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def build(folder: Path) -> MCPServer:
 
     @server.tool(description="Say the text back", annotations=READ_ONLY)
     async def echo(text: str) -> str:
+        print(f"tomori-test: echo {text}", file=sys.stderr, flush=True)  # as servers log
         return f"echo: {text}"
 
     @server.tool(description="Never answer", annotations=READ_ONLY)
@@ -91,6 +93,7 @@ def main() -> None:
     with (folder / "started").open("a") as started:
         started.write(f"{os.getpid()}\n")
     server = build(folder)
+    print(f"tomori-test: serving on {transport}", file=sys.stderr, flush=True)
     if transport == "stdio":
         server.run("stdio")
     else:

@@ -56,6 +56,23 @@ def stdio_config(tmp_path: Path, access: dict[str, object] | None = None) -> tup
     return _write(tmp_path, {SERVER: entry}), McpFolder(folder)
 
 
+DYING_WORDS = ("boom: SEARCH_KEY is not set", "the server cannot start")
+DYING_CODE = 3
+
+
+def exits_at_once(folder: Path) -> dict[str, object]:
+    """The entry of a stdio server that says `DYING_WORDS` on stderr and exits with
+    `DYING_CODE` at each start, adding a line to `folder`/started first."""
+    script = (
+        "import sys\n"
+        "with open(sys.argv[1], 'a') as started: started.write('x\\n')\n"
+        f"for line in {DYING_WORDS!r}: print(line, file=sys.stderr)\n"
+        f"sys.exit({DYING_CODE})\n"
+    )
+    folder.mkdir(exist_ok=True)
+    return {"command": sys.executable, "args": ["-c", script, str(folder / "started")]}
+
+
 @asynccontextmanager
 async def http_server(tmp_path: Path) -> AsyncIterator[tuple[Path, McpFolder]]:
     """A Streamable HTTP server named `tests`, running until the block ends, and its config."""

@@ -12,7 +12,9 @@ what comes next. The prompt names the number the next message gets (`you #3> `),
 typed after it is shown by the channel (the terminal echoes nothing, see `terminal.py`), so it
 is drawn again after anything printed over it. Otherwise (input piped in) each turn's output is
 held and printed whole once the turn is over, so a transcript never interleaves two answers or
-shows a message before its last edit.
+shows a message before its last edit. Either way the messages show in the order of their
+numbers, as a Discord channel shows them: a message typed while an answer is written or held
+shows before the first of the answer's messages numbered after it.
 
 The channel also keeps its messages, for the history each turn is shown (`context`).
 """
@@ -55,6 +57,10 @@ class ConsoleChannel:
         """Piped: what the running turn put in the channel, in order, printed at its end."""
         self._in_turn = False
         self._after_turn: list[str] = []
+        self._unshown: list[ConsoleMessage] = []
+        """Messages typed, to show once no message numbered before them is still to show."""
+        self._echoed: set[int] = set()
+        """The numbers of the messages typed that were shown, or wait to be."""
         self._pace = ChannelPace()
         """A Discord channel's write bucket: the console shows an answer in the messages a
         Discord channel would (a rehearsal, not a faster stand-in)."""
@@ -119,9 +125,11 @@ class ConsoleChannel:
     def begin_turn(self, trigger: ConsoleMessage) -> None:
         """Piped: hold the turn's output, after the message it answers. Either way, hold the
         console's own lines until the turn's output is done."""
+        if not self._live:  # live, the prompt showed it as it was typed
+            self.echo(trigger)
         self._in_turn = True
         if not self._live:
-            self._turn = [trigger]
+            self._turn = []
         self._show_typing()
 
     def end_turn(self) -> None:
@@ -130,10 +138,12 @@ class ConsoleChannel:
         held, self._turn = self._turn, None
         for entry in held or ():
             if isinstance(entry, ConsoleMessage):
+                self._show_typed(before=entry.id)
                 self._print_message(entry)
             else:
                 self._print(entry + "\n")
         self._end_line()
+        self._show_typed()
         self._hide_typing()
         self._in_turn = False
         waited, self._after_turn = self._after_turn, []
@@ -148,8 +158,15 @@ class ConsoleChannel:
         self.say(notice_text(notice, replied.id if replied is not None else None))
 
     def echo(self, message: ConsoleMessage) -> None:
-        """A message typed, shown with its number (as `say`)."""
-        self.say(f"[you #{message.id}] {message.text}")
+        """A message typed, shown with its number, once: at once, or, while a turn runs,
+        before the first of its messages numbered after it (or at its end)."""
+        if message.id in self._echoed:
+            return
+        self._echoed.add(message.id)
+        self._unshown.append(message)
+        if not self._in_turn:
+            self._show_typed()
+            self._out.flush()
 
     def say(self, text: str) -> None:
         """A line of the console's own: at once, or after the running turn's output, so it
@@ -235,6 +252,7 @@ class ConsoleChannel:
             self._turn.append(message)
         else:
             self._end_line()
+            self._show_typed(before=message.id)
             self._print_header(message)
             self._grow(message)
             if not self._grows:  # the message is whole: the next one is being written
@@ -270,10 +288,17 @@ class ConsoleChannel:
 
     def _print_message(self, message: ConsoleMessage) -> None:
         self._end_line()
-        if message.from_bot:
-            self._print_header(message)
-            self._print(as_shown(message.text) + "\n")
-        else:
+        self._print_header(message)
+        self._print(as_shown(message.text) + "\n")
+
+    def _show_typed(self, before: int | None = None) -> None:
+        """The messages typed that wait to show, those numbered before `before` (every one
+        when None), in order."""
+        waiting = sorted(self._unshown, key=lambda message: message.id)
+        shown = [m for m in waiting if before is None or m.id < before]
+        self._unshown = waiting[len(shown) :]
+        for message in shown:
+            self._end_line()
             self._print(f"[you #{message.id}] {message.text}\n")
 
     def _print_header(self, message: ConsoleMessage) -> None:

@@ -1,10 +1,11 @@
 """`python bot.py --check`: what would go wrong, found before any Discord user finds it.
 
-The settings were read already (a bad one stops `bot.py` with exit code 2). Here the database
-is opened and migrated, then every model of the chain is asked for a tiny streamed answer at
-once (`probe`), and one line per model says how it went. A front-end may add a check of its
-own (bot.py logs in to Discord when a token is set). Exit code 0 when everything answered,
-1 otherwise, 2 when the database cannot be used.
+The settings were read already (a bad one stops `bot.py` with exit code 2). Here the MCP servers
+start while the database is opened and migrated, then every model of the chain is asked for a
+tiny streamed answer at once (`probe`), offered every tool a turn may offer (the built-in ones
+and the servers'), and one line per model says how it went, then one per MCP server. A
+front-end may add a check of its own (bot.py logs in to Discord when a token is set). Exit code
+0 when everything answered, 1 otherwise, 2 when the database cannot be used.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import TextIO
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.probe import probe
+from tomori.providers.base import ToolSpec
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
 from tomori.store.connect import open_database
-from tomori.tools.mcp import mcp_tools_for
+from tomori.tools.mcp import McpTools, mcp_tools_for
 from tomori.tools.mcp_server import START_TIMEOUT_S, ServerState
 
 NOTED_WAIT_S = 10.0
@@ -39,13 +41,39 @@ async def run_check(
     *,
     unread: Sequence[str] = (),
     warnings: Sequence[str] = (),
+    builtin: Sequence[ToolSpec] = (),
 ) -> int:
     """Print the report; `unread` says of each variable set that nothing reads (a misspelling,
     which fails the check: the setting it meant is not in force), `warnings` what may be meant
-    but is worth a look (the check still passes)."""
+    but is worth a look (the check still passes); `builtin` are the front-end's built-in tools
+    `TOMORI_TOOLS` names (the cog's read Discord: the core does not know them)."""
+    failed = tuple(unread)
+    try:
+        mcp = mcp_tools_for(settings, os.environ)
+    except ConfigError as error:  # the SDK not installed: said among the settings' lines
+        failed, mcp = (*failed, str(error)), None
+    if mcp is not None:
+        mcp.start()  # while the database is opened
+    try:
+        return await _run_check(settings, chain, out, extra, failed, warnings, builtin, mcp)
+    finally:
+        if mcp is not None:
+            await mcp.aclose()
+
+
+async def _run_check(
+    settings: Settings,
+    chain: ModelChain,
+    out: TextIO,
+    extra: ExtraCheck | None,
+    failed: Sequence[str],
+    warnings: Sequence[str],
+    builtin: Sequence[ToolSpec],
+    mcp: McpTools | None,
+) -> int:
     models = "1 model" if len(chain.entries) == 1 else f"{len(chain.entries)} models"
     print(f"ok      settings ({models}: {chain.described})", file=out)
-    for line in unread:
+    for line in failed:
         print(f"FAILED  {line}", file=out)
     for line in (*_budget_warnings(settings), *warnings):
         print(f"warning {line}", file=out)
@@ -73,11 +101,18 @@ async def run_check(
             file=sys.stderr,
             flush=True,
         )
+    tools = (*builtin, *await _offered(mcp, builtin))
     providers = chain.build_providers()
     try:
         results = await asyncio.gather(
             *(
-                probe(entry, providers[entry.provider], settings, _where(chain, entry.provider))
+                probe(
+                    entry,
+                    providers[entry.provider],
+                    settings,
+                    _where(chain, entry.provider),
+                    tools,
+                )
                 for entry in chain.entries
             )
         )  # a probe raises nothing: whatever its pass raised is its line
@@ -87,49 +122,52 @@ async def run_check(
     for result in results:
         print(result.line, file=out)
     out.flush()
-    fine = all(result.answered for result in results) and not unread
-    fine = await _check_mcp(settings, out) and fine
+    fine = all(result.answered for result in results) and not failed
+    fine = _check_mcp(mcp, out) and fine
     if extra is not None:
         fine = await extra(out) and fine
     out.flush()
     return 0 if fine else 1
 
 
-async def _check_mcp(settings: Settings, out: TextIO) -> bool:
-    """Start or reach each MCP server of `TOMORI_MCP_CONFIG`: a line of its tools, or of what
+async def _offered(mcp: McpTools | None, builtin: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """Once the MCP servers started (or failed to): the tools they offer somewhere, as a turn
+    offers them beside the built-in ones."""
+    if mcp is None:
+        return ()
+    await mcp.started(START_TIMEOUT_S)
+    somewhere = {s.name for s in mcp.servers if s.config.access.guilds or s.config.access.dms}
+    listed = mcp.tools(tool.name for tool in builtin)
+    return tuple(tool.spec for tool in listed if tool.mcp_server in somewhere)
+
+
+def _check_mcp(tools: McpTools | None, out: TextIO) -> bool:
+    """Each MCP server of `TOMORI_MCP_CONFIG`, started by now: a line of its tools, or of what
     failed. True when every one answered (or none is configured)."""
-    try:
-        tools = mcp_tools_for(settings, os.environ)
-    except ConfigError as error:
-        print(f"FAILED  {error}", file=out)
-        return False
     if tools is None:
         return True
-    tools.start()
-    try:
-        await tools.started(START_TIMEOUT_S)
-        fine = True
-        for server in tools.servers:
-            if server.state is ServerState.READY:
-                offered, withheld = tools.sorted_out(server)
-                where = server.config.access.described()
-                names = ", ".join(offered) or "none"
-                print(
-                    f"ok      MCP server {server.name}: {len(offered)} tools offered in "
-                    f"{where}: {names}",
-                    file=out,
-                )
-                if withheld:
-                    left_out = ", ".join(withheld)
-                    print(f"        not offered (its entry leaves them out): {left_out}", file=out)
-            else:
-                failed = server.failure  # in full: only the author runs --check
-                why = failed.said if failed else f"not ready within {START_TIMEOUT_S:g} s"
-                print(f"FAILED  MCP server {server.name}: {why}", file=out)
-                fine = False
-        return fine
-    finally:
-        await tools.aclose()
+    fine = True
+    for server in tools.servers:
+        if server.state is ServerState.READY:
+            offered, withheld = tools.sorted_out(server)
+            where = server.config.access.described()
+            names = ", ".join(offered) or "none"
+            print(
+                f"ok      MCP server {server.name}: {len(offered)} tools offered in "
+                f"{where}: {names}",
+                file=out,
+            )
+            if withheld:
+                left_out = ", ".join(withheld)
+                print(f"        not offered (its entry leaves them out): {left_out}", file=out)
+        else:  # why its first start failed: it may be starting again by now
+            why = server.last_failure or f"not ready within {START_TIMEOUT_S:g} s"
+            said = "; its last lines on stderr:" if server.last_words else ""
+            print(f"FAILED  MCP server {server.name}: {why}{said}", file=out)
+            for line in server.last_words:
+                print(f"        {line}", file=out)
+            fine = False
+    return fine
 
 
 def ceilings(settings: Settings, chain: ModelChain) -> str:

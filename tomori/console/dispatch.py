@@ -166,7 +166,7 @@ class Dispatcher:
         message = posted or self._channel.post(text)
         message_id = self._channel.message_id(message)
         held = await self._server.admit(message_id)
-        if echo or (held is not None and not self._live):  # piped: a turn prints its message
+        if echo or not self._live:  # piped, every message shows in its place
             self._channel.echo(message)
         if held is not None:
             tell_held(self._channel, held, message_id)
@@ -193,11 +193,6 @@ class Dispatcher:
             return
         message.command = True
         cleared = await self._left_in_queue()
-        if not self._live:  # piped, a message prints as its turn starts: these get none
-            for number in sorted(cleared):
-                dropped = self._channel.message(str(number))
-                if dropped is not None:
-                    self._channel.echo(dropped)
         if echo or not self._live:
             self._channel.echo(message)
         said = f"(#{message.id} stopped the answer"

@@ -1,18 +1,18 @@
 """Ask one model of the chain for a tiny streamed answer, and say how it went in one line.
 
 The request goes through the real provider and `stream_once`, with the configured timeouts
-and, when the bot offers tools (`TOMORI_TOOLS`), one tool (`current_time`: any tool shows
-whether the model takes them), so a model that cannot serve the bot fails here as it would in
-a channel: a refused connection, a refused key, an unknown model, a model that takes no
-tools, a first token that does not come in time. What is said of a failure is our words and
-the provider's own, both already free of secrets (`providers.errors.sanitised`).
+and the tools it is given (`--check` gives every tool a turn may offer: the built-in ones
+`TOMORI_TOOLS` names and the MCP servers'), so a model that cannot serve the bot fails here as
+it would in a channel: a refused connection, a refused key, an unknown model, a model that takes
+no tools or not that many, a first token that does not come in time. What is said of a failure
+is our words and the provider's own, both already free of secrets (`providers.errors.sanitised`).
 """
 
 from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -30,12 +30,14 @@ from tomori.providers.base import (
     ProviderErrorKind,
     Role,
     StreamRequest,
+    ToolSpec,
 )
-from tomori.tools.registry import CURRENT_TIME
 
 T = TypeVar("T")
 
 QUESTION = "Reply with the single word: ready"
+SHOWN_TOOLS = 10
+"""A refusal names this many of the tools offered, and counts the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,17 +58,20 @@ class ProbeResult:
 
 
 async def probe(
-    model: ModelEntry, provider: Provider, settings: Settings, base_url: str | None
+    model: ModelEntry,
+    provider: Provider,
+    settings: Settings,
+    base_url: str | None,
+    tools: Sequence[ToolSpec] = (),
 ) -> ProbeResult:
-    """Stream one tiny answer from `model`; `base_url` (without credentials) names where it
-    was asked, for a connection that failed."""
+    """Stream one tiny answer from `model`, offering it `tools`; `base_url` (without
+    credentials) names where it was asked, for a connection that failed."""
     writer = _TimingWriter()
     state = TurnState("check", notices=_Quiet(), suppress_user_errors=True)
-    tools = (CURRENT_TIME.spec,) if settings.tools else ()
     request = StreamRequest(  # sent as a channel's turn sends it, sampling settings too
         model.model,
         (ContextItem(Role.USER, QUESTION),),
-        tools=tools,
+        tools=tuple(tools),
         max_output_tokens=settings.max_output_tokens,
         temperature=settings.temperature,
     )
@@ -80,10 +85,17 @@ async def probe(
     first = None if writer.first_at is None else writer.first_at - writer.started
     if result.status in (StreamStatus.COMPLETED, StreamStatus.FUNCTION_CALL):
         return ProbeResult(model, True, first, total)
-    return ProbeResult(model, False, first, total, why(result, model, settings, base_url))
+    said = why(result, model, settings, base_url, tools)
+    return ProbeResult(model, False, first, total, said)
 
 
-def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: str | None) -> str:
+def why(
+    result: StreamResult,
+    model: ModelEntry,
+    settings: Settings,
+    base_url: str | None,
+    tools: Sequence[ToolSpec] = (),
+) -> str:
     """The reason a probe failed, for the operator: what to look at, and the provider's words."""
     timed_out, error = result.timed_out, result.error
     if timed_out is not None:
@@ -129,9 +141,27 @@ def why(result: StreamResult, model: ModelEntry, settings: Settings, base_url: s
             f"404: nothing found at {where} for model {model.model!r}: check "
             f"{kind.base_url_variable} ({kind.base_url_hint}) and TOMORI_MODELS{said}"
         )
-    if error.kind is ProviderErrorKind.BAD_REQUEST and tools_refused(words):
-        return f"tools refused: the model takes no tools (TOMORI_TOOLS= offers none){said}"
+    if error.kind is ProviderErrorKind.BAD_REQUEST and tools and _names_tools(words):
+        return f"{_tools_refused(words, tools)}{said}"
     return f"{error.safe_message}{said}"
+
+
+def _tools_refused(words: str, tools: Sequence[ToolSpec]) -> str:
+    """A model that refused the tools a turn offers, said with them (an MCP server's are named
+    `server__tool`) and what to change."""
+    count = f"{len(tools)} tool{'s' * (len(tools) != 1)}"
+    shown = ", ".join(tool.name for tool in tools[:SHOWN_TOOLS])
+    if len(tools) > SHOWN_TOOLS:
+        shown += f" and {len(tools) - SHOWN_TOOLS} more"
+    if tools_refused(words):
+        what, fix = f"the model takes no tools, and a turn offers it {count} ({shown})", "none"
+    else:
+        what, fix = f"the model refused the {count} a turn offers ({shown})", "fewer"
+    return (
+        f"tools refused: {what}, so every turn would fail on it: offer {fix} (TOMORI_TOOLS "
+        f"names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP servers'), or "
+        f"choose a model that takes them"
+    )
 
 
 def refused(error: BaseException) -> bool:
@@ -172,6 +202,11 @@ def _causes(error: BaseException) -> list[BaseException]:
 
 def _says_not_found(words: str) -> bool:
     return any(phrase in words for phrase in ("not found", "does not exist", "no such model"))
+
+
+def _names_tools(words: str) -> bool:
+    """Whether a bad request's text is about the tools it offered."""
+    return "tool" in words or "function" in words
 
 
 def tools_refused(words: str) -> bool:

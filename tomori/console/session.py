@@ -19,11 +19,11 @@ or the end of input (Ctrl+D, `/exit`), ends the session, the latter once every a
 so `printf 'hello\\n' | python bot.py --console` prints the answer and exits. SIGTERM ends it
 at once. In a terminal the console takes the keys itself (`terminal.py`): a paste is one
 message, the prompt names the number the message will get, and keys typed while an answer
-streams wait, unseen, for the next prompt (a message sent meanwhile is shown after the answer,
-with its number). Piped, a message is a line, or, from a line that opens a code fence, every
-line until the fence closes (see `MessageLines`): a script of questions is one message a
-line. A message that is a command (`commands.py`) runs it instead, `/tomori` on the console's
-own server (`server.py`), whose settings its next turn reads.
+streams wait, unseen, for the next prompt (a message sent meanwhile is shown with its number,
+before the answer's next message). Piped, a message is a line, or, from a line that opens a
+code fence, every line until the fence closes (see `MessageLines`): a script of questions is
+one message a line. A message that is a command (`commands.py`) runs it instead, `/tomori` on
+the console's own server (`server.py`), whose settings its next turn reads.
 """
 
 from __future__ import annotations

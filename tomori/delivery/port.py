@@ -23,9 +23,10 @@ class DeliveredMessage:
 
 
 def as_shown(content: str) -> str:
-    """A message as its channel shows it: without the blank lines at its ends, which Discord
-    trims from a message anyway (the console shows the same)."""
-    return content.lstrip("\n").rstrip()
+    """A message as its channel shows it: without the whitespace at its ends, which Discord
+    trims from a message anyway (the console shows the same): a fallback's continuation, which
+    begins with the space that joins it to the text before, begins its own message without it."""
+    return content.strip()
 
 
 class DeliveryError(TomoriError):

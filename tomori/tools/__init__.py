@@ -3,6 +3,7 @@
 - `registry.py`   `Tool`, `ToolOutput`, `ToolFailure`, `ToolRegistry`, the built-in `current_time`
 - `mcp.py`        `McpTools`: the MCP servers' tools as the model sees them, results bounded
 - `mcp_server.py` `McpServer`: one server's connection owned by a task, restarted after backoff
+- `mcp_stdio.py`  `StdioRun`: one start of a stdio server, its stderr to the log, its exit code
 - `log_redaction.py` secrets kept out of every log line: MCP servers' URLs, headers and
                   filled `${VAR}`s, and the patterns the cog gives (Discord's tokens)
 - `confirmation.py` a call that may change things waits for its asker's yes: who may answer,

@@ -6,7 +6,9 @@ server says they changed, and starts it again when it crashed or stopped answeri
 backoff that grows with each failed start. A call runs in the turn's own task; cancelling it
 makes the SDK send MCP's `notifications/cancelled`, and then the owner pings the server,
 restarting one that does not answer. A server that is down or starting fails a call at once
-with a plain reason, so it never holds a turn past its tool budget.
+with a plain reason, so it never holds a turn past its tool budget. A stdio server's stderr goes
+to the log (`mcp_stdio.py`); one that exits is reported once, with its exit code and its last
+lines there, however often it is started again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from tomori.config.mcp_servers import McpServerConfig
+from tomori.tools.mcp_stdio import StdioRun
 from tomori.tools.registry import ToolFailure
 
 if TYPE_CHECKING:
@@ -42,13 +45,6 @@ ERROR_CHARS = 500
 """How much of a server's own error message the model is told."""
 
 
-class ServerState(Enum):
-    STARTING = "starting"
-    READY = "ready"
-    DOWN = "down"
-    """It failed to start or stopped; it is started again once its backoff is over."""
-
-
 class Failure(NamedTuple):
     """Why a server is down, twice: `said` in full for its author (the log and `--check`),
     `shown` for Discord (an admin's `/tomori tools`, the model): what failed, never an error's
@@ -62,6 +58,13 @@ STOPPED = Failure("it stopped", "it stopped")
 UNANSWERED = Failure("it stopped answering", "it stopped answering")
 
 
+class ServerState(Enum):
+    STARTING = "starting"
+    READY = "ready"
+    DOWN = "down"
+    """It failed to start or stopped; it is started again once its backoff is over."""
+
+
 class McpServer:
     """One configured server, its connection owned by one task (`start`, `aclose`)."""
 
@@ -72,6 +75,15 @@ class McpServer:
         self.state = ServerState.STARTING
         self.failure: Failure | None = None
         """Why it is down (or why its last start failed, while it waits to start again)."""
+        self.last_failure = ""
+        """Why its last start that ended failed, kept while it starts again ("" once one
+        succeeds): what `--check` reports."""
+        self.last_words: tuple[str, ...] = ()
+        """The last lines of stderr of a stdio server's last failed start (the log's, and
+        `--check`'s; never the model's)."""
+        self._reported = ""
+        """The failure last logged as a warning: the same again, from a server started again
+        and again, is logged as information."""
         self.tools: tuple[mcp_types.Tool, ...] = ()
         """Its tools as last listed: kept while it restarts, so a call says why it fails."""
         self.tried = False
@@ -146,9 +158,12 @@ class McpServer:
             ) from None
 
     def _described(self, error: BaseException) -> str:
-        """`_described`, with the config's secrets taken out: a header's or an environment
-        value, the URL's query and password (an HTTP error names the URL it was for)."""
-        said = _described(error)
+        """`_described`, with the config's secrets taken out (`_redacted`)."""
+        return self._redacted(_described(error))
+
+    def _redacted(self, said: str) -> str:
+        """`said` without the config's secrets: a header's or an environment value, the URL's
+        query and password (an HTTP error names the URL it was for)."""
         config = self.config
         if config.url is not None:
             parts = urlsplit(config.url)
@@ -177,22 +192,28 @@ class McpServer:
         failed_starts = 0
         while True:
             self._set_state(ServerState.STARTING)
-            served = False
+            served = closed = False
+            run = StdioRun(self.name, self._redacted) if self.config.command is not None else None
             try:
-                async with self._connected() as session:
+                async with self._connected(run) as session:
                     self.tools = await self._list(session)
                     self._session, served = session, True
                     failed_starts = 0
+                    self.last_failure, self.last_words, self._reported = "", (), ""
                     self._set_state(ServerState.READY)
                     log.info("MCP server %s ready with %d tools", self.name, len(self.tools))
-                    await self._serve(session)
+                    closed = await self._serve(session)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 self.failure = Failure(self._described(error), _kind(error))
-                log.warning("MCP server %s failed: %s", self.name, self.failure.said)
+                closed = _is_closed(error)
             finally:
                 self._session = None
+            if run is not None and closed and run.ended:  # it ended its side: how, said once
+                ended = f"it {run.ended}" + ("" if served else " as it started")
+                self.failure = Failure(ended, ended)  # an exit code names nothing of the author's
+            self._report(run)
             failed_starts += 0 if served else 1
             delay = _backoff(failed_starts)
             log.info("MCP server %s: starting again in %.1fs", self.name, delay)
@@ -201,15 +222,28 @@ class McpServer:
                 await asyncio.sleep(delay)
             self.failure = None
 
-    async def _serve(self, session: ClientSession) -> None:
-        """Until the server must be started again: relist on its word, ping when asked."""
+    def _report(self, run: StdioRun | None) -> None:
+        """Log why a start ended (a warning the first time, information when it ends so again),
+        with a stdio server's last lines of stderr."""
+        words = run.last_lines if run is not None else ()
+        self.last_failure, self.last_words = (self.failure or STOPPED).said, words
+        said = self.last_failure
+        if words:
+            said += f"; its last lines on stderr: {' | '.join(words)}"
+        first = self.last_failure != self._reported
+        self._reported = self.last_failure
+        log.log(logging.WARNING if first else logging.INFO, "MCP server %s: %s", self.name, said)
+
+    async def _serve(self, session: ClientSession) -> bool:
+        """Until the server must be started again: relist on its word, ping when asked. True
+        when a call found its connection closed (it ended its side)."""
         while True:
             await self._wake.wait()
             self._wake.clear()
             wanted, self._wanted = self._wanted, set()
             if "restart" in wanted:
                 self.failure = UNANSWERED
-                return
+                return True
             if "relist" in wanted:
                 self.tools = await self._list(session)
                 log.info("MCP server %s: its tools changed (%d now)", self.name, len(self.tools))
@@ -221,7 +255,7 @@ class McpServer:
                         f"it did not answer a ping ({self._described(error)})",
                         f"it did not answer a ping ({_kind(error)})",
                     )
-                    return
+                    return False
 
     async def _list(self, session: ClientSession) -> tuple[mcp_types.Tool, ...]:
         tools: list[mcp_types.Tool] = []
@@ -237,8 +271,9 @@ class McpServer:
                 return tuple(tools)
 
     @contextlib.asynccontextmanager
-    async def _connected(self) -> AsyncIterator[ClientSession]:
-        """A session, initialized, on the server's transport; closed on leaving."""
+    async def _connected(self, run: StdioRun | None) -> AsyncIterator[ClientSession]:
+        """A session, initialized, on the server's transport (`run`'s, for a stdio server);
+        closed on leaving."""
         import mcp
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
@@ -249,11 +284,12 @@ class McpServer:
 
         config = self.config
         async with contextlib.AsyncExitStack() as stack:
-            if config.command is not None:
+            if run is not None:
+                assert config.command is not None
                 parameters = mcp.StdioServerParameters(
                     command=config.command, args=list(config.args), env=dict(config.env) or None
                 )
-                read, write = await stack.enter_async_context(mcp.stdio_client(parameters))
+                read, write = await stack.enter_async_context(run.connected(parameters))
             else:
                 assert config.url is not None
                 client = await stack.enter_async_context(
@@ -287,14 +323,15 @@ def _is_closed_stream(error: BaseException) -> bool:
     return isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
 
 
-def _kind(error: BaseException) -> str:
-    """An error as Discord may be told it: the innermost's type, and the OS's reason in words
-    (never the file, command or arguments its message names)."""
+def _is_closed(error: BaseException) -> bool:
+    """Whether `error` (the innermost of a group) says the server closed its connection."""
+    import mcp
+
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
-    if isinstance(error, OSError) and error.strerror:
-        return f"{type(error).__name__}: {error.strerror}"
-    return type(error).__name__
+    if isinstance(error, mcp.MCPError):
+        return error.code == mcp.types.CONNECTION_CLOSED
+    return _is_closed_stream(error)
 
 
 def _described(error: BaseException) -> str:
@@ -304,3 +341,13 @@ def _described(error: BaseException) -> str:
         error = error.exceptions[0]
     text = str(error).splitlines()[0][:200] if str(error) else ""
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _kind(error: BaseException) -> str:
+    """An error as Discord may be told it: the innermost's type, and the OS's reason in words
+    (never the file, command or arguments its message names)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, OSError) and error.strerror:
+        return f"{type(error).__name__}: {error.strerror}"
+    return type(error).__name__

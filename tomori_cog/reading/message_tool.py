@@ -17,11 +17,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from tomori.config.settings import READ_MESSAGE_NAME
-from tomori.providers.base import JsonObject
+from tomori.providers.base import JsonObject, ToolSpec
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 
+READ_MESSAGE = ToolSpec(
+    READ_MESSAGE_NAME,
+    "Read a Discord message everyone in this channel could read, given its link or its ID (an "
+    "ID means a message in the current channel).",
+    {
+        "type": "object",
+        "properties": {"reference": {"type": "string", "description": "a link or an ID"}},
+        "required": ["reference"],
+    },
+)
+"""What the model is offered (`--check` offers it too, with no bot to read with)."""
 LINK = re.compile(r"discord(?:app)?\.com/channels/(?:\d+|@me)/(\d+)/(\d+)")
 MAX_CONTENT = 4_000
 
@@ -54,17 +65,7 @@ def message_lookup_tool(bot: Any, library: Library) -> Tool:
             "channel": getattr(there, "name", "direct messages"),
         }
 
-    return Tool(
-        name=READ_MESSAGE_NAME,
-        description="Read a Discord message everyone in this channel could read, given its "
-        "link or its ID (an ID means a message in the current channel).",
-        parameters={
-            "type": "object",
-            "properties": {"reference": {"type": "string", "description": "a link or an ID"}},
-            "required": ["reference"],
-        },
-        run=read_message,
-    )
+    return Tool(READ_MESSAGE.name, READ_MESSAGE.description, READ_MESSAGE.parameters, read_message)
 
 
 def _audience_refusal(library: Library, here: Any, there: Any, asker: str | None) -> str | None:
