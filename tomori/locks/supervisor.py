@@ -71,6 +71,13 @@ class TurnSupervisor:
         while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
             await asyncio.wait({lease.task})
 
+    async def unwound(self, lease: Lease, timeout_s: float) -> Lease | None:
+        """Wait at most `timeout_s` for `lease`'s turn to end and hand its channel on; the
+        lease of the turn this process runs there then, if any."""
+        if lease.task is not None:
+            await asyncio.wait({lease.task}, timeout=timeout_s)
+        return self._leases.get(lease.turn.channel_id)
+
     def begin(self, turn: Turn) -> None:
         lease = Lease(turn, self.progress.mark, self.progress.mark_urgent)
         self._leases[turn.channel_id] = lease
