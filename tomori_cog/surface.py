@@ -81,6 +81,13 @@ class ChannelReading:
     def context(self, system_prompt: str, voice: Voice) -> Context:
         return self.history.view.context(self.shown, system_prompt, voice)
 
+    def quoted(self, message_id: str) -> str | None:
+        for message in self.shown.messages:
+            if str(message.id) == message_id:
+                item = self.history.view.item(message, self.shown.attached)
+                return None if item is None else item.text
+        return None
+
 
 class DiscordSurface:
     """One Discord channel, for one turn (see the module docstring)."""

@@ -34,6 +34,7 @@ from tomori.locks.expiries import ExpiryNotices
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.recovery import Recovery
 from tomori.locks.rules import LockState
+from tomori.locks.stopped import StoppedAnswers
 from tomori.locks.stops import Stops
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
@@ -73,7 +74,9 @@ class ChannelLocks:
         self._backend = backend
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)
-        self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
+        self.stopped = StoppedAnswers()
+        """What stops left unanswered in each channel: the next turns' models are told."""
+        self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing, self.stopped)
         self._upkeep = BackgroundLoops()
         """Progress and stop requests: they serve the turns running, until the last ends."""
         self._recovery = Recovery(backend, self._turns, self._lock_timeout_s)
@@ -89,6 +92,7 @@ class ChannelLocks:
             self._lock_timeout_s,
             settings,
             self._expiries.cleared,
+            self.stopped,
         )
         backend.report_expired(self._expiries.dropped)
 
