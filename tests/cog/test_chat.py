@@ -193,7 +193,8 @@ async def test_a_message_sent_just_after_kill_is_answered_and_nothing_waiting_is
     first) when a moderator's /kill comes: it is dropped at once, not sent once the slot
     comes, and the channel takes the message sent right after the kill (it was ignored while
     the stopped answer waited for its slot)."""
-    bot = await open_bot(settings_for(tmp_path, delivery=delivery), chain_for(llm_server))
+    settings = settings_for(tmp_path, delivery=delivery, stream_sdk_call_timeout_ms=60_000)
+    bot = await open_bot(settings, chain_for(llm_server))
     first, second = "One " * 300, "Two " * 300  # one message each: together past 2,000
     llm_server.script(stalled_after(f"{first}\n\n{second}\n\n"), answer("Next!"))
     await bot.say(f"{bot.mention()} think", by=Person.BOB)

@@ -40,10 +40,12 @@ class HangingSearch:
         return Tool("web_search", "Search the web", {"type": "object", "properties": {}}, self.run)
 
 
-async def open_chat(
-    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, **settings: object
-) -> ChatBot:
-    return await open_bot(settings_for(tmp_path, **settings), chain_for(llm_server))
+PATIENT = {"stream_first_token_timeout_ms": 60_000, "stream_sdk_call_timeout_ms": 60_000}
+"""A stalled model is stopped by the test, never by its timeout, however loaded the machine."""
+
+
+async def open_chat(tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot) -> ChatBot:
+    return await open_bot(settings_for(tmp_path, **PATIENT), chain_for(llm_server))
 
 
 def last_said(llm_server: LLMServer, request: int) -> str:
