@@ -7,6 +7,9 @@ Run: `.venv/bin/python bench/delivery_bench.py` (about 20 s).
 - Discord calls for a 1,000-token answer at 50 tokens/s, in both modes, against the ceiling
   "one per edit interval plus the sends a split needs". Time runs 5x faster than real (250
   tokens/s, a 200 ms edit interval) so the run is short; calls per interval are unchanged.
+- Messages for an answer at the default ceiling (19,500 characters) written as lines with no
+  blank line between them, as roleplay models write, in messages mode: the fewest that line
+  ends allow, against that count.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tests.support.nextcord_fake import start_nextcord_bot, stop_nextcord_bot
 from tests.support.openai_wire import chunk
 from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery, Settings
-from tomori.delivery.chunking import split_message
+from tomori.delivery.chunking import MESSAGE_LIMIT, split_message
 
 SPEEDUP = 5
 TOKENS = 1_000
@@ -111,6 +114,29 @@ async def calls_per_answer(
     return calls, ceiling, elapsed
 
 
+LINE = "the quick brown fox jumps over it, and over it again."
+"""One line of the ceiling answer (64 characters with its number and line end)."""
+
+
+async def messages_at_the_ceiling(server: LLMServer, folder: Path) -> tuple[int, int, int]:
+    """The messages an answer at the ceiling without blank lines took, the fewest its line
+    ends allow, and the characters it showed."""
+    settings = Settings(db_path=folder / "ceiling.db", delivery=Delivery.MESSAGES)
+    bot = await start_nextcord_bot(settings, chain(server), NoPatch())
+    lines = [f"Line {n:03d}: {LINE}" for n in range(400)]
+    body: list[Action] = [sse(chunk(line + "\n")) for line in lines]
+    server.script(Reply(body=[*body, sse(chunk(finish="stop")), sse("[DONE]")]))
+    try:
+        bot.say(f"{bot.mention()} the long story")
+        await bot.settled()
+        shown = bot.discord.contents()
+    finally:
+        await stop_nextcord_bot(bot)
+    per_message = MESSAGE_LIMIT // (len(lines[0]) + 1) * (len(lines[0]) + 1)
+    fewest = -(-settings.max_answer_chars // per_message)
+    return len(shown), fewest, sum(len(message) for message in shown)
+
+
 def chain(server: LLMServer) -> ModelChain:
     return ModelChain.from_env(
         {
@@ -141,6 +167,9 @@ async def main() -> None:
             for delivery in Delivery:
                 calls, ceiling, elapsed = await calls_per_answer(server, delivery, folder)
                 print(f"  {delivery:8}  {calls:3} calls over {elapsed:.1f} s; ceiling {ceiling}")
+            sent, fewest, shown = await messages_at_the_ceiling(server, folder)
+            print("an answer at the ceiling in lines without blank lines, messages mode")
+            print(f"  {sent} messages for {shown:,} characters; fewest by line ends {fewest}")
     finally:
         await server.close()
 

@@ -14,6 +14,7 @@ standard library names keep that base too (`ConfigError` is a `ValueError`, `Sto
     ├── DeliveryError            a channel did not take a message
     │   ├── DestinationUnreachable   the channel is gone or forbids the bot: the turn ends
     │   ├── DeliveryFailed       this one message was lost; the next may land
+    │   │   ├── MaybeDelivered   a 5xx or no answer: it may have landed (tomori_cog)
     │   │   ├── WebhookGone      a persona's webhook no longer exists (tomori_cog)
     │   │   └── WebhookRefused   Discord refused a persona's webhook (tomori_cog)
     │   └── DeliveryRateLimited  Discord answered 429 past the library's own retries

@@ -26,6 +26,7 @@ only that name's `teardown` removes it.
 - `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses
+- `token_redaction.py` Discord's webhook and interaction tokens kept out of every log line
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run
 - `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md
@@ -50,7 +51,7 @@ from tomori.tools.confirmation import Confirmation
 from tomori.tools.registry import Tool, ToolContext, ToolFailure, ToolOutput
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import COG_NAME
-from tomori_cog.library import detect
+from tomori_cog.library import Library, detect
 
 __all__ = [
     "AlreadyLoaded",
@@ -133,7 +134,29 @@ def _add(
     cog = module.build_cog(chat, library)
     cog.extension = extension
     _belong_to(cog, owner)
-    return bot.add_cog(cog)
+    return _added(bot, library, cog)
+
+
+def _added(bot: Any, library: Library, cog: Any) -> Any:
+    """`bot.add_cog(cog)`, the cog's redaction of Discord's tokens in the log installed first
+    and taken away again if the adding fails (its unloading takes it away otherwise)."""
+    cog.added()
+    try:
+        adding = bot.add_cog(cog)
+    except BaseException:
+        cog.unloaded()
+        raise
+    if library.is_nextcord:
+        return adding
+
+    async def awaited() -> Any:
+        try:
+            return await adding
+        except BaseException:
+            cog.unloaded()
+            raise
+
+    return awaited()
 
 
 def _belong_to(cog: Any, owner: str) -> None:

@@ -170,7 +170,11 @@ class TomoriChat:
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        await play(stage, DiscordSurface(self._parts, stage.metrics, channel), turn, guard)
+        surface = DiscordSurface(self._parts, stage.metrics, channel)
+        try:
+            await play(stage, surface, turn, guard)
+        finally:
+            surface.release()
 
     @property
     def bot_name(self) -> str:
@@ -204,12 +208,9 @@ class TomoriChat:
         asked = await scene_asked(self.config, runtime.personas, where, *request)
         if isinstance(asked, Notice):
             return asked
-        limits = await self.config.user_limits(guild_id)
-        refusal = await self._parts.gate.command_refusal(
-            guild_id, user_id, str(interaction_id), limits
-        )
-        if refusal is not None:
-            return refusal.notice
+        held = await self.command_held(guild_id, user_id, interaction_id)
+        if held is not None:
+            return held
         queued = TurnRequest(Addressed.DIRECTLY, scene=asked.scene)
         admission = await runtime.locks.submit(queued.trigger(str(channel_id), None, str(user_id)))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
@@ -220,6 +221,16 @@ class TomoriChat:
         if admission is Admission.QUEUE_FULL:
             return scene_refused("you have as many messages waiting here as one may.")
         return scene_accepted(asked.scene, asked.names, queued=admission is Admission.QUEUED)
+
+    async def command_held(self, guild_id: int, user_id: int, interaction_id: int) -> Notice | None:
+        """Why a command that starts a turn (`/scene`, `/respond`) does not run now: the
+        member's cooldown and daily tokens, and the server's budget, hold for it as for a
+        message, whoever may run it (its tokens count as theirs); None if it may."""
+        limits = await self.config.user_limits(guild_id)
+        refusal = await self._parts.gate.command_refusal(
+            guild_id, user_id, str(interaction_id), limits
+        )
+        return None if refusal is None else refusal.notice
 
     # -- /kill --------------------------------------------------------------------------------
 

@@ -3,11 +3,17 @@
 Every send allows user mentions only: never @everyone, @here or roles, whatever the model
 wrote, and a reply does not ping the person replied to. Library exceptions become the core's
 delivery outcomes: a 403 or a missing channel ends the turn as unreachable, a 429 that got
-through the library's own retries is waited out, anything else (another status, or a
-connection error with no status at all: a dropped connection, a reset, a timeout) loses that
-one message. A persona's webhook adds its own case: a 404 of an unknown webhook and a 403 are
-its own failures (the bot's identity speaks instead), not the channel's. `delivery_errors` is
-that one translation, for the bot's messages, its notices and the webhooks' alike.
+through the library's own retries is waited out, a 5xx or no answer at all (a dropped
+connection, a reset, a timeout) is `MaybeDelivered`, and any other status loses that one
+message. A persona's webhook adds its own case: a 404 of an unknown webhook and a 403 are its
+own failures (the bot's identity speaks instead), not the channel's. `delivery_errors` is that
+one translation, for the bot's messages, its notices and the webhooks' alike.
+
+A write that may have been delivered is asked once more (`PacedPort`), never twice over: an
+edit says the whole text, so asking again changes nothing if the first landed; a create by the
+bot carries a nonce Discord enforces (`Library.send`), so asked again it returns the message
+the first made, if it made one; Execute Webhook takes no nonce, so a persona's create is first
+looked for in the channel (`WebhookPort`).
 
 Every message the bot or a persona writes leaves through one `PacedPort` (`LibraryPort`, or
 `tomori_cog.webhooks.WebhookPort`): the request budget, the translation and the channel's
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -99,8 +107,9 @@ class WriteMemory(Protocol):
 class PacedPort:
     """A `ChannelPort`'s one way to Discord: every send and edit waits for its place in the
     request budget (`writable`), is made under the one error translation (`delivery_errors`),
-    and is told to the channel's memory, which forgets the channel when a write failed (it may
-    have reached Discord anyway). Subclasses say only how the request is made.
+    is asked once more if it may not have landed (see the module), and is told to the channel's
+    memory, which forgets the channel when a write failed (it may have reached Discord anyway).
+    Subclasses say only how the request is made.
 
     A writer that awaits `writable` first composes its text once the request may leave (so
     text that arrived meanwhile goes with it); a send or edit without it waits here.
@@ -131,19 +140,42 @@ class PacedPort:
             self._reserved = True
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
-        await self.writable(urgency)
-        self._reserved = False
-        with self._remembered():
-            message_id = await self._post(as_shown(content), reply_to)
+        shown, nonce, asked_at = as_shown(content), new_nonce(), time.time()
+        try:
+            message_id = await self._create(shown, reply_to, nonce, urgency)
+        except MaybeDelivered as failed:
+            log.info("channel %s: a message may not have landed: %s", self._channel.id, failed)
+            found = await self._landed(shown, asked_at, failed)
+            message_id = found or await self._create(shown, reply_to, nonce, urgency)
         self._memory.wrote(self._channel.id, int(message_id), content, new=True)
         return message_id
 
     async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        shown = as_shown(content)
+        try:
+            await self._change(message_id, shown, urgency)
+        except MaybeDelivered as failed:
+            log.info("channel %s: an edit may not have landed: %s", self._channel.id, failed)
+            await self._change(message_id, shown, urgency)  # the whole text: landed, the same
+        self._memory.wrote(self._channel.id, int(message_id), content, new=False)
+
+    async def _create(self, shown: str, reply_to: str | None, nonce: str, urgency: Urgency) -> str:
         await self.writable(urgency)
         self._reserved = False
         with self._remembered():
-            await self._revise(message_id, as_shown(content))
-        self._memory.wrote(self._channel.id, int(message_id), content, new=False)
+            return await self._post(shown, reply_to, nonce)
+
+    async def _change(self, message_id: str, shown: str, urgency: Urgency) -> None:
+        await self.writable(urgency)
+        self._reserved = False
+        with self._remembered():
+            await self._revise(message_id, shown)
+
+    async def _landed(self, shown: str, asked_at: float, failed: MaybeDelivered) -> str | None:
+        """After a create that may have landed: its message's ID if it is known to be in the
+        channel; None to ask again (safe: see the module); raises `failed` if neither can be
+        told."""
+        return None  # the bot's creates carry their nonce: asked again, the first is returned
 
     @contextmanager
     def _remembered(self) -> Iterator[None]:
@@ -161,11 +193,17 @@ class PacedPort:
         """Discord answered 429 past the library's retries: the bucket waits `wait`."""
         self._pacing.refused(self._channel.id, wait)
 
-    async def _post(self, content: str, reply_to: str | None) -> str:
+    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
         raise NotImplementedError
 
     async def _revise(self, message_id: str, content: str) -> None:
         raise NotImplementedError
+
+
+def new_nonce() -> str:
+    """A create's nonce: random, so no two of the bot's messages share one, and within the 25
+    characters Discord takes."""
+    return str(secrets.randbits(64))
 
 
 class LibraryPort(PacedPort):
@@ -182,11 +220,13 @@ class LibraryPort(PacedPort):
         super().__init__(library, channel, pacing, memory, involved)
         self._sent: dict[str, Any] = {}
 
-    async def _post(self, content: str, reply_to: str | None) -> str:
-        message = await self._channel.send(
-            content=content,
+    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
+        message = await self._library.send(
+            self._channel,
+            content,
             reference=reply_reference(self._library, self._channel, reply_to),
             allowed_mentions=self._pings,
+            nonce=nonce,
         )
         self._sent[str(message.id)] = message
         return str(message.id)
@@ -197,6 +237,11 @@ class LibraryPort(PacedPort):
 
 UNKNOWN_WEBHOOK = 10015
 """Discord's error code for a webhook that no longer exists (deleted, or its channel gone)."""
+
+
+class MaybeDelivered(DeliveryFailed):
+    """Discord failed (a 5xx past the library's own retries) or never answered (the connection
+    dropped, reset or timed out): what was asked may have been done, or not."""
 
 
 class WebhookGone(DeliveryFailed):
@@ -219,7 +264,7 @@ def delivery_errors(
     try:
         yield
     except CONNECTION_ERRORS as error:
-        raise DeliveryFailed(f"connection error: {type(error).__name__}") from error
+        raise MaybeDelivered(f"connection error: {type(error).__name__}") from error
     except lib.HTTPException as error:
         status, code = getattr(error, "status", None), getattr(error, "code", None)
         said = f"{status} {getattr(error, 'text', '')}".strip()
@@ -234,6 +279,8 @@ def delivery_errors(
             retry_after = float(getattr(error, "retry_after", None) or 1.0)
             rate_limited(retry_after)
             raise DeliveryRateLimited(retry_after) from error
+        if isinstance(status, int) and status >= 500:
+            raise MaybeDelivered(f"HTTP {status}") from error
         raise DeliveryFailed(f"HTTP {status}") from error
 
 

@@ -24,6 +24,7 @@ from tomori.delivery.notices import (
     Notice,
     cleared_by_kill,
     post_notice_safely,
+    respond_dropped,
 )
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
@@ -73,6 +74,8 @@ class Intake:
             claimed = await self.proxies.claim(message)
             if claimed is not None:
                 original, asked = claimed
+                # the repost stands for it: not shown again, though the proxy may delete it late
+                self._parts.history.unshown.add(str(original.message_id))
                 asker = Asker(original.author_id, human=True)
                 if await self._stopped_by(message, asker):
                     return  # the member's stop word, its tags stripped by the proxy
@@ -152,13 +155,13 @@ class Intake:
         locks = await self._locks()
         # hidden from the model at once: the turn after the stopped one may read the channel
         # before the stop returns
-        self._parts.history.stops.add(str(message.id))
+        self._parts.history.unshown.add(str(message.id))
         stopped = False
         try:
             stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id))
         finally:
             if not stopped:
-                self._parts.history.stops.discard(str(message.id))
+                self._parts.history.unshown.discard(str(message.id))
         return stopped
 
     async def _follow_up_key(self, message: Any, asker: Asker, asked: TurnRequest) -> str | None:
@@ -181,11 +184,15 @@ class Intake:
 
     async def tell_expired(self, trigger: Trigger) -> None:
         """A queued message dropped unanswered: a direct trigger hears so, as a reply to it;
-        one the channel answers on its own stays silent (the log says it)."""
+        one the channel answers on its own stays silent (the log says it). A command's turn
+        has no message: the channel hears so, naming a `/respond`'s asker."""
         self._parts.live_messages.take(trigger.message_id or "")
         request = TurnRequest.of(trigger)
         if request.scene is not None:
             await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
+            return
+        if request.respond is not None and trigger.requester_id is not None:
+            await self._tell_channel(trigger.channel_id, respond_dropped(trigger.requester_id))
             return
         if not request.surfaces_errors or trigger.message_id is None:
             log.info(

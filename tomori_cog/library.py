@@ -34,6 +34,35 @@ class Library:
         else:
             await channel.typing()  # awaiting discord.py's Typing triggers it once
 
+    async def send(
+        self, channel: Any, content: str, *, reference: Any, allowed_mentions: Any, nonce: str
+    ) -> Any:
+        """Post `content` in `channel` as the bot, with `nonce` enforced: Discord answers a
+        create with a nonce the bot used in the past few minutes with the message it made
+        then, and makes none (`enforce_nonce`), so a create asked again after Discord failed
+        to answer is shown once. discord.py enforces every nonce it sends; nextcord sends a
+        nonce without, so its request is made here with nextcord's own payload."""
+        if not self.is_nextcord:
+            return await channel.send(
+                content=content,
+                reference=reference,
+                allowed_mentions=allowed_mentions,
+                nonce=nonce,
+            )
+        from nextcord.http import Route  # (only the library the bot runs on is imported)
+
+        state = channel._state
+        http = state.http
+        payload = http.get_message_payload(
+            content,
+            nonce=nonce,
+            allowed_mentions=allowed_mentions.to_dict(),
+            message_reference=None if reference is None else reference.to_message_reference_dict(),
+        )
+        payload["enforce_nonce"] = True
+        route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel.id)
+        return state.create_message(channel=channel, data=await http.request(route, json=payload))
+
     def is_forward(self, reference: Any) -> bool:
         """Whether a message reference is a forward (a copy of another message), not a reply.
 

@@ -4,7 +4,8 @@
 persona's answer exactly as the bot's, never knowing who speaks. Where no webhook can post (a
 direct message, no Manage Webhooks permission, Discord refusing the webhook, a send through it
 failing) the persona speaks through the bot's own identity with its name before the text
-(`named`), and the log says why, once per channel.
+(`named`), and the log says why, once per channel. A webhook someone deleted is created anew
+at the next send; a message it posted can no longer be edited (edit mode goes on in a new one).
 
 A persona with sprites wears one when its writer says so (`PersonaPort.wear`): the messages
 sent from then on carry the sprite's avatar and the name `Name (label)` (`sprite_name`), and
@@ -124,4 +125,11 @@ class PersonaPort:
             return
         if self._webhook is None:
             raise DeliveryFailed("the webhook that sent this message is gone")
-        await self._webhook.edit(message_id, content, urgency=urgency)
+        try:
+            await self._webhook.edit(message_id, content, urgency=urgency)
+        except WebhookGone:
+            # its messages stay, but none of them can change: the writer goes on in a new one,
+            # which a new webhook posts
+            await self._webhooks.gone(self._channel, self._webhook.webhook)
+            self._looked, self._webhook = False, None
+            raise

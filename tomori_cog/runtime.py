@@ -1,10 +1,10 @@
 """What the cog runs with once started: opened in one exit stack, closed in reverse.
 
 `Runtime.open` opens the database (migrating it), the providers, the stores, the model
-health probes, the MCP servers and, last, the channel locks, which at once run the turns they
-recover from a stopped process; each part is closed by the stack in reverse order, so turns end
-(and release their locks) while the providers and the database are still open. A runtime is
-whole from the moment it exists: nothing on it is "not started yet".
+health probes, the sweep of old rows, the MCP servers and, last, the channel locks, which at
+once run the turns they recover from a stopped process; each part is closed by the stack in
+reverse order, so turns end (and release their locks) while the providers and the database are
+still open. A runtime is whole from the moment it exists: nothing on it is "not started yet".
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from tomori.locks import (
 )
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
+from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
+from tomori.policy.retention import Retention
 from tomori.store import Database
 from tomori.store.connect import open_database
 from tomori.tools.switches import BotTools, ToolSwitchStore
@@ -91,6 +93,9 @@ class Runtime:
             health = _model_health(database, locks.instance_id, settings, parts.config)
             if health is not None:
                 stack.push_async_callback(health.close)
+            retention = Retention(database, settings, parts.config)
+            retention.start()
+            stack.push_async_callback(retention.close)
             tool_switches = ToolSwitchStore(database)
             stage = Stage(
                 settings,
@@ -102,6 +107,7 @@ class Runtime:
                 metrics,
                 health,
                 drawn_in,
+                UserLimitStore(database),
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()
@@ -154,6 +160,7 @@ def _model_health(
         database,
         instance_id,
         probed,
+        config.endpoint,
         interval_s=seconds(interval_ms),
         probe_budget_s=settings.first_token_budget_s + settings.delivery_budget_s,
     )

@@ -24,7 +24,7 @@ from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
-from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori.turns.surface import BOT_VOICE, Context, Reading, Speaker, Voice
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.library import Library
@@ -82,11 +82,8 @@ class ChannelReading:
         return self.history.view.context(self.shown, system_prompt, voice)
 
     def quoted(self, message_id: str) -> str | None:
-        for message in self.shown.messages:
-            if str(message.id) == message_id:
-                item = self.history.view.item(message, self.shown.attached)
-                return None if item is None else item.text
-        return None
+        lines = self.history.view.lines(self.shown, BOT_VOICE)
+        return next((item.text for shown_id, item in lines if shown_id == message_id), None)
 
 
 class DiscordSurface:
@@ -101,6 +98,8 @@ class DiscordSurface:
         self._involved: frozenset[int] = frozenset()
         """The people the turn read (who wrote what it was shown, and whom the trigger
         named): the only users its answers may ping."""
+        self._images = parts.history.hold_images()
+        """The image bytes the turn's reading holds, until `release`."""
 
     @property
     def channel_id(self) -> str:
@@ -180,16 +179,22 @@ class DiscordSurface:
     ) -> Reading:
         history = self._parts.history
         if message is None:
-            shown = await history.read_latest(self._channel, waiting, images=images)
+            shown = await history.read_latest(
+                self._channel, waiting, images=images, hold=self._images
+            )
         else:
             shown = await history.read(
-                self._channel, message, waiting, queued=queued, images=images
+                self._channel, message, waiting, queued=queued, images=images, hold=self._images
             )
         self._involved = involved_in(shown.messages, message)
         return ChannelReading(shown, history, self._parts.bot.user)
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._parts.confirmations.ask(self._channel, ask)
+
+    def release(self) -> None:
+        """The turn is over: give back the image bytes its reading held."""
+        self._images.release()
 
     def bot_port(self) -> ChannelPort:
         parts = self._parts

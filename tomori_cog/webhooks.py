@@ -14,6 +14,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Collection
+from datetime import UTC, datetime
 from typing import Any
 
 from tomori.cast.personas import Persona
@@ -24,6 +25,7 @@ from tomori.delivery.port import (
 from tomori.store import Database
 from tomori.store.sealed import SecretBox
 from tomori_cog.discord_io import (
+    MaybeDelivered,
     PacedPort,
     WriteMemory,
     call_failures,
@@ -40,6 +42,10 @@ the bot before asking again: each refusal counts toward the invalid requests tha
 IP banned."""
 MOST_KEPT = 10_000
 """Channels (and webhook IDs) remembered at most; past it, the oldest are read again."""
+LOOKED_AT = 50
+"""The channel's messages read for a post that may have landed: a page of Discord's history."""
+CLOCK_SLACK_S = 60.0
+"""How long before its post the messages are read from: the bot's clock and Discord's differ."""
 
 
 def home_of(library: Library, channel: Any) -> Any:
@@ -172,6 +178,19 @@ class Webhooks:
                     "channel %s: could not forget webhook %s: %r", home.id, webhook.id, error
                 )
 
+    async def channels_gone(self, channel_ids: Collection[int]) -> None:
+        """Discord says these channels are gone (deleted, or the bot left their server): their
+        webhooks went with them, and their rows are forgotten (a row per channel would
+        otherwise outlive every channel the bot ever posted in)."""
+        for channel_id in channel_ids:
+            self._by_channel.pop(channel_id, None)
+        try:
+            store = await self._opened_store()
+            if store is not None:
+                await store.forget_channels(str(channel_id) for channel_id in channel_ids)
+        except Exception as error:
+            log.warning("could not forget the webhooks of channels gone: %r", error)
+
     async def _opened_store(self) -> WebhookStore | None:
         """The store, its key the bot's token (None: not started, or not logged in); the
         first time, the tokens an earlier version stored in clear are sealed."""
@@ -235,8 +254,9 @@ class WebhookPort(PacedPort):
     def _refused(self, wait: float) -> None:
         self._pacing.webhook_refused(self.webhook.id, wait)
 
-    async def _post(self, content: str, reply_to: str | None) -> str:
-        """A webhook cannot reply: its messages stand free (`reply_to` is not shown)."""
+    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
+        """A webhook cannot reply: its messages stand free (`reply_to` is not shown); Execute
+        Webhook takes no nonce."""
         avatar = {"avatar_url": self.avatar_url} if self.avatar_url else {}
         message = await self.webhook.send(
             content=content,
@@ -247,6 +267,24 @@ class WebhookPort(PacedPort):
             **self._thread,
         )
         return str(message.id)
+
+    async def _landed(self, shown: str, asked_at: float, failed: MaybeDelivered) -> str | None:
+        """Execute Webhook takes no nonce: the channel's messages since just before the post
+        say whether it landed (its ID), or not (None: asked again); unread, `failed` stands."""
+        lib = self._library.module
+        since = lib.utils.time_snowflake(
+            datetime.fromtimestamp(asked_at - CLOCK_SLACK_S, UTC), high=False
+        )
+        try:
+            await self._pacing.read()
+            after = self._channel.history(limit=LOOKED_AT, after=lib.Object(id=since))
+            async for message in after:
+                if message.webhook_id == self.webhook.id and message.content == shown:
+                    return str(message.id)
+        except call_failures(self._library) as error:
+            log.info("channel %s: could not tell if a post landed: %r", self._channel.id, error)
+            raise failed from error
+        return None
 
     async def _revise(self, message_id: str, content: str) -> None:
         await self.webhook.edit_message(

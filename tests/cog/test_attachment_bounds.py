@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from tests.support.files import FileServer
 from tomori.config.settings import Settings
 from tomori_cog.reading.attachments import read_attachments
+from tomori_cog.reading.file_cache import FileCache
+from tomori_cog.reading.image_bytes import ImageBytes
 from tomori_cog.reading.unreadable import UnreadableFiles
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -51,7 +53,13 @@ async def _sent_and_told(
             )
         setup = Settings(db_path=Path("unused.db"), max_images=max_images, max_image_bytes=LIMIT)
         attached = await read_attachments(
-            messages, setup, me=None, images=True, unreadable=UnreadableFiles()
+            messages,
+            setup,
+            me=None,
+            images=True,
+            unreadable=UnreadableFiles(),
+            cache=FileCache(0),
+            hold=ImageBytes(setup.image_bytes_in_flight).hold(),
         )
         sent = [image.data.removeprefix(PNG) for m in messages for image in attached.of(m).images]
         return sent, names, [notice.text for notice in attached.notices]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
-from tests.support.scripts import answer, http_error
+from tests.support.scripts import answer, http_error, stalled_after
+from tests.support.world import CHANNEL_ID
 from tomori.prompt.vision import UNSEEN_IMAGES_NOTICE
 
 
@@ -292,3 +294,59 @@ async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
     await bot.settled()
     assert files.fetched["a.txt"] == 0
     assert last_user_content(0, llm_server) == "alice: @Tomori hi\n  [a file a.txt was attached]"
+
+
+async def test_a_hundred_files_in_the_history_send_the_newest_within_bounds_each_read_once(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, SEEING))
+    for batch in range(10):  # ten messages of ten files, 15,000 characters each
+        attached = [
+            files.attachment(f"f{batch}-{n}.txt", f"f{batch}-{n} ".encode() * 3_000, "text/plain")
+            for n in range(10)
+        ]
+        await bot.say(f"batch {batch}", attachments=attached)
+    llm_server.script(answer("Read."), answer("Again."))
+    for question in ("summarise the files", "and once more?"):
+        await bot.say(f"{bot.mention()} {question}")
+        await bot.settled()
+    for turn in (0, 1):
+        sent = "\n".join(user_texts(turn, llm_server))
+        shown = re.findall(r"\[file (f\d-\d\.txt)\]", sent)
+        assert shown == [f"f9-{n}.txt" for n in range(7)]  # the newest, within 100,000 chars
+        assert "f9-6.txt is cut here: only its first 10000 characters are shown" in sent
+        assert len(sent) < 110_000  # not the 1.5 million characters of every file
+        assert "alice's file f9-9.txt is left out: the newer files shown fill" in sent
+        assert "alice's file f8-0.txt is left out: only the 10 newest text files" in sent
+        assert "and 73 more files, left out" in sent  # 93 left out, the first 20 named
+    assert set(files.fetched) == {f"f9-{n}.txt" for n in range(10)}
+    assert set(files.fetched.values()) == {1}  # read for the first question, kept for the next
+
+
+async def test_images_of_turns_at_once_are_held_within_a_budget_and_the_rest_told(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    settings = settings_for(tmp_path, image_bytes_in_flight=150)
+    bot = await open_bot(settings, chain_for(llm_server, SEEING))
+    image = {name: PIXEL + name.encode() * 10 for name in ("a", "b", "c")}  # about 100 bytes
+    llm_server.script(stalled_after("Looking.\n\n"), answer("Without it."), answer("With it."))
+    await bot.say(
+        f"{bot.mention()} a", attachments=[files.attachment("a.png", image["a"], "image/png")]
+    )
+    async with asyncio.timeout(5):
+        await llm_server.request_arrived.wait()  # the first turn holds its image, answering
+    other = CHANNEL_ID + 1
+    attached = [files.attachment("b.png", image["b"], "image/png")]
+    await bot.say(f"{bot.mention()} b", channel=other, attachments=attached)
+    await bot.settled(other)
+    assert images_sent(1, llm_server) == []  # no room beside the first turn's image
+    told = user_texts(1, llm_server)[-1]
+    assert "alice's image b.png is left out: the bot holds as many images as it may" in told
+    await bot.kill()
+    await bot.settled()
+    attached = [files.attachment("c.png", image["c"], "image/png")]
+    await bot.say(f"{bot.mention()} c", channel=other, attachments=attached)
+    await bot.settled(other)
+    sent = f"data:image/png;base64,{base64.b64encode(image['c']).decode()}"
+    assert images_sent(2, llm_server) == [sent]  # the turns that ended gave theirs back
+    assert await bot.contents(other) == ["Without it.", "With it."]

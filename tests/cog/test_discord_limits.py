@@ -92,6 +92,33 @@ async def test_a_12k_character_answer_arrives_whole_within_the_channels_bucket(
     assert discord_rest.rate_limited == NOTHING_REFUSED
 
 
+async def test_an_answer_at_the_ceiling_without_blank_lines_fills_each_message(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """A roleplay answer of lines and no paragraph ends, at a ceiling of five full messages:
+    each message holds as many whole lines as fit (30 of these), not a thousand characters'
+    worth (once 10 messages where 6 do)."""
+    settings = settings_for(tmp_path, max_answer_chars=5 * 1950)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    line = "the quick brown fox jumps over it, and over it again."
+    lines = [f"Line {n:03d}: {line}" for n in range(300)]
+    llm_server.script(answer("\n".join(lines), pieces=150, gap=0.005))
+    bot.say(f"{bot.mention()} tell the long story")
+    async with asyncio.timeout(30):
+        await bot.settled()
+    shown = bot.contents()
+    assert shown[-1].endswith("(The answer was cut here: it was too long.)")
+    assert "\n".join(shown).startswith("\n".join(lines[:100]))  # in order, no line lost
+    per_message = 1950 // (len(lines[0]) + 1)
+    fewest = -(-5 * 1950 // (per_message * (len(lines[0]) + 1)))
+    assert len(shown) <= fewest + 1  # (the first message goes before the rest is in)
+    assert all(len(message) <= 2_000 for message in shown)
+    assert discord_rest.rate_limited == NOTHING_REFUSED
+
+
 async def test_a_channel_is_answered_at_once_while_another_waits_for_its_own_bucket(
     open_rest_bot: OpenRestBot,
     llm_server: LLMServer,

@@ -7,6 +7,7 @@ the channel answers on its own stays silent, with a log line.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import pytest
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.console_process import bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer
-from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord
+from tests.support.nextcord_fake import ALICE, CHANNEL_ID, NextcordBot, OpenNextcord
 from tests.support.scripts import answer
+from tests.support.tomori_commands import said
 from tomori.delivery.notices import NOT_ANSWERED
 
 QUEUE_MAX_AGE_MS = 400
@@ -38,6 +40,28 @@ async def test_a_mention_dropped_from_the_queue_for_age_is_told_once_as_a_reply(
     assert nc.discord.embeds() == [NOT_ANSWERED.title]
     notice = nc.discord.sent[-1]
     assert notice["message_reference"]["message_id"] == int(second["id"])
+    assert notice["allowed_mentions"] == {"parse": []}
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_respond_dropped_from_the_queue_for_age_is_told_naming_its_asker(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
+) -> None:
+    """A `/respond` has no message to reply to: the channel hears it was not answered, naming
+    who asked (a mention in an embed pings no one)."""
+    nc = await open_nextcord(
+        settings_for(tmp_path, queue_max_age_ms=QUEUE_MAX_AGE_MS), chain_for(llm_server)
+    )
+    llm_server.script(SLOW, answer("Never asked for."))
+    nc.say(f"{nc.mention()} one")
+    await asyncio.wait_for(llm_server.request_arrived.wait(), 10)  # its answer has begun
+    assert said(await nc.respond("tell a joke"))[0] == "Answering"  # queued behind it
+    await nc.settled()
+
+    assert nc.discord.contents() == ["The first answer, slowly."]
+    assert nc.discord.embeds() == [NOT_ANSWERED.title]
+    notice = nc.discord.sent[-1]
+    assert f"<@{ALICE}>" in notice["embeds"][0]["description"]
     assert notice["allowed_mentions"] == {"parse": []}
     assert len(llm_server.requests) == 1
 

@@ -163,8 +163,9 @@ async def test_a_storm_of_triggers_while_stalled_is_answered_in_order(
 async def test_a_send_lost_to_a_connection_error_is_logged_and_the_rest_goes_out(
     open_bot: Any, llm_server: LLMServer, caplog: pytest.LogCaptureFixture, error: BaseException
 ) -> None:
+    """Asked once more (tests/cog/test_discord_failures.py), and lost to the same error again."""
     nc = await open_bot()
-    failures = [error]
+    failures = [error, error]
     nc.discord.fail_sends = lambda body: failures.pop() if failures else None
     llm_server.script(in_parts("First.\n\n", "Second.\n\nThird."))
     with caplog.at_level(logging.WARNING):

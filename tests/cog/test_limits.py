@@ -16,7 +16,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer, stalled_after
+from tests.support.scripts import answer, stalled_after, tool_call
 from tests.support.tomori_commands import said
 from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.delivery.notices import cooldown_notice, quota_notice
@@ -218,6 +218,28 @@ async def test_a_queued_message_is_refused_when_the_turn_before_it_spent_the_day
     assert len(llm_server.requests) == 1
     assert await bot.contents() == ["Sixteen characters"]
     assert await bot.embeds() == [DAILY_LIMIT]
+
+
+async def test_a_tool_loop_stops_before_its_next_pass_once_the_askers_day_is_spent(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(settings_for(tmp_path, user_daily_tokens=40), chain_for(llm_server))
+    first = tool_call("current_time", "{}", call_id="c0", usage=(10, 5), text="Checking.\n\n")
+    more = [tool_call("current_time", "{}", call_id=f"c{n}", usage=(10, 5)) for n in range(1, 10)]
+    llm_server.script(first, *more, answer("Never."))
+    await bot.say(f"{bot.mention()} what time is it, ten times over?")
+    await bot.settled()
+    assert len(llm_server.requests) == 3  # 15, 30, then 45 of the day's 40: no fourth pass
+    assert await bot.contents() == ["Checking."]  # what was shown stays
+    assert await bot.embeds() == [DAILY_LIMIT]
+    await bot.chat.runtime.metrics.flushed()
+    used = await bot.chat.runtime.database.fetchall(
+        "SELECT SUM(input_tokens + output_tokens) AS used FROM token_usage"
+    )
+    assert used[0]["used"] == 45  # the passes it ran are the asker's
+    await bot.say(f"{bot.mention()} once more")
+    await bot.settled()
+    assert len(llm_server.requests) == 3
 
 
 async def test_bots_start_at_most_max_bot_turns_in_a_row_until_a_human_speaks(

@@ -301,10 +301,17 @@ async def test_an_admin_turning_a_server_off_for_a_channel_removes_its_tools_the
 
 
 async def test_a_server_that_cannot_start_never_holds_a_turn_and_tools_says_why(
-    open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path
+    open_bot: OpenBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Admins see that it is down and what failed, never the author's command, paths or
+    arguments; the author's log keeps the whole reason."""
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"gone": {"command": str(tmp_path / "none")}}}))
+    command = str(tmp_path / "SECRETCMD")
+    entry = {"command": command, "args": ["--key", "ARGSECRET"], "tomori": {"guilds": ["*"]}}
+    config.write_text(json.dumps({"mcpServers": {"gone": entry}}))
     bot = await start(open_bot, llm_server, tmp_path, config)
     llm_server.script(answer("Still here."), answer("And here."))
     for _ in range(2):  # the second turn comes while the server waits out its backoff
@@ -314,4 +321,8 @@ async def test_a_server_that_cannot_start_never_holds_a_turn_and_tools_says_why(
         assert time.monotonic() - began < 2.0
     assert await bot.contents() == ["Still here.", "And here."]
     _, listing = said(await bot.tomori("tools"))
-    assert "MCP servers: gone down (FileNotFoundError: " in listing
+    assert "MCP servers: gone down (FileNotFoundError: No such file or directory)" in listing
+    for secret in ("SECRETCMD", str(tmp_path), "ARGSECRET"):
+        assert secret not in listing
+    failed = f"FileNotFoundError: [Errno 2] No such file or directory: '{command}'"
+    assert f"MCP server gone failed: {failed}" in caplog.messages

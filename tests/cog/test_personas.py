@@ -14,9 +14,10 @@ import pytest
 
 from tests.support.bots import Library
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
-from tests.support.databases import DatabaseUnderTest
-from tests.support.discord_rest import DiscordRestServer
-from tests.support.llm_server import LLMServer
+from tests.support.databases import DatabaseUnderTest, sqlite_database
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer
+from tests.support.llm_server import LLMServer, Reply, sse, until_set
+from tests.support.openai_wire import chunk
 from tests.support.rest_bots import (
     OpenRestBot,
     RestBot,
@@ -27,11 +28,19 @@ from tests.support.rest_bots import (
     start_rest_bot,
     user_message,
 )
-from tests.support.scripts import answer
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.scripts import answer, finished
+from tests.support.world import (
+    CHANNEL_ID,
+    CHANNEL_IDS,
+    GUILD_ID,
+    Person,
+    channel_allowing_the_bot,
+)
+from tests.support.write_lock import write_lock_held
 
 ARIA_AVATAR = "https://images.example/aria.png"
 CAROL = 3_000_000_000_000_000_333
+DAVE = 3_000_000_000_000_000_444
 
 
 async def started(
@@ -162,6 +171,27 @@ async def test_an_answer_naming_another_persona_draws_it_in_within_the_budget(
     assert len(llm_server.requests) == 3
 
 
+async def test_personas_stop_answering_once_the_servers_day_is_spent_and_say_so(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, server_daily_tokens=12)
+    bot.allow_webhooks()
+    for name in ("Aria", "Bex", "Cy"):
+        await bot.persona("add", name=name, prompt=f"You are {name}.")
+    llm_server.script(answer("Cy here."), answer("Bex says hi."), answer("Aria waves."))
+    bot.say("cy, bex and aria: good morning")
+    await settle(bot)
+    assert len(llm_server.requests) == 1  # 12 tokens: the server's day is spent after Cy
+    shown = posted(discord_rest)
+    assert [(m.username, m.content) for m in shown if m.webhook_id] == [("Cy", "Cy here.")]
+    [notice] = [m.payload["embeds"][0] for m in shown if not m.webhook_id]
+    assert notice["title"] == "Daily Limit Reached"
+    assert notice["description"].startswith("This server has used the tokens it has for today")
+
+
 async def test_without_manage_webhooks_a_persona_speaks_as_the_bot_with_its_name_shown(
     open_rest_bot: OpenRestBot,
     llm_server: LLMServer,
@@ -273,6 +303,118 @@ async def test_a_reply_to_a_personas_message_is_answered_by_it_from_another_proc
     assert discord_rest.requests_by_route["webhook_create"] == 1
 
 
+def logged(caplog: pytest.LogCaptureFixture, words: str) -> bool:
+    return any(words in record.getMessage() for record in caplog.records)
+
+
+def reply_to(message: ChannelMessage, text: str) -> dict[str, Any]:
+    """A member's reply to `message` that names no one, as Discord sends it (the message it
+    replies to along)."""
+    payload = user_message(text, channel=CHANNEL_ID)
+    payload["message_reference"] = {"message_id": str(message.id), "channel_id": str(CHANNEL_ID)}
+    payload["referenced_message"] = message.payload
+    return payload
+
+
+async def test_a_persona_message_recorded_through_a_database_blip_is_answered_when_replied_to(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another connection holds SQLite's write lock past the busy timeout just as the persona's
+    answer ends: the record of who posted it waits the blip out instead of being dropped."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, db_busy_timeout_ms=100)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    release = asyncio.Event()
+    song = "A song for you."
+    llm_server.script(
+        Reply(body=[sse(chunk(f"{song}\n\n")), until_set(release), *finished(song)]),
+        answer("Another song."),
+    )
+    bot.say("Aria, sing")
+    async with asyncio.timeout(10):
+        while not posted(discord_rest):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    with caplog.at_level(logging.WARNING):
+        async with write_lock_held(tmp_path / "tomori.db"):
+            release.set()  # the answer ends: its record meets the lock
+            async with asyncio.timeout(10):  # it failed once (and is retried, or dropped)
+                while not logged(caplog, "Aria's messages"):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+        await settle(bot)
+
+    (sung,) = posted(discord_rest)
+    recorded = await sqlite_database(tmp_path).rows("SELECT name_key FROM persona_messages")
+    assert recorded == [("aria",)]
+    payload = reply_to(sung, "and another?")
+    discord_rest.add_message(payload)
+    arrive(bot.bot, payload)
+    await settle(bot)
+    later = posted(discord_rest)[1]
+    assert (later.username, later.content) == ("Aria", "Another song.")
+
+
+async def test_a_reply_to_a_persona_message_the_store_forgot_is_answered_by_the_name_shown(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Its record gone (kept for a while only, or lost to an outage longer than a blip), a
+    message the bot's webhook posted still names its persona: the reply is answered by it."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await bot.sprite("add", persona="Aria", label="happy", avatar=ARIA_AVATAR)
+    llm_server.script(answer("Aria (happy): A song."), answer("Another song."))
+    bot.say("Aria, sing")
+    await settle(bot)
+    (sung,) = posted(discord_rest)
+    assert sung.username == "Aria (happy)"
+    await sqlite_database(tmp_path).execute("DELETE FROM persona_messages")
+
+    payload = reply_to(sung, "and another?")
+    discord_rest.add_message(payload)
+    arrive(bot.bot, payload)
+    await settle(bot)
+    later = posted(discord_rest)[1]
+    assert (later.username, later.content) == ("Aria", "Another song.")
+
+
+async def test_the_webhooks_of_channels_discord_says_are_gone_are_forgotten(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """A row per channel the personas ever spoke in would otherwise outlive the channels: a
+    deleted channel's row goes (CHANNEL_DELETE), and every row of a server the bot left
+    (GUILD_DELETE)."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Hello here."), answer("Hello there."))
+    for channel in CHANNEL_IDS[:2]:
+        bot.allow_webhooks(channel)
+        bot.say("Aria, hi", channel=channel)
+        async with asyncio.timeout(10):
+            await bot.settled(channel)
+    database = sqlite_database(tmp_path)
+    stored = "SELECT channel_id FROM channel_webhooks ORDER BY channel_id"
+    assert await database.rows(stored) == [(str(CHANNEL_IDS[0]),), (str(CHANNEL_IDS[1]),)]
+
+    bot.bot._connection.parse_channel_delete(channel_allowing_the_bot(0, CHANNEL_IDS[0]))
+    async with asyncio.timeout(10):
+        while await database.rows(stored) != [(str(CHANNEL_IDS[1]),)]:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    bot.bot._connection.parse_guild_delete({"id": str(GUILD_ID)})  # the bot was removed
+    async with asyncio.timeout(10):
+        while await database.rows(stored):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
 async def test_persona_commands_check_and_list(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -308,6 +450,32 @@ async def test_a_persona_cannot_pass_for_a_member_of_the_server(
     assert said(await bot.persona("list")).count("**") == 2  # Aria, alone
 
 
+async def test_a_persona_cannot_pass_for_the_bot_or_a_member_in_any_look_alike(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Letters of other scripts drawn as Latin ones (a Cherokee T; DAVE in Cherokee), small
+    capitals, "rn" for an m, and the bot's name with a bot-ish word beside it all read as
+    the bot, or as a member: each is refused."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot.member_joins(DAVE, "dave", global_name=None, nick=None)
+    as_the_bot = (
+        "\u13a2omori",  # Cherokee letter I, drawn as a T
+        "\u1d1b\u1d0f\u1d0d\u1d0f\u0280\u026a",  # in small capitals
+        "Tornori",
+        "Tomori Bot",
+        "Tomori-bot",
+        "Tomori (bot)",
+        "Tomori APP",
+    )
+    for name in as_the_bot:
+        refused = said(await bot.persona("add", name=name, prompt="I am the bot."))
+        assert refused == f"{name} would pass for the bot itself (Tomori).", name
+    dave = "\u13a0\u13aa\u13d9\u13ac"  # Cherokee letters A, GO, DO, GV: D, A, V, E
+    refused = said(await bot.persona("add", name=dave, prompt="I am dave."))
+    assert refused.startswith(f"{dave} would pass for a member of this server")
+    assert "no personas" in said(await bot.persona("list"))
+
+
 async def test_a_persona_cannot_pass_for_a_member_seen_speaking_lately(
     library: Library, llm_server: LLMServer, discord_rest: DiscordRestServer, tmp_path: Path
 ) -> None:
@@ -325,6 +493,35 @@ async def test_a_persona_cannot_pass_for_a_member_seen_speaking_lately(
         await bot.stop()
 
 
+async def test_no_log_line_carries_a_webhook_or_interaction_token(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Both libraries log each request's URL at DEBUG, and a webhook's URL holds its token (a
+    key to post as any name in the channel), an interaction's reply URL the interaction's."""
+    with caplog.at_level(logging.DEBUG):
+        bot = await started(open_rest_bot, llm_server, tmp_path)
+        bot.allow_webhooks()
+        said(await bot.persona("add", name="Aria", prompt="You are Aria."))
+        llm_server.script(answer("Hello from Aria."))
+        bot.say("aria, hello")
+        await settle(bot)
+        assert [m.username for m in posted(discord_rest)] == ["Aria"]
+    tokens = [w["token"] for w in discord_rest.webhooks_of(CHANNEL_ID)]
+    tokens += list(discord_rest.webhook_messages)  # the interactions' tokens
+    assert len(tokens) == 2
+    logged = [record.getMessage() + (record.exc_text or "") for record in caplog.records]
+    assert any("/webhooks/" in line for line in logged)  # the library logged the post
+    assert any("/interactions/" in line for line in logged)  # and the command's answer
+    for token in tokens:
+        assert not [line for line in logged if token in line]
+    await bot.stop()
+    assert logging.getLogRecordFactory() is logging.LogRecord  # taken away with the cog
+
+
 async def test_a_personas_models_are_only_those_the_author_allows(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -334,7 +531,11 @@ async def test_a_personas_models_are_only_those_the_author_allows(
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     refused = said(await bot.persona("edit", name="Aria", models="openai:gpt-4o"))
     assert "openai:gpt-4o is not among the models this bot allows" in refused
-    assert "openai:gpt-4o" not in said(await bot.persona("list"))
+    refused = said(await bot.persona("edit", name="Aria", models="openai:test-model+vision"))
+    assert "openai:test-model may not be sent images (+vision) on this bot" in refused
+    listing = said(await bot.persona("list"))
+    assert "openai:gpt-4o" not in listing
+    assert "+vision" not in listing
 
 
 async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(

@@ -23,7 +23,7 @@ from tests.support.rest_bots import (
     posted,
     said,
 )
-from tests.support.scripts import answer
+from tests.support.scripts import answer, stalled_after
 from tests.support.world import CHANNEL_ID
 
 YAWNS = "Tomori: *yawns*"
@@ -177,3 +177,38 @@ async def test_respond_as_a_persona_is_told_at_once_and_answers_after_the_turn_b
     sent = conversation(llm_server.requests[1])
     assert sent[0] == ("system", "You are Aria, a bard.")
     assert sent[-1] == ("assistant", bows)
+
+
+async def test_respond_is_held_to_the_authors_server_budget_as_a_message_is(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """An admin is a member too: past the day's budget the author set for each server, their
+    /respond asks no model (anyone can create a server and be its admin)."""
+    settings = settings_for(tmp_path, history_memory_channels=0, server_daily_tokens=14)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(answer("A long enough answer to spend the day."))
+    await asked(bot, "spend it")
+    for n in range(3):
+        told = await respond(bot, prompt=f"write an essay {n}")
+        assert told.startswith("This server has used the tokens it has for today.")
+    await bot.settled(CHANNEL_ID)
+    assert len(llm_server.requests) == 1
+
+
+async def test_respond_past_the_members_queue_is_told_the_queue_is_full(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path, history_memory_channels=0, queue_per_member=1)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(stalled_after("Thinking..."))
+    bot.say(f"{bot.mention()} a long one")
+    async with asyncio.timeout(10):
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    assert (
+        await respond(bot, prompt="one") == "The answer comes in this channel, after any before it."
+    )
+    full = await respond(bot, prompt="two")
+    assert full.startswith("You have as many messages waiting")
+    await bot.kill(permissions=1 << 13)
+    await bot.settled(CHANNEL_ID)

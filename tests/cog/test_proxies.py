@@ -73,6 +73,34 @@ async def test_a_proxied_message_is_answered_once_as_its_repost_for_the_member(
     assert [(m.embeds[0]["title"], m.reply_to) for m in bot.shown()[1:]] == [("Slow Down", again)]
 
 
+@pytest.mark.parametrize("memory_channels", [0, 500], ids=["read-over-rest", "read-from-memory"])
+async def test_an_original_the_proxy_has_not_deleted_yet_is_never_shown_beside_its_repost(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, memory_channels: int
+) -> None:
+    """PluralKit reposts before it deletes, and its delete may come late (or never, without
+    Manage Messages): the original stands in the channel while the repost's answer, and the
+    next member's, read it. Each is shown the member's message once, under the repost's name."""
+    bot = await started(
+        open_rest_bot, llm_server, tmp_path, history_memory_channels=memory_channels
+    )
+    bot.joins(PLURALKIT, "PluralKit")
+    llm_server.script(answer("Hello, Luna."), answer("Hi Bob."))
+    bot.say(f"lu: hi {bot.mention()}, how are you?")
+    await asyncio.sleep(PROXY_TAKES_S)
+    bot.repost(f"hi {bot.mention()}, how are you?", name="Luna", application_id=PLURALKIT)
+    await bot.settled()
+    bot.say(f"{bot.mention()} and me?", by=Person.BOB)
+    await bot.settled()
+    assert bot.contents() == ["Hello, Luna.", "Hi Bob."]
+    first, second = (conversation(request)[1:] for request in llm_server.requests)
+    assert first == [("user", "Luna: hi @Tomori, how are you?")]
+    assert second == [
+        ("user", "Luna: hi @Tomori, how are you?"),
+        ("assistant", "Hello, Luna."),
+        ("user", "bob: @Tomori and me?"),
+    ]
+
+
 async def test_a_message_in_a_proxy_server_that_no_proxy_takes_is_answered_after_the_grace(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -162,3 +162,23 @@ async def test_scenes_turned_off_bad_scenes_and_a_members_cooldown_are_refused_t
     assert "You can ask me again" in await scene(bot, "Aria, Bex", 1)  # the member's cooldown
     await settle(bot)
     assert [m.content for m in posted(discord_rest)] == ["On again.", "Indeed."]
+
+
+async def test_a_scene_stops_between_lines_once_its_askers_day_is_spent_and_says_so(
+    open_rest_bot: Any,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path, user_daily_tokens=20)
+    await cast_of_two(bot)
+    lines = [f"{who} line {n}." for n in (1, 2, 3) for who in ("Aria", "Bex")]
+    llm_server.script(*(answer(line) for line in lines))  # 13 tokens a line
+    await scene(bot, "Aria, Bex", 3)
+    await settle(bot)
+    assert len(llm_server.requests) == 2  # 13, then 26 of the day's 20: no third line
+    shown = posted(discord_rest)
+    assert [m.content for m in shown if m.webhook_id] == ["Aria line 1.", "Bex line 1."]
+    [notice] = [m.payload["embeds"][0] for m in shown if not m.webhook_id]
+    assert notice["title"] == "Daily Limit Reached"
+    assert notice["description"].startswith("You have used your tokens for today")

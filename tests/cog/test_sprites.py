@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cog.test_personas import settle, started
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
@@ -70,6 +72,38 @@ async def test_a_sprite_line_posts_with_its_avatar_under_a_name_that_shows_the_c
     refused = said(await bot.sprite("add", persona="Aria", label="a:b", avatar=HAPPY))
     assert 'cannot hold ":"' in refused
     assert "no persona named" in said(await bot.sprite("add", persona="Bo", label="x", avatar=SAD))
+
+
+@pytest.mark.parametrize("delivery", ["messages", "edit"])
+async def test_a_model_starting_each_line_with_its_name_posts_one_message_per_sprite(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    delivery: str,
+) -> None:
+    """Roleplay models start their lines with their own name: a marker of the avatar already
+    worn is taken out and starts no message (once, one message per line)."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, delivery=delivery)
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.", avatar=ARIA)
+    await bot.sprite("add", persona="Aria", label="happy", avatar=HAPPY)
+    text = (
+        "Aria: Hello there.\n"
+        "Aria: How are you?\n"
+        "Aria (happy): A party!\n"
+        "Aria (happy): With cake.\n"
+        "Aria: Anyway.\n"
+        "aria: That is all."
+    )
+    llm_server.script(answer(text, pieces=13))
+    bot.say("aria, talk to me")
+    await settle(bot)
+    assert [(m.username, m.content, m.avatar_url) for m in posted(discord_rest)] == [
+        ("Aria", "Hello there.\nHow are you?", ARIA),
+        ("Aria (happy)", "A party!\nWith cake.", HAPPY),
+        ("Aria", "Anyway.\nThat is all.", ARIA),
+    ]
 
 
 async def test_without_a_webhook_a_sprite_shows_its_name_in_the_bots_message(

@@ -13,9 +13,11 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.support.attachments import images_sent
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for
 from tests.support.databases import DatabaseUnderTest, postgres_database
+from tests.support.files import PIXEL, PIXEL_B64, FileServer
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, sse
 from tests.support.scripts import answer, silent, stalled_after
@@ -153,6 +155,63 @@ async def test_a_chain_stored_before_the_author_narrowed_the_list_is_not_run(
     await first.stop()
     second = await open_bot(settings(database), chain_for(llm_server))  # narrowed since
     assert (await ask(second, llm_server))["model"] == "test-model"
+
+
+async def ask_with_image(bot: ChatBot, llm_server: LLMServer, files: FileServer) -> list[str]:
+    """A mention with a PNG, answered; the images the model got."""
+    seen = len(llm_server.requests)
+    llm_server.script(answer("A dot."))
+    picture = files.attachment("dot.png", PIXEL, "image/png")
+    await bot.say(f"{bot.mention()} what is this?", attachments=[picture])
+    await bot.settled()
+    assert len(llm_server.requests) == seen + 1
+    return images_sent(seen, llm_server)
+
+
+async def test_an_admin_cannot_send_images_to_a_model_the_author_did_not(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    """Reading an image costs the author's tokens and memory: `+vision` is the author's to
+    give, and a chain an admin marks `+vision` on any other model is refused."""
+    bot = await open_bot(settings(database), chain_for(llm_server))  # no +vision
+    title, text = said(await bot.tomori("model", models="openai:test-model+vision"))
+    assert (title, text) == (
+        "Not Changed",
+        "openai:test-model may not be sent images (+vision) on this bot: images cost its "
+        "author's tokens, and its author allows them for no model",
+    )
+    title, _ = said(await bot.tomori("model", models="openai:test-model+vision", scope="server"))
+    assert title == "Not Changed"
+    assert await database.rows("SELECT * FROM channel_settings") == []
+    assert await database.rows("SELECT * FROM server_settings") == []
+    assert await ask_with_image(bot, llm_server, files) == []
+    assert files.fetched["dot.png"] == 0  # not even read
+
+
+async def test_a_pattern_marked_vision_lets_an_admin_send_its_models_images(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    allowed = "openai:test-*+vision, openai:*"
+    bot = await open_bot(settings(database), chain_for(llm_server, allowed=allowed))
+    title, text = said(await bot.tomori("model", models="openai:other+vision"))
+    assert (title, text) == (
+        "Not Changed",
+        "openai:other may not be sent images (+vision) on this bot: images cost its author's "
+        "tokens, and its author allows them for openai:test-*+vision",
+    )
+    said(await bot.tomori("model", models="openai:test-model+vision"))
+    assert await ask_with_image(bot, llm_server, files) == [f"data:image/png;base64,{PIXEL_B64}"]
+
+
+async def test_a_chain_stored_with_vision_before_the_author_took_it_away_reads_no_image(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    first = await open_bot(settings(database), chain_for(llm_server, "openai:test-model+vision"))
+    said(await first.tomori("model", models="openai:test-model+vision"))
+    await first.stop()
+    second = await open_bot(settings(database), chain_for(llm_server))  # images off since
+    assert await ask_with_image(second, llm_server, files) == []
+    assert files.fetched["dot.png"] == 0
 
 
 async def test_a_provider_the_bot_has_no_key_for_is_refused(

@@ -106,6 +106,23 @@ async def test_a_tool_that_may_change_things_runs_only_once_its_asker_allows_it(
     assert bot.contents()[-1] == "Written."
 
 
+async def test_the_prompt_shows_characters_that_hide_or_reorder_text_as_escapes(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """A right-to-left override would show "write me" for what runs as "em etirw"; a zero-width
+    space or a line separator would hide what runs: each is shown as its JSON escape."""
+    bot, _ = await started(open_rest_bot, llm_server, tmp_path)
+    arguments = json.dumps({"text": "a\u202eetirw em\u200b\u2028done"}, ensure_ascii=False)
+    llm_server.script(tool_call("tests__write", arguments), answer("unused"))
+    bot.say(f"{bot.mention()} write it")
+    prompt = await prompt_of(bot)
+    description = prompt.embeds[0]["description"]
+    assert '"text": "a\\u202eetirw em\\u200b\\u2028done"' in description
+    assert not {"\u202e", "\u200b", "\u2028"} & set(description)
+    await bot.kill()
+    await bot.settled()
+
+
 async def test_a_refused_call_is_not_run_and_the_model_is_told_so(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -51,9 +51,13 @@ def test_a_readme_snippet_of_each_transport_reads_with_its_secrets_from_the_envi
             command="npx",
             args=("-y", "@modelcontextprotocol/server-brave-search"),
             env={"BRAVE_API_KEY": "brave-secret"},
+            filled=frozenset({"brave-secret"}),  # each value a ${VAR} was filled with
         ),
         McpServerConfig(
-            "wiki", url="https://wiki.example/mcp", headers={"Authorization": "Bearer t0k"}
+            "wiki",
+            url="https://wiki.example/mcp",
+            headers={"Authorization": "Bearer t0k"},
+            filled=frozenset({"t0k"}),
         ),
     )
 

@@ -80,7 +80,7 @@ async def test_the_check_prints_the_authors_ceilings_in_force(
     env = bot_environment(
         llm_server,
         tmp_path,
-        TOMORI_ALLOWED_MODELS="openai:gpt-4o-*, gemini:*",
+        TOMORI_ALLOWED_MODELS="openai:gpt-4o-*+vision, gemini:*",
         TOMORI_USER_COOLDOWN_MS="5000",
         TOMORI_USER_DAILY_TOKENS="20000",
         TOMORI_SERVER_DAILY_TOKENS="500000",
@@ -91,7 +91,7 @@ async def test_the_check_prints_the_authors_ceilings_in_force(
     out, err = await finished(process)
     assert process.returncode == 0, out + err
     assert out.splitlines()[2] == (
-        "ok      ceilings: models a server may choose: openai:gpt-4o-*, gemini:*; "
+        "ok      ceilings: models a server may choose: openai:gpt-4o-*+vision, gemini:*; "
         "cooldown per member 5 s at least; 20000 tokens a day per member at most; "
         "500000 tokens a day per server; 2 messages waiting per member and channel; "
         "/kill: anyone"
@@ -500,6 +500,7 @@ async def test_each_mcp_server_lists_its_tools_or_says_in_one_line_what_failed(
     assert "        not offered (its entry leaves them out): big" in lines
     [gone] = [line for line in lines if "MCP server gone" in line]
     assert gone.startswith("FAILED  MCP server gone: FileNotFoundError")
+    assert "no-such-server" in gone  # in full: only the author runs --check
 
 
 async def test_a_bad_mcp_config_stops_the_check_naming_the_server_and_the_field(

@@ -162,6 +162,17 @@ async def test_a_scene_in_the_console_counts_as_a_message_under_the_cooldown(
     assert len(llm_server.requests) == 1
 
 
+async def test_the_authors_server_budget_holds_in_the_console_as_in_a_server(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("Hello there."), answer("Never said."))
+    out = await piped(llm_server, tmp_path, "hello\nand again\n", TOMORI_SERVER_DAILY_TOKENS="5")
+    assert "Hello there." in out
+    assert "Never said." not in out
+    assert "[Daily Limit Reached, replying to #2] This server has used the tokens" in out
+    assert len(llm_server.requests) == 1  # refused as it came, as a channel refuses it
+
+
 async def test_a_prefill_set_without_text_asks_for_the_prefill(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:

@@ -348,6 +348,53 @@ async def test_a_refused_send_raises_forbidden_and_counts_as_invalid(
         await bot.http.close()
 
 
+async def create(
+    http: aiohttp.ClientSession, server: DiscordRestServer, body: dict[str, Any]
+) -> tuple[int, Any]:
+    """A message create in CHANNEL_ID with `body`: its status and what it answered."""
+    url = f"{server.api_base}/channels/{CHANNEL_ID}/messages"
+    auth = {"Authorization": f"Bot {server.token}"}
+    async with http.post(url, json=body, headers=auth) as response:
+        return response.status, await response.json()
+
+
+async def test_a_create_with_an_enforced_nonce_returns_the_message_it_made_before(
+    http: aiohttp.ClientSession, discord_rest: DiscordRestServer
+) -> None:
+    """As Discord documents `enforce_nonce`: a nonce the same author used in the past few
+    minutes gets that message back, and nothing new is created; a nonce alone is no check,
+    and one longer than 25 characters is refused."""
+    asked = {"content": "hi", "nonce": "1234", "enforce_nonce": True}
+    first_status, first = await create(http, discord_rest, asked)
+    again_status, again = await create(http, discord_rest, {**asked, "content": "changed"})
+    assert (first_status, again_status) == (200, 200)
+    assert again["id"] == first["id"]
+    assert (again["content"], again["nonce"]) == ("hi", "1234")
+    await create(http, discord_rest, {"content": "hi", "nonce": "1234"})  # not enforced
+    status, refused = await create(http, discord_rest, {"content": "x", "nonce": "9" * 26})
+    assert (status, refused["code"]) == (400, 50035)
+    assert [m.content for m in discord_rest.messages(CHANNEL_ID)] == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["not-carried-out", "carried-out"])
+@pytest.mark.parametrize("status", [503, None], ids=["503", "no-answer"])
+async def test_a_failure_asked_for_answers_a_5xx_whether_or_not_it_was_carried_out(
+    http: aiohttp.ClientSession, discord_rest: DiscordRestServer, landed: bool, status: int | None
+) -> None:
+    discord_rest.fail_next("message_create", status=status, landed=landed, after=1)
+    assert (await create(http, discord_rest, {"content": "one"}))[0] == 200
+    if status is None:
+        with pytest.raises(aiohttp.ServerDisconnectedError):
+            await create(http, discord_rest, {"content": "two"})
+    else:
+        failed = await create(http, discord_rest, {"content": "two"})
+        assert failed == (503, {"message": "503: Service Unavailable", "code": 0})
+    assert (await create(http, discord_rest, {"content": "three"}))[0] == 200
+    expected = ["one", "two", "three"] if landed else ["one", "three"]
+    assert [m.content for m in discord_rest.messages(CHANNEL_ID)] == expected
+    assert discord_rest.failed["message_create"] == 1
+
+
 async def test_every_answer_waits_the_latency_asked_for(http: aiohttp.ClientSession) -> None:
     server = await started(latency=0.2)
     try:

@@ -143,6 +143,34 @@ async def test_another_process_skips_the_model_one_process_found_sick(
     assert asked(server) == ["primary", "fallback", "fallback"]
 
 
+async def test_a_model_sick_at_one_server_is_still_asked_first_at_another(
+    open_nextcord: OpenNextcord, database: DatabaseUnderTest, server: LLMServer
+) -> None:
+    """Health is kept per endpoint and model: a process whose `OPENAI_BASE_URL` is another
+    server asks its own `primary` first, though one of that name stalls at the first's."""
+    first = await open_bot(open_nextcord, database, server, model_probe_interval_ms=60_000)
+    first.say(f"{first.mention()} one")
+    await first.settled()
+    assert asked(server) == ["primary", "fallback"]  # primary is sick at `server`
+
+    elsewhere = LLMServer(default=lambda request: answer(f"{request.body['model']} answered."))
+    await elsewhere.start()
+    try:
+        second = await open_bot(open_nextcord, database, elsewhere, model_probe_interval_ms=60_000)
+        health = second.chat.runtime.health
+        assert health is not None
+        await health._refresh()  # what its loop does each second: it reads the marks now
+        assert health.sick(PRIMARY) is None
+        second.say(f"{second.mention()} two", channel=CHANNEL_IDS[1])
+        await second.settled()
+        assert asked(elsewhere) == ["primary"]
+        assert second.discord.contents(CHANNEL_IDS[1]) == ["primary answered."]
+    finally:
+        await elsewhere.close()
+    marked = await database.rows("SELECT endpoint, model FROM model_health")
+    assert marked == [(f"{server.base_url}/v1", PRIMARY)]
+
+
 async def test_with_the_interval_at_zero_no_model_is_ever_skipped(
     open_nextcord: OpenNextcord, database: DatabaseUnderTest, server: LLMServer
 ) -> None:

@@ -148,7 +148,8 @@ def test_a_server_limit_stored_looser_than_the_authors_gives_way_to_the_authors(
 
 
 def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
-    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a", "TOMORI_ALLOWED_MODELS": "*"}
+    allowed = {"TOMORI_ALLOWED_MODELS": "*+vision"}
+    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a", **allowed}
     author = ModelChain.from_env(environ)
     too_long = ",".join(f"openai:{'m' * 400}{n}" for n in range(3))  # no answer could show it
     with pytest.raises(ConfigError, match=f"at most {MAX_MODELS_CHARS} are allowed"):
@@ -175,7 +176,17 @@ def test_a_chain_takes_the_bots_keys_and_names_what_is_wrong() -> None:
         ),
         ("openai:gpt-4.1-*", "openai:gpt-4.1-mini, openai:gpt-4o", "openai:gpt-4o is not among"),
         ("openai:gpt-4.1-*", "openai:gpt-4.1-mini", None),
-        ("openai:*", "openai:anything+vision", None),
+        ("openai:*", "openai:anything", None),
+        (
+            "openai:*",
+            "openai:anything+vision",
+            "openai:anything may not be sent images (+vision) on this bot: images cost its "
+            "author's tokens, and its author allows them for no model",
+        ),
+        ("openai:gpt-4o*+vision, openai:*", "openai:gpt-4o-mini+vision, openai:b", None),
+        ("openai:gpt-4o*+vision, openai:*", "openai:b+vision", "allows them for openai:gpt-4o*"),
+        ("*+vision", "openai:anything+vision", None),
+        ("", "openai:a+vision", "openai:a may not be sent images"),  # not +vision in the chain
         ("*", "openai:anything", None),
         ("openai:A*", "openai:a", "openai:a is not among"),  # a model name's case counts
     ],
@@ -190,6 +201,14 @@ def test_an_admins_chain_names_only_models_the_author_allows(
     else:
         with pytest.raises(ConfigError, match=re.escape(refused)):
             check_models(chosen, environ, author)
+
+
+def test_unset_images_are_allowed_for_the_models_the_authors_chain_marks_vision() -> None:
+    environ = {"OPENAI_API_KEY": "sk-x", "TOMORI_MODELS": "openai:a+vision, openai:b"}
+    author = ModelChain.from_env(environ)
+    assert check_models("openai:b, openai:a+vision", environ, author).sees_images
+    with pytest.raises(ConfigError, match=re.escape("allows them for openai:a+vision")):
+        check_models("openai:a, openai:b+vision", environ, author)
 
 
 @pytest.mark.parametrize("written", ["gpt-4o", "openai:", "azure:gpt-4o", ":x"])

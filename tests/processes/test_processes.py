@@ -255,6 +255,31 @@ async def test_a_turn_a_crash_cut_before_it_showed_anything_is_answered_by_the_p
     assert await database.rows("SELECT message_id FROM queued_triggers") == []
 
 
+async def test_a_respond_a_crash_cut_before_it_showed_anything_is_answered_by_the_process_left(
+    database: DatabaseUnderTest,
+    tmp_path: Path,
+    llm_server: LLMServer,
+    processes: list[BotProcess],
+) -> None:
+    """A command's turn has no message to read back, but its payload holds all it asks: cut
+    by a crash before it showed anything, it is run again by the survivor, as a message is."""
+    llm_server.script(silent(), answer("Answered after the crash."))
+    crashed, left = [
+        await BotProcess.start(database, llm_server, tmp_path, settings=BEATING) for _ in range(2)
+    ]
+    processes.extend((crashed, left))
+    crashed.send(respond=CHANNEL_ID, prompt="tell the story of the lighthouse")
+    assert (await crashed.next_event())["respond_reply"] == "Answering"
+    await asyncio.wait_for(llm_server.request_arrived.wait(), 10)
+    await crashed.kill()  # SIGKILL while the model has said nothing yet
+
+    reply = await left.next_event()
+    assert (reply["sent"], reply["reply_to"]) == ("Answered after the crash.", None)
+    assert "the lighthouse" in str(llm_server.requests[-1].body["messages"])
+    assert len(llm_server.requests) == 2
+    assert await database.rows("SELECT channel_id FROM queued_triggers") == []
+
+
 async def test_a_turn_a_stop_cut_after_its_first_words_is_not_answered_again(
     database: DatabaseUnderTest,
     tmp_path: Path,

@@ -14,14 +14,16 @@ SEEDS_JSON is a file of message payloads Discord already holds, stored before th
 Reads JSON lines: {"seed": payload} stores a message as Discord would have it; {"say": payload}
 also delivers it through the gateway path; {"delete": payload} deletes that message (and the
 gateway says so); {"join": user_id} has that bot user join the guild; {"kill": channel_id}
-runs /kill in that channel.
+runs /kill in that channel; {"respond": channel_id, "prompt": text} runs /respond there, as a
+member with Manage Server.
 With TESTS_CHANNEL_WINDOW_S set, the cog keeps each channel to Discord's writes per that many
 seconds instead of its real window: for a test whose subject is not the pace (a turn at a
 time, not how fast a channel may be written to) and that must not wait out Discord's buckets.
 
 Writes JSON lines: {"ready": true} once serving, {"sent": content, "reply_to": id or null,
 "channel": id} for every message the bot posts, {"kill_reply": title} for the answer to a
-/kill, and {"closed": true} once a stop signal has closed it.
+/kill, {"respond_reply": title} for the answer to a /respond, and {"closed": true} once a stop
+signal has closed it.
 """
 
 from __future__ import annotations
@@ -120,6 +122,9 @@ async def obey(nc: NextcordBot) -> None:
         if "kill" in command:
             reply = await nc.kill(channel=int(command["kill"]))
             emit({"kill_reply": reply["data"]["embeds"][0]["title"]})
+        if "respond" in command:
+            reply = await nc.respond(command["prompt"], channel=int(command["respond"]))
+            emit({"respond_reply": reply["data"]["embeds"][0]["title"]})
 
 
 if __name__ == "__main__":

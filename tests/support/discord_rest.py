@@ -22,7 +22,14 @@ production and not what an unlimited fake lets through:
   every answer of the API: both libraries read a 429 without `Via` as a Cloudflare ban;
 - invalid requests (401, 403, and 429 except scope `shared`) counted over a sliding window
   (10 minutes); past the threshold (10,000) the IP is banned for a while (an hour), and every
-  request then gets Cloudflare's 429: no `Via`, a text body.
+  request then gets Cloudflare's 429: no `Via`, a text body;
+- a message create's `nonce` as Discord documents it: at most 25 characters (else 400 50035),
+  echoed in the message, and with `enforce_nonce` checked for uniqueness over the last few
+  minutes (`NONCE_WINDOW_S`): a create with the nonce of a message the same author created
+  then gets that message back, and nothing new is created;
+- Discord's own failures, on demand (`fail_next`): a route's next requests answered with a 5xx,
+  or their connection dropped unanswered, with what they asked done or not (`landed`), which
+  neither says.
 
 Both real HTTP clients reach it by setting their `Route.BASE` to `server.api_base`
 (`nextcord.http.Route.BASE`, `discord.http.Route.BASE`; their webhook and interaction
@@ -51,10 +58,11 @@ import math
 import os
 import re
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
@@ -66,6 +74,9 @@ as `add_message` does in this one; nothing counts it."""
 _TOKENLESS = frozenset({"webhook", "interaction_callback"})
 VIA = "1.1 google"
 RATE_LIMITED = "You are being rate limited."
+NONCE_WINDOW_S = 300.0
+"""How long a create's nonce is checked for uniqueness: Discord says "the past few minutes"."""
+MAX_NONCE_CHARS = 25
 
 
 @dataclass(frozen=True)
@@ -285,6 +296,17 @@ def checked_components(components: object) -> list[dict[str, Any]]:
     return [dict(row) for row in components]
 
 
+@dataclass
+class _Failure:
+    """Requests of a route that fail (see `DiscordRestServer.fail_next`)."""
+
+    status: int | None
+    """None: the connection is dropped without an answer."""
+    landed: bool
+    after: int
+    times: int
+
+
 class _Answer(Exception):
     """An HTTP error answer raised from deep in a handler, as Discord would send it."""
 
@@ -354,6 +376,13 @@ class DiscordRestServer:
         `POST /channels/{id}/webhooks`; `delete_webhook` removes one as a user would."""
         self._gone_webhooks: set[int] = set()
         self._webhooks_refused: set[int] = set()
+        self._nonces: OrderedDict[tuple[str, str], tuple[float, ChannelMessage]] = OrderedDict()
+        """The message each (author, nonce) created with `enforce_nonce`, and when, oldest
+        first."""
+        self._failing: dict[str, _Failure] = {}
+        """By route name: its requests to fail (`fail_next`)."""
+        self.failed: Counter[str] = Counter()
+        """The requests answered with a failure (`fail_next`), by route name."""
         self.typed_in: list[int] = []
         """The channel of each typing request answered, in order."""
 
@@ -463,6 +492,23 @@ class DiscordRestServer:
     def allow_sends(self, channel_id: int) -> None:
         self._refused.pop(channel_id, None)
 
+    def fail_next(
+        self,
+        route: str,
+        *,
+        status: int | None = 503,
+        landed: bool = False,
+        after: int = 0,
+        times: int = 1,
+    ) -> None:
+        """The requests of `route` (a name of `DEFAULT_ROUTE_LIMITS`) fail as they do when
+        Discord's own servers fail: after `after` more answered as usual, the next `times` get
+        `status` with Discord's JSON error (None: their connection is dropped unanswered). With
+        `landed`, each was carried out first (a create's message is in the channel): the
+        failure is the same either way, so a client cannot tell whether what it asked was
+        done."""
+        self._failing[route] = _Failure(status, landed, after, times)
+
     def refuse_webhooks(self, channel_id: int) -> None:
         """Creating a webhook in the channel is refused with 403 50013 (Missing Permissions),
         as Discord does for a bot without Manage Webhooks there."""
@@ -548,15 +594,49 @@ class DiscordRestServer:
 
         if self.latency:
             await asyncio.sleep(self.latency)
+        failure = self._failure_due(matched.name)
+        if failure is not None and not failure.landed:
+            return self._failed(request, matched, failure, headers)
         try:
             status, body = await self._answer(request, matched)
         except _Answer as answer:
             if answer.status in (401, 403):
                 self._invalid_request(time.monotonic())
             return self._json(answer.status, answer.body, headers)
+        if failure is not None:
+            return self._failed(request, matched, failure, headers)
         if status == 204:
             return web.Response(status=204, headers={**headers, "Via": VIA})
         return self._json(status, body, headers)
+
+    def _failure_due(self, route: str) -> _Failure | None:
+        """The failure this request of `route` meets, if one is due (`fail_next`)."""
+        failure = self._failing.get(route)
+        if failure is None:
+            return None
+        if failure.after > 0:
+            failure.after -= 1
+            return None
+        failure.times -= 1
+        if failure.times <= 0:
+            del self._failing[route]
+        return failure
+
+    def _failed(
+        self,
+        request: web.Request,
+        matched: _Matched,
+        failure: _Failure,
+        headers: Mapping[str, str],
+    ) -> web.Response:
+        self.failed[matched.name] += 1
+        if failure.status is None:
+            assert request.transport is not None
+            request.transport.abort()  # the client reads no answer at all
+            return web.Response(status=204)
+        phrase = HTTPStatus(failure.status).phrase
+        body = {"message": f"{failure.status}: {phrase}", "code": 0}
+        return self._json(failure.status, body, headers)
 
     def _json(
         self, status: int, body: Any, headers: Mapping[str, str] | None = None
@@ -677,7 +757,7 @@ class DiscordRestServer:
             refused = self._refused.get(channel_id)
             if refused is not None:
                 raise _Answer(*refused)
-            return 200, self._create(channel_id, body, self.bot_user).payload
+            return 200, self._created(channel_id, body).payload
         if name == "history":
             return 200, self._history(channel_id, request.query)
         message = self._find(channel_id, int(p["message_id"]))
@@ -715,6 +795,8 @@ class DiscordRestServer:
         guild_id = self._channels.get(channel_id, {}).get("guild_id")
         if guild_id is not None:
             payload["guild_id"] = guild_id
+        if body.get("nonce") is not None:
+            payload["nonce"] = body["nonce"]
         reference = body.get("message_reference")
         if reference:
             payload["type"] = 19
@@ -726,6 +808,27 @@ class DiscordRestServer:
             payload["referenced_message"] = None if referenced is None else referenced.payload
         message = ChannelMessage(json.dumps(payload), body.get("allowed_mentions"), [content])
         self._messages.setdefault(channel_id, []).append(message)
+        return message
+
+    def _created(self, channel_id: int, body: Mapping[str, Any]) -> ChannelMessage:
+        """The bot's message create, its nonce read as Discord documents it (see the module):
+        with `enforce_nonce`, the message the bot created with that nonce lately, if any."""
+        nonce = body.get("nonce")
+        if nonce is None:
+            return self._create(channel_id, body, self.bot_user)
+        if len(str(nonce)) > MAX_NONCE_CHARS:
+            raise _Answer(400, 50035, "Invalid Form Body")
+        if not body.get("enforce_nonce"):
+            return self._create(channel_id, body, self.bot_user)
+        now = time.monotonic()
+        while self._nonces and next(iter(self._nonces.values()))[0] < now - NONCE_WINDOW_S:
+            self._nonces.popitem(last=False)
+        key = (str(self.bot_user["id"]), str(nonce))
+        known = self._nonces.get(key)
+        if known is not None:
+            return known[1]
+        message = self._create(channel_id, body, self.bot_user)
+        self._nonces[key] = (now, message)
         return message
 
     def _create_webhook(self, channel_id: int, body: Mapping[str, Any]) -> dict[str, Any]:

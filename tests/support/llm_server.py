@@ -24,6 +24,7 @@ class Action:
     kind: str
     payload: bytes = b""
     seconds: float = 0.0
+    event: asyncio.Event | None = None
 
 
 def sse(data: Any) -> Action:
@@ -53,6 +54,12 @@ def at(seconds: float) -> Action:
     """Pause until `seconds` after the body began: a schedule that many small pauses would let
     drift (each sleep wakes a little late, and under load a lot)."""
     return Action("at", seconds=seconds)
+
+
+def until_set(event: asyncio.Event) -> Action:
+    """Send nothing more until the test sets `event` (the server runs in the test's loop): a
+    state the test waits for, in place of a pause that load may make too short."""
+    return Action("until", event=event)
 
 
 def stall() -> Action:
@@ -206,6 +213,9 @@ class LLMServer:
                 await asyncio.sleep(began + action.seconds - asyncio.get_running_loop().time())
                 if reader.at_eof():
                     raise _ClientGone
+            elif action.kind == "until":
+                assert action.event is not None
+                await action.event.wait()
             elif action.kind == "stall":
                 await _wait_unless_closed(reader, None)
             elif action.kind == "drop":

@@ -32,8 +32,8 @@ from tests.support.world import BOT_ID as BOT_ID
 from tests.support.world import CHANNEL_ID as CHANNEL_ID
 from tests.support.world import CHANNEL_IDS as CHANNEL_IDS
 from tests.support.world import GUILD_ID as GUILD_ID
+from tests.support.world import MANAGE_GUILD, channel_denying_the_bot
 from tests.support.world import READ_AND_SEND as READ_AND_SEND
-from tests.support.world import channel_denying_the_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
@@ -398,6 +398,19 @@ class NextcordBot:
         before = len(self.discord.interaction_replies)
         self.bot._connection.parse_interaction_create(payload)
         async with asyncio.timeout(5):
+            while len(self.discord.interaction_replies) == before:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+        return self.discord.interaction_replies[-1]
+
+    async def respond(self, prompt: str, *, channel: int = CHANNEL_ID) -> dict[str, Any]:
+        """/respond with `prompt`, by alice with Manage Server (whom it is for by default),
+        through nextcord's interaction path; return what she was answered at once."""
+        payload = self.kill_payload(permissions=MANAGE_GUILD, channel=channel)
+        options = [{"name": "prompt", "type": 3, "value": prompt}]
+        payload["data"] = {"id": str(snowflake()), "name": "respond", "type": 1, "options": options}
+        before = len(self.discord.interaction_replies)
+        self.bot._connection.parse_interaction_create(payload)
+        async with asyncio.timeout(10):
             while len(self.discord.interaction_replies) == before:  # noqa: ASYNC110
                 await asyncio.sleep(0.005)
         return self.discord.interaction_replies[-1]

@@ -40,12 +40,13 @@ from tests.support.world import (
     Person,
     channel_allowing_the_bot,
 )
+from tests.support.world import (
+    MANAGE_GUILD as MANAGE_GUILD,
+)
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori_cog import add_tomori
 from tomori_cog.chat import TomoriChat
-
-MANAGE_GUILD = 1 << 5
 
 BOT_USER = user_payload(BOT_ID, "Tomori", bot=True)
 """The bot's user, as `GET /users/@me` answers it."""
@@ -78,12 +79,21 @@ class RestBot:
     def mention(self) -> str:
         return f"<@{BOT_ID}>"
 
-    def say(self, content: str, *, by: Person = Person.ALICE, channel: int = CHANNEL_ID) -> int:
+    def say(
+        self,
+        content: str,
+        *,
+        by: Person = Person.ALICE,
+        channel: int = CHANNEL_ID,
+        going_by: str | None = None,
+    ) -> int:
         """`by` posts `content` in `channel`: the server keeps it in the channel's history and
-        the library receives it as the gateway's MESSAGE_CREATE. Returns the message's ID."""
+        the library receives it as the gateway's MESSAGE_CREATE. `going_by` is the name they
+        chose, as their global name and their nickname here. Returns the message's ID."""
         payload = user_message(content, by=by, channel=channel)
+        payload["author"]["global_name"] = going_by
         self.server.add_message(payload)
-        arrive(self.bot, payload, self._roles.get(by.id, ()))
+        arrive(self.bot, payload, self._roles.get(by.id, ()), nick=going_by)
         return int(payload["id"])
 
     def delete(self, message_id: int, *, channel: int = CHANNEL_ID) -> None:
@@ -336,13 +346,16 @@ def user_message(
     }
 
 
-def arrive(bot: Any, message: dict[str, Any], roles: Sequence[int] = ()) -> None:
+def arrive(
+    bot: Any, message: dict[str, Any], roles: Sequence[int] = (), *, nick: str | None = None
+) -> None:
     """`message` (a `user_message`) reaches the bot as the gateway's MESSAGE_CREATE, with the
-    author's member object (holding `roles`) as a guild message carries it, through the parser
-    the gateway calls."""
+    author's member object (holding `roles`, going by `nick` in the guild) as a guild message
+    carries it, through the parser the gateway calls."""
     author = message["author"]
     member = member_payload(int(author["id"]), author["username"], bot=author["bot"])
     member["roles"] = [str(role) for role in roles]
+    member["nick"] = nick
     event = {**copy.deepcopy(message), "member": {k: v for k, v in member.items() if k != "user"}}
     bot._connection.parsers["MESSAGE_CREATE"](event)
 

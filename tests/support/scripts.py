@@ -44,13 +44,22 @@ def silent() -> Reply:
     return Reply(body=[stall()])
 
 
-def tool_call(name: str, arguments: str, *, call_id: str = "call_1", text: str = "") -> Reply:
-    """The model (optionally says `text`, then) calls tool `name` with raw JSON `arguments`."""
+def tool_call(
+    name: str,
+    arguments: str,
+    *,
+    call_id: str = "call_1",
+    text: str = "",
+    usage: tuple[int, int] | None = None,
+) -> Reply:
+    """The model (optionally says `text`, then) calls tool `name` with raw JSON `arguments`;
+    with `usage`, it reports the tokens it used (in, out), else none."""
     body: list[Action] = [sse(chunk(text))] if text else []
     body += [
         sse(chunk(tool_calls=[tool_fragment(0, call_id=call_id, name=name)])),
         sse(chunk(tool_calls=[tool_fragment(0, arguments=arguments)])),
         sse(chunk(finish="tool_calls")),
+        *([sse(usage_chunk(*usage))] if usage is not None else []),
         sse("[DONE]"),
     ]
     return Reply(body=body)

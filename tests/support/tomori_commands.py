@@ -13,8 +13,8 @@ from typing import Any
 
 from tests.support.dpy import DpyBot
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot
+from tests.support.world import MANAGE_GUILD as MANAGE_GUILD
 
-MANAGE_GUILD = 1 << 5
 _ids = itertools.count(800_000_000_000_000_000)
 _TYPES = {str: 3, int: 4, bool: 5}
 

@@ -53,6 +53,8 @@ def channel_denying_the_bot(permission: int, channel_id: int = CHANNEL_ID) -> di
 
 
 MANAGE_WEBHOOKS = 1 << 29
+MANAGE_GUILD = 1 << 5
+"""Manage Server: who may run `/tomori` and `/respond` by default."""
 
 
 def channel_allowing_the_bot(permission: int, channel_id: int = CHANNEL_ID) -> dict[str, Any]:

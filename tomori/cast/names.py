@@ -27,21 +27,90 @@ def invisible(text: str) -> bool:
     return any(unicodedata.category(character) in ("Cc", "Cf") for character in text)
 
 
-_LOOK_ALIKE = str.maketrans(
-    # Cyrillic and Greek letters drawn as Latin ones (written as escapes: they look alike)
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04cf"
-    "\u043a\u043c\u0442\u0432\u043d\u03b1\u03bf\u03c1\u03c4\u03b9\u03ba\u03bd"
-    # digits and marks read as letters, and i: see `skeleton`
-    "013457|!i",
-    "aeopcyxljsdlkmtbhaoptlkvoleastlll",
+LOOK_ALIKE_LETTERS: tuple[tuple[str, str], ...] = (
+    # Letters of other scripts drawn as Latin ones, by their Unicode names, each as case
+    # folding leaves it (a name is case-folded first): the source of truth is Unicode's own
+    # list of look-alikes, confusables.txt (UTS #39, Unicode security mechanisms), whose row
+    # for each gives the Latin letter it is confusable with. Only the letters of scripts a
+    # name on Discord is likely to borrow are here; tests/cast/test_names.py cites each row.
+    ("CYRILLIC SMALL LETTER A", "a"),
+    ("CYRILLIC SMALL LETTER IE", "e"),
+    ("CYRILLIC SMALL LETTER O", "o"),
+    ("CYRILLIC SMALL LETTER ER", "p"),
+    ("CYRILLIC SMALL LETTER ES", "c"),
+    ("CYRILLIC SMALL LETTER U", "y"),
+    ("CYRILLIC SMALL LETTER HA", "x"),
+    ("CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I", "i"),
+    ("CYRILLIC SMALL LETTER JE", "j"),
+    ("CYRILLIC SMALL LETTER DZE", "s"),
+    ("CYRILLIC SMALL LETTER KOMI DE", "d"),
+    ("CYRILLIC SMALL LETTER PALOCHKA", "i"),
+    ("CYRILLIC SMALL LETTER KA", "k"),  # the capitals below look alike; case is dropped
+    ("CYRILLIC SMALL LETTER EM", "m"),
+    ("CYRILLIC SMALL LETTER TE", "t"),
+    ("CYRILLIC SMALL LETTER VE", "b"),
+    ("CYRILLIC SMALL LETTER EN", "h"),
+    ("GREEK SMALL LETTER ALPHA", "a"),
+    ("GREEK SMALL LETTER OMICRON", "o"),
+    ("GREEK SMALL LETTER RHO", "p"),
+    ("GREEK SMALL LETTER TAU", "t"),
+    ("GREEK SMALL LETTER IOTA", "i"),
+    ("GREEK SMALL LETTER KAPPA", "k"),
+    ("GREEK SMALL LETTER NU", "v"),
+    # Cherokee has capitals only, as far as case folding goes: its small letters fold to them
+    ("CHEROKEE LETTER A", "d"),
+    ("CHEROKEE LETTER E", "r"),
+    ("CHEROKEE LETTER I", "t"),
+    ("CHEROKEE LETTER V", "i"),
+    ("CHEROKEE LETTER GI", "y"),
+    ("CHEROKEE LETTER GO", "a"),
+    ("CHEROKEE LETTER GU", "j"),
+    ("CHEROKEE LETTER GV", "e"),
+    ("CHEROKEE LETTER LA", "w"),
+    ("CHEROKEE LETTER LU", "m"),
+    ("CHEROKEE LETTER MI", "h"),
+    ("CHEROKEE LETTER MU", "y"),
+    ("CHEROKEE LETTER NAH", "g"),
+    ("CHEROKEE LETTER NI", "h"),
+    ("CHEROKEE LETTER NO", "z"),
+    ("CHEROKEE LETTER SI", "b"),
+    ("CHEROKEE LETTER SV", "r"),
+    ("CHEROKEE LETTER TA", "w"),
+    ("CHEROKEE LETTER DE", "s"),
+    ("CHEROKEE LETTER DO", "v"),
+    ("CHEROKEE LETTER DU", "s"),
+    ("CHEROKEE LETTER TLE", "l"),
+    ("CHEROKEE LETTER TLI", "c"),
+    ("CHEROKEE LETTER TLV", "p"),
+    ("CHEROKEE LETTER TSO", "k"),
+    ("CHEROKEE LETTER TSU", "d"),
+    ("CHEROKEE LETTER YU", "g"),
+    ("CHEROKEE LETTER YV", "b"),
+    # Latin small capitals (ᴛᴏᴍᴏʀɪ): a capital drawn small is its letter once case is dropped,
+    # as each one's name says; confusables.txt lists only those that pass for a small letter
+    *(
+        (f"LATIN LETTER SMALL CAPITAL {letter.upper()}", letter)
+        for letter in "abcdefghijklmnopqrstuvwyz"  # Unicode has no small capital X
+    ),
 )
+"""Each letter (by its Unicode name) that reads as a Latin letter, and that letter."""
+
+_READ_AS = dict(zip("013457|!i", "oleastlll", strict=True))
+"""Digits and marks read as letters, and i as l: see `skeleton`."""
+_LOOK_ALIKE = str.maketrans(
+    {unicodedata.lookup(name): _READ_AS.get(latin, latin) for name, latin in LOOK_ALIKE_LETTERS}
+    | _READ_AS
+)
+_LOOK_ALIKE_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
+"""Two letters read as one, as confusables.txt has them ("rn" for m): "Tornori" is Tomori."""
 
 
 def skeleton(name: str) -> str:
     """What `name` looks like, whatever letters spell it: compatibility forms folded (NFKC:
     full-width and styled letters), case and accents dropped, letters that look alike made
-    one, spaces and punctuation between them gone ("c.l.y.d.e", or Clyde spelt with a Cyrillic
-    y and e, or in full-width letters, is "clyde").
+    one (`LOOK_ALIKE_LETTERS`, and pairs such as "rn" that read as one), spaces and
+    punctuation between them gone ("c.l.y.d.e", or Clyde spelt with a Cyrillic y and e, or in
+    full-width letters, is "clyde"'s skeleton).
 
     i and l are one letter here: a capital I reads as an l ("AIice" as "Alice") and case is
     dropped, so I, i, l (and 1, |) must all look the same. A few names that differ only so
@@ -50,22 +119,27 @@ def skeleton(name: str) -> str:
     An ASCII name (most of them) is read by one table lookup per character, built from the
     rule below, so a server's thousands of members' names cost little (`passes_for_any`)."""
     if name.isascii():
-        return name.encode().translate(_ASCII_LOOKS, _ASCII_UNSEEN).decode()
-    return _skeleton(name)
+        letters = name.encode().translate(_ASCII_LOOKS, _ASCII_UNSEEN).decode()
+    else:
+        letters = _letters(name)
+    for pair, letter in _LOOK_ALIKE_PAIRS:
+        letters = letters.replace(pair, letter)
+    return letters
 
 
-def _skeleton(name: str) -> str:
+def _letters(name: str) -> str:
+    """`name`'s letters and digits, each as the one it looks like (see `skeleton`)."""
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
     plain = "".join(c for c in folded if not unicodedata.combining(c)).translate(_LOOK_ALIKE)
     return "".join(c for c in plain if c.isalnum())
 
 
 def _ascii_tables() -> tuple[bytes, bytes]:
-    """`_skeleton` of each ASCII character, as `bytes.translate` takes it: the byte each
-    becomes, and those it drops (an ASCII name's skeleton is its characters', one by one)."""
+    """`_letters` of each ASCII character, as `bytes.translate` takes it: the byte each
+    becomes, and those it drops (an ASCII name's letters are its characters', one by one)."""
     looks, unseen = bytearray(range(256)), bytearray()
     for code in range(128):
-        seen = _skeleton(chr(code))
+        seen = _letters(chr(code))
         if seen:
             looks[code] = ord(seen)
         else:
@@ -109,9 +183,32 @@ def check_name(raw: str) -> str:
     return name
 
 
-def passes_for(name: str, other: str) -> bool:
-    """Whether persona name `name` would read as `other` (the bot's own name, say)."""
-    return passes_for_any(name, (other,))
+_BOTISH_WORDS = ("bot", "app", "official", "real", "the", "ai", "assistant")
+"""Words that, around the bot's name, still read as the bot ("Tomori Bot", "The Real Tomori")."""
+_BOTISH_LOOKS = tuple(skeleton(word) for word in _BOTISH_WORDS)
+
+
+def passes_for_the_bot(name: str, bot_name: str) -> bool:
+    """Whether persona name `name` would read as the bot `bot_name`: alike (`skeleton`), or
+    the bot's name with bot-ish words around it, in any order and punctuation ("Tomori-bot",
+    "Tomori (APP)", "the real Tomori"). Discord's and Clyde's names are refused in any name
+    (`check_name`)."""
+    looks = skeleton(bot_name)
+    return bool(looks) and looks in _unwrapped(skeleton(name))
+
+
+def _unwrapped(looks: str) -> set[str]:
+    """The skeleton `looks` with bot-ish words taken from its start and its end, every way
+    they can be: each a piece of `looks`, so a name of 80 characters has few."""
+    found, todo = {looks}, [looks]
+    while todo:
+        current = todo.pop()
+        for word in _BOTISH_LOOKS:
+            for rest in (current.removeprefix(word), current.removesuffix(word)):
+                if rest not in found:
+                    found.add(rest)
+                    todo.append(rest)
+    return found
 
 
 def passes_for_any(name: str, others: Iterable[str]) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from tomori.cast.names import composed
 from tomori.cast.sprites import Sprite, SpriteStore
 from tomori.config.parsers import ConfigError
+from tomori.delivery.sprite_markers import wore_sprite
 from tomori.store import Database, Row
 
 MAX_ADDRESSED = 3
@@ -100,6 +101,13 @@ def addressed(
     return tuple(([first] if first is not None else []) + named_ones)[:MAX_ADDRESSED]
 
 
+def shown_as(personas: Iterable[Persona], shown: str) -> Persona | None:
+    """The persona that posted a message of the bot's webhook shown under `shown`: its name, or
+    its name with a sprite's label (`sprite_name`); None if none is (renamed, or removed). What
+    a reply finds its persona by when the store lost which posted it (a blip, or its age)."""
+    return next((p for p in personas if shown == p.name or wore_sprite(p.name, shown)), None)
+
+
 def drawn_in(personas: Iterable[Persona], answer: str, speaker: Persona) -> Persona | None:
     """The persona an answer of `speaker`'s names first (itself aside), which it draws in."""
     others = [p for p in personas if p.key != speaker.key]
@@ -123,6 +131,9 @@ class PersonaStore:
 
     def is_database_error(self, error: BaseException) -> bool:
         return self._db.is_database_error(error)
+
+    def is_transient(self, error: BaseException) -> bool:
+        return self._db.is_transient(error)
 
     async def of_server(self, guild_id: str, *, cached: bool = False) -> tuple[Persona, ...]:
         """The server's personas by name; `cached`: as read less than `CACHE_TTL_S` ago."""

@@ -64,6 +64,17 @@ class WebhookStore:
             (channel_id, webhook_id),
         )
 
+    async def forget_channels(self, channel_ids: Iterable[str]) -> None:
+        """Discord says these channels are gone: forget their webhooks."""
+        ids = list(dict.fromkeys(channel_ids))
+        for start in range(0, len(ids), 100):
+            batch = ids[start : start + 100]
+            await self._db.execute(
+                "DELETE FROM channel_webhooks WHERE channel_id IN"
+                f" ({', '.join('?' for _ in batch)})",
+                batch,
+            )
+
     async def ids(self, webhook_ids: Iterable[str]) -> set[str]:
         """Of these webhooks, those the bot created."""
         ids = list(dict.fromkeys(webhook_ids))

@@ -93,6 +93,9 @@ class McpServerConfig:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     access: McpAccess = McpAccess()
+    filled: frozenset[str] = frozenset()
+    """Each value a `${VAR}` of the entry was filled with: a secret the author kept out of the
+    file, which no log line may show (a server may echo its arguments on its stderr)."""
 
     @property
     def transport(self) -> str:
@@ -148,6 +151,7 @@ def _server(
     if entry.get("disabled") is True:
         return None
     access = _access(where, entry.get("tomori", {}))
+    filled: set[str] = set()
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None):
         raise ConfigError(f"{where}: give either command (stdio) or url (Streamable HTTP)")
@@ -157,19 +161,22 @@ def _server(
                 raise ConfigError(f"{where}: field {other!r} is for url servers, not command")
         return McpServerConfig(
             name,
-            command=_text(where, "command", command, environ, required=True),
-            args=tuple(_texts(where, "args", entry.get("args", []), environ)),
-            env=_mapping(where, "env", entry.get("env", {}), environ),
+            command=_text(where, "command", command, environ, filled, required=True),
+            args=tuple(_texts(where, "args", entry.get("args", []), environ, filled)),
+            env=_mapping(where, "env", entry.get("env", {}), environ, filled),
             access=access,
+            filled=frozenset(filled),
         )
     for other in ("args", "env"):
         if other in entry:
             raise ConfigError(f"{where}: field {other!r} is for command servers, not url")
-    address = _text(where, "url", url, environ, required=True)
+    address = _text(where, "url", url, environ, filled, required=True)
     if not address.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: field 'url' must start with http:// or https://")
-    headers = _mapping(where, "headers", entry.get("headers", {}), environ)
-    return McpServerConfig(name, url=address, headers=headers, access=access)
+    headers = _mapping(where, "headers", entry.get("headers", {}), environ, filled)
+    return McpServerConfig(
+        name, url=address, headers=headers, access=access, filled=frozenset(filled)
+    )
 
 
 def _access(where: str, value: object) -> McpAccess:
@@ -212,27 +219,42 @@ def _names(where: str, name: str, value: object) -> frozenset[str]:
 
 
 def _text(
-    where: str, name: str, value: object, environ: Mapping[str, str], *, required: bool = False
+    where: str,
+    name: str,
+    value: object,
+    environ: Mapping[str, str],
+    filled: set[str],
+    *,
+    required: bool = False,
 ) -> str:
+    """The string `value`, each `${VAR}` filled from `environ` (and its value added to
+    `filled`)."""
     if not isinstance(value, str) or (required and not value.strip()):
         raise ConfigError(f"{where}: field {name!r} must be a {'non-empty ' * required}string")
 
-    def filled(match: re.Match[str]) -> str:
+    def value_of(match: re.Match[str]) -> str:
         variable = match.group(1)
         if variable not in environ:
             raise ConfigError(f"{where}: field {name!r} names ${{{variable}}}, which is not set")
+        filled.add(environ[variable])
         return environ[variable]
 
-    return _REFERENCE.sub(filled, value)
+    return _REFERENCE.sub(value_of, value)
 
 
-def _texts(where: str, name: str, value: object, environ: Mapping[str, str]) -> list[str]:
+def _texts(
+    where: str, name: str, value: object, environ: Mapping[str, str], filled: set[str]
+) -> list[str]:
     if not isinstance(value, list):
         raise ConfigError(f"{where}: field {name!r} must be a list of strings")
-    return [_text(where, f"{name}[{i}]", item, environ) for i, item in enumerate(value)]
+    return [_text(where, f"{name}[{i}]", item, environ, filled) for i, item in enumerate(value)]
 
 
-def _mapping(where: str, name: str, value: object, environ: Mapping[str, str]) -> dict[str, str]:
+def _mapping(
+    where: str, name: str, value: object, environ: Mapping[str, str], filled: set[str]
+) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: field {name!r} must be an object of strings")
-    return {key: _text(where, f"{name}.{key}", item, environ) for key, item in value.items()}
+    return {
+        key: _text(where, f"{name}.{key}", item, environ, filled) for key, item in value.items()
+    }

@@ -63,7 +63,9 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "the models of TOMORI_MODELS",
         "the models a server's admins may choose (/tomori model, a persona's models), as "
         "provider:pattern, comma separated (openai:gpt-4o-mini, openai:gpt-4.1-*, gemini:*), "
-        "or * for every model of the providers the bot has a key for",
+        "or * for every model of the providers the bot has a key for; +vision after a pattern "
+        "lets admins send its models images (openai:gpt-4o*+vision, *+vision): unset, only "
+        "the models TOMORI_MODELS marks +vision may be",
     ),
     (
         "GEMINI_API_KEY",
@@ -116,6 +118,12 @@ class Credentials:
     def __repr__(self) -> str:  # never print a key, even in a traceback's locals
         return f"Credentials(api_key='***', base_url={redacted(self.base_url)!r})"
 
+    @property
+    def endpoint(self) -> str:
+        """Where its models are asked, in words safe to keep in the database: the base URL
+        without any user:password part, or "" for the provider's own."""
+        return redacted(self.base_url) or ""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelChain:
@@ -139,17 +147,28 @@ class ModelChain:
         return replace(cls.parse(raw, env), allowed=allowed)
 
     def refusal(self, chosen: ModelChain) -> str | None:
-        """Why an admin may not choose `chosen` (the models of it this bot does not allow), or
-        None if it may."""
-        own = [entry.label for entry in self.entries]
+        """Why an admin may not choose `chosen` (the models of it this bot does not allow, or
+        marks `+vision` it does not allow images for), or None if it may."""
+        own = {entry.label: entry.vision for entry in self.entries}
         barred = [e.label for e in chosen.entries if not self.allowed.admits(e.label, own)]
-        if not barred:
-            return None
-        which = ", ".join(barred)
-        return (
-            f"{which} {'is' if len(barred) == 1 else 'are'} not among the models this bot "
-            f"allows; its author allows {self.allowed.described(own)}"
-        )
+        if barred:
+            which = ", ".join(barred)
+            return (
+                f"{which} {'is' if len(barred) == 1 else 'are'} not among the models this bot "
+                f"allows; its author allows {self.allowed.described(own)}"
+            )
+        blind = [
+            e.label
+            for e in chosen.entries
+            if e.vision and not self.allowed.admits(e.label, own, images=True)
+        ]
+        if blind:
+            return (
+                f"{', '.join(blind)} may not be sent images (+vision) on this bot: images cost "
+                f"its author's tokens, and its author allows them for "
+                f"{self.allowed.described(own, images=True)}"
+            )
+        return None
 
     @classmethod
     def parse(

@@ -390,8 +390,9 @@ class Settings:
         '{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}} or {"url": ..., '
         '"headers": {...}}}}, ${VAR} in a value read from the environment (needs the mcp '
         "extra); each server's tools offered only in the Discord servers its "
-        '"tomori": {"guilds": [...]} lists, and only those it marks read-only; a bad file '
-        "stops start-up naming the server and the field",
+        '"tomori": {"guilds": [...]} lists, and a call of one it does not mark read-only '
+        '(or that its "confirm" names) runs only once the asking member allows it; a bad '
+        "file stops start-up naming the server and the field",
     )
     mcp_result_max_chars: int = setting(
         "TOMORI_MCP_RESULT_MAX_CHARS",
@@ -461,6 +462,37 @@ class Settings:
         "a text file attached is given to the model up to this many characters, then cut with "
         "a marker; 0 names text files without reading them",
     )
+    image_bytes_in_flight: int = setting(
+        "TOMORI_IMAGE_BYTES_IN_FLIGHT",
+        100_000_000,
+        integer(1, unit="bytes", maximum=100_000_000_000),
+        "most bytes of images the turns of one process hold at once (a turn holds the images it "
+        "read until it ends; its requests carry them base64-encoded, a third larger); an image "
+        "that does not fit now is left out and the model told; at least TOMORI_MAX_IMAGE_BYTES, "
+        "or larger images are never sent",
+    )
+    max_text_files: int = setting(
+        "TOMORI_MAX_TEXT_FILES",
+        10,
+        integer(1, unit="files", maximum=1_000),
+        "most text files one request carries, newest first, the trigger's own before history's; "
+        "the model is told of those left out",
+    )
+    max_text_files_chars: int = setting(
+        "TOMORI_MAX_TEXT_FILES_CHARS",
+        100_000,
+        integer(1, unit="characters", maximum=10_000_000),
+        "most characters of text files one request carries in all, newest first: the file that "
+        "reaches it is cut there with a marker, and the model is told of those left out after it",
+    )
+    attachment_cache_bytes: int = setting(
+        "TOMORI_ATTACHMENT_CACHE_BYTES",
+        64_000_000,
+        integer(0, unit="bytes", maximum=10_000_000_000),
+        "files read for a turn are kept in memory up to this many bytes in all (the one used "
+        "least lately forgotten first), so the turns after it do not download them again; 0 "
+        "downloads every file for every turn that shows it",
+    )
     max_output_tokens: int | None = setting(
         "TOMORI_MAX_OUTPUT_TOKENS",
         None,
@@ -511,6 +543,13 @@ class Settings:
         "a model that stalled or failed with a server error is skipped (turns start on the next "
         "model of the chain) until a probe, this long after, finds it answering again; one "
         "probe at a time across every process; 0 never skips a model",
+    )
+    token_usage_days: int = setting(
+        "TOMORI_TOKEN_USAGE_DAYS",
+        2,
+        integer(2, unit="days", maximum=36_500),
+        "how long the database keeps each turn's tokens (its token_usage table): the daily "
+        "limits and /tomori status read one day back; keep them longer to bill from them",
     )
 
     def __post_init__(self) -> None:

@@ -123,7 +123,8 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
                     left_out = ", ".join(withheld)
                     print(f"        not offered (its entry leaves them out): {left_out}", file=out)
             else:
-                why = server.failure or f"not ready within {START_TIMEOUT_S:g} s"
+                failed = server.failure  # in full: only the author runs --check
+                why = failed.said if failed else f"not ready within {START_TIMEOUT_S:g} s"
                 print(f"FAILED  MCP server {server.name}: {why}", file=out)
                 fine = False
         return fine
@@ -133,7 +134,7 @@ async def _check_mcp(settings: Settings, out: TextIO) -> bool:
 
 def ceilings(settings: Settings, chain: ModelChain) -> str:
     """What no server's admins can lift, in one line (docs/trust.md's table, as in force)."""
-    own = [entry.label for entry in chain.entries]
+    own = {entry.label: entry.vision for entry in chain.entries}
     cooldown = settings.user_cooldown_ms
     per_member = settings.user_daily_tokens
     per_server = settings.server_daily_tokens

@@ -42,6 +42,7 @@ from tomori.delivery.notices import (
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
 from tomori.policy.admin import perform
 from tomori.policy.interruptions import follow_up_key, is_stop_word
+from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.store import Database
 from tomori.turns import Addressed, Stage, TurnRequest, play
@@ -104,6 +105,7 @@ class Dispatcher:
             server.metrics,
             None,
             self._drawn_in,
+            UserLimitStore(database),
         )
         self._outstanding: set[str] = set()
         """The messages admitted whose answer has not ended: what Ctrl+C stops, if any."""

@@ -155,7 +155,7 @@ class ConsoleServer:
     async def may_start(self) -> Held | None:
         """None if a turn about to start may ask a model; else the day's tokens are spent."""
         limits = await self._user_limits()
-        if limits.daily_tokens <= 0 or self._limits is None:
+        if not limits.counts_tokens or self._limits is None:
             return None
         await self.metrics.flushed()  # the turn before this one recorded its tokens
         refusal = await self._limits.quota_spent(SERVER, USER, limits, tells=True)
@@ -169,5 +169,4 @@ class ConsoleServer:
         return await self.config.resolved(SERVER, CHANNEL, cached=False)
 
     async def _user_limits(self) -> UserLimits:
-        resolved = await self._resolved()
-        return UserLimits(resolved.cooldown_ms.value / 1000, resolved.daily_tokens.value)
+        return self.config.limits_of(await self._resolved())

@@ -2,9 +2,9 @@
 
 At most one edit per `STREAM_EDIT_INTERVAL_MS` and one per time the channel may be written to
 (under load the interval stretches by itself), the edit that ends the answer at once, and a new
-message past 1950 characters. A shown message only ever grows: the cut that ends it falls after
-the text already shown, never inside it, and the tail of the text is held back until it cannot
-become part of a span kept whole (a link, a code block).
+message past 1950 characters, or once an edit did not land. A shown message only ever grows:
+the cut that ends it falls after the text already shown, never inside it, and the tail of the
+text is held back until it cannot become part of a span kept whole (a link, a code block).
 """
 
 from __future__ import annotations
@@ -165,11 +165,21 @@ class EditWriter(ChannelWriter):
                     self._reach_ceiling()
                 if piece != self._growing_text:
                     if not await sender.edit(self._growing_id, piece):
+                        await self._go_on_anew(addition)
                         return
                     self._growing_text = piece
                     self._record_growth()
             if self._is_cut:
                 return
+
+    async def _go_on_anew(self, unshown: str) -> None:
+        """The growing message took no edit (Discord failed it, asked twice, or its webhook is
+        gone): it stays as it shows, and the text it could not show goes on in a new message,
+        its code block opened again, rather than leave a hole in the answer."""
+        fence = unclosed_fence(self._growing_text)
+        self._delivered.append(self._growing_text)
+        self._growing_id, self._growing_text = None, ""
+        await self._extend_growing(("" if fence is None else fence.opening + "\n") + unshown)
 
     def _reach_ceiling(self) -> None:
         """The answer ends here. What waits is dropped, and the pass is told at once: the

@@ -96,6 +96,19 @@ NOT_ANSWERED = Notice(
 """Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
 its turn came, or queued behind a turn that hung)."""
 
+
+def respond_dropped(member_id: str) -> Notice:
+    """Told in the channel of a `/respond` dropped from the queue unanswered, as `NOT_ANSWERED`
+    is to a message: it has no message to reply to, so its asker is named (a mention in a
+    notice pings no one)."""
+    return Notice(
+        "Not Answered",
+        f"The /respond <@{member_id}> asked for waited too long behind other answers in this "
+        "channel, so it was not answered. Please ask again.",
+        NoticeColour.WARNING,
+    )
+
+
 CLEARED_BY_KILL = Notice(
     "Not Answered",
     "A /kill in this channel cleared the messages waiting for an answer, this one (and any "

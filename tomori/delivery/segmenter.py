@@ -13,18 +13,22 @@ from tomori.delivery.chunking import HARD_LIMIT, MESSAGE_LIMIT, Splitter, stable
 from tomori.delivery.fences import fence_line, unclosed_fence
 
 SOFT_LIMIT = 1000
-"""In messages mode a line end is enough to flush once this much text is waiting."""
+"""In messages mode a line end is enough to flush once this much text is waiting: each of its
+lines is then a segment of its own, so the writer fills every message with as many as fit."""
 
 
 @dataclass
 class Segmenter:
     """Turns streamed text into messages, each sent once, at safe boundaries.
 
-    A segment ends at a paragraph end or a closing code fence, or at a line end once
-    `SOFT_LIMIT` characters wait, or wherever `split_message` cuts when a message would grow
-    past `MESSAGE_LIMIT` (text that may still become a protected span waits for the next
-    chunk, so the cuts do not depend on how the model chunks its text). Each line is inspected
-    once and the held text is cut once per feed, so feeding is linear in the answer's length.
+    A segment ends at a paragraph end or a closing code fence, or at each line end once
+    `SOFT_LIMIT` characters wait (a segment per line: released as one, a run of lines as long
+    as the soft limit would share no message with the next, and an answer without blank lines
+    would take nearly twice the messages it needs), or wherever `split_message` cuts when a
+    message would grow past `MESSAGE_LIMIT` (text that may still become a protected span waits
+    for the next chunk, so the cuts do not depend on how the model chunks its text). Each line
+    is inspected once and the held text is cut once per feed, so feeding is linear in the
+    answer's length.
     """
 
     limit: int = MESSAGE_LIMIT
@@ -102,8 +106,11 @@ class Segmenter:
             if self._in_code:
                 continue
             paragraph_end = not line.strip() and buffer[released:end].strip()
-            if paragraph_end or end - released >= self.soft_limit:
+            if paragraph_end:
                 ready += self._release(buffer[released:end], len(ready))
+                released = end
+            elif end - released >= self.soft_limit:
+                ready += self._release_lines(buffer[released:end], len(ready))
                 released = end
         if released:
             self._buffer = buffer[released:]
@@ -116,6 +123,19 @@ class Segmenter:
             return []
         most = None if self.wanted is None else max(1, self.wanted - taken) + 1
         return Splitter(head, self.limit).pieces(most=most)
+
+    def _release_lines(self, head: str, taken: int) -> list[str]:
+        """`head`, lines outside code with no paragraph end among them, as a segment per line
+        (a blank line goes with the line after it)."""
+        ready: list[str] = []
+        start = 0
+        newline = head.find("\n")
+        while newline >= 0:
+            if head[start : newline + 1].strip():
+                ready += self._release(head[start : newline + 1], taken + len(ready))
+                start = newline + 1
+            newline = head.find("\n", newline + 1)
+        return ready + self._release(head[start:], taken + len(ready))
 
     def _overflow(self, most: int | None) -> list[str]:
         """The waiting text would not fit one message: send all but its tail.

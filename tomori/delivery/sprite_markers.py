@@ -12,8 +12,8 @@ was given. The rule, in one place:
   name inside ``` fences is code, shown as written);
 - a label the persona does not have, or anything else, is text, shown as written.
 
-The writer (`tomori.delivery.writer`) starts a new message at each marker and has the port
-show what follows with the sprite's avatar; nothing here knows Discord.
+The writer (`tomori.delivery.writer`) starts a new message at each marker that changes the
+sprite and has the port show what follows with the sprite's avatar; nothing here knows Discord.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ whatever came meanwhile goes out in that one request. The two modes are two writ
 
 `ChannelWriter(port, answer, delivery=...)` gives the writer of the mode asked for. What they
 share is here: a persona's sprite markers (`tomori.delivery.sprite_markers`) are taken out of
-the text, each ending the message before it, what follows going out in new messages once the
-port wears that sprite; and the answer's ceiling: one answer shows at most `max_answer_chars`
-characters, counted over the turn (see `ceiling`); when more would follow, the text is cut
-where nothing breaks, the last message ends with `CUT_NOTE`, and `feed` raises `AnswerCut`,
-so the pass stops reading. A writer's place in that life is its `Phase`.
+the text, each that changes the sprite ending the message before it, what follows going out
+in new messages once the port wears that sprite; and the answer's ceiling: one answer shows
+at most `max_answer_chars` characters, counted over the turn (see `ceiling`); when more would
+follow, the text is cut where nothing breaks, the last message ends with `CUT_NOTE`, and
+`feed` raises `AnswerCut`, so the pass stops reading. A writer's place in that life is its `Phase`.
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ class ChannelWriter:
         self._pending: deque[str | SpriteSwitch] = deque()
         """Messages mode: segments; edit mode: text as fed; both: the sprite switches between."""
         self._markers = wardrobe.markers() if wardrobe is not None else None
+        self._wearing: str | None = None
+        """The sprite the text fed now is shown with (None: the persona's own avatar)."""
         self._delivered: list[str] = []
         """The text of each message that is whole, in order."""
         # the ceiling: the characters this pass may show (earlier passes of the turn showed
@@ -157,11 +159,15 @@ class ChannelWriter:
 
     def _switch(self, switch: SpriteSwitch) -> None:
         """A sprite marker: the text before it ends its message, the text after it wears the
-        sprite in new messages."""
+        sprite in new messages. A marker of the sprite worn already changes nothing: a model
+        that starts each line with its own name ("Aria:") is not one message per line."""
         if self._sender.failure is not None:
             raise self._sender.failure
         if self._is_cut:
             raise AnswerCut
+        if switch.label == self._wearing:
+            return
+        self._wearing = switch.label
         self._end_message()
         self._pending.append(switch)
         self._start()

@@ -11,14 +11,15 @@ that a second try may mend (images refused, a short rate limit) is tried once mo
 A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: natively, as
 an instruction, or not at all) until the answer has begun with it; a fallback after that goes
 on from the text already shown, which begins with it.
-`completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
-would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
+`completed`, `stopped_by_user` and `out_of_tokens` (the turn's tokens ran out; the turn says
+so) end the chain, and so do a tool loop that gave up (its tools would fail any model the same
+way) and a channel that is gone or forbidden. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
 last model too answered nothing; earlier attempts' timeout notices stay stashed and are
 dropped. The tokens each model's provider reported are recorded with the turn, however
 it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
-but whose provider reported none is counted by its characters (`limits.estimated_tokens`: the
+but whose provider reported none is counted by its characters (`results.pass_usage`: the
 request it was sent in, what it wrote out), so a quota still holds on a server that never
 reports usage.
 """
@@ -45,7 +46,8 @@ from tomori.generation.results import (
     StreamStatus,
     TurnOutcome,
     TurnUsage,
-    estimated_tokens,
+    pass_usage,
+    request_characters,
 )
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import LoopResult, TurnEnvironment
@@ -99,16 +101,11 @@ class ChainResult:
         return "".join(attempt.result.text for attempt in self.attempts)
 
     def usage(self) -> dict[str, Usage]:
-        """The tokens each model used, by label, summed over its passes: as its provider
-        reported them, else estimated for a pass that answered; a pass that neither reported
-        nor answered (a stall, a refusal) counts for none."""
+        """The tokens each model used, by label, summed over its passes (`pass_usage`)."""
         used: dict[str, Usage] = {}
         for attempt in self.attempts:
             for result in attempt.result.passes:
-                spent = result.usage
-                wrote = len(result.text) + len(result.details)
-                if spent is None and (wrote or result.status is StreamStatus.FUNCTION_CALL):
-                    spent = Usage(estimated_tokens(attempt.sent_chars), estimated_tokens(wrote))
+                spent = pass_usage(result, attempt.sent_chars)
                 if spent is not None:
                     so_far = used.get(attempt.model.label, Usage())
                     used[attempt.model.label] = Usage(
@@ -212,7 +209,7 @@ async def _try_models(
             if attempt_env is not env and loop.text and env.opening is not None:
                 env.opening.begun = True  # it began without the prefill: none goes before it
             history = loop.tool_history
-            attempts.append(Attempt(model, loop, _characters(sent)))
+            attempts.append(Attempt(model, loop, request_characters(sent)))
             if health is not None:
                 health.attempted(model.label, *judged(loop.status, loop.last))
             if loop.status not in RETRYABLE or loop.gave_up:
@@ -286,7 +283,3 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
         context=(*request.context, ContextItem(Role.ASSISTANT, shown)),
         request_notices=(*request.request_notices, ContextItem(Role.USER, CONTINUE_NOTICE)),
     )
-
-
-def _characters(request: StreamRequest) -> int:
-    return sum(len(item.text) for item in (*request.context, *request.request_notices))

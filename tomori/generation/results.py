@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tomori.locks.vocabulary import KillReason
-from tomori.providers.base import Finish, ProviderError, ToolCall, Usage
+from tomori.providers.base import Finish, ProviderError, StreamRequest, ToolCall, Usage
 
 
 class StreamStatus(StrEnum):
@@ -17,6 +17,9 @@ class StreamStatus(StrEnum):
     STOPPED_BY_USER = "stopped_by_user"
     ERROR = "error"
     EMPTY_RESPONSE = "empty_response"
+    OUT_OF_TOKENS = "out_of_tokens"
+    """A loop's ending, never a pass's: the turn's daily tokens ran out between its passes
+    (`TurnState.budget`)."""
 
 
 class TimeoutPhase(StrEnum):
@@ -115,3 +118,18 @@ CHARACTERS_PER_TOKEN = 4
 def estimated_tokens(characters: int) -> int:
     """Tokens for text of this length, for a provider that reported none: never 0 for text."""
     return math.ceil(characters / CHARACTERS_PER_TOKEN)
+
+
+def request_characters(request: StreamRequest) -> int:
+    """The characters of a request's text, for a usage its provider did not report."""
+    return sum(len(item.text) for item in (*request.context, *request.request_notices))
+
+
+def pass_usage(result: StreamResult, sent_characters: int) -> Usage | None:
+    """The tokens one pass used: as its provider reported them, else estimated for a pass that
+    answered (the request it was sent in, `sent_characters` long, and what it wrote out); a
+    pass that neither reported nor answered (a stall, a refusal) counts for none."""
+    wrote = len(result.text) + len(result.details)
+    if result.usage is None and (wrote or result.status is StreamStatus.FUNCTION_CALL):
+        return Usage(estimated_tokens(sent_characters), estimated_tokens(wrote))
+    return result.usage

@@ -2,8 +2,8 @@
 
 It is the one mutable object shared by the turn, its passes and their writers: the progress
 hook `stream_once` installs, whether user-facing errors are held back for a pending fallback,
-and the list of every message the turn delivered. Writers see it as an `AnswerRecord`
-(`tomori.delivery.port`).
+the list of every message the turn delivered, and the tokens it may still spend. Writers see
+it as an `AnswerRecord` (`tomori.delivery.port`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Protocol
 from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
 from tomori.delivery.port import DeliveredMessage
 from tomori.generation.results import TurnOutcome, TurnUsage
+from tomori.providers.base import Usage
 from tomori.tools.confirmation import Confirmer
 
 
@@ -28,6 +29,18 @@ class MetricsSink(Protocol):
     def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None: ...
+
+
+class TokenBudget(Protocol):
+    """What the turn may still spend of its asker's day (`tomori.policy.TurnBudget`)."""
+
+    def charge(self, usage: Usage) -> None:
+        """A pass of the turn ended, having used `usage`."""
+        ...
+
+    def allows_more(self) -> bool:
+        """Whether another pass (or persona's answer) may start; a no is final."""
+        ...
 
 
 @dataclass(eq=False)
@@ -53,6 +66,9 @@ class TurnState:
     """The server of the channel (None in a direct message), which its metrics are filed under."""
     confirmer: Confirmer | None = None
     """Where a call that needs its asker's yes asks for it; None: such calls are refused."""
+    budget: TokenBudget | None = None
+    """The asker's daily tokens, checked between passes (None: no token limit holds); shared
+    by every persona's answer in the turn."""
 
     @property
     def reply_to(self) -> str | None:
@@ -74,6 +90,15 @@ class TurnState:
         first, self.on_first_message = self.on_first_message, None
         if first is not None:
             first()
+
+    def allows_pass(self) -> bool:
+        """Whether the turn's tokens allow another pass."""
+        return self.budget is None or self.budget.allows_more()
+
+    def spent(self, usage: Usage | None) -> None:
+        """A pass ended, having used `usage` (None: nothing known, nothing counted)."""
+        if self.budget is not None and usage is not None:
+            self.budget.charge(usage)
 
     def reached_ceiling(self) -> None:
         hook = self.on_ceiling

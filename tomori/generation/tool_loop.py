@@ -4,7 +4,9 @@ Each tool runs under the lock's watchdog (the first-token budget and the tool bu
 exceed the stale-lock window on purpose), bounded by `TOOL_EXECUTION_TIMEOUT_MS`, and in a task
 that `/kill` cancels through the same kill hook a stream uses. A call whose arguments arrived
 cut off is never run: a synthetic failure asks the model to issue it again. Each exchange keeps
-the text the model wrote before the call, so the next pass does not write it again.
+the text the model wrote before the call, so the next pass does not write it again. Each pass's
+tokens are charged to the turn's budget as it ends, and no pass starts once the budget is spent
+(`out_of_tokens`: the turn says so).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, replace
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
-from tomori.generation.results import StreamResult, StreamStatus
+from tomori.generation.results import StreamResult, StreamStatus, pass_usage, request_characters
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.generation.stream_once import stream_once
@@ -104,11 +106,14 @@ async def run_tool_loop(
     passes: list[StreamResult] = []
     failures_in_a_row = 0
     specs = env.tools.specs()
+    sent_characters = request_characters(request)
 
     def ended(status: StreamStatus, *, gave_up: bool = False) -> LoopResult:
         return LoopResult(status, tuple(passes), tuple(history), gave_up)
 
     for iteration in range(1, settings.max_function_call_iterations + 1):
+        if not state.allows_pass():  # the asker's day ran out: the turn says so, once
+            return ended(StreamStatus.OUT_OF_TOKENS)
         if iteration == STILL_WORKING_AT and surface_errors:
             await state.post_notice(STILL_WORKING)
         writer = env.open_writer()
@@ -120,6 +125,7 @@ async def run_tool_loop(
         finally:
             await writer.aclose()
         passes.append(result)
+        state.spent(pass_usage(result, sent_characters))
         if result.sprites and state.metrics is not None:
             state.metrics.record_sprites(state.guild_id, result.sprites)
         if result.status is not StreamStatus.FUNCTION_CALL:

@@ -12,6 +12,7 @@ that a process stopped and left channels to serve.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -266,13 +267,18 @@ class SqlLockBackend:
 
     async def _replay_if_unanswered(self, tx: Transaction, channel_id: str, now: float) -> None:
         """The turn of an owner that is gone goes back to the head of its queue if it showed
-        nothing: it crashed, or stopped before it could hand the channel on, and its message
-        must not be lost. One that showed something is not run again (it would answer twice)."""
+        nothing: it crashed, or stopped before it could hand the channel on, and what it was
+        asked must not be lost, a message or a command (`/scene`, `/respond`: no message, and
+        everything it needs in its payload). One that showed something is not run again (it
+        would answer twice), nor a row that holds no trigger (neither a message nor a request:
+        written before lock rows kept their trigger)."""
         row = await tx.fetchone(
             f"SELECT {rows.LOCKED_TRIGGER}, answered FROM channel_locks WHERE channel_id = ?",
             (channel_id,),
         )
-        if row is not None and not row["answered"] and row["message_id"] is not None:
+        if row is None or row["answered"]:
+            return
+        if row["message_id"] is not None or json.loads(row["payload"]):
             await rows.queue_first(tx, channel_id, row, now)
 
     async def _pass_on(

@@ -1,7 +1,10 @@
 """Which models turns skip now, kept in the database every process shares, and the probes that
 decide when a skipped model is trusted again (the rule is `tomori.generation.health`).
 
-A model marked sick (`model_health`, migration 0009) is skipped by every process's turns: the
+A model is known by its endpoint and its label (`model_health`, migration 0017): where this
+process asks it (`Credentials.endpoint`) and `provider:model`, so a model of one name at two
+servers is two models, and a process reads only the marks of the endpoints it asks. A model
+marked sick is skipped by every process's turns: the
 mark is this process's at once, and the others' at their next read, within `REFRESH_S`. Each
 process reads the table every `REFRESH_S` and claims, in one statement, a sick model whose probe
 is due and nobody probes; so one probe runs at a time across the bot, and one that dies with its
@@ -41,15 +44,18 @@ class ModelHealthStore:
         database: Database,
         instance_id: str,
         probe: Prober,
+        endpoint_of: Callable[[str], str],
         *,
         interval_s: float,
         probe_budget_s: float,
     ) -> None:
         """`probe_budget_s`: the longest a probe may take (its first-token budget and more):
-        a claim lapses after it, should the probing process die."""
+        a claim lapses after it, should the probing process die. `endpoint_of`: where this
+        process asks a provider's models (by the provider's name)."""
         self._db = database
         self._me = instance_id
         self._probe = probe
+        self._endpoint_of = endpoint_of
         self._interval_s = interval_s
         self._claim_s = probe_budget_s + 2 * REFRESH_S
         self._known: dict[str, Sick] = {}
@@ -136,19 +142,27 @@ class ModelHealthStore:
 
     # -- the table -----------------------------------------------------------------------------
 
+    def _endpoint(self, label: str) -> str:
+        """Where this process asks the model `label` names."""
+        return self._endpoint_of(label.partition(":")[0])
+
     async def _refresh(self) -> None:
         rows = await self._db.fetchall(
-            "SELECT model, ailment, sick_since, probe_at FROM model_health"
+            "SELECT endpoint, model, ailment, sick_since, probe_at FROM model_health"
         )
-        self._known = {row["model"]: _sick(row) for row in rows}
+        self._known = {
+            row["model"]: _sick(row)
+            for row in rows
+            if row["endpoint"] == self._endpoint(row["model"])
+        }
 
     async def _mark_sick(self, label: str, ailment: Ailment) -> None:
         async with self._db.transaction(label) as tx:
             now = await tx.now()
             added = await tx.execute(
-                "INSERT INTO model_health (model, ailment, sick_since, probe_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (model) DO NOTHING",
-                (label, str(ailment), now, now + self._interval_s),
+                "INSERT INTO model_health (endpoint, model, ailment, sick_since, probe_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (endpoint, model) DO NOTHING",
+                (self._endpoint(label), label, str(ailment), now, now + self._interval_s),
             )
         if added:
             log.warning(
@@ -162,8 +176,11 @@ class ModelHealthStore:
     async def _mark_well(self, label: str, by: str) -> None:
         async with self._db.transaction(label) as tx:
             now = await tx.now()
-            row = await tx.fetchone("SELECT sick_since FROM model_health WHERE model = ?", (label,))
-            await tx.execute("DELETE FROM model_health WHERE model = ?", (label,))
+            key = (self._endpoint(label), label)
+            row = await tx.fetchone(
+                "SELECT sick_since FROM model_health WHERE endpoint = ? AND model = ?", key
+            )
+            await tx.execute("DELETE FROM model_health WHERE endpoint = ? AND model = ?", key)
         if row is not None:
             skipped_s = now - float(row["sick_since"])
             log.warning("model %s answered %s: trusted again after %.0fs", label, by, skipped_s)
@@ -176,9 +193,9 @@ class ModelHealthStore:
                 claimed = bool(
                     await tx.execute(
                         "UPDATE model_health SET probing_by = ?, probe_until = ?"
-                        " WHERE model = ? AND probe_at <= ?"
+                        " WHERE endpoint = ? AND model = ? AND probe_at <= ?"
                         " AND (probing_by IS NULL OR probe_until < ?)",
-                        (self._me, now + self._claim_s, label, now, now),
+                        (self._me, now + self._claim_s, self._endpoint(label), label, now, now),
                     )
                 )
             if claimed:
@@ -195,8 +212,13 @@ class ModelHealthStore:
             # probe comes an interval later, by whoever claims it then.
             await tx.execute(
                 "UPDATE model_health SET probe_at = ?, probing_by = NULL, probe_until = NULL"
-                " WHERE model = ? AND probing_by = ?",
-                (now + (self._interval_s if answered is False else REFRESH_S), label, self._me),
+                " WHERE endpoint = ? AND model = ? AND probing_by = ?",
+                (
+                    now + (self._interval_s if answered is False else REFRESH_S),
+                    self._endpoint(label),
+                    label,
+                    self._me,
+                ),
             )
         if answered is False:
             log.info("model %s did not answer its probe; skipped %gs more", label, self._interval_s)

@@ -2,6 +2,7 @@
 
 - `limits.py`         the cooldown, daily-token and bot-loop rules, as functions of plain values
 - `limit_store.py`    each user's cooldown and tokens per server, in the shared database
+- `turn_budget.py`    the daily tokens a running turn may still spend, checked between passes
 - `overrides.py`      what admins set: channel beats server beats environment, checked
 - `override_store.py` those settings in the database: read per turn, cached for the reply rule
 - `interruptions.py`  a user's stop word, and which of their messages is a follow-up
@@ -10,6 +11,7 @@
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 - `tools_admin.py`    `/tomori tools`, the same way
+- `retention.py`      how long the tables that grow with use keep their rows, and the sweep
 """
 
 from tomori.config.scope import Scope
@@ -17,6 +19,8 @@ from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Limit, Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Overrides, Resolved, Source, resolve
+from tomori.policy.retention import Retention
+from tomori.policy.turn_budget import TurnBudget
 
 __all__ = [
     "DIRECT_MESSAGES",
@@ -26,8 +30,10 @@ __all__ = [
     "Overrides",
     "Refusal",
     "Resolved",
+    "Retention",
     "Scope",
     "Source",
+    "TurnBudget",
     "UserLimitStore",
     "UserLimits",
     "resolve",

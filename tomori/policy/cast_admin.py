@@ -12,8 +12,8 @@ from tomori.cast.names import (
     check_avatar_url,
     check_name,
     check_triggers,
-    passes_for,
     passes_for_any,
+    passes_for_the_bot,
 )
 from tomori.cast.personas import MAX_PERSONAS, Persona
 from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
@@ -31,7 +31,7 @@ def add_persona(
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         checked = check_name(name)
-        if passes_for(checked, target.bot_name):
+        if passes_for_the_bot(checked, target.bot_name):
             return refused(f"{name} would pass for the bot itself ({target.bot_name}).")
         if passes_for_any(checked, target.member_names(where.guild_id)):
             return refused(

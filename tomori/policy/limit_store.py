@@ -3,7 +3,8 @@
 The rules are `tomori.policy.limits`; this reads what they need and writes what they decided, in one
 transaction keyed by the user and server, on the database's clock: two processes that receive
 the same message (a rolling restart, several instances) agree on it, and two messages of one
-user never both open a window. Tokens are summed from `token_usage` since 00:00 UTC.
+user never both open a window. Tokens are summed from `token_usage` since 00:00 UTC, for a
+message's admission and for the budget a turn carries (`turn_budget.py`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from tomori.policy.limits import (
     UserLimits,
     UserRecord,
     judge,
+    next_reset,
     quota_refusal,
     utc_day_start,
 )
+from tomori.policy.turn_budget import TurnBudget
 from tomori.store import Database, Transaction
 
 DIRECT_MESSAGES = "dm"
@@ -88,15 +91,18 @@ class UserLimitStore:
             await _mark_notice(tx, guild_id, user_id, now, refusal, tells)
             return refusal
 
+    async def turn_budget(self, guild_id: str, user_id: str, limits: UserLimits) -> TurnBudget:
+        """What a turn starting now may spend of the user's and the server's day."""
+        async with self._db.transaction(key=f"user-limits:{guild_id}:{user_id}") as tx:
+            now = await tx.now()
+            used, everyone = await _tokens(tx, guild_id, user_id, now, limits)
+            return TurnBudget(limits, used, everyone, next_reset(now))
+
 
 async def _record(
     tx: Transaction, guild_id: str, user_id: str, now: float, limits: UserLimits
 ) -> UserRecord:
-    used = await _tokens_today(tx, guild_id, user_id, now) if limits.daily_tokens > 0 else 0
-    everyone = 0
-    if limits.server_daily_tokens > 0:
-        found = await tx.fetchone(_SERVER_TOKENS_SINCE, (guild_id, utc_day_start(now)))
-        everyone = int(found["used"]) if found is not None else 0
+    used, everyone = await _tokens(tx, guild_id, user_id, now, limits)
     row = await tx.fetchone(_RECORD, (guild_id, user_id))
     if row is None:
         return UserRecord(tokens_today=used, server_tokens_today=everyone)
@@ -118,6 +124,17 @@ async def _mark_notice(
         await tx.execute(_NOTICED[refusal.limit], (guild_id, user_id, now))
 
 
-async def _tokens_today(tx: Transaction, guild_id: str, user_id: str, now: float) -> int:
-    row = await tx.fetchone(_TOKENS_SINCE, (guild_id, user_id, utc_day_start(now)))
-    return int(row["used"]) if row is not None else 0
+async def _tokens(
+    tx: Transaction, guild_id: str, user_id: str, now: float, limits: UserLimits
+) -> tuple[int, int]:
+    """The user's tokens today in the server, and all its members' (each read only when a
+    limit counts it, else 0)."""
+    since = utc_day_start(now)
+    used = everyone = 0
+    if limits.daily_tokens > 0:
+        row = await tx.fetchone(_TOKENS_SINCE, (guild_id, user_id, since))
+        used = int(row["used"]) if row is not None else 0
+    if limits.server_daily_tokens > 0:
+        row = await tx.fetchone(_SERVER_TOKENS_SINCE, (guild_id, since))
+        everyone = int(row["used"]) if row is not None else 0
+    return used, everyone

@@ -13,7 +13,8 @@ reads a clock or knows Discord.
   comes; refused messages start no new window.
 - Quota: a message is refused once the user's tokens since the start of the current UTC day
   reach `daily_tokens`, or once all the server's members' reach `server_daily_tokens` (the
-  author's budget for one server); the day resets at 00:00 UTC.
+  author's budget for one server); the day resets at 00:00 UTC. A turn running when they are
+  reached stops before its next pass (`turn_budget.py`).
 - Notices: at most one per cooldown window (a window starts with an admitted message) and one
   per UTC day for the quota, so a user who keeps trying is not answered by a wall of notices.
 """
@@ -109,12 +110,19 @@ def judge(record: UserRecord, limits: UserLimits, now: float, message_id: str) -
 def quota_refusal(record: UserRecord, limits: UserLimits, now: float) -> Refusal | None:
     """Refused while the day's tokens are spent, the user's or the server's; told once per
     UTC day."""
+    spent = spent_limit(limits, record.tokens_today, record.server_tokens_today)
+    if spent is None:
+        return None
     told = record.quota_noticed_at
-    notify = told is None or told < utc_day_start(now)
-    if 0 < limits.server_daily_tokens <= record.server_tokens_today:
-        return Refusal(Limit.SERVER_QUOTA, next_reset(now), notify=notify)
-    if 0 < limits.daily_tokens <= record.tokens_today:
-        return Refusal(Limit.QUOTA, next_reset(now), notify=notify)
+    return Refusal(spent, next_reset(now), notify=told is None or told < utc_day_start(now))
+
+
+def spent_limit(limits: UserLimits, tokens_today: int, server_tokens_today: int) -> Limit | None:
+    """Which day's tokens are spent, the server's before the user's; None while both last."""
+    if 0 < limits.server_daily_tokens <= server_tokens_today:
+        return Limit.SERVER_QUOTA
+    if 0 < limits.daily_tokens <= tokens_today:
+        return Limit.QUOTA
     return None
 
 

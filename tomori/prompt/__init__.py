@@ -1,13 +1,14 @@
 """What the model is sent: the conversation in order, images or a note, prefill, file contents.
 
-- `conversation.py` `in_time_order`: the order a channel's messages are shown in
+- `conversation.py` `in_time_order`: the order a channel's messages are shown in; `Unshown`:
+                    the ones never shown
 - `vision.py`       a turn's images for a model with or without `+vision`
 - `sniff.py`        what a file's bytes are: an image's type by its signature, text or not
 - `prefill.py`      a prefill per model (native or in words), notices before it, folded into tools
 - `opening.py`      `opened`: the posted answer begins with the prefill exactly once
 """
 
-from tomori.prompt.conversation import in_time_order
+from tomori.prompt.conversation import Unshown, in_time_order
 from tomori.prompt.opening import Opening, opened
 from tomori.prompt.prefill import Prefill, prefilled, prepare_request, reaches, without_prefill
 from tomori.prompt.sniff import image_type, is_text
@@ -16,6 +17,7 @@ from tomori.prompt.vision import image_count, shown_to, unseen_images_notice, wi
 __all__ = [
     "Opening",
     "Prefill",
+    "Unshown",
     "image_count",
     "image_type",
     "in_time_order",

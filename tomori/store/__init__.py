@@ -2,6 +2,7 @@
 
 - `base.py`       the `Database` and `Transaction` protocols (SQL both engines accept)
 - `sqlite.py`     SQLite: one file, WAL, a busy timeout; the embedded default
+- `host_clock.py` SQLite's clock: the host's boot clock anchored once per boot, never stepped
 - `first_come.py` the SQLite connection's lock: the earliest message's statements go first
 - `postgres.py`   PostgreSQL: an asyncpg pool, advisory locks per channel, the server's clock
 - `postgres_schema.py` PostgreSQL's migrations, applied once between processes starting together

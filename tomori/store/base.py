@@ -40,10 +40,12 @@ class Transaction(Protocol):
     """Statements that commit together, or not at all."""
 
     async def now(self) -> float:
-        """The database's clock, in seconds since the epoch, read once per transaction.
+        """The database's clock, in seconds since the epoch.
 
         Every time written to or compared with a row comes from here, so processes on hosts
-        whose clocks disagree still agree on how old a row is.
+        whose clocks disagree still agree on how old a row is: PostgreSQL's server clock, or
+        on SQLite the host's, which a step of the wall clock does not move
+        (`tomori.store.host_clock`).
         """
         ...
 

@@ -6,7 +6,7 @@ must not be lost retries past it, see `tomori.store.retry`). Statements of one t
 not interleave with another coroutine's statements on the same connection, so every use goes
 through one lock, which serves the earliest message's work first (`tomori.store.first_come`).
 Every transaction takes the file's write lock at once (BEGIN IMMEDIATE), which serialises them
-all, whatever their key; the clock is this machine's.
+all, whatever their key; the clock is the host's, and never steps (`tomori.store.host_clock`).
 
 A caller cancelled while it awaits a statement (a bot being stopped cancels what it is doing)
 does not stop the statement: it still runs in the connection's thread. A BEGIN that gets the
@@ -26,7 +26,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -34,6 +34,7 @@ import aiosqlite
 
 from tomori.store.base import MigrationError, Params, Row, StoreError
 from tomori.store.first_come import FirstComeLock
+from tomori.store.host_clock import HostClock, anchored, this_host
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,12 @@ BUSY_TIMEOUT_MS = 5_000
 class SqliteTransaction:
     """A transaction on the connection its `SqliteDatabase` holds the lock of."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+    def __init__(self, connection: aiosqlite.Connection, clock: Callable[[], float]) -> None:
         self._connection = connection
+        self._clock = clock
 
     async def now(self) -> float:
-        return time.time()
+        return self._clock()
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         async with self._connection.execute(sql, params) as cursor:
@@ -71,9 +73,14 @@ class SqliteTransaction:
 class SqliteDatabase:
     """A serialised aiosqlite connection: single statements and explicit transactions."""
 
-    def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
+    def __init__(
+        self, connection: aiosqlite.Connection, path: str, clock: HostClock | None = None
+    ) -> None:
         self._connection = connection
         self._path = path
+        self._host_clock = this_host() if clock is None else clock
+        self._clock: Callable[[], float] = _not_migrated
+        """The host's clock, once `migrate` has found this boot's anchor."""
         self._lock = FirstComeLock()
         self._settling: set[asyncio.Task[None]] = set()
 
@@ -87,7 +94,11 @@ class SqliteDatabase:
 
     @classmethod
     async def open(
-        cls, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+        cls,
+        path: Path | str,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        clock: HostClock | None = None,
     ) -> SqliteDatabase:
         """Open (or create) the database file in WAL mode with a busy timeout.
 
@@ -118,7 +129,7 @@ class SqliteDatabase:
         except BaseException:
             await connection.close()
             raise
-        return cls(connection, str(path))
+        return cls(connection, str(path), clock)
 
     @property
     def connection(self) -> aiosqlite.Connection:
@@ -189,7 +200,7 @@ class SqliteDatabase:
         is `_exclusive`'s, so a cancel at BEGIN or COMMIT is rolled back as one in the body is.
         """
         async with self._exclusive() as connection, _immediate(connection):
-            yield SqliteTransaction(connection)
+            yield SqliteTransaction(connection, self._clock)
 
     def is_transient(self, error: BaseException) -> bool:
         """Another connection holds the lock past the busy timeout."""
@@ -204,6 +215,8 @@ class SqliteDatabase:
         `migrations` is (file name, SQL) pairs; by default the shipped `migrations/sqlite/*.sql`.
         Each file runs in one transaction together with its `PRAGMA user_version` bump, so a
         failing file leaves the database exactly as it was and the error names the file.
+        The shipped schema's clock is then anchored (`host_clock`), in a transaction of its
+        own.
         """
         ordered = number_migrations(
             shipped_migrations("sqlite") if migrations is None else migrations
@@ -215,6 +228,9 @@ class SqliteDatabase:
                 raise newer_than_known(current, latest, "TOMORI_DB_PATH")
             for number, name, sql in ordered:
                 await _apply(connection, number, name, sql)
+            if migrations is None:
+                async with _immediate(connection):
+                    self._clock = await anchored(connection, self._host_clock)
             return await _user_version(connection)
 
 
@@ -278,6 +294,10 @@ def _unusable(path: Path | str, why: str) -> StoreError:
         f"the database {str(path)!r} cannot be used ({why}): point TOMORI_DB_PATH at a "
         f"writable SQLite file, or at a new path to start afresh"
     )
+
+
+def _not_migrated() -> float:
+    raise StoreError("the database's clock is read before it was migrated (migrate() anchors it)")
 
 
 def split_statements(sql: str) -> list[str]:

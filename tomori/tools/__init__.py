@@ -3,7 +3,8 @@
 - `registry.py`   `Tool`, `ToolOutput`, `ToolFailure`, `ToolRegistry`, the built-in `current_time`
 - `mcp.py`        `McpTools`: the MCP servers' tools as the model sees them, results bounded
 - `mcp_server.py` `McpServer`: one server's connection owned by a task, restarted after backoff
-- `log_redaction.py` MCP servers' URLs and headers kept out of every log line
+- `log_redaction.py` secrets kept out of every log line: MCP servers' URLs, headers and
+                  filled `${VAR}`s, and the patterns the cog gives (Discord's tokens)
 - `confirmation.py` a call that may change things waits for its asker's yes: who may answer,
                   what they are shown, what the model is told
 - `switches.py`   which tools an admin turned off or on, per channel or server (the rule),

@@ -14,6 +14,7 @@ The rules and words live here once; the places only ask and read the press.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -37,6 +38,26 @@ class Confirmation:
 
     def role_in(self, guild_id: str | None) -> str | None:
         return None if guild_id is None else self.roles.get(guild_id)
+
+
+_UNSEEN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+"""The categories of characters that show nothing, or change how the text around them shows."""
+
+
+def _shown(character: str) -> str:
+    """`character` as an argument's JSON shows it: itself, or `\\uXXXX` (the same value) for a
+    backtick and anything unseen; the layout's own line breaks stay."""
+    if character == "\n":
+        return character
+    if character == "`" or unicodedata.category(character) in _UNSEEN:
+        return "".join(f"\\u{unit:04x}" for unit in _utf16(character))
+    return character
+
+
+def _utf16(character: str) -> tuple[int, ...]:
+    """The UTF-16 code units JSON writes a character with (two for one past U+FFFF)."""
+    data = character.encode("utf-16-be")
+    return tuple(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
 
 
 class Verdict(StrEnum):
@@ -66,9 +87,11 @@ class ToolAsk:
         """The arguments as the prompt shows them: JSON, whole; None if too long to show.
 
         Backticks are written `\\u0060`, the same JSON value, so nothing in the arguments can
-        close the code block they are shown in and pass text off as the prompt's own."""
+        close the code block they are shown in and pass text off as the prompt's own; so are
+        the characters that show nothing or reorder what follows (bidi controls, zero-width
+        ones, line separators), so what the asker reads is what runs."""
         text = json.dumps(dict(self.arguments), ensure_ascii=False, indent=1, sort_keys=True)
-        text = text.replace("`", "\\u0060")
+        text = "".join(_shown(character) for character in text)
         return text if len(text) <= MAX_SHOWN_ARGUMENTS else None
 
     def prompt(self, mention: str, role: str | None = None) -> str:

@@ -1,15 +1,19 @@
-"""MCP servers' addresses and headers kept out of every log line, the libraries' own included.
+"""Secrets kept out of every log line, the libraries' own included.
 
-An MCP server's URL may carry a token in its query or user part, and its headers carry keys;
-the HTTP client the SDK uses logs each request's URL at INFO, and an error from it (a 401, a
-refused connection) names the URL too. So while MCP servers run, every log record the process
-makes passes through one record factory that writes each such secret as `<mcp server NAME>`,
-in its message and in the traceback it carries, before any handler formats it.
+An MCP server's URL may carry a token in its query or user part, its headers carry keys, and
+a `${VAR}` the author filled into its arguments or environment may be a key the server echoes
+on its stderr; the HTTP client the SDK uses logs each request's URL at INFO, and an error from
+it (a 401, a refused connection) names the URL too. The Discord libraries log each request's
+URL at DEBUG, and a webhook's or an interaction's URL holds its token. So every log record the
+process makes passes through one record factory while any `LogRedaction` is installed, which
+writes each secret it knows (`<mcp server NAME>`) or each text its patterns match in place, in
+the message and in the traceback the record carries, before any handler formats it.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,7 +22,8 @@ from urllib.parse import urlsplit
 from tomori.config.mcp_servers import McpServerConfig
 
 MIN_SECRET_CHARS = 4
-"""A header value shorter than this is too common a string to stand for a secret."""
+"""A header's or a filled `${VAR}`'s value shorter than this is too common a string to
+stand for a secret."""
 
 
 def secrets_of(configs: Iterable[McpServerConfig]) -> Mapping[str, str]:
@@ -32,22 +37,29 @@ def secrets_of(configs: Iterable[McpServerConfig]) -> Mapping[str, str]:
             found[f"{parts.scheme}://{parts.netloc}"] = shown
             if parts.query:
                 found[parts.query] = shown
-        for value in config.headers.values():
+        for value in (*config.headers.values(), *config.filled):
             if len(value) >= MIN_SECRET_CHARS:
                 found[value] = shown
     return found
 
 
 class LogRedaction:
-    """One set of secrets, redacted while installed (`install`, `remove`): every set installed
-    shares one record factory, put in place by the first and taken away with the last."""
+    """Secrets and patterns, redacted while installed (`install`, `remove`): every one
+    installed shares one record factory, put in place by the first and taken away with the
+    last.
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
+    `secrets` maps each secret to what a line shows instead; `patterns`, each regular
+    expression to its replacement (`re.sub`'s, so a group may keep what surrounds a token)."""
+
+    def __init__(
+        self, secrets: Mapping[str, str] | None = None, patterns: Mapping[str, str] | None = None
+    ) -> None:
         # Longest first: a URL is replaced whole before its origin is.
-        self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
+        self._secrets = sorted((secrets or {}).items(), key=lambda item: -len(item[0]))
+        self._patterns = [(re.compile(p), shown) for p, shown in (patterns or {}).items()]
 
     def install(self) -> None:
-        if self._secrets and self not in _INSTALLED:
+        if (self._secrets or self._patterns) and self not in _INSTALLED:
             if not _INSTALLED:
                 _FACTORY.wrap(logging.getLogRecordFactory())
             _INSTALLED.append(self)
@@ -62,6 +74,8 @@ class LogRedaction:
         for secret, shown in self._secrets:
             if secret in text:
                 text = text.replace(secret, shown)
+        for pattern, replacement in self._patterns:
+            text = pattern.sub(replacement, text)
         return text
 
 

@@ -35,6 +35,7 @@ from tomori.tools.confirmation import Confirmation
 from tomori.tools.log_redaction import LogRedaction, secrets_of
 from tomori.tools.mcp_server import (
     ERROR_CHARS,
+    STOPPED,
     McpServer,
     ServerState,
 )
@@ -109,9 +110,12 @@ class McpTools:
                     await asyncio.gather(*waits)
 
     def states(self) -> tuple[tuple[str, str], ...]:
-        """Each server's name and state in words: ready, starting, down (why)."""
+        """Each server's name and state in words, as an admin is shown them: ready, starting,
+        down (why, without the author's paths or arguments: `Failure.shown`)."""
         return tuple(
-            (s.name, f"down ({s.failure})" if s.state is ServerState.DOWN else s.state.value)
+            (s.name, f"down ({(s.failure or STOPPED).shown})")
+            if s.state is ServerState.DOWN
+            else (s.name, s.state.value)
             for s in self.servers
         )
 

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from tomori.config.mcp_servers import McpServerConfig
@@ -49,6 +49,19 @@ class ServerState(Enum):
     """It failed to start or stopped; it is started again once its backoff is over."""
 
 
+class Failure(NamedTuple):
+    """Why a server is down, twice: `said` in full for its author (the log and `--check`),
+    `shown` for Discord (an admin's `/tomori tools`, the model): what failed, never an error's
+    own words, which may name the author's command, its paths and its arguments."""
+
+    said: str
+    shown: str
+
+
+STOPPED = Failure("it stopped", "it stopped")
+UNANSWERED = Failure("it stopped answering", "it stopped answering")
+
+
 class McpServer:
     """One configured server, its connection owned by one task (`start`, `aclose`)."""
 
@@ -57,8 +70,8 @@ class McpServer:
         self._call_timeout_s = call_timeout_s
         self._start_timeout_s = START_TIMEOUT_S
         self.state = ServerState.STARTING
-        self.failure = ""
-        """Why it is down, in words the model and the log may read."""
+        self.failure: Failure | None = None
+        """Why it is down (or why its last start failed, while it waits to start again)."""
         self.tools: tuple[mcp_types.Tool, ...] = ()
         """Its tools as last listed: kept while it restarts, so a call says why it fails."""
         self.tried = False
@@ -98,7 +111,8 @@ class McpServer:
         import mcp
 
         if not await self.ready() or self._session is None:
-            raise ToolFailure(f"the MCP server {self.name!r} is not available now ({self.failure})")
+            why = (self.failure or STOPPED).shown
+            raise ToolFailure(f"the MCP server {self.name!r} is not available now ({why})")
         session = self._session
         try:
             return await session.call_tool(
@@ -140,7 +154,7 @@ class McpServer:
             parts = urlsplit(config.url)
             shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
             said = said.replace(config.url, shown)
-        for secret in (*config.headers.values(), *config.env.values()):
+        for secret in (*config.headers.values(), *config.env.values(), *config.filled):
             if len(secret) >= 4:
                 said = said.replace(secret, "…")
         return said
@@ -152,7 +166,7 @@ class McpServer:
             self._session = None  # the next call waits for the new session, not this one
             self._set_state(ServerState.STARTING)
 
-    def _set_state(self, state: ServerState, failure: str = "") -> None:
+    def _set_state(self, state: ServerState, failure: Failure | None = None) -> None:
         self.state, self.failure = state, failure
         self.tried = self.tried or state is not ServerState.STARTING
         changed, self._changed = self._changed, asyncio.Event()
@@ -175,18 +189,17 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                reason = self._described(error)
-                log.warning("MCP server %s failed: %s", self.name, reason)
-                self.failure = reason
+                self.failure = Failure(self._described(error), _kind(error))
+                log.warning("MCP server %s failed: %s", self.name, self.failure.said)
             finally:
                 self._session = None
             failed_starts += 0 if served else 1
             delay = _backoff(failed_starts)
             log.info("MCP server %s: starting again in %.1fs", self.name, delay)
             if delay > 0:  # a call meanwhile fails at once, saying why
-                self._set_state(ServerState.DOWN, self.failure or "it stopped")
+                self._set_state(ServerState.DOWN, self.failure or STOPPED)
                 await asyncio.sleep(delay)
-            self.failure = ""
+            self.failure = None
 
     async def _serve(self, session: ClientSession) -> None:
         """Until the server must be started again: relist on its word, ping when asked."""
@@ -195,7 +208,7 @@ class McpServer:
             self._wake.clear()
             wanted, self._wanted = self._wanted, set()
             if "restart" in wanted:
-                self.failure = "it stopped answering"
+                self.failure = UNANSWERED
                 return
             if "relist" in wanted:
                 self.tools = await self._list(session)
@@ -204,7 +217,10 @@ class McpServer:
                 try:
                     await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
                 except Exception as error:
-                    self.failure = f"it did not answer a ping ({self._described(error)})"
+                    self.failure = Failure(
+                        f"it did not answer a ping ({self._described(error)})",
+                        f"it did not answer a ping ({_kind(error)})",
+                    )
                     return
 
     async def _list(self, session: ClientSession) -> tuple[mcp_types.Tool, ...]:
@@ -269,6 +285,16 @@ def _is_closed_stream(error: BaseException) -> bool:
     import anyio
 
     return isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
+
+
+def _kind(error: BaseException) -> str:
+    """An error as Discord may be told it: the innermost's type, and the OS's reason in words
+    (never the file, command or arguments its message names)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, OSError) and error.strerror:
+        return f"{type(error).__name__}: {error.strerror}"
+    return type(error).__name__
 
 
 def _described(error: BaseException) -> str:

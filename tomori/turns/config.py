@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from tomori.cast.personas import Persona
 from tomori.cast.sprites import with_sprites
-from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.models import Credentials, ModelChain, ModelEntry
+from tomori.config.provider_kinds import PROVIDER_KINDS
 from tomori.config.settings import ConfigError, Settings
 from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
@@ -78,6 +79,29 @@ class ChannelConfig:
         """An admin's chain, checked against the keys this bot has; `ConfigError` if bad."""
         return check_models(raw, self.environ, self.chain)
 
+    def endpoint(self, provider: str) -> str:
+        """Where this process asks the provider's models (`Credentials.endpoint`): the
+        environment's chain's credentials, else those an admin's chain takes from the
+        environment (`check_models`)."""
+        credentials = self.chain.credentials.get(provider)
+        if credentials is not None:
+            return credentials.endpoint
+        kind = PROVIDER_KINDS.get(provider)
+        base_url = self.environ.get(kind.base_url_variable, "").strip() if kind else ""
+        return Credentials("", base_url or None).endpoint
+
+    def models_named(self, stored: Iterable[str]) -> set[tuple[str, str]]:
+        """(endpoint, provider:model) of every model a turn may ask: the environment's chain's,
+        and those of the `stored` chains (a server's, a channel's, a persona's) that still
+        apply; one that does not runs the environment's instead."""
+        chains = [self.chain]
+        for raw in stored:
+            try:
+                chains.append(self.check_models(raw))
+            except ConfigError:
+                continue
+        return {(self.endpoint(e.provider), e.label) for chain in chains for e in chain.entries}
+
     def defaults(self, channel_id: int | str) -> Defaults:
         autoreply = self._autoreply_everywhere or (
             str(channel_id).isdigit() and int(channel_id) in self._settings.channels
@@ -104,7 +128,11 @@ class ChannelConfig:
     async def user_limits(self, guild_id: int | str | None) -> UserLimits:
         """The cooldown and daily tokens for each user of a server (None: direct messages, the
         environment's), through the cache: asked for every message a limit applies to."""
-        resolved = await self._server(guild_id, "limits")
+        return self.limits_of(await self._server(guild_id, "limits"))
+
+    def limits_of(self, resolved: Resolved) -> UserLimits:
+        """The limits a server's settings, as resolved, hold each user to, with the author's
+        budget for the whole server."""
         return UserLimits(
             resolved.cooldown_ms.value / 1000,
             resolved.daily_tokens.value,

@@ -6,7 +6,8 @@ as the turn read it once (`Reading`), then what the personas before it said in t
 posted is recorded, so a reply to one is answered by it. An answer that names another persona
 draws it in, while the channel's budget of drawn-in answers allows (`TOMORI_MAX_BOT_TURNS`,
 reset when a human speaks there). A scene is a fixed order of lines instead, each told whose
-line it is; a line that fails ends the scene.
+line it is; a line that fails ends the scene. No persona speaks once a /kill came or the
+asker's daily tokens ran out (the turn says so).
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ class Playing:
         """What every request of the turn is told beyond the messages: of their files, and of
         the answers stopped before it."""
         return (*self.reading.notices, *self.stopped)
+
+    def goes_on(self, state: TurnState) -> bool:
+        """Whether another persona may speak: no /kill came, and the asker's tokens last."""
+        return not self.guard.stop_requested() and state.allows_pass()
 
     def voice(self, persona: Persona) -> Voice:
         return Voice(persona.key, self.posters, {p.key: p.name for p in self.everyone})
@@ -113,7 +118,7 @@ class Playing:
         channel = self.surface.channel_id
         waiting = deque(cast)
         said: list[tuple[Persona, str]] = []
-        while waiting and not self.guard.stop_requested():
+        while waiting and self.goes_on(state):
             persona = waiting.popleft()
             speaking = state if not said else next_speaker(state)
             result = await self.speak(speaking, persona, said, brief=brief)
@@ -128,14 +133,15 @@ class Playing:
 
     async def play_scene(self, state: TurnState, scene: Scene) -> None:
         """The scene's lines, each persona in turn for each cycle: each line stands free (no
-        reply) and takes no prefill; /kill ends the line being written and the rest; a line
-        that fails (its notice says why) ends the scene."""
+        reply) and takes no prefill; /kill ends the line being written and the rest, the
+        asker's tokens running out the rest; a line that fails (its notice says why) ends the
+        scene."""
         by_key = {persona.key: persona for persona in self.everyone}
         names = {persona.key: persona.name for persona in self.everyone}
         said: list[tuple[Persona, str]] = []
         speaking = state
         for cycle, key in scene.lines():
-            if self.guard.stop_requested():
+            if not self.goes_on(state):
                 return
             persona = by_key.get(key)
             if persona is None:  # removed since the scene was asked for

@@ -9,6 +9,7 @@ not say who posted a message, or could not record it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,12 +20,19 @@ from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.locks import ChannelLocks
 from tomori.monitoring.metrics import Metrics
+from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
+from tomori.policy.turn_budget import TurnBudget
+from tomori.store.retry import until_not_busy
 from tomori.tools.registry import ToolRegistry
 from tomori.tools.switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig
 
 log = logging.getLogger(__name__)
+
+RECORD_PATIENCE_S = 10.0
+"""How long a turn's end waits for the database to take which persona posted its messages: a
+blip (a busy SQLite past its busy timeout, PostgreSQL failing over), not an outage."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -42,6 +50,8 @@ class Stage:
     """The models turns skip for now (None: the console, which asks each model every turn)."""
     drawn_in: BotTurns
     """Personas drawn in by another's answer, per channel since a human last spoke there."""
+    limits: UserLimitStore
+    """Each member's tokens today, which a turn's budget starts from."""
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read
@@ -50,6 +60,31 @@ class Stage:
         if guild_id is not None:
             switches = await self.switches.read(guild_id, channel_id)
         return await self.tools.for_turn(switches, guild_id)
+
+    async def budget(
+        self, guild_id: str | None, scope: str, requester_id: str | None
+    ) -> TurnBudget | None:
+        """What a turn in `guild_id` (None: a direct message) may spend of its asker's day,
+        counted in `scope`; None when no daily token limit holds there, or the store cannot
+        say now (logged: the turn goes on unbounded, as admission does then)."""
+        if requester_id is None:
+            return None
+        limits = await self.config.user_limits(guild_id)
+        if not limits.counts_tokens:
+            return None
+        await self.metrics.flushed()  # the turns before this one recorded their tokens
+        try:
+            return await self.limits.turn_budget(scope, requester_id, limits)
+        except Exception as error:
+            if not self.limits.is_database_error(error):
+                raise
+            log.warning(
+                "could not read the tokens of user %s in %s (%r); this turn is not held to them",
+                requester_id,
+                scope,
+                error,
+            )
+            return None
 
     async def posters(self, message_ids: Sequence[str]) -> Mapping[str, str]:
         """Which persona posted each of these messages (none if the store cannot say: the
@@ -65,12 +100,21 @@ class Stage:
     async def record_posted(
         self, guild_id: str, channel_id: str, persona: Persona, state: TurnState
     ) -> None:
-        """Keep which messages the persona posted: a reply to one is answered by it."""
+        """Keep which messages the persona posted: a reply to one is answered by it, and the
+        history shows the models who said what. A blip of the database (busy, or briefly out
+        of reach) is waited out for `RECORD_PATIENCE_S`; past it the record is given up,
+        logged (a reply to a webhook's message still finds its persona by the name shown)."""
         if not state.delivered:
             return
         ids = [m.message_id for m in state.delivered]
+        patience = time.monotonic() + RECORD_PATIENCE_S
         try:
-            await self.personas.posted(guild_id, channel_id, persona, ids)
+            await until_not_busy(
+                f"recording {persona.name}'s messages {ids} in channel {channel_id}",
+                lambda: self.personas.posted(guild_id, channel_id, persona, ids),
+                self.personas.is_transient,
+                keep_trying=lambda: time.monotonic() < patience,
+            )
         except Exception as error:
             log.warning(
                 "channel %s: could not record %s's messages %s: %r",

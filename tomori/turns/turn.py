@@ -7,7 +7,9 @@ tools, its personas, one read of the channel, and what stops ended there before 
 the model in a request-only note, `stopped.py`). A `/kill` during that ends the turn quietly;
 a failure there (a Discord call that got no answer, the database) is told to whoever asked
 directly, as a failed generation would be, since the chain's own notices never ran. Then the
-bot answers, or the personas the trigger called (`cast.py`), or a scene's lines.
+bot answers, or the personas the trigger called (`cast.py`), or a scene's lines, each pass
+within what the asker's day has left (`tomori.policy.turn_budget`): a turn that runs out says
+so once, after what it showed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Turn, TurnGuard
+from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.stage import Stage
@@ -38,6 +41,8 @@ class _Prepared:
     playing: Playing
     cast: tuple[Persona, ...]
     """The personas that answer, in order (none: the bot; a scene's come from the scene)."""
+    budget: TurnBudget | None
+    """What the turn may spend of its asker's day (None: no daily token limit holds)."""
 
 
 async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> None:
@@ -75,33 +80,58 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             return
         if prepared is None:
             return
-        playing = prepared.playing
-        config = playing.config
-        if scene is not None:
-            await playing.play_scene(state, scene)
-            return
-        respond = request.respond
-        brief = respond.brief(config.prefill) if respond else AnswerBrief(prefill=config.prefill)
-        if prepared.cast:
-            await playing.answer_as(state, prepared.cast, brief)
-            return
-        result = await answer_turn(
-            turn,
-            guard,
-            state,
-            surface.bot_port(),
-            entries=config.entries,
-            providers=config.providers,
-            tools=playing.tools,
-            settings=stage.settings,
-            context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
-            request_notices=playing.notices,
-            surface_errors=request.surfaces_errors,
-            health=stage.health,
-            prefill=brief.prefill,
-        )
-        if result.forbidden:
-            surface.refused()
+        await _answer(prepared, state, request)
+        if prepared.budget is not None:
+            await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
+
+
+async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -> None:
+    """The scene's lines, the personas' answers, or the bot's."""
+    playing = prepared.playing
+    stage, surface, config = playing.stage, playing.surface, playing.config
+    if request.scene is not None:
+        await playing.play_scene(state, request.scene)
+        return
+    respond = request.respond
+    brief = respond.brief(config.prefill) if respond else AnswerBrief(prefill=config.prefill)
+    if prepared.cast:
+        await playing.answer_as(state, prepared.cast, brief)
+        return
+    result = await answer_turn(
+        playing.turn,
+        playing.guard,
+        state,
+        surface.bot_port(),
+        entries=config.entries,
+        providers=config.providers,
+        tools=playing.tools,
+        settings=stage.settings,
+        context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
+        request_notices=playing.notices,
+        surface_errors=request.surfaces_errors,
+        health=stage.health,
+        prefill=brief.prefill,
+    )
+    if result.forbidden:
+        surface.refused()
+
+
+async def _told_if_spent(
+    budget: TurnBudget, state: TurnState, turn: Turn, surface_errors: bool
+) -> None:
+    """A turn its budget stopped says so once, after what it showed (which stays)."""
+    refusal = budget.refusal
+    if refusal is None:
+        return
+    log.info(
+        "turn %s in channel %s stopped: the %s is spent (%d tokens in this turn)",
+        turn.turn_id,
+        state.channel_id,
+        refusal.limit,
+        budget.spent,
+    )
+    if surface_errors:
+        await state.post_notice(refusal.notice)
 
 
 async def _prepare(
@@ -133,6 +163,9 @@ async def _prepare(
     where = (surface.guild_id, surface.channel_id)
     config = await until_stopped(guard, stage.config.for_turn(*where))
     tools = await until_stopped(guard, stage.tools_for(*where))
+    asker = turn.trigger.requester_id
+    budget = await until_stopped(guard, stage.budget(surface.guild_id, surface.limit_scope, asker))
+    state.budget = budget
     everyone: tuple[Persona, ...] = ()
     keys = request.scene.cast if request.scene is not None else request.personas
     if keys and surface.guild_id is not None:
@@ -163,4 +196,4 @@ async def _prepare(
         posters,
         stopped_notices(stopped, reading, turn.trigger.message_id),
     )
-    return _Prepared(playing, () if request.scene is not None else cast)
+    return _Prepared(playing, () if request.scene is not None else cast, budget)

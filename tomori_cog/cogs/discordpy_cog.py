@@ -48,6 +48,7 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             await self.chat.ensure_started()
 
         async def cog_unload(self) -> None:
+            self.unloaded()
             await self.chat.close()
 
         @app_commands.command(**_declared("kill"))

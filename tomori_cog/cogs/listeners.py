@@ -81,6 +81,15 @@ class GatewayListeners:
         gateway.channel_changed(self.chat.memory, before, after)
 
     @listens
+    async def on_guild_channel_delete(self, channel: Any) -> None:
+        await self.chat.webhooks.channels_gone([channel.id])
+
+    @listens
+    async def on_guild_remove(self, guild: Any) -> None:
+        """The bot left the server (kicked, or the server deleted): its channels are gone to it."""
+        await self.chat.webhooks.channels_gone([channel.id for channel in guild.channels])
+
+    @listens
     async def on_guild_role_update(self, before: Any, after: Any) -> None:
         gateway.unsure(self.chat.memory, f"role {after.id} changed")
 

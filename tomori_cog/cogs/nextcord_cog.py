@@ -224,6 +224,7 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             await admin.run(library, self.chat, interaction, command, given)
 
         def cog_unload(self) -> None:
+            self.unloaded()
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # unloaded outside the loop: nothing was started in it

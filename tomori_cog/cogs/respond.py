@@ -5,7 +5,8 @@ after the answer: the answer itself comes in the channel, in its turn, under the
 (a `tomori.turns.Respond` rides in its trigger, across restarts). Like `/tomori`, it is for
 members with Manage Server by default (a prefill is posted as the answer's first words, so it
 lets its user put words in the bot's mouth); each server can widen or narrow that in its
-integration settings.
+integration settings. Whoever runs it is held to the limits a message is (`command_held`):
+the author's ceilings hold for admins too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.notices import QUEUE_FULL, Notice, NoticeColour
 from tomori.locks import Admission
 from tomori.policy.admin import refused
 from tomori.turns.commanded import respond_asked
@@ -65,6 +66,9 @@ async def _queued(
         )
         if isinstance(asked, Notice):
             return asked
+        held = await chat.command_held(interaction.guild_id, user.id, interaction.id)
+        if held is not None:
+            return held
         # No message: nothing to reply to, and nothing the lock store could recognise as
         # admitted twice.
         trigger = asked.trigger(str(interaction.channel_id), None, str(user.id))
@@ -74,4 +78,6 @@ async def _queued(
         return NOT_QUEUED
     channel_id, user_id = interaction.channel_id, interaction.user.id
     log.info("/respond in channel %s by user %s: %s", channel_id, user_id, admission)
+    if admission is Admission.QUEUE_FULL:
+        return QUEUE_FULL
     return QUEUED if admission in (Admission.STARTED, Admission.QUEUED) else NOT_QUEUED

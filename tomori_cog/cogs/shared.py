@@ -19,6 +19,7 @@ from tomori.tools.registry import Tool
 from tomori_cog.chat import TomoriChat
 from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library
+from tomori_cog.token_redaction import token_redaction
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,18 @@ class TomoriCogParts:
     def __init__(self, chat: TomoriChat) -> None:
         self.chat = chat
         self.library = chat.library
+        self._redaction = token_redaction()
         for tool in kept_tools(chat.bot).values():
             chat.tools.register(tool)
+
+    def added(self) -> None:
+        """From its adding (`tomori_cog._added`) until its unloading, no log line shows a
+        Discord token (`tomori_cog.token_redaction`)."""
+        self._redaction.install()
+
+    def unloaded(self) -> None:
+        """Its unloading, or its adding failed: the redaction is taken away."""
+        self._redaction.remove()
 
     async def ensure_started(self) -> None:
         """Open the database, migrate, recover the channels' locks; once (the cog does it

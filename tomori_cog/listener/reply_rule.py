@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tomori.cast.personas import PersonaStore, addressed
+from tomori.cast.personas import Persona, PersonaStore, addressed, shown_as
 from tomori.config.settings import Settings
 from tomori.turns import DIRECTLY, PASSIVELY, Addressed, ChannelConfig, TurnRequest
 from tomori_cog.library import Library
@@ -78,8 +78,9 @@ class ReplyRule:
 
     async def _personas_called(self, message: Any, text: str) -> tuple[tuple[str, ...], bool]:
         """The personas of the server the message calls: the one whose message it replies to
-        (as the store knows who posted it), then those it names; and whether it replies to a
-        persona's message. None if the store is away (logged)."""
+        (as the store knows who posted it, else by the name the bot's webhook showed), then
+        those it names; and whether it replies to a persona's message. None if the store is
+        away (logged)."""
         try:
             await self._started()
             store = self._personas()
@@ -93,6 +94,8 @@ class ReplyRule:
             if reference is not None and reference.message_id is not None:
                 posters = await store.posters([str(reference.message_id)])
                 replied_to = posters.get(str(reference.message_id))
+                if replied_to is None:
+                    replied_to = await self._shown_poster(reference.resolved, personas)
         except Exception as error:
             if time.monotonic() - self._personas_warned_at >= WARN_EVERY_S:
                 self._personas_warned_at = time.monotonic()
@@ -102,6 +105,15 @@ class ReplyRule:
             return (), False
         called = tuple(persona.key for persona in addressed(personas, text, replied_to))
         return called, replied_to is not None
+
+    async def _shown_poster(self, replied: Any, personas: tuple[Persona, ...]) -> str | None:
+        """The key of the persona a message of the bot's own webhook was posted by, from the
+        name it shows (`shown_as`); None for any other message, or one Discord did not send."""
+        webhook_id = getattr(replied, "webhook_id", None)
+        if not webhook_id or not await self._own_webhook(webhook_id):
+            return None
+        persona = shown_as(personas, replied.author.name)
+        return None if persona is None else persona.key
 
     async def _answers_every_message(self, message: Any) -> bool:
         channel_id = message.channel.id

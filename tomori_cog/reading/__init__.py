@@ -7,6 +7,8 @@
 - `gateway.py`      the edits, deletes and reconnects that keep that memory honest
 - `attachments.py`  images, text files, other files, stickers, within their bounds
 - `fetch.py`        a file read from Discord's CDN, never past its bound or deadline
+- `file_cache.py`   the files read lately, kept so the next turns do not download them again
+- `image_bytes.py`  the image bytes all turns hold at once, within their bound
 - `unreadable.py`   the files whose read failed or hung lately, which turns do not try again
 - `message_tool.py` the built-in `read_message` tool (a message by link or ID)
 """

@@ -19,13 +19,14 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from tomori.config.settings import Settings
-from tomori.policy.interruptions import Stops
-from tomori.prompt.conversation import in_time_order
+from tomori.prompt.conversation import Unshown, in_time_order
 from tomori.providers.base import ContextItem
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.reading.attachments import read_attachments
+from tomori_cog.reading.file_cache import FileCache
+from tomori_cog.reading.image_bytes import ImageBytes, ImageHold
 from tomori_cog.reading.memory import RecentMessages, Window
 from tomori_cog.reading.model_view import ModelView, Shown
 from tomori_cog.reading.unreadable import UnreadableFiles
@@ -40,7 +41,8 @@ LATEST = 2**63 - 1
 
 class HistoryReader:
     """Builds a turn's context from the channel the trigger came in. One per cog: it keeps the
-    files whose read failed lately, which every turn of the cog's channels skips."""
+    files read lately, which no turn downloads again, those whose read failed lately, which
+    every turn of the cog's channels skips, and the image bytes its turns hold at once."""
 
     def __init__(
         self,
@@ -58,12 +60,21 @@ class HistoryReader:
         self._library = library
         self._settings = settings
         self._unreadable = UnreadableFiles()
-        self.stops = Stops()
-        """The stop words that stopped an answer: no turn shows them to the model."""
-        self.view = ModelView(bot, self.stops)
+        self._files = FileCache(settings.attachment_cache_bytes)
+        """The files read lately: a message's files are downloaded once, not every turn."""
+        self._images = ImageBytes(settings.image_bytes_in_flight)
+        """The image bytes every turn of the cog holds at once."""
+        self.unshown = Unshown()
+        """Messages no turn shows the model (a stop word that stopped an answer, a proxied
+        original), however the history was read."""
+        self.view = ModelView(bot)
         self._memory = memory
         self._pacing = pacing
         """Every read waits its turn in the bot's request budget, behind what users wait on."""
+
+    def hold_images(self) -> ImageHold:
+        """What one turn's images will hold of the cog's image bytes (its owner releases it)."""
+        return self._images.hold()
 
     async def read(
         self,
@@ -72,10 +83,12 @@ class HistoryReader:
         waiting: Collection[str],
         *,
         images: bool,
+        hold: ImageHold,
         queued: bool = False,
     ) -> Shown:
         """The messages `context` shows, with their attachments read: once for a turn, whoever
-        answers it (`items` makes each voice's context of them)."""
+        answers it (`items` makes each voice's context of them); its images are held in
+        `hold`."""
         window = await self._remembered(channel, trigger)
         if window is None:
             recent = {message.id: message for message in await self._recent(channel, trigger)}
@@ -87,13 +100,21 @@ class HistoryReader:
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
-        shown = in_time_order(recent.values(), earlier, trigger, waiting)
+        shown = self._shown(in_time_order(recent.values(), earlier, trigger, waiting))
         attached = await read_attachments(
-            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+            shown,
+            self._settings,
+            self._bot.user,
+            images=images,
+            unreadable=self._unreadable,
+            cache=self._files,
+            hold=hold,
         )
         return Shown(shown, attached)
 
-    async def read_latest(self, channel: Any, waiting: Collection[str], *, images: bool) -> Shown:
+    async def read_latest(
+        self, channel: Any, waiting: Collection[str], *, images: bool, hold: ImageHold
+    ) -> Shown:
         """The channel's last messages now, for a turn no message triggered (a scene): the
         history `read` shows before a trigger, as if the trigger were the next message."""
         window = await self._remembered(channel, None)
@@ -102,11 +123,23 @@ class HistoryReader:
         else:
             recent = {message.id: message for message in window.before}
         starter = await self._thread_starter(channel, recent)
-        shown = in_time_order(recent.values(), [starter] if starter else [], None, waiting)
+        shown = self._shown(
+            in_time_order(recent.values(), [starter] if starter else [], None, waiting)
+        )
         attached = await read_attachments(
-            shown, self._settings, self._bot.user, images=images, unreadable=self._unreadable
+            shown,
+            self._settings,
+            self._bot.user,
+            images=images,
+            unreadable=self._unreadable,
+            cache=self._files,
+            hold=hold,
         )
         return Shown(shown, attached)
+
+    def _shown(self, messages: list[Any]) -> list[Any]:
+        """`messages` less the ones never shown (`unshown`), before their files are read."""
+        return [message for message in messages if str(message.id) not in self.unshown]
 
     async def _remembered(self, channel: Any, trigger: Any | None) -> Window | None:
         """What memory holds around the trigger (None: now), if it holds the whole history

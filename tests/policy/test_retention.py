@@ -1,0 +1,166 @@
+"""The tables that grow with use keep only what a rule still needs, on SQLite and PostgreSQL:
+each rule of `tomori.policy.retention`, through its sweep, on rows written as the cog writes
+them, with times on the database's own clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.support.cog_settings import SHORT_BUDGETS, chain_for
+from tests.support.databases import DatabaseUnderTest
+from tests.support.llm_server import LLMServer
+from tests.support.nextcord_fake import OpenNextcord
+from tomori.config.models import ModelChain
+from tomori.policy.limits import DAY_S
+from tomori.policy.retention import PERSONA_MESSAGES_KEPT_S, sweep
+from tomori.store import Database
+from tomori.turns.config import ChannelConfig
+
+HOUR_S = 3600.0
+ENDPOINT = "http://llm.example/v1"
+
+
+def config_of(database: DatabaseUnderTest) -> ChannelConfig:
+    environ = {
+        "TOMORI_MODELS": "openai:primary,openai:fallback",
+        "TOMORI_ALLOWED_MODELS": "openai:*",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": ENDPOINT,
+    }
+    return ChannelConfig(database.base, ModelChain.from_env(environ), environ)
+
+
+async def now_of(database: Database) -> float:
+    async with database.transaction() as tx:
+        return await tx.now()
+
+
+async def opened_now(database: DatabaseUnderTest) -> tuple[Database, float]:
+    """The cog's own connection, and its clock now (rows are written relative to it)."""
+    opened = await database.open()
+    return opened, await now_of(opened)
+
+
+async def test_token_usage_is_kept_for_its_days(
+    database: DatabaseUnderTest,
+) -> None:
+    opened, now = await opened_now(database)
+    ages = [400 * DAY_S, 3 * DAY_S, 2 * DAY_S + HOUR_S, 2 * DAY_S - HOUR_S, HOUR_S]
+    for n, age in enumerate(ages):
+        await database.execute(
+            "INSERT INTO token_usage (channel_id, requester_id, model, input_tokens,"
+            " output_tokens, guild_id, recorded_at) VALUES ('c', ?, 'openai:primary', 1, 1,"
+            " 'g', ?)",
+            (f"user-{n}", now - age),
+        )
+    result = await sweep(opened, database.base, config_of(database))
+    assert result.token_usage == 3
+    kept = await database.rows("SELECT requester_id FROM token_usage ORDER BY requester_id")
+    assert kept == [("user-3",), ("user-4",)]  # within two days: the quota's day, status's
+
+    longer = database.settings(token_usage_days=500)  # an author who bills from the table
+    await database.execute(
+        "INSERT INTO token_usage (channel_id, model, input_tokens, output_tokens, recorded_at)"
+        " VALUES ('c', 'openai:primary', 1, 1, ?)",
+        (now - 400 * DAY_S,),
+    )
+    assert (await sweep(opened, longer, config_of(database))).token_usage == 0
+
+
+async def test_user_limits_go_once_idle_past_a_day_and_the_longest_cooldown(
+    database: DatabaseUnderTest,
+) -> None:
+    opened, now = await opened_now(database)
+    rows = {
+        "idle": (now - 2 * DAY_S, None, None),
+        "admitted lately": (now - HOUR_S, None, None),
+        "told of its quota lately": (now - 3 * DAY_S, None, now - HOUR_S),
+        "never admitted, told long ago": (None, now - 2 * DAY_S, None),
+    }
+    for user, (admitted, cooldown_told, quota_told) in rows.items():
+        await database.execute(
+            "INSERT INTO user_limits (guild_id, user_id, admitted_at, cooldown_noticed_at,"
+            " quota_noticed_at) VALUES ('g', ?, ?, ?, ?)",
+            (user, admitted, cooldown_told, quota_told),
+        )
+    chains = config_of(database)
+    assert (await sweep(opened, database.base, chains)).user_limits == 2
+    kept = await database.rows("SELECT user_id FROM user_limits ORDER BY user_id")
+    assert kept == [("admitted lately",), ("told of its quota lately",)]
+
+    # A server whose admins set a three-day cooldown: a window two days old still runs.
+    await database.execute(
+        "INSERT INTO user_limits (guild_id, user_id, admitted_at) VALUES ('g', 'slow', ?)",
+        (now - 2 * DAY_S,),
+    )
+    await database.execute(
+        "INSERT INTO server_settings (guild_id, cooldown_ms, updated_at) VALUES ('g', ?, ?)",
+        (int(3 * DAY_S * 1000), now),
+    )
+    assert (await sweep(opened, database.base, chains)).user_limits == 0
+
+
+async def test_persona_messages_are_kept_thirty_days(database: DatabaseUnderTest) -> None:
+    opened, now = await opened_now(database)
+    for message_id, age in [("old", PERSONA_MESSAGES_KEPT_S + HOUR_S), ("recent", DAY_S)]:
+        await database.execute(
+            "INSERT INTO persona_messages (message_id, channel_id, guild_id, name_key, posted_at)"
+            " VALUES (?, 'c', 'g', 'aria', ?)",
+            (message_id, now - age),
+        )
+    assert (await sweep(opened, database.base, config_of(database))).persona_messages
+    assert await database.rows("SELECT message_id FROM persona_messages") == [("recent",)]
+
+
+async def test_model_health_is_forgotten_for_models_no_process_asks_at_their_endpoint(
+    database: DatabaseUnderTest,
+) -> None:
+    opened, now = await opened_now(database)
+    await database.execute(
+        "INSERT INTO personas (guild_id, name_key, name, prompt, triggers, models, updated_at)"
+        " VALUES ('g', 'aria', 'Aria', 'You are Aria.', '', 'openai:aria-model', ?)",
+        (now,),
+    )
+    elsewhere = "http://other-server.example/v1"
+    marks = [
+        (ENDPOINT, "openai:primary", now),  # the environment's chain
+        (ENDPOINT, "openai:aria-model", now),  # a persona's
+        (ENDPOINT, "openai:abandoned", now),  # once in a chain, named by none now
+        (elsewhere, "openai:other", now),  # another process's, which probes it when due
+        (elsewhere, "openai:primary", now - 2 * HOUR_S),  # a server the bot moved from
+    ]
+    for endpoint, model, probe_at in marks:
+        await database.execute(
+            "INSERT INTO model_health (endpoint, model, ailment, sick_since, probe_at)"
+            " VALUES (?, ?, 'stalled before its first token', ?, ?)",
+            (endpoint, model, now - 3 * HOUR_S, probe_at),
+        )
+    assert (await sweep(opened, database.base, config_of(database))).model_health == 2
+    kept = await database.rows("SELECT endpoint, model FROM model_health ORDER BY model")
+    assert sorted(kept) == [
+        (ENDPOINT, "openai:aria-model"),
+        (ENDPOINT, "openai:primary"),
+        (elsewhere, "openai:other"),
+    ]
+
+
+async def test_the_cog_sweeps_as_it_starts(
+    database: DatabaseUnderTest, open_nextcord: OpenNextcord, llm_server: LLMServer
+) -> None:
+    _, now = await opened_now(database)
+    await database.execute(
+        "INSERT INTO token_usage (channel_id, model, input_tokens, output_tokens, recorded_at)"
+        " VALUES ('c', 'openai:test-model', 1, 1, ?)",
+        (now - 3 * DAY_S,),
+    )
+    await database.execute(
+        "INSERT INTO persona_messages (message_id, channel_id, guild_id, name_key, posted_at)"
+        " VALUES ('m', 'c', 'g', 'aria', ?)",
+        (now - PERSONA_MESSAGES_KEPT_S - DAY_S,),
+    )
+    await open_nextcord(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
+    async with asyncio.timeout(10):
+        while await database.rows(  # noqa: ASYNC110
+            "SELECT 1 FROM token_usage UNION ALL SELECT 1 FROM persona_messages"
+        ):
+            await asyncio.sleep(0.02)
