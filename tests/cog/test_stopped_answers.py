@@ -132,9 +132,8 @@ async def test_a_moderators_kill_tells_the_next_model_of_the_cut_answer_and_what
 async def test_two_kills_in_quick_succession_lose_no_message_and_tell_both_stops(
     tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
 ) -> None:
-    """Each /kill is followed at once by a message: the channel takes it (it used to be
-    ignored while the stopped answer waited for the channel), and the last answer's model is
-    told of both stopped answers."""
+    """Each /kill is followed at once by a message: the channel takes it, whether or not the
+    stopped answer has handed it on yet, and the last answer's model is told of both stops."""
     bot = await open_chat(tmp_path, llm_server, open_bot)
     llm_server.script(
         stalled_after("First try.\n\n"), stalled_after("Second try.\n\n"), answer("Third.")
