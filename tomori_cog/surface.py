@@ -24,7 +24,7 @@ from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
-from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori.turns.surface import BOT_VOICE, Context, Reading, Speaker, Voice
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
 from tomori_cog.library import Library
@@ -80,6 +80,10 @@ class ChannelReading:
 
     def context(self, system_prompt: str, voice: Voice) -> Context:
         return self.history.view.context(self.shown, system_prompt, voice)
+
+    def quoted(self, message_id: str) -> str | None:
+        lines = self.history.view.lines(self.shown, BOT_VOICE)
+        return next((item.text for shown_id, item in lines if shown_id == message_id), None)
 
 
 class DiscordSurface:

@@ -186,6 +186,28 @@ async def test_kill_stops_the_stream_keeps_its_text_and_closes_the_provider_conn
     assert await bot.contents() == ["Thinking hard.", "Next!"]
 
 
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_a_message_sent_just_after_kill_is_answered_and_nothing_waiting_is_posted(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, delivery: Delivery
+) -> None:
+    """The answer's second message waits for the channel's next slot (a second after the
+    first) when a moderator's /kill comes: it is dropped at once, not sent once the slot
+    comes, and the channel takes the message sent right after the kill (it was ignored while
+    the stopped answer waited for its slot)."""
+    settings = settings_for(tmp_path, delivery=delivery, stream_sdk_call_timeout_ms=60_000)
+    bot = await open_bot(settings, chain_for(llm_server))
+    first, second = "One " * 300, "Two " * 300  # one message each: together past 2,000
+    llm_server.script(stalled_after(f"{first}\n\n{second}\n\n"), answer("Next!"))
+    await bot.say(f"{bot.mention()} think", by=Person.BOB)
+    await bot.sent_event.wait()  # the first is shown; the second waits for the channel
+    await bot.kill(by=Person.BOB, permissions=MANAGE_MESSAGES)
+    await bot.say(f"{bot.mention()} next")  # at once
+    await bot.settled()
+    assert await bot.contents() == [first.strip(), "Next!"]
+    asked = llm_server.requests[-1].body["messages"][-1]["content"]
+    assert "alice: @Tomori next" in asked.splitlines()
+
+
 async def test_kill_with_nothing_running_says_so(bot: ChatBot) -> None:
     reply = await bot.kill()
     assert reply["data"]["embeds"][0]["title"] == KILL_NOTHING_TO_STOP.title

@@ -109,7 +109,11 @@ async def test_a_follow_up_stops_the_answer_and_the_next_answer_covers_both(
     assert shown(llm_server, 1)[-3:] == [
         "alice: @Tomori what is new in python?",
         "Python 3.11 has...",
-        "alice: @Tomori wait, I meant Python 3.12",
+        "alice: @Tomori wait, I meant Python 3.12\n"  # and the model is told why it was cut
+        "[Note from the bot, not part of the conversation: answers stopped before this one]\n"
+        '- Your answer to "alice: @Tomori what is new in python?" was cut short after the part'
+        " of it shown above, because its author wrote again: answer what they added, without"
+        " repeating what you said.",
     ]
     assert bot.sent[-1].reply_to == follow_up.id
     _, status = said(await bot.tomori("status"))
@@ -129,13 +133,21 @@ async def test_three_quick_follow_ups_get_one_answer_to_the_last(
     await bot.settled()
     assert await bot.contents() == ["Working on it.", "Blue, then."]
     assert len(llm_server.requests) == 2
-    assert shown(llm_server, 1)[-5:] == [
+    sent = shown(llm_server, 1)
+    assert sent[-5:-1] == [
         "alice: @Tomori paint it red",
         "Working on it.",
         "alice: @Tomori no, green",
         "alice: @Tomori no, yellow",
-        "alice: @Tomori no, blue",
     ]
+    last_said, note = sent[-1].split("\n", 1)
+    assert last_said == "alice: @Tomori no, blue"
+    # (whether "green" or "yellow" got a turn, stopped before it showed anything, is timing)
+    assert note.splitlines()[1] == (
+        '- Your answer to "alice: @Tomori paint it red" was cut short after the part of it'
+        " shown above, because its author wrote again: answer what they added, without"
+        " repeating what you said."
+    )
     assert bot.sent[-1].reply_to == last.id
 
 

@@ -28,6 +28,8 @@ pytestmark = pytest.mark.slow  # bot.py --console run on a pty
 
 STALLS = {"STREAM_SDK_CALL_TIMEOUT_MS": "60000"}
 """A stalled answer would hold the console a minute: a test that ends sooner was interrupted."""
+NOTE = "[Note from the bot, not part of the conversation: answers stopped before this one]"
+"""How the model's note on the answers stopped before its own begins, as a channel's does."""
 
 
 def shown_to_model(request: SeenRequest) -> list[str]:
@@ -61,7 +63,10 @@ async def test_a_follow_up_stops_the_answer_and_the_next_answer_covers_both(
     assert shown_to_model(llm_server.requests[1]) == [
         "user: what is new in python?",
         "Python 3.11 has...",
-        "user: wait, I meant 3.12",
+        f"user: wait, I meant 3.12\n{NOTE}\n"
+        '- Your answer to "user: what is new in python?" was cut short after the part of it'
+        " shown above, because its author wrote again: answer what they added, without"
+        " repeating what you said.",
     ]
     assert "[tomori #4, replying to #3]\nIn 3.12, f-strings..." in on_screen(seen[0])
 
@@ -86,7 +91,12 @@ async def test_follow_ups_in_a_row_each_cut_the_answer_and_the_last_answer_cover
             await asyncio.sleep(0.3)  # apart, as typed: each its own message
         await read_terminal(terminal, "All three, then.\nyou #", seen)
         await leave(process, terminal)  # no answer left owed: Ctrl+D exits at once
-    assert shown_to_model(llm_server.requests[-1])[-1] == "user: two\nuser: three\nuser: four"
+    said, note = shown_to_model(llm_server.requests[-1])[-1].split(f"\n{NOTE}\n")
+    assert said == "user: two\nuser: three\nuser: four"
+    assert note.splitlines()[0] == (  # (which of two and three got a turn is timing)
+        '- Your answer to "user: one" was cut short after the part of it shown above, because'
+        " its author wrote again: answer what they added, without repeating what you said."
+    )
     assert on_screen(seen[0]).count("[tomori #") == 2
     assert on_screen(seen[0]).count("All three, then.") == 1
 
@@ -113,7 +123,13 @@ async def test_a_stop_word_stops_the_answer_and_clears_the_queue(
         await leave(process, terminal)
     assert len(llm_server.requests) == 2
     said = shown_to_model(llm_server.requests[1])[-1]
-    assert said.endswith("user: and another thing\nuser: hi")  # the stop word is no message
+    assert said.endswith(  # the stop word is no message; the model is told what it stopped
+        f"user: and another thing\nuser: hi\n{NOTE}\n"
+        '- Your answer to "user: think" was stopped after the part of it shown above. Do not'
+        " answer it unless someone asks again.\n"
+        '- "user: and another thing" was taken off the queue by a stop before its answer'
+        " began. Do not answer it unless someone asks again."
+    )
     assert "(#4 stopped the answer and cleared #3)" in on_screen(seen[0])
     assert "you #4> " not in on_screen(seen[0])  # no prompt between the stop and its line
 
@@ -188,7 +204,11 @@ async def test_ctrl_c_while_an_answer_streams_drops_what_was_typed_meanwhile(
         os.write(terminal, b"new\r")
         await read_terminal(terminal, "Fresh.\nyou #", seen)
         await leave(process, terminal)
-    assert shown_to_model(llm_server.requests[1])[-1].endswith("user: new")
+    assert shown_to_model(llm_server.requests[1])[-1].endswith(
+        f"user: new\n{NOTE}\n"
+        '- Your answer to "user: think" was stopped after the part of it shown above. Do not'
+        " answer it unless someone asks again."
+    )
     assert "half" not in on_screen(seen[0])
 
 

@@ -17,7 +17,7 @@ from tests.support.paths import REPO
 from tests.support.registries import OpenRegistry, registries
 from tests.support.turns import HeldTurns
 from tests.support.write_lock import write_lock_held
-from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
+from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, registry
 from tomori.locks.vocabulary import KillReason
 
 OpenLocks = OpenRegistry
@@ -205,9 +205,12 @@ async def test_an_admission_retried_after_its_commit_landed_starts_its_turn_once
     assert turns.started_ids == ["m1"]
 
 
-async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while_unwinding(
+async def test_kill_clears_the_queue_stops_the_stream_and_takes_a_message_once_it_unwound(
     open_locks: OpenLocks,
 ) -> None:
+    """A message sent while the stopped turn unwinds waits for it (milliseconds, in a turn that
+    drops what is not on the wire) and is then answered: it is neither lost nor queued behind
+    a queue the kill discards."""
     locks, turns, kills = await open_recording_kills(open_locks)
     await locks.submit(trigger("m1"))
     await locks.submit(trigger("m2"))
@@ -217,15 +220,33 @@ async def test_kill_clears_the_queue_stops_the_stream_and_ignores_messages_while
     outcome = await locks.kill(CHANNEL, requester_id="42")
     assert (outcome.stopped, outcome.cleared) == (True, 2)
     assert kills == [KillReason.KILL]
-    assert await locks.submit(trigger("during-unwind")) is Admission.IGNORED
+    during = asyncio.create_task(locks.submit(trigger("during-unwind")))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not during.done()  # it waits for the stopped turn to hand the channel on
 
+    turns.let_finish("m1")
+    assert await during is Admission.STARTED
+    turns.let_finish("during-unwind")
+    await locks.wait_idle(CHANNEL)
+    assert turns.started_ids == ["m1", "during-unwind"]  # never m2 or m3, which /kill cleared
+    assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
+
+
+async def test_a_message_is_ignored_when_the_stopped_turn_does_not_unwind_in_time(
+    open_locks: OpenLocks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn deaf to its kill (a tool that ignores its cancellation) does not hold the
+    channel's messages for ever: past `UNWIND_WAIT_S` they are ignored, as before."""
+    monkeypatch.setattr(registry, "UNWIND_WAIT_S", 0.05)
+    locks, turns, _ = await open_recording_kills(open_locks)
+    await locks.submit(trigger("m1"))
+    await turns.next_started()
+    await locks.kill(CHANNEL, requester_id="42")
+    assert await locks.submit(trigger("during-unwind")) is Admission.IGNORED
     turns.let_finish("m1")
     await locks.wait_idle(CHANNEL)
     assert turns.started_ids == ["m1"]
-    assert await locks.submit(trigger("after")) is Admission.STARTED
-    turns.let_finish("after")
-    await locks.wait_idle(CHANNEL)
-    assert (await locks.kill(CHANNEL, requester_id="42")).nothing_to_stop
 
 
 async def test_a_turn_stopped_by_kill_discards_the_queue_when_it_releases(
@@ -267,11 +288,14 @@ async def test_a_kill_in_another_process_stops_the_turn_and_clears_the_queue(
         while not kills:  # noqa: ASYNC110 - the owner reads stop requests on its own cadence
             await asyncio.sleep(0.01)
     assert kills == [KillReason.KILL]
-    assert await owner.submit(trigger("during-unwind-here")) is Admission.IGNORED
+    here = asyncio.create_task(owner.submit(trigger("during-unwind-here")))  # waits for it
 
     turns.let_finish("m1")
+    assert await here is Admission.STARTED
+    turns.let_finish("during-unwind-here")
     await owner.wait_idle(CHANNEL)
-    assert turns.started_ids == ["m1"]  # nothing queued before or during the kill ran
+    # nothing queued before the kill ran, nor what another process saw while it unwound
+    assert turns.started_ids == ["m1", "during-unwind-here"]
     assert await database.rows("SELECT * FROM channel_locks") == []
     assert await other.submit(trigger("after")) is Admission.STARTED  # no stop request lingers
     await asyncio.sleep(0.4)

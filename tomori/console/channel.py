@@ -110,15 +110,24 @@ class ConsoleChannel:
         until: int | None = None,
     ) -> tuple[ContextItem, ...]:
         """What the model is shown of this channel (see `history.context`)."""
+        return context(self.shown(trigger, waiting, settings, until), system_prompt, voice)
+
+    def shown(
+        self,
+        trigger: ConsoleMessage | None,
+        waiting: Collection[str],
+        settings: Settings,
+        until: int | None = None,
+    ) -> list[ConsoleMessage]:
+        """The messages the model is shown (see `history.in_view`), in order."""
         numbers = {str(m.id) for m in map(self.message, waiting) if m is not None}
-        shown = in_view(
+        return in_view(
             self._messages.values(),
             trigger,
             numbers,
             settings.history_limit,
             self._next_id if until is None else until,
         )
-        return context(shown, system_prompt, voice)
 
     # -- a turn -------------------------------------------------------------------------------
 

@@ -283,5 +283,8 @@ class _ProbeGuard:
     def calling_tools(self) -> None:
         return None
 
+    def cut_short(self, tool: str) -> None:
+        return None
+
     def mark_answered(self) -> None:
         return None

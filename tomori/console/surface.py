@@ -17,6 +17,7 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.cast.sprites import wardrobe
 from tomori.config.settings import Settings
+from tomori.console import history
 from tomori.console.channel import ConsoleChannel
 from tomori.console.history import ConsoleMessage
 from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
@@ -60,6 +61,11 @@ class ConsoleReading:
         return self.channel.context(
             self.trigger, self.waiting, self.settings, system_prompt, name, self.until
         )
+
+    def quoted(self, message_id: str) -> str | None:
+        shown = self.channel.shown(self.trigger, self.waiting, self.settings, self.until)
+        items = history.context([m for m in shown if str(m.id) == message_id], "", None)[1:]
+        return items[0].text if items else None
 
 
 YES = frozenset({"yes", "y", "allow"})

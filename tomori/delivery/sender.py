@@ -6,7 +6,9 @@ is recorded in the turn's delivered list before it returns and reported as progr
 re-arms the pass's idle timer), a rate limit is waited out, a channel that is gone or forbidden
 ends delivery (`DestinationUnreachable`), and any other failure loses that one request. The
 sender also owns the task the writer sends in, so the generation can be cancelled at once while
-a request already on the wire completes and is counted.
+a request already on the wire completes and is counted; `stop` drops at once what is not on the
+wire (a request waiting for the channel's turn, or for more text), so a /kill frees the channel
+in milliseconds rather than after the channel's next slot.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
 from tomori.delivery.port import (
@@ -64,18 +66,30 @@ class Sender:
         self._reserved = False
         """A `writable` returned that no send or edit has used yet."""
         self._task: asyncio.Task[None] | None = None
+        self._on_wire = False
+        """A send or edit is with the port: it must land (and be counted), never be cut."""
+        self._stopped = False
 
     def start(self, deliver: Callable[[], Awaitable[None]]) -> None:
-        """Run `deliver` in the sender's task, unless it runs already."""
+        """Run `deliver` in the sender's task, unless it runs already (or the sender stopped)."""
+        if self._stopped:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(
                 _run(deliver), name=f"tomori-send-{self.answer.channel_id}"
             )
 
     async def wait(self) -> None:
-        """Until the task sent all it had (or failed)."""
+        """Until the task sent all it had (or failed, or was stopped)."""
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+
+    def stop(self) -> None:
+        """Send nothing more: the task ends now unless a request is on the wire, which lands
+        (and is counted) first."""
+        self._stopped = True
+        if self._task is not None and not self._on_wire:
+            self._task.cancel()
 
     def urgency(self) -> Urgency:
         """How soon the next request matters: the turn's first text, its last, or text between."""
@@ -102,7 +116,8 @@ class Sender:
 
         async def edit(content: str, urgency: Urgency) -> str:
             self._reserved = False
-            await self._port.edit(message_id, content, urgency=urgency)
+            with self._wire():
+                await self._port.edit(message_id, content, urgency=urgency)
             self.last_write_at = time.monotonic()
             self.answer.report_progress()
             return message_id
@@ -139,7 +154,8 @@ class Sender:
     async def _send(self, content: str, urgency: Urgency) -> str:
         reply_to = self.answer.reply_to if not self.answer.delivered else None
         self._reserved = False
-        message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
+        with self._wire():
+            message_id = await self._port.send(content, reply_to=reply_to, urgency=urgency)
         self.answer.delivered.append(DeliveredMessage(message_id, content))
         if self._wearing is not None and self._wardrobe is not None:
             self.sprites.append(self._wardrobe.shown(self._wearing))
@@ -163,6 +179,8 @@ class Sender:
         A channel that is gone ends delivery; any other failure loses this step only."""
         channel_id = self.answer.channel_id
         for _ in range(MAX_RATE_LIMIT_WAITS):
+            if self._stopped:
+                return None
             try:
                 return await step()
             except DeliveryRateLimited as limited:
@@ -187,6 +205,15 @@ class Sender:
             MAX_RATE_LIMIT_WAITS,
         )
         return None
+
+    @contextlib.contextmanager
+    def _wire(self) -> Iterator[None]:
+        """A request with the port: `stop` lets it land."""
+        self._on_wire = True
+        try:
+            yield
+        finally:
+            self._on_wire = False
 
 
 async def _run(deliver: Callable[[], Awaitable[None]]) -> None:

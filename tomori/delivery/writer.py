@@ -134,6 +134,7 @@ class ChannelWriter:
         if self._markers is not None:
             self._markers.drop()
         self._drop_waiting()
+        self._sender.stop()  # a request waiting for the channel's turn is not on the wire
 
     @property
     def delivered_text(self) -> str:

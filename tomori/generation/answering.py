@@ -18,6 +18,7 @@ from tomori.delivery.sprite_markers import Wardrobe
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
 from tomori.generation.health import ModelHealth
+from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.tool_loop import TurnEnvironment
 from tomori.locks import Turn, TurnGuard
@@ -52,8 +53,9 @@ async def answer_turn(
     a scene's turns pass none, since the server prefill is not theirs).
 
     The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
-    after that is never run again, one cut before it is. `wardrobe`: the speaking persona's
-    sprites, which its markers switch between."""
+    after that is never run again, one cut before it is; a tool call a stop cut short is told
+    to the guard (`TurnGuard.cut_short`). `wardrobe`: the speaking persona's sprites, which
+    its markers switch between."""
     state.on_first_message = guard.mark_answered
     result = await run_chain(
         entries,
@@ -84,6 +86,9 @@ async def answer_turn(
         ),
         health,
     )
+    tool = cut_tool(result)
+    if tool is not None:
+        guard.cut_short(tool)
     if state.undelivered and surface_errors and not guard.stop_requested():
         await state.post_notice(NOT_DELIVERED)
     log.info(
@@ -96,3 +101,16 @@ async def answer_turn(
         " (channel unreachable)" if result.unreachable else "",
     )
     return result
+
+
+def cut_tool(result: ChainResult) -> str | None:
+    """The tool call a stop cut short, if it ended the chain while its last pass's calls ran:
+    the first of them that got no result."""
+    if result.status is not StreamStatus.STOPPED_BY_USER or not result.attempts:
+        return None
+    loop = result.attempts[-1].result
+    last = loop.last
+    if last is None or last.status is not StreamStatus.FUNCTION_CALL:
+        return None
+    done = {exchange.call.id for exchange in loop.tool_history}
+    return next((call.name for call in last.tool_calls if call.id not in done), None)

@@ -51,6 +51,8 @@ class Lease:
         """Whether the turn showed something in the channel (so it must never run again)."""
         self._calling_tools = False
         self._stop_reason: KillReason | None = None
+        self.cut_tool: str | None = None
+        """The tool call the stop that ended the turn cut short, if any."""
 
     # -- the turn's guard -------------------------------------------------------------------
 
@@ -91,6 +93,9 @@ class Lease:
 
     def calling_tools(self) -> None:
         self._calling_tools = True
+
+    def cut_short(self, tool: str) -> None:
+        self.cut_tool = tool
 
     def mark_answered(self) -> None:
         if not self.answered:

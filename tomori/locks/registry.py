@@ -8,8 +8,12 @@ what only this process can know of a turn lives in its `Lease`.
 
 A /kill may reach a process that does not run the channel's turn. It writes the stop request
 into the lock row, and the owner hears it (`StopRequestReader`) and stops the turn as a local
-/kill would. While a /kill unwinds, new triggers for the channel are ignored, so the queue it
-just emptied is not refilled; a turn stopped by /kill discards the queue when it releases.
+/kill would. A turn stopped by /kill discards the queue when it releases, so the queue /kill
+just emptied is not refilled by what came before it (`Stops.came_before_a_kill`). It drops at
+once what is not on the wire, so it hands the channel on within milliseconds: a trigger that
+comes meanwhile waits for that (`UNWIND_WAIT_S` at most) and is then taken, not lost. One that
+finds another process's turn unwinding is ignored, as every trigger was while a kill unwound
+in the bot this cog's behaviour was taken from.
 
 A database that is busy or out of reach loses nothing: admission, release and /kill are
 retried (`tomori.store.retry`) until they succeed, admissions of one channel in arrival order, and a
@@ -30,6 +34,7 @@ from tomori.locks.expiries import ExpiryNotices
 from tomori.locks.loops import BackgroundLoops
 from tomori.locks.recovery import Recovery
 from tomori.locks.rules import LockState
+from tomori.locks.stopped import StoppedAnswers
 from tomori.locks.stops import Stops
 from tomori.locks.supervisor import CLOSING_GRACE_S, TurnSupervisor
 from tomori.locks.vocabulary import (
@@ -45,6 +50,11 @@ from tomori.locks.vocabulary import (
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
+
+UNWIND_WAIT_S = 2.0
+"""How long a trigger waits for a turn this process runs, stopped by /kill, to hand its channel
+on (milliseconds, as it drops what is not on the wire); past it (a tool deaf to cancellation),
+the trigger is ignored."""
 
 
 class ChannelLocks:
@@ -64,7 +74,9 @@ class ChannelLocks:
         self._backend = backend
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)
-        self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing)
+        self.stopped = StoppedAnswers()
+        """What stops left unanswered in each channel: the next turns' models are told."""
+        self._turns = TurnSupervisor(backend, run_turn, lambda: self._closing, self.stopped)
         self._upkeep = BackgroundLoops()
         """Progress and stop requests: they serve the turns running, until the last ends."""
         self._recovery = Recovery(backend, self._turns, self._lock_timeout_s)
@@ -80,6 +92,7 @@ class ChannelLocks:
             self._lock_timeout_s,
             settings,
             self._expiries.cleared,
+            self.stopped,
         )
         backend.report_expired(self._expiries.dropped)
 
@@ -177,8 +190,12 @@ class ChannelLocks:
             return Admission.IGNORED
         lease = self._turns.lease(channel_id)
         if lease is not None and lease.killed():
-            log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
-            return Admission.IGNORED
+            lease = await self._turns.unwound(lease, UNWIND_WAIT_S)
+            if self._closing:
+                return Admission.IGNORED
+            if lease is not None and lease.killed():
+                log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
+                return Admission.IGNORED
         if self._stops.came_before_a_kill(trigger):
             # It came before a /kill while the database was away: the queue /kill cleared
             # would have held it.

@@ -296,12 +296,14 @@ async def interrupt_theirs(tx: Transaction, channel_id: str, requester_id: str) 
     return None if row is None else str(row["owner"])
 
 
-async def discard_theirs(tx: Transaction, channel_id: str, requester_id: str) -> int:
-    """Drop what `requester_id` queued in the channel; how many."""
-    return await tx.execute(
-        "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
+async def discard_theirs(tx: Transaction, channel_id: str, requester_id: str) -> list[str]:
+    """Drop what `requester_id` queued in the channel; the messages of it (a /scene has none)."""
+    found = await tx.fetchall(
+        "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?"
+        " RETURNING message_id",
         (channel_id, requester_id),
     )
+    return [row["message_id"] for row in found if row["message_id"] is not None]
 
 
 async def interrupt(tx: Transaction, channel_id: str, reason: KillReason) -> None:

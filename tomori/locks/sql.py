@@ -182,7 +182,7 @@ class SqlLockBackend:
         given_up_turn_id: str | None,
         *,
         clear_anyway: bool = False,
-    ) -> tuple[bool, int]:
+    ) -> tuple[bool, list[str]]:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
@@ -190,7 +190,7 @@ class SqlLockBackend:
             if verdict is LockState.HELD:
                 owner = await rows.interrupt_theirs(tx, channel_id, requester_id)
             if owner is None and not clear_anyway:
-                return False, 0  # not their turn: the stop word is an ordinary message
+                return False, []  # not their turn: the stop word is an ordinary message
             if owner is not None:
                 await self._announce_stop(tx, owner)
             return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id)

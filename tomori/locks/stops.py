@@ -5,7 +5,8 @@ and clears its queue, and those whose messages it cleared are told (`tell_cleare
 own are not: they know); a member's own /kill and a stop word stop the answer to that member
 and clear only what they queued. Either way a message from before it, still on its way to the lock
 store (the database away, or the member's limits being read), is dropped as the queue it would
-have joined was (`came_before_a_kill`).
+have joined was (`came_before_a_kill`). The messages each stop cleared are remembered for the
+next turn's model (`StoppedAnswers`), as the stopped turn is by its release.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.backend import LockBackend
+from tomori.locks.stopped import Stop, StoppedAnswer, StoppedAnswers
 from tomori.locks.supervisor import TurnSupervisor
 from tomori.locks.vocabulary import KillOutcome, KillReason, Trigger
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
@@ -39,10 +41,12 @@ class Stops:
         lock_timeout_s: float,
         settings: Settings,
         tell_cleared: Callable[[Sequence[Trigger]], None],
+        stopped: StoppedAnswers,
     ) -> None:
         """`tell_cleared` hears of the others' triggers each /kill cleared, at once (it tells
         them in a task of its own)."""
         self._backend = backend
+        self._stopped = stopped
         self._tell_cleared = tell_cleared
         self._turns = turns
         self._in_order = in_order
@@ -110,6 +114,7 @@ class Stops:
             stopped,
             len(cleared),
         )
+        self._remember_cleared(channel_id, [trigger.message_id for trigger in cleared])
         self._tell_cleared([trigger for trigger in cleared if trigger.requester_id != requester_id])
         return KillOutcome(stopped=stopped, cleared=len(cleared))
 
@@ -160,6 +165,7 @@ class Stops:
                 raise
             log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
             return KillOutcome(stopped=stopped_here, cleared=0)
+        self._remember_cleared(channel_id, cleared)
         if stopped or cleared:
             log.info(
                 "%s in channel %s by %s: stopped=%s, cleared %d of theirs",
@@ -167,6 +173,11 @@ class Stops:
                 channel_id,
                 requester_id,
                 stopped or stopped_here,
-                cleared,
+                len(cleared),
             )
-        return KillOutcome(stopped=stopped or stopped_here, cleared=cleared)
+        return KillOutcome(stopped=stopped or stopped_here, cleared=len(cleared))
+
+    def _remember_cleared(self, channel_id: str, message_ids: Sequence[str | None]) -> None:
+        for message_id in message_ids:
+            if message_id is not None:
+                self._stopped.stopped(channel_id, StoppedAnswer(message_id, Stop.CLEARED))

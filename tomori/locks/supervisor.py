@@ -1,9 +1,10 @@
 """The turns one process runs: each in a task it owns, under a lease, released always.
 
 A turn's task serves it and, however it ends, hands the channel on (`LockBackend.hand_off`,
-retried while the database is busy or away). A turn this process can no longer vouch for
-(stale, or taken over by another process) is abandoned: its stream and task are stopped and
-the turn remembered as given up, so its lock row reads as free (`rules.judge`).
+retried while the database is busy or away); a turn a stop ended is remembered first, for the
+channel's next turn to tell its model (`StoppedAnswers`). A turn this process can no longer
+vouch for (stale, or taken over by another process) is abandoned: its stream and task are
+stopped and the turn remembered as given up, so its lock row reads as free (`rules.judge`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Callable
 
 from tomori.locks.backend import LockBackend
 from tomori.locks.lease import Lease, LeaseState
+from tomori.locks.stopped import Stop, StoppedAnswer, StoppedAnswers
 from tomori.locks.upkeep import ProgressWriter, StopRequestReader
-from tomori.locks.vocabulary import Turn, TurnRunner
+from tomori.locks.vocabulary import KillReason, Turn, TurnRunner
 from tomori.store.retry import GaveUp, until_not_busy
 
 log = logging.getLogger("tomori.locks")
@@ -27,9 +29,14 @@ CLOSING_GRACE_S = 2.0
 
 class TurnSupervisor:
     def __init__(
-        self, backend: LockBackend, run_turn: TurnRunner, closing: Callable[[], bool]
+        self,
+        backend: LockBackend,
+        run_turn: TurnRunner,
+        closing: Callable[[], bool],
+        stopped: StoppedAnswers,
     ) -> None:
         self._backend = backend
+        self._stopped = stopped
         self._run_turn = run_turn
         self._closing = closing
         self._leases: dict[str, Lease] = {}
@@ -71,6 +78,13 @@ class TurnSupervisor:
         while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
             await asyncio.wait({lease.task})
 
+    async def unwound(self, lease: Lease, timeout_s: float) -> Lease | None:
+        """Wait at most `timeout_s` for `lease`'s turn to end and hand its channel on; the
+        lease of the turn this process runs there then, if any."""
+        if lease.task is not None:
+            await asyncio.wait({lease.task}, timeout=timeout_s)
+        return self._leases.get(lease.turn.channel_id)
+
     def begin(self, turn: Turn) -> None:
         lease = Lease(turn, self.progress.mark, self.progress.mark_urgent)
         self._leases[turn.channel_id] = lease
@@ -104,6 +118,7 @@ class TurnSupervisor:
         A turn `cut` short (by closing) that showed nothing goes back to its queue's head."""
         if lease.state is LeaseState.RELEASED:
             return
+        self._remember(lease)
         discard_queue = lease.release()
         replay = cut and not lease.answered and not discard_queue
         self.progress.forget(lease)
@@ -137,6 +152,17 @@ class TurnSupervisor:
                 del self._leases[channel_id]
         if following is not None:
             self.begin(following)
+
+    def _remember(self, lease: Lease) -> None:
+        """A turn a stop ended is one the channel's next turns tell their model of; one that
+        showed its answer unstopped was told of those before it."""
+        turn, reason = lease.turn, lease.stop_reason()
+        if reason is not None and turn.trigger.message_id is not None:
+            stop = Stop.FOLLOWED_UP if reason is KillReason.FOLLOW_UP else Stop.STOPPED
+            answer = StoppedAnswer(turn.trigger.message_id, stop, lease.answered, lease.cut_tool)
+            self._stopped.stopped(turn.channel_id, answer)
+        elif reason is None and lease.answered:
+            self._stopped.answered(turn.channel_id)
 
     def force_release(self, lease: Lease) -> None:
         """End a turn this registry can no longer vouch for; its lock row is taken over next."""

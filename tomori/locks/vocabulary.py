@@ -118,6 +118,11 @@ class TurnGuard(Protocol):
         answered next. (A stop word or /kill still stops it.)"""
         ...
 
+    def cut_short(self, tool: str) -> None:
+        """Say the stop that ended the turn cut a call of `tool` short: the next turn's model
+        is told so, and does not call it again unasked (`tomori.locks.stopped`)."""
+        ...
+
     def mark_answered(self) -> None:
         """Say the turn has shown (some of) its answer in the channel. A turn cut short by the
         bot closing is run again by the next process unless it said so: nothing shown twice,

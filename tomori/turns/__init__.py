@@ -15,6 +15,7 @@
 - `commanded.py` a `/scene` or `/respond` asked for, checked before it is queued (the cog's
                 and the console's)
 - `cleared.py`  who hears that another's /kill cleared what they had waiting, and how
+- `stopped.py`  the note a turn's model is given on the answers stops ended before it
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig

@@ -49,6 +49,14 @@ class Playing:
     """The server's personas, as the turn began."""
     posters: Mapping[str, str]
     """By message ID, the persona that posted each of the cog's messages shown."""
+    stopped: Context = ()
+    """The note on the answers stops ended before the turn (`tomori.turns.stopped`)."""
+
+    @property
+    def notices(self) -> Context:
+        """What every request of the turn is told beyond the messages: of their files, and of
+        the answers stopped before it."""
+        return (*self.reading.notices, *self.stopped)
 
     def goes_on(self, state: TurnState) -> bool:
         """Whether another persona may speak: no /kill came, and the asker's tokens last."""
@@ -88,7 +96,7 @@ class Playing:
                 tools=self.tools,
                 settings=self.stage.settings,
                 context=context,
-                request_notices=(*self.reading.notices, *notices),
+                request_notices=(*self.notices, *notices),
                 surface_errors=self.surface_errors,
                 health=self.stage.health,
                 wardrobe=speaker.wardrobe,

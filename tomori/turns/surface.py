@@ -60,6 +60,11 @@ class Reading(Protocol):
         """The system prompt, then each message shown as `voice` sees it."""
         ...
 
+    def quoted(self, message_id: str) -> str | None:
+        """The message `message_id` as the model is shown it (its speaker named first), if
+        the reading shows it: how a note for the model names a message."""
+        ...
+
 
 class _NothingRead:
     """A reading of a channel with no message to show: the system prompt alone."""
@@ -73,6 +78,9 @@ class _NothingRead:
 
     def context(self, system_prompt: str, voice: Voice) -> Context:
         return (ContextItem(Role.SYSTEM, system_prompt),)
+
+    def quoted(self, message_id: str) -> str | None:
+        return None
 
 
 NOTHING_READ: Reading = _NothingRead()

@@ -3,7 +3,8 @@
 `play` is what a channel lock runs for a turn. Before any model is asked it prepares: the
 trigger (or, for a command's turn, the channel's latest message), whether the asker may still
 be answered, the queue to leave out, a stop check, typing, the channel's configuration, its
-tools, its personas, and one read of the channel. A `/kill` during that ends the turn quietly;
+tools, its personas, one read of the channel, and what stops ended there before it (told to
+the model in a request-only note, `stopped.py`). A `/kill` during that ends the turn quietly;
 a failure there (a Discord call that got no answer, the database) is told to whoever asked
 directly, as a failed generation would be, since the chain's own notices never ran. Then the
 bot answers, or the personas the trigger called (`cast.py`), or a scene's lines, each pass
@@ -29,6 +30,7 @@ from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.stage import Stage
+from tomori.turns.stopped import stopped_notices
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
 
 log = logging.getLogger(__name__)
@@ -105,7 +107,7 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
         tools=playing.tools,
         settings=stage.settings,
         context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
-        request_notices=playing.reading.notices,
+        request_notices=playing.notices,
         surface_errors=request.surfaces_errors,
         health=stage.health,
         prefill=brief.prefill,
@@ -180,6 +182,7 @@ async def _prepare(
     posters: Mapping[str, str] = {}
     if cast:
         posters = await until_stopped(guard, stage.posters(reading.posted_by_us()))
+    stopped = stage.locks.stopped.of(surface.channel_id)  # read last: a stop may just have come
     playing = Playing(
         stage,
         surface,
@@ -191,5 +194,6 @@ async def _prepare(
         request.surfaces_errors,
         everyone,
         posters,
+        stopped_notices(stopped, reading, turn.trigger.message_id),
     )
     return _Prepared(playing, () if request.scene is not None else cast, budget)

@@ -61,9 +61,15 @@ class ModelView:
     def context(self, shown: Shown, system_prompt: str, voice: Voice) -> Context:
         """The system prompt, then each message shown as `voice` sees it, each speaker under
         a label no other speaker's name can pass for (`named`)."""
-        said = [self.said(message, shown.attached, voice) for message in shown.messages]
-        lines = named([line for line in said if line is not None], self._answering(voice))
+        lines = (item for _, item in self.lines(shown, voice))
         return (ContextItem(Role.SYSTEM, system_prompt), *lines)
+
+    def lines(self, shown: Shown, voice: Voice) -> list[tuple[str, ContextItem]]:
+        """Each message shown as `voice` sees it (as `context` gives them), by its ID."""
+        said = [(str(m.id), self.said(m, shown.attached, voice)) for m in shown.messages]
+        kept = [(message_id, line) for message_id, line in said if line is not None]
+        items = named([line for _, line in kept], self._answering(voice))
+        return [(message_id, item) for (message_id, _), item in zip(kept, items, strict=True)]
 
     def said(self, message: Any, attached: TurnAttachments, voice: Voice) -> Said | None:
         """The one place a message becomes what the model sees of it; None if nothing.
