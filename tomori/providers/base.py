@@ -172,6 +172,9 @@ class ProviderErrorKind(StrEnum):
     SERVER_ERROR = "server_error"
     BAD_REQUEST = "bad_request"
     CONNECTION = "connection"
+    CUT_SHORT = "cut_short"
+    """The stream ended cleanly but never said the answer was complete (no finish reason, no
+    end marker): a proxy cutting it politely. The turn takes it as a dropped connection."""
     CONTENT_BLOCKED = "content_blocked"
 
 

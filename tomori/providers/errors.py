@@ -26,6 +26,7 @@ _MESSAGES = {
     ProviderErrorKind.SERVER_ERROR: "the provider failed to answer",
     ProviderErrorKind.BAD_REQUEST: "the provider rejected the request",
     ProviderErrorKind.CONNECTION: "the connection to the provider failed",
+    ProviderErrorKind.CUT_SHORT: "the provider's stream ended before its answer did",
     ProviderErrorKind.CONTENT_BLOCKED: "the provider blocked the content",
 }
 
@@ -119,6 +120,15 @@ def status_error(
 def connection_error(detail: str = "") -> ProviderError:
     return ProviderError(
         ProviderErrorKind.CONNECTION, _MESSAGES[ProviderErrorKind.CONNECTION], detail=detail
+    )
+
+
+def cut_short(detail: str) -> ProviderError:
+    """A stream that ended without the provider's word that the answer is complete: what was
+    read may be any part of the answer, so it is no complete answer. `detail` names the word
+    that never came ("no finish reason")."""
+    return ProviderError(
+        ProviderErrorKind.CUT_SHORT, _MESSAGES[ProviderErrorKind.CUT_SHORT], detail=detail
     )
 
 

@@ -21,20 +21,23 @@ So is a 200 whose body holds no stream event at all (an HTML login page of a pro
 that ignored `"stream": true` and sent one JSON completion): the SDK reads either as an empty
 stream, which would end the turn as a silent empty answer instead of trying the fallback. A
 completion's text is not salvaged: a server that ignores the protocol is told apart, not
-half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall.
+half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall. A stream that
+ends with neither a finish reason nor `[DONE]` is cut short (a proxy that closes it politely):
+the text read may be any part of the answer, so it is no complete one.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
+from openai._streaming import ServerSentEvent
 
 from tomori.providers.base import (
     TOOL_IMAGES,
@@ -54,6 +57,7 @@ from tomori.providers.base import (
 )
 from tomori.providers.errors import (
     connection_error,
+    cut_short,
     error_text,
     malformed_response,
     sanitised,
@@ -99,20 +103,23 @@ class OpenAIProvider:
                 body=request_arguments(request, self._max_tokens_name),
                 cast_to=object,
                 stream=True,
-                stream_cls=AsyncStream[object],
+                stream_cls=_EndWatchedStream,
             )
             async with stream:
                 assembler = _ToolCallAssembler()
-                said_anything = False
+                said_anything = finished = False
                 async for chunk in stream:
                     for event in _events_of(chunk, assembler):
                         said_anything = True
+                        finished = finished or type(event) is Finish
                         yield event
-                for call in assembler.finish():
-                    yield ToolCallEvent(call)
                 if not said_anything:
                     content_type = sanitised(stream.response.headers.get("content-type", "none"))
                     raise malformed_response(f"no stream events (Content-Type: {content_type})")
+                if not (finished or stream.done):
+                    raise cut_short("no finish reason and no [DONE]")
+                for call in assembler.finish():
+                    yield ToolCallEvent(call)
         except openai.APIStatusError as error:
             detail = sanitised(error_text(error.body), self._secrets)
             raise status_error(error.status_code, error.response.headers, detail=detail) from error
@@ -213,6 +220,23 @@ def _data_url(image: Image) -> str:
     """The image inline, as every OpenAI-compatible server with vision reads it: no server
     has to reach the place the image came from."""
     return f"data:{image.content_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+
+
+class _EndWatchedStream(AsyncStream[object]):
+    """The SDK's event stream, noting whether the server ended it with `[DONE]`.
+
+    The SDK ends its iteration without a word both at `[DONE]` and when the body simply
+    stops, yet only the first says the answer is complete; its events pass here on their way
+    (`_iter_events`, the one place the SDK reads them).
+    """
+
+    done = False
+
+    async def _iter_events(self) -> AsyncIterator[ServerSentEvent]:
+        async for event in super()._iter_events():
+            if event.data.startswith("[DONE]"):
+                self.done = True
+            yield event
 
 
 class _MalformedChunk(ValueError):
