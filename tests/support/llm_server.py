@@ -3,8 +3,8 @@
 Plain asyncio on 127.0.0.1, port 0, so the tests see exactly what the socket sees: when each
 connection opened and when the client closed it. Each request takes the next scripted `Reply`:
 a status, optional slow headers, and a body of actions (server-sent events, raw bytes,
-keep-alive comments, pauses, a stall until the client gives up, or a dropped connection). The
-real openai and google-genai SDKs talk to it over real sockets.
+keep-alive comments, pauses, a hold until the test says, a stall until the client gives up, or
+a dropped connection). The real openai and google-genai SDKs talk to it over real sockets.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Action:
     kind: str
     payload: bytes = b""
     seconds: float = 0.0
+    event: asyncio.Event | None = None
 
 
 def sse(data: Any) -> Action:
@@ -58,6 +59,12 @@ def at(seconds: float) -> Action:
 def stall() -> Action:
     """Send nothing more until the client closes the connection."""
     return Action("stall")
+
+
+def hold_until(event: asyncio.Event) -> Action:
+    """Send nothing more until the test sets `event`: once it has seen what it waits for (the
+    channel showing the text so far), not after a pause it hopes is long enough."""
+    return Action("hold", event=event)
 
 
 def drop() -> Action:
@@ -204,6 +211,11 @@ class LLMServer:
                     raise _ClientGone
             elif action.kind == "at":
                 await asyncio.sleep(began + action.seconds - asyncio.get_running_loop().time())
+                if reader.at_eof():
+                    raise _ClientGone
+            elif action.kind == "hold":
+                assert action.event is not None
+                await action.event.wait()
                 if reader.at_eof():
                     raise _ClientGone
             elif action.kind == "stall":
