@@ -1,12 +1,14 @@
 """A model's stream that ends wrong, through the cog: nothing lost, nothing false shown.
 
 A stream that ends without saying it is done is a cut, as a dropped connection is; a word edit
-mode shows in half when the stream stops is completed, and the fallback goes on after it.
+mode shows in half when the stream stops is completed, and the fallback goes on after it; a
+one-off failure before any text is asked again of the same model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, drop, hold_until, sse, stall
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer
+from tests.support.scripts import answer, http_error, silent
 from tomori.config.settings import Delivery
 
 
@@ -86,3 +88,57 @@ async def test_a_word_edit_mode_shows_in_half_is_completed_and_the_fallback_goes
     assert await bot.contents() == ["We walked through", "the door."]
     continued = llm_server.requests[1].body["messages"]
     assert continued[-2] == {"role": "assistant", "content": "We walked through"}
+
+
+# -- a one-off failure before any text is shown --------------------------------------------
+
+
+ONE_OFFS = {
+    "500": http_error(500),
+    "503": http_error(503),
+    "reset": Reply(reset=True),
+}
+
+
+@pytest.mark.parametrize("fault", ONE_OFFS)
+@pytest.mark.parametrize("models", ["openai:only", "openai:first,openai:second"])
+async def test_a_one_off_failure_before_any_text_is_asked_again_of_the_same_model(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, fault: str, models: str
+) -> None:
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, models))
+    primary = models.split(",")[0].split(":")[1]
+    llm_server.script(ONE_OFFS[fault], answer("Answered at the second try."))
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    assert await bot.contents() == ["Answered at the second try."]
+    assert await bot.embeds() == []  # no error, no fallback
+    # and the model is not sidelined: the next turn asks it first again
+    llm_server.script(answer("Still the first."))
+    await bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert [request.body["model"] for request in llm_server.requests] == [primary] * 3
+
+
+async def test_the_second_try_waits_only_what_is_left_of_the_first_token_budget(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """A failure late in the budget leaves the second try only the rest of it: the fallback
+    answers as soon as it would had the model stalled from the start (2 s here)."""
+    bot = await open_bot(
+        settings_for(tmp_path), chain_for(llm_server, "openai:first,openai:second")
+    )
+    llm_server.script(
+        Reply(status=500, json_body={"error": {"message": "late"}}, header_delay=1.8),
+        silent(),
+        answer("The fallback answered."),
+    )
+    started = time.monotonic()
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    assert await bot.contents() == ["The fallback answered."]
+    assert [request.body["model"] for request in llm_server.requests] == [
+        "first",
+        "first",
+        "second",
+    ]
+    assert time.monotonic() - started < 3.0  # not 1.8 s + a whole 2 s budget again

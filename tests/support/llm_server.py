@@ -4,7 +4,8 @@ Plain asyncio on 127.0.0.1, port 0, so the tests see exactly what the socket see
 connection opened and when the client closed it. Each request takes the next scripted `Reply`:
 a status, optional slow headers, and a body of actions (server-sent events, raw bytes,
 keep-alive comments, pauses, a hold until the test says, a stall until the client gives up, or
-a dropped connection). The real openai and google-genai SDKs talk to it over real sockets.
+a dropped connection), or a reset before any response. The real openai and google-genai SDKs
+talk to it over real sockets.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class Reply:
     headers: Sequence[tuple[str, str]] = ()
     content_type: str | None = None
     """Overrides the usual type (JSON for `json_body`, an event stream for `body`)."""
+    reset: bool = False
+    """Close the connection once the request is read, before any byte of a response (after
+    `header_delay`): a reset, not a response."""
 
 
 @dataclass
@@ -182,6 +186,9 @@ class LLMServer:
         """Play one reply; False when the server closed the connection itself."""
         if reply.header_delay:
             await _wait_unless_closed(reader, reply.header_delay)
+        if reply.reset:
+            writer.transport.abort()
+            return False
         reason = HTTPStatus(reply.status).phrase
         extra = "".join(f"{name}: {value}\r\n" for name, value in reply.headers)
         if reply.json_body is not None or not reply.body:

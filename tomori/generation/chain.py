@@ -6,8 +6,8 @@ While a later model is still pending, the current attempt's user-facing errors a
 channel: it is sent as the assistant's partial answer with a request-only notice to go on
 without repeating it (after an empty answer there is none, so the request is the same).
 A model is sent the turn's images only if its entry says `+vision` (see `vision`); a failure
-that a second try may mend (images refused, a short rate limit) is tried once more
-(`attempt`).
+that a second try may mend (images refused, a short rate limit, a one-off 5xx or reset) is
+tried once more (`attempt`).
 A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: natively, as
 an instruction, or not at all) until the answer has begun with it; a fallback after that goes
 on from the text already shown, which begins with it.

@@ -53,6 +53,10 @@ class TurnState:
     """The server of the channel (None in a direct message), which its metrics are filed under."""
     confirmer: Confirmer | None = None
     """Where a call that needs its asker's yes asks for it; None: such calls are refused."""
+    first_token_by: float | None = None
+    """When set, the next pass waits for its first token until then at most (`time.monotonic`),
+    not its whole budget, and clears it: a retry must fit the budget of the pass it retries
+    (`generation.attempt`)."""
 
     @property
     def reply_to(self) -> str | None:
