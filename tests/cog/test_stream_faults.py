@@ -2,7 +2,8 @@
 
 A stream that ends without saying it is done is a cut, as a dropped connection is; a word edit
 mode shows in half when the stream stops is completed, and the fallback goes on after it; a
-one-off failure before any text is asked again of the same model.
+one-off failure before any text is asked again of the same model; a provider's refusal ends
+the turn with its reason, and no other model is asked.
 """
 
 from __future__ import annotations
@@ -142,3 +143,60 @@ async def test_the_second_try_waits_only_what_is_left_of_the_first_token_budget(
         "second",
     ]
     assert time.monotonic() - started < 3.0  # not 1.8 s + a whole 2 s budget again
+
+
+# -- a provider's refusal -------------------------------------------------------------------
+
+
+AZURE_FILTER = Reply(
+    status=400,
+    json_body={
+        "error": {
+            "code": "content_filter",
+            "message": (
+                "The response was filtered due to the prompt triggering Azure OpenAI's content "
+                "management policy. Please modify your prompt and retry. To learn more about our "
+                "content filtering policies please read our documentation: "
+                "https://go.microsoft.com/fwlink/?linkid=2198766"
+            ),
+            "param": "prompt",
+            "status": 400,
+        }
+    },
+)
+GEMINI_BLOCK = Reply(body=[sse(response(block_reason="SAFETY"))])
+FILTERED_MID_ANSWER = Reply(
+    body=[
+        sse(chunk("Here is a first line.\nAnd then")),
+        sse(chunk(finish="content_filter")),
+        sse("[DONE]"),
+    ]
+)
+REFUSALS = {
+    "openai-400": ("openai", AZURE_FILTER, [], "Azure OpenAI's content management policy."),
+    "gemini-blocked": ("gemini", GEMINI_BLOCK, [], "SAFETY"),
+    "openai-filtered-mid-answer": (
+        "openai",
+        FILTERED_MID_ANSWER,
+        ["Here is a first line."],
+        "content_filter",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+async def test_a_providers_refusal_ends_the_turn_with_its_reason_and_asks_no_other_model(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, case: str
+) -> None:
+    provider, refusal, kept, reason = REFUSALS[case]
+    models = f"{provider}:first,openai:second"
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, models))
+    llm_server.script(refusal, answer("What the first refused."))
+    await bot.say(f"{bot.mention()} something the filter refuses")
+    await bot.settled()
+    assert len(llm_server.requests) == 1  # the fallback was never asked
+    assert await bot.contents() == kept
+    [notice] = [embed for message in await bot.messages() for embed in message.embeds]
+    assert notice["title"] == "Refused by the Provider"
+    assert notice["description"].endswith(reason)
+    assert "http" not in notice["description"]

@@ -12,15 +12,17 @@ A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: 
 an instruction, or not at all) until the answer has begun with it; a fallback after that goes
 on from the text already shown, which begins with it.
 `completed` and `stopped_by_user` end the chain, and so do a tool loop that gave up (its tools
-would fail any model the same way) and a channel that is gone or forbidden. When all fail, the
-last attempt says what the user is told, once, and never on a silent turn: a timeout notice
-(the last pass posts it itself), the error notice, or the "Empty Response" notice when the
-last model too answered nothing; earlier attempts' timeout notices stay stashed and are
-dropped. The tokens each model's provider reported are recorded with the turn, however
-it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
-but whose provider reported none is counted by its characters (`limits.estimated_tokens`: the
-request it was sent in, what it wrote out), so a quota still holds on a server that never
-reports usage.
+would fail any model the same way), a channel that is gone or forbidden, and a provider that
+refused the content (a content filter): the next model might answer what it refused, so the
+turn ends with the provider's reason told (`refused_by_provider`), never on a silent turn.
+When all fail, the last attempt says what the user is told, once, and never on a silent turn:
+a timeout notice (the last pass posts it itself), the error notice, or the "Empty Response"
+notice when the last model too answered nothing; earlier attempts' timeout notices stay
+stashed and are dropped. The tokens each model's provider reported are recorded with the
+turn, however it ended, and so is how each model's part ended (for `/tomori status`); a pass
+that answered but whose provider reported none is counted by its characters
+(`limits.estimated_tokens`: the request it was sent in, what it wrote out), so a quota still
+holds on a server that never reports usage.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tomori.delivery.notices import (
     KEY_REFUSED,
     RATE_LIMITED,
     fallback_used,
+    refused_by_provider,
 )
 from tomori.delivery.port import DestinationUnreachable
 from tomori.generation.attempt import attempt_model, detail
@@ -55,6 +58,7 @@ from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
     ContextItem,
     Provider,
+    ProviderError,
     ProviderErrorKind,
     Role,
     StreamRequest,
@@ -215,6 +219,16 @@ async def _try_models(
             attempts.append(Attempt(model, loop, _characters(sent)))
             if health is not None:
                 health.attempted(model.label, *judged(loop.status, loop.last))
+            if (refusal := _refusal(loop)) is not None:
+                log.warning(
+                    "model %s refused the turn in channel %s%s; no other model is asked",
+                    model.label,
+                    state.channel_id,
+                    detail(loop),
+                )
+                if surface_errors:
+                    await state.post_notice(refused_by_provider(refusal.reason))
+                return ChainResult(loop.status, tuple(attempts))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if len(attempts) > 1 and loop.status is StreamStatus.COMPLETED:
                     await _fallback_answered(attempts, state, guard, surface_errors)
@@ -253,6 +267,12 @@ async def _fallback_answered(
     if surface_errors and not guard.stop_requested():
         failed = [attempt.model.label for attempt in attempts[:-1]]
         await state.post_notice(fallback_used(answered_by, failed))
+
+
+def _refusal(loop: LoopResult) -> ProviderError | None:
+    """The provider's refusal of the content, if that is how the model's part ended."""
+    error = loop.last.error if loop.last is not None else None
+    return error if error is not None and error.kind is ProviderErrorKind.CONTENT_BLOCKED else None
 
 
 def _with_prefill(

@@ -57,6 +57,7 @@ from tomori.providers.base import (
 )
 from tomori.providers.errors import (
     connection_error,
+    content_blocked,
     cut_short,
     error_text,
     malformed_response,
@@ -71,6 +72,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 process environment itself, an unchecked value (an empty one breaks every request) that a bot
 configuring its chain in code never meant to use."""
 OPENAI_HOST = "api.openai.com"
+CONTENT_FILTER_FINISH = "content_filter"
+"""The finish reason of an answer a content filter stopped (OpenAI, Azure): not a whole one."""
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Where OpenAI-compatible servers put thinking text: vLLM and DeepSeek, then OpenRouter."""
 
@@ -122,7 +125,9 @@ class OpenAIProvider:
                     yield ToolCallEvent(call)
         except openai.APIStatusError as error:
             detail = sanitised(error_text(error.body), self._secrets)
-            raise status_error(error.status_code, error.response.headers, detail=detail) from error
+            raise status_error(
+                error.status_code, error.response.headers, detail=detail, code=error.code
+            ) from error
         except openai.APIConnectionError as error:
             detail = sanitised(str(error.__cause__ or error), self._secrets)
             raise connection_error(detail) from error
@@ -276,6 +281,8 @@ def _events_of(chunk: object, assembler: _ToolCallAssembler) -> list[ProviderEve
                 _text(function, "arguments"),
             )
         finish_reason = _text(choice_fields, "finish_reason")
+        if finish_reason == CONTENT_FILTER_FINISH:  # the rest of the answer was withheld
+            raise content_blocked(finish_reason)
         if finish_reason is not None:
             events.extend(ToolCallEvent(call) for call in assembler.finish())
             events.append(Finish(finish_reason))
