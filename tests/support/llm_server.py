@@ -135,8 +135,10 @@ class LLMServer:
     def script(self, *replies: Reply) -> None:
         self._replies.extend(replies)
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+    async def start(self, port: int = 0) -> None:
+        """Listen on `port` (0: any free one): a server closed and started again on its old
+        port is a provider that was down and is back."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
