@@ -270,7 +270,7 @@ async def test_images_are_read_once_per_turn_even_when_a_fallback_answers(
 ) -> None:
     models = "openai:first+vision,openai:second+vision"
     bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, models))
-    llm_server.script(http_error(500), answer("The fallback saw it."))
+    llm_server.script(http_error(400), answer("The fallback saw it."))
     await bot.say(
         f"{bot.mention()} see?", attachments=[files.attachment("a.png", PIXEL, "image/png")]
     )

@@ -14,7 +14,7 @@ from tests.cog.test_personas import started
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import DiscordRestServer
-from tests.support.llm_server import LLMServer, Reply, until_set
+from tests.support.llm_server import LLMServer, Reply, hold_until
 from tests.support.nextcord_fake import user_payload
 from tests.support.rest_bots import OpenRestBot, arrive, posted, user_message
 from tests.support.scripts import answer, stalled_after
@@ -379,7 +379,7 @@ async def test_typing_shows_while_nothing_is_shown_and_stops_once_the_text_flows
     paragraphs = [f"Paragraph {n} of a slow answer." for n in range(10)]
     reply = answer("\n\n".join(paragraphs), pieces=10, gap=0.1)  # about a second of text
     thought = asyncio.Event()
-    llm_server.script(Reply(body=[until_set(thought), *reply.body]))  # the model thinks first
+    llm_server.script(Reply(body=[hold_until(thought), *reply.body]))  # the model thinks first
     await bot.say(f"{bot.mention()} hi")
     await until(lambda: len(bot.typing) >= 3)  # refreshed while the channel shows nothing
     thought.set()

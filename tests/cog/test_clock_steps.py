@@ -16,7 +16,7 @@ import pytest
 from tests.support.bots import OpenBot
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.databases import sqlite_database
-from tests.support.llm_server import LLMServer, Reply, sse, until_set
+from tests.support.llm_server import LLMServer, Reply, hold_until, sse
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer, finished
@@ -46,7 +46,7 @@ async def test_a_wall_clock_step_forward_leaves_a_live_process_its_channel_mid_a
     release = asyncio.Event()
     working = "Working on it..."
     llm_server.script(
-        Reply(body=[sse(chunk(f"{working}\n\n")), until_set(release), *finished(working)]),
+        Reply(body=[sse(chunk(f"{working}\n\n")), hold_until(release), *finished(working)]),
         answer("The second answer."),
     )
     first.say(f"{first.mention()} a long one")

@@ -217,7 +217,7 @@ async def test_a_short_forum_post_shows_its_first_message_once(
 async def test_other_bots_embeds_and_link_previews_are_shown_and_the_cogs_notices_are_not(
     bot: ChatBot, llm_server: LLMServer
 ) -> None:
-    llm_server.script(http_error(500), answer("It is green."))
+    llm_server.script(http_error(400), answer("It is green."))
     await bot.say(f"{bot.mention()} hello?")
     await bot.settled()
     assert await bot.embeds() == ["Generation Error"]

@@ -16,7 +16,7 @@ from tests.support.bots import Library
 from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest, sqlite_database
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer
-from tests.support.llm_server import LLMServer, Reply, sse, until_set
+from tests.support.llm_server import LLMServer, Reply, hold_until, sse
 from tests.support.openai_wire import chunk
 from tests.support.rest_bots import (
     OpenRestBot,
@@ -331,7 +331,7 @@ async def test_a_persona_message_recorded_through_a_database_blip_is_answered_wh
     release = asyncio.Event()
     song = "A song for you."
     llm_server.script(
-        Reply(body=[sse(chunk(f"{song}\n\n")), until_set(release), *finished(song)]),
+        Reply(body=[sse(chunk(f"{song}\n\n")), hold_until(release), *finished(song)]),
         answer("Another song."),
     )
     bot.say("Aria, sing")

@@ -154,6 +154,23 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
         assert secret not in out + err
 
 
+async def test_a_server_whose_streams_end_unfinished_fails_the_check_saying_so(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """A proxy that closes every stream politely: the answer comes, but never its finish
+    reason or [DONE], so every answer in a channel would be taken as cut off."""
+    llm_server.script(Reply(body=[sse(chunk("ready"))]))
+    process = await start_bot("--check", env=bot_environment(llm_server, tmp_path))
+    out, err = await finished(process)
+    assert process.returncode == 1, out + err
+    [failed] = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failed == (
+        "FAILED  openai:test-model: its stream ended with no finish reason and no [DONE] after "
+        "5 characters: a proxy between may be cutting its streams short, and every answer "
+        "would be taken as cut off"
+    )
+
+
 def dies_its_own_way(request: SeenRequest) -> Reply:
     """A stream cut mid-answer, a stall, and a Gemini endpoint behind a wrong address."""
     if "model" not in request.body:  # Gemini names the model in the path

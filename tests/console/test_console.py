@@ -58,7 +58,7 @@ async def test_a_piped_session_prints_the_answer_and_exits_at_the_end_of_input(
 async def test_a_pasted_code_block_is_one_message_and_terminal_controls_print_inert(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    llm_server.script(answer("\x1b[2JCleared?\x07"))
+    llm_server.script(answer("\x1b[2JCleared?\x07"), answer("One message."))
     process = await start_bot("--console", env=bot_environment(llm_server, tmp_path))
     out, err = await finished(process, b"Why?\n```python\nprint(1)\n```\n")
     assert process.returncode == 0, err

@@ -12,6 +12,7 @@ from tomori.delivery.chunking import (
     MESSAGE_LIMIT,
     Splitter,
     protected_spans,
+    settled_end,
     split_message,
     stable_end,
 )
@@ -254,3 +255,23 @@ def test_edit_mode_holds_inline_code_by_the_same_rule_as_the_capture() -> None:
     # a closed one-line snippet is inline code, not a fence still being written
     assert stable_end("```npm i``` installs it and more") == len("```npm i``` installs it and more")
     assert stable_end("```py") == 0  # a fence line: held until its line ends
+
+
+@pytest.mark.parametrize(
+    ("text", "shown", "kept"),
+    [
+        ("We walked through", "We walked throug", "We walked through"),
+        ("We walked through the doo", "We walked throug", "We walked through the "),
+        ("Done.\nWe walked through", "Done.\n", "Done.\n"),
+        ("Done.\nWe walked", "Done.\nWe ", "Done.\nWe "),
+        ("See [the docs](https://exa", "See ", "See "),
+        ("Run `npm i` to install it, or `yarn", "Run `npm i` to install it, or ", None),
+        ("First.\nSecond.\nThird in hal", "First.\nSec", "First.\nSecond.\n"),
+    ],
+)
+def test_a_stream_stopped_early_leaves_a_growing_message_at_a_whole_word(
+    text: str, shown: str, kept: str | None
+) -> None:
+    """What edit mode shows once the stream stopped: the complete lines, and where part of the
+    next line is shown already, that line up to a whole word, never a span left open."""
+    assert text[: settled_end(text, len(shown))] == (shown if kept is None else kept)

@@ -194,6 +194,55 @@ async def test_http_errors_map_to_their_kind_and_say_nothing_secret(
 
 
 @pytest.mark.parametrize(
+    ("status", "error", "reason"),
+    [
+        (
+            400,
+            {
+                "code": "content_filter",
+                "message": "The response was filtered due to the prompt triggering Azure "
+                "OpenAI's content management policy. Please modify your prompt and retry: "
+                "https://go.microsoft.com/fwlink/?linkid=2198766",
+            },
+            "The response was filtered due to the prompt triggering Azure OpenAI's content "
+            "management policy.",
+        ),
+        (
+            400,
+            {
+                "code": "invalid_prompt",
+                "message": "Invalid prompt: your prompt was flagged as potentially violating "
+                "our usage policy. Please try again with a different prompt.",
+            },
+            "Invalid prompt: your prompt was flagged as potentially violating our usage policy.",
+        ),
+        (
+            403,
+            {"message": "Your chosen model requires moderation and your input was flagged"},
+            "Your chosen model requires moderation and your input was flagged",
+        ),
+        (400, {"code": "context_length_exceeded", "message": "maximum context length"}, None),
+        (400, {"message": "this model does not support tools"}, None),
+    ],
+    ids=["azure-filter", "openai-flagged", "openrouter-moderation", "context-length", "tools"],
+)
+async def test_a_refusal_of_the_content_is_told_apart_from_other_bad_requests(
+    provider: OpenAIProvider,
+    llm_server: LLMServer,
+    status: int,
+    error: dict[str, str],
+    reason: str | None,
+) -> None:
+    """A filter's refusal carries its reason, first sentence and no link, for the asker; a
+    bad request of another kind stays one (the next model may well take it)."""
+    llm_server.script(Reply(status=status, json_body={"error": error}))
+    with pytest.raises(ProviderError) as raised:
+        await collect(provider)
+    refused = raised.value.kind is ProviderErrorKind.CONTENT_BLOCKED
+    assert (raised.value.reason if refused else None) == reason
+
+
+@pytest.mark.parametrize(
     "event",
     [
         "{not json",

@@ -3,8 +3,9 @@
 Plain asyncio on 127.0.0.1, port 0, so the tests see exactly what the socket sees: when each
 connection opened and when the client closed it. Each request takes the next scripted `Reply`:
 a status, optional slow headers, and a body of actions (server-sent events, raw bytes,
-keep-alive comments, pauses, a stall until the client gives up, or a dropped connection). The
-real openai and google-genai SDKs talk to it over real sockets.
+keep-alive comments, pauses, a hold until the test says, a stall until the client gives up, or
+a dropped connection), or a reset before any response. The real openai and google-genai SDKs
+talk to it over real sockets.
 """
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ def at(seconds: float) -> Action:
     return Action("at", seconds=seconds)
 
 
-def until_set(event: asyncio.Event) -> Action:
-    """Send nothing more until the test sets `event` (the server runs in the test's loop): a
-    state the test waits for, in place of a pause that load may make too short."""
-    return Action("until", event=event)
-
-
 def stall() -> Action:
     """Send nothing more until the client closes the connection."""
     return Action("stall")
+
+
+def hold_until(event: asyncio.Event) -> Action:
+    """Send nothing more until the test sets `event` (the server runs in the test's loop):
+    once it has seen what it waits for (the channel showing the text so far), not after a
+    pause it hopes is long enough, which load may make too short."""
+    return Action("hold", event=event)
 
 
 def drop() -> Action:
@@ -81,6 +83,9 @@ class Reply:
     headers: Sequence[tuple[str, str]] = ()
     content_type: str | None = None
     """Overrides the usual type (JSON for `json_body`, an event stream for `body`)."""
+    reset: bool = False
+    """Close the connection once the request is read, before any byte of a response (after
+    `header_delay`): a reset, not a response."""
 
 
 @dataclass
@@ -131,8 +136,10 @@ class LLMServer:
     def script(self, *replies: Reply) -> None:
         self._replies.extend(replies)
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+    async def start(self, port: int = 0) -> None:
+        """Listen on `port` (0: any free one): a server closed and started again on its old
+        port is a provider that was down and is back."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
@@ -182,6 +189,9 @@ class LLMServer:
         """Play one reply; False when the server closed the connection itself."""
         if reply.header_delay:
             await _wait_unless_closed(reader, reply.header_delay)
+        if reply.reset:
+            writer.transport.abort()
+            return False
         reason = HTTPStatus(reply.status).phrase
         extra = "".join(f"{name}: {value}\r\n" for name, value in reply.headers)
         if reply.json_body is not None or not reply.body:
@@ -213,9 +223,11 @@ class LLMServer:
                 await asyncio.sleep(began + action.seconds - asyncio.get_running_loop().time())
                 if reader.at_eof():
                     raise _ClientGone
-            elif action.kind == "until":
+            elif action.kind == "hold":
                 assert action.event is not None
                 await action.event.wait()
+                if reader.at_eof():
+                    raise _ClientGone
             elif action.kind == "stall":
                 await _wait_unless_closed(reader, None)
             elif action.kind == "drop":

@@ -4,7 +4,8 @@ The request goes through the real provider and `stream_once`, with the configure
 and the tools it is given (`--check` gives every tool a turn may offer: the built-in ones
 `TOMORI_TOOLS` names and the MCP servers'), so a model that cannot serve the bot fails here as
 it would in a channel: a refused connection, a refused key, an unknown model, a model that takes
-no tools or not that many, a first token that does not come in time. What is said of a failure
+no tools or not that many, a first token that does not come in time, a stream that ends
+without its finish reason or `[DONE]` (a proxy that cuts streams). What is said of a failure
 is our words and the provider's own, both already free of secrets (`providers.errors.sanitised`).
 """
 
@@ -116,6 +117,12 @@ def why(
     kind = PROVIDER_KINDS[model.provider]
     said = f": the provider said: {error.detail}" if error.detail else ""
     words = error.detail.lower()
+    if error.kind is ProviderErrorKind.CUT_SHORT:
+        return (
+            f"its stream ended with {error.detail} after {len(result.text)} characters: a "
+            "proxy between may be cutting its streams short, and every answer would be taken "
+            "as cut off"
+        )
     if error.kind is ProviderErrorKind.CONNECTION:
         where = base_url or f"the provider's own URL ({kind.base_url_variable} is not set)"
         said_plainly = error.detail or error.safe_message

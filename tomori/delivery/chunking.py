@@ -285,6 +285,30 @@ def stable_end(text: str, floor: int = 0) -> int:
     return max(floor, min(held))
 
 
+def settled_end(text: str, shown: int) -> int:
+    """How much of a growing `text` edit mode shows once the model's stream stopped early
+    (a stall, a drop), `shown` of it being in the channel already: its complete lines; and
+    where the channel shows part of the line after them, that line up to a whole word, the
+    word it shows in half completed with what the model wrote of it (`stable_end` may have
+    held "h" back from "throug|h": "http" might have followed). The next model goes on from
+    what this shows, so it never begins inside a word the channel shows cut.
+    """
+    line_start = text.rfind("\n") + 1
+    if line_start >= shown:  # nothing of the unfinished line is shown: it goes
+        return line_start
+    end = shown
+    if not text[shown - 1].isspace():  # the channel shows a word in half: complete it
+        space = _SPACE.search(text, shown)
+        end = space.start() if space is not None else len(text)
+    last_space = max(text.rfind(" "), text.rfind("\t"))
+    if last_space >= end:  # the whole words after it, no span left open
+        end = stable_end(text[: last_space + 1], end)
+    return end
+
+
+_SPACE = re.compile(r"\s")
+
+
 def _last_cluster(text: str) -> int:
     """Where the last grapheme cluster begins: more text may still extend it."""
     start = len(text)

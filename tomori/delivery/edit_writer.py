@@ -5,6 +5,8 @@ At most one edit per `STREAM_EDIT_INTERVAL_MS` and one per time the channel may 
 message past 1950 characters, or once an edit did not land. A shown message only ever grows:
 the cut that ends it falls after the text already shown, never inside it, and the tail of the
 text is held back until it cannot become part of a span kept whole (a link, a code block).
+When the model's stream stops early, the line the message shows in part ends at a whole word,
+never in the middle of one (`chunking.settled_end`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from tomori.delivery.ceiling import CUT_NOTE, cut_to, with_cut_note
-from tomori.delivery.chunking import HARD_LIMIT, Splitter, stable_end
+from tomori.delivery.chunking import HARD_LIMIT, Splitter, settled_end, stable_end
 from tomori.delivery.fences import fence_line, unclosed_fence
 from tomori.delivery.port import AnswerRecord, ChannelPort
 from tomori.delivery.sprite_markers import SpriteSwitch
@@ -34,6 +36,9 @@ class EditWriter(ChannelWriter):
         self._growing_text = ""
         self._growing_index = -1
         """The growing message's place in the turn's delivered list."""
+        self._stopped_early = False
+        """The model's stream stopped before its end: its last text is shown as far as
+        `settled_end` says, not whole."""
 
     @property
     def delivered_text(self) -> str:
@@ -59,16 +64,9 @@ class EditWriter(ChannelWriter):
                 self._record_growth()
 
     def _keep_lines(self) -> None:
-        """Drop the unfinished line of what waits (and a switch before it)."""
-        waiting = [self._tail, *self._pending]
-        self._tail = ""
-        self._pending.clear()
-        for index in range(len(waiting) - 1, -1, -1):
-            piece = waiting[index]
-            if isinstance(piece, str) and "\n" in piece:
-                self._pending.extend(waiting[:index])
-                self._pending.append(piece[: piece.rfind("\n") + 1])
-                return
+        """What waits is shown as `settled_end` says, once the growing message is known: a
+        send on the wire may still be growing it."""
+        self._stopped_early = True
 
     def _drop_waiting(self) -> None:
         self._pending.clear()
@@ -108,9 +106,13 @@ class EditWriter(ChannelWriter):
                     fed.append(piece)
             text = self._growing_text + self._tail + "".join(fed)
             shown = len(self._growing_text)
-            whole = ended.is_set() or switch is not None
-            keep = len(text) if whole else stable_end(text, shown)
-            self._tail = text[keep:]
+            if switch is not None:  # the text before a sprite switch is whole
+                keep = len(text)
+            elif ended.is_set():
+                keep = settled_end(text, shown) if self._stopped_early else len(text)
+            else:
+                keep = stable_end(text, shown)
+            self._tail = "" if ended.is_set() else text[keep:]
             if keep > shown:
                 await self._extend_growing(text[shown:keep])
             if self._is_cut:

@@ -81,6 +81,19 @@ KEY_REFUSED = Notice(
     NoticeColour.ERROR,
 )
 
+
+def refused_by_provider(reason: str) -> Notice:
+    """Told when a provider refused the turn's content (a content filter): its own reason, and
+    that no other model was asked, which might have answered what it refused. `reason` is
+    `ProviderError.reason`: short, and free of keys and links."""
+    return Notice(
+        "Refused by the Provider",
+        f"The AI provider refused to answer this, so no other model was asked. "
+        f"Its reason: {reason}",
+        NoticeColour.WARNING,
+    )
+
+
 EMPTY_RESPONSE = Notice(
     "Empty Response",
     "The AI model sent back an empty answer. Please try again or rephrase.",

@@ -76,7 +76,8 @@ class StreamWriter(Protocol):
 
     async def settle(self) -> None:
         """The model's stream stopped before its end (it stalled, or its connection dropped):
-        deliver what it wrote up to its last complete line, drop the unfinished line, and wait
+        deliver what it wrote up to its last complete line, drop the unfinished line (edit
+        mode, which may show part of it already, ends it at a whole word instead), and wait
         until that and any send already on the wire are in the channel.
 
         One rule for every early end, so the channel never shows a message cut mid-word

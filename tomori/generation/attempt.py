@@ -4,14 +4,18 @@ A model whose provider refuses the turn's images with a bad request that names t
 once more without them (see `prompt.vision`). A model whose provider rate limits the request
 and says how long to wait (`Retry-After`) is waited for once, and asked once more, when the wait
 is short next to the idle budget (`rate_limit_wait_s`); a longer one moves on to the next model
-at once, as does a 429 that says nothing. Either second try happens only before the model has
-shown anything. The wait is work /kill stops at once.
+at once, as does a 429 that says nothing. A failure that is likely a one-off (a 5xx, a reset
+or dropped connection, a stream cut short: `one_off`) is asked again at once, within what is
+left of the first-token budget counted from when the model was asked, so a one-off costs the
+user no more than a stall would, and neither the turn nor the model's health. Any second try
+happens only before the model has shown anything. The wait is work /kill stops at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 
 from tomori.config.models import ModelEntry
@@ -41,6 +45,7 @@ async def attempt_model(
     model: ModelEntry, provider: Provider, sent: StreamRequest, env: TurnEnvironment
 ) -> LoopResult:
     """Run the model's tool loop on `sent`, and once more if its failure says it may help."""
+    asked_at = time.monotonic()
     loop = await run_tool_loop(provider, sent, env)
     error = loop.last.error if loop.last is not None else None
     if error is None or loop.text:
@@ -50,6 +55,21 @@ async def attempt_model(
         again = await run_tool_loop(
             provider, replace(without_images(sent), tool_history=loop.tool_history), env
         )
+        return replace(again, passes=(*loop.passes, *again.passes))
+    first_token_by = asked_at + env.settings.first_token_budget_s
+    if one_off(error) and time.monotonic() < first_token_by:
+        log.warning(
+            "model %s failed before showing anything%s; asking it once more",
+            model.label,
+            detail(loop),
+        )
+        env.state.first_token_by = first_token_by
+        try:
+            again = await run_tool_loop(
+                provider, replace(sent, tool_history=loop.tool_history), env
+            )
+        finally:
+            env.state.first_token_by = None
         return replace(again, passes=(*loop.passes, *again.passes))
     wait_s = _waited_out(error, env.settings)
     if wait_s is None:
@@ -67,6 +87,15 @@ async def attempt_model(
         return replace(loop, status=StreamStatus.STOPPED_BY_USER)
     again = await run_tool_loop(provider, replace(sent, tool_history=loop.tool_history), env)
     return replace(again, passes=(*loop.passes, *again.passes))
+
+
+def one_off(error: ProviderError) -> bool:
+    """Whether a second try at once may well not meet the failure: a 5xx, a reset or dropped
+    connection, a stream cut short. Not a refused key or a bad request, nor a 200 that could
+    not be read (a proxy's login page, a server that ignores streaming): those come again."""
+    if error.kind is ProviderErrorKind.SERVER_ERROR:
+        return error.status is not None
+    return error.kind in (ProviderErrorKind.CONNECTION, ProviderErrorKind.CUT_SHORT)
 
 
 def _waited_out(error: ProviderError, settings: Settings) -> float | None:

@@ -6,14 +6,16 @@ While a later model is still pending, the current attempt's user-facing errors a
 channel: it is sent as the assistant's partial answer with a request-only notice to go on
 without repeating it (after an empty answer there is none, so the request is the same).
 A model is sent the turn's images only if its entry says `+vision` (see `vision`); a failure
-that a second try may mend (images refused, a short rate limit) is tried once more
-(`attempt`).
+that a second try may mend (images refused, a short rate limit, a one-off 5xx or reset) is
+tried once more (`attempt`).
 A turn's prefill is sent to each model its own way (`prompt.prefill.prefilled`: natively, as
 an instruction, or not at all) until the answer has begun with it; a fallback after that goes
 on from the text already shown, which begins with it.
 `completed`, `stopped_by_user` and `out_of_tokens` (the turn's tokens ran out; the turn says
 so) end the chain, and so do a tool loop that gave up (its tools would fail any model the same
-way) and a channel that is gone or forbidden. When all fail, the
+way), a channel that is gone or forbidden, and a provider that refused the content (a content
+filter): the next model might answer what it refused, so the turn ends with the provider's
+reason told (`refused_by_provider`), never on a silent turn. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
 last model too answered nothing; earlier attempts' timeout notices stay stashed and are
@@ -37,6 +39,7 @@ from tomori.delivery.notices import (
     KEY_REFUSED,
     RATE_LIMITED,
     fallback_used,
+    refused_by_provider,
 )
 from tomori.delivery.port import DestinationUnreachable
 from tomori.generation.attempt import attempt_model, detail
@@ -57,6 +60,7 @@ from tomori.prompt.vision import shown_to
 from tomori.providers.base import (
     ContextItem,
     Provider,
+    ProviderError,
     ProviderErrorKind,
     Role,
     StreamRequest,
@@ -212,6 +216,16 @@ async def _try_models(
             attempts.append(Attempt(model, loop, request_characters(sent)))
             if health is not None:
                 health.attempted(model.label, *judged(loop.status, loop.last))
+            if (refusal := _refusal(loop)) is not None:
+                log.warning(
+                    "model %s refused the turn in channel %s%s; no other model is asked",
+                    model.label,
+                    state.channel_id,
+                    detail(loop),
+                )
+                if surface_errors:
+                    await state.post_notice(refused_by_provider(refusal.reason))
+                return ChainResult(loop.status, tuple(attempts))
             if loop.status not in RETRYABLE or loop.gave_up:
                 if len(attempts) > 1 and loop.status is StreamStatus.COMPLETED:
                     await _fallback_answered(attempts, state, guard, surface_errors)
@@ -250,6 +264,12 @@ async def _fallback_answered(
     if surface_errors and not guard.stop_requested():
         failed = [attempt.model.label for attempt in attempts[:-1]]
         await state.post_notice(fallback_used(answered_by, failed))
+
+
+def _refusal(loop: LoopResult) -> ProviderError | None:
+    """The provider's refusal of the content, if that is how the model's part ended."""
+    error = loop.last.error if loop.last is not None else None
+    return error if error is not None and error.kind is ProviderErrorKind.CONTENT_BLOCKED else None
 
 
 def _with_prefill(

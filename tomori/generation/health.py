@@ -28,12 +28,14 @@ class Ailment(StrEnum):
     IDLE_STALL = "stalled mid-answer"
     SERVER_ERROR = "failed with a server error"
     CONNECTION = "could not be reached"
+    CUT_SHORT = "ended an answer without finishing it"
     RATE_LIMITED = "is rate limiting"
 
 
 SICKENING_ERRORS = {
     ProviderErrorKind.SERVER_ERROR: Ailment.SERVER_ERROR,
     ProviderErrorKind.CONNECTION: Ailment.CONNECTION,
+    ProviderErrorKind.CUT_SHORT: Ailment.CUT_SHORT,
     ProviderErrorKind.RATE_LIMITED: Ailment.RATE_LIMITED,
 }
 """Failures another try soon would likely meet again. A refused key or a bad request is the

@@ -69,6 +69,10 @@ class TurnState:
     budget: TokenBudget | None = None
     """The asker's daily tokens, checked between passes (None: no token limit holds); shared
     by every persona's answer in the turn."""
+    first_token_by: float | None = None
+    """When set, the next pass waits for its first token until then at most (`time.monotonic`),
+    not its whole budget, and clears it: a retry must fit the budget of the pass it retries
+    (`generation.attempt`)."""
 
     @property
     def reply_to(self) -> str | None:

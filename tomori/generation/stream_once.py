@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from asyncio import FIRST_COMPLETED
 from typing import Any
 
@@ -65,8 +66,12 @@ async def stream_once(
 
     kill = KillSwitch()
     gathered = Gathered()
+    first_token_s = settings.first_token_budget_s
+    if state.first_token_by is not None:  # a retry: what is left of the budget it retries
+        first_token_s = min(first_token_s, max(0.0, state.first_token_by - time.monotonic()))
+        state.first_token_by = None
     timer = RollingTimer(
-        settings.first_token_budget_s,
+        first_token_s,
         seconds(settings.stream_sdk_call_timeout_ms),
         lambda: kill(KillReason.TIMER),
     )

@@ -172,7 +172,12 @@ class ProviderErrorKind(StrEnum):
     SERVER_ERROR = "server_error"
     BAD_REQUEST = "bad_request"
     CONNECTION = "connection"
+    CUT_SHORT = "cut_short"
+    """The stream ended cleanly but never said the answer was complete (no finish reason, no
+    end marker): a proxy cutting it politely. The turn takes it as a dropped connection."""
     CONTENT_BLOCKED = "content_blocked"
+    """The provider refused what it was asked or what it wrote (a content filter, a safety
+    block): the turn ends saying so, and no other model is asked to answer it instead."""
 
 
 class ProviderError(TomoriError):
@@ -182,7 +187,9 @@ class ProviderError(TomoriError):
     own exception text. `detail` is the provider's own words (the error text of a 400, what
     made a response unreadable), for the operator's log only: already sanitised
     (`providers.errors.sanitised`), never shown to users. `retry_after_s` is the provider's
-    Retry-After, where it sent one.
+    Retry-After, where it sent one. `reason` is why a provider refused the content
+    (`CONTENT_BLOCKED`), in its own words made fit to show the asker: one short sentence, no
+    key, no URL.
     """
 
     def __init__(
@@ -193,6 +200,7 @@ class ProviderError(TomoriError):
         status: int | None = None,
         retry_after_s: float | None = None,
         detail: str = "",
+        reason: str = "",
     ) -> None:
         super().__init__(f"{kind}: {safe_message}")
         self.kind = kind
@@ -200,6 +208,7 @@ class ProviderError(TomoriError):
         self.status = status
         self.retry_after_s = retry_after_s
         self.detail = detail
+        self.reason = reason
 
 
 class Provider(Protocol):

@@ -26,6 +26,7 @@ _MESSAGES = {
     ProviderErrorKind.SERVER_ERROR: "the provider failed to answer",
     ProviderErrorKind.BAD_REQUEST: "the provider rejected the request",
     ProviderErrorKind.CONNECTION: "the connection to the provider failed",
+    ProviderErrorKind.CUT_SHORT: "the provider's stream ended before its answer did",
     ProviderErrorKind.CONTENT_BLOCKED: "the provider blocked the content",
 }
 
@@ -103,9 +104,16 @@ def kind_for_status(status: int) -> ProviderErrorKind:
 
 
 def status_error(
-    status: int, headers: Mapping[str, str] | None = None, *, detail: str = ""
+    status: int,
+    headers: Mapping[str, str] | None = None,
+    *,
+    detail: str = "",
+    code: str | None = None,
 ) -> ProviderError:
-    """`detail` must already be `sanitised`, like every `detail` below."""
+    """`detail` must already be `sanitised`, like every `detail` below; `code` is the error's
+    own code, where the provider gives one (`content_filter`)."""
+    if refuses_content(status, code, detail):
+        return content_blocked(shown_reason(detail) or code or "none given", status, detail)
     kind = kind_for_status(status)
     return ProviderError(
         kind,
@@ -122,6 +130,15 @@ def connection_error(detail: str = "") -> ProviderError:
     )
 
 
+def cut_short(detail: str) -> ProviderError:
+    """A stream that ended without the provider's word that the answer is complete: what was
+    read may be any part of the answer, so it is no complete answer. `detail` names the word
+    that never came ("no finish reason")."""
+    return ProviderError(
+        ProviderErrorKind.CUT_SHORT, _MESSAGES[ProviderErrorKind.CUT_SHORT], detail=detail
+    )
+
+
 def malformed_response(detail: str = "") -> ProviderError:
     """A 200 whose body is not the stream asked for: garbled, truncated, or another format."""
     return ProviderError(
@@ -131,11 +148,50 @@ def malformed_response(detail: str = "") -> ProviderError:
     )
 
 
-def content_blocked(reason: str) -> ProviderError:
+def content_blocked(reason: str, status: int | None = None, detail: str = "") -> ProviderError:
+    """The provider refused the content; `reason` is shown to the asker, so it must be
+    `shown_reason`'s or the provider's own code (`SAFETY`)."""
     return ProviderError(
         ProviderErrorKind.CONTENT_BLOCKED,
         f"{_MESSAGES[ProviderErrorKind.CONTENT_BLOCKED]} ({reason})",
+        status=status,
+        detail=detail,
+        reason=reason,
     )
+
+
+REFUSAL_CODES = frozenset({"content_filter", "content_policy_violation", "invalid_prompt"})
+"""The codes OpenAI and Azure OpenAI give a request their filters refused."""
+_REFUSAL_WORDS = re.compile(
+    r"content[ _-]?(?:filter|management|policy)|flagged|moderation|responsible ?ai"
+    r"|safety (?:filter|system|polic)",
+    re.IGNORECASE,
+)
+
+
+def refuses_content(status: int, code: str | None, detail: str) -> bool:
+    """Whether a 400 or 403 is the provider refusing what it was asked (Azure's content
+    filter, OpenAI's flagged prompt, OpenRouter's moderation): unlike another bad request,
+    asking the next model would route around the provider's judgement."""
+    if status not in (400, 403):
+        return False
+    return code in REFUSAL_CODES or bool(_REFUSAL_WORDS.search(detail))
+
+
+MAX_REASON_CHARS = 200
+_URL = re.compile(r"\S+://\S+")
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+
+
+def shown_reason(detail: str) -> str:
+    """A refusal's reason as the asker is shown it: the first sentence of the provider's
+    (sanitised) words, without its links, one short line."""
+    text = " ".join(_URL.sub("", detail).split())
+    end = _SENTENCE_END.search(text)
+    sentence = text[: end.start() + 1] if end is not None else text
+    if len(sentence) > MAX_REASON_CHARS:
+        sentence = sentence[: MAX_REASON_CHARS - 1] + "…"
+    return sentence
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -10,7 +10,9 @@ does not close the connection; cancelling the task that reads it does, which is 
 
 A 200 that yields no event at all (a proxy's HTML page, a body in some other format) is a
 malformed response, as is a stream with bytes that are not UTF-8: the SDK would otherwise end
-the first quietly as an empty answer and raise the second as a bare `UnicodeDecodeError`.
+the first quietly as an empty answer and raise the second as a bare `UnicodeDecodeError`. Gemini
+ends every answer with a finish reason: a stream that ends without one was cut short (a proxy
+that closes it politely), and is no complete answer.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tomori.providers.base import (
 from tomori.providers.errors import (
     connection_error,
     content_blocked,
+    cut_short,
     error_text,
     malformed_response,
     sanitised,
@@ -96,13 +99,16 @@ class GeminiProvider:
             responses = await self._client.aio.models.generate_content_stream(
                 model=request.model, contents=contents, config=config
             )
-            said_anything = False
+            said_anything = finished = False
             async for response in responses:
                 for event in _events_of(response):
                     said_anything = True
+                    finished = finished or type(event) is Finish
                     yield event
             if not said_anything:
                 raise malformed_response("no stream events in the response")
+            if not finished:
+                raise cut_short("no finish reason")
         except errors.APIError as error:
             text = error_text(error.details) or error.message or ""
             raise status_error(

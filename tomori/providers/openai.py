@@ -21,20 +21,23 @@ So is a 200 whose body holds no stream event at all (an HTML login page of a pro
 that ignored `"stream": true` and sent one JSON completion): the SDK reads either as an empty
 stream, which would end the turn as a silent empty answer instead of trying the fallback. A
 completion's text is not salvaged: a server that ignores the protocol is told apart, not
-half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall.
+half-supported. Bytes that are not UTF-8 are malformed too, wherever they fall. A stream that
+ends with neither a finish reason nor `[DONE]` is cut short (a proxy that closes it politely):
+the text read may be any part of the answer, so it is no complete one.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
+from openai._streaming import ServerSentEvent
 
 from tomori.providers.base import (
     TOOL_IMAGES,
@@ -54,6 +57,8 @@ from tomori.providers.base import (
 )
 from tomori.providers.errors import (
     connection_error,
+    content_blocked,
+    cut_short,
     error_text,
     malformed_response,
     sanitised,
@@ -67,6 +72,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 process environment itself, an unchecked value (an empty one breaks every request) that a bot
 configuring its chain in code never meant to use."""
 OPENAI_HOST = "api.openai.com"
+CONTENT_FILTER_FINISH = "content_filter"
+"""The finish reason of an answer a content filter stopped (OpenAI, Azure): not a whole one."""
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Where OpenAI-compatible servers put thinking text: vLLM and DeepSeek, then OpenRouter."""
 
@@ -99,23 +106,28 @@ class OpenAIProvider:
                 body=request_arguments(request, self._max_tokens_name),
                 cast_to=object,
                 stream=True,
-                stream_cls=AsyncStream[object],
+                stream_cls=_EndWatchedStream,
             )
             async with stream:
                 assembler = _ToolCallAssembler()
-                said_anything = False
+                said_anything = finished = False
                 async for chunk in stream:
                     for event in _events_of(chunk, assembler):
                         said_anything = True
+                        finished = finished or type(event) is Finish
                         yield event
-                for call in assembler.finish():
-                    yield ToolCallEvent(call)
                 if not said_anything:
                     content_type = sanitised(stream.response.headers.get("content-type", "none"))
                     raise malformed_response(f"no stream events (Content-Type: {content_type})")
+                if not (finished or stream.done):
+                    raise cut_short("no finish reason and no [DONE]")
+                for call in assembler.finish():
+                    yield ToolCallEvent(call)
         except openai.APIStatusError as error:
             detail = sanitised(error_text(error.body), self._secrets)
-            raise status_error(error.status_code, error.response.headers, detail=detail) from error
+            raise status_error(
+                error.status_code, error.response.headers, detail=detail, code=error.code
+            ) from error
         except openai.APIConnectionError as error:
             detail = sanitised(str(error.__cause__ or error), self._secrets)
             raise connection_error(detail) from error
@@ -215,6 +227,23 @@ def _data_url(image: Image) -> str:
     return f"data:{image.content_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
+class _EndWatchedStream(AsyncStream[object]):
+    """The SDK's event stream, noting whether the server ended it with `[DONE]`.
+
+    The SDK ends its iteration without a word both at `[DONE]` and when the body simply
+    stops, yet only the first says the answer is complete; its events pass here on their way
+    (`_iter_events`, the one place the SDK reads them).
+    """
+
+    done = False
+
+    async def _iter_events(self) -> AsyncIterator[ServerSentEvent]:
+        async for event in super()._iter_events():
+            if event.data.startswith("[DONE]"):
+                self.done = True
+            yield event
+
+
 class _MalformedChunk(ValueError):
     """A chunk that is valid JSON but not a chat completion chunk."""
 
@@ -252,6 +281,8 @@ def _events_of(chunk: object, assembler: _ToolCallAssembler) -> list[ProviderEve
                 _text(function, "arguments"),
             )
         finish_reason = _text(choice_fields, "finish_reason")
+        if finish_reason == CONTENT_FILTER_FINISH:  # the rest of the answer was withheld
+            raise content_blocked(finish_reason)
         if finish_reason is not None:
             events.extend(ToolCallEvent(call) for call in assembler.finish())
             events.append(Finish(finish_reason))
