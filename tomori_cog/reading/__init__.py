@@ -6,6 +6,7 @@
                     history is read over REST only when memory may miss something
 - `gateway.py`      the edits, deletes and reconnects that keep that memory honest
 - `attachments.py`  images, text files, other files, stickers, within their bounds
+- `message_files.py` which files a message carries, and what each is (image, text, other)
 - `fetch.py`        a file read from Discord's CDN, never past its bound or deadline
 - `file_cache.py`   the files read lately, kept so the next turns do not download them again
 - `image_bytes.py`  the image bytes all turns hold at once, within their bound

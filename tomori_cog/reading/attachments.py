@@ -30,12 +30,10 @@ from __future__ import annotations
 import asyncio
 import codecs
 import logging
-import mimetypes
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 import aiohttp
@@ -47,26 +45,11 @@ from tomori.providers.base import ContextItem, Image, Role
 from tomori_cog.reading.fetch import TooLarge, failure, where
 from tomori_cog.reading.file_cache import FileCache
 from tomori_cog.reading.image_bytes import ImageHold
+from tomori_cog.reading.message_files import WantedFile, files_of
 from tomori_cog.reading.unreadable import UnreadableFiles
 
 log = logging.getLogger(__name__)
 
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-TEXT_TYPES = frozenset(
-    {"application/json", "application/xml", "application/javascript", "application/x-yaml",
-     "application/yaml", "application/toml", "application/x-sh", "application/sql"}
-)  # fmt: skip
-TEXT_EXTENSIONS = frozenset(
-    {
-        ".txt", ".md", ".markdown", ".rst", ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx",
-        ".json", ".jsonl", ".csv", ".tsv", ".log", ".xml", ".html", ".htm", ".css", ".scss",
-        ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".sh", ".bash", ".zsh", ".ps1",
-        ".bat", ".sql", ".c", ".h", ".cpp", ".hpp", ".cc", ".cs", ".java", ".kt", ".kts", ".go",
-        ".rs", ".rb", ".php", ".pl", ".lua", ".r", ".swift", ".scala", ".dart", ".hs", ".ex",
-        ".exs", ".erl", ".clj", ".vue", ".svelte", ".tex", ".diff", ".patch", ".srt", ".vtt",
-        ".gradle",
-    }
-)  # fmt: skip
 BYTES_PER_CHAR = 4
 """UTF-8's longest character: reading this many bytes per character allowed always suffices."""
 _CUSTOM_EMOJI = re.compile(r"<a?:(\w{1,32}):\d+>")
@@ -118,26 +101,6 @@ class TurnAttachments:
         return tuple(notices)
 
 
-@dataclass(slots=True)
-class _Wanted:
-    """One file to read for the model, by the message it came with."""
-
-    message: Any
-    name: str
-    url: str
-    declared_size: int | None
-    content_type: str
-    text: bool
-    result: str | Image | None = None
-    problem: str | None = None
-    """Why it is not shown, for the model's notice; None with no result: nothing to tell."""
-    body: str | None = None
-    """A text file's text, as read (within its own bound), until the total bound makes it a
-    section of the request (`result`)."""
-    cut: bool = False
-    """Its text is only the start of the file."""
-
-
 async def read_attachments(
     messages: Sequence[Any],
     settings: Settings,
@@ -158,14 +121,14 @@ async def read_attachments(
     holds, which its images are reserved in (its owner gives them back when the turn ends).
     """
     own_id = getattr(me, "id", None)
-    found = {m.id: _candidates(m) for m in messages if m.author.id != own_id}
+    found = {m.id: files_of(m) for m in messages if m.author.id != own_id}
     unseen = 0
     if not images:
         for candidates in found.values():
-            unseen += sum(1 for one in candidates if isinstance(one, _Wanted) and not one.text)
+            unseen += sum(1 for one in candidates if isinstance(one, WantedFile) and not one.text)
             candidates[:] = [one for one in candidates if isinstance(one, str) or one.text]
     newest_first = [  # by message; a message's own files in their order
-        one for listed in reversed(found.values()) for one in listed if isinstance(one, _Wanted)
+        one for listed in reversed(found.values()) for one in listed if isinstance(one, WantedFile)
     ]
     wanted = _within_bounds(newest_first, settings)
     if wanted:
@@ -178,9 +141,9 @@ async def read_attachments(
     return TurnAttachments(parts, tuple(notes), unseen)
 
 
-def _within_bounds(newest_first: Sequence[_Wanted], settings: Settings) -> list[_Wanted]:
+def _within_bounds(newest_first: Sequence[WantedFile], settings: Settings) -> list[WantedFile]:
     """The files to read; those left out by their size or their count say why (`problem`)."""
-    wanted: list[_Wanted] = []
+    wanted: list[WantedFile] = []
     images_left = settings.max_images
     texts_left = settings.max_text_files
     for one in newest_first:
@@ -205,7 +168,7 @@ def _within_bounds(newest_first: Sequence[_Wanted], settings: Settings) -> list[
     return wanted
 
 
-def _within_total(newest_first: Sequence[_Wanted], settings: Settings) -> None:
+def _within_total(newest_first: Sequence[WantedFile], settings: Settings) -> None:
     """Each text file read becomes its section of the request, newest first, within
     `TOMORI_MAX_TEXT_FILES_CHARS` in all: the file that reaches the total is cut there, and
     those after it are left out (their `problem` tells the model)."""
@@ -223,7 +186,7 @@ def _within_total(newest_first: Sequence[_Wanted], settings: Settings) -> None:
         left -= min(len(one.body), limit)
 
 
-def _parts(candidates: list[_Wanted | str]) -> MessageParts:
+def _parts(candidates: list[WantedFile | str]) -> MessageParts:
     sections = [one if isinstance(one, str) else one.result for one in candidates]
     images = [one.result for one in candidates if not isinstance(one, str)]
     return MessageParts(
@@ -232,7 +195,7 @@ def _parts(candidates: list[_Wanted | str]) -> MessageParts:
     )
 
 
-def _whose(one: _Wanted) -> str:
+def _whose(one: WantedFile) -> str:
     return f"{one.message.author.display_name}'s {'file' if one.text else 'image'} {one.name}"
 
 
@@ -241,63 +204,9 @@ def _too_large(size: int | None, settings: Settings) -> str:
     return f"{shown}is larger than the {_size(settings.max_image_bytes)} allowed"
 
 
-def _candidates(message: Any) -> list[_Wanted | str]:
-    """The message's files, stickers and embed images: to read, or already named."""
-    found: list[_Wanted | str] = []
-    for attachment in message.attachments:
-        name = _shown_name(attachment.filename)
-        content_type = _content_type(attachment.content_type, name)
-        if content_type in IMAGE_TYPES or _is_text(content_type, name):
-            found.append(
-                _Wanted(message, name, attachment.url, attachment.size, content_type,
-                        text=content_type not in IMAGE_TYPES)
-            )  # fmt: skip
-        else:
-            found.append(f"[a file {name} was attached]")
-    for sticker in getattr(message, "stickers", ()):
-        found.append(f"[sticker: {sticker.name}]")
-    for embed in message.embeds:
-        url = _embed_image(embed)
-        if url is not None:
-            name = PurePosixPath(str(getattr(embed, "url", None) or url).split("?")[0]).name
-            found.append(_Wanted(message, _shown_name(name or "image"), url, None, "", text=False))
-    return found
-
-
-def _shown_name(name: str) -> str:
-    """A file name as the markers around it show it: a `]` or a line break in the name must
-    not end a `[file ...]` marker early, nor start a line of its own."""
-    return " ".join(name.split()).replace("[", "(").replace("]", ")")
-
-
-def _embed_image(embed: Any) -> str | None:
-    """Where Discord's media proxy serves an embed's picture: a link to an image (its
-    thumbnail) or a bot's embed image. Only the proxy is read, never a URL a user posted."""
-    sources = [getattr(embed, "image", None)]
-    if getattr(embed, "type", None) == "image":
-        sources.append(getattr(embed, "thumbnail", None))
-    for source in sources:
-        url = getattr(source, "proxy_url", None) if source is not None else None
-        if isinstance(url, str) and url:
-            return url
-    return None
-
-
-def _content_type(declared: str | None, name: str) -> str:
-    """The attachment's own type, or the one its name implies when Discord gave none."""
-    kind = (declared or mimetypes.guess_type(name)[0] or "").split(";")[0].strip().lower()
-    return "image/jpeg" if kind == "image/jpg" else kind
-
-
-def _is_text(content_type: str, name: str) -> bool:
-    if content_type.startswith("text/") or content_type in TEXT_TYPES:
-        return True
-    return PurePosixPath(name.lower()).suffix in TEXT_EXTENSIONS
-
-
 async def _read(
     session: aiohttp.ClientSession,
-    one: _Wanted,
+    one: WantedFile,
     settings: Settings,
     unreadable: UnreadableFiles,
     cache: FileCache,
@@ -335,7 +244,7 @@ async def _read(
 
 async def _read_image(
     session: aiohttp.ClientSession,
-    one: _Wanted,
+    one: WantedFile,
     settings: Settings,
     cache: FileCache,
     hold: ImageHold,
@@ -372,13 +281,13 @@ async def _read_image(
         hold.give_back(reserved - kept)
 
 
-def _no_room(one: _Wanted) -> None:
+def _no_room(one: WantedFile) -> None:
     one.problem = "is left out: the bot holds as many images as it may right now"
     log.info("%s %s", _whose(one), one.problem)
 
 
 async def _read_text(
-    session: aiohttp.ClientSession, one: _Wanted, limit: int, cache: FileCache
+    session: aiohttp.ClientSession, one: WantedFile, limit: int, cache: FileCache
 ) -> None:
     if limit == 0:
         one.result = f"[a file {one.name} was attached]"
