@@ -140,3 +140,25 @@ async def test_a_persona_prefill_is_checked_as_tomori_prefill_checks_one(
     assert "the prefill is 2001 characters long" in refused
     assert f'begins with "{BOWS}"' in said(await bot.persona("list"))
     assert not llm_server.requests
+
+
+async def test_a_prefill_that_starts_with_a_sprites_marker_opens_the_answer_wearing_it(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """The prefill is the answer's first words, so its sprite markers are read as the model's
+    are: `Aria (wet):` opens the answer in that sprite, and is taken out."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, "openai:test-model")
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.", prefill="Aria (wet): *shivers*")
+    await bot.sprite("add", persona="Aria", label="wet", avatar="https://images.example/wet.png")
+    llm_server.script(answer(" Brr.\nAria: Better now."))
+    bot.say("hi aria")
+    await settle(bot)
+    assert [(m.username, m.content) for m in posted(discord_rest)] == [
+        ("Aria (wet)", "*shivers* Brr."),
+        ("Aria", "Better now."),
+    ]
+    assert conversation(llm_server.requests[0])[-1] == ("assistant", "Aria (wet): *shivers*")
