@@ -114,13 +114,15 @@ async def test_the_store_keeps_personas_who_posted_what_and_each_channels_webhoo
 ) -> None:
     db = await database.open()
     store, webhooks = PersonaStore(db), WebhookStore(db, SecretBox("the bot's token"))
-    aria = Persona("Aria", "You are Aria.", "https://x.example/a.png", ("bard",), "openai:m")
+    aria = Persona(
+        "Aria", "You are Aria.", "https://x.example/a.png", ("bard",), "openai:m", prefill="*bows*"
+    )
     assert await store.add("g1", aria)
     assert not await store.add("g1", Persona("ARIA", "again"))  # unique whatever its case
     assert await store.add("g2", Persona("aria", "another server's"))
     assert await store.of_server("g1") == (aria,)
     assert await store.get("g1", "aria") == aria
-    edited = Persona("Aria", "Now a poet.", None, (), None)
+    edited = Persona("Aria", "Now a poet.", None, (), None)  # its prefill cleared too
     assert await store.replace("g1", edited)
     assert await store.of_server("g1") == (edited,)
     await store.posted("g1", "c1", edited, ["10", "11"])

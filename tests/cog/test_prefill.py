@@ -134,7 +134,7 @@ async def test_a_model_without_native_prefill_gets_a_manual_one_in_words_and_no_
     llm_server.script(answer("Hello there."), answer(f"{GRINS} Told you so."))
     with caplog.at_level(logging.WARNING, logger="tomori.generation.chain"):
         await asked(bot, "hi")
-    assert "the server's prefill is not sent to model openai:test-model" in caplog.text
+    assert "prefill is not sent to model openai:test-model" in caplog.text
     first = conversation(llm_server.requests[0])
     assert first[-1][0] == "user"
     assert not any(YAWNS in content or INSTRUCTION in content for _, content in first)

@@ -199,6 +199,36 @@ async def test_a_persona_with_its_own_models_begins_with_the_servers_prefill_as_
     assert re.search(r"\[Aria #\d+\]\n\*bows\* ?sings\.", out), out
 
 
+async def test_a_personas_own_prefill_begins_its_answers_in_the_console_as_in_a_channel(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """`/tomori persona add ... prefill:` in the console: the persona's answers begin with its
+    own, not the server's; `persona list` shows it, and an empty `prefill:` clears it."""
+    llm_server.script(answer(" sings."), answer(" claps."), answer(" hums."))
+    typed = (
+        "/tomori prefill set scope:server text:*yawns*\n"
+        "/tomori persona add Aria prompt:You are Aria. prefill:*bows* deeply\n"
+        "/tomori persona add Bex prompt:You are Bex.\n"
+        "hi aria\n"
+        "hi bex\n"
+        "/tomori persona list\n"
+        "/tomori persona edit Aria prefill:\n"
+        "aria, once more\n"
+    )
+    out = await piped(llm_server, tmp_path, typed)
+    assert re.search(r"\[Aria #\d+\]\n\*bows\* deeply sings\.", out), out
+    assert re.search(r"\[Bex #\d+\]\n\*yawns\* claps\.", out), out
+    assert (
+        '**Aria**: called by Aria; the channel\'s models, no avatar; begins with "*bows* deeply"'
+        in out
+    )
+    assert re.search(r"\[Aria #\d+\]\n\*yawns\* hums\.", out), out  # cleared: the server's
+    aria, bex, again = (request.body["messages"] for request in llm_server.requests)
+    assert aria[-1] == {"role": "assistant", "content": "*bows* deeply"}
+    assert bex[-1] == {"role": "assistant", "content": "*yawns*"}
+    assert again[-1] == {"role": "assistant", "content": "*yawns*"}
+
+
 async def test_tools_lists_and_switches_the_consoles_tools_as_in_a_server(
     llm_server: LLMServer, tmp_path: Path
 ) -> None:
@@ -253,7 +283,7 @@ async def test_an_edit_that_changes_nothing_is_refused_and_an_empty_option_clear
         "/tomori persona list\n"
     )
     out = await piped(llm_server, tmp_path, typed)
-    assert "[Not Changed] Give what to change of Aria: its prompt, avatar, triggers or" in out
+    assert "[Not Changed] Give what to change of Aria: its prompt, avatar, triggers, models" in out
     assert "**Aria**: called by bard, singer" in out  # nothing changed by the empty edit
     assert "[Not Changed] prompt: is given no value: /tomori persona edit" in out
     assert "**Aria**: called by Aria;" in out  # triggers cleared: its name calls it again

@@ -1,14 +1,16 @@
 """Personas: characters a server's admins add, each answering under its own name and avatar.
 
 A persona has a name (checked by `tomori.cast.names`, unique per server whatever its case), a
-system prompt, an avatar, trigger words (its name alone unless given) and, if given,
-its own model chain. A message that says one of its trigger words as a whole word, or that
-replies to a message it posted, is answered by it; `addressed` says which personas a message
-calls, in the order it names them, at most `MAX_ADDRESSED`.
+system prompt, an avatar, trigger words (its name alone unless given) and, if given, its own
+model chain and its own prefill (what its answers begin with). A message that says one of its
+trigger words as a whole word, or that replies to a message it posted, is answered by it;
+`addressed` says which personas a message calls, in the order it names them, at most
+`MAX_ADDRESSED`.
 
 Kept here, in the shared database (migration 0010): the personas (`PersonaStore`, with their
-sprites of migration 0012, `tomori.cast.sprites`), and which persona posted which message (so
-a reply finds its persona after a restart and from any process). Nothing here knows Discord:
+sprites of migration 0012, `tomori.cast.sprites`, and their prefills of 0018), and which
+persona posted which message (so a reply finds its persona after a restart and from any
+process). Nothing here knows Discord:
 the cog posts through the webhook, or, where it cannot, as the bot with the persona's
 name before the text (`named`).
 """
@@ -46,6 +48,9 @@ class Persona:
     """Its model chain as `TOMORI_MODELS` writes one; None: the channel's."""
     sprites: tuple[Sprite, ...] = ()
     """Its labelled alternate avatars, by label."""
+    prefill: str | None = None
+    """What its answers begin with, checked by `check_prefill`; None: the channel's (see
+    `tomori.turns.request.AnswerBrief.prefill_for`)."""
 
     @property
     def key(self) -> str:
@@ -117,7 +122,13 @@ def drawn_in(personas: Iterable[Persona], answer: str, speaker: Persona) -> Pers
 def _persona(row: Row, sprites: Iterable[Sprite]) -> Persona:
     triggers = tuple(t for t in (row["triggers"] or "").split(",") if t)
     return Persona(
-        row["name"], row["prompt"], row["avatar_url"], triggers, row["models"], tuple(sprites)
+        row["name"],
+        row["prompt"],
+        row["avatar_url"],
+        triggers,
+        row["models"],
+        tuple(sprites),
+        row["prefill"],
     )
 
 
@@ -142,7 +153,7 @@ class PersonaStore:
         if cached and hit is not None and hit[0] > now:
             return hit[1]
         rows = await self._db.fetchall(
-            "SELECT name_key, name, prompt, avatar_url, triggers, models FROM personas"
+            "SELECT name_key, name, prompt, avatar_url, triggers, models, prefill FROM personas"
             " WHERE guild_id = ? ORDER BY name_key",
             (guild_id,),
         )
@@ -183,7 +194,7 @@ class PersonaStore:
             )
             await tx.execute(
                 "INSERT INTO personas (guild_id, name_key, name, prompt, avatar_url, triggers,"
-                " models, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " models, prefill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     guild_id,
                     persona.key,
@@ -192,6 +203,7 @@ class PersonaStore:
                     persona.avatar_url,
                     ",".join(persona.triggers),
                     persona.models,
+                    persona.prefill,
                     await tx.now(),
                 ),
             )
@@ -203,13 +215,14 @@ class PersonaStore:
         async with self._db.transaction() as tx:
             changed = await tx.execute(
                 "UPDATE personas SET name = ?, prompt = ?, avatar_url = ?, triggers = ?,"
-                " models = ?, updated_at = ? WHERE guild_id = ? AND name_key = ?",
+                " models = ?, prefill = ?, updated_at = ? WHERE guild_id = ? AND name_key = ?",
                 (
                     persona.name,
                     persona.prompt,
                     persona.avatar_url,
                     ",".join(persona.triggers),
                     persona.models,
+                    persona.prefill,
                     await tx.now(),
                     guild_id,
                     persona.key,

@@ -120,6 +120,12 @@ PERSONA_MODELS = _text(
     "its own model chain, as TOMORI_MODELS (the channel's if not given)",
     placeholder="chain",
 )
+PERSONA_PREFILL = _text(
+    "prefill",
+    "what its answers begin with, such as *bows* (the channel's prefill if not given)",
+    max_length=MAX_PREFILL_CHARS,
+    placeholder="text",
+)
 PERSONA = _text(
     "persona", "the persona's name", required=True, min_length=1, max_length=MAX_NAME_CHARS
 )
@@ -206,7 +212,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
             ),
             _text(
                 "prefill",
-                "what this answer begins with, instead of the server's prefill",
+                "what this answer begins with, instead of the persona's or server's prefill",
                 min_length=1,
                 max_length=MAX_PREFILL_CHARS,
             ),
@@ -320,12 +326,14 @@ COMMANDS: tuple[SlashCommand, ...] = (
         AVATAR_FILE,
         TRIGGERS,
         PERSONA_MODELS,
+        PERSONA_PREFILL,
         action=lambda given: cast_admin.add_persona(
             given["name"],
             given["prompt"],
             _image(given, "avatar", "avatar_file"),
             given.get("triggers"),
             given.get("models"),
+            given.get("prefill"),
         ),
     ),
     _tomori(
@@ -339,12 +347,14 @@ COMMANDS: tuple[SlashCommand, ...] = (
         AVATAR_FILE,
         TRIGGERS,
         PERSONA_MODELS,
+        PERSONA_PREFILL,
         action=lambda given: cast_admin.edit_persona(
             given["name"],
             given.get("prompt"),
             _image(given, "avatar", "avatar_file"),
             given.get("triggers"),
             given.get("models"),
+            given.get("prefill"),
         ),
     ),
     _tomori(

@@ -50,7 +50,7 @@ async def answer_turn(
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
 
     `prefill` is what the answer begins with, given by the caller each time (None: nothing;
-    a scene's turns pass none, since the server prefill is not theirs).
+    which one is `tomori.turns.request.AnswerBrief.prefill_for`'s rule).
 
     The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
     after that is never run again, one cut before it is; a tool call a stop cut short is told

@@ -285,8 +285,8 @@ def _with_prefill(
     if reaches(opening.prefill, native=native):
         return prefilled(request, opening.prefill, native=native), env
     log.warning(
-        "the server's prefill is not sent to model %s in channel %s: it takes no native "
-        "prefill (a /respond prefill would reach it as an instruction)",
+        "the server's, channel's or persona's prefill is not sent to model %s in channel %s: "
+        "it takes no native prefill (a /respond prefill would reach it as an instruction)",
         model.label,
         env.state.channel_id,
     )

@@ -19,7 +19,10 @@ from tomori.cast.personas import MAX_PERSONAS, Persona
 from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.policy.admin import Action, Administered, Where, done, refused
-from tomori.policy.overrides import check_prompt
+from tomori.policy.overrides import check_prefill, check_prompt
+
+SHOWN_PREFILL_CHARS = 80
+"""How much of a persona's prefill its line in a list shows: 25 personas fit one embed."""
 
 
 def add_persona(
@@ -28,6 +31,7 @@ def add_persona(
     avatar: str | None = None,
     triggers: str | None = None,
     models: str | None = None,
+    prefill: str | None = None,
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         checked = check_name(name)
@@ -38,7 +42,8 @@ def add_persona(
                 f"{checked} would pass for a member of this server: a persona may not be"
                 " named like someone here, in any letters that look alike."
             )
-        persona = _persona(target, Persona(checked, check_prompt(prompt)), avatar, triggers, models)
+        persona = Persona(checked, check_prompt(prompt))
+        persona = _persona(target, persona, avatar, triggers, models, prefill)
         if not await target.personas.add(where.guild_id, persona):
             return refused(f"This server has a persona named {persona.name} already.")
         return _persona_done(f"{persona.name} joined this server.", persona)
@@ -52,18 +57,19 @@ def edit_persona(
     avatar: str | None = None,
     triggers: str | None = None,
     models: str | None = None,
+    prefill: str | None = None,
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
-        if (prompt, avatar, triggers, models) == (None, None, None, None):
+        if all(given is None for given in (prompt, avatar, triggers, models, prefill)):
             return refused(
-                f"Give what to change of {name}: its prompt, avatar, triggers or models."
+                f"Give what to change of {name}: its prompt, avatar, triggers, models or prefill."
             )
         persona = await target.personas.get(where.guild_id, check_name(name))
         if persona is None:
             return refused(f"This server has no persona named {name}.")
         if prompt is not None:
             persona = replace(persona, prompt=check_prompt(prompt))
-        persona = _persona(target, persona, avatar, triggers, models)
+        persona = _persona(target, persona, avatar, triggers, models, prefill)
         if not await target.personas.replace(where.guild_id, persona):
             return refused(f"This server has no persona named {name}.")
         return _persona_done(f"{persona.name} changed.", persona)
@@ -129,6 +135,7 @@ def _persona(
     avatar: str | None,
     triggers: str | None,
     models: str | None,
+    prefill: str | None,
 ) -> Persona:
     """`persona` with the options given checked and applied (an empty one clears it)."""
     if avatar is not None:
@@ -138,6 +145,8 @@ def _persona(
     if models is not None:
         described = target.check_models(models).described if models.strip() else None
         persona = replace(persona, models=described)
+    if prefill is not None:
+        persona = replace(persona, prefill=check_prefill(prefill) if prefill.strip() else None)
     return persona
 
 
@@ -147,7 +156,16 @@ def _persona_line(persona: Persona) -> str:
     avatar = "" if persona.avatar_url else ", no avatar"
     sprites = ", ".join(sprite.label for sprite in persona.sprites)
     shown = f"; sprites: {sprites}" if sprites else ""
-    return f"**{persona.name}**: called by {words}; {model}{avatar}{shown}"
+    begins = f"; begins with {_preview(persona.prefill)}" if persona.prefill else ""
+    return f"**{persona.name}**: called by {words}; {model}{avatar}{shown}{begins}"
+
+
+def _preview(prefill: str) -> str:
+    """A prefill on one line of a list, cut to `SHOWN_PREFILL_CHARS`, in quotes."""
+    line = " ".join(prefill.split())
+    if len(line) > SHOWN_PREFILL_CHARS:
+        line = line[:SHOWN_PREFILL_CHARS] + "…"
+    return f'"{line}"'
 
 
 def _persona_done(said: str, persona: Persona) -> Notice:

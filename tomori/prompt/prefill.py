@@ -1,12 +1,13 @@
 """Shaping a pass's request around an output prefill.
 
-A prefill is text the answer must begin with: an admin's (`/tomori prefill`, the server
-prefill) or one given for a single turn (`/respond`, the manual prefill, which replaces the
-server's, never joined to it). Each model of the chain takes it its own way (`prefilled`):
-natively where its provider continues a trailing assistant turn, else, for a manual prefill, as
-a written instruction; a server prefill a model cannot take natively is dropped (logged), as
-the original bot does. Once the answer has begun (`opening.Opening`), no pass is sent it again:
-the text already shown, which begins with it, stands in its place (`without_prefill`).
+A prefill is text the answer must begin with: one an admin set to stay (`/tomori prefill`,
+the server prefill, or a persona's own) or one given for a single turn (`/respond`, the manual
+prefill, which replaces the others, never joined to them). Each model of the chain takes it
+its own way (`prefilled`): natively where its provider continues a trailing assistant turn,
+else, for a manual prefill, as a written instruction; a prefill set to stay that a model
+cannot take natively is dropped (logged), as the original bot does with the server's. Once the
+answer has begun (`opening.Opening`), no pass is sent it again: the text already shown, which
+begins with it, stands in its place (`without_prefill`).
 
 A native prefill is an assistant turn holding exactly the text the reply must begin with; it
 only works as the last item of the context. Two rules keep it working:
@@ -43,7 +44,8 @@ class Prefill:
     text: str
     manual: bool = False
     """Given for this turn (`/respond`): told as an instruction where it cannot be native.
-    False: the server's (or channel's), dropped where it cannot be native."""
+    False: one set to stay (the server's, channel's or a persona's), dropped where it cannot
+    be native."""
 
 
 def instruction(prefill: str) -> ContextItem:
@@ -53,7 +55,7 @@ def instruction(prefill: str) -> ContextItem:
 
 def reaches(prefill: Prefill, *, native: bool) -> bool:
     """Whether a model is sent `prefill` at all: natively where it takes one, else a manual
-    one in words; a server prefill it cannot take natively is dropped for it."""
+    one in words; one set to stay that it cannot take natively is dropped for it."""
     return native or prefill.manual
 
 

@@ -2,7 +2,8 @@
 
 - `request.py`  what a queued turn asks for (`TurnRequest`: how it was addressed, its
                 personas, a scene, a `/respond`'s parts) and the one codec the lock store's
-                JSON is read and written through
+                JSON is read and written through; which prefill each answer begins with
+                (`AnswerBrief.prefill_for`)
 - `config.py`   what a channel's turn runs with: its model chain and their providers, its
                 system prompt and prefill, as the environment and its admins set them
 - `surface.py`  the channel as a turn sees it (`Surface`: its history read once, the ports

@@ -39,7 +39,8 @@ class TurnConfig:
     """Whether any model of the chain is sent images: if none is, none are read."""
     prefill: Prefill | None = None
     """The channel's (or its server's) prefill: what its answers begin with (`/tomori
-    prefill`); a `/respond` prefill replaces it, and a scene's turns take none."""
+    prefill`); a persona's own or a `/respond` one replaces it, and a scene's lines never
+    take it (`tomori.turns.request.AnswerBrief`)."""
 
 
 class ChannelConfig:

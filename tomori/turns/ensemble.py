@@ -26,7 +26,7 @@ from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.tools.registry import ToolRegistry
 from tomori.turns.config import TurnConfig
-from tomori.turns.request import AnswerBrief
+from tomori.turns.request import SCENE_LINE, AnswerBrief
 from tomori.turns.stage import Stage
 from tomori.turns.surface import Context, Reading, Surface, Voice
 
@@ -70,20 +70,19 @@ class Playing:
         state: TurnState,
         persona: Persona,
         said: Sequence[tuple[Persona, str]],
+        brief: AnswerBrief,
         *,
         notices: Context = (),
-        brief: AnswerBrief | None = None,
     ) -> ChainResult:
         """One persona's answer: one pass of its chain with the whole contract, posted under
         its name; it sees the channel, what a `/respond` asked (in `brief`), then what was
         said before it in the turn. `notices` go in its request only; the answer begins with
-        the prefill `brief` gives it (a scene's lines take none)."""
+        the prefill `brief` gives it (`AnswerBrief.prefill_for`)."""
         own = self.stage.config.for_persona(self.config, persona)
         context = self.reading.context(own.system_prompt, self.voice(persona))
-        if brief is not None:
-            context += brief.said
+        context += brief.said
         context += heard(said, persona)
-        prefill = None if brief is None else brief.prefill_for(first=not said)
+        prefill = brief.prefill_for(persona, first=not said)
         speaker = self.surface.speaker(persona)
         try:
             result = await answer_turn(
@@ -113,15 +112,15 @@ class Playing:
         self, state: TurnState, cast: Sequence[Persona], brief: AnswerBrief
     ) -> None:
         """Each persona of `cast` answers in turn, drawing in those its answer names (see the
-        module docstring). Each answer begins with the turn's prefill, but for a `/respond`
-        one, which is the first answer's alone."""
+        module docstring). Each answer begins with its persona's prefill, else the channel's,
+        but for a `/respond` one, which is the first answer's alone."""
         channel = self.surface.channel_id
         waiting = deque(cast)
         said: list[tuple[Persona, str]] = []
         while waiting and self.goes_on(state):
             persona = waiting.popleft()
             speaking = state if not said else next_speaker(state)
-            result = await self.speak(speaking, persona, said, brief=brief)
+            result = await self.speak(speaking, persona, said, brief)
             if result.unreachable:
                 return
             said.append((persona, result.text))
@@ -133,7 +132,8 @@ class Playing:
 
     async def play_scene(self, state: TurnState, scene: Scene) -> None:
         """The scene's lines, each persona in turn for each cycle: each line stands free (no
-        reply) and takes no prefill; /kill ends the line being written and the rest, the
+        reply) and begins with the persona's own prefill, never the channel's (`SCENE_LINE`);
+        /kill ends the line being written and the rest, the
         asker's tokens running out the rest; a line that fails (its notice says why) ends the
         scene."""
         by_key = {persona.key: persona for persona in self.everyone}
@@ -148,7 +148,7 @@ class Playing:
                 continue
             self.guard.touch()
             notice = speaker_notice(scene, persona, cycle, names)
-            result = await self.speak(speaking, persona, said, notices=(notice,))
+            result = await self.speak(speaking, persona, said, SCENE_LINE, notices=(notice,))
             if result.status is not StreamStatus.COMPLETED or not result.text.strip():
                 log.info("scene %s ends at %s's line: %s", self.turn.turn_id, key, result.status)
                 return

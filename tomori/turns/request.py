@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tomori.cast.personas import Persona
 from tomori.cast.scenes import Scene
 from tomori.locks import Trigger
 from tomori.prompt.conversation import spoken
@@ -46,28 +47,41 @@ class Respond:
     prefill: str | None = None
     """Checked (`check_prefill`) before it is queued."""
 
-    def brief(self, server: Prefill | None) -> AnswerBrief:
+    def brief(self, channel: Prefill | None) -> AnswerBrief:
         """What its answers are asked: what the asker said, and its own prefill, which
-        replaces the server's (`server`; never joined to it), else the server's."""
+        replaces the channel's (or server's) and the persona's for the answer it was given
+        for (never joined to them)."""
         said = (ContextItem(Role.USER, spoken(self.asker, self.prompt)),) if self.prompt else ()
-        prefill = Prefill(self.prefill, manual=True) if self.prefill else server
-        return AnswerBrief(said, prefill)
+        given = Prefill(self.prefill, manual=True) if self.prefill else None
+        return AnswerBrief(said, channel, given)
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerBrief:
     """What a turn's answers are asked beyond the channel's messages: what a `/respond` asker
-    said, and the prefill the answers begin with (a channel's or server's, or `/respond`'s)."""
+    said, and the prefills they may begin with (`prefill_for` picks one per answer)."""
 
     said: tuple[ContextItem, ...] = ()
-    prefill: Prefill | None = None
+    channel: Prefill | None = None
+    """The channel's (or its server's) prefill, `/tomori prefill`."""
+    given: Prefill | None = None
+    """A `/respond` prefill: the first answer's alone, the persona asked for."""
 
-    def prefill_for(self, *, first: bool) -> Prefill | None:
-        """The prefill of one answer: a server's begins every persona's; a `/respond` one
-        was given for the persona asked for, so only the first answer begins with it."""
-        if self.prefill is None or first or not self.prefill.manual:
-            return self.prefill
-        return None
+    def prefill_for(self, persona: Persona | None, *, first: bool) -> Prefill | None:
+        """The one prefill an answer begins with: a `/respond` one for the answer it was
+        given for, else the persona's own (written for it alone), else the channel's."""
+        if first and self.given is not None:
+            return self.given
+        if persona is not None and persona.prefill:
+            return Prefill(persona.prefill)
+        return self.channel
+
+
+SCENE_LINE = AnswerBrief()
+"""A scene's line: the persona's own prefill, never the channel's. The channel's is written for
+the bot's voice (`Tomori: *yawns*`) and would put it in every speaker's mouth, which is why
+TomoriBot skips it for scene turns; a persona's was written for that persona's answers, and a
+line is one of them."""
 
 
 @dataclass(frozen=True, slots=True)

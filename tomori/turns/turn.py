@@ -93,7 +93,7 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
         await playing.play_scene(state, request.scene)
         return
     respond = request.respond
-    brief = respond.brief(config.prefill) if respond else AnswerBrief(prefill=config.prefill)
+    brief = respond.brief(config.prefill) if respond else AnswerBrief(channel=config.prefill)
     if prepared.cast:
         await playing.answer_as(state, prepared.cast, brief)
         return
@@ -110,7 +110,7 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
         request_notices=playing.notices,
         surface_errors=request.surfaces_errors,
         health=stage.health,
-        prefill=brief.prefill,
+        prefill=brief.prefill_for(None, first=True),
     )
     if result.forbidden:
         surface.refused()

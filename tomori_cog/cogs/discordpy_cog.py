@@ -36,6 +36,8 @@ Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
 Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
 PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
 """Discord refuses a longer text before it reaches the bot; the action checks it again."""
+PersonaPrefill = app_commands.Range[str, None, MAX_PREFILL_CHARS]
+"""As `PrefillText`, but an edit may give it empty (clearing it)."""
 Interaction = discord.Interaction[Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,9 +159,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             avatar_file: discord.Attachment | None = None,
             triggers: str | None = None,
             models: str | None = None,
+            prefill: PersonaPrefill | None = None,
         ) -> None:
             given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
-            given |= {"triggers": triggers, "models": models}
+            given |= {"triggers": triggers, "models": models, "prefill": prefill}
             await self.run(interaction, "tomori persona add", **given)
 
         @persona.command(**_declared("tomori persona edit"))
@@ -173,9 +176,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             avatar_file: discord.Attachment | None = None,
             triggers: str | None = None,
             models: str | None = None,
+            prefill: PersonaPrefill | None = None,
         ) -> None:
             given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
-            given |= {"triggers": triggers, "models": models}
+            given |= {"triggers": triggers, "models": models, "prefill": prefill}
             await self.run(interaction, "tomori persona edit", **given)
 
         @persona.command(**_declared("tomori persona remove"))

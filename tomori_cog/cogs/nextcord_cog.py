@@ -146,9 +146,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             avatar_file: nextcord.Attachment | None = _option("tomori persona add", "avatar_file"),
             triggers: str | None = _option("tomori persona add", "triggers"),
             models: str | None = _option("tomori persona add", "models"),
+            prefill: str | None = _option("tomori persona add", "prefill"),
         ) -> None:
             given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
-            given |= {"triggers": triggers, "models": models}
+            given |= {"triggers": triggers, "models": models, "prefill": prefill}
             await self.run(interaction, "tomori persona add", **given)
 
         @persona.subcommand(**_declared("tomori persona edit"))  # type: ignore[untyped-decorator]
@@ -161,9 +162,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             avatar_file: nextcord.Attachment | None = _option("tomori persona edit", "avatar_file"),
             triggers: str | None = _option("tomori persona edit", "triggers"),
             models: str | None = _option("tomori persona edit", "models"),
+            prefill: str | None = _option("tomori persona edit", "prefill"),
         ) -> None:
             given = {"name": name, "prompt": prompt, "avatar": avatar, "avatar_file": avatar_file}
-            given |= {"triggers": triggers, "models": models}
+            given |= {"triggers": triggers, "models": models, "prefill": prefill}
             await self.run(interaction, "tomori persona edit", **given)
 
         @persona.subcommand(**_declared("tomori persona remove"))  # type: ignore[untyped-decorator]
