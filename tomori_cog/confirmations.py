@@ -114,8 +114,11 @@ class Confirmations:
             await self._tell(interaction, PressRefusal.NOT_WAITING)
             return True
         user = interaction.user
-        roles = {str(role.id) for role in getattr(user, "roles", ())}
         allowing = choice == ALLOW
+        roles: Collection[str] = ()
+        needs_role = waiting.ask.rule.role_in(waiting.guild_id) is not None
+        if allowing and needs_role and str(user.id) == waiting.ask.requester_id:
+            roles = await self._library.presser_roles(interaction, self._pacing.read)
         refusal = press_refusal(
             waiting.ask, waiting.guild_id, str(user.id), roles, allowing=allowing
         )

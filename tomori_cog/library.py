@@ -8,9 +8,12 @@ one place that knows. Only the library the bot is built on is ever imported.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import aiohttp
 
 from tomori.errors import TomoriError
 
@@ -104,6 +107,26 @@ class Library:
         if not self.is_nextcord:
             view.stop()  # discord.py stores a view sent unfinished
         return view
+
+    async def presser_roles(
+        self, interaction: Any, read: Callable[[], Awaitable[None]]
+    ) -> frozenset[str]:
+        """The roles the member who sent `interaction` holds as Discord knows them now.
+        discord.py builds its member from the interaction itself; nextcord hands the member it
+        has cached instead, whose roles may be stale (a bot without the members intent hears
+        of no role change), so Discord is asked (`read`: wait for the request budget first).
+        None known (a direct message, or Discord did not answer): no role."""
+        user, guild = interaction.user, interaction.guild
+        if not self.is_nextcord:
+            return frozenset(str(role.id) for role in getattr(user, "roles", ()))
+        if guild is None:
+            return frozenset()
+        try:
+            await read()
+            member = await guild.fetch_member(user.id)
+        except (self.module.HTTPException, aiohttp.ClientError, OSError):
+            return frozenset()
+        return frozenset(str(role.id) for role in member.roles)
 
     async def defer(self, interaction: Any) -> None:
         if self.is_nextcord:

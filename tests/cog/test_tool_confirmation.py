@@ -200,6 +200,13 @@ async def test_the_authors_role_is_needed_to_allow_a_call(
     bot.say(f"{bot.mention()} write y")
     prompt = await prompt_of(bot)
     assert f"<@&{ROLE}>" in prompt.embeds[0]["description"]
+    # the role taken away since she asked (the bot's cache never heard): her press says so
+    stale = await bot.press(prompt, buttons(prompt)["Allow"], roles=[])
+    assert (
+        stale["data"]["content"]
+        == "Allowing this call needs a role you do not hold in this server."
+    )
+    assert not folder.saw("wrote")
     await bot.press(prompt, buttons(prompt)["Allow"], roles=[ROLE])
     await bot.settled()
     assert (folder.path / "wrote").read_text() == "y"

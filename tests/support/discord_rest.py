@@ -98,6 +98,7 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "webhook_create": RouteLimit(5, 1.0),
     "webhooks_get": RouteLimit(5, 1.0),
     "interaction_callback": RouteLimit(5, 1.0),
+    "member_get": RouteLimit(5, 1.0),
     "commands": RouteLimit(5, 1.0),
     "users_me": RouteLimit(5, 1.0),
     "gateway": RouteLimit(5, 1.0),
@@ -364,6 +365,9 @@ class DiscordRestServer:
         self._messages: dict[int, list[ChannelMessage]] = {}
         self._refused: dict[int, tuple[int, int, str]] = {}
         self._commands: dict[int | None, list[dict[str, Any]]] = {}
+        self.members: dict[tuple[int, int], dict[str, Any]] = {}
+        """Each guild member as `GET /guilds/{guild}/members/{user}` answers it, by (guild,
+        user): what Discord knows of their roles now, whatever a bot has cached."""
         self.interaction_callbacks: list[dict[str, Any]] = []
         self._answered_interactions: set[int] = set()
         self._pressed: dict[int, tuple[int, int]] = {}
@@ -720,6 +724,11 @@ class DiscordRestServer:
         body = await _json_body(request) if request.can_read_body else {}
         p = matched.params
         name = matched.name
+        if name == "member_get":
+            member = self.members.get((int(p["guild_id"]), int(p["user_id"])))
+            if member is None:
+                raise _Answer(404, 10007, "Unknown Member")
+            return 200, member
         if name == "users_me":
             return 200, self.bot_user
         if name == "gateway":
@@ -1123,6 +1132,7 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
         ("webhook_id", "webhook_token"),
     ),
     ("*", ("applications", "{application_id}", "commands"), "commands", ("application_id",)),
+    ("GET", ("guilds", "{guild_id}", "members", "{user_id}"), "member_get", ("guild_id",)),
     (
         "*",
         ("applications", "{application_id}", "commands", "{command_id}"),

@@ -243,6 +243,7 @@ class RestBot:
         as their messages' member objects say from now on."""
         self._roles[person.id] = tuple(roles)
         member = {**member_payload(person.id, person.username), "roles": [str(r) for r in roles]}
+        self.server.members[(GUILD_ID, person.id)] = member
         self.bot._connection.parsers["GUILD_MEMBER_ADD"]({**member, "guild_id": str(GUILD_ID)})
 
     async def _interaction(
@@ -258,6 +259,8 @@ class RestBot:
     ) -> dict[str, Any]:
         member = member_payload(by.id, by.username, bot=by.is_bot)
         member["roles"] = [str(role) for role in roles]
+        if kind == 3:  # a press: what Discord knows of the presser's roles as it is sent
+            self.server.members[(GUILD_ID, by.id)] = member
         interaction_id = new_snowflake()
         if extra is not None and "message" in extra:
             self.server.press_of(interaction_id, channel, int(extra["message"]["id"]))
