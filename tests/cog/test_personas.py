@@ -473,6 +473,10 @@ async def test_a_persona_cannot_pass_for_the_bot_or_a_member_in_any_look_alike(
     dave = "\u13a0\u13aa\u13d9\u13ac"  # Cherokee letters A, GO, DO, GV: D, A, V, E
     refused = said(await bot.persona("add", name=dave, prompt="I am dave."))
     assert refused.startswith(f"{dave} would pass for a member of this server")
+    # drawn blank on Discord, so the name reads as the bot's or dave's own
+    for blank in ("Tomori\u3164", "\u3164Tomori", "Tomori\uffa0", "dave\u115f"):
+        refused = said(await bot.persona("add", name=blank, prompt="I am someone."))
+        assert "invisible" in refused, blank
     assert "no personas" in said(await bot.persona("list"))
 
 

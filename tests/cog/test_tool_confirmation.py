@@ -112,13 +112,17 @@ async def test_the_prompt_shows_characters_that_hide_or_reorder_text_as_escapes(
     """A right-to-left override would show "write me" for what runs as "em etirw"; a zero-width
     space or a line separator would hide what runs: each is shown as its JSON escape."""
     bot, _ = await started(open_rest_bot, llm_server, tmp_path)
-    arguments = json.dumps({"text": "a\u202eetirw em\u200b\u2028done"}, ensure_ascii=False)
+    hidden = "\u3164\ufe0f\u034f\U000e0100\u00a0\u2800"  # fillers, selectors, blanks
+    arguments = json.dumps(
+        {"text": "a\u202eetirw em\u200b\u2028done", "more": hidden}, ensure_ascii=False
+    )
     llm_server.script(tool_call("tests__write", arguments), answer("unused"))
     bot.say(f"{bot.mention()} write it")
     prompt = await prompt_of(bot)
     description = prompt.embeds[0]["description"]
     assert '"text": "a\\u202eetirw em\\u200b\\u2028done"' in description
-    assert not {"\u202e", "\u200b", "\u2028"} & set(description)
+    assert '"more": "\\u3164\\ufe0f\\u034f\\udb40\\udd00\\u00a0\\u2800"' in description
+    assert not {"\u202e", "\u200b", "\u2028", *hidden} & set(description)
     await bot.kill()
     await bot.settled()
 

@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from tomori.config.parsers import ConfigError
+from tomori.delivery.unseen import holds_unseen
 
 MAX_NAME_CHARS = 80
 """Discord's longest webhook username."""
@@ -22,9 +23,10 @@ _RESERVED_WORDS = ("discord", "clyde")
 
 
 def invisible(text: str) -> bool:
-    """Whether `text` holds a control or format character (a zero-width space, a right-to-left
-    override): what no one can type, or what makes text read other than it is."""
-    return any(unicodedata.category(character) in ("Cc", "Cf") for character in text)
+    """Whether `text` holds a character a reader does not see (`tomori.delivery.unseen`: a
+    zero-width space, a right-to-left override, a Hangul filler, a space but the plain one):
+    what makes a name read other than it is."""
+    return holds_unseen(text)
 
 
 LOOK_ALIKE_LETTERS: tuple[tuple[str, str], ...] = (

@@ -10,6 +10,8 @@
 - `edit_writer.py` edit mode: one message growing by edits, a new one when full
 - `sender.py`    the one sender both writers request through: pacing, recording, failures
 - `segmenter.py` streamed text released as messages-mode segments, each sent once
+- `unseen.py`    the characters a reader does not see (a name may not hold them; a prompt
+                 shows them as escapes)
 - `chunking.py`  1950-character messages cut where nothing breaks
 - `fences.py`    code fences and inline code: one rule for every reader of markdown
 - `sprite_markers.py` a persona's `Name (label):` markers taken out of its streamed answer

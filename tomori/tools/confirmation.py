@@ -14,11 +14,12 @@ The rules and words live here once; the places only ask and read the press.
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+
+from tomori.delivery.unseen import unseen
 
 MAX_SHOWN_ARGUMENTS = 3_800
 """The most characters of arguments a prompt shows: an embed's description holds 4,096, with
@@ -40,16 +41,13 @@ class Confirmation:
         return None if guild_id is None else self.roles.get(guild_id)
 
 
-_UNSEEN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
-"""The categories of characters that show nothing, or change how the text around them shows."""
-
-
 def _shown(character: str) -> str:
     """`character` as an argument's JSON shows it: itself, or `\\uXXXX` (the same value) for a
-    backtick and anything unseen; the layout's own line breaks stay."""
-    if character == "\n":
+    backtick and anything a reader does not see (`tomori.delivery.unseen`); the layout's own
+    line breaks and spaces stay."""
+    if character in "\n ":
         return character
-    if character == "`" or unicodedata.category(character) in _UNSEEN:
+    if character == "`" or unseen(character):
         return "".join(f"\\u{unit:04x}" for unit in _utf16(character))
     return character
 
