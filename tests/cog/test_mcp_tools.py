@@ -232,16 +232,21 @@ async def test_an_http_servers_url_and_headers_reach_no_log_line(
     llm_server: LLMServer,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The HTTP client logs each request's URL at INFO, and its errors name the URL: a token
-    in the URL, or in a header, must reach none of them."""
+    in the URL, or in a header, must reach none of them, however the client spells it (a
+    key percent-encoded, the host in lower case), nor the server's address its connection's
+    DEBUG lines name."""
     async with http_server(tmp_path) as (config, _):
         written = json.loads(config.read_text())
         entry = written["mcpServers"]["tests"]
         address = entry["url"]  # http://127.0.0.1:<port>/mcp
-        entry["url"] += "?key=QUERY-SECRET-1234"
+        port = address.split(":")[2].split("/")[0]
+        entry["url"] = f"http://LocalHost:{port}/mcp?key=${{MCP_KEY}}"
         entry["headers"]["Authorization"] = "Bearer HEADER-SECRET-5678"
         config.write_text(json.dumps(written))
+        monkeypatch.setenv("MCP_KEY", "QUERY SECRET/12+=34&x")
         with caplog.at_level(logging.DEBUG):
             bot = await start(open_bot, llm_server, tmp_path, config)
             llm_server.script(tool_call("tests__echo", '{"text": "web"}'), answer("Done."))
@@ -251,8 +256,9 @@ async def test_an_http_servers_url_and_headers_reach_no_log_line(
             await bot.stop()
     logged = caplog.text
     assert "<mcp server tests>" in logged  # the requests were logged, as the server's name
-    for secret in ("QUERY-SECRET-1234", "HEADER-SECRET-5678", address):
-        assert secret not in logged, secret
+    spelt = ("QUERY SECRET", "QUERY%20SECRET", "QUERY+SECRET", "HEADER-SECRET-5678")
+    for secret in (*spelt, f"localhost:{port}", f"port={port}"):
+        assert secret.lower() not in logged.lower(), secret
     assert logging.getLogRecordFactory() is logging.LogRecord  # taken away once closed
 
 

@@ -17,7 +17,7 @@ import re
 import traceback
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from tomori.config.mcp_servers import McpServerConfig
 
@@ -26,21 +26,38 @@ MIN_SECRET_CHARS = 4
 stand for a secret."""
 
 
+URL_SAFE = "/:@!$&'()*+,;=~?"
+"""What an HTTP client leaves as it is in a URL it logs (it percent-encodes the rest)."""
+
+
 def secrets_of(configs: Iterable[McpServerConfig]) -> Mapping[str, str]:
-    """Each secret of the servers' configuration, and what a log line shows in its place."""
+    """Each secret of the servers' configuration, and what a log line shows in its place: each
+    in every spelling a client may log it in (percent-encoded, its host in lower case), and a
+    server's address as the connection's own lines name it (`host='...' port=...`)."""
     found: dict[str, str] = {}
     for config in configs:
         shown = f"<mcp server {config.name}>"
+        values = [*config.headers.values(), *config.filled]
         if config.url:
-            found[config.url] = shown
             parts = urlsplit(config.url)
-            found[f"{parts.scheme}://{parts.netloc}"] = shown
+            origin = f"{parts.scheme}://{parts.netloc}"
+            lowered = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+            values += [config.url, origin, lowered + config.url[len(origin) :], lowered]
             if parts.query:
-                found[parts.query] = shown
-        for value in (*config.headers.values(), *config.filled):
+                values.append(parts.query)
+            if parts.hostname:
+                port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+                found[f"host='{parts.hostname}' port={port}"] = shown
+        for value in values:
             if len(value) >= MIN_SECRET_CHARS:
-                found[value] = shown
+                for spelling in _spellings(value):
+                    found[spelling] = shown
     return found
+
+
+def _spellings(value: str) -> set[str]:
+    """`value` as it is, and percent-encoded as URL clients write it."""
+    return {value, quote(value, safe=URL_SAFE), quote(value, safe=""), quote_plus(value)}
 
 
 class LogRedaction:
