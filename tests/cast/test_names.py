@@ -28,6 +28,8 @@ CONFUSABLES = {
     0x13CF: 0x0062, 0x13D2: 0x0052, 0x13D4: 0x0057, 0x13D5: 0x0053, 0x13D9: 0x0056,
     0x13DA: 0x0053, 0x13DE: 0x004C, 0x13DF: 0x0043, 0x13E2: 0x0050, 0x13E6: 0x004B,
     0x13E7: 0x0064, 0x13F3: 0x0047, 0x13F4: 0x0042,
+    0x0131: 0x0069, 0x0251: 0x0061, 0x028B: 0x0076, 0x0585: 0x006F, 0xA4D4: 0x0054,
+    0x146F: 0x0064,
 }  # fmt: skip
 
 
@@ -95,3 +97,12 @@ def test_the_bots_name_with_bot_ish_words_around_it_is_the_bot() -> None:
         assert passes_for_the_bot(name, "Tomori"), name
     for name in ("Tomoko Bot", "Tomori's friend", "Bot", "Robotomori"):
         assert not passes_for_the_bot(name, "Tomori"), name
+
+
+def test_marks_symbols_and_digits_around_a_name_do_not_make_it_another() -> None:
+    for name in ("Tomori!", "Tomori|", "Tomori | bot", "Tomori \u2122", "T0m0r1", "\ua4d4omori"):
+        assert passes_for_the_bot(name, "Tomori"), name
+    for name in ("dave!", "dave 1", "Dave|", "\u146fave", "d\u0251ve"):
+        assert passes_for_any(name, ["dave"]), name
+    assert not passes_for_any("Davina", ["dave"])
+    assert not passes_for_the_bot("Tomoko", "Tomori")

@@ -466,13 +466,19 @@ async def test_a_persona_cannot_pass_for_the_bot_or_a_member_in_any_look_alike(
         "Tomori-bot",
         "Tomori (bot)",
         "Tomori APP",
+        "Tomori!",  # marks, symbols and other scripts' letters a trial found passing
+        "Tomori | bot",
+        "Tomori\u2122",
+        "\ua4d4omori",
+        "T\u0585m\u0585ri",
     )
     for name in as_the_bot:
         refused = said(await bot.persona("add", name=name, prompt="I am the bot."))
         assert refused == f"{name} would pass for the bot itself (Tomori).", name
     dave = "\u13a0\u13aa\u13d9\u13ac"  # Cherokee letters A, GO, DO, GV: D, A, V, E
-    refused = said(await bot.persona("add", name=dave, prompt="I am dave."))
-    assert refused.startswith(f"{dave} would pass for a member of this server")
+    for as_dave in (dave, "dave 1", "dave!", "\u146fave", "d\u0251ve"):
+        refused = said(await bot.persona("add", name=as_dave, prompt="I am dave."))
+        assert refused.startswith(f"{as_dave} would pass for a member of this server")
     # drawn blank on Discord, so the name reads as the bot's or dave's own
     for blank in ("Tomori\u3164", "\u3164Tomori", "Tomori\uffa0", "dave\u115f"):
         refused = said(await bot.persona("add", name=blank, prompt="I am someone."))

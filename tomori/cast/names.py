@@ -88,6 +88,13 @@ LOOK_ALIKE_LETTERS: tuple[tuple[str, str], ...] = (
     ("CHEROKEE LETTER TSU", "d"),
     ("CHEROKEE LETTER YU", "g"),
     ("CHEROKEE LETTER YV", "b"),
+    # Letters of Latin's own and of other scripts drawn as plain Latin ones
+    ("LATIN SMALL LETTER DOTLESS I", "i"),
+    ("LATIN SMALL LETTER ALPHA", "a"),
+    ("LATIN SMALL LETTER V WITH HOOK", "v"),
+    ("ARMENIAN SMALL LETTER OH", "o"),
+    ("LISU LETTER TA", "t"),
+    ("CANADIAN SYLLABICS KO", "d"),
     # Latin small capitals (ᴛᴏᴍᴏʀɪ): a capital drawn small is its letter once case is dropped,
     # as each one's name says; confusables.txt lists only those that pass for a small letter
     *(
@@ -196,7 +203,7 @@ def passes_for_the_bot(name: str, bot_name: str) -> bool:
     "Tomori (APP)", "the real Tomori"). Discord's and Clyde's names are refused in any name
     (`check_name`)."""
     looks = skeleton(bot_name)
-    return bool(looks) and looks in _unwrapped(skeleton(name))
+    return bool(looks) and any(looks in _unwrapped(seen) for seen in _readings(name))
 
 
 def _unwrapped(looks: str) -> set[str]:
@@ -219,8 +226,16 @@ def passes_for_any(name: str, others: Iterable[str]) -> bool:
     One skeleton for `name`, then one per distinct other name (an ASCII one in a table lookup
     per character), stopping at the first alike: a server's 100,000 names take about a tenth
     of a second. A name with nothing visible to compare (all emoji, say) passes for none."""
-    looks = skeleton(name)
-    return bool(looks) and any(skeleton(other) == looks for other in set(others))
+    readings = _readings(name)
+    return bool(readings) and any(skeleton(other) in readings for other in set(others))
+
+
+def _readings(name: str) -> set[str]:
+    """What `name` may be read as: its skeleton, and the skeleton of its letters alone, marks,
+    symbols and digits between and around them dropped ("Tomori!", "dave 1", "Tomori™",
+    "Tomori | bot"); each compared, so a digit spelling a letter ("T0m0r1") still counts."""
+    letters = "".join(c for c in name if unicodedata.category(c)[0] in "LM")
+    return {seen for seen in (skeleton(name), skeleton(letters)) if seen}
 
 
 def check_triggers(raw: str) -> tuple[str, ...]:
