@@ -43,24 +43,33 @@ class Library:
         """Post `content` in `channel` as the bot, with `nonce` enforced: Discord answers a
         create with a nonce the bot used in the past few minutes with the message it made
         then, and makes none (`enforce_nonce`), so a create asked again after Discord failed
-        to answer is shown once. discord.py enforces every nonce it sends; nextcord sends a
-        nonce without, so its request is made here with nextcord's own payload."""
-        if not self.is_nextcord:
-            return await channel.send(
-                content=content,
-                reference=reference,
-                allowed_mentions=allowed_mentions,
-                nonce=nonce,
-            )
-        from nextcord.http import Route  # (only the library the bot runs on is imported)
-
+        to answer is shown once. nextcord, and discord.py before 2.5, send a nonce without
+        enforcing it, so the request is made here, with the library's own payload."""
         state = channel._state
+        reference_dict = None if reference is None else reference.to_message_reference_dict()
+        if not self.is_nextcord:
+            missing = self.module.utils.MISSING
+            from discord.http import handle_message_parameters  # (the bot's library only)
+
+            with handle_message_parameters(
+                content=content,
+                nonce=nonce,
+                allowed_mentions=allowed_mentions,
+                previous_allowed_mentions=state.allowed_mentions,
+                message_reference=missing if reference_dict is None else reference_dict,
+            ) as params:
+                assert params.payload is not None
+                params.payload["enforce_nonce"] = True
+                data = await state.http.send_message(channel.id, params=params)
+            return state.create_message(channel=channel, data=data)
+        from nextcord.http import Route
+
         http = state.http
         payload = http.get_message_payload(
             content,
             nonce=nonce,
             allowed_mentions=allowed_mentions.to_dict(),
-            message_reference=None if reference is None else reference.to_message_reference_dict(),
+            message_reference=reference_dict,
         )
         payload["enforce_nonce"] = True
         route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel.id)
