@@ -30,6 +30,7 @@ def test_every_value_a_var_filled_in_a_stdio_servers_args_and_env_is_redacted(
     assert secrets_of([config]) == {
         "arg-5678": "<mcp server git>",
         "/home/author": "<mcp server git>",
+        "%2Fhome%2Fauthor": "<mcp server git>",  # as a client that encodes it would log it
         "env-1234": "<mcp server git>",
     }
     redaction = LogRedaction(secrets_of([config]))
