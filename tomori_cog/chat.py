@@ -17,7 +17,7 @@ from typing import Any
 
 from tomori.cast.scenes import scene_accepted, scene_refused
 from tomori.config.models import ModelChain
-from tomori.config.settings import KillPolicy, Settings, seconds
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import (
     KILL_CHANNEL_REQUIRED,
     KILL_NOT_ALLOWED,
@@ -26,7 +26,7 @@ from tomori.delivery.notices import (
     KILL_STOPPED_OWN,
     Notice,
 )
-from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
+from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard, TurnStop
 from tomori.policy.limits import BotTurns
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
@@ -46,6 +46,7 @@ from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
 from tomori_cog.runtime import Runtime
+from tomori_cog.stop_buttons import StopButtons
 from tomori_cog.surface import DiscordParts, DiscordSurface
 from tomori_cog.webhooks import Webhooks
 
@@ -78,6 +79,8 @@ class TomoriChat:
         gate = AdmissionGate(library, settings, self.pacing)
         self.confirmations = Confirmations(library, self.pacing)
         """Tool calls waiting for their asker's press: the cogs' listener hands presses here."""
+        self.stop_buttons = StopButtons(library, self.stop_turn)
+        """Each answer's Stop button: the cogs' listener hands presses here."""
         self._parts = DiscordParts(
             bot,
             library,
@@ -90,6 +93,7 @@ class TomoriChat:
             self.webhooks,
             LiveMessages(seconds(settings.queue_max_age_ms)),
             self.confirmations,
+            self.stop_buttons,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""
@@ -155,6 +159,7 @@ class TomoriChat:
             if self._runtime is not None:  # forgotten only once closed: a close cut short by
                 await self._runtime.aclose()  # its caller's deadline is finished by the next
                 self._runtime = None
+            await self.stop_buttons.close()  # the stopped turns' buttons stay: they say so
 
     async def wait_idle(self, channel_id: int) -> None:
         """Wait until the channel's running and queued turns are done (for tests and tools)."""
@@ -170,7 +175,7 @@ class TomoriChat:
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        surface = DiscordSurface(self._parts, stage.metrics, channel)
+        surface = DiscordSurface(self._parts, stage.metrics, channel, turn)
         try:
             await play(stage, surface, turn, guard)
         finally:
@@ -242,7 +247,7 @@ class TomoriChat:
             return KILL_CHANNEL_REQUIRED
         locks = (await self.ensure_started()).locks
         channel, user = str(channel_id), str(user_id)
-        if can_manage_messages or self._settings.kill_policy is KillPolicy.ANYONE:
+        if self._settings.kill_policy.stops_any(can_manage_messages):
             outcome = await locks.kill(channel, requester_id=user)
             return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         outcome = await locks.kill_own(channel, user)
@@ -250,3 +255,13 @@ class TomoriChat:
             return KILL_STOPPED_OWN
         requester = await locks.requester_of(channel)  # only to say why nothing stopped
         return KILL_NOT_ALLOWED if requester not in (None, user) else KILL_NOTHING_TO_STOP
+
+    async def stop_turn(
+        self, channel_id: str, turn_id: str, user_id: str, can_manage_messages: bool
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (`tomori_cog.stop_buttons`): that turn
+        stops, as for /kill, if it still runs and the presser may stop it (its asker, or whom
+        /kill's policy lets stop any answer)."""
+        locks = (await self.ensure_started()).locks
+        any_turn = self._settings.kill_policy.stops_any(can_manage_messages)
+        return await locks.stop_turn(channel_id, turn_id, user_id, any_turn=any_turn)

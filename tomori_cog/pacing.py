@@ -11,6 +11,7 @@ client's buckets are kept per channel (`tomori_cog.buckets`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -55,6 +56,20 @@ class DiscordPacing:
         spaced = urgency is Urgency.MORE
         async with self._webhook_pace.slot(("webhook", webhook_id), spaced=spaced):
             await self.write(channel_id, urgency)
+
+    async def tidy(self, channel_id: int, webhook_id: int | None = None) -> None:
+        """Return when one component tidy-up of a message in `channel_id` (posted by
+        `webhook_id`, if one did) may leave now: behind every other request of the budget, then
+        when the channel's bucket (and the webhook's) has room to spare, holding no place in
+        either meanwhile, so it never delays a text."""
+        await self.budget.take(Urgency.TIDY)
+        keys = [(self._pace, ("write", channel_id))]
+        if webhook_id is not None:
+            keys.append((self._webhook_pace, ("webhook", webhook_id)))
+        while (wait := max(pace.spare_in(key) for pace, key in keys)) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(wait)  # a bucket frees itself: no event to wait on
+        for pace, key in keys:
+            pace.took(key)
 
     async def call(self, urgency: Urgency) -> None:
         """Return when one request outside the channels' message buckets (a webhook's

@@ -35,6 +35,7 @@ from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
+from tomori_cog.stop_buttons import AnswerButton, StopButtons
 from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class DiscordParts:
     webhooks: Webhooks
     live_messages: LiveMessages
     confirmations: Confirmations
+    stop_buttons: StopButtons
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -89,10 +91,12 @@ class ChannelReading:
 class DiscordSurface:
     """One Discord channel, for one turn (see the module docstring)."""
 
-    def __init__(self, parts: DiscordParts, metrics: Metrics, channel: Any) -> None:
+    def __init__(self, parts: DiscordParts, metrics: Metrics, channel: Any, turn: Turn) -> None:
         self._parts = parts
         self._metrics = metrics
         self._channel = channel
+        self._buttons = parts.stop_buttons.for_turn(turn.turn_id)
+        """Each answer's Stop button: a new answer (a port asked for) ends the last's."""
         self._guild = getattr(channel, "guild", None)
         self.notices = EmbedNotices(parts.library, channel, parts.pacing)
         self._involved: frozenset[int] = frozenset()
@@ -193,25 +197,32 @@ class DiscordSurface:
         return await self._parts.confirmations.ask(self._channel, ask)
 
     def release(self) -> None:
-        """The turn is over: give back the image bytes its reading held."""
+        """The turn is over: give back the image bytes its reading held, and take its last
+        answer's Stop button away."""
         self._images.release()
+        self._buttons.end()
 
     def bot_port(self) -> ChannelPort:
+        return self._library_port(self._buttons.next_answer())
+
+    def _library_port(self, button: AnswerButton) -> LibraryPort:
         parts = self._parts
-        return LibraryPort(parts.library, self._channel, parts.pacing, parts.memory, self._involved)
+        channel, involved = self._channel, self._involved
+        return LibraryPort(parts.library, channel, parts.pacing, parts.memory, involved, button)
 
     def speaker(self, persona: Persona) -> Speaker:
         parts = self._parts
-        channel = self._channel
+        button = self._buttons.next_answer()
         port = PersonaPort(
             parts.library,
-            channel,
+            self._channel,
             parts.pacing,
             parts.webhooks,
             persona,
-            self.bot_port(),
+            self._library_port(button),
             parts.memory,
             self._involved,
+            button,
         )
         return Speaker(port, wardrobe_of(persona, port))
 

@@ -20,6 +20,7 @@ from tests.support.rest_bots import OpenRestBot, RestBot
 from tests.support.scripts import answer, tool_call
 from tests.support.waiting import until
 from tests.support.world import GUILD_ID, Person
+from tomori.tools.confirmation import CUSTOM_ID_PREFIX
 
 ROLE = 8_100_000_000_000_000_081
 HERE: dict[str, object] = {"guilds": [str(GUILD_ID)]}
@@ -43,10 +44,15 @@ async def started(
     return bot, folder
 
 
+def is_prompt(message: ChannelMessage) -> bool:
+    """Whether the message asks for a confirmation (an answer's Stop button is no prompt)."""
+    return any(custom.startswith(CUSTOM_ID_PREFIX) for custom in buttons(message).values())
+
+
 async def prompt_of(bot: RestBot) -> ChannelMessage:
     """The confirmation prompt, once the channel shows it."""
-    await until(lambda: any(m.payload["components"] for m in bot.shown()))
-    [prompt] = [m for m in bot.shown() if m.payload["components"]]
+    await until(lambda: any(is_prompt(m) for m in bot.shown()))
+    [prompt] = [m for m in bot.shown() if is_prompt(m)]
     return prompt
 
 
@@ -197,7 +203,7 @@ async def test_the_authors_role_is_needed_to_allow_a_call(
     )
     bot.say(f"{bot.mention()} write x")
     await bot.settled()
-    assert not any(m.payload["components"] for m in bot.shown())  # not even asked
+    assert not any(is_prompt(m) for m in bot.shown())  # not even asked
     assert "lacks the role this tool needs" in told(llm_server, 1)["reason"]
 
     bot.member_holds(Person.ALICE, [ROLE])
@@ -224,6 +230,6 @@ async def test_arguments_too_long_to_show_are_refused_unasked(
     llm_server.script(tool_call("tests__write", arguments), answer("Too long."))
     bot.say(f"{bot.mention()} write a lot")
     await bot.settled()
-    assert not any(m.payload["components"] for m in bot.shown())
+    assert not any(is_prompt(m) for m in bot.shown())
     assert "longer than the 3800 characters" in told(llm_server, 1)["reason"]
     assert not folder.saw("wrote")

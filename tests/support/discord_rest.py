@@ -13,7 +13,9 @@ production and not what an unlimited fake lets through:
 - channel webhooks as Discord keeps them: created by the bot (`POST /channels/{id}/webhooks`,
   403 without the permission: `refuse_webhooks`), executed by their token (`?wait=true`
   answers the message, posted in the channel under the name and avatar asked), their messages
-  edited and deleted, and 404 10015 (Unknown Webhook) once deleted (`delete_webhook`);
+  edited and deleted, and 404 10015 (Unknown Webhook) once deleted (`delete_webhook`); the
+  bot's own (the application's) send buttons, a webhook a member made does not
+  (`webhook_components`, `add_user_webhook`);
 - per-route buckets, keyed by the route's bucket hash AND its major parameter (the channel,
   the guild, or the webhook id and token). `X-RateLimit-Bucket` names the hash alone, the
   same for every channel, as Discord's does: a client has to add the major parameter itself;
@@ -297,6 +299,24 @@ def checked_components(components: object) -> list[dict[str, Any]]:
     return [dict(row) for row in components]
 
 
+def webhook_components(
+    webhook: Mapping[str, Any], body: Mapping[str, Any], query: Mapping[str, str]
+) -> Mapping[str, Any]:
+    """An execute's or an edit's body as Discord takes it from `webhook`: an application-owned
+    webhook (one a bot created) can always send components; any other has its `components`
+    ignored unless the request sets `with_components`, and even then may send no interactive
+    one (a button with a custom id: 400 Invalid Form Body)."""
+    if "components" not in body or webhook.get("application_id"):
+        return body
+    if query.get("with_components", "").lower() not in ("true", "1"):
+        return {key: value for key, value in body.items() if key != "components"}
+    for row in body.get("components") or []:
+        for component in row.get("components") or []:
+            if component.get("type") != 2 or component.get("style") in BUTTON_STYLES_WITH_ID:
+                raise _Answer(400, 50035, "Invalid Form Body")
+    return body
+
+
 @dataclass
 class _Failure:
     """Requests of a route that fail (see `DiscordRestServer.fail_next`)."""
@@ -522,6 +542,15 @@ class DiscordRestServer:
         """Someone deleted the webhook: its requests get 404 10015 (Unknown Webhook)."""
         self.channel_webhooks.pop(webhook_id, None)
         self._gone_webhooks.add(webhook_id)
+
+    # -- webhooks a member made (no application owns them) -----------------------------------
+
+    def add_user_webhook(self, channel_id: int) -> dict[str, Any]:
+        """A webhook someone made in the channel's settings: no application owns it, so its
+        messages cannot carry interactive components (`webhook_components`)."""
+        webhook = self._create_webhook(channel_id, {"name": "a member's webhook"})
+        webhook["application_id"] = None
+        return webhook
 
     def webhooks_of(self, channel_id: int) -> list[dict[str, Any]]:
         return [w for w in self.channel_webhooks.values() if w["channel_id"] == str(channel_id)]
@@ -874,6 +903,8 @@ class DiscordRestServer:
             raise _Answer(401, 50027, "Invalid Webhook Token")
         channel_id = int(webhook["channel_id"])
         message_id = p.get("message_id")
+        if request.method in ("POST", "PATCH"):
+            body = webhook_components(webhook, body or {}, request.query)
         if message_id is None:
             if request.method != "POST":
                 return 200, {k: v for k, v in webhook.items() if k != "user"}

@@ -66,6 +66,11 @@ class KillPolicy(StrEnum):
     ANYONE = "anyone"
     REQUESTER = "requester"
 
+    def stops_any(self, can_manage_messages: bool) -> bool:
+        """Whether a member stops any answer (/kill, an answer's Stop button), not only the
+        answer to them: a member with Manage Messages, or anyone under `anyone`."""
+        return can_manage_messages or self is KillPolicy.ANYONE
+
 
 CURRENT_TIME_NAME = "current_time"
 READ_MESSAGE_NAME = "read_message"

@@ -159,6 +159,9 @@ class Urgency(IntEnum):
     once it may send, so a late one carries everything that came meanwhile."""
     TYPING = 4
     """The typing indicator, shown while nothing else is: sent only when no request waits."""
+    TIDY = 5
+    """A component tidy-up (an ended answer's Stop button taken away): after every other
+    request, and never in a place a text would take (`DiscordPacing.tidy`)."""
 
 
 class ChannelPort(Protocol):

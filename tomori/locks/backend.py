@@ -15,7 +15,7 @@ from typing import Protocol, cast
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.rules import LockState
-from tomori.locks.vocabulary import Admission, Trigger, Turn
+from tomori.locks.vocabulary import Admission, Trigger, Turn, TurnStop
 from tomori.store.base import Database
 
 
@@ -123,6 +123,19 @@ class LockBackend(Protocol):
         to stop, keeping the others' queue, and clear what they queued (`clear_anyway`: even
         when the turn running is another's). Returns whether it was theirs, and the messages
         of their triggers it cleared."""
+        ...
+
+    async def stop_turn(
+        self,
+        channel_id: str,
+        turn_id: str,
+        presser_id: str,
+        given_up_turn_id: str | None,
+        *,
+        any_turn: bool,
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (`rules.pressed_stop`): if that turn holds
+        the channel and `presser_id` may stop it, ask it to stop, keeping the queue."""
         ...
 
     async def hand_off(

@@ -46,6 +46,7 @@ from tomori.locks.vocabulary import (
     Trigger,
     Turn,
     TurnRunner,
+    TurnStop,
 )
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
@@ -259,6 +260,12 @@ class ChannelLocks:
     async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
         """A member's own /kill (see `Stops.kill_own`)."""
         return await self._stops.kill_own(channel_id, requester_id)
+
+    async def stop_turn(
+        self, channel_id: str, turn_id: str, presser_id: str, *, any_turn: bool
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (see `Stops.stop_turn`)."""
+        return await self._stops.stop_turn(channel_id, turn_id, presser_id, any_turn=any_turn)
 
     # -- questions ----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import uuid
 
 from tomori.locks import rules
 from tomori.locks.backend import Admitted
-from tomori.locks.rules import FollowUpRow, LockState
+from tomori.locks.rules import FollowUpRow, HeldTurn, LockState
 from tomori.locks.vocabulary import Admission, KillReason, Trigger, Turn
 from tomori.store.base import Row, Transaction
 
@@ -311,3 +311,15 @@ async def interrupt(tx: Transaction, channel_id: str, reason: KillReason) -> Non
     await tx.execute(
         "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ?", (str(reason), channel_id)
     )
+
+
+async def held_turn(tx: Transaction, channel_id: str) -> tuple[str, HeldTurn, str | None] | None:
+    """The channel's lock's owner, the turn it holds, and why that turn was interrupted (if it
+    was); None if nothing holds the channel."""
+    row = await tx.fetchone(
+        "SELECT owner, turn_id, requester_id, interrupted FROM channel_locks WHERE channel_id = ?",
+        (channel_id,),
+    )
+    if row is None:
+        return None
+    return str(row["owner"]), HeldTurn(row["turn_id"], row["requester_id"]), row["interrupted"]

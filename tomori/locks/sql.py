@@ -25,7 +25,7 @@ from tomori.locks.instances import InstanceRows
 from tomori.locks.judge import LockJudge
 from tomori.locks.progress_rows import write_progress
 from tomori.locks.rules import LockState
-from tomori.locks.vocabulary import KillReason, Trigger, Turn
+from tomori.locks.vocabulary import KillReason, Trigger, Turn, TurnStop
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
@@ -194,6 +194,30 @@ class SqlLockBackend:
             if owner is not None:
                 await self._announce_stop(tx, owner)
             return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id)
+
+    async def stop_turn(
+        self,
+        channel_id: str,
+        turn_id: str,
+        presser_id: str,
+        given_up_turn_id: str | None,
+        *,
+        any_turn: bool,
+    ) -> TurnStop:
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
+            found = None if verdict.is_free else await rows.held_turn(tx, channel_id)
+            held = None if found is None else found[1]
+            outcome = rules.pressed_stop(held, turn_id, presser_id, any_turn=any_turn)
+            if outcome is not TurnStop.STOPPED or verdict is LockState.STOPPING or found is None:
+                return outcome  # (STOPPING: /kill is stopping it already)
+            owner, _, interrupted = found
+            if interrupted is None or not KillReason(interrupted).is_users_stop:
+                # over a follow-up's interruption too, which a turn calling tools ignores
+                await rows.interrupt(tx, channel_id, KillReason.STOP_BUTTON)
+                await self._announce_stop(tx, owner)
+            return outcome
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None
