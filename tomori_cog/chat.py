@@ -33,6 +33,7 @@ from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
 from tomori.turns.commanded import scene_asked
+from tomori.words import said
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import find_channel
 from tomori_cog.intake import Intake
@@ -207,7 +208,7 @@ class TomoriChat:
         waits for the channel, or why it does not run (the member's cooldown and daily tokens
         hold for it as for a message, and its tokens count as theirs)."""
         if guild_id is None or channel_id is None:
-            return scene_refused("scenes are played in a server's channels only.")
+            return scene_refused(said("scene.servers_only"))
         runtime = await self.ensure_started()
         where = (str(guild_id), str(channel_id))
         asked = await scene_asked(self.config, runtime.personas, where, *request)
@@ -220,11 +221,11 @@ class TomoriChat:
         admission = await runtime.locks.submit(queued.trigger(str(channel_id), None, str(user_id)))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
         if admission is Admission.IGNORED:
-            return scene_refused("a /kill is still stopping this channel's answer: try again.")
+            return scene_refused(said("scene.still_stopping"))
         if admission is Admission.FAILED:
-            return scene_refused("the scene could not be queued just now: try again.")
+            return scene_refused(said("scene.not_queued"))
         if admission is Admission.QUEUE_FULL:
-            return scene_refused("you have as many messages waiting here as one may.")
+            return scene_refused(said("scene.queue_full"))
         return scene_accepted(asked.scene, asked.names, queued=admission is Admission.QUEUED)
 
     async def command_held(self, guild_id: int, user_id: int, interaction_id: int) -> Notice | None:

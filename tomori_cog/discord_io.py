@@ -41,7 +41,9 @@ from tomori.delivery.port import (
     Urgency,
     as_shown,
 )
+from tomori.words import ENGLISH
 from tomori_cog.library import Library
+from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 
 if TYPE_CHECKING:
@@ -83,7 +85,9 @@ def pings_for(library: Library, involved: Collection[int]) -> Any:
     )
 
 
-def embed_for(library: Library, notice: Notice) -> Any:
+def embed_for(library: Library, notice: Notice, locale: str = ENGLISH) -> Any:
+    """`notice` as an embed, in `locale`'s words (`tomori_cog.locales`)."""
+    notice = notice.in_locale(locale)
     return library.module.Embed(
         title=notice.title, description=notice.description, colour=COLOURS[notice.colour]
     )
@@ -331,7 +335,7 @@ class EmbedNotices:
         channel_id = self._channel.id
         with delivery_errors(self._library, lambda wait: self._pacing.refused(channel_id, wait)):
             await self._channel.send(
-                embed=embed_for(self._library, notice),
+                embed=embed_for(self._library, notice, of_channel(self._channel)),
                 reference=reply_reference(self._library, self._channel, self._reply_to),
                 allowed_mentions=self._library.module.AllowedMentions.none(),
             )

@@ -69,6 +69,8 @@ class RestBot:
     _stopped: bool = False
     _roles: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """The roles each member holds (`member_holds`); none unless said."""
+    server_locale: str = "en-US"
+    """The guild's preferred locale (`prefers_locale`), as Discord's default."""
 
     @property
     def chat(self) -> TomoriChat:
@@ -142,12 +144,20 @@ class RestBot:
         return int(payload["id"])
 
     async def kill(
-        self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
+        self,
+        *,
+        by: Person = Person.ALICE,
+        permissions: int = 0,
+        channel: int = CHANNEL_ID,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` runs /kill: the library receives the gateway's INTERACTION_CREATE and the cog
-        answers over HTTP. Returns the interaction callback's body (`type`, `data`)."""
+        """`by` (their Discord set to `locale`) runs /kill: the library receives the gateway's
+        INTERACTION_CREATE and the cog answers over HTTP. Returns the interaction callback's
+        body (`type`, `data`)."""
         data = {"id": str(new_snowflake()), "name": "kill", "type": 1}
-        return await self.command(data, by=by, permissions=permissions, channel=channel)
+        return await self.command(
+            data, by=by, permissions=permissions, channel=channel, locale=locale
+        )
 
     async def persona(
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
@@ -203,11 +213,13 @@ class RestBot:
         by: Person = Person.ALICE,
         permissions: int = 0,
         channel: int = CHANNEL_ID,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` runs the application command `data`: the library receives the gateway's
-        INTERACTION_CREATE and the cog answers over HTTP (deferred answers included). Returns
-        the interaction callback's body (`type`, `data`)."""
-        return await self._interaction(2, data, by, permissions, channel)
+        """`by` (their Discord set to `locale`) runs the application command `data`: the
+        library receives the gateway's INTERACTION_CREATE and the cog answers over HTTP
+        (deferred answers included). Returns the interaction callback's body (`type`,
+        `data`)."""
+        return await self._interaction(2, data, by, permissions, channel, locale=locale)
 
     async def press(
         self,
@@ -258,6 +270,7 @@ class RestBot:
         *,
         roles: Sequence[int] = (),
         extra: dict[str, Any] | None = None,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
         member = member_payload(by.id, by.username, bot=by.is_bot)
         member["roles"] = [str(role) for role in roles]
@@ -276,7 +289,8 @@ class RestBot:
             "channel_id": str(channel),
             "channel": {"id": str(channel), "type": 0, "guild_id": str(GUILD_ID)},
             "guild_id": str(GUILD_ID),
-            "locale": "en-US",
+            "locale": locale,
+            "guild_locale": self.server_locale,
             "app_permissions": str(READ_AND_SEND),
             "member": {**member, "permissions": str(permissions | READ_AND_SEND)},
             "data": data,
@@ -291,6 +305,25 @@ class RestBot:
             while len(callbacks) == before:  # noqa: ASYNC110
                 await asyncio.sleep(0.005)
         return callbacks[-1]
+
+    # -- locales (issue 36, words): the server's preferred locale, the commands registered --
+
+    def prefers_locale(self, locale: str) -> None:
+        """The server's admins set its preferred locale (Server Settings, Community):
+        GUILD_UPDATE carries the guild with it."""
+        self.server_locale = locale
+        guild = {**guild_payload(self.channel_ids), "preferred_locale": locale}
+        self.bot._connection.parsers["GUILD_UPDATE"](guild)
+
+    async def sync_commands(self) -> list[dict[str, Any]]:
+        """The library registers its application commands with Discord, as a bot does on
+        connecting (nextcord) or when told (discord.py's `tree.sync`); returns what Discord
+        then holds, globally."""
+        if self.library == "nextcord":
+            await self.bot.sync_application_commands()
+        else:
+            await self.bot.tree.sync()
+        return self.server.commands()
 
     async def settled(self, *channels: int) -> None:
         """Wait until the library's event tasks ran and the channels' turns (all unless

@@ -27,6 +27,7 @@ from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
 from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori.words import say
 
 
 def tell_held(channel: ConsoleChannel, held: Held, message_id: str) -> None:
@@ -146,13 +147,13 @@ class ConsoleSurface:
             return Verdict.NOBODY_TO_ASK
         answer: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._confirming = (ask, answer)
-        question = ask.prompt("you") + "\n(type yes to allow it, or no)"
+        question = say(ask.prompt("you")) + "\n(type yes to allow it, or no)"
         self._channel.ask(question, self._draft())
         try:
             async with asyncio.timeout(ask.timeout_s):
                 return await asyncio.shield(answer)
         except TimeoutError:
-            self._channel.interject(ask.settled(Verdict.TIMED_OUT, "you"))
+            self._channel.interject(say(ask.settled(Verdict.TIMED_OUT, "you")))
             return Verdict.TIMED_OUT
         finally:
             self._confirming = None
@@ -168,7 +169,7 @@ class ConsoleSurface:
         verdict = Verdict.ALLOWED if word in YES else Verdict.REFUSED
         if not answer.done():
             answer.set_result(verdict)
-        self._channel.interject(ask.settled(verdict, "you"))
+        self._channel.interject(say(ask.settled(verdict, "you")))
         return True
 
     def bot_port(self) -> ChannelPort:

@@ -13,7 +13,7 @@ from typing import Any
 import nextcord
 from nextcord.ext import commands
 
-from tomori.commands import table
+from tomori.commands import localized, table
 from tomori.commands.table import Audience
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin
@@ -237,9 +237,14 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
 
 
 def _declared(name: str) -> dict[str, Any]:
-    """A command's or group's name, description and (at the top) who may use it, where."""
+    """A command's or group's name, description (in every language the bot speaks) and (at
+    the top) who may use it, where."""
     command = table.command(name)
-    declared: dict[str, Any] = {"name": command.path[-1], "description": command.description}
+    declared: dict[str, Any] = {
+        "name": command.path[-1],
+        "description": command.description,
+        "description_localizations": localized.description(command),
+    }
     if len(command.path) == 1:
         if command.audience is not Audience.EVERYONE:
             permissions = nextcord.Permissions(**{command.audience.value: True})
@@ -250,11 +255,15 @@ def _declared(name: str) -> dict[str, Any]:
 
 
 def _option(command: str, name: str) -> Any:
-    """The option `name` of `command`, as the table declares it."""
-    option = table.command(command).option(name)
+    """The option `name` of `command`, as the table declares it, its description and choices
+    in every language the bot speaks."""
+    declared = table.command(command)
+    option = declared.option(name)
     return nextcord.SlashOption(
         name=option.name,
         description=option.description,
+        description_localizations=localized.option_description(declared, option),
+        choice_localizations=localized.choice_names(option) or None,
         required=option.required,
         choices=list(option.choices) or None,
         min_value=option.min_value,

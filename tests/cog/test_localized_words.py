@@ -1,0 +1,97 @@
+"""The bot speaks its reader's language, on both libraries against the Discord-faithful REST
+server: an answer to an interaction in the language of whoever ran it (else the server's,
+else English), a notice in a channel in the server's preferred language, and every command
+registered with its Japanese description and choice names, under its English name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot
+from tests.support.scripts import http_error
+from tests.support.waiting import until
+from tomori.commands import COMMANDS, localized
+from tomori.commands.table import SlashCommand
+from tomori.delivery.notices import KILL_NOTHING_TO_STOP, RATE_LIMITED
+from tomori.words import catalog
+
+JAPANESE = catalog("ja")
+
+
+def embed_of(reply: dict[str, Any]) -> dict[str, Any]:
+    assert reply["data"]["flags"] & 64  # ephemeral
+    [embed] = reply["data"]["embeds"]
+    return embed  # type: ignore[no-any-return]
+
+
+async def test_an_answer_to_a_command_is_in_its_users_language_then_the_servers_then_english(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    nothing = KILL_NOTHING_TO_STOP
+    in_japanese = embed_of(await bot.kill(locale="ja"))
+    assert in_japanese["title"] == JAPANESE["title.nothing_to_stop"] == "停止するものはありません"
+    assert in_japanese["description"] == JAPANESE["notice.kill_nothing_to_stop"]
+    in_french = embed_of(await bot.kill(locale="fr"))  # a language the bot does not speak
+    assert (in_french["title"], in_french["description"]) == (nothing.title, nothing.description)
+
+    bot.prefers_locale("ja")
+    assert embed_of(await bot.kill(locale="fr"))["title"] == "停止するものはありません"
+    in_english = embed_of(await bot.kill(locale="en-GB"))  # the user's language comes first
+    assert in_english["title"] == "Nothing to Stop"
+
+
+async def test_a_notice_in_a_channel_is_in_the_servers_preferred_language(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    bot.prefers_locale("ja")
+    llm_server.script(http_error(429))
+    bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    await until(lambda: any(m.embeds for m in bot.shown()))
+    [notice] = [embed for message in bot.shown() for embed in message.embeds]
+    assert notice["title"] == "レート制限中"
+    assert notice["description"] == RATE_LIMITED.in_locale("ja").description
+    assert "AIプロバイダー" in notice["description"]
+
+
+def registered_under(command: SlashCommand, payload: dict[str, Any]) -> None:
+    """`payload` (a command, group or subcommand as Discord holds it) carries the table's
+    English and the Japanese catalog's words for it, its options and their choices."""
+    assert payload["name"] == command.path[-1]
+    assert not payload.get("name_localizations")  # names stay as declared
+    assert payload["description"] == command.description
+    wanted = JAPANESE[localized.command_key(command)]
+    assert payload["description_localizations"] == {"ja": wanted}, command.name
+    below = {c.path[-1]: c for c in COMMANDS if c.path[:-1] == command.path}
+    for option in payload.get("options") or []:
+        if option["type"] in (1, 2):
+            registered_under(below[option["name"]], option)
+            continue
+        declared = command.option(option["name"])
+        key = localized.option_key(command, declared)
+        assert option["description_localizations"] == {"ja": JAPANESE[key]}, key
+        for choice in option.get("choices") or []:
+            name = JAPANESE[localized.choice_key(declared, choice["value"])]
+            assert choice["name"] == choice["value"]
+            assert choice["name_localizations"] == {"ja": name}
+
+
+async def test_every_command_is_registered_with_its_japanese_words(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    registered = {command["name"]: command for command in await bot.sync_commands()}
+    top = [command for command in COMMANDS if len(command.path) == 1]
+    assert set(registered) == {command.name for command in top}
+    for command in top:
+        registered_under(command, registered[command.name])
+    scope = registered["tomori"]["options"][0]["options"][1]
+    assert [c["name_localizations"] for c in scope["choices"]] == [
+        {"ja": "チャンネル"},
+        {"ja": "サーバー"},
+    ]

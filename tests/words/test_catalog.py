@@ -1,0 +1,126 @@
+"""Every language says every text, with the same placeholders, within what Discord shows.
+
+Over every key of every catalog (tomori/words/*.toml) and every command, option and choice of
+the slash command table (whose English is the table's own): a key missing in a language, a
+placeholder one language names and another does not, a text longer than Discord's cap where
+it is shown, or a number a translation drops fails here, naming the key.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tomori.commands import COMMANDS, localized
+from tomori.delivery import notices
+from tomori.tools.confirmation import PressRefusal
+from tomori.words import ENGLISH, LOCALES, Listed, catalog, chosen, said, say
+from tomori.words.catalog import cap, placeholders
+
+OTHERS = [locale for locale in LOCALES if locale != ENGLISH]
+COMMAND_TEXTS = dict(localized.english())
+"""The table's English by key: what the other languages must say of the commands."""
+NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+"""A command's or option's name as Discord takes it: lowercase, at most 32."""
+NUMBER = re.compile(r"\d[\d,]*")
+
+
+def english(key: str) -> str:
+    return catalog(ENGLISH).get(key) or COMMAND_TEXTS[key]
+
+
+@pytest.mark.parametrize("locale", OTHERS)
+def test_each_language_says_every_text_and_nothing_else(locale: str) -> None:
+    wanted = set(catalog(ENGLISH)) | set(COMMAND_TEXTS)
+    said_here = set(catalog(locale))
+    missing = wanted - said_here
+    # A choice's English name is its value; a language may leave it as it is.
+    missing -= {key for key in missing if key.startswith("choice.")}
+    assert not missing, f"{locale} lacks {sorted(missing)}"
+    assert not said_here - wanted, f"{locale} says what nothing shows: {sorted(said_here - wanted)}"
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_text_names_the_placeholders_english_does_and_fits_where_it_is_shown(
+    locale: str,
+) -> None:
+    for key, text in catalog(locale).items():
+        assert placeholders(text) == placeholders(english(key)), f"{locale} {key}"
+        assert text.strip(), f"{locale} {key} is empty"
+        assert len(text) <= cap(key), f"{locale} {key}: {len(text)} > {cap(key)}"
+
+
+@pytest.mark.parametrize("locale", OTHERS)
+def test_a_translated_command_text_keeps_the_numbers_its_english_gives(locale: str) -> None:
+    """A bound written into a description ("1 to 10", "2,000 characters") is said in every
+    language: a table whose bound moves fails here until each language moves it too."""
+    for key, text in COMMAND_TEXTS.items():
+        translated = catalog(locale).get(key, text)
+        for number in NUMBER.findall(text):
+            assert number in translated, f"{locale} {key} drops {number}"
+
+
+def test_the_tables_english_fits_discords_caps() -> None:
+    for key, text in COMMAND_TEXTS.items():
+        assert 1 <= len(text) <= cap(key), key
+    for command in COMMANDS:
+        assert all(NAME.match(part) for part in command.path), command.name
+        assert all(NAME.match(option.name) for option in command.options), command.name
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_a_notice_said_with_its_longest_values_still_fits_an_embed(locale: str) -> None:
+    """The notices whose values grow with the channel: forty members named, the rest
+    counted; a fallback after many models; a provider's reason."""
+    members = [str(10**18 + n) for n in range(notices.NAMED_AT_MOST + 10)]
+    grown = (
+        notices.cleared_by_kill(members),
+        notices.fallback_used("provider:" + "m" * 60, ["provider:" + "m" * 60] * 10),
+        notices.refused_by_provider("r" * 500),
+    )
+    for notice in grown:
+        shown = notice.in_locale(locale)
+        assert len(shown.title) <= 256
+        assert len(shown.description) <= 4_096
+
+
+def test_english_is_as_readers_know_it_and_japanese_says_it_in_japanese() -> None:
+    assert notices.KILL_STOPPED.description == (
+        "Stopped the active response stream (if any) and cleared queued responses in this channel."
+    )
+    japanese = notices.KILL_STOPPED.in_locale("ja")
+    assert (japanese.title, japanese.colour) == ("応答を停止しました", notices.KILL_STOPPED.colour)
+    assert say(PressRefusal.NOT_WAITING.words, "ja") == "この呼び出しは、もう回答を待っていません。"
+    assert say(said("scene.begins", cast=Listed(("A", "B", "C")), cycles="2")) == (
+        "The scene of A, B and C (2) begins. /kill stops it."
+    )
+    assert say(said("scene.begins", cast=Listed(("A", "B", "C")), cycles="2"), "ja").startswith(
+        "A、BとCのシーン"
+    )
+
+
+def test_words_said_with_other_values_than_their_text_names_are_refused_where_chosen() -> None:
+    with pytest.raises(KeyError):
+        said("notice.cooldown")
+    with pytest.raises(KeyError):
+        said("notice.cooldown", at=1, extra="x")
+    with pytest.raises(KeyError):
+        said("notice.no_such_text")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "language"),
+    [
+        (("ja", "en-US"), "ja"),
+        (("en-GB", "ja"), "en"),
+        (("fr", "ja"), "ja"),
+        (("fr", None), "en"),
+        ((None, None), "en"),
+        (("zh-TW", "es-ES"), "en"),
+    ],
+)
+def test_a_reader_gets_the_interactions_language_then_the_servers_then_english(
+    wanted: tuple[str | None, str | None], language: str
+) -> None:
+    assert chosen(*wanted) == language

@@ -1,0 +1,71 @@
+"""Words to say: a catalog key and its values, said in a reader's language where it is shown.
+
+The core builds a `Said` where it decides what to tell someone, never the text itself; the
+place that shows it says it (`say`) in the reader's language (`tomori.words.locales`).
+A value is said in the same language: a name as it is, a number as digits, another `Said`
+in turn, a `Listed` as that language lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tomori.words.catalog import ENGLISH, catalog, placeholders
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """Names said as a list, as the language lists: `a, b and c` in English, `a、bとc` in
+    Japanese; without `last`, by the separator alone (`a, b, c`; `a、b、c`)."""
+
+    items: tuple[str, ...]
+    last: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    key: str
+    values: tuple[tuple[str, str | int | Said | Listed], ...] = ()
+
+
+Text = str | Said
+"""What a place shows: words of the catalog, or a text of its own (a name, a model's label,
+a setting's error) shown as it is."""
+
+
+def said(key: str, **values: str | int | Said | Listed) -> Said:
+    """The catalog's text `key`, to be said with `values`: an unknown key, or values that are
+    not the ones its text names, raise at once (where the words are chosen, not where they
+    are shown)."""
+    english = catalog(ENGLISH).get(key)
+    if english is None:
+        raise KeyError(f"no text {key!r} in the catalog")
+    if placeholders(english) != values.keys():
+        raise KeyError(
+            f"{key!r} is said with {sorted(placeholders(english))}, not {sorted(values)}"
+        )
+    return Said(key, tuple(values.items()))
+
+
+def say(text: Text, locale: str = ENGLISH) -> str:
+    """`text` in `locale` (a language of `tomori.words.LOCALES`), its values filled."""
+    if isinstance(text, str):
+        return text
+    words = catalog(locale).get(text.key) or catalog(ENGLISH)[text.key]
+    return words.format_map({name: _value(value, locale) for name, value in text.values})
+
+
+def _value(value: str | int | Said | Listed, locale: str) -> str:
+    if isinstance(value, Said):
+        return say(value, locale)
+    if isinstance(value, Listed):
+        return _listed(value, locale)
+    return str(value)
+
+
+def _listed(listed: Listed, locale: str) -> str:
+    words, items = catalog(locale), listed.items
+    if not listed.last or len(items) < 2:
+        return words["list.separator"].join(items)
+    head = words["list.separator"].join(items[:-1])
+    return words["list.last"].format(head=head, last=items[-1])
