@@ -24,18 +24,18 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from typing import Any, Protocol
 
 from tomori.locks import TurnStop
+from tomori.words import said, say
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
+from tomori_cog.locales import of_interaction
 
 log = logging.getLogger(__name__)
 
 CUSTOM_ID_PREFIX = "tomori:stop:"
 """The start of a Stop button's custom id: `tomori:stop:<turn id>`."""
-STOP_LABEL = "Stop"
 ANSWER_WITHIN_S = 2.0
 """How long a press waits for its outcome before its reply is deferred (Discord drops an
 interaction not answered within 3 s)."""
@@ -45,14 +45,6 @@ stays, and a press on it says the answer ended."""
 MOST_REMEMBERED = 1_000
 """Messages whose button a press took away, remembered so their answer's end does not edit
 them again."""
-
-
-class PressReply(StrEnum):
-    """What a press is told, ephemerally, when it stops nothing."""
-
-    NOT_YOURS = "Only the member this answer is for, or a member with Manage Messages, can stop it."
-    ENDED = "This answer has already ended."
-    FAILED = "The answer could not be stopped just now: try /kill."
 
 
 def custom_id(turn_id: str) -> str:
@@ -103,9 +95,10 @@ class AnswerButton:
 class TurnButtons:
     """The Stop buttons of one turn's answers, one at a time: a new answer ends the last."""
 
-    def __init__(self, buttons: StopButtons, library: Library, turn_id: str) -> None:
+    def __init__(self, buttons: StopButtons, library: Library, turn_id: str, locale: str) -> None:
         self._buttons = buttons
-        self._view = library.buttons((STOP_LABEL, custom_id(turn_id), "danger"))
+        label = say(said("button.stop"), locale)
+        self._view = library.buttons((label, custom_id(turn_id), "danger"))
         self._current: AnswerButton | None = None
 
     def next_answer(self) -> AnswerButton:
@@ -128,8 +121,9 @@ class StopButtons:
         self._closed = False
         self._unbuttoned: OrderedDict[str, None] = OrderedDict()
 
-    def for_turn(self, turn_id: str) -> TurnButtons:
-        return TurnButtons(self, self._library, turn_id)
+    def for_turn(self, turn_id: str, locale: str) -> TurnButtons:
+        """The buttons of turn `turn_id`'s answers, labelled in `locale` (the server's)."""
+        return TurnButtons(self, self._library, turn_id, locale)
 
     # -- taking an ended answer's button away -----------------------------------------------
 
@@ -202,15 +196,15 @@ class StopButtons:
             if message is not None:
                 self._remember_unbuttoned(str(message.id))
             if outcome is TurnStop.ENDED:
-                await interaction.followup.send(PressReply.ENDED.value, ephemeral=True)
+                await interaction.followup.send(_told(outcome, interaction), ephemeral=True)
             return
-        await interaction.response.send_message(_told(outcome), ephemeral=True)
+        await interaction.response.send_message(_told(outcome, interaction), ephemeral=True)
 
     async def _follow_up(self, interaction: Any, outcome: TurnStop) -> None:
         """After a deferred reply: the presser is told what did not stop (a stopped turn's
         button goes when it ends)."""
         if outcome is not TurnStop.STOPPED:
-            await interaction.followup.send(_told(outcome), ephemeral=True)
+            await interaction.followup.send(_told(outcome, interaction), ephemeral=True)
 
     def _remember_unbuttoned(self, message_id: str) -> None:
         self._unbuttoned[message_id] = None
@@ -218,8 +212,7 @@ class StopButtons:
             self._unbuttoned.popitem(last=False)
 
 
-def _told(outcome: TurnStop) -> str:
-    return {
-        TurnStop.NOT_YOURS: PressReply.NOT_YOURS,
-        TurnStop.ENDED: PressReply.ENDED,
-    }.get(outcome, PressReply.FAILED).value
+def _told(outcome: TurnStop, interaction: Any) -> str:
+    """What a press that stopped nothing is told, ephemerally, in the presser's language."""
+    key = {TurnStop.NOT_YOURS: "not_yours", TurnStop.ENDED: "ended"}.get(outcome, "failed")
+    return say(said(f"reply.stop.{key}"), of_interaction(interaction))

@@ -30,6 +30,7 @@ from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.reading.history import HistoryReader
@@ -95,7 +96,7 @@ class DiscordSurface:
         self._parts = parts
         self._metrics = metrics
         self._channel = channel
-        self._buttons = parts.stop_buttons.for_turn(turn.turn_id)
+        self._buttons = parts.stop_buttons.for_turn(turn.turn_id, of_channel(channel))
         """Each answer's Stop button: a new answer (a port asked for) ends the last's."""
         self._guild = getattr(channel, "guild", None)
         self.notices = EmbedNotices(parts.library, channel, parts.pacing)

@@ -18,7 +18,8 @@ from tests.support.rest_bots import OpenRestBot, RestBot, posted
 from tests.support.scripts import finished
 from tests.support.waiting import until
 from tests.support.world import CHANNEL_ID, Person
-from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX, STOP_LABEL, PressReply
+from tomori.words import said, say
+from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX
 
 MANAGE_MESSAGES = 1 << 13
 PATIENT = {"stream_first_token_timeout_ms": 60_000, "stream_sdk_call_timeout_ms": 60_000}
@@ -46,7 +47,7 @@ def stop_id(message: ChannelMessage) -> str | None:
     for row in message.payload["components"]:
         for button in row["components"]:
             if button["custom_id"].startswith(CUSTOM_ID_PREFIX):
-                assert button["label"] == STOP_LABEL
+                assert button["label"] == "Stop"
                 return str(button["custom_id"])
     return None
 
@@ -101,7 +102,7 @@ async def test_its_asker_stops_an_answer_at_once_and_another_member_cannot(
     refused = await bot.press(message, button, by=Person.BOB)
     assert refused["type"] == 4
     assert refused["data"]["flags"] & 64
-    assert refused["data"]["content"] == PressReply.NOT_YOURS
+    assert refused["data"]["content"] == say(said("reply.stop.not_yours"))
     assert not connection.closed.is_set()
     assert stop_id(now(discord_rest, message)) == button  # still there, for its asker
 
@@ -117,7 +118,7 @@ async def test_its_asker_stops_an_answer_at_once_and_another_member_cannot(
     before = set(discord_rest.webhook_messages)
     again = await bot.press(message, button, by=Person.BOB)  # an old client still shows it
     assert again["type"] == 7
-    assert await told_ephemerally(discord_rest, before) == PressReply.ENDED
+    assert await told_ephemerally(discord_rest, before) == say(said("reply.stop.ended"))
     assert discord_rest.rate_limited == {"global": 0, "user": 0, "shared": 0}
 
 
@@ -149,7 +150,7 @@ async def test_an_old_answers_button_stops_no_newer_turn_and_goes_when_its_answe
     before = set(discord_rest.webhook_messages)
     old_press = await bot.press(first, old_button)  # by its asker, who asked both
     assert old_press["type"] == 7
-    assert await told_ephemerally(discord_rest, before) == PressReply.ENDED
+    assert await told_ephemerally(discord_rest, before) == say(said("reply.stop.ended"))
     assert not connection.closed.is_set()
     assert stop_id(now(discord_rest, second)) == new_button
 
@@ -182,7 +183,7 @@ async def test_a_press_reaching_another_process_stops_the_turn_the_first_runs(
 
     refused = await other.press(message, button, by=Person.BOB)
     assert refused["type"] == 4
-    assert refused["data"]["content"] == PressReply.NOT_YOURS
+    assert refused["data"]["content"] == say(said("reply.stop.not_yours"))
     stopped = await other.press(message, button)
     assert stopped["type"] == 7
     await stopped_at_once(llm_server.requests[0].connection)
