@@ -20,8 +20,9 @@ from tomori.cast.personas import (
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.scope import Scope
-from tomori.config.settings import ConfigError
+from tomori.config.settings import ConfigError, ShowErrors, ShowProgress
 from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.monitoring.status import ServerStatus, describe
@@ -194,6 +195,43 @@ def _follow_ups(enabled: bool) -> str:
     return "off (each message is answered in turn)"
 
 
+def set_progress(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowProgress)("mode", mode)  # Discord offers the choices; not trusted
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(progress=chosen))
+        return done(f"Progress in this server: {_progress(chosen)}.")
+
+    return action
+
+
+def _progress(mode: ShowProgress) -> str:
+    if mode is ShowProgress.REACTIONS:
+        return (
+            f"reactions (a message addressed to the bot shows {MARKS[Stage.QUEUED]} while it "
+            f"waits, {MARKS[Stage.WORKING]} while it is answered, {MARKS[Stage.TOOL]} while a "
+            f"tool runs, each once it lasted a second, removed once answered; "
+            f"{MARKS[Stage.STOPPED]} if stopped)"
+        )
+    return "off (no reactions; see /tomori errors for a failed answer)"
+
+
+def set_errors(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowErrors)("mode", mode)
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(errors=chosen))
+        return done(f"A failed answer in this server: {_errors(chosen)}.")
+
+    return action
+
+
+def _errors(mode: ShowErrors) -> str:
+    if mode is ShowErrors.REPLY:
+        return "reply (an embed says what went wrong)"
+    if mode is ShowErrors.REACT:
+        return f"react (a {MARKS[Stage.FAILED]} reaction on the message instead of an embed)"
+    return "silent (nothing in the channel; the bot's log says it)"
+
+
 def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if cooldown_ms is None and daily_tokens is None:
@@ -274,6 +312,8 @@ def _shown(resolved: Resolved) -> str:
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
+            f"Progress: {resolved.progress.value} ({resolved.progress.source})",
+            f"Errors: {resolved.errors.value} ({resolved.errors.source})",
             begins,
             f"System prompt ({resolved.system_prompt.source}):",
             _quoted(resolved.system_prompt.value),
