@@ -16,7 +16,7 @@ from tests.support.openai_wire import chunk
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot
 from tests.support.scripts import answer, finished, http_error
 from tests.support.waiting import until
-from tests.support.world import Person
+from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import ShowProgress
 from tomori.delivery.progress import MARKS, SHOW_AFTER_S, Stage
 
@@ -156,3 +156,25 @@ async def test_a_failed_answer_is_told_as_the_servers_errors_setting_says(
     shown = (await bot.tomori("show"))["data"]["embeds"][0]["description"]
     assert "Progress: off (this server)" in shown
     assert "Errors: reply (this server)" in shown
+
+
+async def test_a_channel_refusing_reactions_costs_one_request_and_answers_as_ever(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Without Add Reactions, the first mark is refused (403, an invalid request toward
+    Discord's ban): the channel shows no marks for a while, and answers as ever."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    server.refuse_reactions(CHANNEL_ID)
+    for n in (1, 2):
+        go = asyncio.Event()
+        llm_server.script(held(f"Answer {n}.", go))
+        bot.say(f"{bot.mention()} question {n}")
+        await until(lambda: server.requests_by_route["reaction"] == 1)
+        if n == 2:
+            await asyncio.sleep(SHOW_AFTER_S * 2)  # twice as long as a mark takes to show
+        go.set()
+        await bot.settled()
+    assert bot.contents() == ["Answer 1.", "Answer 2."]
+    assert server.requests_by_route["reaction"] == 1
+    assert server.reaction_log == []

@@ -11,7 +11,8 @@ So the cog's own requests ask here first:
   requests wait, the most urgent goes first (`Urgency`): the history read a turn starts with,
   a turn's first text and notices, an answer's last text, then intermediate edits (which
   coalesce while they wait: the writer composes its text only once its turn comes; they also
-  wait out a backlog, since their answer's last text will carry them), then typing.
+  wait out a backlog, since their answer's last text will carry them), then typing, then a
+  trigger's progress marks (which wait out a backlog too).
 - `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
   Discord would refuse it, and never waits for another channel's bucket.
 
