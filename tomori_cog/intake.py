@@ -224,7 +224,12 @@ class Intake:
         so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
         askers = cleared_askers(triggers)
         channel_id = triggers[0].channel_id
-        marked = [t.message_id for t in triggers if _marked(t)]
+        marked = [
+            message_id
+            for trigger in triggers
+            if (message_id := trigger.message_id) is not None
+            and TurnRequest.of(trigger).surfaces_errors  # a direct one: it may show marks
+        ]
         if not (askers.replied or askers.named or marked):
             return
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
@@ -233,7 +238,6 @@ class Intake:
         if marked:  # a queued mark any process put on them comes down
             visibility = await self._parts.config.visibility(_guild_id(channel))
             for message_id in marked:
-                assert message_id is not None
                 self._parts.marks.ended(channel, message_id, visibility.stages, Stage.STOPPED)
         library, pacing = self._parts.library, self._parts.pacing
         for message_id in askers.replied:
@@ -248,11 +252,6 @@ class Intake:
         if channel is not None:
             notices = EmbedNotices(self._parts.library, channel, self._parts.pacing)
             await post_notice_safely(notices, notice, channel_id)
-
-
-def _marked(trigger: Trigger) -> bool:
-    """Whether a queued trigger may show progress marks: a message addressed directly."""
-    return trigger.message_id is not None and TurnRequest.of(trigger).surfaces_errors
 
 
 def _guild_id(channel: Any) -> int | None:

@@ -185,7 +185,9 @@ class RequestBudget:
                 return
             self._tokens -= 1
             self.granted += 1
-            if now - head.since >= BACKLOG_WAIT_S:
+            if now - head.since >= BACKLOG_WAIT_S and head.urgency is not Urgency.REACTION:
+                # A mark waits behind everything by design: its wait says nothing of the
+                # token's load, and counted, each would hold the next back a quiet spell more.
                 self._backlog_at = now
             heapq.heappop(self._waiting).granted.set_result(None)
 
