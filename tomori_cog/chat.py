@@ -43,6 +43,7 @@ from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.proxies import Proxies
 from tomori_cog.listener.reply_rule import ReplyRule
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.progress_marks import ProgressMarks
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
@@ -82,6 +83,8 @@ class TomoriChat:
         """Tool calls waiting for their asker's press: the cogs' listener hands presses here."""
         self.stop_buttons = StopButtons(library, self.stop_turn)
         """Each answer's Stop button: the cogs' listener hands presses here."""
+        self.marks = ProgressMarks(bot, library, self.pacing, self._locks)
+        """The triggers showing their progress as the bot's reactions."""
         self._parts = DiscordParts(
             bot,
             library,
@@ -95,6 +98,7 @@ class TomoriChat:
             LiveMessages(seconds(settings.queue_max_age_ms)),
             self.confirmations,
             self.stop_buttons,
+            self.marks,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""
@@ -157,15 +161,18 @@ class TomoriChat:
         async with self._start_lock:
             self._closed = True
             self.proxies.close()
+            self.marks.close()
             if self._runtime is not None:  # forgotten only once closed: a close cut short by
                 await self._runtime.aclose()  # its caller's deadline is finished by the next
                 self._runtime = None
             await self.stop_buttons.close()  # the stopped turns' buttons stay: they say so
 
     async def wait_idle(self, channel_id: int) -> None:
-        """Wait until the channel's running and queued turns are done (for tests and tools)."""
+        """Wait until the channel's running and queued turns are done, and their triggers
+        show how they ended (for tests and tools)."""
         if self._runtime is not None:
             await self._runtime.locks.wait_idle(str(channel_id))
+        await self.marks.settled(channel_id)
 
     # -- a turn -------------------------------------------------------------------------------
 

@@ -3,9 +3,10 @@
 A message the bot sees is remembered (the history's memory), may be a proxy's repost of a
 member's message (answered as theirs), may be a stop word (it stops its user's answer), and is
 answered or not by the reply rule; one to answer passes the gate (deliverability, bot loops, the
-member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest`. Edits
-and deletes reach a message still waiting for its turn; one dropped for age, or cleared by
-another's /kill, is told so.
+member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest` (a
+direct one shows its queued mark once it waited a second). Edits and deletes reach a message
+still waiting for its turn; one dropped for age, or cleared by another's /kill, is told so, as
+its server's settings say.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tomori.delivery.notices import (
     post_notice_safely,
     respond_dropped,
 )
+from tomori.delivery.progress import Stage
 from tomori.locks import Admission, ChannelLocks, Trigger
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
@@ -133,6 +135,9 @@ class Intake:
         admission = await locks.submit(trigger)
         if admission in (Admission.IGNORED, Admission.FAILED, Admission.QUEUE_FULL):
             self._parts.live_messages.take(trigger.message_id or "")
+        if admission in (Admission.QUEUED, Admission.FOLLOW_UP) and surface_errors:
+            visibility = await self._parts.config.visibility(guild_id_of(message))
+            self._parts.marks.queued(message.channel, str(message.id), visibility.stages)
         if admission is Admission.QUEUE_FULL and surface_errors:
             notices = EmbedNotices(
                 self._parts.library, message.channel, self._parts.pacing, reply_to=message.id
@@ -204,6 +209,11 @@ class Intake:
         channel = await find_channel(self._parts.bot, self._parts.library, int(trigger.channel_id))
         if channel is None:
             return
+        visibility = await self._parts.config.visibility(_guild_id(channel))
+        self._parts.marks.ended(channel, trigger.message_id, visibility.stages, Stage.FAILED)
+        if not visibility.replies:
+            log.info("message %s dropped unanswered; told as the server says", trigger.message_id)
+            return
         notices = EmbedNotices(
             self._parts.library, channel, self._parts.pacing, reply_to=int(trigger.message_id)
         )
@@ -214,11 +224,21 @@ class Intake:
         so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
         askers = cleared_askers(triggers)
         channel_id = triggers[0].channel_id
-        if not (askers.replied or askers.named):
+        marked = [
+            message_id
+            for trigger in triggers
+            if (message_id := trigger.message_id) is not None
+            and TurnRequest.of(trigger).surfaces_errors  # a direct one: it may show marks
+        ]
+        if not (askers.replied or askers.named or marked):
             return
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
         if channel is None:
             return
+        if marked:  # a queued mark any process put on them comes down
+            visibility = await self._parts.config.visibility(_guild_id(channel))
+            for message_id in marked:
+                self._parts.marks.ended(channel, message_id, visibility.stages, Stage.STOPPED)
         library, pacing = self._parts.library, self._parts.pacing
         for message_id in askers.replied:
             notices = EmbedNotices(library, channel, pacing, reply_to=int(message_id))
@@ -232,3 +252,8 @@ class Intake:
         if channel is not None:
             notices = EmbedNotices(self._parts.library, channel, self._parts.pacing)
             await post_notice_safely(notices, notice, channel_id)
+
+
+def _guild_id(channel: Any) -> int | None:
+    guild = getattr(channel, "guild", None)
+    return None if guild is None else int(guild.id)

@@ -2,8 +2,9 @@
 
 The turn itself is the core's (`tomori.turns.play`); this answers its questions about one
 channel of the bot's library: the trigger (kept from the gateway, else fetched), the limits
-the asker is held to as the turn starts, typing, one read of the history, and the ports the
-bot and each persona post through (a persona's through the channel's webhook).
+the asker is held to as the turn starts, typing, one read of the history, the ports the bot and
+each persona post through (a persona's through the channel's webhook), and the trigger's
+progress marks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.port import ChannelPort
+from tomori.delivery.progress import ProgressHook, Stage
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
@@ -33,6 +35,7 @@ from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.persona_port import PersonaPort, wardrobe_of
+from tomori_cog.progress_marks import ProgressMarks
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
@@ -59,6 +62,7 @@ class DiscordParts:
     live_messages: LiveMessages
     confirmations: Confirmations
     stop_buttons: StopButtons
+    marks: ProgressMarks
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -202,6 +206,11 @@ class DiscordSurface:
         answer's Stop button away."""
         self._images.release()
         self._buttons.end()
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        return self._parts.marks.progress(self._channel, message_id, visible, from_queue=from_queue)
 
     def bot_port(self) -> ChannelPort:
         return self._library_port(self._buttons.next_answer())

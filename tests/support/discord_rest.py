@@ -29,6 +29,9 @@ production and not what an unlimited fake lets through:
   echoed in the message, and with `enforce_nonce` checked for uniqueness over the last few
   minutes (`NONCE_WINDOW_S`): a create with the nonce of a message the same author created
   then gets that message back, and nothing new is created;
+- the bot's own reactions (Create Reaction, Delete Own Reaction: one bucket per channel, one
+  request per 0.25 s), logged in order so a test asserts what a message showed over time
+  (`marks_of`, `reactions_on`);
 - Discord's own failures, on demand (`fail_next`): a route's next requests answered with a 5xx,
   or their connection dropped unanswered, with what they asked done or not (`landed`), which
   neither says.
@@ -104,6 +107,7 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "commands": RouteLimit(5, 1.0),
     "users_me": RouteLimit(5, 1.0),
     "gateway": RouteLimit(5, 1.0),
+    "reaction": RouteLimit(1, 0.25),
 }
 """The routes the server answers, by name, with their default bucket sizes."""
 
@@ -216,6 +220,20 @@ class ChannelMessage:
         """The message it replies to, if it is a reply."""
         reference = self.payload.get("message_reference")
         return int(reference["message_id"]) if reference else None
+
+
+@dataclass(frozen=True)
+class ReactionChange:
+    """One reaction request of the bot that Discord took (issue 36, progress)."""
+
+    at: float
+    """`time.monotonic()` of the server's process."""
+    channel_id: int
+    message_id: int
+    emoji: str
+    added: bool
+    changed: bool
+    """Whether it changed what the message shows (adding one it had changes nothing)."""
 
 
 @dataclass
@@ -409,6 +427,9 @@ class DiscordRestServer:
         """The requests answered with a failure (`fail_next`), by route name."""
         self.typed_in: list[int] = []
         """The channel of each typing request answered, in order."""
+        self.reaction_log: list[ReactionChange] = []
+        """Every reaction the bot added or removed, in order (`marks_of`, `reactions_on`)."""
+        self._reactions_refused: set[int] = set()
 
         self._global = _Bucket(RouteLimit(global_limit, global_window))
         self._buckets: dict[tuple[str, str], _Bucket] = {}
@@ -798,10 +819,64 @@ class DiscordRestServer:
             return 200, self._created(channel_id, body).payload
         if name == "history":
             return 200, self._history(channel_id, request.query)
+        if name == "reaction":
+            return self._reaction(request.method, channel_id, p)
         message = self._find(channel_id, int(p["message_id"]))
         if name == "message_edit":
             self._edit(message, body)
         return 200, message.payload
+
+    # -- reactions (issue 36, progress) ----------------------------------------------------------
+    # Create Reaction (PUT .../reactions/{emoji}/@me) and Delete Own Reaction (DELETE, the same
+    # path) answer 204, and each is idempotent: adding a reaction the bot already has, or
+    # removing one it has not, changes nothing and still answers 204. 404 10008 for an unknown
+    # message; 403 50013 where the bot may not react (`refuse_reactions`). A message object
+    # carries its reactions as Discord's does (`emoji`, `count`, `me`).
+
+    def refuse_reactions(self, channel_id: int) -> None:
+        """The bot loses Add Reactions in `channel_id`: its reactions there get 403 50013."""
+        self._reactions_refused.add(channel_id)
+
+    def reactions_on(self, message_id: int) -> list[str]:
+        """The bot's reactions on `message_id` now, in the order they were added."""
+        shown: list[str] = []
+        for change in self.reaction_log:
+            if change.message_id != message_id:
+                continue
+            if change.added and change.emoji not in shown:
+                shown.append(change.emoji)
+            elif not change.added and change.emoji in shown:
+                shown.remove(change.emoji)
+        return shown
+
+    def marks_of(self, message_id: int) -> list[str]:
+        """What the bot did to `message_id`'s reactions, in order: "+emoji" added, "-emoji"
+        removed (requests that changed nothing left out)."""
+        return [
+            f"{'+' if c.added else '-'}{c.emoji}"
+            for c in self.reaction_log
+            if c.message_id == message_id and c.changed
+        ]
+
+    def _reaction(self, method: str, channel_id: int, p: Mapping[str, str]) -> tuple[int, Any]:
+        if channel_id in self._reactions_refused:
+            raise _Answer(403, 50013, "Missing Permissions")
+        message = self._find(channel_id, int(p["message_id"]))
+        emoji = p["emoji"]
+        if not emoji or emoji.startswith(":"):
+            raise _Answer(400, 10014, "Unknown Emoji")
+        added = method == "PUT"
+        had = emoji in self.reactions_on(message.id)
+        self.reaction_log.append(
+            ReactionChange(time.monotonic(), channel_id, message.id, emoji, added, added != had)
+        )
+        payload = message.payload
+        payload["reactions"] = [
+            {"emoji": {"id": None, "name": name}, "count": 1, "me": True}
+            for name in self.reactions_on(message.id)
+        ]
+        message.payload_json = json.dumps(payload)
+        return 204, None
 
     def _require_channel(self, channel_id: int) -> None:
         if channel_id not in self._channels:
@@ -1181,6 +1256,20 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
         ("applications", "{application_id}", "guilds", "{guild_id}", "commands", "{command_id}"),
         "commands",
         ("guild_id",),
+    ),
+    # -- reactions (issue 36, progress) --
+    # Create Reaction and Delete Own Reaction share one bucket per channel: 1 per 0.25 s.
+    (
+        "PUT",
+        ("channels", "{channel_id}", "messages", "{message_id}", "reactions", "{emoji}", "@me"),
+        "reaction",
+        ("channel_id",),
+    ),
+    (
+        "DELETE",
+        ("channels", "{channel_id}", "messages", "{message_id}", "reactions", "{emoji}", "@me"),
+        "reaction",
+        ("channel_id",),
     ),
     ("GET", ("users", "@me"), "users_me", ()),
     ("GET", ("gateway", "bot"), "gateway", ()),

@@ -22,6 +22,7 @@ from tomori.cast.scenes import (
     MIN_CYCLES,
 )
 from tomori.config.scope import Scope
+from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy import admin, cast_admin, tools_admin
@@ -292,6 +293,28 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "Whether a new message of the user being answered stops the answer",
         _enabled("true: the next answer covers both messages; false: each is answered in turn"),
         action=lambda given: admin.set_follow_ups(given["enabled"]),
+    ),
+    _tomori(
+        "progress",
+        "Show a message's progress as reactions on it (waiting, working, a tool), or not",
+        Option(
+            "mode",
+            "reactions (the default) or off",
+            required=True,
+            choices=tuple(mode.value for mode in ShowProgress),
+        ),
+        action=lambda given: admin.set_progress(given["mode"]),
+    ),
+    _tomori(
+        "errors",
+        "How a message whose answer failed is told: an embed, a reaction, or nothing",
+        Option(
+            "mode",
+            "reply (an embed, the default), react (a warning reaction) or silent",
+            required=True,
+            choices=tuple(mode.value for mode in ShowErrors),
+        ),
+        action=lambda given: admin.set_errors(given["mode"]),
     ),
     _tomori(
         "tools",

@@ -22,6 +22,7 @@ from tomori.console.channel import ConsoleChannel
 from tomori.console.history import ConsoleMessage
 from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
 from tomori.delivery.port import ChannelPort, Urgency
+from tomori.delivery.progress import NO_PROGRESS, ProgressHook, Stage
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
@@ -171,6 +172,12 @@ class ConsoleSurface:
             answer.set_result(verdict)
         self._channel.interject(say(ask.settled(verdict, "you")))
         return True
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        """The terminal has no reactions: its answers show the progress themselves."""
+        return NO_PROGRESS
 
     def bot_port(self) -> ChannelPort:
         return self._channel

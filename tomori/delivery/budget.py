@@ -11,9 +11,10 @@ So the cog's own requests ask here first:
   requests wait, the most urgent goes first (`Urgency`): the history read a turn starts with,
   a turn's first text and notices, an answer's last text, then intermediate edits (which
   coalesce while they wait: the writer composes its text only once its turn comes; they also
-  wait out a backlog, since their answer's last text will carry them), then typing, then
-  tidy-ups (an ended answer's Stop button taken away), which also wait for room to spare in
-  their channel's bucket holding no place in it (`ChannelPace.spare_in`).
+  wait out a backlog, since their answer's last text will carry them), then typing, then a
+  trigger's progress marks (which wait out a backlog too), then tidy-ups (an ended answer's
+  Stop button taken away), which also wait for room to spare in their channel's bucket
+  holding no place in it (`ChannelPace.spare_in`).
 - `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
   Discord would refuse it, and never waits for another channel's bucket.
 
@@ -188,7 +189,10 @@ class RequestBudget:
                 return
             self._tokens -= 1
             self.granted += 1
-            if now - head.since >= BACKLOG_WAIT_S:
+            if now - head.since >= BACKLOG_WAIT_S and head.urgency < Urgency.REACTION:
+                # A mark or a tidy-up waits behind everything by design: its wait says nothing
+                # of the token's load, and counted, each would hold the next back a quiet
+                # spell more.
                 self._backlog_at = now
             heapq.heappop(self._waiting).granted.set_result(None)
 

@@ -131,6 +131,8 @@ async def run_chain(
     With `health`, a model it says is sick is skipped, unless it is the last of the chain, and
     each model asked is judged by how its part ended (`generation.health`)."""
     result = await _try_models(chain, providers, request, env, health)
+    if result.status not in (StreamStatus.COMPLETED, StreamStatus.STOPPED_BY_USER):
+        env.state.failed = True
     metrics = env.state.metrics
     if metrics is not None:
         for model, usage in result.usage().items():

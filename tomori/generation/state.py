@@ -1,9 +1,10 @@
 """What a turn carries through its passes: its state.
 
 It is the one mutable object shared by the turn, its passes and their writers: the progress
-hook `stream_once` installs, whether user-facing errors are held back for a pending fallback,
-the list of every message the turn delivered, and the tokens it may still spend. Writers see
-it as an `AnswerRecord` (`tomori.delivery.port`).
+hook `stream_once` installs, where the turn reports its stage (its trigger shows it), whether
+user-facing errors are held back for a pending fallback, the list of every message the turn
+delivered, and the tokens it may still spend. Writers see it as an `AnswerRecord`
+(`tomori.delivery.port`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol
 
 from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
 from tomori.delivery.port import DeliveredMessage
+from tomori.delivery.progress import NO_PROGRESS, ProgressHook
 from tomori.generation.results import TurnOutcome, TurnUsage
 from tomori.providers.base import Usage
 from tomori.tools.confirmation import Confirmer
@@ -69,6 +71,11 @@ class TurnState:
     budget: TokenBudget | None = None
     """The asker's daily tokens, checked between passes (None: no token limit holds); shared
     by every persona's answer in the turn."""
+    progress: ProgressHook = NO_PROGRESS
+    """Where the turn reports its stage (`tomori.delivery.progress`): its trigger shows it."""
+    failed: bool = False
+    """A model chain of the turn ended without its answer (an error, a timeout, an empty
+    answer, the day's tokens spent): what the turn's trigger shows as it ends."""
     first_token_by: float | None = None
     """When set, the next pass waits for its first token until then at most (`time.monotonic`),
     not its whole budget, and clears it: a retry must fit the budget of the pass it retries

@@ -20,8 +20,9 @@ from tomori.cast.personas import (
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.scope import Scope
-from tomori.config.settings import ConfigError
+from tomori.config.settings import ConfigError, ShowErrors, ShowProgress
 from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.monitoring.status import ServerStatus, describe
@@ -184,6 +185,32 @@ def set_follow_ups(enabled: bool) -> Action:
     return action
 
 
+def set_progress(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowProgress)("mode", mode)  # Discord offers the choices; not trusted
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(progress=chosen))
+        if chosen is ShowProgress.REACTIONS:
+            marks = {stage.value: MARKS[stage] or "" for stage in _SHOWN_STAGES}
+            return done(said("settings.progress_reactions", **marks))
+        return done(said("settings.progress_off"))
+
+    return action
+
+
+_SHOWN_STAGES = (Stage.QUEUED, Stage.WORKING, Stage.TOOL, Stage.STOPPED)
+
+
+def set_errors(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowErrors)("mode", mode)
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(errors=chosen))
+        if chosen is ShowErrors.REACT:
+            return done(said("settings.errors_react", failed=MARKS[Stage.FAILED] or ""))
+        return done(said(f"settings.errors_{chosen.value}"))
+
+    return action
+
+
 def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if cooldown_ms is None and daily_tokens is None:
@@ -263,6 +290,8 @@ def _shown(resolved: Resolved) -> str:
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
+            f"Progress: {resolved.progress.value} ({resolved.progress.source})",
+            f"Errors: {resolved.errors.value} ({resolved.errors.source})",
             begins,
             f"System prompt ({resolved.system_prompt.source}):",
             _quoted(resolved.system_prompt.value),

@@ -1,5 +1,6 @@
 """Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
-whether a server allows scenes since 0013, the prefill since 0014).
+whether a server allows scenes since 0013, the prefill since 0014, its progress and errors
+settings since 0021).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import astuple, fields
+from enum import StrEnum
 
 from tomori.config.scope import Scope
+from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.policy.overrides import NOTHING, Overrides
 from tomori.store import Database, Row, StoreError
 
@@ -31,9 +34,11 @@ _SERVER_COLUMNS = (
     "scenes",
     "prefill",
     "follow_ups",
+    "progress",
+    "errors",
 )
 _NOT_THERE = {
-    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups"),
+    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups", "progress", "errors"),
     "server": ("autoreply",),
 }
 
@@ -106,7 +111,7 @@ class OverrideStore:
             raise ValueError(f"{changes} sets a value a {scope} does not have")
         if not given:
             return
-        stored = [int(v) if isinstance(v, bool) else v for v in (values[n] for n in given)]
+        stored = [_stored(values[name]) for name in given]
         async with self._db.transaction() as tx:
             now = await tx.now()
             if scope is Scope.CHANNEL:
@@ -183,7 +188,25 @@ def _overrides(row: Row) -> Overrides:
         scenes=_flag(row["scenes"]),
         prefill=row["prefill"],
         follow_ups=_flag(row["follow_ups"]),
+        progress=_chosen(ShowProgress, row["progress"]),
+        errors=_chosen(ShowErrors, row["errors"]),
     )
+
+
+def _chosen[E: StrEnum](kind: type[E], stored: str | None) -> E | None:
+    """A stored choice; None for none, or for one this version does not know (a newer
+    version's, or a hand-edited row): the next scope out applies."""
+    try:
+        return None if stored is None else kind(stored)
+    except ValueError:
+        return None
+
+
+def _stored(value: object) -> object:
+    """A value as its column keeps it: a flag as 0 or 1, a choice as its text."""
+    if isinstance(value, bool):
+        return int(value)
+    return value.value if isinstance(value, StrEnum) else value
 
 
 def _flag(stored: int | None) -> bool | None:

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from tomori.config.models import ModelChain
 from tomori.config.parsers import ConfigError
-from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
+from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS, ShowErrors, ShowProgress
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 MAX_PROMPT_CHARS = 4_000
@@ -56,6 +56,10 @@ class Overrides:
     """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
     follow_ups: bool | None = None
     """A server's only: whether a message of the user being answered stops the answer."""
+    progress: ShowProgress | None = None
+    """A server's only: whether its direct triggers show their turn's progress as reactions."""
+    errors: ShowErrors | None = None
+    """A server's only: how a direct trigger whose turn failed is told so."""
 
     @property
     def empty(self) -> bool:
@@ -84,6 +88,10 @@ class Defaults:
     """None: the environment sets no prefill."""
     follow_ups: bool = True
     """`TOMORI_FOLLOW_UPS`."""
+    progress: ShowProgress = ShowProgress.REACTIONS
+    """`TOMORI_PROGRESS`."""
+    errors: ShowErrors = ShowErrors.REPLY
+    """`TOMORI_ERRORS`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,10 @@ class Resolved:
     """"" is none."""
     follow_ups: Sourced[bool]
     """A server's only, like `cooldown_ms`."""
+    progress: Sourced[ShowProgress]
+    """A server's only, like `cooldown_ms`."""
+    errors: Sourced[ShowErrors]
+    """A server's only, like `cooldown_ms`."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -122,6 +134,8 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         scenes=_first(None, server.scenes, defaults.scenes),
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
         follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
+        progress=_first(None, server.progress, defaults.progress),
+        errors=_first(None, server.errors, defaults.errors),
     )
 
 

@@ -9,7 +9,8 @@ a failure there (a Discord call that got no answer, the database) is told to who
 directly, as a failed generation would be, since the chain's own notices never ran. Then the
 bot answers, or the personas the trigger called (`cast.py`), or a scene's lines, each pass
 within what the asker's day has left (`tomori.policy.turn_budget`): a turn that runs out says
-so once, after what it showed.
+so once, after what it showed. A direct trigger shows the turn's stage as it goes, and how it
+ended (`tomori.delivery.progress`); where its server says so, failures are only logged.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 
 from tomori.cast.personas import Persona
 from tomori.delivery.notices import GENERATION_ERROR
+from tomori.delivery.progress import LoggedNotices, ending
+from tomori.delivery.progress import Stage as ProgressStage
 from tomori.generation.answering import answer_turn
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
@@ -61,6 +64,38 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
     )
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
         return  # scenes are played in a server's channels the bot may post in
+    await _shown_on_trigger(stage, surface, turn, state, request)
+    try:
+        await _played(stage, surface, turn, guard, state, request)
+    finally:
+        stopped = guard.stop_requested() or guard.stop_reason() is not None
+        state.progress.report(ending(stopped=stopped, failed=state.failed or state.undelivered))
+
+
+async def _shown_on_trigger(
+    stage: Stage, surface: Surface, turn: Turn, state: TurnState, request: TurnRequest
+) -> None:
+    """A direct trigger shows the turn's progress, and its server's errors setting decides
+    whether a failure is told in the channel or only logged; an ambient trigger, a scene and a
+    /respond (no message to mark) show nothing and tell as before."""
+    message_id = state.trigger_message_id
+    if not request.surfaces_errors or message_id is None:
+        return
+    visibility = await stage.config.visibility(surface.guild_id)
+    if not visibility.replies:
+        state.notices = LoggedNotices(surface.channel_id)
+    state.progress = surface.progress(message_id, visibility.stages, from_queue=turn.from_queue)
+    state.progress.report(ProgressStage.WORKING)
+
+
+async def _played(
+    stage: Stage,
+    surface: Surface,
+    turn: Turn,
+    guard: TurnGuard,
+    state: TurnState,
+    request: TurnRequest,
+) -> None:
     async with AsyncExitStack() as typing:
         try:
             prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
@@ -69,6 +104,7 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
             return
         except Exception:
+            state.failed = True
             stage.record_unasked(state, StreamStatus.ERROR)
             log.exception(
                 "turn %s in channel %s failed before any model was asked",

@@ -29,6 +29,8 @@ from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_s
 from tomori_cog.library import Library
 
 Scope = Literal["channel", "server"]
+ProgressMode = Literal["reactions", "off"]
+ErrorsMode = Literal["reply", "react", "silent"]
 Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
@@ -137,6 +139,16 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         @_as_declared("tomori followups")
         async def followups(self, interaction: Interaction, enabled: bool) -> None:
             await self.run(interaction, "tomori followups", enabled=enabled)
+
+        @tomori.command(**_declared("tomori progress"))
+        @_as_declared("tomori progress")
+        async def progress(self, interaction: Interaction, mode: ProgressMode) -> None:
+            await self.run(interaction, "tomori progress", mode=mode)
+
+        @tomori.command(**_declared("tomori errors"))
+        @_as_declared("tomori errors")
+        async def errors(self, interaction: Interaction, mode: ErrorsMode) -> None:
+            await self.run(interaction, "tomori errors", mode=mode)
 
         @tomori.command(**_declared("tomori tools"))
         @_as_declared("tomori tools")

@@ -122,6 +122,18 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         ) -> None:
             await self.run(interaction, "tomori followups", enabled=enabled)
 
+        @tomori.subcommand(**_declared("tomori progress"))  # type: ignore[untyped-decorator]
+        async def progress(
+            self, interaction: Interaction, mode: str = _option("tomori progress", "mode")
+        ) -> None:
+            await self.run(interaction, "tomori progress", mode=mode)
+
+        @tomori.subcommand(**_declared("tomori errors"))  # type: ignore[untyped-decorator]
+        async def errors(
+            self, interaction: Interaction, mode: str = _option("tomori errors", "mode")
+        ) -> None:
+            await self.run(interaction, "tomori errors", mode=mode)
+
         @tomori.subcommand(**_declared("tomori tools"))  # type: ignore[untyped-decorator]
         async def tools(
             self,
