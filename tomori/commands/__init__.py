@@ -1,13 +1,17 @@
 """The slash commands, declared once for both Discord libraries and the console.
 
 - `table.py`  every command: its path, description, options (kind, bounds, choices), who may
-              use it, and a `/tomori` subcommand's action
+              use it, and a `/tomori` subcommand's action; and the commands on a message
+              (`MESSAGE_COMMANDS`: "Why no answer?")
 """
 
 from tomori.commands.table import (
     COMMANDS,
+    MESSAGE_COMMANDS,
+    WHY,
     Audience,
     Given,
+    MessageCommand,
     Option,
     OptionKind,
     SlashCommand,
@@ -18,8 +22,11 @@ from tomori.commands.table import (
 
 __all__ = [
     "COMMANDS",
+    "MESSAGE_COMMANDS",
+    "WHY",
     "Audience",
     "Given",
+    "MessageCommand",
     "Option",
     "OptionKind",
     "SlashCommand",
