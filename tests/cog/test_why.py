@@ -14,7 +14,8 @@ from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import new_snowflake
 from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, said, user_message
-from tests.support.scripts import answer, http_error, silent
+from tests.support.scripts import answer, http_error, in_parts, silent
+from tests.support.waiting import until
 from tests.support.world import CHANNEL_ID, Person
 from tomori.commands import WHY
 from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
@@ -112,3 +113,20 @@ async def test_each_message_is_told_what_became_of_it_and_only_its_sender_or_a_m
     again = await open_rest_bot(settings, chain)
     assert await why(again, failed) == all_failed
     assert "waited too long" in await why(again, dropped, by=Person.BOB)
+
+
+async def test_an_answer_a_moderator_stopped_says_so_and_what_it_delivered(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(in_parts("A first paragraph.\n\n", "and more", gap=30))
+    stopped = bot.say(f"{bot.mention()} {SECRET} one")
+    cleared = bot.say(f"{bot.mention()} {SECRET} two")  # queued behind it
+    await until(lambda: bot.contents() != [])
+    await bot.kill(by=Person.BOB, permissions=MANAGE_MESSAGES)
+    await bot.settled()
+
+    told = await why(bot, stopped)
+    assert "stopped by a moderator's /kill" in told
+    assert "Delivered: 1 message." in told
+    assert "Cleared from the queue by another member's /kill." in await why(bot, cleared)
