@@ -27,6 +27,14 @@ from tomori.delivery.notices import (
     Notice,
 )
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard, TurnStop
+from tomori.monitoring.why import (
+    NO_RECORD_NOTICE,
+    NOT_YOURS,
+    Unaddressed,
+    may_read,
+    told,
+    unaddressed,
+)
 from tomori.policy.limits import BotTurns
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
@@ -104,7 +112,7 @@ class TomoriChat:
         """Personas drawn in by another's answer, per channel since a human last spoke."""
         self.proxies: Proxies[TurnRequest] = Proxies(bot, library, settings)
         """Proxied members' messages: the originals waiting out their grace, the reposts."""
-        reply_rule = ReplyRule(
+        self._reply_rule = reply_rule = ReplyRule(
             bot,
             library,
             settings,
@@ -119,6 +127,7 @@ class TomoriChat:
             proxies=self.proxies,
             drawn_in=self._drawn_in,
             locks=self._locks,
+            why=lambda: None if self._runtime is None else self._runtime.why,
         )
         self._runtime: Runtime | None = None
         self._start_lock = asyncio.Lock()
@@ -244,6 +253,24 @@ class TomoriChat:
             guild_id, user_id, str(interaction_id), limits
         )
         return None if refusal is None else refusal.notice
+
+    # -- "Why no answer?" ---------------------------------------------------------------------
+
+    async def why(self, message: Any, presser_id: int, can_manage_messages: bool) -> Notice:
+        """What became of `message`, for its sender (or the member a proxy reposted it for) or
+        whoever may stop any answer there (`/kill`'s rule); anyone else is refused. A message
+        with no account kept is judged by the reply rule again: not addressed (why), or no
+        record (the bot did not see it, or it is older than a day)."""
+        account = await (await self.ensure_started()).why.account(str(message.id))
+        askers = frozenset() if account is None else account.askers
+        presser, sender = str(presser_id), str(message.author.id)
+        policy = self._settings.kill_policy
+        if not may_read(presser, sender, askers, can_manage_messages, policy):
+            return NOT_YOURS
+        if account is not None:
+            return told(account.steps)
+        judged = await self._reply_rule.judged(message)
+        return unaddressed(judged) if isinstance(judged, Unaddressed) else NO_RECORD_NOTICE
 
     # -- /kill --------------------------------------------------------------------------------
 

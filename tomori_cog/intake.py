@@ -6,7 +6,8 @@ answered or not by the reply rule; one to answer passes the gate (deliverability
 member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest` (a
 direct one shows its queued mark once it waited a second). Edits and deletes reach a message
 still waiting for its turn; one dropped for age, or cleared by another's /kill, is told so, as
-its server's settings say.
+its server's settings say. Each step of the way is noted for "Why no answer?"
+(`tomori.monitoring.why`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tomori.delivery.notices import (
 )
 from tomori.delivery.progress import Stage
 from tomori.locks import Admission, ChannelLocks, Trigger
+from tomori.monitoring.why import ADMITTED, Asked, Fate, FateSink, Step
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
 from tomori.store.first_come import arrived
@@ -54,8 +56,11 @@ class Intake:
         proxies: Proxies[TurnRequest],
         drawn_in: BotTurns,
         locks: Callable[[], Awaitable[ChannelLocks]],
+        why: Callable[[], FateSink | None],
     ) -> None:
-        """`locks` starts the cog if it is not yet, and gives its channel locks."""
+        """`locks` starts the cog if it is not yet, and gives its channel locks; `why` is
+        where each message's way is noted once it has started (None before)."""
+        self._why = why
         self._parts = parts
         self._reply_rule = reply_rule
         self.proxies = proxies
@@ -133,6 +138,8 @@ class Intake:
         )
         self._parts.live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
+        if admission in ADMITTED:
+            self._note(trigger, Step(ADMITTED[admission]))
         if admission in (Admission.IGNORED, Admission.FAILED, Admission.QUEUE_FULL):
             self._parts.live_messages.take(trigger.message_id or "")
         if admission in (Admission.QUEUED, Admission.FOLLOW_UP) and surface_errors:
@@ -192,6 +199,7 @@ class Intake:
         one the channel answers on its own stays silent (the log says it). A command's turn
         has no message: the channel hears so, naming a `/respond`'s asker."""
         self._parts.live_messages.take(trigger.message_id or "")
+        self._note(trigger, Step(Fate.DROPPED_FOR_AGE))
         request = TurnRequest.of(trigger)
         if request.scene is not None:
             await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
@@ -222,6 +230,8 @@ class Intake:
     async def tell_cleared(self, triggers: Sequence[Trigger]) -> None:
         """Queued messages another's /kill cleared in one channel: who asked directly hears
         so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
+        for trigger in triggers:
+            self._note(trigger, Step(Fate.CLEARED))
         askers = cleared_askers(triggers)
         channel_id = triggers[0].channel_id
         marked = [
@@ -246,6 +256,13 @@ class Intake:
         if askers.named:
             notice = cleared_by_kill(askers.named)
             await post_notice_safely(EmbedNotices(library, channel, pacing), notice, channel_id)
+
+    def _note(self, trigger: Trigger, step: Step) -> None:
+        """Note a step of the way of the trigger's message (a command's has none)."""
+        why = self._why()
+        if why is not None and trigger.message_id is not None:
+            asked = Asked(trigger.message_id, trigger.channel_id, trigger.requester_id)
+            why.note(asked, step)
 
     async def _tell_channel(self, channel_id: str, notice: Notice) -> None:
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))

@@ -27,6 +27,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, logged_in, rest_server
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID, CHANNEL_IDS, GUILD_ID
+from tomori.commands import WHY
 from tomori.delivery.notices import KILL_NOTHING_TO_STOP
 from tomori_cog.buckets import scope_buckets
 
@@ -312,7 +313,8 @@ async def test_the_cogs_commands_sync_with_the_server(
             await bot.bot.sync_all_application_commands()
         else:
             await bot.bot.tree.sync()
-    assert {"kill", "tomori"} <= {command["name"] for command in discord_rest.commands()}
+    registered = {(command["name"], command["type"]) for command in discord_rest.commands()}
+    assert {("kill", 1), ("tomori", 1), (WHY.name, 3)} <= registered
 
 
 @pytest.mark.parametrize("library", ["nextcord", "discordpy"])

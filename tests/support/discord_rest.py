@@ -1087,6 +1087,10 @@ class DiscordRestServer:
 
     def _registered(self, command: Mapping[str, Any], guild: int | None) -> dict[str, Any]:
         registered = {
+            # Discord answers every command with a type (1, CHAT_INPUT, unless given) and a
+            # description, which is "" for a USER or MESSAGE command (sent without one)
+            "type": 1,
+            "description": "",
             **command,
             "id": str(new_snowflake()),
             "application_id": str(self.application_id),

@@ -238,6 +238,30 @@ class RestBot:
         extra = {"message": message.payload}
         return await self._interaction(3, data, by, permissions, channel, roles=roles, extra=extra)
 
+    # -- message commands (a message's context menu: Apps → its name) ---------------------------
+
+    async def on_message(
+        self,
+        name: str,
+        message: dict[str, Any],
+        *,
+        by: Person = Person.ALICE,
+        permissions: int = 0,
+    ) -> dict[str, Any]:
+        """`by` runs the message command `name` on `message` (its payload, as the server keeps
+        it): an application command interaction whose data is of type 3 (MESSAGE), naming the
+        message as `target_id` and carrying it whole in `resolved.messages`, as Discord sends
+        it. Returns the interaction callback's body (`type`, `data`)."""
+        data = {
+            "id": str(new_snowflake()),
+            "name": name,
+            "type": 3,
+            "target_id": message["id"],
+            "resolved": {"messages": {message["id"]: copy.deepcopy(message)}},
+        }
+        channel = int(message["channel_id"])
+        return await self.command(data, by=by, permissions=permissions, channel=channel)
+
     def add_role(self, role_id: int, name: str) -> None:
         """The guild gains role `role_id` (GUILD_ROLE_CREATE)."""
         role = {

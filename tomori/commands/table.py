@@ -5,7 +5,8 @@ description, kind, bounds and choices come from here), the console parses `/tomo
 against it, and a test fails when a library registers, or the console takes, anything that
 differs from it. A `/tomori` subcommand's action is built here from the options given (a
 file option arrives as its URL); `/kill`, `/scene` and `/respond` act on the turns, so each
-adapter runs its own.
+adapter runs its own. A message's context-menu command (`MessageCommand`: Apps → its name)
+has no description nor options; each adapter runs it on the message.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tomori.config.scope import Scope
 from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
+from tomori.monitoring.why import MENU_NAME
 from tomori.policy import admin, cast_admin, tools_admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS
@@ -90,6 +92,15 @@ class SlashCommand:
 
     def option(self, name: str) -> Option:
         return next(option for option in self.options if option.name == name)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCommand:
+    """A command on a message (Discord's message command, type 3), shown under Apps."""
+
+    name: str
+    """What the menu shows (up to 32 characters, spaces and marks allowed)."""
+    audience: Audience = Audience.EVERYONE
 
 
 def _text(name: str, description: str, **bounds: Any) -> Option:
@@ -432,6 +443,10 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: admin.reset_prefill(_scope(given)),
     ),
 )
+
+WHY = MessageCommand(MENU_NAME)
+"""What became of a message: its sender's (or a moderator's) "Why no answer?"."""
+MESSAGE_COMMANDS: tuple[MessageCommand, ...] = (WHY,)
 
 BY_NAME: Mapping[str, SlashCommand] = {command.name: command for command in COMMANDS}
 

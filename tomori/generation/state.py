@@ -16,7 +16,7 @@ from typing import Protocol
 from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
 from tomori.delivery.port import DeliveredMessage
 from tomori.delivery.progress import NO_PROGRESS, ProgressHook
-from tomori.generation.results import TurnOutcome, TurnUsage
+from tomori.generation.results import StreamResult, StreamStatus, TurnOutcome, TurnUsage
 from tomori.providers.base import Usage
 from tomori.tools.confirmation import Confirmer
 
@@ -31,6 +31,19 @@ class MetricsSink(Protocol):
     def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None: ...
+
+
+class TurnAccount(Protocol):
+    """Where a turn reports what became of its message, model by model ("Why no answer?",
+    `tomori.monitoring.why.MessageAccount`)."""
+
+    def skipped(self, model: str) -> None:
+        """The chain skipped `model` (its health is poor)."""
+        ...
+
+    def tried(self, model: str, status: StreamStatus, last: StreamResult | None) -> None:
+        """`model`'s part ended so (`last`: its last pass)."""
+        ...
 
 
 class TokenBudget(Protocol):
@@ -80,6 +93,9 @@ class TurnState:
     """When set, the next pass waits for its first token until then at most (`time.monotonic`),
     not its whole budget, and clears it: a retry must fit the budget of the pass it retries
     (`generation.attempt`)."""
+    account: TurnAccount | None = None
+    """Where the turn reports what became of its message ("Why no answer?"); None for a
+    command's turn, which has no message, and in the console."""
 
     @property
     def reply_to(self) -> str | None:

@@ -20,6 +20,7 @@ from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.locks import ChannelLocks
 from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.why import FateSink
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.turn_budget import TurnBudget
@@ -52,6 +53,8 @@ class Stage:
     """Personas drawn in by another's answer, per channel since a human last spoke there."""
     limits: UserLimitStore
     """Each member's tokens today, which a turn's budget starts from."""
+    why: FateSink | None = None
+    """Where each turn reports what became of its message (None: the console keeps none)."""
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read

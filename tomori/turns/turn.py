@@ -11,6 +11,8 @@ bot answers, or the personas the trigger called (`cast.py`), or a scene's lines,
 within what the asker's day has left (`tomori.policy.turn_budget`): a turn that runs out says
 so once, after what it showed. A direct trigger shows the turn's stage as it goes, and how it
 ended (`tomori.delivery.progress`); where its server says so, failures are only logged.
+What became of the turn's message (each model's part, a stop, what was delivered) is
+reported to its account as it goes (`tomori.monitoring.why`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,19 @@ from tomori.delivery.notices import GENERATION_ERROR
 from tomori.delivery.progress import LoggedNotices, ending
 from tomori.delivery.progress import Stage as ProgressStage
 from tomori.generation.answering import answer_turn
+from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Turn, TurnGuard
+from tomori.monitoring.why import (
+    STOPS,
+    Asked,
+    Fate,
+    MessageAccount,
+    Step,
+    Undelivered,
+)
 from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
@@ -62,11 +73,15 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
         guild_id=surface.limit_scope,
         confirmer=surface,
     )
+    account = None
+    if stage.why is not None and state.trigger_message_id is not None:
+        asked = Asked(state.trigger_message_id, surface.channel_id, turn.trigger.requester_id)
+        state.account = account = MessageAccount(asked, stage.why)
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
         return  # scenes are played in a server's channels the bot may post in
     await _shown_on_trigger(stage, surface, turn, state, request)
     try:
-        await _played(stage, surface, turn, guard, state, request)
+        await _played(stage, surface, turn, guard, state, request, account)
     finally:
         stopped = guard.stop_requested() or guard.stop_reason() is not None
         state.progress.report(ending(stopped=stopped, failed=state.failed or state.undelivered))
@@ -95,6 +110,7 @@ async def _played(
     guard: TurnGuard,
     state: TurnState,
     request: TurnRequest,
+    account: MessageAccount | None,
 ) -> None:
     async with AsyncExitStack() as typing:
         try:
@@ -102,10 +118,13 @@ async def _played(
         except Stopped:
             log.info("turn %s stopped before any model was asked", turn.turn_id)
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
+            _stopped(account, guard)
             return
         except Exception:
             state.failed = True
             stage.record_unasked(state, StreamStatus.ERROR)
+            if account is not None:
+                account.note(Step(Fate.FAILED))
             log.exception(
                 "turn %s in channel %s failed before any model was asked",
                 turn.turn_id,
@@ -116,23 +135,49 @@ async def _played(
             return
         if prepared is None:
             return
-        await _answer(prepared, state, request)
+        result = await _answer(prepared, state, request)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
+    if account is not None:
+        _stopped(account, guard)
+        _delivered(account, state, result)
 
 
-async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -> None:
+def _stopped(account: MessageAccount | None, guard: TurnGuard) -> None:
+    """Report who stopped the turn, if anyone did, to its message's account."""
+    reason = guard.stop_reason() if guard.stop_requested() else None
+    stopped_by = None if reason is None else STOPS.get(reason)
+    if account is not None and stopped_by is not None:
+        account.note(Step(Fate.STOPPED, outcome=stopped_by))
+
+
+def _delivered(account: MessageAccount, state: TurnState, result: ChainResult | None) -> None:
+    """Report what the answer delivered, and what kept the rest from the channel."""
+    if state.delivered:
+        account.note(Step(Fate.DELIVERED, count=len(state.delivered)))
+    failure = None
+    if result is not None and result.unreachable:
+        failure = Undelivered.FORBIDDEN if result.forbidden else Undelivered.GONE
+    elif state.undelivered:
+        failure = Undelivered.CUT_SHORT
+    if failure is not None:
+        account.note(Step(Fate.UNDELIVERED, outcome=failure))
+
+
+async def _answer(
+    prepared: _Prepared, state: TurnState, request: TurnRequest
+) -> ChainResult | None:
     """The scene's lines, the personas' answers, or the bot's."""
     playing = prepared.playing
     stage, surface, config = playing.stage, playing.surface, playing.config
     if request.scene is not None:
         await playing.play_scene(state, request.scene)
-        return
+        return None
     respond = request.respond
     brief = respond.brief(config.prefill) if respond else AnswerBrief(channel=config.prefill)
     if prepared.cast:
         await playing.answer_as(state, prepared.cast, brief)
-        return
+        return None
     result = await answer_turn(
         playing.turn,
         playing.guard,
@@ -150,6 +195,7 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
     )
     if result.forbidden:
         surface.refused()
+    return result
 
 
 async def _told_if_spent(

@@ -30,6 +30,8 @@ DESCRIPTION_CHARS = 4_096
 CONTENT_CHARS = 2_000
 LABEL_CHARS = 80
 COMMAND_CHARS = 100
+MENU_CHARS = 32
+"""A context-menu command's name, in every language (Discord's cap on a command's name)."""
 """Discord's caps: an embed's title and description, a message's content, a button's label,
 a command's, an option's or a choice's description or name."""
 
@@ -57,7 +59,10 @@ def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
 def cap(key: str) -> int:
     """The most characters the text `key` may hold where Discord shows it: a button's label
     (`button.`), a command's words (`command.`, `option.`, `choice.`), a message's content
-    (`reply.`), an embed's title (`title.`), or an embed's description, or a part of one."""
+    (`reply.`), an embed's title (`title.`), a message command's name in the Apps menu
+    (`menu.`), or an embed's description, or a part of one."""
+    if key.startswith("menu."):
+        return MENU_CHARS
     if key.startswith("button."):
         return LABEL_CHARS
     if key.startswith(("command.", "option.", "choice.")):

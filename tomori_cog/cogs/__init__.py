@@ -9,6 +9,7 @@
 - `listeners.py`     the gateway events both listen to, written once
 - `admin.py`         /tomori: a subcommand's action built from its options, and answered
 - `respond.py`       /respond: a manual turn queued, and said so at once
+- `why.py`           "Why no answer?": a message's account, for its sender or a moderator
 """
 
 __all__: list[str] = []

@@ -26,6 +26,7 @@ from tomori_cog.cogs.discordpy_translator import worded
 from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
+from tomori_cog.cogs.why import why_no_answer
 from tomori_cog.library import Library
 
 Scope = Literal["channel", "server"]
@@ -51,12 +52,19 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
 
         async def cog_load(self) -> None:
             await discordpy_translator.install(self.chat.bot.tree)
+            # discord.py takes no context menu declared in a class: the cog adds its own to
+            # the tree, and takes it away as it is unloaded
+            self.chat.bot.tree.add_command(_on_message(table.WHY, self.why))
             await self.chat.ensure_started()
 
         async def cog_unload(self) -> None:
             self.unloaded()
             await discordpy_translator.uninstall(self.chat.bot.tree)
+            self.chat.bot.tree.remove_command(table.WHY.name, type=discord.AppCommandType.message)
             await self.chat.close()
+
+        async def why(self, interaction: Interaction, message: discord.Message) -> None:
+            await why_no_answer(library, self.chat, interaction, message)
 
         @app_commands.command(**_declared("kill"))
         async def kill(self, interaction: Interaction) -> None:
@@ -254,6 +262,17 @@ def _declared(name: str) -> dict[str, Any]:
     command = table.command(name)
     description = worded(command.description, localized.command_key(command))
     return {"name": command.path[-1], "description": description}
+
+
+def _on_message(
+    command: table.MessageCommand, callback: Callable[..., Any]
+) -> app_commands.ContextMenu:
+    """A message command, as the table declares it, running `callback`."""
+    name = worded(command.name, localized.menu_key(command))
+    menu = app_commands.ContextMenu(name=name, callback=callback)
+    if command.audience is not Audience.EVERYONE:
+        menu.default_permissions = discord.Permissions(**{command.audience.value: True})
+    return menu
 
 
 def _group(name: str) -> dict[str, Any]:

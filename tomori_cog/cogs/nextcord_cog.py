@@ -20,6 +20,7 @@ from tomori_cog.cogs import admin
 from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
+from tomori_cog.cogs.why import why_no_answer
 from tomori_cog.library import Library
 
 Interaction = nextcord.Interaction[Any]
@@ -36,6 +37,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         @nextcord.slash_command(**_declared("kill"))  # type: ignore[untyped-decorator]
         async def kill(self, interaction: Interaction) -> None:
             await respond_to_kill(library, self.chat, interaction)
+
+        @nextcord.message_command(**_on_message(table.WHY))  # type: ignore[untyped-decorator]
+        async def why(self, interaction: Interaction, message: nextcord.Message) -> None:
+            await why_no_answer(library, self.chat, interaction, message)
 
         @nextcord.slash_command(**_declared("scene"))  # type: ignore[untyped-decorator]
         async def scene(
@@ -263,6 +268,19 @@ def _declared(name: str) -> dict[str, Any]:
             declared["default_member_permissions"] = permissions
         if command.servers_only:
             declared["contexts"] = [nextcord.InteractionContextType.guild]
+    return declared
+
+
+def _on_message(command: table.MessageCommand) -> dict[str, Any]:
+    """A message command's name and who may use it, as the table declares them."""
+    declared: dict[str, Any] = {
+        "name": command.name,
+        "name_localizations": localized.menu_name(command),
+    }
+    if command.audience is not Audience.EVERYONE:
+        declared["default_member_permissions"] = nextcord.Permissions(
+            **{command.audience.value: True}
+        )
     return declared
 
 
