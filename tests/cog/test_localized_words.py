@@ -1,7 +1,8 @@
 """The bot speaks its reader's language, on both libraries against the Discord-faithful REST
 server: an answer to an interaction in the language of whoever ran it (else the server's,
-else English), a notice in a channel in the server's preferred language, and every command
-registered with its Japanese description and choice names, under its English name."""
+else English), "Why no answer?" included, a notice in a channel in the server's preferred
+language, and every command registered with its Japanese description and choice names, under
+its English name."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot
 from tests.support.scripts import http_error
 from tests.support.waiting import until
+from tests.support.world import Person
 from tomori.commands import COMMANDS, localized
 from tomori.commands.table import WHY, SlashCommand
+from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
 from tomori.delivery.notices import KILL_NOTHING_TO_STOP, RATE_LIMITED
 from tomori.words import catalog
 
 JAPANESE = catalog("ja")
+SECRET = "pineapple"
+"""A word each member's message holds, which no account may show."""
 
 
 def embed_of(reply: dict[str, Any]) -> dict[str, Any]:
@@ -42,6 +47,50 @@ async def test_an_answer_to_a_command_is_in_its_users_language_then_the_servers_
     assert embed_of(await bot.kill(locale="fr"))["title"] == "停止するものはありません"
     in_english = embed_of(await bot.kill(locale="en-GB"))  # the user's language comes first
     assert in_english["title"] == "Nothing to Stop"
+
+
+async def test_a_japanese_members_why_no_answer_is_told_in_japanese_with_no_message_text(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(http_error(429))
+    failed = bot.say(f"{bot.mention()} {SECRET} one")
+    unaddressed = bot.say(f"{SECRET}, to no one")
+    await bot.settled()
+
+    async def why(message_id: int, locale: str, by: Person = Person.ALICE) -> dict[str, Any]:
+        told = embed_of(
+            await bot.on_message(WHY.name, bot.payload_of(message_id), by=by, locale=locale)
+        )
+        for kept_out in (SECRET, "sk-test", DEFAULT_SYSTEM_PROMPT[:30]):
+            assert kept_out not in str(told)
+        return told
+
+    account = await why(failed, "ja")
+    assert account["title"] == "返事がないのはなぜ？"  # noqa: RUF001
+    assert account["description"] == (
+        "- 受け取り、すぐに回答を始めました。\n"
+        "- モデル `openai:test-model`: 429（レート制限）。\n"  # noqa: RUF001
+        "どのモデルも回答しませんでした。\n\n"
+        "記録は1日保存されます。メッセージの本文は保存していません。"
+    )
+    not_for_the_bot = await why(unaddressed, "ja")
+    assert not_for_the_bot["description"].startswith(
+        "回答していません。ボット宛てではありませんでした。"
+    )
+    in_english = await why(failed, "en-GB")
+    assert in_english["title"] == "Why no answer?"
+    assert in_english["description"] == (
+        "- Seen, and taken up at once.\n"
+        "- Model `openai:test-model`: 429 (rate limited).\n"
+        "No model answered it.\n\n"
+        "Kept for a day; no message text is kept."
+    )
+
+    bot.prefers_locale("ja")
+    refused = await why(failed, "fr", by=Person.BOB)  # French, which the bot does not speak
+    assert refused["description"].startswith("このメッセージがどうなったかを見られるのは")
+    assert refused["description"] == JAPANESE["why.not_yours"]
 
 
 async def test_a_notice_in_a_channel_is_in_the_servers_preferred_language(
