@@ -39,6 +39,7 @@ from tests.support.world import (
     READ_AND_SEND,
     Person,
     channel_allowing_the_bot,
+    channel_denying_the_bot,
 )
 from tests.support.world import (
     MANAGE_GUILD as MANAGE_GUILD,
@@ -210,6 +211,10 @@ class RestBot:
         self.bot._connection.parse_channel_update(
             channel_allowing_the_bot(MANAGE_WEBHOOKS, channel)
         )
+
+    def deny(self, permission: int, channel: int = CHANNEL_ID) -> None:
+        """An admin denies the bot `permission` in the channel (CHANNEL_UPDATE)."""
+        self.bot._connection.parse_channel_update(channel_denying_the_bot(permission, channel))
 
     async def command(
         self,

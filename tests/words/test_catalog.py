@@ -17,6 +17,7 @@ from tomori.delivery import notices
 from tomori.monitoring import why
 from tomori.monitoring.why_book import MAX_STEPS
 from tomori.policy.limits import Limit
+from tomori.policy.overrides import Source
 from tomori.tools.confirmation import PressRefusal
 from tomori.words import ENGLISH, LOCALES, Listed, catalog, chosen, said, say
 from tomori.words.catalog import cap, placeholders
@@ -124,6 +125,13 @@ def test_a_why_account_of_the_most_steps_with_the_longest_words_still_fits_an_em
         shown = account.in_locale(locale)
         assert len(shown.title) <= 256
         assert len(shown.description) <= 4_096, len(shown.description)
+
+
+def test_where_a_value_came_from_reads_in_english_as_tomori_show_names_it() -> None:
+    """`/tomori limits` says its sources from the catalog; `/tomori show` (English) by their
+    `Source`: the two read alike."""
+    for source in Source:
+        assert say(said(f"source.{source.name.lower()}")) == source.value
 
 
 def test_english_is_as_readers_know_it_and_japanese_says_it_in_japanese() -> None:
