@@ -104,7 +104,8 @@ def test_a_why_account_of_the_most_steps_with_the_longest_words_still_fits_an_em
 ) -> None:
     """ "Why no answer?" at its longest: as many steps as a message keeps, each the longest a
     step says in this language (a model's label longer than an account shows, every outcome,
-    limit, stop and failed delivery), and that no model answered."""
+    limit, stop and failed delivery), and that no model answered; and every reason a message
+    was not for the bot."""
     assert set(why.LIMITS) == {limit.value for limit in Limit}  # each limit has its words
     label = "provider:" + "m" * 2 * why.SHOWN_LABEL_CHARS
     failed = why.Step(why.Fate.TRIED, label, why.ModelOutcome.FAILED)
@@ -125,6 +126,8 @@ def test_a_why_account_of_the_most_steps_with_the_longest_words_still_fits_an_em
         shown = account.in_locale(locale)
         assert len(shown.title) <= 256
         assert len(shown.description) <= 4_096, len(shown.description)
+    for reason in why.Unaddressed:  # each reason the reply rule gives has its words
+        assert len(why.unaddressed(reason).in_locale(locale).description) <= 4_096
 
 
 def test_where_a_value_came_from_reads_in_english_as_tomori_show_names_it() -> None:

@@ -26,7 +26,7 @@ from tomori.delivery.notices import Notice, NoticeColour
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.locks.vocabulary import Admission, KillReason
 from tomori.providers.base import ProviderErrorKind
-from tomori.words import Lines, Said, Text, said
+from tomori.words import Lines, Said, said
 
 
 class Fate(StrEnum):
@@ -268,7 +268,7 @@ def step_words(step: Step) -> Said:
 
 def told(steps: Sequence[Step]) -> Notice:
     """The account of a message the bot kept steps of."""
-    lines: list[Text] = [said("why.step", step=step_words(step)) for step in steps]
+    lines = [said("why.step", step=step_words(step)) for step in steps]
     outcomes = [step.outcome for step in steps if step.fate is Fate.TRIED]
     if outcomes and ModelOutcome.ANSWERED not in outcomes:
         lines.append(said("why.no_model_answered"))
