@@ -8,7 +8,6 @@ on it (a restart) tells them alike."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import new_snowflake
@@ -16,16 +15,10 @@ from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, said, user_message
 from tests.support.scripts import answer, http_error, in_parts, silent
 from tests.support.waiting import until
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.world import Person
 from tomori.commands import WHY
 from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
-from tomori.monitoring.why import (
-    NO_MODEL_ANSWERED,
-    NO_RECORD,
-    NOT_YOURS,
-    UNADDRESSED_WORDS,
-    Unaddressed,
-)
+from tomori.monitoring.why import NOT_YOURS
 
 MANAGE_MESSAGES = 1 << 13
 SECRET = "pineapple"
@@ -33,18 +26,12 @@ SECRET = "pineapple"
 SLOW = answer("The first answer, slowly.", pieces=6, gap=0.15)  # about 0.9 s: past the age
 
 
-def payload_of(bot: RestBot, message_id: int) -> dict[str, Any]:
-    """The message as the server keeps it (what Discord resolves for a message command)."""
-    [message] = [m for m in bot.server.messages(CHANNEL_ID) if m.id == message_id]
-    return message.payload
-
-
 async def why(
     bot: RestBot, message_id: int, *, by: Person = Person.ALICE, permissions: int = 0
 ) -> str:
     """What `by` is told, ephemerally, when they ask why of message `message_id`."""
     reply = await bot.on_message(
-        WHY.name, payload_of(bot, message_id), by=by, permissions=permissions
+        WHY.name, bot.payload_of(message_id), by=by, permissions=permissions
     )
     told = said(reply)  # ephemeral, or it fails
     for kept_out in (SECRET, "sk-test", DEFAULT_SYSTEM_PROMPT[:30]):
@@ -96,13 +83,17 @@ async def test_each_message_is_told_what_became_of_it_and_only_its_sender_or_a_m
     assert "`openai:first`: 429" in all_failed
     assert "`openai:second`: stalled" in all_failed
     assert "Delivered" not in all_failed
-    assert NO_MODEL_ANSWERED in all_failed
+    assert "No model answered it." in all_failed
     told = await why(bot, refused)
     assert "Refused by a limit: your cooldown in this server until <t:" in told
-    assert (
-        await why(bot, unaddressed) == f"Not answered. {UNADDRESSED_WORDS[Unaddressed.NOT_CALLED]}"
+    assert await why(bot, unaddressed) == (
+        "Not answered. It was not addressed to me: it does not mention me, reply to me or name "
+        "one of my personas, and this channel is not one where I answer every message."
     )
-    assert await why(bot, int(unseen["id"])) == NO_RECORD
+    assert await why(bot, int(unseen["id"])) == (
+        "I have no record of this message: I did not see it (sent while I was away), or it is "
+        "more than a day old."
+    )
 
     assert await why(bot, failed, by=Person.BOB) == NOT_YOURS.description
     assert await why(bot, dropped) == NOT_YOURS.description  # not even whether there is one

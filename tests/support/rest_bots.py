@@ -39,6 +39,7 @@ from tests.support.world import (
     READ_AND_SEND,
     Person,
     channel_allowing_the_bot,
+    channel_denying_the_bot,
 )
 from tests.support.world import (
     MANAGE_GUILD as MANAGE_GUILD,
@@ -97,6 +98,11 @@ class RestBot:
         self.server.add_message(payload)
         arrive(self.bot, payload, self._roles.get(by.id, ()), nick=going_by)
         return int(payload["id"])
+
+    def payload_of(self, message_id: int, *, channel: int = CHANNEL_ID) -> dict[str, Any]:
+        """The message as the server keeps it (what Discord resolves for a message command)."""
+        [message] = [m for m in self.server.messages(channel) if m.id == message_id]
+        return message.payload
 
     def delete(self, message_id: int, *, channel: int = CHANNEL_ID) -> None:
         """The message is deleted: gone from the server, and the library receives the
@@ -206,6 +212,10 @@ class RestBot:
             channel_allowing_the_bot(MANAGE_WEBHOOKS, channel)
         )
 
+    def deny(self, permission: int, channel: int = CHANNEL_ID) -> None:
+        """An admin denies the bot `permission` in the channel (CHANNEL_UPDATE)."""
+        self.bot._connection.parse_channel_update(channel_denying_the_bot(permission, channel))
+
     async def command(
         self,
         data: dict[str, Any],
@@ -247,11 +257,13 @@ class RestBot:
         *,
         by: Person = Person.ALICE,
         permissions: int = 0,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` runs the message command `name` on `message` (its payload, as the server keeps
-        it): an application command interaction whose data is of type 3 (MESSAGE), naming the
-        message as `target_id` and carrying it whole in `resolved.messages`, as Discord sends
-        it. Returns the interaction callback's body (`type`, `data`)."""
+        """`by` (their Discord set to `locale`) runs the message command `name` on `message`
+        (its payload, as the server keeps it): an application command interaction whose data
+        is of type 3 (MESSAGE), naming the message as `target_id` and carrying it whole in
+        `resolved.messages`, as Discord sends it. Returns the interaction callback's body
+        (`type`, `data`)."""
         data = {
             "id": str(new_snowflake()),
             "name": name,
@@ -260,7 +272,9 @@ class RestBot:
             "resolved": {"messages": {message["id"]: copy.deepcopy(message)}},
         }
         channel = int(message["channel_id"])
-        return await self.command(data, by=by, permissions=permissions, channel=channel)
+        return await self.command(
+            data, by=by, permissions=permissions, channel=channel, locale=locale
+        )
 
     def add_role(self, role_id: int, name: str) -> None:
         """The guild gains role `role_id` (GUILD_ROLE_CREATE)."""

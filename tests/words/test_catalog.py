@@ -14,6 +14,10 @@ import pytest
 
 from tomori.commands import COMMANDS, localized
 from tomori.delivery import notices
+from tomori.monitoring import why
+from tomori.monitoring.why_book import MAX_STEPS
+from tomori.policy.limits import Limit
+from tomori.policy.overrides import Source
 from tomori.tools.confirmation import PressRefusal
 from tomori.words import ENGLISH, LOCALES, Listed, catalog, chosen, said, say
 from tomori.words.catalog import cap, placeholders
@@ -24,6 +28,15 @@ COMMAND_TEXTS = dict(localized.english())
 NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
 """A command's or option's name as Discord takes it: lowercase, at most 32."""
 NUMBER = re.compile(r"\d[\d,]*")
+WHY_WITH_VALUES = {
+    why.Fate.REFUSED,
+    why.Fate.SKIPPED,
+    why.Fate.TRIED,
+    why.Fate.STOPPED,
+    why.Fate.DELIVERED,
+    why.Fate.UNDELIVERED,
+}
+"""The steps of a message's way that say a value (a limit, a model, a count, a kind)."""
 
 
 def english(key: str) -> str:
@@ -83,6 +96,45 @@ def test_a_notice_said_with_its_longest_values_still_fits_an_embed(locale: str) 
         shown = notice.in_locale(locale)
         assert len(shown.title) <= 256
         assert len(shown.description) <= 4_096
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_a_why_account_of_the_most_steps_with_the_longest_words_still_fits_an_embed(
+    locale: str,
+) -> None:
+    """ "Why no answer?" at its longest: as many steps as a message keeps, each the longest a
+    step says in this language (a model's label longer than an account shows, every outcome,
+    limit, stop and failed delivery), and that no model answered; and every reason a message
+    was not for the bot."""
+    assert set(why.LIMITS) == {limit.value for limit in Limit}  # each limit has its words
+    label = "provider:" + "m" * 2 * why.SHOWN_LABEL_CHARS
+    failed = why.Step(why.Fate.TRIED, label, why.ModelOutcome.FAILED)
+    steps = [
+        *(why.Step(fate) for fate in set(why.Fate) - WHY_WITH_VALUES),
+        *(why.Step(why.Fate.REFUSED, limit, until=4_102_444_800.5) for limit in why.LIMITS),
+        why.Step(why.Fate.SKIPPED, label),
+        *(why.Step(why.Fate.TRIED, label, outcome) for outcome in why.ModelOutcome),
+        *(why.Step(why.Fate.STOPPED, outcome=stop) for stop in why.StoppedBy),
+        why.Step(why.Fate.DELIVERED, count=10**6),
+        *(why.Step(why.Fate.UNDELIVERED, outcome=lost) for lost in why.Undelivered),
+    ]
+    longest = max(steps, key=lambda step: len(say(why.step_words(step), locale)))
+    for account in (
+        why.told([longest] * MAX_STEPS),
+        why.told([*[longest] * (MAX_STEPS - 1), failed]),
+    ):
+        shown = account.in_locale(locale)
+        assert len(shown.title) <= 256
+        assert len(shown.description) <= 4_096, len(shown.description)
+    for reason in why.Unaddressed:  # each reason the reply rule gives has its words
+        assert len(why.unaddressed(reason).in_locale(locale).description) <= 4_096
+
+
+def test_where_a_value_came_from_reads_in_english_as_tomori_show_names_it() -> None:
+    """`/tomori limits` says its sources from the catalog; `/tomori show` (English) by their
+    `Source`: the two read alike."""
+    for source in Source:
+        assert say(said(f"source.{source.name.lower()}")) == source.value
 
 
 def test_english_is_as_readers_know_it_and_japanese_says_it_in_japanese() -> None:

@@ -3,7 +3,8 @@
 The intake and the turn report each step of a message's way (`Step`: refused by a limit,
 queued, dropped for age, each model tried and how it ended, what was delivered) to a
 `FateSink` (the runtime's `WhyBook`, which keeps them in the database for a day); the account
-read back is rendered here, in words gathered below, for whoever may read it (`may_read`: the
+read back is told here, in the catalog's words (`tomori.words`, `why.*`: said in the
+reader's language where it is shown), to whoever may read it (`may_read`: the
 message's sender, or whoever may stop any answer there, as `/kill` decides). A message the bot
 holds no steps of is judged again by the reply rule (`Unaddressed`: why it was not for the
 bot), else it has no record.
@@ -25,6 +26,7 @@ from tomori.delivery.notices import Notice, NoticeColour
 from tomori.generation.results import StreamResult, StreamStatus, TimeoutPhase
 from tomori.locks.vocabulary import Admission, KillReason
 from tomori.providers.base import ProviderErrorKind
+from tomori.words import Lines, Said, said
 
 
 class Fate(StrEnum):
@@ -206,114 +208,72 @@ def may_read(
 
 # -- the words ---------------------------------------------------------------------------------
 
-TITLE = "Why no answer?"
-MENU_NAME = TITLE
-"""The message context menu's name (Apps → "Why no answer?")."""
-NOT_YOURS = Notice(
-    TITLE,
-    "Only the member who sent this message, or a moderator (Manage Messages), can see what "
-    "became of it.",
-    NoticeColour.WARNING,
-)
-NO_MODEL_ANSWERED = "No model answered it."
-NO_RECORD = (
-    "I have no record of this message: I did not see it (sent while I was away), or it is "
-    "more than a day old."
-)
-UNREADABLE = "I cannot read my records just now: please try again in a moment."
-KEPT_FOR = "Kept for a day; no message text is kept."
-
-UNADDRESSED_WORDS = {
-    Unaddressed.OWN: "It is my own message.",
-    Unaddressed.FROM_BOT: "It was written by a bot or a webhook, and I answer people only here.",
-    Unaddressed.PERSONA: "It is one of my personas' messages.",
-    Unaddressed.NOT_A_MESSAGE: "It is a system message (a join, a pin, ...), not one to answer.",
-    Unaddressed.EMPTY: "It has no text and no files.",
-    Unaddressed.PREFIXED: "It begins with `!`, which marks a message as not for me.",
-    Unaddressed.NOT_CALLED: (
-        "It was not addressed to me: it does not mention me, reply to me or name one of my "
-        "personas, and this channel is not one where I answer every message."
-    ),
-}
-LIMIT_WORDS = {
-    "cooldown": "your cooldown in this server",
-    "quota": "your daily tokens in this server",
-    "server's daily tokens": "this server's daily tokens",
-}
-OUTCOME_WORDS = {
-    ModelOutcome.ANSWERED: "answered",
-    ModelOutcome.STALLED: "stalled (no first word in time)",
-    ModelOutcome.STALLED_MIDWAY: "stalled (went quiet mid-answer)",
-    ModelOutcome.RATE_LIMITED: "429 (rate limited)",
-    ModelOutcome.REFUSED: "refused (its provider's content filter)",
-    ModelOutcome.KEY_REFUSED: "refused (its provider turned the key down)",
-    ModelOutcome.EMPTY: "answered nothing",
-    ModelOutcome.FAILED: "failed (an error)",
-    ModelOutcome.STOPPED: "stopped",
-    ModelOutcome.OUT_OF_TOKENS: "stopped (the daily tokens ran out)",
-}
-STOPPED_WORDS = {
-    StoppedBy.ASKER: "The answer was stopped by you (your /kill or stop word).",
-    StoppedBy.MODERATOR: "The answer was stopped by a moderator's /kill.",
-    StoppedBy.BUTTON: "The answer was stopped with its Stop button.",
-    StoppedBy.FOLLOW_UP: (
-        "Replaced by a follow-up: you wrote again, and the next answer covers both messages."
-    ),
-}
-UNDELIVERED_WORDS = {
-    Undelivered.CUT_SHORT: "Discord did not take the rest of the answer in time: it was cut short.",
-    Undelivered.FORBIDDEN: "Discord refused my post in this channel (missing permissions).",
-    Undelivered.GONE: "The channel was gone before the answer could be posted.",
-}
-FATE_WORDS = {
-    Fate.CANNOT_POST: "Not answered: I cannot post in this channel.",
-    Fate.BOT_LOOP: "Not answered: bots had started too many answers in a row here.",
-    Fate.STARTED: "Seen, and taken up at once.",
-    Fate.QUEUED: "Seen, and queued behind another answer in this channel.",
-    Fate.FOLLOW_UP: "Seen as a follow-up: the answer running for you stopped to cover it.",
-    Fate.QUEUE_FULL: "Not queued: you already had as many messages waiting here as one may.",
-    Fate.NOT_ADMITTED: "Not queued: my database was out of reach.",
-    Fate.DROPPED_FOR_AGE: "Dropped: it waited too long in the queue, so it was not answered.",
-    Fate.CLEARED: "Cleared from the queue by another member's /kill.",
-    Fate.FAILED: "The turn failed before any model was asked.",
-}
+MENU_NAME = "Why no answer?"
+"""The message context menu's name (Apps → "Why no answer?"); its other languages are the
+catalog's `menu.Why no answer?`."""
+SHOWN_LABEL_CHARS = 100
+"""A model's label as an account shows it, at most: 24 steps of the longest still fit an
+embed in every language (tests/words/test_catalog.py)."""
+LIMITS = {"cooldown": "cooldown", "quota": "quota", "server's daily tokens": "server_quota"}
+"""Each limit (`tomori.policy.limits.Limit`'s value, as a step keeps it) by its words' key
+(`why.limit.*`); another is shown as it is."""
 
 
-def refused_words(limit: str, until: float | None) -> str:
-    when = "" if until is None else f" until <t:{math.ceil(until)}:f> (<t:{math.ceil(until)}:R>)"
-    return f"Refused by a limit: {LIMIT_WORDS.get(limit, limit)}{when}."
+def _notice(description: Said, colour: NoticeColour = NoticeColour.WARNING) -> Notice:
+    return Notice.of(said("title.why"), description, colour)
 
 
-def step_words(step: Step) -> str:
+NOT_YOURS = _notice(said("why.not_yours"))
+NO_RECORD_NOTICE = _notice(said("why.no_record"))
+UNREADABLE_NOTICE = _notice(said("why.unreadable"), NoticeColour.ERROR)
+
+
+def _key(kind: StrEnum) -> str:
+    """A kind's words in the catalog are under its name (`ModelOutcome.RATE_LIMITED`'s
+    `rate_limited`, though the database keeps it as `429`)."""
+    return kind.name.lower()
+
+
+def _label(model: str) -> str:
+    """A model's label, cut to `SHOWN_LABEL_CHARS` (an admin's chain may name a long one)."""
+    return model if len(model) <= SHOWN_LABEL_CHARS else model[: SHOWN_LABEL_CHARS - 1] + "…"
+
+
+def refused_words(limit: str, until: float | None) -> Said:
+    named: Said | str = said(f"why.limit.{LIMITS[limit]}") if limit in LIMITS else limit
+    if until is None:
+        return said("why.refused", limit=named)
+    return said("why.refused_until", limit=named, at=math.ceil(until))
+
+
+def step_words(step: Step) -> Said:
     """One step, as a line of the account."""
     if step.fate is Fate.REFUSED:
         return refused_words(step.subject, step.until)
     if step.fate is Fate.SKIPPED:
-        return f"Model `{step.subject}`: skipped (it has been failing; a probe decides when)."
+        return said("why.skipped", model=_label(step.subject))
     if step.fate is Fate.TRIED:
-        words = OUTCOME_WORDS.get(ModelOutcome(step.outcome), step.outcome)
-        return f"Model `{step.subject}`: {words}."
+        outcome = said(f"why.outcome.{_key(ModelOutcome(step.outcome))}")
+        return said("why.tried", model=_label(step.subject), outcome=outcome)
     if step.fate is Fate.STOPPED:
-        return STOPPED_WORDS[StoppedBy(step.outcome)]
+        return said(f"why.stopped.{_key(StoppedBy(step.outcome))}")
     if step.fate is Fate.DELIVERED:
-        return f"Delivered: {step.count} message{'' if step.count == 1 else 's'}."
+        key = "why.delivered" if step.count == 1 else "why.delivered_many"
+        return said(key, count=step.count)
     if step.fate is Fate.UNDELIVERED:
-        return f"Delivery failed: {UNDELIVERED_WORDS[Undelivered(step.outcome)]}"
-    return FATE_WORDS[step.fate]
+        reason = said(f"why.undelivered.{_key(Undelivered(step.outcome))}")
+        return said("why.delivery_failed", reason=reason)
+    return said(f"why.fate.{_key(step.fate)}")
 
 
 def told(steps: Sequence[Step]) -> Notice:
     """The account of a message the bot kept steps of."""
-    lines = [f"- {step_words(step)}" for step in steps]
+    lines = [said("why.step", step=step_words(step)) for step in steps]
     outcomes = [step.outcome for step in steps if step.fate is Fate.TRIED]
     if outcomes and ModelOutcome.ANSWERED not in outcomes:
-        lines.append(NO_MODEL_ANSWERED)
-    return Notice(TITLE, "\n".join([*lines, "", KEPT_FOR]), NoticeColour.WARNING)
+        lines.append(said("why.no_model_answered"))
+    return _notice(said("why.account", steps=Lines(tuple(lines))))
 
 
 def unaddressed(reason: Unaddressed) -> Notice:
-    return Notice(TITLE, f"Not answered. {UNADDRESSED_WORDS[reason]}", NoticeColour.WARNING)
-
-
-NO_RECORD_NOTICE = Notice(TITLE, NO_RECORD, NoticeColour.WARNING)
-UNREADABLE_NOTICE = Notice(TITLE, UNREADABLE, NoticeColour.ERROR)
+    return _notice(said("why.unaddressed", reason=said(f"why.unaddressed_because.{_key(reason)}")))

@@ -41,7 +41,7 @@ from tomori.tools.switches import (
     ToolCatalog,
     ToolSwitchStore,
 )
-from tomori.words import Said, Text, said, say
+from tomori.words import Clauses, Said, Text, said, say
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class Where:
 
     guild_id: str
     channel_id: str
-    cannot_post: tuple[str, ...] = ()
+    cannot_post: tuple[Said, ...] = ()
     """Why the bot could not answer in this channel now (its permissions), if it could not."""
 
 
@@ -171,7 +171,7 @@ def set_autoreply(enabled: bool) -> Action:
             return done(said("settings.autoreply_off"))
         if not where.cannot_post:
             return done(said("settings.autoreply_on"))
-        lacking = "; ".join(where.cannot_post)
+        lacking = Clauses(where.cannot_post)
         return done(said("settings.autoreply_on_cannot_post", lacking=lacking))
 
     return action
@@ -286,7 +286,7 @@ def _shown(resolved: Resolved) -> str:
             f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
             f" ({resolved.autoreply.source})",
             f"Limits: {say(_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value))}"
-            f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
+            f" ({say(_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source))})",
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
@@ -299,8 +299,10 @@ def _shown(resolved: Resolved) -> str:
     )
 
 
-def _sources(*sources: Source) -> str:
-    return "; ".join(dict.fromkeys(sources))
+def _sources(*sources: Source) -> Clauses:
+    """Where values came from, each named once (`source.*`, whose English is `Source`'s)."""
+    named = (said(f"source.{source.name.lower()}") for source in dict.fromkeys(sources))
+    return Clauses(tuple(named))
 
 
 def _limits(cooldown_ms: int, daily_tokens: int) -> Said:
