@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cog_settings import chain_for, quicken_channel_pace, settings_for
+from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import CHANNEL_IDS, start_nextcord_bot, stop_nextcord_bot
+from tests.support.pace import quicken_channel_pace
 from tests.support.scripts import answer, http_error, silent, stalled_after
 from tomori.delivery.budget import CHANNEL_WINDOW_S, CHANNEL_WRITES
 

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.bot_script import bot_script
-from tests.support.cog_settings import quicken_channel_pace
 from tests.support.nextcord_fake import NextcordBot, member_payload, start_nextcord_bot
+from tests.support.pace import quicken_channel_pace
 from tests.support.world import GUILD_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings

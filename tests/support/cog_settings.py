@@ -1,16 +1,12 @@
-"""The settings and model chain the cog tests start a bot with: short budgets, the local model;
-and, for a test whose subject is not Discord's pace, a quicker one."""
+"""The settings and model chain the cog tests start a bot with: short budgets, the local model."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
 
 from tests.support.llm_server import LLMServer
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori.delivery.budget import CHANNEL_WRITES, ChannelPace
-from tomori_cog import pacing
 
 SHORT_BUDGETS: dict[str, object] = {
     "stream_first_token_timeout_ms": 2_000,
@@ -46,23 +42,3 @@ def chain_for(
             "GEMINI_BASE_URL": server.base_url,
         }
     )
-
-
-class Patcher(Protocol):
-    """What sets an attribute for a test: pytest's `monkeypatch` (undone after it), or a plain
-    setter in a bot process of its own."""
-
-    def setattr(self, target: Any, name: str, value: Any) -> None: ...
-
-
-def quicken_channel_pace(window_s: float, patch: Patcher) -> None:
-    """Have the cog pace each channel's writes by `window_s` instead of Discord's window
-    (webhooks keep theirs): for a test whose subject is not the pace (a turn at a time, what
-    traffic leaves behind) and that must not wait out Discord's buckets."""
-
-    def channel_pace(limit: int = CHANNEL_WRITES, *args: Any, **kwargs: Any) -> ChannelPace:
-        if not args and not kwargs:
-            return ChannelPace(limit, window_s)
-        return ChannelPace(limit, *args, **kwargs)
-
-    patch.setattr(pacing, "ChannelPace", channel_pace)
