@@ -4,15 +4,17 @@
 trigger (or, for a command's turn, the channel's latest message), whether the asker may still
 be answered, the queue to leave out, a stop check, typing, the channel's configuration, its
 tools, its personas, one read of the channel, and what stops ended there before it (told to
-the model in a request-only note, `stopped.py`). A `/kill` during that ends the turn quietly;
-a failure there (a Discord call that got no answer, the database) is told to whoever asked
-directly, as a failed generation would be, since the chain's own notices never ran. Then the
-bot answers, or the personas the trigger called (`cast.py`), or a scene's lines, each pass
-within what the asker's day has left (`tomori.policy.turn_budget`): a turn that runs out says
-so once, after what it showed. A direct trigger shows the turn's stage as it goes, and how it
-ended (`tomori.delivery.progress`); where its server says so, failures are only logged.
-What became of the turn's message (each model's part, a stop, what was delivered) is
-reported to its account as it goes (`tomori.monitoring.why`).
+the model in a request-only note, `stopped.py`). Its reads of the database wait out a blip (a
+connection cut mid-read: `Stage.read`), so an admitted message is not failed by one. A `/kill`
+during that ends the turn quietly; a failure there (a Discord call that got no answer, the
+database away past that patience) is told to whoever asked directly, as a failed generation
+would be, since the chain's own notices never ran. Then the bot answers, or the personas the
+trigger called (`cast.py`), or a scene's lines, each pass within what the asker's day has left
+(`tomori.policy.turn_budget`): a turn that runs out says so once, after what it showed.
+A direct trigger shows the turn's stage as it goes, and how it ended
+(`tomori.delivery.progress`); where its server says so, failures are only logged. What became
+of the turn's message (each model's part, a stop, what was delivered) is reported to its
+account as it goes (`tomori.monitoring.why`).
 """
 
 from __future__ import annotations
@@ -238,12 +240,21 @@ async def _prepare(
             turn, message, guard, surface_errors=request.surfaces_errors
         ):
             return None
-    waiting = await stage.locks.queued_message_ids(surface.channel_id)
+    channel_id = surface.channel_id
+    waiting = await until_stopped(
+        guard,
+        stage.read(
+            f"the queue of channel {channel_id}", lambda: stage.locks.queued_message_ids(channel_id)
+        ),
+    )
     if guard.stop_requested():  # /kill came while it waited: no typing, no read
         raise Stopped
     await typing.enter_async_context(surface.typing(state))  # reading files takes a while
-    where = (surface.guild_id, surface.channel_id)
-    config = await until_stopped(guard, stage.config.for_turn(*where))
+    where = (surface.guild_id, channel_id)
+    config = await until_stopped(
+        guard,
+        stage.read(f"the settings of channel {channel_id}", lambda: stage.config.for_turn(*where)),
+    )
     tools = await until_stopped(guard, stage.tools_for(*where))
     asker = turn.trigger.requester_id
     budget = await until_stopped(guard, stage.budget(surface.guild_id, surface.limit_scope, asker))
@@ -251,7 +262,13 @@ async def _prepare(
     everyone: tuple[Persona, ...] = ()
     keys = request.scene.cast if request.scene is not None else request.personas
     if keys and surface.guild_id is not None:
-        everyone = await until_stopped(guard, stage.personas.of_server(surface.guild_id))
+        guild_id = surface.guild_id
+        everyone = await until_stopped(
+            guard,
+            stage.read(
+                f"the personas of server {guild_id}", lambda: stage.personas.of_server(guild_id)
+            ),
+        )
     by_key = {persona.key: persona for persona in everyone}
     cast = tuple(by_key[key] for key in keys if key in by_key)  # those removed since are left out
     images = config.images or any(stage.config.for_persona(config, p).images for p in cast)
