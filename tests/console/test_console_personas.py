@@ -67,12 +67,17 @@ def counted(folder: Path, table: str) -> int:
 
 
 async def set_once_queued(
-    event: asyncio.Event, llm_server: LLMServer, folder: Path, *, lines: int
+    event: asyncio.Event, llm_server: LLMServer, folder: Path, *, lines: int, then_s: float = 0
 ) -> None:
-    """Set `event` once the first line's turn asked its model and `lines` more are queued."""
+    """Set `event` once the first line's turn asked its model and `lines` more are queued,
+    and (`then_s`) the next line had that long to be sent: admitted, whether queued or refused
+    (a line held back shows nothing, so only a bounded wait can see it was not sent)."""
     await until(
         lambda: len(llm_server.requests) == 1 and counted(folder, "queued_triggers") == lines
     )
+    if then_s:
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: counted(folder, "admitted_messages") > lines + 1, within=then_s)
     event.set()
 
 
@@ -317,6 +322,28 @@ async def test_a_queued_line_is_shown_the_answers_since_it_within_the_history_li
     last = [m["content"] for m in llm_server.requests[-1].body["messages"][1:]]
     # two before the trigger, the first two after it (answer 3 is the third), then the trigger
     assert last == ["user: m2\nuser: m3", "answer 1\nanswer 2", "user: m4"]
+
+
+async def test_a_script_longer_than_the_queue_has_every_line_answered_each_in_turn(
+    llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped, a line waits to be sent while `TOMORI_QUEUE_PER_MEMBER` of the script's lines
+    wait for their answers, as its author would: read at once, the fifth line was refused as
+    "Queue Full" whenever the model was slower than the reading (always, with a real one)."""
+    folder = console_folder(tmp_path, monkeypatch)
+    full = asyncio.Event()
+    llm_server.script(held(answer("answer 1"), full), *(answer(f"answer {n}") for n in range(2, 6)))
+    async with asyncio.TaskGroup() as meanwhile:  # the model answers once the queue is full
+        waits = set_once_queued(full, llm_server, folder, lines=3, then_s=0.5)
+        meanwhile.create_task(waits)
+        out = await piped(llm_server, tmp_path, "".join(f"m{n}\n" for n in range(1, 6)), **HELD)
+    assert "Queue Full" not in out
+    said = [request.body["messages"][-1]["content"] for request in llm_server.requests]
+    assert said == [f"user: m{n}" for n in range(1, 6)]
+    line = {text: number for number, text in re.findall(r"\[you #(\d+)\] (m\d)\n", out)}
+    assert list(line) == ["m1", "m2", "m3", "m4", "m5"]  # each shown once, in order
+    replies = re.findall(r"\[tomori #\d+, replying to #(\d+)\]\nanswer (\d)\n", out)
+    assert replies == [(line[f"m{n}"], str(n)) for n in range(2, 6)]  # each to its own line
 
 
 async def test_an_edit_that_changes_nothing_is_refused_and_an_empty_option_clears(
