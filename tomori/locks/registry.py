@@ -288,6 +288,15 @@ class ChannelLocks:
         """Messages waiting for their own turn: a history built now must leave them out."""
         return await self._backend.queued_message_ids(channel_id)
 
+    async def wait_for_room(self, channel_id: str, requester_id: str) -> None:
+        """Wait until `requester_id` may queue one more message in the channel, room freeing as
+        the turn this process runs there hands it on: for a sender that can hold its next
+        message back (a console's script) rather than have it refused as full. Returns at once
+        if no turn of this process runs there (the admission then says how it stands)."""
+        while not await self._backend.has_room(channel_id, requester_id):
+            if not await self._turns.wait_handed_on(channel_id):
+                return
+
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until this registry has no turn running or handed on in the channel, and
         whoever asked there and was dropped unanswered has been told."""

@@ -136,7 +136,7 @@ class SqlLockBackend:
             if verdict is LockState.HELD:
                 if await self._follow_up(tx, trigger, now):
                     return Admitted(verdict, None, follow_up=True)
-                if await rows.queued_by(tx, trigger) >= self._queue_per_member:
+                if await self._queue_full(tx, channel_id, trigger.requester_id):
                     return Admitted(verdict, None, full=True)
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
@@ -151,6 +151,15 @@ class SqlLockBackend:
                 await rows.enqueue(tx, trigger, now)
             await rows.write_lock(tx, turn, self._instance_id, now)
             return Admitted(verdict, turn)
+
+    async def _queue_full(
+        self, reader: Transaction | Database, channel_id: str, requester_id: str | None
+    ) -> bool:
+        """Whether the member has as many messages waiting in the channel as one may."""
+        return await rows.queued_by(reader, channel_id, requester_id) >= self._queue_per_member
+
+    async def has_room(self, channel_id: str, requester_id: str | None) -> bool:
+        return not await self._queue_full(self._db, channel_id, requester_id)
 
     async def _follow_up(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
         """Queue `trigger` first as a follow-up and ask the turn to stop, if it is one."""
