@@ -13,11 +13,13 @@ import pytest
 import regex
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.llm_server import Action, LLMServer, Reply, pause, sse, stall
+from tests.support.llm_server import Action, LLMServer, Reply, hold_until, pause, sse, stall
 from tests.support.nextcord_fake import OpenNextcord
 from tests.support.openai_wire import chunk
 from tests.support.scripts import answer
+from tests.support.waiting import until
 from tomori.config.settings import Delivery
+from tomori.delivery.ceiling import most_read
 
 
 def looping(line: str, *, gap: float = 0.002, lines: int = 2_000) -> Reply:
@@ -127,22 +129,64 @@ async def test_a_model_that_never_stops_is_cut_at_the_answer_ceiling(
     await closed_by_the_bot(llm_server)
 
 
-@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+NOTE = "-# (The answer was cut here: it was too long.)"
+REASONING = "and yet I must think about it once more. " * 10
+
+
+@pytest.mark.parametrize(
+    ("delivery", "expected"),
+    [
+        (Delivery.MESSAGES, ["Let me see.", NOTE]),  # the sent message stays: the note follows
+        (Delivery.EDIT, [f"Let me see.\n\n{NOTE}"]),  # the shown message takes the note
+    ],
+    ids=["messages", "edit"],
+)
 async def test_a_model_looping_on_hidden_reasoning_is_cut_like_at_the_ceiling(
-    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+    tmp_path: Path,
+    llm_server: LLMServer,
+    open_nextcord: OpenNextcord,
+    delivery: Delivery,
+    expected: list[str],
 ) -> None:
+    """The model's first words are shown, then it reasons in a loop nobody sees: the pass is cut
+    once it read more than it may, as at the ceiling. The loop starts once the channel shows the
+    first words, as a real one would (tens of thousands of characters take minutes), not after
+    a pause a busy machine may stretch past the first message's gathering."""
     settings = settings_for(
         tmp_path, max_answer_chars=1950, delivery=delivery, stream_edit_interval_ms=10
     )
     nc = await open_nextcord(settings, chain_for(llm_server))
-    loop = looping("and yet I must think about it once more. " * 10, gap=0.001)
-    llm_server.script(Reply(body=[sse(chunk("Let me see.\n\n<think>")), *loop.body]))
+    started = asyncio.Event()
+    loop = looping(REASONING, gap=0.001)
+    llm_server.script(
+        Reply(body=[sse(chunk("Let me see.\n\n<think>")), hold_until(started), *loop.body])
+    )
+    nc.say(f"{nc.mention()} hi")
+    await until(lambda: bool(nc.discord.contents()))
+    started.set()
+    await nc.settled()
+    assert nc.discord.contents() == expected
+    assert nc.discord.embeds() == []  # no timeout or error notice
+    await closed_by_the_bot(llm_server)
+
+
+@pytest.mark.parametrize("delivery", [Delivery.MESSAGES, Delivery.EDIT])
+async def test_reasoning_past_the_bound_before_anything_went_out_ends_the_first_message(
+    tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord, delivery: Delivery
+) -> None:
+    """The chunk that starts the answer brings more reasoning than a pass may read: the cut comes
+    before the first message went out, so in either mode that message takes the note (one
+    chunk: nothing in between lets the message go first, however busy the machine)."""
+    settings = settings_for(
+        tmp_path, max_answer_chars=1950, delivery=delivery, stream_edit_interval_ms=10
+    )
+    nc = await open_nextcord(settings, chain_for(llm_server))
+    reasoning = REASONING * (most_read(1950) // len(REASONING) + 1)
+    llm_server.script(Reply(body=[sse(chunk(f"Let me see.\n\n<think>{reasoning}")), stall()]))
     nc.say(f"{nc.mention()} hi")
     await nc.settled()
-    note = "-# (The answer was cut here: it was too long.)"
-    # the cut came before the first message went out: that message takes the note
-    assert nc.discord.contents() == [f"Let me see.\n\n{note}"]
-    assert nc.discord.embeds() == []  # no timeout or error notice
+    assert nc.discord.contents() == [f"Let me see.\n\n{NOTE}"]
+    assert nc.discord.embeds() == []
     await closed_by_the_bot(llm_server)
 
 
