@@ -37,6 +37,13 @@ from tomori.config.settings import Settings
 from tomori.store import SqliteDatabase
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the machine has cores, at most four. Most of the suite's
+    time is tests waiting on timers, servers and subprocesses, so a third worker on two cores
+    cut the whole run from about 9 minutes to 6.5 (`time pytest -n 2` against `-n 3`)."""
+    return min(4, (os.cpu_count() or 1) + 1)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tomori.db"
