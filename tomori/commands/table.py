@@ -294,6 +294,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: admin.set_follow_ups(given["enabled"]),
     ),
     _tomori(
+        "swipes",
+        "Whether the last answer carries Regenerate and ◀ ▶ to swipe between its takes",
+        _enabled("true: its asker (or a moderator) may ask again and swipe; false: no buttons"),
+        action=lambda given: admin.set_swipes(given["enabled"]),
+    ),
+    _tomori(
         "tools",
         "Show the model's tools here, or turn a tool or an MCP server off or on",
         _text(

@@ -188,6 +188,20 @@ def set_follow_ups(enabled: bool) -> Action:
     return action
 
 
+def set_swipes(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(swipes=enabled))
+        return done(f"Swipes in this server: {_swipes(enabled)}.")
+
+    return action
+
+
+def _swipes(enabled: bool) -> str:
+    if enabled:
+        return "on (the last answer carries Regenerate and ◀ ▶ for its asker)"
+    return "off (answers carry no Regenerate or ◀ ▶ from now on)"
+
+
 def _follow_ups(enabled: bool) -> str:
     if enabled:
         return "on (a new message of the user being answered stops it; the next answer covers both)"
@@ -274,6 +288,7 @@ def _shown(resolved: Resolved) -> str:
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
+            f"Swipes: {'on' if resolved.swipes.value else 'off'} ({resolved.swipes.source})",
             begins,
             f"System prompt ({resolved.system_prompt.source}):",
             _quoted(resolved.system_prompt.value),

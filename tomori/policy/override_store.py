@@ -1,5 +1,5 @@
 """Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
-whether a server allows scenes since 0013, the prefill since 0014).
+whether a server allows scenes since 0013, the prefill since 0014, swipes since 0020).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -31,9 +31,10 @@ _SERVER_COLUMNS = (
     "scenes",
     "prefill",
     "follow_ups",
+    "swipes",
 )
 _NOT_THERE = {
-    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups"),
+    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups", "swipes"),
     "server": ("autoreply",),
 }
 
@@ -183,6 +184,7 @@ def _overrides(row: Row) -> Overrides:
         scenes=_flag(row["scenes"]),
         prefill=row["prefill"],
         follow_ups=_flag(row["follow_ups"]),
+        swipes=_flag(row["swipes"]),
     )
 
 

@@ -56,6 +56,8 @@ class Overrides:
     """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
     follow_ups: bool | None = None
     """A server's only: whether a message of the user being answered stops the answer."""
+    swipes: bool | None = None
+    """A server's only: whether the last answer carries Regenerate and ◀ ▶ (`turns.takes`)."""
 
     @property
     def empty(self) -> bool:
@@ -84,6 +86,8 @@ class Defaults:
     """None: the environment sets no prefill."""
     follow_ups: bool = True
     """`TOMORI_FOLLOW_UPS`."""
+    swipes: bool = True
+    """Swipes are on until a server's admins turn them off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,8 @@ class Resolved:
     """"" is none."""
     follow_ups: Sourced[bool]
     """A server's only, like `cooldown_ms`."""
+    swipes: Sourced[bool]
+    """A server's only, like `cooldown_ms`."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -122,6 +128,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         scenes=_first(None, server.scenes, defaults.scenes),
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
         follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
+        swipes=_first(None, server.swipes, defaults.swipes),
     )
 
 

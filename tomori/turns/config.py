@@ -145,6 +145,11 @@ class ChannelConfig:
         environment's), through the cache: asked for every message admitted."""
         return (await self._server(guild_id, "follow-up setting")).follow_ups.value
 
+    async def swipes(self, guild_id: int | str | None) -> bool:
+        """Whether a server's last answer carries Regenerate and ◀ ▶ (None: direct messages,
+        where they always do), through the cache: asked as each answer ends and each press."""
+        return (await self._server(guild_id, "swipes setting")).swipes.value
+
     async def _server(self, guild_id: int | str | None, what: str) -> Resolved:
         """What a server sets over the environment, through the cache; the environment's
         values while the store cannot say."""
