@@ -29,9 +29,11 @@ from tomori.locks import Turn, TurnGuard
 from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
+from tomori.turns.retake import Retaking
 from tomori.turns.stage import Stage
 from tomori.turns.stopped import stopped_notices
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
+from tomori.turns.takes import Answered, used
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +47,12 @@ class _Prepared:
     """What the turn may spend of its asker's day (None: no daily token limit holds)."""
 
 
-async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> None:
-    """Run `turn` in `surface`'s channel (see the module docstring)."""
+async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> Answered | None:
+    """Run `turn` in `surface`'s channel (see the module docstring); the answer it ended
+    with, if that can have takes (`tomori.turns.takes`)."""
     request = TurnRequest.of(turn.trigger)
+    if request.take is not None:
+        surface = Retaking(surface, request.take)
     scene = request.scene
     state = TurnState(
         surface.channel_id,
@@ -60,14 +65,14 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
         confirmer=surface,
     )
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
-        return  # scenes are played in a server's channels the bot may post in
+        return None  # scenes are played in a server's channels the bot may post in
     async with AsyncExitStack() as typing:
         try:
             prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
         except Stopped:
             log.info("turn %s stopped before any model was asked", turn.turn_id)
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
-            return
+            return None
         except Exception:
             stage.record_unasked(state, StreamStatus.ERROR)
             log.exception(
@@ -77,26 +82,36 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             )
             if request.surfaces_errors:
                 await state.post_notice(GENERATION_ERROR)
-            return
+            return None
         if prepared is None:
-            return
-        await _answer(prepared, state, request)
+            return None
+        answered = await _answer(prepared, state, request)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
+        return answered
 
 
-async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -> None:
-    """The scene's lines, the personas' answers, or the bot's."""
+async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -> Answered | None:
+    """The scene's lines, the personas' answers, or the bot's; the one answer it gave to
+    one message, which can have takes (none for a scene's, a `/respond`'s, or several)."""
     playing = prepared.playing
     stage, surface, config = playing.stage, playing.surface, playing.config
     if request.scene is not None:
         await playing.play_scene(state, request.scene)
-        return
+        return None
     respond = request.respond
     brief = respond.brief(config.prefill) if respond else AnswerBrief(channel=config.prefill)
+    if prepared.cast and request.take is not None:  # that persona alone, drawing in none
+        persona = prepared.cast[0]
+        spoken = await playing.speak(state, persona, (), brief)
+        return Answered(persona.key, tuple(state.delivered), used(list(spoken.usage().values())))
     if prepared.cast:
-        await playing.answer_as(state, prepared.cast, brief)
-        return
+        answers = await playing.answer_as(state, prepared.cast, brief)
+        if respond is not None or len(answers) != 1:
+            return None
+        [(persona, speaking, spoken)] = answers
+        usage = used(list(spoken.usage().values()))
+        return Answered(persona.key, tuple(speaking.delivered), usage)
     result = await answer_turn(
         playing.turn,
         playing.guard,
@@ -114,6 +129,9 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
     )
     if result.forbidden:
         surface.refused()
+    if respond is not None:
+        return None
+    return Answered(None, tuple(state.delivered), used(list(result.usage().values())))
 
 
 async def _told_if_spent(
