@@ -26,6 +26,7 @@ only that name's `teardown` removes it.
 - `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses
+- `takes.py`          regenerate and swipe: the last answer's buttons and their presses
 - `token_redaction.py` Discord's webhook and interaction tokens kept out of every log line
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run

@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from tomori.cast.personas import Persona
 from tomori.cast.scenes import scene_accepted, scene_refused
 from tomori.config.models import ModelChain
 from tomori.config.settings import KillPolicy, Settings, seconds
@@ -47,6 +48,7 @@ from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
 from tomori_cog.runtime import Runtime
 from tomori_cog.surface import DiscordParts, DiscordSurface
+from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,19 @@ class TomoriChat:
         gate = AdmissionGate(library, settings, self.pacing)
         self.confirmations = Confirmations(library, self.pacing)
         """Tool calls waiting for their asker's press: the cogs' listener hands presses here."""
+        self.takes = AnswerTakes(
+            bot,
+            library,
+            self.pacing,
+            self.memory,
+            self.webhooks,
+            self.config,
+            settings.kill_policy,
+            locks=self._locks,
+            held=self.command_held,
+            persona_of=self._persona_of,
+        )
+        """The last answers' takes: the cogs' listener hands presses of their buttons here."""
         self._parts = DiscordParts(
             bot,
             library,
@@ -90,6 +105,7 @@ class TomoriChat:
             self.webhooks,
             LiveMessages(seconds(settings.queue_max_age_ms)),
             self.confirmations,
+            self.takes,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""
@@ -171,10 +187,17 @@ class TomoriChat:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
         surface = DiscordSurface(self._parts, stage.metrics, channel)
+        await self.takes.before_turn(turn, channel)
+        answered = None
         try:
-            await play(stage, surface, turn, guard)
+            answered = await play(stage, surface, turn, guard)
         finally:
             surface.release()
+            await self.takes.after_turn(turn, channel, answered)
+
+    async def _persona_of(self, guild_id: str, key: str) -> Persona | None:
+        personas = await (await self.ensure_started()).personas.of_server(guild_id)
+        return next((persona for persona in personas if persona.key == key), None)
 
     @property
     def bot_name(self) -> str:

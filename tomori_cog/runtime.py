@@ -84,6 +84,7 @@ class Runtime:
             parts.webhooks.open(database)
             stack.callback(parts.webhooks.close)
             parts.gate.open(database)
+            parts.takes.open(database)
             metrics = Metrics(database)
             stack.push_async_callback(metrics.close)
             parts.config.start(database)

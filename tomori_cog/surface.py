@@ -35,6 +35,7 @@ from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
+from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class DiscordParts:
     webhooks: Webhooks
     live_messages: LiveMessages
     confirmations: Confirmations
+    takes: AnswerTakes
 
 
 @dataclass(frozen=True, slots=True, eq=False)

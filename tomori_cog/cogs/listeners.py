@@ -47,6 +47,7 @@ class GatewayListeners:
     async def on_interaction(self, interaction: Any) -> None:
         """A press of a tool call's confirmation button (the commands have their own)."""
         await self.chat.confirmations.pressed(interaction)
+        await self.chat.takes.pressed(interaction)
 
     @listens
     async def on_raw_message_edit(self, payload: Any) -> None:

@@ -1,0 +1,128 @@
+"""Regenerate and swipe, through the cog on the Discord-faithful REST server with each
+library's real client: the last answer carries ◀ 1/1 ▶ Regenerate once it ends; Regenerate
+asks the model again with the same context and writes the new take into the answer; ◀ shows
+the first again, and the next turn's model is shown the take on display; another member's
+press is refused, a new message freezes the takes, and the takes survive a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import ChannelMessage
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot, RestBot, conversation
+from tests.support.scripts import answer
+from tests.support.waiting import until
+from tests.support.world import Person
+from tomori.turns.takes import PressRefusal
+
+MANAGE_MESSAGES = 1 << 13
+
+
+def buttons(message: ChannelMessage) -> dict[str, dict[str, Any]]:
+    """The message's buttons, by label."""
+    return {
+        str(button["label"]): button
+        for row in message.payload["components"]
+        for button in row["components"]
+    }
+
+
+def counter(message: ChannelMessage) -> str:
+    """Which take the answer shows ("2/3"): the label between ◀ and ▶."""
+    labels = [b["label"] for row in message.payload["components"] for b in row["components"]]
+    return str(labels[1]) if len(labels) == 4 else ""
+
+
+def regenerate(message: ChannelMessage) -> str:
+    return str(buttons(message)["Regenerate"]["custom_id"])
+
+
+def previous(message: ChannelMessage) -> str:
+    return str(buttons(message)["◀"]["custom_id"])
+
+
+async def showing(bot: RestBot, count: str) -> ChannelMessage:
+    """The bot's message that shows the buttons at take `count`, once it does."""
+
+    def found() -> ChannelMessage | None:
+        return next((m for m in bot.shown() if counter(m) == count), None)
+
+    await until(lambda: found() is not None)
+    message = found()
+    assert message is not None
+    return message
+
+
+async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_reads_it(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer("First take."), answer("Second take."), answer("Then more."))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    assert first.content == "First take."
+    assert buttons(first)["◀"]["disabled"]
+    assert buttons(first)["▶"]["disabled"]
+    again = regenerate(first)
+
+    refused = await bot.press(first, regenerate(first), by=Person.BOB)
+    assert refused["type"] == 4
+    assert refused["data"]["flags"] & 64
+    assert refused["data"]["content"] == PressRefusal.NOT_YOURS
+    assert len(llm_server.requests) == 1
+
+    pressed = await bot.press(first, regenerate(first))
+    assert pressed["type"] == 7  # acknowledged at once: the buttons go while it is written
+    assert pressed["data"]["components"] == []
+    await bot.settled()
+    second = await showing(bot, "2/2")
+    assert second.id == first.id  # the same message, its text replaced
+    assert second.content == "Second take."
+    assert [m.content for m in bot.shown()] == ["Second take."]
+    assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
+
+    swiped = await bot.press(second, previous(second))
+    assert swiped["type"] == 6
+    back = await showing(bot, "1/2")
+    assert back.content == "First take."
+    assert not buttons(back)["▶"]["disabled"]
+    assert buttons(back)["◀"]["disabled"]
+
+    bot.say(f"{bot.mention()} and then?")
+    await bot.settled()
+    seen = conversation(llm_server.requests[2])
+    assert ("assistant", "First take.") in seen
+    assert not any("Second take." in content for _, content in seen)
+    answered = next(m for m in bot.shown() if m.id == first.id)
+    assert answered.payload["components"] == []  # frozen: the conversation went on
+    assert bot.contents() == ["First take.", "Then more."]
+    assert counter(bot.shown()[-1]) == "1/1"  # the new last answer has its own
+    late = await bot.press(answered, again)
+    assert late["data"]["content"] == PressRefusal.FROZEN
+    assert len(llm_server.requests) == 3
+
+
+async def test_takes_survive_a_restart_and_a_moderator_may_press(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(answer("Before the restart."), answer("After the restart."))
+    bot.say(f"{bot.mention()} hello")
+    first = await showing(bot, "1/1")
+    await bot.stop()
+
+    again = await open_rest_bot(settings, chain_for(llm_server))
+    by_a_moderator = regenerate(first)
+    pressed = await again.press(first, by_a_moderator, by=Person.BOB, permissions=MANAGE_MESSAGES)
+    assert pressed["type"] == 7
+    await again.settled()
+    second = await showing(again, "2/2")
+    assert second.content == "After the restart."
+    assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
+    await again.press(second, previous(second))
+    back = await showing(again, "1/2")
+    assert back.content == "Before the restart."
