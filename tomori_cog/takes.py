@@ -306,6 +306,9 @@ class AnswerTakes:
         finally:
             shown = await store.swiped(takes.answer_id, index, messages)
         if channel is not None and shown is not None:
+            was_last = takes.messages[-1]
+            if was_last in shown.messages[:-1]:  # more messages now: its buttons move on
+                await self._components(channel, takes, was_last, None)
             await self._show(store, channel, shown)
         return None
 

@@ -12,7 +12,7 @@ from typing import Any
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import OpenRestBot, RestBot, conversation
+from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation
 from tests.support.scripts import answer
 from tests.support.waiting import until
 from tests.support.world import Person
@@ -97,7 +97,7 @@ async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_rea
     assert ("assistant", "First take.") in seen
     assert not any("Second take." in content for _, content in seen)
     answered = next(m for m in bot.shown() if m.id == first.id)
-    assert answered.payload["components"] == []  # frozen: the conversation went on
+    await until(lambda: answered.payload["components"] == [])  # frozen: the channel went on
     assert bot.contents() == ["First take.", "Then more."]
     assert counter(bot.shown()[-1]) == "1/1"  # the new last answer has its own
     late = await bot.press(answered, again)
@@ -126,3 +126,35 @@ async def test_takes_survive_a_restart_and_a_moderator_may_press(
     await again.press(second, previous(second))
     back = await showing(again, "1/2")
     assert back.content == "Before the restart."
+
+
+async def test_a_take_of_fewer_messages_deletes_the_rest_and_swipes_can_be_turned_off(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    long = "a" * 1_500 + "\n\n" + "b" * 1_500  # two messages of Discord's 2,000 characters
+    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    llm_server.script(answer(long), answer("Short."), answer("No buttons."))
+    bot.say(f"{bot.mention()} a long one")
+    first = await showing(bot, "1/1")
+    assert [m.content for m in bot.shown()] == ["a" * 1_500, "b" * 1_500]
+    assert first.id == bot.shown()[-1].id  # the buttons are on its last message
+    await bot.press(first, regenerate(first))
+    await bot.settled()
+    short = await showing(bot, "2/2")
+    assert [m.content for m in bot.shown()] == ["Short."]  # the second message deleted
+    await bot.press(short, previous(short))
+    back = await showing(bot, "1/2")
+    assert [m.content for m in bot.shown()] == ["a" * 1_500, "b" * 1_500]  # one posted again
+    assert back.id == bot.shown()[-1].id
+    assert bot.shown()[0].payload["components"] == []
+
+    off = {"name": "swipes", "type": 1, "options": [{"name": "enabled", "type": 5, "value": False}]}
+    command = {"id": "1", "name": "tomori", "type": 1, "options": [off]}
+    await bot.command(command, permissions=MANAGE_GUILD)
+    refused = await bot.press(back, regenerate(back))
+    assert refused["data"]["content"] == PressRefusal.SWIPES_OFF
+    bot.say(f"{bot.mention()} again")
+    await bot.settled()
+    assert bot.contents()[-1] == "No buttons."
+    await until(lambda: all(m.payload["components"] == [] for m in bot.shown()))  # frozen
+    assert len(llm_server.requests) == 3
