@@ -389,11 +389,20 @@ class AnswerTakes:
             if takes.persona is not None:
                 webhook = await self._webhooks.of(channel)
                 if webhook is not None:
-                    await webhook.edit_message(int(message_id), view=view)
+                    await self._stateful(webhook).edit_message(int(message_id), view=view)
                     return
             await channel.get_partial_message(int(message_id)).edit(view=view)
         except call_failures(self._library) as error:
             log.warning("channel %s: the takes' buttons could not change: %s", channel.id, error)
+
+    def _stateful(self, webhook: Any) -> Any:
+        """The webhook with the bot's state, which nextcord wants before it edits components
+        (its partial webhooks have none; discord.py's carry the client's)."""
+        if not self._library.is_nextcord:
+            return webhook
+        data = {"id": webhook.id, "type": 1, "token": webhook.token}
+        module = self._library.module
+        return module.Webhook(data, session=webhook.session, state=self._bot._connection)
 
     async def _delete(self, channel: Any, persona: str | None, message_ids: Sequence[str]) -> None:
         """Delete the answer's messages a take did not need."""

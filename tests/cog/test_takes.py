@@ -12,7 +12,7 @@ from typing import Any
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage
 from tests.support.llm_server import LLMServer
-from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation
+from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
 from tests.support.scripts import answer
 from tests.support.waiting import until
 from tests.support.world import Person
@@ -59,7 +59,9 @@ async def showing(bot: RestBot, count: str) -> ChannelMessage:
 async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_reads_it(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
     llm_server.script(answer("First take."), answer("Second take."), answer("Then more."))
     bot.say(f"{bot.mention()} tell me something")
     first = await showing(bot, "1/1")
@@ -108,7 +110,7 @@ async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_rea
 async def test_takes_survive_a_restart_and_a_moderator_may_press(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    settings = settings_for(tmp_path)
+    settings = settings_for(tmp_path, history_memory_channels=0)
     bot = await open_rest_bot(settings, chain_for(llm_server))
     llm_server.script(answer("Before the restart."), answer("After the restart."))
     bot.say(f"{bot.mention()} hello")
@@ -132,7 +134,9 @@ async def test_a_take_of_fewer_messages_deletes_the_rest_and_swipes_can_be_turne
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     long = "a" * 1_500 + "\n\n" + "b" * 1_500  # two messages of Discord's 2,000 characters
-    bot = await open_rest_bot(settings_for(tmp_path), chain_for(llm_server))
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
     llm_server.script(answer(long), answer("Short."), answer("No buttons."))
     bot.say(f"{bot.mention()} a long one")
     first = await showing(bot, "1/1")
@@ -158,3 +162,33 @@ async def test_a_take_of_fewer_messages_deletes_the_rest_and_swipes_can_be_turne
     assert bot.contents()[-1] == "No buttons."
     await until(lambda: all(m.payload["components"] == [] for m in bot.shown()))  # frozen
     assert len(llm_server.requests) == 3
+
+
+async def test_a_personas_answer_has_takes_written_through_its_webhook(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path, history_memory_channels=0)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    llm_server.script(answer("Aria, once."), answer("Aria, twice."))
+    bot.say("hi aria")
+    first = await showing_posted(bot, "1/1")
+    assert first.username == "Aria"
+    await bot.press(first, regenerate(first))
+    await bot.settled()
+    second = await showing_posted(bot, "2/2")
+    assert (second.id, second.content, second.username) == (first.id, "Aria, twice.", "Aria")
+    assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
+
+
+async def showing_posted(bot: RestBot, count: str) -> ChannelMessage:
+    """The webhook's message that shows the buttons at take `count`, once it does."""
+
+    def found() -> ChannelMessage | None:
+        return next((m for m in posted(bot.server) if counter(m) == count), None)
+
+    await until(lambda: found() is not None)
+    message = found()
+    assert message is not None
+    return message
