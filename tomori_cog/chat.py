@@ -91,6 +91,7 @@ class TomoriChat:
             locks=self._locks,
             held=self.command_held,
             persona_of=self._persona_of,
+            idle=self.wait_idle,
         )
         """The last answers' takes: the cogs' listener hands presses of their buttons here."""
         self._parts = DiscordParts(
@@ -168,6 +169,7 @@ class TomoriChat:
         async with self._start_lock:
             self._closed = True
             self.proxies.close()
+            await self.takes.close()
             if self._runtime is not None:  # forgotten only once closed: a close cut short by
                 await self._runtime.aclose()  # its caller's deadline is finished by the next
                 self._runtime = None

@@ -48,6 +48,11 @@ class DiscordPacing:
         async with self._pace.slot(("write", channel_id), spaced=urgency is Urgency.MORE):
             await self.budget.take(urgency)
 
+    def spare_writes(self, channel_id: int) -> int:
+        """How many writes `channel_id`'s bucket takes now, none waiting: what a write nobody
+        waits on (a component tidy-up) may use without delaying one somebody does."""
+        return self._pace.room(("write", channel_id))
+
     async def webhook_write(self, channel_id: int, webhook_id: int, urgency: Urgency) -> None:
         """Return when one execute or edit of `webhook_id` in `channel_id` may leave now:
         within the webhook's bucket, and the channel's (which Discord also keeps for webhook

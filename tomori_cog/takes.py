@@ -12,15 +12,17 @@ messages posted after them, or the unused deleted) and moves the counter. Anyone
 or a moderator is told no, ephemerally. A new message in the channel (`heard`), or another
 turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
 
-Putting buttons on or taking them off is a component edit: it waits in the request budget
-behind every answer's text (`Urgency.MORE`); the take's own text goes as a turn's would.
+Putting buttons on or taking them off is a component edit: it waits until the channel's turns
+are done (a channel takes a few writes every few seconds, and the next answer's text must not
+wait behind buttons), then in the request budget behind every answer's text (`Urgency.MORE`);
+the take's own text goes as a turn's would, and a swipe's as what its presser waits on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from tomori.cast.personas import Persona
@@ -58,6 +60,14 @@ from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
 
+SPARE_WRITES = 3
+"""Free writes a channel's bucket must hold before buttons go on or off: room left for a new
+answer's first and last text."""
+SPARE_POLL_S = 0.5
+SPARE_WAIT_S = 120.0
+"""How long buttons wait for that room; past it they are left as they are (a press of frozen
+ones is told so, and the buttons go with its answer)."""
+
 Held = Callable[[int, int, int], Awaitable[Notice | None]]
 """Why the asker may not start a turn now (their cooldown, their day's tokens), keyed by the
 press: `TomoriChat.command_held`."""
@@ -81,8 +91,10 @@ class AnswerTakes:
         locks: Callable[[], Awaitable[ChannelLocks]],
         held: Held,
         persona_of: PersonaOf,
+        idle: Callable[[int], Awaitable[None]],
     ) -> None:
-        """`locks` starts the cog if it is not yet, and gives its channel locks."""
+        """`locks` starts the cog if it is not yet, and gives its channel locks; `idle` waits
+        until a channel's turns are done."""
         self._bot = bot
         self._library = library
         self._pacing = pacing
@@ -93,17 +105,25 @@ class AnswerTakes:
         self._locks = locks
         self._held = held
         self._persona_of = persona_of
+        self._idle = idle
         self._store: TakeStore | None = None
         self._open: set[str] | None = None
         """The channels with takes not frozen (read once from the store, then kept)."""
         self._heard: dict[str, int] = {}
         """By channel, the newest message heard there that the cog did not post."""
         self._tasks: set[asyncio.Task[None]] = set()
-        """The freezes under way (`heard`)."""
+        """The freezes (`heard`) and button edits (`_once_idle`) under way."""
 
     def open(self, database: Database) -> None:
         self._store = TakeStore(database)
         self._open = None
+
+    async def close(self) -> None:
+        """Drop the button edits still waiting (before the database and the session close)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._store = None
 
     # -- the answer's turn ----------------------------------------------------------------------
 
@@ -152,7 +172,7 @@ class AnswerTakes:
         )
         await store.first(takes, [m.text for m in answered.messages], answered.usage)
         await self._opened(str(channel.id))
-        await self._show(store, channel, takes)
+        self._once_idle(channel, self._show(store, channel, takes))
 
     async def _made(
         self, store: TakeStore, channel: Any, take: TakeAsk, answered: Answered | None
@@ -163,7 +183,7 @@ class AnswerTakes:
             if await store.not_made(take.answer_id):
                 found = await store.of(take.answer_id)
                 if found is not None:
-                    await self._show(store, channel, found)
+                    self._once_idle(channel, self._show(store, channel, found))
             return
         messages = [m.message_id for m in answered.messages]
         unused = [m for m in take.messages if m not in messages]
@@ -172,7 +192,27 @@ class AnswerTakes:
             take.answer_id, messages, [m.text for m in answered.messages], answered.usage
         )
         if takes is not None:
-            await self._show(store, channel, takes)
+            self._once_idle(channel, self._show(store, channel, takes))
+
+    def _once_idle(self, channel: Any, tidy: Coroutine[Any, Any, None]) -> None:
+        """Put buttons on or take them off once the channel's turns are done: a component
+        edit spends one of the channel's few writes, which the next answer's text must never
+        wait behind."""
+
+        async def run() -> None:
+            try:
+                await self._idle(int(channel.id))
+            except BaseException:
+                tidy.close()
+                raise
+            try:
+                await tidy
+            except Exception as error:  # the store gone meanwhile: the next press says so
+                log.warning("channel %s: the buttons could not change: %r", channel.id, error)
+
+        task = asyncio.create_task(run(), name="tomori-takes-buttons")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- the channel going on -------------------------------------------------------------------
 
@@ -216,7 +256,7 @@ class AnswerTakes:
             assert self._open is not None
             self._open.discard(channel_id)
         for takes in frozen:
-            await self._components(channel, takes, takes.messages[-1], None)
+            self._once_idle(channel, self._components(channel, takes, takes.messages[-1], None))
 
     async def _open_channels(self, store: TakeStore) -> set[str]:
         if self._open is None:
@@ -383,8 +423,12 @@ class AnswerTakes:
         return view
 
     async def _components(self, channel: Any, takes: Takes, message_id: str, view: Any) -> None:
-        """Put `view` on one of the answer's messages (None: take its buttons off)."""
+        """Put `view` on one of the answer's messages (None: take its buttons off). Buttons are
+        never worth a turn: whatever this edit meets is logged, and the turn goes on."""
         try:
+            if not await self._spare_write(channel.id):
+                log.info("channel %s: the takes' buttons wait no longer for room", channel.id)
+                return
             await self._pacing.write(channel.id, Urgency.MORE)
             if takes.persona is not None:
                 webhook = await self._webhooks.of(channel)
@@ -392,8 +436,17 @@ class AnswerTakes:
                     await self._stateful(webhook).edit_message(int(message_id), view=view)
                     return
             await channel.get_partial_message(int(message_id)).edit(view=view)
-        except call_failures(self._library) as error:
-            log.warning("channel %s: the takes' buttons could not change: %s", channel.id, error)
+        except Exception as error:
+            log.warning("channel %s: the takes' buttons could not change: %r", channel.id, error)
+
+    async def _spare_write(self, channel_id: int) -> bool:
+        """Wait until the channel's bucket has room to spare (`SPARE_WRITES`: an answer's text
+        that comes meanwhile still goes at once); False past `SPARE_WAIT_S`."""
+        for _ in range(int(SPARE_WAIT_S / SPARE_POLL_S)):
+            if self._pacing.spare_writes(channel_id) >= SPARE_WRITES:
+                return True
+            await asyncio.sleep(SPARE_POLL_S)
+        return False
 
     def _stateful(self, webhook: Any) -> Any:
         """The webhook with the bot's state, which nextcord wants before it edits components

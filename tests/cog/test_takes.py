@@ -101,7 +101,7 @@ async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_rea
     answered = next(m for m in bot.shown() if m.id == first.id)
     await until(lambda: answered.payload["components"] == [])  # frozen: the channel went on
     assert bot.contents() == ["First take.", "Then more."]
-    assert counter(bot.shown()[-1]) == "1/1"  # the new last answer has its own
+    assert (await showing(bot, "1/1")).content == "Then more."  # the new last answer's own
     late = await bot.press(answered, again)
     assert late["data"]["content"] == PressRefusal.FROZEN
     assert len(llm_server.requests) == 3

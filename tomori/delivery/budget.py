@@ -236,6 +236,15 @@ class ChannelPace:
             sent.append(self._clock())
         self._forget_quiet()
 
+    def room(self, key: Hashable) -> int:
+        """How many more requests `key`'s bucket takes now (none while a waiter holds it)."""
+        lock = self._locks.get(key)
+        if lock is not None and lock.locked():
+            return 0
+        now = self._clock()
+        sent = [at for at in self._sent.get(key, ()) if at > now - self._window_s]
+        return max(0, self._limit - len(sent))
+
     def back_off(self, key: Hashable, retry_after_s: float) -> None:
         """Discord refused `key` for `retry_after_s`: its bucket is full until then."""
         until = self._clock() + retry_after_s - self._window_s
