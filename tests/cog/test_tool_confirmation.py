@@ -44,10 +44,16 @@ async def started(
 
 
 async def prompt_of(bot: RestBot) -> ChannelMessage:
-    """The confirmation prompt, once the channel shows it."""
-    await until(lambda: any(m.payload["components"] for m in bot.shown()))
-    [prompt] = [m for m in bot.shown() if m.payload["components"]]
+    """The confirmation prompt, once the channel shows it (an answer's take buttons aside)."""
+    await until(lambda: any(is_prompt(m) for m in bot.shown()))
+    [prompt] = [m for m in bot.shown() if is_prompt(m)]
     return prompt
+
+
+def is_prompt(message: ChannelMessage) -> bool:
+    """A message with a confirmation's buttons."""
+    rows = message.payload["components"]
+    return any(b["custom_id"].startswith("tomori:confirm:") for r in rows for b in r["components"])
 
 
 def buttons(message: ChannelMessage) -> dict[str, str]:
@@ -197,7 +203,7 @@ async def test_the_authors_role_is_needed_to_allow_a_call(
     )
     bot.say(f"{bot.mention()} write x")
     await bot.settled()
-    assert not any(m.payload["components"] for m in bot.shown())  # not even asked
+    assert not any(is_prompt(m) for m in bot.shown())  # not even asked
     assert "lacks the role this tool needs" in told(llm_server, 1)["reason"]
 
     bot.member_holds(Person.ALICE, [ROLE])
@@ -224,6 +230,6 @@ async def test_arguments_too_long_to_show_are_refused_unasked(
     llm_server.script(tool_call("tests__write", arguments), answer("Too long."))
     bot.say(f"{bot.mention()} write a lot")
     await bot.settled()
-    assert not any(m.payload["components"] for m in bot.shown())
+    assert not any(is_prompt(m) for m in bot.shown())
     assert "longer than the 3800 characters" in told(llm_server, 1)["reason"]
     assert not folder.saw("wrote")
