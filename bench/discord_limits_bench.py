@@ -26,6 +26,11 @@ the bound and the model's time. Tighter, and as physical: an answer's last text 
 its model has finished (all at once here, after 6 s), and the N last texts need N/50 s of the
 global limit after that; the floor max(2N/50, 6 + N/50) s is printed too.
 
+`--progress reactions` has each mention show its turn's progress as the bot's reactions
+(`TOMORI_PROGRESS`; off by default, as the runs recorded before it): the model's 6 s show 💭
+on every mention, taken down once answered, two reactions an answer on top of its text. The
+report then says how many marks were still on a mention when the run ended (none should be).
+
 `--llmcord PATH` runs llmcord's bot (one process, discord.py, its default embeds) from a
 checkout at PATH through the same harness at each `--channels` (bench/llmcord_worker.py); the
 bench fetches nothing, and without the path that row is skipped.
@@ -129,6 +134,7 @@ async def one_run(
     start: str = "new",
     memory_channels: int | None = None,
     llmcord: str | None = None,
+    progress: str = "off",
 ) -> dict[str, Any]:
     """One run; with `llmcord` (a checkout's path), llmcord's bot instead of the cog's."""
     channels = [FIRST_CHANNEL + n for n in range(channels_n)]
@@ -152,6 +158,7 @@ async def one_run(
                     "start": start,
                     **({} if memory_channels is None else {"memory_channels": memory_channels}),
                     "processes": processes,
+                    "progress": progress,
                     **({} if llmcord is None else {"llmcord": llmcord}),
                 }
                 log = open(Path(folder) / f"worker-{number}.log", "w+b")  # noqa: SIM115, ASYNC230
@@ -250,8 +257,10 @@ def figures(
     first_text: list[float] = []
     completion: list[float] = []
     complete = partial = lost = 0
+    marks_left = 0
     for channel in channels:
         asked = [m for m in server.messages(channel) if m.author_id != BOT_ID][-1]
+        marks_left += bool(server.reactions_on(asked.id))
         answers = _answers(server, channel)
         if not answers:
             lost += 1
@@ -288,6 +297,8 @@ def figures(
         "partial": partial,
         "lost": lost,
         "lag_p99_ms": max(report["lag_p99_ms"] for report in reports),
+        "reactions": (server.requests_by_route - before)["reaction"],
+        "marks_left": marks_left,
         "bound_s": bound,
         "all_done_s": all_done,
         "all_done_vs_bound": None if all_done is None else all_done / max(bound, MODEL_SECONDS),
@@ -326,7 +337,8 @@ def report(library: str, mode: str, processes: int, run: dict[str, Any], start: 
             f"complete p50 {_fmt(run['completion_p50_x'], 'x')}, "
             f"p99 {_fmt(run['completion_p99_x'], 'x')} of the model's {MODEL_SECONDS:.0f} s",
             f"  answers complete {run['complete']}, partial {run['partial']}, "
-            f"lost {run['lost']}; event-loop lag p99 {run['lag_p99_ms']:.1f} ms",
+            f"lost {run['lost']}; event-loop lag p99 {run['lag_p99_ms']:.1f} ms; "
+            f"reactions {run['reactions']}, marks left on mentions {run['marks_left']}",
             f"  bound 2N/50 = {run['bound_s']:.1f} s; all complete at "
             f"{_fmt(run['all_done_s'], ' s', 1)} = "
             f"{_fmt(run['all_done_vs_bound'], 'x')} of max(bound, model time); "
@@ -362,6 +374,7 @@ async def main(args: argparse.Namespace) -> None:
                                 f"http://127.0.0.1:{port}",
                                 start,
                                 args.memory_channels,
+                                progress=args.progress,
                             )
                             print(report(library, mode, processes, run, start), flush=True)
                             if args.json:
@@ -415,6 +428,12 @@ def arguments() -> argparse.Namespace:
         help="an llmcord checkout (the folder holding llmcord.py): also run llmcord's bot, "
         "one process, at each --channels (it needs PyYAML, python-dotenv and httpx); "
         "without it, that row is skipped",
+    )
+    parser.add_argument(
+        "--progress",
+        default="off",
+        choices=["reactions", "off"],
+        help="TOMORI_PROGRESS of the bots: reactions shows each turn's progress on its mention",
     )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()

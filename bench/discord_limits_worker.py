@@ -31,7 +31,7 @@ from tests.support.discord_rest import CONTROL_MESSAGES, pointed_at
 from tests.support.rest_bots import arrive, events_handled, logged_in, user_message
 from tests.support.world import BOT_ID
 from tomori.config.models import ModelChain
-from tomori.config.settings import Delivery, Settings
+from tomori.config.settings import Delivery, Settings, ShowProgress
 from tomori_cog import add_tomori
 from tomori_cog.chat import TomoriChat
 
@@ -60,6 +60,7 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
         db_path=Path(config["db_path"]),
         delivery=Delivery(config["mode"]),
         history_memory_channels=config.get("memory_channels", Settings().history_memory_channels),
+        progress=ShowProgress(config.get("progress", ShowProgress.OFF)),
     )
     chain = ModelChain.from_env(
         {

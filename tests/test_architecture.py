@@ -18,6 +18,7 @@ from tests.support.paths import REPO
 from tomori.errors import TomoriError
 
 LAYERS = (
+    "words",
     "providers",
     "config",
     "store",

@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from tests.support.bot_script import BOT, environment
 from tests.support.markdown import python_block, sections
 from tests.support.paths import REPO
+from tomori.words import LOCALES
 
 pytestmark = pytest.mark.slow  # builds the wheel and runs mypy on it
 
@@ -101,6 +102,17 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     for engine in ("sqlite", "postgres"):  # the schema ships too
         assert f"tomori/migrations/{engine}/0001_channel_locks.sql" in names
     assert any(name.endswith("licenses/LICENSE") for name in names)
+
+
+def test_the_wheel_ships_every_package_of_the_code_and_each_languages_words(wheel: Path) -> None:
+    """setuptools ships only the packages pyproject.toml lists: one left out imports in a
+    checkout and fails in a bot author's install."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder in ("tomori", "tomori_cog"):
+        for package in (REPO / folder).rglob("__init__.py"):
+            assert str(package.relative_to(REPO)) in names
+    for locale in LOCALES:
+        assert f"tomori/words/{locale}.toml" in names
 
 
 def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(

@@ -2,6 +2,7 @@
 library; `tomori_cog` adapts nextcord or discord.py to it.
 
 Packages, from the bottom up (each imports only those above it in this list):
+- `words/`      the words a Discord user reads, in English and Japanese, as data
 - `providers/`  OpenAI-compatible and Gemini streams as events
 - `config/`     the settings, their parsers, the database URL, the model chain
 - `store/`      the database: SQLite or PostgreSQL behind one interface, retries

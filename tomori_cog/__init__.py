@@ -27,6 +27,9 @@ only that name's `teardown` removes it.
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses
 - `takes.py`          regenerate and swipe: the last answer's buttons and their presses
+- `stop_buttons.py`   each live answer's Stop button, its presses, and its tidy-up
+- `locales.py`        the language a reader gets: an interaction's, else its server's
+- `progress_marks.py` a trigger's progress as the bot's own reactions on it (`ProgressMarks`)
 - `token_redaction.py` Discord's webhook and interaction tokens kept out of every log line
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
 - `modes.py`          what `bot.py --console` and `--check` run

@@ -18,7 +18,7 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.cast.scenes import scene_accepted, scene_refused
 from tomori.config.models import ModelChain
-from tomori.config.settings import KillPolicy, Settings, seconds
+from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import (
     KILL_CHANNEL_REQUIRED,
     KILL_NOT_ALLOWED,
@@ -27,13 +27,22 @@ from tomori.delivery.notices import (
     KILL_STOPPED_OWN,
     Notice,
 )
-from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard
+from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard, TurnStop
+from tomori.monitoring.why import (
+    NO_RECORD_NOTICE,
+    NOT_YOURS,
+    Unaddressed,
+    may_read,
+    told,
+    unaddressed,
+)
 from tomori.policy.limits import BotTurns
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
 from tomori.turns import Addressed, ChannelConfig, Stage, TurnRequest, play
 from tomori.turns.commanded import scene_asked
+from tomori.words import said
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import find_channel
 from tomori_cog.intake import Intake
@@ -43,10 +52,12 @@ from tomori_cog.listener.live_messages import LiveMessages
 from tomori_cog.listener.proxies import Proxies
 from tomori_cog.listener.reply_rule import ReplyRule
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.progress_marks import ProgressMarks
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.message_tool import message_lookup_tool
 from tomori_cog.runtime import Runtime
+from tomori_cog.stop_buttons import StopButtons
 from tomori_cog.surface import DiscordParts, DiscordSurface
 from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
@@ -94,6 +105,10 @@ class TomoriChat:
             idle=self.wait_idle,
         )
         """The last answers' takes: the cogs' listener hands presses of their buttons here."""
+        self.stop_buttons = StopButtons(library, self.stop_turn)
+        """Each answer's Stop button: the cogs' listener hands presses here."""
+        self.marks = ProgressMarks(bot, library, self.pacing, self._locks)
+        """The triggers showing their progress as the bot's reactions."""
         self._parts = DiscordParts(
             bot,
             library,
@@ -107,12 +122,14 @@ class TomoriChat:
             LiveMessages(seconds(settings.queue_max_age_ms)),
             self.confirmations,
             self.takes,
+            self.stop_buttons,
+            self.marks,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""
         self.proxies: Proxies[TurnRequest] = Proxies(bot, library, settings)
         """Proxied members' messages: the originals waiting out their grace, the reposts."""
-        reply_rule = ReplyRule(
+        self._reply_rule = reply_rule = ReplyRule(
             bot,
             library,
             settings,
@@ -127,6 +144,7 @@ class TomoriChat:
             proxies=self.proxies,
             drawn_in=self._drawn_in,
             locks=self._locks,
+            why=lambda: None if self._runtime is None else self._runtime.why,
         )
         self._runtime: Runtime | None = None
         self._start_lock = asyncio.Lock()
@@ -170,14 +188,18 @@ class TomoriChat:
             self._closed = True
             self.proxies.close()
             await self.takes.close()
+            self.marks.close()
             if self._runtime is not None:  # forgotten only once closed: a close cut short by
                 await self._runtime.aclose()  # its caller's deadline is finished by the next
                 self._runtime = None
+            await self.stop_buttons.close()  # the stopped turns' buttons stay: they say so
 
     async def wait_idle(self, channel_id: int) -> None:
-        """Wait until the channel's running and queued turns are done (for tests and tools)."""
+        """Wait until the channel's running and queued turns are done, and their triggers
+        show how they ended (for tests and tools)."""
         if self._runtime is not None:
             await self._runtime.locks.wait_idle(str(channel_id))
+        await self.marks.settled(channel_id)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -188,7 +210,7 @@ class TomoriChat:
         if channel is None:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
-        surface = DiscordSurface(self._parts, stage.metrics, channel)
+        surface = DiscordSurface(self._parts, stage.metrics, channel, turn)
         await self.takes.before_turn(turn, channel)
         answered = None
         try:
@@ -227,7 +249,7 @@ class TomoriChat:
         waits for the channel, or why it does not run (the member's cooldown and daily tokens
         hold for it as for a message, and its tokens count as theirs)."""
         if guild_id is None or channel_id is None:
-            return scene_refused("scenes are played in a server's channels only.")
+            return scene_refused(said("scene.servers_only"))
         runtime = await self.ensure_started()
         where = (str(guild_id), str(channel_id))
         asked = await scene_asked(self.config, runtime.personas, where, *request)
@@ -240,11 +262,11 @@ class TomoriChat:
         admission = await runtime.locks.submit(queued.trigger(str(channel_id), None, str(user_id)))
         log.info("/scene in channel %s by %s: %s", channel_id, user_id, admission)
         if admission is Admission.IGNORED:
-            return scene_refused("a /kill is still stopping this channel's answer: try again.")
+            return scene_refused(said("scene.still_stopping"))
         if admission is Admission.FAILED:
-            return scene_refused("the scene could not be queued just now: try again.")
+            return scene_refused(said("scene.not_queued"))
         if admission is Admission.QUEUE_FULL:
-            return scene_refused("you have as many messages waiting here as one may.")
+            return scene_refused(said("scene.queue_full"))
         return scene_accepted(asked.scene, asked.names, queued=admission is Admission.QUEUED)
 
     async def command_held(self, guild_id: int, user_id: int, interaction_id: int) -> Notice | None:
@@ -257,6 +279,24 @@ class TomoriChat:
         )
         return None if refusal is None else refusal.notice
 
+    # -- "Why no answer?" ---------------------------------------------------------------------
+
+    async def why(self, message: Any, presser_id: int, can_manage_messages: bool) -> Notice:
+        """What became of `message`, for its sender (or the member a proxy reposted it for) or
+        whoever may stop any answer there (`/kill`'s rule); anyone else is refused. A message
+        with no account kept is judged by the reply rule again: not addressed (why), or no
+        record (the bot did not see it, or it is older than a day)."""
+        account = await (await self.ensure_started()).why.account(str(message.id))
+        askers = frozenset() if account is None else account.askers
+        presser, sender = str(presser_id), str(message.author.id)
+        policy = self._settings.kill_policy
+        if not may_read(presser, sender, askers, can_manage_messages, policy):
+            return NOT_YOURS
+        if account is not None:
+            return told(account.steps)
+        judged = await self._reply_rule.judged(message)
+        return unaddressed(judged) if isinstance(judged, Unaddressed) else NO_RECORD_NOTICE
+
     # -- /kill --------------------------------------------------------------------------------
 
     async def kill(self, channel_id: int | None, user_id: int, can_manage_messages: bool) -> Notice:
@@ -267,7 +307,7 @@ class TomoriChat:
             return KILL_CHANNEL_REQUIRED
         locks = (await self.ensure_started()).locks
         channel, user = str(channel_id), str(user_id)
-        if can_manage_messages or self._settings.kill_policy is KillPolicy.ANYONE:
+        if self._settings.kill_policy.stops_any(can_manage_messages):
             outcome = await locks.kill(channel, requester_id=user)
             return KILL_NOTHING_TO_STOP if outcome.nothing_to_stop else KILL_STOPPED
         outcome = await locks.kill_own(channel, user)
@@ -275,3 +315,13 @@ class TomoriChat:
             return KILL_STOPPED_OWN
         requester = await locks.requester_of(channel)  # only to say why nothing stopped
         return KILL_NOT_ALLOWED if requester not in (None, user) else KILL_NOTHING_TO_STOP
+
+    async def stop_turn(
+        self, channel_id: str, turn_id: str, user_id: str, can_manage_messages: bool
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (`tomori_cog.stop_buttons`): that turn
+        stops, as for /kill, if it still runs and the presser may stop it (its asker, or whom
+        /kill's policy lets stop any answer)."""
+        locks = (await self.ensure_started()).locks
+        any_turn = self._settings.kill_policy.stops_any(can_manage_messages)
+        return await locks.stop_turn(channel_id, turn_id, user_id, any_turn=any_turn)

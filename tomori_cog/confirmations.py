@@ -29,8 +29,10 @@ from tomori.tools.confirmation import (
     before_asking,
     press_refusal,
 )
+from tomori.words import Text, said, say
 from tomori_cog.discord_io import call_failures, pings_for
 from tomori_cog.library import Library
+from tomori_cog.locales import of_channel, of_interaction
 from tomori_cog.pacing import DiscordPacing
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ SETTLE_WITHIN_S = 5.0
 class _Waiting:
     ask: ToolAsk
     guild_id: str | None
+    locale: str
+    """The language of the prompt: its server's (`tomori_cog.locales.of_channel`)."""
     answer: asyncio.Future[Verdict] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -81,7 +85,7 @@ class Confirmations:
         if verdict is not Verdict.ALLOWED:
             return verdict
         ask_id = secrets.token_hex(8)
-        waiting = self._waiting[ask_id] = _Waiting(ask, guild_id)
+        waiting = self._waiting[ask_id] = _Waiting(ask, guild_id, of_channel(channel))
         posting = asyncio.create_task(self._post_prompt(channel, ask_id, waiting))
         prompt = None
         try:
@@ -150,9 +154,10 @@ class Confirmations:
     async def _post_prompt(self, channel: Any, ask_id: str, waiting: _Waiting) -> Any | None:
         """The prompt, posted; None if the channel would not take it."""
         ask = waiting.ask
+        allow, refuse = (say(said(f"button.{key}"), waiting.locale) for key in (ALLOW, REFUSE))
         buttons = self._library.buttons(
-            ("Allow", f"{CUSTOM_ID_PREFIX}{ask_id}:{ALLOW}", "success"),
-            ("Refuse", f"{CUSTOM_ID_PREFIX}{ask_id}:{REFUSE}", "danger"),
+            (allow, f"{CUSTOM_ID_PREFIX}{ask_id}:{ALLOW}", "success"),
+            (refuse, f"{CUSTOM_ID_PREFIX}{ask_id}:{REFUSE}", "danger"),
         )
         try:
             await self._pacing.write(channel.id, Urgency.FIRST)
@@ -169,13 +174,18 @@ class Confirmations:
     def _embed(self, waiting: _Waiting, verdict: Verdict | None) -> Any:
         ask = waiting.ask
         mention = f"<@{ask.requester_id}>"
+        title: Text
         if verdict is None:
             role = ask.rule.role_in(waiting.guild_id)
             description = ask.prompt(mention, None if role is None else f"<@&{role}>")
-            colour, title = PROMPT_COLOUR, f"Allow {ask.tool}?"
+            colour, title = PROMPT_COLOUR, said("title.allow_tool", tool=ask.tool)
         else:
             description, colour, title = ask.settled(verdict, mention), SETTLED_COLOUR, ask.tool
-        return self._library.module.Embed(title=title, description=description, colour=colour)
+        shown = {
+            "title": say(title, waiting.locale),
+            "description": say(description, waiting.locale),
+        }
+        return self._library.module.Embed(colour=colour, **shown)
 
     async def _settle(self, prompt: Any, waiting: _Waiting, verdict: Verdict) -> None:
         """End the prompt unanswered: its buttons go, and it says why the call did not run."""
@@ -189,6 +199,7 @@ class Confirmations:
 
     async def _tell(self, interaction: Any, refusal: PressRefusal) -> None:
         try:
-            await interaction.response.send_message(refusal.value, ephemeral=True)
+            told = say(refusal.words, of_interaction(interaction))
+            await interaction.response.send_message(told, ephemeral=True)
         except call_failures(self._library) as error:
             log.warning("a press of a confirmation could not be answered: %s", error)

@@ -29,7 +29,7 @@ import secrets
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 
@@ -41,8 +41,13 @@ from tomori.delivery.port import (
     Urgency,
     as_shown,
 )
+from tomori.words import ENGLISH
 from tomori_cog.library import Library
+from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
+
+if TYPE_CHECKING:
+    from tomori_cog.stop_buttons import AnswerButton
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +85,9 @@ def pings_for(library: Library, involved: Collection[int]) -> Any:
     )
 
 
-def embed_for(library: Library, notice: Notice) -> Any:
+def embed_for(library: Library, notice: Notice, locale: str = ENGLISH) -> Any:
+    """`notice` as an embed, in `locale`'s words (`tomori_cog.locales`)."""
+    notice = notice.in_locale(locale)
     return library.module.Embed(
         title=notice.title, description=notice.description, colour=COLOURS[notice.colour]
     )
@@ -125,14 +132,17 @@ class PacedPort:
         pacing: DiscordPacing,
         memory: WriteMemory,
         involved: Collection[int] = (),
+        button: AnswerButton | None = None,
     ) -> None:
-        """`involved`: the users its messages may ping (see `pings_for`)."""
+        """`involved`: the users its messages may ping (see `pings_for`); `button`: the Stop
+        button of the answer it posts, which its first message carries."""
         self._library = library
         self._channel = channel
         self._pacing = pacing
         self._memory = memory
         self._pings = pings_for(library, involved)
         self._reserved = False
+        self._button = button
 
     async def writable(self, urgency: Urgency) -> None:
         if not self._reserved:
@@ -141,13 +151,16 @@ class PacedPort:
 
     async def send(self, content: str, *, reply_to: str | None, urgency: Urgency) -> str:
         shown, nonce, asked_at = as_shown(content), new_nonce(), time.time()
+        view = None if self._button is None else self._button.wanted()
         try:
-            message_id = await self._create(shown, reply_to, nonce, urgency)
+            message_id = await self._create(shown, reply_to, nonce, urgency, view)
         except MaybeDelivered as failed:
             log.info("channel %s: a message may not have landed: %s", self._channel.id, failed)
             found = await self._landed(shown, asked_at, failed)
-            message_id = found or await self._create(shown, reply_to, nonce, urgency)
+            message_id = found or await self._create(shown, reply_to, nonce, urgency, view)
         self._memory.wrote(self._channel.id, int(message_id), content, new=True)
+        if view is not None and self._button is not None:
+            self._button.posted(self, message_id)
         return message_id
 
     async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
@@ -159,11 +172,13 @@ class PacedPort:
             await self._change(message_id, shown, urgency)  # the whole text: landed, the same
         self._memory.wrote(self._channel.id, int(message_id), content, new=False)
 
-    async def _create(self, shown: str, reply_to: str | None, nonce: str, urgency: Urgency) -> str:
+    async def _create(
+        self, shown: str, reply_to: str | None, nonce: str, urgency: Urgency, view: Any
+    ) -> str:
         await self.writable(urgency)
         self._reserved = False
         with self._remembered():
-            return await self._post(shown, reply_to, nonce)
+            return await self._post(shown, reply_to, nonce, view)
 
     async def _change(self, message_id: str, shown: str, urgency: Urgency) -> None:
         await self.writable(urgency)
@@ -193,7 +208,13 @@ class PacedPort:
         """Discord answered 429 past the library's retries: the bucket waits `wait`."""
         self._pacing.refused(self._channel.id, wait)
 
-    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
+    async def unbutton(self, message_id: str) -> None:
+        """Take the buttons of `message_id` (which this port posted) away, once a tidy-up may
+        leave (`DiscordPacing.tidy`)."""
+        raise NotImplementedError
+
+    async def _post(self, content: str, reply_to: str | None, nonce: str, view: Any) -> str:
+        """Create the message (carrying `view`'s buttons, unless None)."""
         raise NotImplementedError
 
     async def _revise(self, message_id: str, content: str) -> None:
@@ -216,20 +237,26 @@ class LibraryPort(PacedPort):
         pacing: DiscordPacing,
         memory: WriteMemory,
         involved: Collection[int] = (),
+        button: AnswerButton | None = None,
     ) -> None:
-        super().__init__(library, channel, pacing, memory, involved)
+        super().__init__(library, channel, pacing, memory, involved, button)
         self._sent: dict[str, Any] = {}
 
-    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
+    async def _post(self, content: str, reply_to: str | None, nonce: str, view: Any) -> str:
         message = await self._library.send(
             self._channel,
             content,
             reference=reply_reference(self._library, self._channel, reply_to),
             allowed_mentions=self._pings,
             nonce=nonce,
+            view=view,
         )
         self._sent[str(message.id)] = message
         return str(message.id)
+
+    async def unbutton(self, message_id: str) -> None:
+        await self._pacing.tidy(self._channel.id)
+        await self._sent[message_id].edit(view=None)
 
     async def _revise(self, message_id: str, content: str) -> None:
         # one it did not send (a new take written into an answer's messages) by its ID
@@ -310,7 +337,7 @@ class EmbedNotices:
         channel_id = self._channel.id
         with delivery_errors(self._library, lambda wait: self._pacing.refused(channel_id, wait)):
             await self._channel.send(
-                embed=embed_for(self._library, notice),
+                embed=embed_for(self._library, notice, of_channel(self._channel)),
                 reference=reply_reference(self._library, self._channel, self._reply_to),
                 allowed_mentions=self._library.module.AllowedMentions.none(),
             )

@@ -3,9 +3,11 @@
 A message the bot sees is remembered (the history's memory), may be a proxy's repost of a
 member's message (answered as theirs), may be a stop word (it stops its user's answer), and is
 answered or not by the reply rule; one to answer passes the gate (deliverability, bot loops, the
-member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest`. Edits
-and deletes reach a message still waiting for its turn; one dropped for age, or cleared by
-another's /kill, is told so.
+member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest` (a
+direct one shows its queued mark once it waited a second). Edits and deletes reach a message
+still waiting for its turn; one dropped for age, or cleared by another's /kill, is told so, as
+its server's settings say. Each step of the way is noted for "Why no answer?"
+(`tomori.monitoring.why`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from tomori.delivery.notices import (
     post_notice_safely,
     respond_dropped,
 )
+from tomori.delivery.progress import Stage
 from tomori.locks import Admission, ChannelLocks, Trigger
+from tomori.monitoring.why import ADMITTED, Asked, Fate, FateSink, Step
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limits import BotTurns, UserLimits
 from tomori.store.first_come import arrived
@@ -52,8 +56,11 @@ class Intake:
         proxies: Proxies[TurnRequest],
         drawn_in: BotTurns,
         locks: Callable[[], Awaitable[ChannelLocks]],
+        why: Callable[[], FateSink | None],
     ) -> None:
-        """`locks` starts the cog if it is not yet, and gives its channel locks."""
+        """`locks` starts the cog if it is not yet, and gives its channel locks; `why` is
+        where each message's way is noted once it has started (None before)."""
+        self._why = why
         self._parts = parts
         self._reply_rule = reply_rule
         self.proxies = proxies
@@ -132,8 +139,13 @@ class Intake:
         )
         self._parts.live_messages.keep(trigger.message_id or "", message)
         admission = await locks.submit(trigger)
+        if admission in ADMITTED:
+            self._note(trigger, Step(ADMITTED[admission]))
         if admission in (Admission.IGNORED, Admission.FAILED, Admission.QUEUE_FULL):
             self._parts.live_messages.take(trigger.message_id or "")
+        if admission in (Admission.QUEUED, Admission.FOLLOW_UP) and surface_errors:
+            visibility = await self._parts.config.visibility(guild_id_of(message))
+            self._parts.marks.queued(message.channel, str(message.id), visibility.stages)
         if admission is Admission.QUEUE_FULL and surface_errors:
             notices = EmbedNotices(
                 self._parts.library, message.channel, self._parts.pacing, reply_to=message.id
@@ -188,6 +200,7 @@ class Intake:
         one the channel answers on its own stays silent (the log says it). A command's turn
         has no message: the channel hears so, naming a `/respond`'s asker."""
         self._parts.live_messages.take(trigger.message_id or "")
+        self._note(trigger, Step(Fate.DROPPED_FOR_AGE))
         request = TurnRequest.of(trigger)
         if request.scene is not None:
             await self._tell_channel(trigger.channel_id, SCENE_DROPPED)
@@ -205,6 +218,11 @@ class Intake:
         channel = await find_channel(self._parts.bot, self._parts.library, int(trigger.channel_id))
         if channel is None:
             return
+        visibility = await self._parts.config.visibility(_guild_id(channel))
+        self._parts.marks.ended(channel, trigger.message_id, visibility.stages, Stage.FAILED)
+        if not visibility.replies:
+            log.info("message %s dropped unanswered; told as the server says", trigger.message_id)
+            return
         notices = EmbedNotices(
             self._parts.library, channel, self._parts.pacing, reply_to=int(trigger.message_id)
         )
@@ -213,13 +231,25 @@ class Intake:
     async def tell_cleared(self, triggers: Sequence[Trigger]) -> None:
         """Queued messages another's /kill cleared in one channel: who asked directly hears
         so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
+        for trigger in triggers:
+            self._note(trigger, Step(Fate.CLEARED))
         askers = cleared_askers(triggers)
         channel_id = triggers[0].channel_id
-        if not (askers.replied or askers.named):
+        marked = [
+            message_id
+            for trigger in triggers
+            if (message_id := trigger.message_id) is not None
+            and TurnRequest.of(trigger).surfaces_errors  # a direct one: it may show marks
+        ]
+        if not (askers.replied or askers.named or marked):
             return
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
         if channel is None:
             return
+        if marked:  # a queued mark any process put on them comes down
+            visibility = await self._parts.config.visibility(_guild_id(channel))
+            for message_id in marked:
+                self._parts.marks.ended(channel, message_id, visibility.stages, Stage.STOPPED)
         library, pacing = self._parts.library, self._parts.pacing
         for message_id in askers.replied:
             notices = EmbedNotices(library, channel, pacing, reply_to=int(message_id))
@@ -228,8 +258,20 @@ class Intake:
             notice = cleared_by_kill(askers.named)
             await post_notice_safely(EmbedNotices(library, channel, pacing), notice, channel_id)
 
+    def _note(self, trigger: Trigger, step: Step) -> None:
+        """Note a step of the way of the trigger's message (a command's has none)."""
+        why = self._why()
+        if why is not None and trigger.message_id is not None:
+            asked = Asked(trigger.message_id, trigger.channel_id, trigger.requester_id)
+            why.note(asked, step)
+
     async def _tell_channel(self, channel_id: str, notice: Notice) -> None:
         channel = await find_channel(self._parts.bot, self._parts.library, int(channel_id))
         if channel is not None:
             notices = EmbedNotices(self._parts.library, channel, self._parts.pacing)
             await post_notice_safely(notices, notice, channel_id)
+
+
+def _guild_id(channel: Any) -> int | None:
+    guild = getattr(channel, "guild", None)
+    return None if guild is None else int(guild.id)

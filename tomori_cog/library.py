@@ -38,13 +38,21 @@ class Library:
             await channel.typing()  # awaiting discord.py's Typing triggers it once
 
     async def send(
-        self, channel: Any, content: str, *, reference: Any, allowed_mentions: Any, nonce: str
+        self,
+        channel: Any,
+        content: str,
+        *,
+        reference: Any,
+        allowed_mentions: Any,
+        nonce: str,
+        view: Any = None,
     ) -> Any:
         """Post `content` in `channel` as the bot, with `nonce` enforced: Discord answers a
         create with a nonce the bot used in the past few minutes with the message it made
         then, and makes none (`enforce_nonce`), so a create asked again after Discord failed
         to answer is shown once. nextcord, and discord.py before 2.5, send a nonce without
-        enforcing it, so the request is made here, with the library's own payload."""
+        enforcing it, so the request is made here, with the library's own payload. `view`:
+        the buttons it carries (`buttons`), if any."""
         state = channel._state
         reference_dict = None if reference is None else reference.to_message_reference_dict()
         if not self.is_nextcord:
@@ -57,6 +65,7 @@ class Library:
                 allowed_mentions=allowed_mentions,
                 previous_allowed_mentions=state.allowed_mentions,
                 message_reference=missing if reference_dict is None else reference_dict,
+                view=missing if view is None else view,
             ) as params:
                 assert params.payload is not None
                 params.payload["enforce_nonce"] = True
@@ -70,6 +79,7 @@ class Library:
             nonce=nonce,
             allowed_mentions=allowed_mentions.to_dict(),
             message_reference=reference_dict,
+            components=None if view is None else view.to_components(),
         )
         payload["enforce_nonce"] = True
         route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel.id)
@@ -95,10 +105,14 @@ class Library:
 
     def webhook(self, bot: Any, webhook_id: int, token: str) -> Any:
         """The library's webhook object for a webhook known by its ID and token, sending over
-        the bot's own HTTP session (so over the same REST layer as the bot's requests)."""
+        the bot's own HTTP session (so over the same REST layer as the bot's requests), and
+        bound to the bot's state: only then does either library send buttons through it (the
+        bot created it, so Discord takes them)."""
         webhooks = self.module.Webhook
         if self.is_nextcord:
-            return webhooks.partial(webhook_id, token, session=bot.http._HTTPClient__session)
+            data = {"id": webhook_id, "type": 1, "token": token}
+            session = bot.http._HTTPClient__session
+            return webhooks(data, session=session, state=bot._connection)
         return webhooks.partial(webhook_id, token, client=bot)
 
     def buttons(self, *buttons: tuple[str, str, str]) -> Any:

@@ -11,6 +11,7 @@ client's buckets are kept per channel (`tomori_cog.buckets`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -32,6 +33,14 @@ WEBHOOK_WINDOW_S = 2.25
 """Discord's two seconds, and a margin for the clocks of two machines."""
 
 
+REACTION_WRITES = 1
+"""Reactions added or removed per `REACTION_WINDOW_S` in one channel: adding and removing
+share Discord's bucket, keyed by the channel."""
+REACTION_WINDOW_S = 0.5
+"""Discord's quarter second (its headers have long said a second), doubled: a mark is never
+urgent, and two sent a quarter second apart may reach Discord closer on a loaded loop."""
+
+
 class DiscordPacing:
     """This process's requests to Discord (see the module)."""
 
@@ -39,6 +48,7 @@ class DiscordPacing:
         self.budget = RequestBudget()
         self._pace = ChannelPace()
         self._webhook_pace = ChannelPace(WEBHOOK_WRITES, WEBHOOK_WINDOW_S)
+        self._reaction_pace = ChannelPace(REACTION_WRITES, REACTION_WINDOW_S)
         self.traffic = Traffic()
         self._watched: object | None = None
 
@@ -61,10 +71,30 @@ class DiscordPacing:
         async with self._webhook_pace.slot(("webhook", webhook_id), spaced=spaced):
             await self.write(channel_id, urgency)
 
+    async def tidy(self, channel_id: int, webhook_id: int | None = None) -> None:
+        """Return when one component tidy-up of a message in `channel_id` (posted by
+        `webhook_id`, if one did) may leave now: behind every other request of the budget, then
+        when the channel's bucket (and the webhook's) has room to spare, holding no place in
+        either meanwhile, so it never delays a text."""
+        await self.budget.take(Urgency.TIDY)
+        keys = [(self._pace, ("write", channel_id))]
+        if webhook_id is not None:
+            keys.append((self._webhook_pace, ("webhook", webhook_id)))
+        while (wait := max(pace.spare_in(key) for pace, key in keys)) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(wait)  # a bucket frees itself: no event to wait on
+        for pace, key in keys:
+            pace.took(key)
+
     async def call(self, urgency: Urgency) -> None:
         """Return when one request outside the channels' message buckets (a webhook's
         creation) may leave now."""
         await self.budget.take(urgency)
+
+    async def react(self, channel_id: int) -> None:
+        """Return when one reaction added or removed in `channel_id` may leave now: within
+        the channel's reaction bucket, last of all the bot's requests (`Urgency.REACTION`)."""
+        async with self._reaction_pace.slot(("reaction", channel_id)):
+            await self.budget.take(Urgency.REACTION)
 
     def may_type(self) -> bool:
         """Whether a typing indicator may go now: only when no request of the bot waits (it is

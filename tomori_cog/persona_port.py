@@ -24,6 +24,7 @@ from tomori.delivery.sprite_markers import Wardrobe, sprite_name
 from tomori_cog.discord_io import WebhookGone, WriteMemory
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
+from tomori_cog.stop_buttons import AnswerButton
 from tomori_cog.webhooks import WebhookPort, Webhooks
 
 
@@ -48,7 +49,10 @@ class PersonaPort:
         bot_port: ChannelPort,
         memory: WriteMemory,
         involved: Collection[int] = (),
+        button: AnswerButton | None = None,
     ) -> None:
+        """`button`: the answer's Stop button, on its first message whichever way it goes
+        (`bot_port` carries the same)."""
         self._library = library
         self._channel = channel
         self._pacing = pacing
@@ -57,6 +61,7 @@ class PersonaPort:
         self._bot_port = bot_port
         self._memory = memory
         self._involved = involved
+        self._button = button
         self._webhook: WebhookPort | None = None
         self._looked = False
         self._as_bot: dict[str, str] = {}
@@ -89,6 +94,7 @@ class PersonaPort:
                     webhook,
                     self._persona,
                     self._involved,
+                    self._button,
                 )
                 self._dress(self._webhook)
         return self._webhook if self._webhook is not None else self._bot_port

@@ -29,6 +29,7 @@ from tomori.locks import (
 )
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
+from tomori.monitoring.why_book import WhyBook
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.retention import Retention
@@ -55,6 +56,8 @@ class Runtime:
     health: ModelHealthStore | None
     """The models turns skip for now, shared with every process (None: probes are off)."""
     tool_switches: ToolSwitchStore
+    why: WhyBook
+    """What became of each message, for "Why no answer?" (`tomori.monitoring.why_book`)."""
     _stack: AsyncExitStack
     _closing: asyncio.Task[None] | None = None
     """Closing, once begun: a caller cut short by its own deadline leaves it running, and the
@@ -83,10 +86,12 @@ class Runtime:
             personas = PersonaStore(database)
             parts.webhooks.open(database)
             stack.callback(parts.webhooks.close)
-            parts.gate.open(database)
-            parts.takes.open(database)
             metrics = Metrics(database)
             stack.push_async_callback(metrics.close)
+            why = WhyBook(database)
+            stack.push_async_callback(why.close)
+            parts.gate.open(database, why)
+            parts.takes.open(database)
             parts.config.start(database)
             stack.push_async_callback(parts.config.aclose)
             locks = ChannelLocks(
@@ -110,6 +115,7 @@ class Runtime:
                 health,
                 drawn_in,
                 UserLimitStore(database),
+                why,
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()
@@ -124,7 +130,7 @@ class Runtime:
             )
             stack.push_async_callback(_cancelled, sharing)
             runtime = cls(
-                database, locks, personas, metrics, health, tool_switches, stack.pop_all()
+                database, locks, personas, metrics, health, tool_switches, why, stack.pop_all()
             )
         log.info("tomori serving with %s", parts.config.chain.described)
         return runtime

@@ -2,8 +2,9 @@
 
 The turn itself is the core's (`tomori.turns.play`); this answers its questions about one
 channel of the bot's library: the trigger (kept from the gateway, else fetched), the limits
-the asker is held to as the turn starts, typing, one read of the history, and the ports the
-bot and each persona post through (a persona's through the channel's webhook).
+the asker is held to as the turn starts, typing, one read of the history, the ports the bot and
+each persona post through (a persona's through the channel's webhook), and the trigger's
+progress marks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.port import ChannelPort
+from tomori.delivery.progress import ProgressHook, Stage
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
@@ -30,11 +32,14 @@ from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep
 from tomori_cog.library import Library
 from tomori_cog.listener.gate import AdmissionGate, guild_id_of, limit_scope
 from tomori_cog.listener.live_messages import LiveMessages
+from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.persona_port import PersonaPort, wardrobe_of
+from tomori_cog.progress_marks import ProgressMarks
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
+from tomori_cog.stop_buttons import AnswerButton, StopButtons
 from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
 
@@ -58,6 +63,8 @@ class DiscordParts:
     live_messages: LiveMessages
     confirmations: Confirmations
     takes: AnswerTakes
+    stop_buttons: StopButtons
+    marks: ProgressMarks
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -91,10 +98,12 @@ class ChannelReading:
 class DiscordSurface:
     """One Discord channel, for one turn (see the module docstring)."""
 
-    def __init__(self, parts: DiscordParts, metrics: Metrics, channel: Any) -> None:
+    def __init__(self, parts: DiscordParts, metrics: Metrics, channel: Any, turn: Turn) -> None:
         self._parts = parts
         self._metrics = metrics
         self._channel = channel
+        self._buttons = parts.stop_buttons.for_turn(turn.turn_id, of_channel(channel))
+        """Each answer's Stop button: a new answer (a port asked for) ends the last's."""
         self._guild = getattr(channel, "guild", None)
         self.notices = EmbedNotices(parts.library, channel, parts.pacing)
         self._involved: frozenset[int] = frozenset()
@@ -195,25 +204,37 @@ class DiscordSurface:
         return await self._parts.confirmations.ask(self._channel, ask)
 
     def release(self) -> None:
-        """The turn is over: give back the image bytes its reading held."""
+        """The turn is over: give back the image bytes its reading held, and take its last
+        answer's Stop button away."""
         self._images.release()
+        self._buttons.end()
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        return self._parts.marks.progress(self._channel, message_id, visible, from_queue=from_queue)
 
     def bot_port(self) -> ChannelPort:
+        return self._library_port(self._buttons.next_answer())
+
+    def _library_port(self, button: AnswerButton) -> LibraryPort:
         parts = self._parts
-        return LibraryPort(parts.library, self._channel, parts.pacing, parts.memory, self._involved)
+        channel, involved = self._channel, self._involved
+        return LibraryPort(parts.library, channel, parts.pacing, parts.memory, involved, button)
 
     def speaker(self, persona: Persona) -> Speaker:
         parts = self._parts
-        channel = self._channel
+        button = self._buttons.next_answer()
         port = PersonaPort(
             parts.library,
-            channel,
+            self._channel,
             parts.pacing,
             parts.webhooks,
             persona,
-            self.bot_port(),
+            self._library_port(button),
             parts.memory,
             self._involved,
+            button,
         )
         return Speaker(port, wardrobe_of(persona, port))
 

@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tomori.cast.personas import Persona
 from tomori.cast.webhook_store import StoredWebhook, WebhookStore
@@ -32,6 +32,9 @@ from tomori_cog.discord_io import (
 )
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
+
+if TYPE_CHECKING:
+    from tomori_cog.stop_buttons import AnswerButton
 
 log = logging.getLogger(__name__)
 
@@ -240,8 +243,9 @@ class WebhookPort(PacedPort):
         webhook: Any,
         persona: Persona,
         involved: Collection[int] = (),
+        button: AnswerButton | None = None,
     ) -> None:
-        super().__init__(library, channel, pacing, memory, involved)
+        super().__init__(library, channel, pacing, memory, involved, button)
         self.webhook = webhook
         self.username = persona.name
         self.avatar_url = persona.avatar_url
@@ -254,19 +258,25 @@ class WebhookPort(PacedPort):
     def _refused(self, wait: float) -> None:
         self._pacing.webhook_refused(self.webhook.id, wait)
 
-    async def _post(self, content: str, reply_to: str | None, nonce: str) -> str:
+    async def _post(self, content: str, reply_to: str | None, nonce: str, view: Any) -> str:
         """A webhook cannot reply: its messages stand free (`reply_to` is not shown); Execute
-        Webhook takes no nonce."""
+        Webhook takes no nonce. Its buttons work: the bot made the webhook."""
         avatar = {"avatar_url": self.avatar_url} if self.avatar_url else {}
+        buttons = {} if view is None else {"view": view}
         message = await self.webhook.send(
             content=content,
             username=self.username,
             allowed_mentions=self._pings,
             wait=True,
             **avatar,
+            **buttons,
             **self._thread,
         )
         return str(message.id)
+
+    async def unbutton(self, message_id: str) -> None:
+        await self._pacing.tidy(self._channel.id, self.webhook.id)
+        await self.webhook.edit_message(int(message_id), view=None, **self._thread)
 
     async def _landed(self, shown: str, asked_at: float, failed: MaybeDelivered) -> str | None:
         """Execute Webhook takes no nonce: the channel's messages since just before the post

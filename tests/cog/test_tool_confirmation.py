@@ -20,6 +20,7 @@ from tests.support.rest_bots import OpenRestBot, RestBot
 from tests.support.scripts import answer, tool_call
 from tests.support.waiting import until
 from tests.support.world import GUILD_ID, Person
+from tomori.tools.confirmation import CUSTOM_ID_PREFIX
 
 ROLE = 8_100_000_000_000_000_081
 HERE: dict[str, object] = {"guilds": [str(GUILD_ID)]}
@@ -43,17 +44,17 @@ async def started(
     return bot, folder
 
 
+def is_prompt(message: ChannelMessage) -> bool:
+    """Whether the message asks for a confirmation (an answer's Stop or take buttons are no
+    prompt)."""
+    return any(custom.startswith(CUSTOM_ID_PREFIX) for custom in buttons(message).values())
+
+
 async def prompt_of(bot: RestBot) -> ChannelMessage:
-    """The confirmation prompt, once the channel shows it (an answer's take buttons aside)."""
+    """The confirmation prompt, once the channel shows it."""
     await until(lambda: any(is_prompt(m) for m in bot.shown()))
     [prompt] = [m for m in bot.shown() if is_prompt(m)]
     return prompt
-
-
-def is_prompt(message: ChannelMessage) -> bool:
-    """A message with a confirmation's buttons."""
-    rows = message.payload["components"]
-    return any(b["custom_id"].startswith("tomori:confirm:") for r in rows for b in r["components"])
 
 
 def buttons(message: ChannelMessage) -> dict[str, str]:

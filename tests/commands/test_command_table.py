@@ -1,6 +1,6 @@
-"""Every slash command is declared once, in `tomori.commands.table`: what each Discord library
-registers, and what the console takes, is held against the table here, so a cog or the console
-that drifts from it fails."""
+"""Every slash command, and every command on a message, is declared once, in
+`tomori.commands.table`: what each Discord library registers, and what the console takes, is
+held against the table here, so a cog or the console that drifts from it fails."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ import pytest
 from tests.support.bots import ChatBot, OpenBot, guild_only
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.llm_server import LLMServer
-from tomori.commands import COMMANDS, Audience, Option, SlashCommand, children
+from tomori.commands import (
+    COMMANDS,
+    MESSAGE_COMMANDS,
+    Audience,
+    MessageCommand,
+    Option,
+    SlashCommand,
+    children,
+)
 from tomori.console.commands import Verb, command_in, console_subcommands, help_text
 
 MANAGE_GUILD = 1 << 5
@@ -83,10 +91,32 @@ async def bot(open_bot: OpenBot, llm_server: LLMServer, tmp_path: Path) -> ChatB
     return await open_bot(settings_for(tmp_path), chain_for(llm_server))
 
 
+def declared_menu(command: MessageCommand) -> dict[str, Any]:
+    """A message command as the table declares it, in the shape Discord's API gives it."""
+    managers = command.audience is Audience.SERVER_MANAGERS
+    return {
+        "name": command.name,
+        "type": 3,
+        "default_member_permissions": MANAGE_GUILD if managers else None,
+    }
+
+
+def registered_menu(payload: dict[str, Any]) -> dict[str, Any]:
+    permissions = payload.get("default_member_permissions")
+    return {
+        "name": payload["name"],
+        "type": payload["type"],
+        "default_member_permissions": None if permissions is None else int(permissions),
+    }
+
+
 async def test_each_library_registers_exactly_the_tables_commands(bot: ChatBot) -> None:
-    assert bot.command_names() == {command.name for command in TOP}
+    menus = {command.name for command in MESSAGE_COMMANDS}
+    assert bot.command_names() == {command.name for command in TOP} | menus
     for command in TOP:
         assert registered(bot.payload(command.name)) == declared(command), command.name
+    for menu in MESSAGE_COMMANDS:
+        assert registered_menu(bot.payload(menu.name)) == declared_menu(menu), menu.name
 
 
 def test_the_console_takes_every_tomori_subcommand_of_the_table_with_its_options() -> None:

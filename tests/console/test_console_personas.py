@@ -4,14 +4,21 @@ each answer printed under its persona's name (a session in this process, input p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import re
+import sqlite3
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.support.console_process import bot_environment
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, hold_until
 from tests.support.scripts import answer
+from tests.support.waiting import until
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.console.session import ConsoleSession
@@ -33,6 +40,45 @@ async def piped(llm_server: LLMServer, tmp_path: Path, typed: str, **variables: 
     finally:
         os.close(reading)
     return out.getvalue()
+
+
+HELD = {"STREAM_FIRST_TOKEN_TIMEOUT_MS": "20000"}
+"""A model the test holds back is no model that never starts: no timeout while it waits."""
+
+
+def held(reply: Reply, until: asyncio.Event) -> Reply:
+    """`reply`, begun once `until` is set."""
+    return replace(reply, body=[hold_until(until), *reply.body])
+
+
+def console_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the session makes its temporary folder, which holds its lock store."""
+    folder = tmp_path / "temporary"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def counted(folder: Path, table: str) -> int:
+    """How many rows `table` holds in the console session's own lock store."""
+    (store,) = folder.glob("tomori-console-*/console.db")
+    with contextlib.closing(sqlite3.connect(store)) as reader:
+        return int(reader.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+async def set_once_queued(
+    event: asyncio.Event, llm_server: LLMServer, folder: Path, *, lines: int, then_s: float = 0
+) -> None:
+    """Set `event` once the first line's turn asked its model and `lines` more are queued,
+    and (`then_s`) the next line had that long to be sent: admitted, whether queued or refused
+    (a line held back shows nothing, so only a bounded wait can see it was not sent)."""
+    await until(
+        lambda: len(llm_server.requests) == 1 and counted(folder, "queued_triggers") == lines
+    )
+    if then_s:
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: counted(folder, "admitted_messages") > lines + 1, within=then_s)
+    event.set()
 
 
 async def test_personas_added_in_the_console_answer_under_their_names_each_seeing_the_last(
@@ -254,21 +300,50 @@ async def test_tools_lists_and_switches_the_consoles_tools_as_in_a_server(
 
 
 async def test_a_queued_line_is_shown_the_answers_since_it_within_the_history_limit(
-    llm_server: LLMServer, tmp_path: Path
+    llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As the cog reads a channel: the first `TOMORI_HISTORY_LIMIT` messages after a queued
     trigger, not every answer posted while it waited (a new user's burst of twelve lines sent
-    the twelfth all eleven answers before)."""
-    llm_server.script(*(answer(f"answer {n}") for n in range(1, 7)))
-    await piped(
-        llm_server, tmp_path, "".join(f"m{n}\n" for n in range(1, 7)), TOMORI_HISTORY_LIMIT="2"
+    the twelfth all eleven answers before). The first answer waits until the other lines are
+    queued, so every line is in the channel before any answer, as in a burst."""
+    folder = console_folder(tmp_path, monkeypatch)
+    queued = asyncio.Event()
+    llm_server.script(held(answer("answer 1"), queued), *(answer(f"answer {n}") for n in (2, 3, 4)))
+    async with asyncio.TaskGroup() as meanwhile:
+        meanwhile.create_task(set_once_queued(queued, llm_server, folder, lines=3))
+        out = await piped(
+            llm_server, tmp_path, "m1\nm2\nm3\nm4\n", **HELD, TOMORI_HISTORY_LIMIT="2"
+        )
+    assert out == (
+        "[you #1] m1\n[you #2] m2\n[you #3] m3\n[you #4] m4\n[tomori #5]\nanswer 1\n"
+        "[tomori #6, replying to #2]\nanswer 2\n[tomori #7, replying to #3]\nanswer 3\n"
+        "[tomori #8, replying to #4]\nanswer 4\n"
     )
-    last = llm_server.requests[-1].body["messages"]
-    shown = "\n".join(m["content"] for m in last[1:])
-    # two before the trigger and the first two answers after it, as the cog reads a channel
-    assert shown.count("answer") + shown.count("user: m") <= 2 + 2 + 1
-    assert "answer 1" not in shown
-    assert shown.endswith("user: m6")
+    last = [m["content"] for m in llm_server.requests[-1].body["messages"][1:]]
+    # two before the trigger, the first two after it (answer 3 is the third), then the trigger
+    assert last == ["user: m2\nuser: m3", "answer 1\nanswer 2", "user: m4"]
+
+
+async def test_a_script_longer_than_the_queue_has_every_line_answered_each_in_turn(
+    llm_server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped, a line waits to be sent while `TOMORI_QUEUE_PER_MEMBER` of the script's lines
+    wait for their answers, as its author would: read at once, the fifth line was refused as
+    "Queue Full" whenever the model was slower than the reading (always, with a real one)."""
+    folder = console_folder(tmp_path, monkeypatch)
+    full = asyncio.Event()
+    llm_server.script(held(answer("answer 1"), full), *(answer(f"answer {n}") for n in range(2, 6)))
+    async with asyncio.TaskGroup() as meanwhile:  # the model answers once the queue is full
+        waits = set_once_queued(full, llm_server, folder, lines=3, then_s=0.5)
+        meanwhile.create_task(waits)
+        out = await piped(llm_server, tmp_path, "".join(f"m{n}\n" for n in range(1, 6)), **HELD)
+    assert "Queue Full" not in out
+    said = [request.body["messages"][-1]["content"] for request in llm_server.requests]
+    assert said == [f"user: m{n}" for n in range(1, 6)]
+    line = {text: number for number, text in re.findall(r"\[you #(\d+)\] (m\d)\n", out)}
+    assert list(line) == ["m1", "m2", "m3", "m4", "m5"]  # each shown once, in order
+    replies = re.findall(r"\[tomori #\d+, replying to #(\d+)\]\nanswer (\d)\n", out)
+    assert replies == [(line[f"m{n}"], str(n)) for n in range(2, 6)]  # each to its own line
 
 
 async def test_an_edit_that_changes_nothing_is_refused_and_an_empty_option_clears(

@@ -102,6 +102,8 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
         "Limits: cooldown off, daily tokens per user off (the bot's settings)\n"
         "Scenes: on (the bot's settings)\n"
         "Follow-ups: on (the bot's settings)\n"
+        "Progress: reactions (the bot's settings)\n"
+        "Errors: reply (the bot's settings)\n"
         "Prefill: none\n"
         "System prompt (this channel):\n> You are a pirate.\n"
         "[Tomori Settings] Cleared the settings of this channel.\n"

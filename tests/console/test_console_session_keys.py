@@ -39,7 +39,7 @@ async def test_two_lines_typed_apart_are_two_messages_though_the_loop_was_busy(
     """An Enter and the next key, typed 150 ms apart while the loop was held up, both wait
     unread: they came apart, so the Enter sends (a paste's line breaks come at once)."""
     llm_server.script(answer("One."), answer("Two."))
-    env = bot_environment(llm_server, tmp_path)
+    env = bot_environment(llm_server, tmp_path, TOMORI_FOLLOW_UPS="false")
     terminal, console_side = pty.openpty()
     output = tmp_path / "shown.txt"
     try:

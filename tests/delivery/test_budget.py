@@ -58,6 +58,22 @@ async def test_after_a_backlog_intermediate_requests_wait_while_the_last_texts_g
     budget.close()
 
 
+async def test_marks_waiting_out_a_backlog_then_go_at_the_pace() -> None:
+    """Progress marks wait out a backlog like intermediate requests, then leave at the pace:
+    a mark granted after a long wait is no new backlog (else each held the next back another
+    `BACKLOG_QUIET_S`: 20 marks would take 10 s)."""
+    budget = RequestBudget(rate_per_s=100, burst=1)
+    async with asyncio.TaskGroup() as group:
+        for _ in range(20):
+            group.create_task(budget.take(Urgency.FIRST))
+    started = time.monotonic()
+    async with asyncio.timeout(BACKLOG_QUIET_S + 1.0), asyncio.TaskGroup() as group:
+        for _ in range(20):
+            group.create_task(budget.take(Urgency.REACTION))
+    assert time.monotonic() - started >= BACKLOG_QUIET_S - 0.05
+    budget.close()
+
+
 async def test_without_a_backlog_an_intermediate_request_goes_at_once() -> None:
     budget = RequestBudget(rate_per_s=100, burst=1)
     for _ in range(5):  # a request every 20 ms: each waits at most one slot, 10 ms

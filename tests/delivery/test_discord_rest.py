@@ -27,6 +27,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, logged_in, rest_server
 from tests.support.scripts import answer
 from tests.support.world import CHANNEL_ID, CHANNEL_IDS, GUILD_ID
+from tomori.commands import WHY
 from tomori.delivery.notices import KILL_NOTHING_TO_STOP
 from tomori_cog.buckets import scope_buckets
 
@@ -312,7 +313,8 @@ async def test_the_cogs_commands_sync_with_the_server(
             await bot.bot.sync_all_application_commands()
         else:
             await bot.bot.tree.sync()
-    assert {"kill", "tomori"} <= {command["name"] for command in discord_rest.commands()}
+    registered = {(command["name"], command["type"]) for command in discord_rest.commands()}
+    assert {("kill", 1), ("tomori", 1), (WHY.name, 3)} <= registered
 
 
 @pytest.mark.parametrize("library", ["nextcord", "discordpy"])
@@ -426,3 +428,31 @@ def test_ids_made_in_two_processes_in_the_same_millisecond_differ_and_each_grows
     made = [[maker.next(now_ms) for _ in range(5_000)] for maker in (first, second)]
     assert not set(made[0]) & set(made[1])
     assert all(a < b for ids in made for a, b in itertools.pairwise(ids))
+
+
+async def test_only_a_webhook_an_application_owns_sends_buttons(
+    discord_rest: DiscordRestServer, http: aiohttp.ClientSession
+) -> None:
+    """As Discord documents Execute Webhook: an application-owned webhook (one a bot made)
+    can always send components; another has them ignored unless it asks `with_components`,
+    and even then may send no interactive one."""
+    auth = {"Authorization": f"Bot {discord_rest.token}"}
+    url = f"{discord_rest.api_base}/channels/{CHANNEL_ID}/webhooks"
+    async with http.post(url, json={"name": "the bot's"}, headers=auth) as response:
+        owned = await response.json()
+    members = discord_rest.add_user_webhook(CHANNEL_ID)
+    button = {"type": 2, "style": 4, "label": "Stop", "custom_id": "tomori:stop:t"}
+    body = {"content": "hi", "components": [{"type": 1, "components": [button]}]}
+
+    async def execute(webhook: dict[str, Any], query: str) -> tuple[int, Any]:
+        url = f"{discord_rest.api_base}/webhooks/{webhook['id']}/{webhook['token']}?{query}"
+        async with http.post(url, json=body) as response:
+            return response.status, await response.json()
+
+    status, message = await execute(owned, "wait=true")
+    assert status == 200
+    assert message["components"][0]["components"][0]["custom_id"] == "tomori:stop:t"
+    status, message = await execute(members, "wait=true")
+    assert (status, message["components"]) == (200, [])  # ignored
+    status, refused = await execute(members, "wait=true&with_components=true")
+    assert (status, refused["code"]) == (400, 50035)

@@ -149,6 +149,29 @@ async def test_connections_cut_under_traffic_lose_and_repeat_nothing(
     await assert_all_answered_once_and_usable(nc, llm_server, pg_database)
 
 
+async def test_a_connection_cut_while_a_turn_reads_its_settings_is_waited_out_and_answered(
+    open_bot: OpenBot, llm_server: LLMServer, pg_server: PostgresServer, pg_url: str
+) -> None:
+    """Admitted, a message's turn reads its channel's settings and tool switches before it asks
+    a model: a cut there (a failover, a blip) is read again, not a failed turn. What made the
+    test above fail now and then on a loaded machine, made certain."""
+    nc = await open_bot()
+    llm_server.script(*map(answer, ANSWERS[:3]))
+    nc.say(f"{nc.mention()} one")  # the reply rule's and limits' reads are cached from here
+    async with asyncio.timeout(30):
+        await nc.settled()
+    name = pg_url.rsplit("/", 1)[1]
+    for word, table in (("two", "channel_settings"), ("three", "tool_switches")):
+        async with pg_server.reads_held(name, table) as cut_reader:
+            nc.say(f"{nc.mention()} {word}")
+            await cut_reader()
+        async with asyncio.timeout(30):
+            await nc.settled()
+    assert nc.discord.embeds() == []
+    assert nc.discord.contents() == ANSWERS[:3]
+    assert len(llm_server.requests) == 3
+
+
 async def test_messages_past_the_bound_held_in_memory_get_the_error_notice(
     open_bot: OpenBot,
     llm_server: LLMServer,

@@ -46,7 +46,9 @@ START = textwrap.dedent(
     async def turn(turn, guard):
         pass
 
-    async def main(path, at):
+    async def main(path):
+        print("ready", flush=True)  # imported: told when to start, as the others are
+        at = float(sys.stdin.readline())
         await asyncio.sleep(max(0.0, at - time.time() - 0.05))
         while time.time() < at:  # the last moments spun, so that all start within a millisecond
             pass
@@ -59,7 +61,7 @@ START = textwrap.dedent(
         await locks.close()
         await database.close()
 
-    asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+    asyncio.run(main(sys.argv[1]))
     """
 )
 
@@ -68,15 +70,20 @@ START = textwrap.dedent(
 def test_processes_started_together_on_a_new_file_all_start(tmp_path: Path) -> None:
     for round_ in range(5):
         path = tmp_path / f"bot-{round_}.db"
-        at = time.time() + 1.5  # every process ready, then all at once
         starts = [
             subprocess.Popen(
-                [sys.executable, "-c", START, str(path), str(at)],
+                [sys.executable, "-c", START, str(path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
             for _ in range(6)
         ]
+        for start in starts:  # every process ready (however long its imports took) ...
+            assert start.stdout is not None
+            assert start.stdout.readline() == "ready\n"
+        at = time.time() + 0.1  # ... then all at once
         for start in starts:
-            _, errors = start.communicate(timeout=60)
+            _, errors = start.communicate(f"{at}\n", timeout=60)
             assert start.returncode == 0, errors

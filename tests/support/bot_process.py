@@ -37,11 +37,10 @@ from typing import Any
 
 from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import NextcordBot, member_payload, start_nextcord_bot
+from tests.support.pace import quicken_channel_pace
 from tests.support.world import GUILD_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
-from tomori.delivery.budget import CHANNEL_WRITES, ChannelPace
-from tomori_cog import pacing
 
 
 class _Setattr:
@@ -54,21 +53,9 @@ def emit(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def quicken_channel_pace(window_s: float) -> None:
-    """Have the cog pace each channel's writes by `window_s` instead of Discord's window
-    (webhooks keep theirs)."""
-
-    def channel_pace(limit: int = CHANNEL_WRITES, *args: Any, **kwargs: Any) -> ChannelPace:
-        if not args and not kwargs:
-            return ChannelPace(limit, window_s)
-        return ChannelPace(limit, *args, **kwargs)
-
-    setattr(pacing, "ChannelPace", channel_pace)  # noqa: B010 (the name is not its export)
-
-
 async def main(base_url: str, known: list[dict[str, Any]]) -> None:
     if window := os.environ.get("TESTS_CHANNEL_WINDOW_S"):
-        quicken_channel_pace(float(window))
+        quicken_channel_pace(float(window), _Setattr())
     chain = ModelChain.from_env(
         {"TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": f"{base_url}/v1"}
     )

@@ -690,8 +690,7 @@ class DiscordpyChat(ChatBot):
         return self.dpy.typed_in
 
     def payload(self, name: str) -> dict[str, Any]:
-        command = self.dpy.bot.tree.get_command(name)
-        assert command is not None
+        command = next(c for c in self.dpy.bot.tree.get_commands() if c.name == name)
         takes_tree = bool(inspect.signature(command.to_dict).parameters)  # not before 2.4
         tree = self.dpy.bot.tree
         payload: dict[str, Any] = (

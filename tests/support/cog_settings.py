@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.support.llm_server import LLMServer
 from tomori.config.models import ModelChain
-from tomori.config.settings import Settings
+from tomori.config.settings import Settings, ShowProgress
 
 SHORT_BUDGETS: dict[str, object] = {
     "stream_first_token_timeout_ms": 2_000,
@@ -14,10 +14,12 @@ SHORT_BUDGETS: dict[str, object] = {
     "stream_abandoned_settle_timeout_ms": 100,
     "typing_keepalive_interval_ms": 50,
     "follow_ups": False,
+    "progress": ShowProgress.OFF,
 }
 """Budgets short enough for a test, and follow-ups off unless a test turns them on (most tests
 send one user's messages in a row to watch the queue, which a follow-up would cut short);
-merge them into any database's settings."""
+progress reactions off likewise (most tests count the requests a turn makes); merge them into
+any database's settings."""
 
 
 def settings_for(tmp_path: Path, **overrides: object) -> Settings:

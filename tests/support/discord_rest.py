@@ -13,7 +13,9 @@ production and not what an unlimited fake lets through:
 - channel webhooks as Discord keeps them: created by the bot (`POST /channels/{id}/webhooks`,
   403 without the permission: `refuse_webhooks`), executed by their token (`?wait=true`
   answers the message, posted in the channel under the name and avatar asked), their messages
-  edited and deleted, and 404 10015 (Unknown Webhook) once deleted (`delete_webhook`);
+  edited and deleted, and 404 10015 (Unknown Webhook) once deleted (`delete_webhook`); the
+  bot's own (the application's) send buttons, a webhook a member made does not
+  (`webhook_components`, `add_user_webhook`);
 - per-route buckets, keyed by the route's bucket hash AND its major parameter (the channel,
   the guild, or the webhook id and token). `X-RateLimit-Bucket` names the hash alone, the
   same for every channel, as Discord's does: a client has to add the major parameter itself;
@@ -27,6 +29,9 @@ production and not what an unlimited fake lets through:
   echoed in the message, and with `enforce_nonce` checked for uniqueness over the last few
   minutes (`NONCE_WINDOW_S`): a create with the nonce of a message the same author created
   then gets that message back, and nothing new is created;
+- the bot's own reactions (Create Reaction, Delete Own Reaction: one bucket per channel, one
+  request per 0.25 s), logged in order so a test asserts what a message showed over time
+  (`marks_of`, `reactions_on`);
 - Discord's own failures, on demand (`fail_next`): a route's next requests answered with a 5xx,
   or their connection dropped unanswered, with what they asked done or not (`landed`), which
   neither says.
@@ -104,6 +109,7 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "gateway": RouteLimit(5, 1.0),
     # -- takes (issue 36): a message's delete, 204 (docs: Channel, Delete Message) ----------
     "message_delete": RouteLimit(5, 1.0),
+    "reaction": RouteLimit(1, 0.25),
 }
 """The routes the server answers, by name, with their default bucket sizes."""
 
@@ -218,6 +224,20 @@ class ChannelMessage:
         return int(reference["message_id"]) if reference else None
 
 
+@dataclass(frozen=True)
+class ReactionChange:
+    """One reaction request of the bot that Discord took (issue 36, progress)."""
+
+    at: float
+    """`time.monotonic()` of the server's process."""
+    channel_id: int
+    message_id: int
+    emoji: str
+    added: bool
+    changed: bool
+    """Whether it changed what the message shows (adding one it had changes nothing)."""
+
+
 @dataclass
 class _Bucket:
     """A fixed window: `used` requests since `started` (monotonic seconds)."""
@@ -297,6 +317,24 @@ def checked_components(components: object) -> list[dict[str, Any]]:
                 raise _Answer(400, 50035, "Invalid Form Body")
             seen.add(custom_id)
     return [dict(row) for row in components]
+
+
+def webhook_components(
+    webhook: Mapping[str, Any], body: Mapping[str, Any], query: Mapping[str, str]
+) -> Mapping[str, Any]:
+    """An execute's or an edit's body as Discord takes it from `webhook`: an application-owned
+    webhook (one a bot created) can always send components; any other has its `components`
+    ignored unless the request sets `with_components`, and even then may send no interactive
+    one (a button with a custom id: 400 Invalid Form Body)."""
+    if "components" not in body or webhook.get("application_id"):
+        return body
+    if query.get("with_components", "").lower() not in ("true", "1"):
+        return {key: value for key, value in body.items() if key != "components"}
+    for row in body.get("components") or []:
+        for component in row.get("components") or []:
+            if component.get("type") != 2 or component.get("style") in BUTTON_STYLES_WITH_ID:
+                raise _Answer(400, 50035, "Invalid Form Body")
+    return body
 
 
 @dataclass
@@ -391,6 +429,9 @@ class DiscordRestServer:
         """The requests answered with a failure (`fail_next`), by route name."""
         self.typed_in: list[int] = []
         """The channel of each typing request answered, in order."""
+        self.reaction_log: list[ReactionChange] = []
+        """Every reaction the bot added or removed, in order (`marks_of`, `reactions_on`)."""
+        self._reactions_refused: set[int] = set()
 
         self._global = _Bucket(RouteLimit(global_limit, global_window))
         self._buckets: dict[tuple[str, str], _Bucket] = {}
@@ -524,6 +565,15 @@ class DiscordRestServer:
         """Someone deleted the webhook: its requests get 404 10015 (Unknown Webhook)."""
         self.channel_webhooks.pop(webhook_id, None)
         self._gone_webhooks.add(webhook_id)
+
+    # -- webhooks a member made (no application owns them) -----------------------------------
+
+    def add_user_webhook(self, channel_id: int) -> dict[str, Any]:
+        """A webhook someone made in the channel's settings: no application owns it, so its
+        messages cannot carry interactive components (`webhook_components`)."""
+        webhook = self._create_webhook(channel_id, {"name": "a member's webhook"})
+        webhook["application_id"] = None
+        return webhook
 
     def webhooks_of(self, channel_id: int) -> list[dict[str, Any]]:
         return [w for w in self.channel_webhooks.values() if w["channel_id"] == str(channel_id)]
@@ -771,6 +821,8 @@ class DiscordRestServer:
             return 200, self._created(channel_id, body).payload
         if name == "history":
             return 200, self._history(channel_id, request.query)
+        if name == "reaction":
+            return self._reaction(request.method, channel_id, p)
         message = self._find(channel_id, int(p["message_id"]))
         if name == "message_edit":
             self._edit(message, body)
@@ -780,6 +832,58 @@ class DiscordRestServer:
             self.remove_message(channel_id, message.id)
             return 204, None
         return 200, message.payload
+
+    # -- reactions (issue 36, progress) ----------------------------------------------------------
+    # Create Reaction (PUT .../reactions/{emoji}/@me) and Delete Own Reaction (DELETE, the same
+    # path) answer 204, and each is idempotent: adding a reaction the bot already has, or
+    # removing one it has not, changes nothing and still answers 204. 404 10008 for an unknown
+    # message; 403 50013 where the bot may not react (`refuse_reactions`). A message object
+    # carries its reactions as Discord's does (`emoji`, `count`, `me`).
+
+    def refuse_reactions(self, channel_id: int) -> None:
+        """The bot loses Add Reactions in `channel_id`: its reactions there get 403 50013."""
+        self._reactions_refused.add(channel_id)
+
+    def reactions_on(self, message_id: int) -> list[str]:
+        """The bot's reactions on `message_id` now, in the order they were added."""
+        shown: list[str] = []
+        for change in self.reaction_log:
+            if change.message_id != message_id:
+                continue
+            if change.added and change.emoji not in shown:
+                shown.append(change.emoji)
+            elif not change.added and change.emoji in shown:
+                shown.remove(change.emoji)
+        return shown
+
+    def marks_of(self, message_id: int) -> list[str]:
+        """What the bot did to `message_id`'s reactions, in order: "+emoji" added, "-emoji"
+        removed (requests that changed nothing left out)."""
+        return [
+            f"{'+' if c.added else '-'}{c.emoji}"
+            for c in self.reaction_log
+            if c.message_id == message_id and c.changed
+        ]
+
+    def _reaction(self, method: str, channel_id: int, p: Mapping[str, str]) -> tuple[int, Any]:
+        if channel_id in self._reactions_refused:
+            raise _Answer(403, 50013, "Missing Permissions")
+        message = self._find(channel_id, int(p["message_id"]))
+        emoji = p["emoji"]
+        if not emoji or emoji.startswith(":"):
+            raise _Answer(400, 10014, "Unknown Emoji")
+        added = method == "PUT"
+        had = emoji in self.reactions_on(message.id)
+        self.reaction_log.append(
+            ReactionChange(time.monotonic(), channel_id, message.id, emoji, added, added != had)
+        )
+        payload = message.payload
+        payload["reactions"] = [
+            {"emoji": {"id": None, "name": name}, "count": 1, "me": True}
+            for name in self.reactions_on(message.id)
+        ]
+        message.payload_json = json.dumps(payload)
+        return 204, None
 
     def _require_channel(self, channel_id: int) -> None:
         if channel_id not in self._channels:
@@ -881,6 +985,8 @@ class DiscordRestServer:
             raise _Answer(401, 50027, "Invalid Webhook Token")
         channel_id = int(webhook["channel_id"])
         message_id = p.get("message_id")
+        if request.method in ("POST", "PATCH"):
+            body = webhook_components(webhook, body or {}, request.query)
         if message_id is None:
             if request.method != "POST":
                 return 200, {k: v for k, v in webhook.items() if k != "user"}
@@ -988,6 +1094,10 @@ class DiscordRestServer:
 
     def _registered(self, command: Mapping[str, Any], guild: int | None) -> dict[str, Any]:
         registered = {
+            # Discord answers every command with a type (1, CHAT_INPUT, unless given) and a
+            # description, which is "" for a USER or MESSAGE command (sent without one)
+            "type": 1,
+            "description": "",
             **command,
             "id": str(new_snowflake()),
             "application_id": str(self.application_id),
@@ -1164,6 +1274,20 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
         ("applications", "{application_id}", "guilds", "{guild_id}", "commands", "{command_id}"),
         "commands",
         ("guild_id",),
+    ),
+    # -- reactions (issue 36, progress) --
+    # Create Reaction and Delete Own Reaction share one bucket per channel: 1 per 0.25 s.
+    (
+        "PUT",
+        ("channels", "{channel_id}", "messages", "{message_id}", "reactions", "{emoji}", "@me"),
+        "reaction",
+        ("channel_id",),
+    ),
+    (
+        "DELETE",
+        ("channels", "{channel_id}", "messages", "{message_id}", "reactions", "{emoji}", "@me"),
+        "reaction",
+        ("channel_id",),
     ),
     ("GET", ("users", "@me"), "users_me", ()),
     ("GET", ("gateway", "bot"), "gateway", ()),

@@ -63,7 +63,8 @@ def stall() -> Action:
 
 
 def hold_until(event: asyncio.Event) -> Action:
-    """Send nothing more until the test sets `event` (the server runs in the test's loop):
+    """Send nothing more until the test sets `event` (the server runs in the test's loop), or
+    the client closes the connection (seen at once):
     once it has seen what it waits for (the channel showing the text so far), not after a
     pause it hopes is long enough, which load may make too short."""
     return Action("hold", event=event)
@@ -225,9 +226,7 @@ class LLMServer:
                     raise _ClientGone
             elif action.kind == "hold":
                 assert action.event is not None
-                await action.event.wait()
-                if reader.at_eof():
-                    raise _ClientGone
+                await _hold(action.event, reader)
             elif action.kind == "stall":
                 await _wait_unless_closed(reader, None)
             elif action.kind == "drop":
@@ -241,6 +240,23 @@ class LLMServer:
 
 def _unscripted() -> Reply:
     return Reply(status=500, json_body={"error": {"message": "no reply scripted for this request"}})
+
+
+async def _hold(event: asyncio.Event, reader: asyncio.StreamReader) -> None:
+    """Wait for `event`, but notice at once if the client closes the connection meanwhile (a
+    stop closes the stream it holds: its close is seen when it comes, not at the release)."""
+    released = asyncio.ensure_future(event.wait())
+    closing = asyncio.ensure_future(_wait_unless_closed(reader, None))
+    try:
+        await asyncio.wait({released, closing}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (released, closing):
+            waiting.cancel()
+        await asyncio.gather(released, closing, return_exceptions=True)
+    if closing.done() and not closing.cancelled() and closing.exception() is not None:
+        raise _ClientGone
+    if reader.at_eof():
+        raise _ClientGone
 
 
 async def _wait_unless_closed(reader: asyncio.StreamReader, seconds: float | None) -> None:

@@ -455,6 +455,7 @@ def guild_payload(channel_ids: tuple[int, ...] = CHANNEL_IDS) -> dict[str, Any]:
         "member_count": 3,
         "large": False,
         "unavailable": False,
+        "preferred_locale": "en-US",
     }
 
 

@@ -3,8 +3,8 @@
 The PostgreSQL backend is proved against the real server, not a fake: this module finds the
 installed binaries, creates a throwaway cluster in a temporary folder and runs it on a free port
 of 127.0.0.1, with password authentication (scram-sha-256) so the app's URL carries a password
-as a deployment's does. Fault tests stop and start the server, cut every client connection, or
-freeze it (a host that went silent).
+as a deployment's does. Fault tests stop and start the server, cut every client connection (or
+the one reading a table, mid-statement), or freeze it (a host that went silent).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -211,6 +211,34 @@ class PostgresServer:
         finally:
             await admin.close()
         return int(count)
+
+    @asynccontextmanager
+    async def reads_held(
+        self, database: str, table: str
+    ) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+        """Every statement on `table` of `database` waits (an exclusive lock, held until the
+        block ends); yields `cut_reader`, which waits for a client to be held there and cuts its
+        connection mid-statement, as a failover or an administrator does. Deterministic, where
+        cutting every connection now and then only sometimes meets a read."""
+        admin = await asyncpg.connect(self.url(database))
+        try:
+            holding = admin.transaction()
+            await holding.start()
+            await admin.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+
+            async def cut_reader() -> None:
+                async with asyncio.timeout(20):  # the server announces no waiter: asked
+                    while not await admin.fetchval(  # noqa: ASYNC110
+                        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))"
+                        " FROM pg_locks WHERE relation = $1::regclass AND NOT granted",
+                        table,
+                    ):
+                        await asyncio.sleep(0.01)
+
+            yield cut_reader
+            await holding.rollback()
+        finally:
+            await admin.close()
 
     def freeze(self) -> None:
         """Stop every server process (SIGSTOP): a host gone silent. Connections stay open and

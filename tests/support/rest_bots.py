@@ -39,6 +39,7 @@ from tests.support.world import (
     READ_AND_SEND,
     Person,
     channel_allowing_the_bot,
+    channel_denying_the_bot,
 )
 from tests.support.world import (
     MANAGE_GUILD as MANAGE_GUILD,
@@ -69,6 +70,8 @@ class RestBot:
     _stopped: bool = False
     _roles: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """The roles each member holds (`member_holds`); none unless said."""
+    server_locale: str = "en-US"
+    """The guild's preferred locale (`prefers_locale`), as Discord's default."""
 
     @property
     def chat(self) -> TomoriChat:
@@ -95,6 +98,11 @@ class RestBot:
         self.server.add_message(payload)
         arrive(self.bot, payload, self._roles.get(by.id, ()), nick=going_by)
         return int(payload["id"])
+
+    def payload_of(self, message_id: int, *, channel: int = CHANNEL_ID) -> dict[str, Any]:
+        """The message as the server keeps it (what Discord resolves for a message command)."""
+        [message] = [m for m in self.server.messages(channel) if m.id == message_id]
+        return message.payload
 
     def delete(self, message_id: int, *, channel: int = CHANNEL_ID) -> None:
         """The message is deleted: gone from the server, and the library receives the
@@ -142,12 +150,20 @@ class RestBot:
         return int(payload["id"])
 
     async def kill(
-        self, *, by: Person = Person.ALICE, permissions: int = 0, channel: int = CHANNEL_ID
+        self,
+        *,
+        by: Person = Person.ALICE,
+        permissions: int = 0,
+        channel: int = CHANNEL_ID,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` runs /kill: the library receives the gateway's INTERACTION_CREATE and the cog
-        answers over HTTP. Returns the interaction callback's body (`type`, `data`)."""
+        """`by` (their Discord set to `locale`) runs /kill: the library receives the gateway's
+        INTERACTION_CREATE and the cog answers over HTTP. Returns the interaction callback's
+        body (`type`, `data`)."""
         data = {"id": str(new_snowflake()), "name": "kill", "type": 1}
-        return await self.command(data, by=by, permissions=permissions, channel=channel)
+        return await self.command(
+            data, by=by, permissions=permissions, channel=channel, locale=locale
+        )
 
     async def persona(
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: str
@@ -196,6 +212,10 @@ class RestBot:
             channel_allowing_the_bot(MANAGE_WEBHOOKS, channel)
         )
 
+    def deny(self, permission: int, channel: int = CHANNEL_ID) -> None:
+        """An admin denies the bot `permission` in the channel (CHANNEL_UPDATE)."""
+        self.bot._connection.parse_channel_update(channel_denying_the_bot(permission, channel))
+
     async def command(
         self,
         data: dict[str, Any],
@@ -203,11 +223,13 @@ class RestBot:
         by: Person = Person.ALICE,
         permissions: int = 0,
         channel: int = CHANNEL_ID,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` runs the application command `data`: the library receives the gateway's
-        INTERACTION_CREATE and the cog answers over HTTP (deferred answers included). Returns
-        the interaction callback's body (`type`, `data`)."""
-        return await self._interaction(2, data, by, permissions, channel)
+        """`by` (their Discord set to `locale`) runs the application command `data`: the
+        library receives the gateway's INTERACTION_CREATE and the cog answers over HTTP
+        (deferred answers included). Returns the interaction callback's body (`type`,
+        `data`)."""
+        return await self._interaction(2, data, by, permissions, channel, locale=locale)
 
     async def press(
         self,
@@ -225,6 +247,34 @@ class RestBot:
         data = {"custom_id": custom_id, "component_type": 2}
         extra = {"message": message.payload}
         return await self._interaction(3, data, by, permissions, channel, roles=roles, extra=extra)
+
+    # -- message commands (a message's context menu: Apps → its name) ---------------------------
+
+    async def on_message(
+        self,
+        name: str,
+        message: dict[str, Any],
+        *,
+        by: Person = Person.ALICE,
+        permissions: int = 0,
+        locale: str = "en-US",
+    ) -> dict[str, Any]:
+        """`by` (their Discord set to `locale`) runs the message command `name` on `message`
+        (its payload, as the server keeps it): an application command interaction whose data
+        is of type 3 (MESSAGE), naming the message as `target_id` and carrying it whole in
+        `resolved.messages`, as Discord sends it. Returns the interaction callback's body
+        (`type`, `data`)."""
+        data = {
+            "id": str(new_snowflake()),
+            "name": name,
+            "type": 3,
+            "target_id": message["id"],
+            "resolved": {"messages": {message["id"]: copy.deepcopy(message)}},
+        }
+        channel = int(message["channel_id"])
+        return await self.command(
+            data, by=by, permissions=permissions, channel=channel, locale=locale
+        )
 
     def add_role(self, role_id: int, name: str) -> None:
         """The guild gains role `role_id` (GUILD_ROLE_CREATE)."""
@@ -258,6 +308,7 @@ class RestBot:
         *,
         roles: Sequence[int] = (),
         extra: dict[str, Any] | None = None,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
         member = member_payload(by.id, by.username, bot=by.is_bot)
         member["roles"] = [str(role) for role in roles]
@@ -276,7 +327,8 @@ class RestBot:
             "channel_id": str(channel),
             "channel": {"id": str(channel), "type": 0, "guild_id": str(GUILD_ID)},
             "guild_id": str(GUILD_ID),
-            "locale": "en-US",
+            "locale": locale,
+            "guild_locale": self.server_locale,
             "app_permissions": str(READ_AND_SEND),
             "member": {**member, "permissions": str(permissions | READ_AND_SEND)},
             "data": data,
@@ -291,6 +343,25 @@ class RestBot:
             while len(callbacks) == before:  # noqa: ASYNC110
                 await asyncio.sleep(0.005)
         return callbacks[-1]
+
+    # -- locales (issue 36, words): the server's preferred locale, the commands registered --
+
+    def prefers_locale(self, locale: str) -> None:
+        """The server's admins set its preferred locale (Server Settings, Community):
+        GUILD_UPDATE carries the guild with it."""
+        self.server_locale = locale
+        guild = {**guild_payload(self.channel_ids), "preferred_locale": locale}
+        self.bot._connection.parsers["GUILD_UPDATE"](guild)
+
+    async def sync_commands(self) -> list[dict[str, Any]]:
+        """The library registers its application commands with Discord, as a bot does on
+        connecting (nextcord) or when told (discord.py's `tree.sync`); returns what Discord
+        then holds, globally."""
+        if self.library == "nextcord":
+            await self.bot.sync_application_commands()
+        else:
+            await self.bot.tree.sync()
+        return self.server.commands()
 
     async def settled(self, *channels: int) -> None:
         """Wait until the library's event tasks ran and the channels' turns (all unless

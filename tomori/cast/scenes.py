@@ -20,6 +20,7 @@ from tomori.cast.personas import Persona, name_key
 from tomori.config.parsers import ConfigError
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.providers.base import ContextItem, Role
+from tomori.words import Listed, Said, Text, said
 
 MIN_CAST = 2
 MAX_CAST = 3
@@ -28,27 +29,26 @@ MAX_CYCLES = 10
 MAX_INSTRUCTIONS_CHARS = 1_000
 """Sent with every line of the scene (up to 30): a premise, not a script."""
 
-SCENES_OFF = "Scenes are off in this server: its admins turn them on with /tomori scenes."
-SCENE_DROPPED = Notice(
-    "Scene Not Played",
-    "The channel stayed busy too long; the scene asked for did not start. Please ask again.",
-    NoticeColour.WARNING,
+SCENES_OFF = said("scene.off")
+SCENE_DROPPED = Notice.of(
+    said("title.scene_not_played"), said("scene.dropped"), NoticeColour.WARNING
 )
 
 
-def scene_refused(description: str) -> Notice:
-    """Why a `/scene` does not run, told only to whoever asked."""
-    return Notice("No Scene", description[:1].upper() + description[1:], NoticeColour.ERROR)
+def scene_refused(description: Text) -> Notice:
+    """Why a `/scene` does not run, told only to whoever asked (a text of its own, a cast's
+    error, begins with a capital)."""
+    if isinstance(description, str):
+        description = description[:1].upper() + description[1:]
+    return Notice.of(said("title.no_scene"), description, NoticeColour.ERROR)
 
 
 def scene_accepted(scene: Scene, names: Mapping[str, str], *, queued: bool) -> Notice:
     """What whoever asked is told once the scene is the channel's turn, or waits for it."""
-    cast = " and ".join(names.get(key, key) for key in scene.cast)
-    cycles = f"{scene.cycles} cycle{'s' if scene.cycles != 1 else ''}"
-    when = "starts once the channel's current answer is done" if queued else "begins"
-    return Notice(
-        "Scene", f"The scene of {cast} ({cycles}) {when}. /kill stops it.", NoticeColour.SUCCESS
-    )
+    cast = Listed(tuple(names.get(key, key) for key in scene.cast))
+    cycles: Said = said("scene.cycle" if scene.cycles == 1 else "scene.cycles", count=scene.cycles)
+    description = said("scene.waits" if queued else "scene.begins", cast=cast, cycles=cycles)
+    return Notice.of(said("title.scene"), description, NoticeColour.SUCCESS)
 
 
 @dataclass(frozen=True, slots=True)

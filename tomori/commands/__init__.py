@@ -1,13 +1,19 @@
 """The slash commands, declared once for both Discord libraries and the console.
 
 - `table.py`  every command: its path, description, options (kind, bounds, choices), who may
-              use it, and a `/tomori` subcommand's action
+              use it, and a `/tomori` subcommand's action; and the commands on a message
+              (`MESSAGE_COMMANDS`: "Why no answer?")
+- `localized.py` the commands' descriptions and choices in the other languages the bot
+              speaks, as Discord registers them (names stay as declared)
 """
 
 from tomori.commands.table import (
     COMMANDS,
+    MESSAGE_COMMANDS,
+    WHY,
     Audience,
     Given,
+    MessageCommand,
     Option,
     OptionKind,
     SlashCommand,
@@ -18,8 +24,11 @@ from tomori.commands.table import (
 
 __all__ = [
     "COMMANDS",
+    "MESSAGE_COMMANDS",
+    "WHY",
     "Audience",
     "Given",
+    "MessageCommand",
     "Option",
     "OptionKind",
     "SlashCommand",

@@ -5,7 +5,8 @@ description, kind, bounds and choices come from here), the console parses `/tomo
 against it, and a test fails when a library registers, or the console takes, anything that
 differs from it. A `/tomori` subcommand's action is built here from the options given (a
 file option arrives as its URL); `/kill`, `/scene` and `/respond` act on the turns, so each
-adapter runs its own.
+adapter runs its own. A message's context-menu command (`MessageCommand`: Apps → its name)
+has no description nor options; each adapter runs it on the message.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from tomori.cast.scenes import (
     MIN_CYCLES,
 )
 from tomori.config.scope import Scope
+from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
+from tomori.monitoring.why import MENU_NAME
 from tomori.policy import admin, cast_admin, tools_admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS
@@ -89,6 +92,15 @@ class SlashCommand:
 
     def option(self, name: str) -> Option:
         return next(option for option in self.options if option.name == name)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCommand:
+    """A command on a message (Discord's message command, type 3), shown under Apps."""
+
+    name: str
+    """What the menu shows (up to 32 characters, spaces and marks allowed)."""
+    audience: Audience = Audience.EVERYONE
 
 
 def _text(name: str, description: str, **bounds: Any) -> Option:
@@ -300,6 +312,28 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: admin.set_swipes(given["enabled"]),
     ),
     _tomori(
+        "progress",
+        "Show a message's progress as reactions on it (waiting, working, a tool), or not",
+        Option(
+            "mode",
+            "reactions (the default) or off",
+            required=True,
+            choices=tuple(mode.value for mode in ShowProgress),
+        ),
+        action=lambda given: admin.set_progress(given["mode"]),
+    ),
+    _tomori(
+        "errors",
+        "How a message whose answer failed is told: an embed, a reaction, or nothing",
+        Option(
+            "mode",
+            "reply (an embed, the default), react (a warning reaction) or silent",
+            required=True,
+            choices=tuple(mode.value for mode in ShowErrors),
+        ),
+        action=lambda given: admin.set_errors(given["mode"]),
+    ),
+    _tomori(
         "tools",
         "Show the model's tools here, or turn a tool or an MCP server off or on",
         _text(
@@ -415,6 +449,10 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: admin.reset_prefill(_scope(given)),
     ),
 )
+
+WHY = MessageCommand(MENU_NAME)
+"""What became of a message: its sender's (or a moderator's) "Why no answer?"."""
+MESSAGE_COMMANDS: tuple[MessageCommand, ...] = (WHY,)
 
 BY_NAME: Mapping[str, SlashCommand] = {command.name: command for command in COMMANDS}
 

@@ -66,6 +66,29 @@ class KillPolicy(StrEnum):
     ANYONE = "anyone"
     REQUESTER = "requester"
 
+    def stops_any(self, can_manage_messages: bool) -> bool:
+        """Whether a member stops any answer (/kill, an answer's Stop button), not only the
+        answer to them: a member with Manage Messages, or anyone under `anyone`."""
+        return can_manage_messages or self is KillPolicy.ANYONE
+
+
+class ShowProgress(StrEnum):
+    """How a direct trigger shows its turn's progress (`tomori.delivery.progress`)."""
+
+    REACTIONS = "reactions"
+    OFF = "off"
+
+
+class ShowErrors(StrEnum):
+    """How a direct trigger whose turn failed is told so."""
+
+    REPLY = "reply"
+    """An embed replying in the channel, saying what went wrong."""
+    REACT = "react"
+    """The failed mark on the trigger, instead of the embed."""
+    SILENT = "silent"
+    """Nothing in the channel (the log still says it)."""
+
 
 CURRENT_TIME_NAME = "current_time"
 READ_MESSAGE_NAME = "read_message"
@@ -354,6 +377,23 @@ class Settings:
         flag,
         "1: a new message of the user being answered stops the answer, and the next one "
         "covers it; 0: it queues (a server sets its own with /tomori)",
+    )
+    progress: ShowProgress = setting(
+        "TOMORI_PROGRESS",
+        ShowProgress.REACTIONS,
+        choice(ShowProgress),
+        "reactions: a message addressed to the bot shows its turn's progress as the bot's "
+        "reaction on it (queued, working, a tool running; failed, stopped), each shown only "
+        "once it lasted a second and removed once answered; off: none (a server sets its own "
+        "with /tomori progress)",
+    )
+    errors: ShowErrors = setting(
+        "TOMORI_ERRORS",
+        ShowErrors.REPLY,
+        choice(ShowErrors),
+        "how a message addressed to the bot is told that its answer failed: reply (an embed "
+        "saying why), react (a warning reaction on it instead) or silent (nothing; the log says "
+        "it); a server sets its own with /tomori errors",
     )
     proxy_grace_ms: int = setting(
         "TOMORI_PROXY_GRACE_MS",

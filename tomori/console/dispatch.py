@@ -162,7 +162,15 @@ class Dispatcher:
         return True
 
     async def _submit(self, text: str, *, echo: bool, posted: ConsoleMessage | None = None) -> None:
-        """A message to the model (`posted`: already in the channel, its number taken)."""
+        """A message to the model (`posted`: already in the channel, its number taken).
+        Piped, it waits to be sent while as many of the script's lines wait in the queue as one
+        member may queue, as its author would: read at once, a script's fifth line was refused
+        as full whenever the model was slower than the reading, yet each line is to be answered."""
+        if posted is None and not self._live:
+            channel_id = self._channel.channel_id
+            await until_quit(self._quit, self.locks.wait_for_room(channel_id, USER))
+            if self._quit.is_set():
+                return
         message = posted or self._channel.post(text)
         message_id = self._channel.message_id(message)
         held = await self._server.admit(message_id)

@@ -22,11 +22,13 @@ from tomori.console.channel import ConsoleChannel
 from tomori.console.history import ConsoleMessage
 from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
 from tomori.delivery.port import ChannelPort, Urgency
+from tomori.delivery.progress import NO_PROGRESS, ProgressHook, Stage
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
 from tomori.turns.surface import Context, Reading, Speaker, Voice
+from tomori.words import say
 
 
 def tell_held(channel: ConsoleChannel, held: Held, message_id: str) -> None:
@@ -146,13 +148,13 @@ class ConsoleSurface:
             return Verdict.NOBODY_TO_ASK
         answer: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
         self._confirming = (ask, answer)
-        question = ask.prompt("you") + "\n(type yes to allow it, or no)"
+        question = say(ask.prompt("you")) + "\n(type yes to allow it, or no)"
         self._channel.ask(question, self._draft())
         try:
             async with asyncio.timeout(ask.timeout_s):
                 return await asyncio.shield(answer)
         except TimeoutError:
-            self._channel.interject(ask.settled(Verdict.TIMED_OUT, "you"))
+            self._channel.interject(say(ask.settled(Verdict.TIMED_OUT, "you")))
             return Verdict.TIMED_OUT
         finally:
             self._confirming = None
@@ -168,8 +170,14 @@ class ConsoleSurface:
         verdict = Verdict.ALLOWED if word in YES else Verdict.REFUSED
         if not answer.done():
             answer.set_result(verdict)
-        self._channel.interject(ask.settled(verdict, "you"))
+        self._channel.interject(say(ask.settled(verdict, "you")))
         return True
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        """The terminal has no reactions: its answers show the progress themselves."""
+        return NO_PROGRESS
 
     def bot_port(self) -> ChannelPort:
         return self._channel

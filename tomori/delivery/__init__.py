@@ -19,6 +19,8 @@
 - `hidden.py`    `<details>` and `<think>` blocks captured, never posted
 - `ceiling.py`   the answer's ceiling: the cut note, and what one pass may read
 - `notices.py`   what the bot tells a channel, as data; `NoticeSink`, `post_notice_safely`
+- `progress.py`  a turn's stages shown as marks on its trigger: what shows when (`Progress`,
+                 `Stage`, `Visibility`)
 - `budget.py`    the bot's request budget: one per token, split among its processes, in
                  `Urgency` order, and each channel's own write bucket (`RequestBudget`,
                  `ChannelPace`)
@@ -40,6 +42,7 @@ from tomori.delivery.port import (
     Urgency,
     as_shown,
 )
+from tomori.delivery.progress import Progress, Visibility
 from tomori.delivery.writer import ChannelWriter
 
 __all__ = [
@@ -55,8 +58,10 @@ __all__ = [
     "Notice",
     "NoticeColour",
     "NoticeSink",
+    "Progress",
     "StreamWriter",
     "Urgency",
+    "Visibility",
     "as_shown",
     "post_notice_safely",
 ]

@@ -11,7 +11,10 @@ So the cog's own requests ask here first:
   requests wait, the most urgent goes first (`Urgency`): the history read a turn starts with,
   a turn's first text and notices, an answer's last text, then intermediate edits (which
   coalesce while they wait: the writer composes its text only once its turn comes; they also
-  wait out a backlog, since their answer's last text will carry them), then typing.
+  wait out a backlog, since their answer's last text will carry them), then typing, then a
+  trigger's progress marks (which wait out a backlog too), then tidy-ups (an ended answer's
+  Stop button taken away), which also wait for room to spare in their channel's bucket
+  holding no place in it (`ChannelPace.spare_in`).
 - `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
   Discord would refuse it, and never waits for another channel's bucket.
 
@@ -58,6 +61,8 @@ CHANNEL_WRITES = 5
 documented message bucket, counted for both kinds so neither can be refused."""
 CHANNEL_WINDOW_S = 5.25
 """Discord's five seconds, and a margin for the clocks of two machines."""
+SPARE_POLL_S = 0.05
+"""How soon a request that waits for room to spare looks again while another of its key waits."""
 
 
 @dataclass(order=True)
@@ -184,7 +189,10 @@ class RequestBudget:
                 return
             self._tokens -= 1
             self.granted += 1
-            if now - head.since >= BACKLOG_WAIT_S:
+            if now - head.since >= BACKLOG_WAIT_S and head.urgency < Urgency.REACTION:
+                # A mark or a tidy-up waits behind everything by design: its wait says nothing
+                # of the token's load, and counted, each would hold the next back a quiet
+                # spell more.
                 self._backlog_at = now
             heapq.heappop(self._waiting).granted.set_result(None)
 
@@ -219,21 +227,26 @@ class ChannelPace:
         """
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:  # one waiter per key at a time: the key's requests keep their order
-            sent = self._sent.setdefault(key, deque())
             while True:
-                now = self._clock()
-                while sent and sent[0] <= now - self._window_s:
-                    sent.popleft()
-                due = sent[0] + self._window_s if len(sent) >= self._limit else now
-                if spaced and sent:
-                    due = max(due, sent[-1] + self._window_s / self._limit)
-                    if len(sent) >= self._limit - 1:  # the last room stays for the last text
-                        due = max(due, sent[1 - self._limit] + self._window_s)
-                if due <= now:
+                wait = self._due(key, spaced=spaced) - self._clock()
+                if wait <= 0:
                     break
-                await asyncio.sleep(due - now)
+                await asyncio.sleep(wait)
             yield
-            sent.append(self._clock())
+            self.took(key)
+
+    def spare_in(self, key: Hashable) -> float:
+        """How long until `key`'s bucket has room to spare (as for a `spaced` request) while
+        none of its requests waits: 0 if now. For what must never take a text's place: a
+        caller polls it, holding no place meanwhile, then says it `took` the room."""
+        lock = self._locks.get(key)
+        if lock is not None and lock.locked():
+            return SPARE_POLL_S
+        return max(0.0, self._due(key, spaced=True) - self._clock())
+
+    def took(self, key: Hashable) -> None:
+        """A request of `key` left now."""
+        self._sent.setdefault(key, deque()).append(self._clock())
         self._forget_quiet()
 
     def room(self, key: Hashable) -> int:
@@ -244,6 +257,19 @@ class ChannelPace:
         now = self._clock()
         sent = [at for at in self._sent.get(key, ()) if at > now - self._window_s]
         return max(0, self._limit - len(sent))
+
+    def _due(self, key: Hashable, *, spaced: bool) -> float:
+        """When `key`'s next request may leave (see `slot`)."""
+        sent = self._sent.setdefault(key, deque())
+        now = self._clock()
+        while sent and sent[0] <= now - self._window_s:
+            sent.popleft()
+        due = sent[0] + self._window_s if len(sent) >= self._limit else now
+        if spaced and sent:
+            due = max(due, sent[-1] + self._window_s / self._limit)
+            if len(sent) >= self._limit - 1:  # the last room stays for the last text
+                due = max(due, sent[1 - self._limit] + self._window_s)
+        return due
 
     def back_off(self, key: Hashable, retry_after_s: float) -> None:
         """Discord refused `key` for `retry_after_s`: its bucket is full until then."""

@@ -1,7 +1,9 @@
 """What the bot tells a channel when something went wrong, as plain data.
 
 The cog renders a `Notice` as an embed; the core never builds one. No notice carries an
-exception's text, a key or a URL, so nothing secret can leak through one.
+exception's text, a key or a URL, so nothing secret can leak through one. A notice's words
+are the catalog's (`tomori.words`): it reads in English as built, and in its reader's language
+where the place showing it knows one (`Notice.in_locale`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
+
+from tomori.words import Listed, Said, Text, said, say
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,21 @@ class Notice:
     title: str
     description: str
     colour: NoticeColour
+    words: tuple[Text, Text] | None = None
+    """The title and description as the catalog's words, to be said in a reader's language;
+    None: texts of their own, shown as they are."""
+
+    @classmethod
+    def of(cls, title: Text, description: Text, colour: NoticeColour) -> Notice:
+        """A notice of these words (a text of its own, such as an error's, stays as it is)."""
+        return cls(say(title), say(description), colour, (title, description))
+
+    def in_locale(self, locale: str) -> Notice:
+        """This notice as a reader of `locale` reads it (`tomori.words.chosen`)."""
+        if self.words is None:
+            return self
+        title, description = self.words
+        return Notice(say(title, locale), say(description, locale), self.colour, self.words)
 
 
 class NoticeSink(Protocol):
@@ -45,67 +64,32 @@ async def post_notice_safely(sink: NoticeSink, notice: Notice, channel_id: str) 
         )
 
 
-TIMEOUT_TITLE = "Response Timed Out"
+def _notice(title: str, description: Said, colour: NoticeColour) -> Notice:
+    return Notice.of(said(f"title.{title}"), description, colour)
 
-IDLE_TIMEOUT = Notice(
-    TIMEOUT_TITLE,
-    "The AI provider stopped responding and the connection timed out. This can happen when the "
-    "provider is overloaded or experiencing issues. Please try again.",
-    NoticeColour.WARNING,
-)
 
-FIRST_TOKEN_TIMEOUT = Notice(
-    TIMEOUT_TITLE,
-    "The AI provider didn't start responding in time. Its queue may be overloaded. "
-    "Please try again.",
-    NoticeColour.WARNING,
-)
+IDLE_TIMEOUT = _notice("timed_out", said("notice.idle_timeout"), NoticeColour.WARNING)
 
-GENERATION_ERROR = Notice(
-    "Generation Error",
-    "An issue while trying to stream the response.",
-    NoticeColour.ERROR,
-)
+FIRST_TOKEN_TIMEOUT = _notice("timed_out", said("notice.first_token_timeout"), NoticeColour.WARNING)
 
-RATE_LIMITED = Notice(
-    "Rate Limited",
-    "The AI provider is limiting how often it can be asked right now. Please try again in a "
-    "little while.",
-    NoticeColour.WARNING,
-)
+GENERATION_ERROR = _notice("generation_error", said("notice.generation_error"), NoticeColour.ERROR)
 
-KEY_REFUSED = Notice(
-    "Provider Refused the Key",
-    "The AI provider refused this bot's key, so it cannot answer. The bot's owner needs to "
-    "check it.",
-    NoticeColour.ERROR,
-)
+RATE_LIMITED = _notice("rate_limited", said("notice.rate_limited"), NoticeColour.WARNING)
+
+KEY_REFUSED = _notice("key_refused", said("notice.key_refused"), NoticeColour.ERROR)
 
 
 def refused_by_provider(reason: str) -> Notice:
     """Told when a provider refused the turn's content (a content filter): its own reason, and
     that no other model was asked, which might have answered what it refused. `reason` is
     `ProviderError.reason`: short, and free of keys and links."""
-    return Notice(
-        "Refused by the Provider",
-        f"The AI provider refused to answer this, so no other model was asked. "
-        f"Its reason: {reason}",
-        NoticeColour.WARNING,
-    )
+    description = said("notice.refused_by_provider", reason=reason)
+    return _notice("refused_by_provider", description, NoticeColour.WARNING)
 
 
-EMPTY_RESPONSE = Notice(
-    "Empty Response",
-    "The AI model sent back an empty answer. Please try again or rephrase.",
-    NoticeColour.WARNING,
-)
+EMPTY_RESPONSE = _notice("empty_response", said("notice.empty_response"), NoticeColour.WARNING)
 
-NOT_ANSWERED = Notice(
-    "Not Answered",
-    "This message waited too long behind other answers in this channel, so it was not "
-    "answered. Please send it again.",
-    NoticeColour.WARNING,
-)
+NOT_ANSWERED = _notice("not_answered", said("notice.not_answered"), NoticeColour.WARNING)
 """Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
 its turn came, or queued behind a turn that hung)."""
 
@@ -114,20 +98,11 @@ def respond_dropped(member_id: str) -> Notice:
     """Told in the channel of a `/respond` dropped from the queue unanswered, as `NOT_ANSWERED`
     is to a message: it has no message to reply to, so its asker is named (a mention in a
     notice pings no one)."""
-    return Notice(
-        "Not Answered",
-        f"The /respond <@{member_id}> asked for waited too long behind other answers in this "
-        "channel, so it was not answered. Please ask again.",
-        NoticeColour.WARNING,
-    )
+    description = said("notice.respond_dropped", member=member_id)
+    return _notice("not_answered", description, NoticeColour.WARNING)
 
 
-CLEARED_BY_KILL = Notice(
-    "Not Answered",
-    "A /kill in this channel cleared the messages waiting for an answer, this one (and any "
-    "other of yours) among them. Please send it again if you still want an answer.",
-    NoticeColour.WARNING,
-)
+CLEARED_BY_KILL = _notice("not_answered", said("notice.cleared_by_kill"), NoticeColour.WARNING)
 """Told, as a reply to their newest, to a member whose queued messages another's /kill cleared
 (`tomori.turns.cleared`)."""
 
@@ -139,124 +114,66 @@ def cleared_by_kill(member_ids: Sequence[str]) -> Notice:
     """Told once to the members whose queued messages, scenes or /responds one /kill cleared,
     naming them, where a reply each will not do (`tomori.turns.cleared`). A mention in a
     notice pings no one."""
-    shown = [f"<@{member}>" for member in member_ids[:NAMED_AT_MOST]]
-    more = len(member_ids) - len(shown)
-    named = ", ".join(shown) + (f" and {more} more" if more else "")
-    return Notice(
-        "Not Answered",
-        f"A /kill in this channel cleared what was waiting for an answer, among it what {named} "
-        "asked. Please ask again if you still want an answer.",
-        NoticeColour.WARNING,
-    )
+    shown = Listed(tuple(f"<@{member}>" for member in member_ids[:NAMED_AT_MOST]), last=False)
+    more = len(member_ids) - len(shown.items)
+    named: Listed | Said = said("list.more", named=shown, more=more) if more else shown
+    description = said("notice.cleared_by_kill_named", named=named)
+    return _notice("not_answered", description, NoticeColour.WARNING)
 
 
-NOT_DELIVERED = Notice(
-    "Answer Cut Short",
-    "Discord did not take the rest of this answer in time (it may be limiting this bot right "
-    "now), so its end is missing. Please ask again if you need it.",
-    NoticeColour.WARNING,
-)
+NOT_DELIVERED = _notice("answer_cut_short", said("notice.not_delivered"), NoticeColour.WARNING)
 """Told to a direct trigger whose answer Discord did not take in full within
 `TOMORI_DELIVERY_TIMEOUT_MS` after the model had finished."""
 
 KILL_DESCRIPTION = "Immediately stop the current stream and clear queued responses in this channel."
 
-KILL_STOPPED = Notice(
-    "Stream Stopped",
-    "Stopped the active response stream (if any) and cleared queued responses in this channel.",
-    NoticeColour.SUCCESS,
+KILL_STOPPED = _notice("stream_stopped", said("notice.kill_stopped"), NoticeColour.SUCCESS)
+
+KILL_STOPPED_OWN = _notice("stream_stopped", said("notice.kill_stopped_own"), NoticeColour.SUCCESS)
+
+QUEUE_FULL = _notice("queue_full", said("notice.queue_full"), NoticeColour.WARNING)
+
+KILL_NOTHING_TO_STOP = _notice(
+    "nothing_to_stop", said("notice.kill_nothing_to_stop"), NoticeColour.WARNING
 )
 
-KILL_STOPPED_OWN = Notice(
-    "Stream Stopped",
-    "Stopped the response to you (if any), and cleared your queued messages in this channel.",
-    NoticeColour.SUCCESS,
+KILL_CHANNEL_REQUIRED = _notice(
+    "channel_required", said("notice.kill_channel_required"), NoticeColour.ERROR
 )
 
-QUEUE_FULL = Notice(
-    "Queue Full",
-    "You have as many messages waiting for an answer here as one may: this one is not queued. "
-    "Ask again once they are answered.",
-    NoticeColour.WARNING,
-)
+KILL_NOT_ALLOWED = _notice("not_allowed", said("notice.kill_not_allowed"), NoticeColour.ERROR)
 
-KILL_NOTHING_TO_STOP = Notice(
-    "Nothing to Stop",
-    "There is no active response stream or queued response to clear in this channel.",
-    NoticeColour.WARNING,
-)
+KILL_FAILED = _notice("could_not_stop", said("notice.kill_failed"), NoticeColour.ERROR)
 
-KILL_CHANNEL_REQUIRED = Notice(
-    "Channel Required",
-    "This command requires a channel to function properly.",
-    NoticeColour.ERROR,
-)
+STILL_WORKING = _notice("still_working", said("notice.still_working"), NoticeColour.WARNING)
 
-KILL_NOT_ALLOWED = Notice(
-    "Not Allowed",
-    "Only the person this response is for, or someone with Manage Messages, can stop it.",
-    NoticeColour.ERROR,
-)
+TOOL_ERROR_LOOP = _notice("tool_error_loop", said("notice.tool_error_loop"), NoticeColour.ERROR)
 
-KILL_FAILED = Notice(
-    "Could Not Stop",
-    "Something went wrong while stopping the response. Please try again.",
-    NoticeColour.ERROR,
-)
-
-STILL_WORKING = Notice(
-    "Still Working...",
-    "This task is taking more steps than usual. Use `/kill` if you think I'm stuck.",
-    NoticeColour.WARNING,
-)
-
-TOOL_ERROR_LOOP = Notice(
-    "Tool Error Loop",
-    "I kept running into tool errors and couldn't complete the request. Try rephrasing.",
-    NoticeColour.ERROR,
-)
-
-THINKING_LOOP = Notice(
-    "Thinking Loop",
-    "I got stuck in a thinking loop and couldn't complete the request.",
-    NoticeColour.WARNING,
-)
+THINKING_LOOP = _notice("thinking_loop", said("notice.thinking_loop"), NoticeColour.WARNING)
 
 
 def fallback_used(answered_by: str, failed: list[str]) -> Notice:
     """The small notice shown when a fallback answered after earlier models failed."""
-    chain = ", ".join(f"`{label}`" for label in failed)
-    return Notice(
-        "Fallback Model Used", f"`{answered_by}` was used instead of {chain}.", NoticeColour.WARNING
-    )
+    chain = Listed(tuple(f"`{label}`" for label in failed), last=False)
+    description = said("notice.fallback_used", answered_by=answered_by, chain=chain)
+    return _notice("fallback_used", description, NoticeColour.WARNING)
 
 
 def cooldown_notice(retry_at: float) -> Notice:
     """Told once per cooldown window to someone who asked again too soon; Discord shows the
     `<t:...:R>` timestamp in each reader's own terms ("in 20 seconds")."""
-    return Notice(
-        "Slow Down",
-        f"You can ask me again <t:{math.ceil(retry_at)}:R>.",
-        NoticeColour.WARNING,
-    )
+    description = said("notice.cooldown", at=math.ceil(retry_at))
+    return _notice("slow_down", description, NoticeColour.WARNING)
 
 
 def server_quota_notice(reset_at: float) -> Notice:
     """Told once per UTC day to someone whose server spent the tokens the bot's author gives it
     for a day (`TOMORI_SERVER_DAILY_TOKENS`)."""
-    return Notice(
-        "Daily Limit Reached",
-        "This server has used the tokens it has for today. They reset at 00:00 UTC "
-        f"(<t:{math.ceil(reset_at)}:R>).",
-        NoticeColour.WARNING,
-    )
+    description = said("notice.server_quota", at=math.ceil(reset_at))
+    return _notice("daily_limit", description, NoticeColour.WARNING)
 
 
 def quota_notice(reset_at: float) -> Notice:
     """Told once per UTC day to someone who spent their tokens for the day in this server."""
-    return Notice(
-        "Daily Limit Reached",
-        "You have used your tokens for today in this server. They reset at 00:00 UTC "
-        f"(<t:{math.ceil(reset_at)}:R>).",
-        NoticeColour.WARNING,
-    )
+    description = said("notice.quota", at=math.ceil(reset_at))
+    return _notice("daily_limit", description, NoticeColour.WARNING)

@@ -159,6 +159,16 @@ class Urgency(IntEnum):
     once it may send, so a late one carries everything that came meanwhile."""
     TYPING = 4
     """The typing indicator, shown while nothing else is: sent only when no request waits."""
+    REACTION = 5
+    """A progress mark on a trigger (`tomori.delivery.progress`), last of all. Typing never
+    queues (it goes only when nothing waits), so the order between the two decides little;
+    what matters is that a mark queues behind every text and, like `MORE`, waits out a
+    backlog: a mark says the bot is at work, which its answer's text says better. It must
+    queue rather than be dropped, as typing is: a mark shown has to be taken down."""
+    TIDY = 6
+    """A component tidy-up (an ended answer's Stop button taken away): after every other
+    request, a progress mark's too, and never in a place a text would take
+    (`DiscordPacing.tidy`)."""
 
 
 class ChannelPort(Protocol):

@@ -23,7 +23,8 @@ dropped. The tokens each model's provider reported are recorded with the turn, h
 it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
 but whose provider reported none is counted by its characters (`results.pass_usage`: the
 request it was sent in, what it wrote out), so a quota still holds on a server that never
-reports usage.
+reports usage. Each model skipped or tried, and how its part ended, is reported to the
+turn's account of its message too ("Why no answer?", `TurnState.account`).
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ async def run_chain(
     With `health`, a model it says is sick is skipped, unless it is the last of the chain, and
     each model asked is judged by how its part ended (`generation.health`)."""
     result = await _try_models(chain, providers, request, env, health)
+    if result.status not in (StreamStatus.COMPLETED, StreamStatus.STOPPED_BY_USER):
+        env.state.failed = True
     metrics = env.state.metrics
     if metrics is not None:
         for model, usage in result.usage().items():
@@ -201,6 +204,8 @@ async def _try_models(
                     state.channel_id,
                     sick.ailment,
                 )
+                if state.account is not None:
+                    state.account.skipped(model.label)
                 continue
             state.suppress_user_errors = fallback_pending or not surface_errors
             provider = providers[model.provider]
@@ -214,6 +219,8 @@ async def _try_models(
                 env.opening.begun = True  # it began without the prefill: none goes before it
             history = loop.tool_history
             attempts.append(Attempt(model, loop, request_characters(sent)))
+            if state.account is not None:
+                state.account.tried(model.label, loop.status, loop.last)
             if health is not None:
                 health.attempted(model.label, *judged(loop.status, loop.last))
             if (refusal := _refusal(loop)) is not None:

@@ -1,9 +1,10 @@
 """What a turn carries through its passes: its state.
 
 It is the one mutable object shared by the turn, its passes and their writers: the progress
-hook `stream_once` installs, whether user-facing errors are held back for a pending fallback,
-the list of every message the turn delivered, and the tokens it may still spend. Writers see
-it as an `AnswerRecord` (`tomori.delivery.port`).
+hook `stream_once` installs, where the turn reports its stage (its trigger shows it), whether
+user-facing errors are held back for a pending fallback, the list of every message the turn
+delivered, and the tokens it may still spend. Writers see it as an `AnswerRecord`
+(`tomori.delivery.port`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Protocol
 
 from tomori.delivery.notices import Notice, NoticeSink, post_notice_safely
 from tomori.delivery.port import DeliveredMessage
-from tomori.generation.results import TurnOutcome, TurnUsage
+from tomori.delivery.progress import NO_PROGRESS, ProgressHook
+from tomori.generation.results import StreamResult, StreamStatus, TurnOutcome, TurnUsage
 from tomori.providers.base import Usage
 from tomori.tools.confirmation import Confirmer
 
@@ -29,6 +31,19 @@ class MetricsSink(Protocol):
     def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None: ...
+
+
+class TurnAccount(Protocol):
+    """Where a turn reports what became of its message, model by model ("Why no answer?",
+    `tomori.monitoring.why.MessageAccount`)."""
+
+    def skipped(self, model: str) -> None:
+        """The chain skipped `model` (its health is poor)."""
+        ...
+
+    def tried(self, model: str, status: StreamStatus, last: StreamResult | None) -> None:
+        """`model`'s part ended so (`last`: its last pass)."""
+        ...
 
 
 class TokenBudget(Protocol):
@@ -69,10 +84,18 @@ class TurnState:
     budget: TokenBudget | None = None
     """The asker's daily tokens, checked between passes (None: no token limit holds); shared
     by every persona's answer in the turn."""
+    progress: ProgressHook = NO_PROGRESS
+    """Where the turn reports its stage (`tomori.delivery.progress`): its trigger shows it."""
+    failed: bool = False
+    """A model chain of the turn ended without its answer (an error, a timeout, an empty
+    answer, the day's tokens spent): what the turn's trigger shows as it ends."""
     first_token_by: float | None = None
     """When set, the next pass waits for its first token until then at most (`time.monotonic`),
     not its whole budget, and clears it: a retry must fit the budget of the pass it retries
     (`generation.attempt`)."""
+    account: TurnAccount | None = None
+    """Where the turn reports what became of its message ("Why no answer?"); None for a
+    command's turn, which has no message, and in the console."""
 
     @property
     def reply_to(self) -> str | None:

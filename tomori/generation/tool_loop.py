@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
+from tomori.delivery.progress import Stage
 from tomori.generation.results import StreamResult, StreamStatus, pass_usage, request_characters
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
@@ -116,6 +117,7 @@ async def run_tool_loop(
             return ended(StreamStatus.OUT_OF_TOKENS)
         if iteration == STILL_WORKING_AT and surface_errors:
             await state.post_notice(STILL_WORKING)
+        state.progress.report(Stage.WORKING)
         writer = env.open_writer()
         sent = replace(request, tool_history=tuple(history), tools=specs)
         if env.opening is not None and env.opening.begun:  # its text, shown, stands for it
@@ -131,6 +133,7 @@ async def run_tool_loop(
         if result.status is not StreamStatus.FUNCTION_CALL:
             return ended(result.status)
         guard.calling_tools()  # a follow-up now waits for the answer that uses their results
+        state.progress.report(Stage.TOOL)
         for position, call in enumerate(result.tool_calls):
             if guard.stop_requested():
                 return ended(StreamStatus.STOPPED_BY_USER)

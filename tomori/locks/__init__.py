@@ -4,7 +4,7 @@
                   may do with its lock)
 - `rules.py`      each lock rule, once, as a function of plain values
 - `registry.py`   `ChannelLocks`: admission, /kill, recovery and the life cycle, with no SQL
-- `stops.py`      /kill and stop words: which turn stops, whose queued messages go
+- `stops.py`      /kill, stop words and Stop buttons: which turn stops, whose queued messages go
 - `stopped.py`    what stops left unanswered in each channel, for the next turn's model
 - `supervisor.py` the turns a process runs: a task and a lease each, released always
 - `recovery.py`   the channels no live process serves (a closed one's queues, a dead one's
@@ -37,6 +37,7 @@ from tomori.locks.vocabulary import (
     Turn,
     TurnGuard,
     TurnRunner,
+    TurnStop,
 )
 
 __all__ = [
@@ -53,5 +54,6 @@ __all__ = [
     "Turn",
     "TurnGuard",
     "TurnRunner",
+    "TurnStop",
     "lock_backend",
 ]

@@ -15,7 +15,7 @@ from typing import Protocol, cast
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.rules import LockState
-from tomori.locks.vocabulary import Admission, Trigger, Turn
+from tomori.locks.vocabulary import Admission, Trigger, Turn, TurnStop
 from tomori.store.base import Database
 
 
@@ -125,6 +125,19 @@ class LockBackend(Protocol):
         of their triggers it cleared."""
         ...
 
+    async def stop_turn(
+        self,
+        channel_id: str,
+        turn_id: str,
+        presser_id: str,
+        given_up_turn_id: str | None,
+        *,
+        any_turn: bool,
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (`rules.pressed_stop`): if that turn holds
+        the channel and `presser_id` may stop it, ask it to stop, keeping the queue."""
+        ...
+
     async def hand_off(
         self,
         channel_id: str,
@@ -160,6 +173,11 @@ class LockBackend(Protocol):
     async def requester_of(self, channel_id: str) -> str | None: ...
 
     async def queued_message_ids(self, channel_id: str) -> set[str]: ...
+
+    async def has_room(self, channel_id: str, requester_id: str | None) -> bool:
+        """Whether the member may queue one more message in the channel now: fewer than
+        `TOMORI_QUEUE_PER_MEMBER` of theirs wait there (one more is refused as full)."""
+        ...
 
     def is_transient(self, error: BaseException) -> bool: ...
 

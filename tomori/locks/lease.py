@@ -25,8 +25,14 @@ log = logging.getLogger("tomori.locks")
 class LeaseState(StrEnum):
     RUNNING = "running"
     STOPPING = "stopping"  # /kill asked, here or in another process; the turn is unwinding
-    INTERRUPTED = "interrupted"  # its user asked (a stop word, a follow-up); the queue stays
+    INTERRUPTED = "interrupted"  # a stop word, a follow-up, its Stop button; the queue stays
     RELEASED = "released"  # the channel is being handed on (maybe retrying), or was taken
+
+
+_WHY_INTERRUPTED = {
+    KillReason.FOLLOW_UP: "a follow-up came",
+    KillReason.STOP_BUTTON: "its Stop button was pressed",
+}
 
 
 class Lease:
@@ -137,7 +143,7 @@ class Lease:
                 "turn %s in channel %s stops: %s",
                 self.turn.turn_id,
                 self.turn.channel_id,
-                "a follow-up came" if reason is KillReason.FOLLOW_UP else "its user said stop",
+                _WHY_INTERRUPTED.get(reason, "its user said stop"),
             )
             self.state = LeaseState.INTERRUPTED
             self._stop_reason = reason

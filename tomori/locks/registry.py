@@ -46,6 +46,7 @@ from tomori.locks.vocabulary import (
     Trigger,
     Turn,
     TurnRunner,
+    TurnStop,
 )
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
@@ -260,6 +261,12 @@ class ChannelLocks:
         """A member's own /kill (see `Stops.kill_own`)."""
         return await self._stops.kill_own(channel_id, requester_id)
 
+    async def stop_turn(
+        self, channel_id: str, turn_id: str, presser_id: str, *, any_turn: bool
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button (see `Stops.stop_turn`)."""
+        return await self._stops.stop_turn(channel_id, turn_id, presser_id, any_turn=any_turn)
+
     # -- questions ----------------------------------------------------------------------------
 
     async def requester_of(self, channel_id: str) -> str | None:
@@ -280,6 +287,15 @@ class ChannelLocks:
     async def queued_message_ids(self, channel_id: str) -> set[str]:
         """Messages waiting for their own turn: a history built now must leave them out."""
         return await self._backend.queued_message_ids(channel_id)
+
+    async def wait_for_room(self, channel_id: str, requester_id: str) -> None:
+        """Wait until `requester_id` may queue one more message in the channel, room freeing as
+        the turn this process runs there hands it on: for a sender that can hold its next
+        message back (a console's script) rather than have it refused as full. Returns at once
+        if no turn of this process runs there (the admission then says how it stands)."""
+        while not await self._backend.has_room(channel_id, requester_id):
+            if not await self._turns.wait_handed_on(channel_id):
+                return
 
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until this registry has no turn running or handed on in the channel, and

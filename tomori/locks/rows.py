@@ -13,9 +13,9 @@ import uuid
 
 from tomori.locks import rules
 from tomori.locks.backend import Admitted
-from tomori.locks.rules import FollowUpRow, LockState
+from tomori.locks.rules import FollowUpRow, HeldTurn, LockState
 from tomori.locks.vocabulary import Admission, KillReason, Trigger, Turn
-from tomori.store.base import Row, Transaction
+from tomori.store.base import Database, Row, Transaction
 
 log = logging.getLogger("tomori.locks")
 
@@ -256,13 +256,16 @@ async def admitted_before(tx: Transaction, trigger: Trigger, owner: str) -> Admi
     return Admitted(LockState.HELD, None, already=already)
 
 
-async def queued_by(tx: Transaction, trigger: Trigger) -> int:
-    """How many messages the trigger's author has waiting in its channel's queue."""
-    row = await tx.fetchone(
+async def queued_by(
+    reader: Transaction | Database, channel_id: str, requester_id: str | None
+) -> int:
+    """How many messages the member has waiting in the channel's queue (read in a transaction
+    that then queues one more, or on its own)."""
+    found = await reader.fetchall(
         "SELECT COUNT(*) AS waiting FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
-        (trigger.channel_id, trigger.requester_id),
+        (channel_id, requester_id),
     )
-    return int(row["waiting"]) if row is not None else 0
+    return int(found[0]["waiting"]) if found else 0
 
 
 async def forget_admissions_before(tx: Transaction, cutoff: float) -> None:
@@ -311,3 +314,15 @@ async def interrupt(tx: Transaction, channel_id: str, reason: KillReason) -> Non
     await tx.execute(
         "UPDATE channel_locks SET interrupted = ? WHERE channel_id = ?", (str(reason), channel_id)
     )
+
+
+async def held_turn(tx: Transaction, channel_id: str) -> tuple[str, HeldTurn, str | None] | None:
+    """The channel's lock's owner, the turn it holds, and why that turn was interrupted (if it
+    was); None if nothing holds the channel."""
+    row = await tx.fetchone(
+        "SELECT owner, turn_id, requester_id, interrupted FROM channel_locks WHERE channel_id = ?",
+        (channel_id,),
+    )
+    if row is None:
+        return None
+    return str(row["owner"]), HeldTurn(row["turn_id"], row["requester_id"]), row["interrupted"]

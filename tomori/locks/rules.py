@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tomori.locks.vocabulary import KillReason, TurnStop
+
 MIN_HEARTBEAT_INTERVAL_S = 1.0
 MISSED_HEARTBEATS_FOR_DEATH = 3
 
@@ -126,15 +128,38 @@ class FollowUpRow:
 def takes_follow_up(lock: FollowUpRow, requester_id: str | None, key: str | None) -> bool:
     """Whether a message of `requester_id` addressed as `key` is a follow-up of the lock's turn:
     the same user, addressed the same (a key of None takes and is none), while the turn has
-    not met the limit of follow-ups in a row, nor been stopped by a stop word."""
+    not met the limit of follow-ups in a row, nor been stopped by its user (a stop word, its
+    Stop button)."""
     return (
         requester_id is not None
         and requester_id == lock.requester_id
         and key is not None
         and key == lock.follow_up_key
         and lock.follow_ups < MAX_FOLLOW_UPS
-        and lock.interrupted != "stop_word"
+        and (lock.interrupted is None or not KillReason(lock.interrupted).is_users_stop)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class HeldTurn:
+    """The turn a channel's lock holds, as a press of a Stop button needs it."""
+
+    turn_id: str
+    requester_id: str | None
+
+
+def pressed_stop(
+    held: HeldTurn | None, turn_id: str, presser_id: str, *, any_turn: bool
+) -> TurnStop:
+    """What a press of turn `turn_id`'s Stop button by `presser_id` does while `held` holds the
+    channel (None: nothing runs): each button names its turn, so it stops that turn alone,
+    never a newer one; and only for its asker, or for one who may stop any (`any_turn`:
+    /kill's policy)."""
+    if held is None or held.turn_id != turn_id:
+        return TurnStop.ENDED
+    if not any_turn and held.requester_id != presser_id:
+        return TurnStop.NOT_YOURS
+    return TurnStop.STOPPED
 
 
 def heartbeat_interval_s(lock_timeout_s: float) -> float:

@@ -25,7 +25,7 @@ from tomori.locks.instances import InstanceRows
 from tomori.locks.judge import LockJudge
 from tomori.locks.progress_rows import write_progress
 from tomori.locks.rules import LockState
-from tomori.locks.vocabulary import KillReason, Trigger, Turn
+from tomori.locks.vocabulary import KillReason, Trigger, Turn, TurnStop
 from tomori.store.base import Database, Transaction
 
 log = logging.getLogger("tomori.locks")
@@ -136,7 +136,7 @@ class SqlLockBackend:
             if verdict is LockState.HELD:
                 if await self._follow_up(tx, trigger, now):
                     return Admitted(verdict, None, follow_up=True)
-                if await rows.queued_by(tx, trigger) >= self._queue_per_member:
+                if await self._queue_full(tx, channel_id, trigger.requester_id):
                     return Admitted(verdict, None, full=True)
                 await rows.enqueue(tx, trigger, now)
                 return Admitted(verdict, None)
@@ -151,6 +151,15 @@ class SqlLockBackend:
                 await rows.enqueue(tx, trigger, now)
             await rows.write_lock(tx, turn, self._instance_id, now)
             return Admitted(verdict, turn)
+
+    async def _queue_full(
+        self, reader: Transaction | Database, channel_id: str, requester_id: str | None
+    ) -> bool:
+        """Whether the member has as many messages waiting in the channel as one may."""
+        return await rows.queued_by(reader, channel_id, requester_id) >= self._queue_per_member
+
+    async def has_room(self, channel_id: str, requester_id: str | None) -> bool:
+        return not await self._queue_full(self._db, channel_id, requester_id)
 
     async def _follow_up(self, tx: Transaction, trigger: Trigger, now: float) -> bool:
         """Queue `trigger` first as a follow-up and ask the turn to stop, if it is one."""
@@ -194,6 +203,30 @@ class SqlLockBackend:
             if owner is not None:
                 await self._announce_stop(tx, owner)
             return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id)
+
+    async def stop_turn(
+        self,
+        channel_id: str,
+        turn_id: str,
+        presser_id: str,
+        given_up_turn_id: str | None,
+        *,
+        any_turn: bool,
+    ) -> TurnStop:
+        async with self._db.transaction(channel_id) as tx:
+            now = await tx.now()
+            verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
+            found = None if verdict.is_free else await rows.held_turn(tx, channel_id)
+            held = None if found is None else found[1]
+            outcome = rules.pressed_stop(held, turn_id, presser_id, any_turn=any_turn)
+            if outcome is not TurnStop.STOPPED or verdict is LockState.STOPPING or found is None:
+                return outcome  # (STOPPING: /kill is stopping it already)
+            owner, _, interrupted = found
+            if interrupted is None or not KillReason(interrupted).is_users_stop:
+                # over a follow-up's interruption too, which a turn calling tools ignores
+                await rows.interrupt(tx, channel_id, KillReason.STOP_BUTTON)
+                await self._announce_stop(tx, owner)
+            return outcome
 
     async def stop_and_clear(
         self, channel_id: str, requester_id: str, given_up_turn_id: str | None

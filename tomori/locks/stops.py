@@ -7,6 +7,10 @@ and clear only what they queued. Either way a message from before it, still on i
 store (the database away, or the member's limits being read), is dropped as the queue it would
 have joined was (`came_before_a_kill`). The messages each stop cleared are remembered for the
 next turn's model (`StoppedAnswers`), as the stopped turn is by its release.
+
+A press of an answer's Stop button stops the turn its button names and no other (a newer turn
+in the channel runs on), whichever process runs it: the lock row holds the running turn's id,
+so the press is judged there (`rules.pressed_stop`), and the queue stays.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from tomori.config.settings import Settings, seconds
+from tomori.locks import rules
 from tomori.locks.backend import LockBackend
+from tomori.locks.lease import LeaseState
 from tomori.locks.stopped import Stop, StoppedAnswer, StoppedAnswers
 from tomori.locks.supervisor import TurnSupervisor
-from tomori.locks.vocabulary import KillOutcome, KillReason, Trigger
+from tomori.locks.vocabulary import KillOutcome, KillReason, Trigger, TurnStop
 from tomori.store.retry import GaveUp, InArrivalOrder, until_not_busy
 
 log = logging.getLogger("tomori.locks")
@@ -176,6 +182,58 @@ class Stops:
                 len(cleared),
             )
         return KillOutcome(stopped=stopped or stopped_here, cleared=len(cleared))
+
+    async def stop_turn(
+        self, channel_id: str, turn_id: str, presser_id: str, *, any_turn: bool
+    ) -> TurnStop:
+        """A press of turn `turn_id`'s Stop button by `presser_id` (`any_turn`: they may stop
+        any answer, as /kill's policy says): stop that turn, here at once or in the process
+        that runs it, as /kill would, keeping the queue; never another turn.
+
+        A database that is busy or out of reach is waited out for up to
+        `TOMORI_QUEUE_MAX_AGE_MS`, as /kill's; the turn running here stops at once meanwhile.
+        """
+        lease = self._turns.lease(channel_id)
+        here = None
+        if lease is not None and lease.state is not LeaseState.RELEASED:
+            held = rules.HeldTurn(lease.turn.turn_id, lease.turn.trigger.requester_id)
+            here = rules.pressed_stop(held, turn_id, presser_id, any_turn=any_turn)
+            if here is TurnStop.NOT_YOURS:
+                return here
+            if here is TurnStop.STOPPED:
+                assert lease is not None
+                lease.interrupt(KillReason.STOP_BUTTON)  # at once; the transaction may wait
+        deadline = time.time() + self._queue_max_age_s
+        try:
+            outcome = await until_not_busy(
+                f"a Stop press in channel {channel_id}",
+                lambda: self._backend.stop_turn(
+                    channel_id,
+                    turn_id,
+                    presser_id,
+                    self._turns.given_up_in(channel_id),
+                    any_turn=any_turn,
+                ),
+                self._backend.is_transient,
+                keep_trying=self._until(deadline),
+            )
+        except GaveUp:  # the database stayed away: what runs here stopped at least
+            return TurnStop.STOPPED if here is TurnStop.STOPPED else TurnStop.FAILED
+        except Exception as error:
+            if not self._backend.is_database_error(error):
+                raise
+            log.exception("could not stop turn %s in channel %s", turn_id, channel_id)
+            return TurnStop.STOPPED if here is TurnStop.STOPPED else TurnStop.FAILED
+        if here is TurnStop.STOPPED:
+            outcome = here
+        log.info(
+            "Stop pressed for turn %s in channel %s by %s: %s",
+            turn_id,
+            channel_id,
+            presser_id,
+            outcome,
+        )
+        return outcome
 
     def _remember_cleared(self, channel_id: str, message_ids: Sequence[str | None]) -> None:
         for message_id in message_ids:

@@ -78,6 +78,15 @@ class TurnSupervisor:
         while (lease := self._leases.get(channel_id)) is not None and lease.task is not None:
             await asyncio.wait({lease.task})
 
+    async def wait_handed_on(self, channel_id: str) -> bool:
+        """Wait until the turn running in the channel ends and hands it on; False (at once)
+        if this process runs none there."""
+        lease = self._leases.get(channel_id)
+        if lease is None or lease.task is None:
+            return False
+        await asyncio.wait({lease.task})
+        return True
+
     async def unwound(self, lease: Lease, timeout_s: float) -> Lease | None:
         """Wait at most `timeout_s` for `lease`'s turn to end and hand its channel on; the
         lease of the turn this process runs there then, if any."""

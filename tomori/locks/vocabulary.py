@@ -23,6 +23,15 @@ class KillReason(StrEnum):
     """The turn's user wrote a stop word: it stops as for /kill, the others' queue stays."""
     FOLLOW_UP = "follow_up"
     """The turn's user wrote again: it stops, and their new message is answered next."""
+    STOP_BUTTON = "stop_button"
+    """Someone who may stop it (its asker, or a moderator) pressed its answer's Stop button:
+    it stops as for /kill, and the queue stays (the press stops that turn alone)."""
+
+    @property
+    def is_users_stop(self) -> bool:
+        """Whether someone asked the turn to stop (a stop word, its Stop button): its row
+        takes no follow-up from then on, and a follow-up does not replace the stop."""
+        return self in (KillReason.STOP_WORD, KillReason.STOP_BUTTON)
 
 
 KillCallback = Callable[[KillReason], None]
@@ -71,6 +80,20 @@ class Admission(StrEnum):
     FAILED = "failed"  # the database stayed out of reach for longer than the queue's age limit
     QUEUE_FULL = "queue_full"
     """Not queued: its author has `TOMORI_QUEUE_PER_MEMBER` messages waiting there already."""
+
+
+class TurnStop(StrEnum):
+    """How a press of a turn's Stop button went (`ChannelLocks.stop_turn`)."""
+
+    STOPPED = "stopped"
+    """The turn stops (or was stopping already)."""
+    ENDED = "ended"
+    """The turn no longer runs: it ended, or another took the channel since."""
+    NOT_YOURS = "not_yours"
+    """The turn runs, but the presser may not stop it: it is another's, and they may stop
+    only their own."""
+    FAILED = "failed"
+    """The database stayed out of reach, and the turn does not run here: unknown."""
 
 
 @dataclass(frozen=True, slots=True)

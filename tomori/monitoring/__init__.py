@@ -3,6 +3,9 @@
 - `metrics.py`       stalls, tool failures, each turn's tokens and outcome, kept in the database
 - `status.py`        `/tomori status`: a server's last day, counted from the metrics
 - `model_health.py`  the models turns skip for now, in the shared database, and their probes
+- `why.py`           "Why no answer?": what became of a message, step by step, as plain data;
+                     who may read it, and its account in words
+- `why_book.py`      those steps kept in the database for a day (bounded), for any process
 """
 
 from tomori.monitoring.metrics import Metrics

@@ -20,8 +20,9 @@ from tomori.cast.personas import (
 from tomori.config.models import ModelChain
 from tomori.config.parsers import choice
 from tomori.config.scope import Scope
-from tomori.config.settings import ConfigError
+from tomori.config.settings import ConfigError, ShowErrors, ShowProgress
 from tomori.delivery.notices import Notice, NoticeColour
+from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.monitoring.status import ServerStatus, describe
@@ -40,17 +41,14 @@ from tomori.tools.switches import (
     ToolCatalog,
     ToolSwitchStore,
 )
+from tomori.words import Clauses, Said, Text, said, say
 
 log = logging.getLogger(__name__)
 
 SHOWN_PROMPT_CHARS = 1_000
 """How much of a system prompt `show` quotes: an embed holds 4,096 characters."""
 
-NOT_CHANGED = Notice(
-    "Not Changed",
-    "The settings could not be read or saved just now; nothing was changed. Please try again.",
-    NoticeColour.ERROR,
-)
+NOT_CHANGED = Notice.of(said("title.not_changed"), said("settings.not_changed"), NoticeColour.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,7 @@ class Where:
 
     guild_id: str
     channel_id: str
-    cannot_post: tuple[str, ...] = ()
+    cannot_post: tuple[Said, ...] = ()
     """Why the bot could not answer in this channel now (its permissions), if it could not."""
 
 
@@ -131,7 +129,7 @@ def set_models(models: str, scope: str = "channel") -> Action:
         chain = target.check_models(models)
         changes = Overrides(models=chain.described)
         await target.overrides.set(scope_of(scope), *keys(where), changes)
-        return done(f"Models for {scope_name(scope)}: {chain.described}")
+        return done(said("settings.models", where=scope_name(scope), models=chain.described))
 
     return action
 
@@ -141,7 +139,7 @@ def set_prompt(text: str, scope: str = "channel") -> Action:
         prompt = check_prompt(text)
         changes = Overrides(system_prompt=prompt)
         await target.overrides.set(scope_of(scope), *keys(where), changes)
-        return done(f"System prompt for {scope_name(scope)} set ({len(prompt)} characters).")
+        return done(said("settings.prompt", where=scope_name(scope), count=len(prompt)))
 
     return action
 
@@ -150,10 +148,8 @@ def set_prefill(text: str, scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         prefill = check_prefill(text)
         await target.overrides.set(scope_of(scope), *keys(where), Overrides(prefill=prefill))
-        return done(
-            f"Answers in {scope_name(scope)} begin with ({len(prefill)} characters):\n"
-            f"{_quoted(prefill)}"
-        )
+        quoted, count = _quoted(prefill), len(prefill)
+        return done(said("settings.prefill", where=scope_name(scope), count=count, quoted=quoted))
 
     return action
 
@@ -161,8 +157,8 @@ def set_prefill(text: str, scope: str = "channel") -> Action:
 def reset_prefill(scope: str = "channel") -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if not await target.overrides.clear(scope_of(scope), *keys(where), "prefill"):
-            return done(f"No prefill was set for {scope_name(scope)}.")
-        return done(f"Cleared the prefill of {scope_name(scope)}.")
+            return done(said("settings.no_prefill", where=scope_name(scope)))
+        return done(said("settings.prefill_cleared", where=scope_name(scope)))
 
     return action
 
@@ -171,11 +167,12 @@ def set_autoreply(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         changes = Overrides(autoreply=enabled)
         await target.overrides.set(Scope.CHANNEL, *keys(where), changes)
-        said = "answers every message" if enabled else "answers only mentions and replies"
-        if not enabled or not where.cannot_post:
-            return done(f"This channel now {said}.")
-        lacking = "; ".join(where.cannot_post)
-        return done(f"This channel now {said}, but the bot cannot post here yet ({lacking}).")
+        if not enabled:
+            return done(said("settings.autoreply_off"))
+        if not where.cannot_post:
+            return done(said("settings.autoreply_on"))
+        lacking = Clauses(where.cannot_post)
+        return done(said("settings.autoreply_on_cannot_post", lacking=lacking))
 
     return action
 
@@ -183,7 +180,7 @@ def set_autoreply(enabled: bool) -> Action:
 def set_follow_ups(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         await target.overrides.set(Scope.SERVER, *keys(where), Overrides(follow_ups=enabled))
-        return done(f"Follow-ups in this server: {_follow_ups(enabled)}.")
+        return done(said("settings.follow_ups_on" if enabled else "settings.follow_ups_off"))
 
     return action
 
@@ -202,24 +199,42 @@ def _swipes(enabled: bool) -> str:
     return "off (answers carry no Regenerate or ◀ ▶ from now on)"
 
 
-def _follow_ups(enabled: bool) -> str:
-    if enabled:
-        return "on (a new message of the user being answered stops it; the next answer covers both)"
-    return "off (each message is answered in turn)"
+def set_progress(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowProgress)("mode", mode)  # Discord offers the choices; not trusted
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(progress=chosen))
+        if chosen is ShowProgress.REACTIONS:
+            marks = {stage.value: MARKS[stage] or "" for stage in _SHOWN_STAGES}
+            return done(said("settings.progress_reactions", **marks))
+        return done(said("settings.progress_off"))
+
+    return action
+
+
+_SHOWN_STAGES = (Stage.QUEUED, Stage.WORKING, Stage.TOOL, Stage.STOPPED)
+
+
+def set_errors(mode: str) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        chosen = choice(ShowErrors)("mode", mode)
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(errors=chosen))
+        if chosen is ShowErrors.REACT:
+            return done(said("settings.errors_react", failed=MARKS[Stage.FAILED] or ""))
+        return done(said(f"settings.errors_{chosen.value}"))
+
+    return action
 
 
 def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if cooldown_ms is None and daily_tokens is None:
-            return refused("Give cooldown_ms, daily_tokens or both.")
+            return refused(said("settings.limits_missing"))
         limits = check_limits(cooldown_ms, daily_tokens, target.defaults(where))
         await target.overrides.set(Scope.SERVER, *keys(where), limits)
         now = await _resolved(target, where)
-        return done(
-            "Limits for this server: "
-            f"{_limits(now.cooldown_ms.value, now.daily_tokens.value)}"
-            f" ({_sources(now.cooldown_ms.source, now.daily_tokens.source)})"
-        )
+        shown = _limits(now.cooldown_ms.value, now.daily_tokens.value)
+        sources = _sources(now.cooldown_ms.source, now.daily_tokens.source)
+        return done(said("settings.limits", limits=shown, sources=sources))
 
     return action
 
@@ -227,8 +242,7 @@ def set_limits(cooldown_ms: int | None, daily_tokens: int | None) -> Action:
 def set_scenes(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         await target.overrides.set(Scope.SERVER, *keys(where), Overrides(scenes=enabled))
-        said = "may run /scene" if enabled else "cannot run /scene: scenes are off"
-        return done(f"Members of this server {said}.")
+        return done(said("settings.scenes_on" if enabled else "settings.scenes_off"))
 
     return action
 
@@ -238,25 +252,27 @@ def reset(scope: str = "channel") -> Action:
         cleared = await target.overrides.reset(scope_of(scope), *keys(where))
         switched = await target.tool_switches.reset(scope_of(scope), *keys(where))
         if not (cleared or switched):
-            return done(f"Nothing was set for {scope_name(scope)}.")
-        return done(f"Cleared the settings of {scope_name(scope)}.")
+            return done(said("settings.nothing_set", where=scope_name(scope)))
+        return done(said("settings.cleared", where=scope_name(scope)))
 
     return action
 
 
 async def show(target: Administered, where: Where) -> Notice:
     resolved = await _resolved(target, where)
-    return Notice("Tomori in this channel", _shown(resolved), NoticeColour.SUCCESS)
+    return Notice.of(said("title.in_this_channel"), _shown(resolved), NoticeColour.SUCCESS)
 
 
 async def status(target: Administered, where: Where) -> Notice:
     counts = await target.status(where.guild_id)
     shown = describe(counts, target.skipped(), target.traffic())
-    return Notice("Tomori in this server, last 24 hours", shown, NoticeColour.SUCCESS)
+    return Notice.of(said("title.in_this_server"), shown, NoticeColour.SUCCESS)
 
 
-def refused(description: str) -> Notice:
-    return Notice("Not Changed", description, NoticeColour.ERROR)
+def refused(description: Text) -> Notice:
+    """What an admin is told of an input refused: the catalog's words, or a setting's own
+    error (`ConfigError`, in English)."""
+    return Notice.of(said("title.not_changed"), description, NoticeColour.ERROR)
 
 
 async def _resolved(target: Administered, where: Where) -> Resolved:
@@ -283,12 +299,14 @@ def _shown(resolved: Resolved) -> str:
             f"Models: {resolved.models.value} ({resolved.models.source})",
             f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
             f" ({resolved.autoreply.source})",
-            f"Limits: {_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value)}"
-            f" ({_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source)})",
+            f"Limits: {say(_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value))}"
+            f" ({say(_sources(resolved.cooldown_ms.source, resolved.daily_tokens.source))})",
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
             f"Swipes: {'on' if resolved.swipes.value else 'off'} ({resolved.swipes.source})",
+            f"Progress: {resolved.progress.value} ({resolved.progress.source})",
+            f"Errors: {resolved.errors.value} ({resolved.errors.source})",
             begins,
             f"System prompt ({resolved.system_prompt.source}):",
             _quoted(resolved.system_prompt.value),
@@ -296,14 +314,17 @@ def _shown(resolved: Resolved) -> str:
     )
 
 
-def _sources(*sources: Source) -> str:
-    return "; ".join(dict.fromkeys(sources))
+def _sources(*sources: Source) -> Clauses:
+    """Where values came from, each named once (`source.*`, whose English is `Source`'s)."""
+    named = (said(f"source.{source.name.lower()}") for source in dict.fromkeys(sources))
+    return Clauses(tuple(named))
 
 
-def _limits(cooldown_ms: int, daily_tokens: int) -> str:
-    cooldown = f"{cooldown_ms} ms" if cooldown_ms else "off"
-    tokens = f"{daily_tokens}" if daily_tokens else "off"
-    return f"cooldown {cooldown}, daily tokens per user {tokens}"
+def _limits(cooldown_ms: int, daily_tokens: int) -> Said:
+    off = said("settings.off")
+    cooldown = said("settings.cooldown_ms", count=cooldown_ms) if cooldown_ms else off
+    tokens: str | Said = f"{daily_tokens}" if daily_tokens else off
+    return said("settings.limits_shown", cooldown=cooldown, tokens=tokens)
 
 
 def keys(where: Where) -> tuple[str, str]:
@@ -315,9 +336,9 @@ def scope_of(scope: str) -> Scope:
     return choice(Scope)("scope", scope)
 
 
-def scope_name(scope: str) -> str:
-    return "this server" if scope_of(scope) is Scope.SERVER else "this channel"
+def scope_name(scope: str) -> Said:
+    return said("scope.server" if scope_of(scope) is Scope.SERVER else "scope.channel")
 
 
-def done(description: str) -> Notice:
-    return Notice("Tomori Settings", description, NoticeColour.SUCCESS)
+def done(description: Text) -> Notice:
+    return Notice.of(said("title.settings"), description, NoticeColour.SUCCESS)

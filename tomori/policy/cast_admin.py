@@ -20,6 +20,7 @@ from tomori.cast.sprites import MAX_SPRITES, Sprite, check_label
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.policy.admin import Action, Administered, Where, done, refused
 from tomori.policy.overrides import check_prefill, check_prompt
+from tomori.words import Said, said
 
 SHOWN_PREFILL_CHARS = 80
 """How much of a persona's prefill its line in a list shows: 25 personas fit one embed."""
@@ -36,17 +37,14 @@ def add_persona(
     async def action(target: Administered, where: Where) -> Notice:
         checked = check_name(name)
         if passes_for_the_bot(checked, target.bot_name):
-            return refused(f"{name} would pass for the bot itself ({target.bot_name}).")
+            return refused(said("persona.passes_for_bot", name=name, bot=target.bot_name))
         if passes_for_any(checked, target.member_names(where.guild_id)):
-            return refused(
-                f"{checked} would pass for a member of this server: a persona may not be"
-                " named like someone here, in any letters that look alike."
-            )
+            return refused(said("persona.passes_for_member", name=checked))
         persona = Persona(checked, check_prompt(prompt))
         persona = _persona(target, persona, avatar, triggers, models, prefill)
         if not await target.personas.add(where.guild_id, persona):
-            return refused(f"This server has a persona named {persona.name} already.")
-        return _persona_done(f"{persona.name} joined this server.", persona)
+            return refused(said("persona.exists", name=persona.name))
+        return _persona_done(said("persona.joined", name=persona.name), persona)
 
     return action
 
@@ -61,18 +59,16 @@ def edit_persona(
 ) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if all(given is None for given in (prompt, avatar, triggers, models, prefill)):
-            return refused(
-                f"Give what to change of {name}: its prompt, avatar, triggers, models or prefill."
-            )
+            return refused(said("persona.edit_nothing", name=name))
         persona = await target.personas.get(where.guild_id, check_name(name))
         if persona is None:
-            return refused(f"This server has no persona named {name}.")
+            return refused(said("persona.none", name=name))
         if prompt is not None:
             persona = replace(persona, prompt=check_prompt(prompt))
         persona = _persona(target, persona, avatar, triggers, models, prefill)
         if not await target.personas.replace(where.guild_id, persona):
-            return refused(f"This server has no persona named {name}.")
-        return _persona_done(f"{persona.name} changed.", persona)
+            return refused(said("persona.none", name=name))
+        return _persona_done(said("persona.changed", name=persona.name), persona)
 
     return action
 
@@ -80,8 +76,8 @@ def edit_persona(
 def remove_persona(name: str) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         if not await target.personas.remove(where.guild_id, name):
-            return refused(f"This server has no persona named {name}.")
-        return done(f"{' '.join(name.split())} left this server.")
+            return refused(said("persona.none", name=name))
+        return done(said("persona.removed", name=" ".join(name.split())))
 
     return action
 
@@ -89,29 +85,30 @@ def remove_persona(name: str) -> Action:
 async def list_personas(target: Administered, where: Where) -> Notice:
     personas = await target.personas.of_server(where.guild_id)
     if not personas:
-        return done("This server has no personas: /tomori persona add makes one.")
+        return done(said("persona.no_personas"))
     lines = [_persona_line(persona) for persona in personas]
-    return Notice(
-        f"Personas ({len(personas)} of {MAX_PERSONAS})", "\n".join(lines), NoticeColour.SUCCESS
-    )
+    title = said("title.personas", count=len(personas), most=MAX_PERSONAS)
+    return Notice.of(title, "\n".join(lines), NoticeColour.SUCCESS)
 
 
 def add_sprite(persona: str, label: str, avatar: str | None) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         found = await target.personas.get(where.guild_id, persona)
         if found is None:
-            return refused(f"This server has no persona named {persona}.")
+            return refused(said("persona.none", name=persona))
         if avatar is None or not avatar.strip():
-            return refused("Give the sprite an image: avatar (a URL) or avatar_file.")
+            return refused(said("persona.sprite_image_missing"))
         sprite = Sprite(check_label(found.name, label), check_avatar_url(avatar))
         if not await target.personas.add_sprite(where.guild_id, found, sprite):
-            return refused(f"{found.name} has {MAX_SPRITES} sprites: remove one first.")
+            return refused(said("persona.sprites_full", name=found.name, most=MAX_SPRITES))
         had = any(s.key == sprite.key for s in found.sprites)
-        said = "has a new image for" if had else "can now show"
+        shown = said(
+            "persona.sprite_replaced" if had else "persona.sprite_added",
+            name=found.name,
+            label=sprite.label,
+        )
         return _persona_done(
-            f'{found.name} {said} sprite "{sprite.label}": a line starting with'
-            f' "{found.name} ({sprite.label}):" shows it.',
-            (await target.personas.get(where.guild_id, found.name)) or found,
+            shown, (await target.personas.get(where.guild_id, found.name)) or found
         )
 
     return action
@@ -121,10 +118,12 @@ def remove_sprite(persona: str, label: str) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         found = await target.personas.get(where.guild_id, persona)
         if found is None:
-            return refused(f"This server has no persona named {persona}.")
+            return refused(said("persona.none", name=persona))
         if not await target.personas.remove_sprite(where.guild_id, found, label):
-            return refused(f'{found.name} has no sprite labelled "{" ".join(label.split())}".')
-        return done(f'{found.name} no longer shows sprite "{" ".join(label.split())}".')
+            return refused(
+                said("persona.no_sprite", name=found.name, label=" ".join(label.split()))
+            )
+        return done(said("persona.sprite_removed", name=found.name, label=" ".join(label.split())))
 
     return action
 
@@ -168,5 +167,5 @@ def _preview(prefill: str) -> str:
     return f'"{line}"'
 
 
-def _persona_done(said: str, persona: Persona) -> Notice:
-    return done(f"{said}\n{_persona_line(persona)}")
+def _persona_done(shown: Said, persona: Persona) -> Notice:
+    return done(said("persona.done", said=shown, line=_persona_line(persona)))

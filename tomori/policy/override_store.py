@@ -1,5 +1,6 @@
 """Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
-whether a server allows scenes since 0013, the prefill since 0014, swipes since 0020).
+whether a server allows scenes since 0013, the prefill since 0014, swipes since 0020, its
+progress and errors settings since 0021).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import astuple, fields
+from enum import StrEnum
 
 from tomori.config.scope import Scope
+from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.policy.overrides import NOTHING, Overrides
 from tomori.store import Database, Row, StoreError
 
@@ -32,9 +35,19 @@ _SERVER_COLUMNS = (
     "prefill",
     "follow_ups",
     "swipes",
+    "progress",
+    "errors",
 )
 _NOT_THERE = {
-    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups", "swipes"),
+    "channel": (
+        "cooldown_ms",
+        "daily_tokens",
+        "scenes",
+        "follow_ups",
+        "swipes",
+        "progress",
+        "errors",
+    ),
     "server": ("autoreply",),
 }
 
@@ -107,7 +120,7 @@ class OverrideStore:
             raise ValueError(f"{changes} sets a value a {scope} does not have")
         if not given:
             return
-        stored = [int(v) if isinstance(v, bool) else v for v in (values[n] for n in given)]
+        stored = [_stored(values[name]) for name in given]
         async with self._db.transaction() as tx:
             now = await tx.now()
             if scope is Scope.CHANNEL:
@@ -185,7 +198,25 @@ def _overrides(row: Row) -> Overrides:
         prefill=row["prefill"],
         follow_ups=_flag(row["follow_ups"]),
         swipes=_flag(row["swipes"]),
+        progress=_chosen(ShowProgress, row["progress"]),
+        errors=_chosen(ShowErrors, row["errors"]),
     )
+
+
+def _chosen[E: StrEnum](kind: type[E], stored: str | None) -> E | None:
+    """A stored choice; None for none, or for one this version does not know (a newer
+    version's, or a hand-edited row): the next scope out applies."""
+    try:
+        return None if stored is None else kind(stored)
+    except ValueError:
+        return None
+
+
+def _stored(value: object) -> object:
+    """A value as its column keeps it: a flag as 0 or 1, a choice as its text."""
+    if isinstance(value, bool):
+        return int(value)
+    return value.value if isinstance(value, StrEnum) else value
 
 
 def _flag(stored: int | None) -> bool | None:

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from tomori.config.models import ModelChain
 from tomori.config.parsers import ConfigError
-from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS
+from tomori.config.settings import COOLDOWN_MS, DAILY_TOKENS, ShowErrors, ShowProgress
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 
 MAX_PROMPT_CHARS = 4_000
@@ -58,6 +58,10 @@ class Overrides:
     """A server's only: whether a message of the user being answered stops the answer."""
     swipes: bool | None = None
     """A server's only: whether the last answer carries Regenerate and ◀ ▶ (`turns.takes`)."""
+    progress: ShowProgress | None = None
+    """A server's only: whether its direct triggers show their turn's progress as reactions."""
+    errors: ShowErrors | None = None
+    """A server's only: how a direct trigger whose turn failed is told so."""
 
     @property
     def empty(self) -> bool:
@@ -88,6 +92,10 @@ class Defaults:
     """`TOMORI_FOLLOW_UPS`."""
     swipes: bool = True
     """Swipes are on until a server's admins turn them off."""
+    progress: ShowProgress = ShowProgress.REACTIONS
+    """`TOMORI_PROGRESS`."""
+    errors: ShowErrors = ShowErrors.REPLY
+    """`TOMORI_ERRORS`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +123,10 @@ class Resolved:
     """A server's only, like `cooldown_ms`."""
     swipes: Sourced[bool]
     """A server's only, like `cooldown_ms`."""
+    progress: Sourced[ShowProgress]
+    """A server's only, like `cooldown_ms`."""
+    errors: Sourced[ShowErrors]
+    """A server's only, like `cooldown_ms`."""
 
 
 def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolved:
@@ -129,6 +141,8 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
         follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
         swipes=_first(None, server.swipes, defaults.swipes),
+        progress=_first(None, server.progress, defaults.progress),
+        errors=_first(None, server.errors, defaults.errors),
     )
 
 

@@ -13,6 +13,8 @@ keeps to them.
   and one named again is asked afresh. A mark at an endpoint this process does not ask is
   another's (a process configured otherwise), or abandoned: it goes once its probe is
   `UNPROBED_KEPT_S` overdue, which a process asking the model there never lets happen.
+- `message_fates`: a day (`why_book.KEPT_S`), and no more than `why_book.MAX_ROWS` rows, the
+  newest kept: what "Why no answer?" tells of a message (`tomori.monitoring.why_book`).
 - `channel_webhooks`: not swept. Discord says when a channel, or the bot's place in a server,
   is gone, and the cog forgets its webhooks then (`tomori_cog.webhooks`).
 
@@ -32,6 +34,7 @@ from typing import Protocol
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.loops import BackgroundLoops
+from tomori.monitoring import why_book
 from tomori.policy.limits import DAY_S
 from tomori.store import Database
 
@@ -65,10 +68,19 @@ class Swept:
     user_limits: int = 0
     persona_messages: int = 0
     model_health: int = 0
+    message_fates: int = 0
 
     @property
     def any(self) -> bool:
-        return any((self.token_usage, self.user_limits, self.persona_messages, self.model_health))
+        return any(
+            (
+                self.token_usage,
+                self.user_limits,
+                self.persona_messages,
+                self.model_health,
+                self.message_fates,
+            )
+        )
 
 
 async def sweep(database: Database, settings: Settings, chains: Chains) -> Swept:
@@ -80,6 +92,7 @@ async def sweep(database: Database, settings: Settings, chains: Chains) -> Swept
         await _idle_limits(database, seconds(settings.user_cooldown_ms)),
         await _older_than(database, "persona_messages", "posted_at", PERSONA_MESSAGES_KEPT_S),
         await _unasked_models(database, chains),
+        await why_book.sweep(database),
     )
 
 
@@ -153,10 +166,12 @@ class Retention:
         if swept.any:
             log.info(
                 "retention: deleted %d token usage rows, %d idle user limits, %d persona "
-                "messages and %d health marks of models no chain names",
+                "messages, %d health marks of models no chain names and %d steps of messages'"
+                " ways",
                 swept.token_usage,
                 swept.user_limits,
                 swept.persona_messages,
                 swept.model_health,
+                swept.message_fates,
             )
         await asyncio.sleep(SWEEP_INTERVAL_S)

@@ -20,6 +20,7 @@ from tomori.policy.admin import (
     scope_of,
 )
 from tomori.tools.switches import SwitchTarget, ToolCatalog, ToolSwitch, offered
+from tomori.words import said
 
 SHOWN_TOOLS_CHARS = 3_800
 """How much of the tool list `tools` shows: an embed holds 4,096 characters."""
@@ -33,25 +34,21 @@ def tools(name: str | None = None, on: bool | None = None, scope: str = "channel
     async def action(target: Administered, where: Where) -> Notice:
         catalog = target.tool_catalog(where.guild_id)
         if on is None and name:
-            return refused(
-                f"Give offered too: true to offer {name} to the model, false to turn it off"
-                " (/tomori tools alone lists the tools)."
-            )
+            return refused(said("tools.offered_missing", name=name))
         if on is None:
             switches = await target.tool_switches.read(*keys(where))
-            return Notice(
-                "Tools in this channel", _tool_list(catalog, switches), NoticeColour.SUCCESS
-            )
+            listed = _tool_list(catalog, switches)
+            return Notice.of(said("title.tools_here"), listed, NoticeColour.SUCCESS)
         if not name:
-            return refused("Give the name of a tool or an MCP server (/tomori tools lists them).")
+            return refused(said("tools.name_missing"))
         servers = {server for server, _ in catalog.servers}
         kind = SwitchTarget.SERVER if name in servers else SwitchTarget.TOOL
         if kind is SwitchTarget.TOOL and name not in {tool.name for tool in catalog.tools}:
-            return refused(f"No tool or MCP server is named {name!r}; /tomori tools lists them.")
+            return refused(said("tools.unknown", name=repr(name)))
         await target.tool_switches.set(*keys(where), ToolSwitch(scope_of(scope), kind, name, on))
-        what = f"MCP server {name}'s tools" if kind is SwitchTarget.SERVER else f"Tool {name}"
-        said = "offered to the model" if on else "turned off"
-        return done(f"{what}: {said} in {scope_name(scope)} from the next message on.")
+        what = "server" if kind is SwitchTarget.SERVER else "tool"
+        key = f"tools.{what}_{'on' if on else 'off'}"
+        return done(said(key, name=name, where=scope_name(scope)))
 
     return action
 

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from tomori.delivery.unseen import unseen
+from tomori.words import Said, said
 
 MAX_SHOWN_ARGUMENTS = 3_800
 """The most characters of arguments a prompt shows: an embed's description holds 4,096, with
@@ -92,26 +93,25 @@ class ToolAsk:
         text = "".join(_shown(character) for character in text)
         return text if len(text) <= MAX_SHOWN_ARGUMENTS else None
 
-    def prompt(self, mention: str, role: str | None = None) -> str:
+    def prompt(self, mention: str, role: str | None = None) -> Said:
         """What the asker is shown: the tool, its arguments whole, who may answer and until
         when (`mention` and `role`: how the place names the asker and the role needed)."""
-        holding = f" while holding the role {role}" if role else ""
-        return (
-            f"The model asks to run `{self.tool}` for {mention} with these arguments:\n"
-            f"```json\n{self.shown_arguments()}\n```\n"
-            f"Only {mention} can allow it{holding}. "
-            f"Nobody answering within {self.timeout_s:g} s refuses it."
-        )
+        shown = {"tool": self.tool, "mention": mention, "seconds": f"{self.timeout_s:g}"}
+        arguments = self.shown_arguments() or ""
+        if role:
+            return said("confirm.prompt_role", arguments=arguments, role=role, **shown)
+        return said("confirm.prompt", arguments=arguments, **shown)
 
-    def settled(self, verdict: Verdict, mention: str) -> str:
+    def settled(self, verdict: Verdict, mention: str) -> Said:
         """What the prompt says once answered."""
-        return {
-            Verdict.ALLOWED: f"{mention} allowed `{self.tool}`: it runs.",
-            Verdict.REFUSED: f"{mention} refused `{self.tool}`: it was not run.",
-            Verdict.TIMED_OUT: f"Nobody answered within {self.timeout_s:g} s: "
-            f"`{self.tool}` was not run.",
-            Verdict.STOPPED: f"The answer was stopped: `{self.tool}` was not run.",
-        }.get(verdict, f"`{self.tool}` was not run.")
+        tool = self.tool
+        if verdict in (Verdict.ALLOWED, Verdict.REFUSED):
+            return said(f"confirm.{verdict.value}", mention=mention, tool=tool)
+        if verdict is Verdict.TIMED_OUT:
+            return said("confirm.timed_out", seconds=f"{self.timeout_s:g}", tool=tool)
+        if verdict is Verdict.STOPPED:
+            return said("confirm.stopped", tool=tool)
+        return said("confirm.not_run", tool=tool)
 
 
 def told_to_model(verdict: Verdict, ask: ToolAsk) -> str:
@@ -142,11 +142,15 @@ def before_asking(ask: ToolAsk, guild_id: str | None, asker_roles: Collection[st
 
 
 class PressRefusal(StrEnum):
-    """Why a press is not taken, as the presser is told (ephemerally)."""
+    """Why a press is not taken, as the presser is told (ephemerally): its words' key."""
 
-    NOT_THE_ASKER = "Only the member this answer is for can allow or refuse this call."
-    NO_ROLE = "Allowing this call needs a role you do not hold in this server."
-    NOT_WAITING = "This call is no longer waiting for an answer."
+    NOT_THE_ASKER = "reply.confirm.not_the_asker"
+    NO_ROLE = "reply.confirm.no_role"
+    NOT_WAITING = "reply.confirm.not_waiting"
+
+    @property
+    def words(self) -> Said:
+        return said(self.value)
 
 
 def press_refusal(

@@ -21,6 +21,7 @@ from tomori.policy.admin import refused
 from tomori.policy.overrides import check_prefill
 from tomori.turns.config import ChannelConfig
 from tomori.turns.request import Addressed, Respond, TurnRequest
+from tomori.words import said
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,8 @@ async def respond_asked(
     if name is not None:
         found = await personas.get(guild_id, name)
         if found is None:
-            return refused(f"This server has no persona named {name}.")
+            return refused(said("persona.none", name=name))
         keys = (found.key,)
     # It asks directly (the asker is told of failures); it answers the channel as it stands.
-    said = (prompt or "").strip() or None
-    return TurnRequest(Addressed.DIRECTLY, keys, respond=Respond(asker, said, checked))
+    told = (prompt or "").strip() or None
+    return TurnRequest(Addressed.DIRECTLY, keys, respond=Respond(asker, told, checked))

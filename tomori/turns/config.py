@@ -20,6 +20,7 @@ from tomori.cast.sprites import with_sprites
 from tomori.config.models import Credentials, ModelChain, ModelEntry
 from tomori.config.provider_kinds import PROVIDER_KINDS
 from tomori.config.settings import ConfigError, Settings
+from tomori.delivery.progress import Visibility
 from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
@@ -114,6 +115,8 @@ class ChannelConfig:
             cooldown_ms=self._settings.user_cooldown_ms,
             daily_tokens=self._settings.user_daily_tokens,
             follow_ups=self._settings.follow_ups,
+            progress=self._settings.progress,
+            errors=self._settings.errors,
         )
 
     async def resolved(
@@ -149,6 +152,12 @@ class ChannelConfig:
         """Whether a server's last answer carries Regenerate and ◀ ▶ (None: direct messages,
         where they always do), through the cache: asked as each answer ends and each press."""
         return (await self._server(guild_id, "swipes setting")).swipes.value
+
+    async def visibility(self, guild_id: int | str | None) -> Visibility:
+        """What a server's direct triggers show of their turns (None: direct messages, the
+        environment's), through the cache: asked as each turn starts and as one is queued."""
+        resolved = await self._server(guild_id, "progress and errors settings")
+        return Visibility(resolved.progress.value, resolved.errors.value)
 
     async def _server(self, guild_id: int | str | None, what: str) -> Resolved:
         """What a server sets over the environment, through the cache; the environment's

@@ -16,6 +16,7 @@ from typing import Any
 from tomori.cast.personas import Persona
 from tomori.delivery.notices import NoticeSink
 from tomori.delivery.port import ChannelPort, Urgency
+from tomori.delivery.progress import ProgressHook, Stage
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.tools.confirmation import ToolAsk, Verdict
@@ -100,6 +101,11 @@ class Retaking:
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._inner.confirm(ask)
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        return self._inner.progress(message_id, visible, from_queue=from_queue)
 
     def bot_port(self) -> ChannelPort:
         return TakePort(self._inner.bot_port(), self._take.messages)

@@ -2,15 +2,16 @@
 
 The cog and the console each build one `Stage` once their database and locks are open, and
 every turn reads it; nothing on it is "not started yet". Its few methods are the parts of a
-turn that touch those stores and must fail softly: a turn never fails because the store could
-not say who posted a message, or could not record it.
+turn that touch those stores: some must fail softly (a turn never fails because the store could
+not say who posted a message, or could not record it), and the reads a turn cannot go on
+without wait out a blip of the database (`read`) rather than fail a message already admitted.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tomori.cast.personas import Persona, PersonaStore
@@ -20,6 +21,7 @@ from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.locks import ChannelLocks
 from tomori.monitoring.metrics import Metrics
+from tomori.monitoring.why import FateSink
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.turn_budget import TurnBudget
@@ -30,9 +32,10 @@ from tomori.turns.config import ChannelConfig
 
 log = logging.getLogger(__name__)
 
-RECORD_PATIENCE_S = 10.0
-"""How long a turn's end waits for the database to take which persona posted its messages: a
-blip (a busy SQLite past its busy timeout, PostgreSQL failing over), not an outage."""
+BLIP_PATIENCE_S = 10.0
+"""How long a turn waits for the database to read what it needs, or to take which persona
+posted its messages: a blip (a busy SQLite past its busy timeout, a PostgreSQL connection cut or
+failing over), not an outage."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -52,14 +55,32 @@ class Stage:
     """Personas drawn in by another's answer, per channel since a human last spoke there."""
     limits: UserLimitStore
     """Each member's tokens today, which a turn's budget starts from."""
+    why: FateSink | None = None
+    """Where each turn reports what became of its message (None: the console keeps none)."""
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read
         afresh: a change applies from the next turn)."""
         switches: tuple[ToolSwitch, ...] = ()
         if guild_id is not None:
-            switches = await self.switches.read(guild_id, channel_id)
+            where = guild_id, channel_id
+            switches = await self.read(
+                f"the tool switches of channel {channel_id}", lambda: self.switches.read(*where)
+            )
         return await self.tools.for_turn(switches, guild_id)
+
+    async def read[T](self, what: str, read: Callable[[], Awaitable[T]]) -> T:
+        """`read`'s result, read again while the database fails it for a reason that passes,
+        for `BLIP_PATIENCE_S`: a connection cut mid-read fails no message (the read has no
+        effect to repeat). Past it, or on an error that does not pass, the error is raised and
+        the turn's asker told. `what` names it for the log ("the settings of channel 7")."""
+        patience = time.monotonic() + BLIP_PATIENCE_S
+        return await until_not_busy(
+            f"reading {what}",
+            read,
+            self.personas.is_transient,  # every store here is on the one database
+            keep_trying=lambda: time.monotonic() < patience,
+        )
 
     async def budget(
         self, guild_id: str | None, scope: str, requester_id: str | None
@@ -102,12 +123,12 @@ class Stage:
     ) -> None:
         """Keep which messages the persona posted: a reply to one is answered by it, and the
         history shows the models who said what. A blip of the database (busy, or briefly out
-        of reach) is waited out for `RECORD_PATIENCE_S`; past it the record is given up,
+        of reach) is waited out for `BLIP_PATIENCE_S`; past it the record is given up,
         logged (a reply to a webhook's message still finds its persona by the name shown)."""
         if not state.delivered:
             return
         ids = [m.message_id for m in state.delivered]
-        patience = time.monotonic() + RECORD_PATIENCE_S
+        patience = time.monotonic() + BLIP_PATIENCE_S
         try:
             await until_not_busy(
                 f"recording {persona.name}'s messages {ids} in channel {channel_id}",

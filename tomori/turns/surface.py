@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from tomori.cast.personas import Persona
 from tomori.delivery.notices import NoticeSink
 from tomori.delivery.port import ChannelPort
+from tomori.delivery.progress import ProgressHook, Stage
 from tomori.delivery.sprite_markers import Wardrobe
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
@@ -150,6 +151,14 @@ class Surface(Protocol):
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         """Ask the turn's asker to allow a tool call, and wait (`tomori.tools.confirmation`)."""
+        ...
+
+    def progress(
+        self, message_id: str, visible: frozenset[Stage], *, from_queue: bool
+    ) -> ProgressHook:
+        """Where the turn of message `message_id` reports its stage, shown as `visible` says
+        (`tomori.delivery.progress`); the same hook its queued stage went to, if this place
+        reported that; `from_queue`: it waited in the queue, maybe showing the queued mark."""
         ...
 
     def bot_port(self) -> ChannelPort: ...

@@ -4,12 +4,19 @@
 trigger (or, for a command's turn, the channel's latest message), whether the asker may still
 be answered, the queue to leave out, a stop check, typing, the channel's configuration, its
 tools, its personas, one read of the channel, and what stops ended there before it (told to
-the model in a request-only note, `stopped.py`). A `/kill` during that ends the turn quietly;
-a failure there (a Discord call that got no answer, the database) is told to whoever asked
-directly, as a failed generation would be, since the chain's own notices never ran. Then the
-bot answers, or the personas the trigger called (`cast.py`), or a scene's lines, each pass
-within what the asker's day has left (`tomori.policy.turn_budget`): a turn that runs out says
-so once, after what it showed.
+the model in a request-only note, `stopped.py`). Its reads of the database wait out a blip (a
+connection cut mid-read: `Stage.read`), so an admitted message is not failed by one. A `/kill`
+during that ends the turn quietly; a failure there (a Discord call that got no answer, the
+database away past that patience) is told to whoever asked directly, as a failed generation
+would be, since the chain's own notices never ran. Then the bot answers, or the personas the
+trigger called (`cast.py`), or a scene's lines, each pass within what the asker's day has left
+(`tomori.policy.turn_budget`): a turn that runs out says so once, after what it showed.
+A direct trigger shows the turn's stage as it goes, and how it ended
+(`tomori.delivery.progress`); where its server says so, failures are only logged. What became
+of the turn's message (each model's part, a stop, what was delivered) is reported to its
+account as it goes (`tomori.monitoring.why`). A new take of an answer (`tomori.turns.takes`)
+plays in the channel as that answer's turn saw it (`retake.py`), and `play` returns the one
+answer a turn gave to one message, which can have takes.
 """
 
 from __future__ import annotations
@@ -21,11 +28,22 @@ from dataclasses import dataclass
 
 from tomori.cast.personas import Persona
 from tomori.delivery.notices import GENERATION_ERROR
+from tomori.delivery.progress import LoggedNotices, ending
+from tomori.delivery.progress import Stage as ProgressStage
 from tomori.generation.answering import answer_turn
+from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
 from tomori.locks import Turn, TurnGuard
+from tomori.monitoring.why import (
+    STOPS,
+    Asked,
+    Fate,
+    MessageAccount,
+    Step,
+    Undelivered,
+)
 from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
@@ -64,17 +82,58 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
         guild_id=surface.limit_scope,
         confirmer=surface,
     )
+    account = None
+    if stage.why is not None and state.trigger_message_id is not None:
+        asked = Asked(state.trigger_message_id, surface.channel_id, turn.trigger.requester_id)
+        state.account = account = MessageAccount(asked, stage.why)
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
         return None  # scenes are played in a server's channels the bot may post in
+    await _shown_on_trigger(stage, surface, turn, state, request)
+    try:
+        return await _played(stage, surface, turn, guard, state, request, account)
+    finally:
+        stopped = guard.stop_requested() or guard.stop_reason() is not None
+        state.progress.report(ending(stopped=stopped, failed=state.failed or state.undelivered))
+
+
+async def _shown_on_trigger(
+    stage: Stage, surface: Surface, turn: Turn, state: TurnState, request: TurnRequest
+) -> None:
+    """A direct trigger shows the turn's progress, and its server's errors setting decides
+    whether a failure is told in the channel or only logged; an ambient trigger, a scene and a
+    /respond (no message to mark) show nothing and tell as before."""
+    message_id = state.trigger_message_id
+    if not request.surfaces_errors or message_id is None:
+        return
+    visibility = await stage.config.visibility(surface.guild_id)
+    if not visibility.replies:
+        state.notices = LoggedNotices(surface.channel_id)
+    state.progress = surface.progress(message_id, visibility.stages, from_queue=turn.from_queue)
+    state.progress.report(ProgressStage.WORKING)
+
+
+async def _played(
+    stage: Stage,
+    surface: Surface,
+    turn: Turn,
+    guard: TurnGuard,
+    state: TurnState,
+    request: TurnRequest,
+    account: MessageAccount | None,
+) -> Answered | None:
     async with AsyncExitStack() as typing:
         try:
             prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
         except Stopped:
             log.info("turn %s stopped before any model was asked", turn.turn_id)
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
+            _stopped(account, guard)
             return None
         except Exception:
+            state.failed = True
             stage.record_unasked(state, StreamStatus.ERROR)
+            if account is not None:
+                account.note(Step(Fate.FAILED))
             log.exception(
                 "turn %s in channel %s failed before any model was asked",
                 turn.turn_id,
@@ -85,33 +144,61 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
             return None
         if prepared is None:
             return None
-        answered = await _answer(prepared, state, request)
+        result, answered = await _answer(prepared, state, request)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
-        return answered
+    if account is not None:
+        _stopped(account, guard)
+        _delivered(account, state, result)
+    return answered
 
 
-async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -> Answered | None:
-    """The scene's lines, the personas' answers, or the bot's; the one answer it gave to
-    one message, which can have takes (none for a scene's, a `/respond`'s, or several)."""
+def _stopped(account: MessageAccount | None, guard: TurnGuard) -> None:
+    """Report who stopped the turn, if anyone did, to its message's account."""
+    reason = guard.stop_reason() if guard.stop_requested() else None
+    stopped_by = None if reason is None else STOPS.get(reason)
+    if account is not None and stopped_by is not None:
+        account.note(Step(Fate.STOPPED, outcome=stopped_by))
+
+
+def _delivered(account: MessageAccount, state: TurnState, result: ChainResult | None) -> None:
+    """Report what the answer delivered, and what kept the rest from the channel."""
+    if state.delivered:
+        account.note(Step(Fate.DELIVERED, count=len(state.delivered)))
+    failure = None
+    if result is not None and result.unreachable:
+        failure = Undelivered.FORBIDDEN if result.forbidden else Undelivered.GONE
+    elif state.undelivered:
+        failure = Undelivered.CUT_SHORT
+    if failure is not None:
+        account.note(Step(Fate.UNDELIVERED, outcome=failure))
+
+
+async def _answer(
+    prepared: _Prepared, state: TurnState, request: TurnRequest
+) -> tuple[ChainResult | None, Answered | None]:
+    """The scene's lines, the personas' answers, or the bot's: how the bot's chain ended
+    (None for a scene's or personas'), and the one answer it gave to one message, which can
+    have takes (none for a scene's, a `/respond`'s, or several)."""
     playing = prepared.playing
     stage, surface, config = playing.stage, playing.surface, playing.config
     if request.scene is not None:
         await playing.play_scene(state, request.scene)
-        return None
+        return None, None
     respond = request.respond
     brief = respond.brief(config.prefill) if respond else AnswerBrief(channel=config.prefill)
     if prepared.cast and request.take is not None:  # that persona alone, drawing in none
         persona = prepared.cast[0]
         spoken = await playing.speak(state, persona, (), brief)
-        return Answered(persona.key, tuple(state.delivered), used(list(spoken.usage().values())))
+        usage = used(list(spoken.usage().values()))
+        return None, Answered(persona.key, tuple(state.delivered), usage)
     if prepared.cast:
         answers = await playing.answer_as(state, prepared.cast, brief)
         if respond is not None or len(answers) != 1:
-            return None
+            return None, None
         [(persona, speaking, spoken)] = answers
         usage = used(list(spoken.usage().values()))
-        return Answered(persona.key, tuple(speaking.delivered), usage)
+        return None, Answered(persona.key, tuple(speaking.delivered), usage)
     result = await answer_turn(
         playing.turn,
         playing.guard,
@@ -130,8 +217,8 @@ async def _answer(prepared: _Prepared, state: TurnState, request: TurnRequest) -
     if result.forbidden:
         surface.refused()
     if respond is not None:
-        return None
-    return Answered(None, tuple(state.delivered), used(list(result.usage().values())))
+        return result, None
+    return result, Answered(None, tuple(state.delivered), used(list(result.usage().values())))
 
 
 async def _told_if_spent(
@@ -174,12 +261,21 @@ async def _prepare(
             turn, message, guard, surface_errors=request.surfaces_errors
         ):
             return None
-    waiting = await stage.locks.queued_message_ids(surface.channel_id)
+    channel_id = surface.channel_id
+    waiting = await until_stopped(
+        guard,
+        stage.read(
+            f"the queue of channel {channel_id}", lambda: stage.locks.queued_message_ids(channel_id)
+        ),
+    )
     if guard.stop_requested():  # /kill came while it waited: no typing, no read
         raise Stopped
     await typing.enter_async_context(surface.typing(state))  # reading files takes a while
-    where = (surface.guild_id, surface.channel_id)
-    config = await until_stopped(guard, stage.config.for_turn(*where))
+    where = (surface.guild_id, channel_id)
+    config = await until_stopped(
+        guard,
+        stage.read(f"the settings of channel {channel_id}", lambda: stage.config.for_turn(*where)),
+    )
     tools = await until_stopped(guard, stage.tools_for(*where))
     asker = turn.trigger.requester_id
     budget = await until_stopped(guard, stage.budget(surface.guild_id, surface.limit_scope, asker))
@@ -187,7 +283,13 @@ async def _prepare(
     everyone: tuple[Persona, ...] = ()
     keys = request.scene.cast if request.scene is not None else request.personas
     if keys and surface.guild_id is not None:
-        everyone = await until_stopped(guard, stage.personas.of_server(surface.guild_id))
+        guild_id = surface.guild_id
+        everyone = await until_stopped(
+            guard,
+            stage.read(
+                f"the personas of server {guild_id}", lambda: stage.personas.of_server(guild_id)
+            ),
+        )
     by_key = {persona.key: persona for persona in everyone}
     cast = tuple(by_key[key] for key in keys if key in by_key)  # those removed since are left out
     images = config.images or any(stage.config.for_persona(config, p).images for p in cast)

@@ -23,6 +23,7 @@ from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults
 from tomori.tools.switches import ToolCatalog, ToolSwitchStore
+from tomori.words import said
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
@@ -53,7 +54,7 @@ def _value(option: table.Option, value: Any) -> Any:
 
 async def _outcome(library: Library, chat: TomoriChat, interaction: Any, action: Action) -> Notice:
     if interaction.guild_id is None or interaction.channel_id is None:
-        return refused("These commands work in a server's channels only.")
+        return refused(said("notice.servers_only"))
     channel = interaction.channel
     cannot_post = missing_permissions(library, channel) if _has_permissions(channel) else []
     where = Where(str(interaction.guild_id), str(interaction.channel_id), tuple(cannot_post))

@@ -15,19 +15,23 @@ from discord.ext import commands
 
 from tomori.cast.names import MAX_NAME_CHARS
 from tomori.cast.scenes import MAX_CYCLES, MAX_INSTRUCTIONS_CHARS, MIN_CYCLES
-from tomori.commands import table
+from tomori.commands import localized, table
 from tomori.commands.table import Audience
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
 from tomori_cog.chat import TomoriChat
-from tomori_cog.cogs import admin
+from tomori_cog.cogs import admin, discordpy_translator
+from tomori_cog.cogs.discordpy_translator import worded
 from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
+from tomori_cog.cogs.why import why_no_answer
 from tomori_cog.library import Library
 
 Scope = Literal["channel", "server"]
+ProgressMode = Literal["reactions", "off"]
+ErrorsMode = Literal["reply", "react", "silent"]
 Count = app_commands.Range[int, 0, None]
 Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
@@ -47,11 +51,20 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         """LLM chat that never hangs: streamed replies, /kill, fallback models."""
 
         async def cog_load(self) -> None:
+            await discordpy_translator.install(self.chat.bot.tree)
+            # discord.py takes no context menu declared in a class: the cog adds its own to
+            # the tree, and takes it away as it is unloaded
+            self.chat.bot.tree.add_command(_on_message(table.WHY, self.why))
             await self.chat.ensure_started()
 
         async def cog_unload(self) -> None:
             self.unloaded()
+            await discordpy_translator.uninstall(self.chat.bot.tree)
+            self.chat.bot.tree.remove_command(table.WHY.name, type=discord.AppCommandType.message)
             await self.chat.close()
+
+        async def why(self, interaction: Interaction, message: discord.Message) -> None:
+            await why_no_answer(library, self.chat, interaction, message)
 
         @app_commands.command(**_declared("kill"))
         async def kill(self, interaction: Interaction) -> None:
@@ -139,6 +152,16 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         @_as_declared("tomori swipes")
         async def swipes(self, interaction: Interaction, enabled: bool) -> None:
             await self.run(interaction, "tomori swipes", enabled=enabled)
+
+        @tomori.command(**_declared("tomori progress"))
+        @_as_declared("tomori progress")
+        async def progress(self, interaction: Interaction, mode: ProgressMode) -> None:
+            await self.run(interaction, "tomori progress", mode=mode)
+
+        @tomori.command(**_declared("tomori errors"))
+        @_as_declared("tomori errors")
+        async def errors(self, interaction: Interaction, mode: ErrorsMode) -> None:
+            await self.run(interaction, "tomori errors", mode=mode)
 
         @tomori.command(**_declared("tomori tools"))
         @_as_declared("tomori tools")
@@ -239,9 +262,22 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
 
 
 def _declared(name: str) -> dict[str, Any]:
-    """A command's name and description, as the table declares them."""
+    """A command's name and description, as the table declares them (said in every language
+    the bot speaks: `tomori_cog.cogs.discordpy_translator`)."""
     command = table.command(name)
-    return {"name": command.path[-1], "description": command.description}
+    description = worded(command.description, localized.command_key(command))
+    return {"name": command.path[-1], "description": description}
+
+
+def _on_message(
+    command: table.MessageCommand, callback: Callable[..., Any]
+) -> app_commands.ContextMenu:
+    """A message command, as the table declares it, running `callback`."""
+    name = worded(command.name, localized.menu_key(command))
+    menu = app_commands.ContextMenu(name=name, callback=callback)
+    if command.audience is not Audience.EVERYONE:
+        menu.default_permissions = discord.Permissions(**{command.audience.value: True})
+    return menu
 
 
 def _group(name: str) -> dict[str, Any]:
@@ -257,12 +293,19 @@ def _group(name: str) -> dict[str, Any]:
 
 
 def _as_declared(name: str) -> Callable[[F], F]:
-    """Its options' descriptions, and (at the top) who may use it, where."""
+    """Its options' descriptions and choices (said in every language the bot speaks), and (at
+    the top) who may use it, where."""
     command = table.command(name)
 
     def declare(callback: F) -> F:
-        described = {option.name: option.description for option in command.options}
+        described = {
+            option.name: worded(option.description, localized.option_key(command, option))
+            for option in command.options
+        }
         callback = app_commands.describe(**described)(callback)
+        choices = {option.name: _choices(option) for option in command.options if option.choices}
+        if choices:
+            callback = app_commands.choices(**choices)(callback)
         if len(command.path) == 1 and command.servers_only:
             callback = app_commands.guild_only()(callback)
         if len(command.path) == 1 and command.audience is not Audience.EVERYONE:
@@ -270,3 +313,11 @@ def _as_declared(name: str) -> Callable[[F], F]:
         return callback
 
     return declare
+
+
+def _choices(option: table.Option) -> list[app_commands.Choice[str]]:
+    """An option's choices, each named as its value (said in every language the bot speaks)."""
+    return [
+        app_commands.Choice(name=worded(value, localized.choice_key(option, value)), value=value)
+        for value in option.choices
+    ]

@@ -45,8 +45,10 @@ class GatewayListeners:
 
     @listens
     async def on_interaction(self, interaction: Any) -> None:
-        """A press of a tool call's confirmation button (the commands have their own)."""
+        """A press of a tool call's confirmation button, an answer's Stop button, or its take
+        buttons (the commands have their own)."""
         await self.chat.confirmations.pressed(interaction)
+        await self.chat.stop_buttons.pressed(interaction)
         await self.chat.takes.pressed(interaction)
 
     @listens

@@ -13,13 +13,14 @@ from typing import Any
 import nextcord
 from nextcord.ext import commands
 
-from tomori.commands import table
+from tomori.commands import localized, table
 from tomori.commands.table import Audience
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.listeners import GatewayListeners
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
+from tomori_cog.cogs.why import why_no_answer
 from tomori_cog.library import Library
 
 Interaction = nextcord.Interaction[Any]
@@ -36,6 +37,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         @nextcord.slash_command(**_declared("kill"))  # type: ignore[untyped-decorator]
         async def kill(self, interaction: Interaction) -> None:
             await respond_to_kill(library, self.chat, interaction)
+
+        @nextcord.message_command(**_on_message(table.WHY))  # type: ignore[untyped-decorator]
+        async def why(self, interaction: Interaction, message: nextcord.Message) -> None:
+            await why_no_answer(library, self.chat, interaction, message)
 
         @nextcord.slash_command(**_declared("scene"))  # type: ignore[untyped-decorator]
         async def scene(
@@ -127,6 +132,18 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             self, interaction: Interaction, enabled: bool = _option("tomori swipes", "enabled")
         ) -> None:
             await self.run(interaction, "tomori swipes", enabled=enabled)
+
+        @tomori.subcommand(**_declared("tomori progress"))  # type: ignore[untyped-decorator]
+        async def progress(
+            self, interaction: Interaction, mode: str = _option("tomori progress", "mode")
+        ) -> None:
+            await self.run(interaction, "tomori progress", mode=mode)
+
+        @tomori.subcommand(**_declared("tomori errors"))  # type: ignore[untyped-decorator]
+        async def errors(
+            self, interaction: Interaction, mode: str = _option("tomori errors", "mode")
+        ) -> None:
+            await self.run(interaction, "tomori errors", mode=mode)
 
         @tomori.subcommand(**_declared("tomori tools"))  # type: ignore[untyped-decorator]
         async def tools(
@@ -243,9 +260,14 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
 
 
 def _declared(name: str) -> dict[str, Any]:
-    """A command's or group's name, description and (at the top) who may use it, where."""
+    """A command's or group's name, description (in every language the bot speaks) and (at
+    the top) who may use it, where."""
     command = table.command(name)
-    declared: dict[str, Any] = {"name": command.path[-1], "description": command.description}
+    declared: dict[str, Any] = {
+        "name": command.path[-1],
+        "description": command.description,
+        "description_localizations": localized.description(command),
+    }
     if len(command.path) == 1:
         if command.audience is not Audience.EVERYONE:
             permissions = nextcord.Permissions(**{command.audience.value: True})
@@ -255,12 +277,29 @@ def _declared(name: str) -> dict[str, Any]:
     return declared
 
 
+def _on_message(command: table.MessageCommand) -> dict[str, Any]:
+    """A message command's name and who may use it, as the table declares them."""
+    declared: dict[str, Any] = {
+        "name": command.name,
+        "name_localizations": localized.menu_name(command),
+    }
+    if command.audience is not Audience.EVERYONE:
+        declared["default_member_permissions"] = nextcord.Permissions(
+            **{command.audience.value: True}
+        )
+    return declared
+
+
 def _option(command: str, name: str) -> Any:
-    """The option `name` of `command`, as the table declares it."""
-    option = table.command(command).option(name)
+    """The option `name` of `command`, as the table declares it, its description and choices
+    in every language the bot speaks."""
+    declared = table.command(command)
+    option = declared.option(name)
     return nextcord.SlashOption(
         name=option.name,
         description=option.description,
+        description_localizations=localized.option_description(declared, option),
+        choice_localizations=localized.choice_names(option) or None,
         required=option.required,
         choices=list(option.choices) or None,
         min_value=option.min_value,

@@ -18,22 +18,15 @@ from tomori.delivery.notices import QUEUE_FULL, Notice, NoticeColour
 from tomori.locks import Admission
 from tomori.policy.admin import refused
 from tomori.turns.commanded import respond_asked
+from tomori.words import said
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs.shared import reply_in_time
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
 
-QUEUED = Notice(
-    "Answering",
-    "The answer comes in this channel, after any before it.",
-    NoticeColour.SUCCESS,
-)
-NOT_QUEUED = Notice(
-    "Not Answered",
-    "The channel is being stopped, or the turn could not be queued; try again in a moment.",
-    NoticeColour.ERROR,
-)
+QUEUED = Notice.of(said("title.answering"), said("respond.queued"), NoticeColour.SUCCESS)
+NOT_QUEUED = Notice.of(said("title.not_answered"), said("respond.not_queued"), NoticeColour.ERROR)
 
 
 async def respond(
@@ -57,7 +50,7 @@ async def _queued(
     prefill: str | None,
 ) -> Notice:
     if interaction.guild_id is None or interaction.channel_id is None:
-        return refused("/respond works in a server's channels only.")
+        return refused(said("respond.servers_only"))
     try:
         runtime = await chat.ensure_started()
         user = interaction.user

@@ -16,9 +16,11 @@ from typing import Any
 from tomori.cast.scenes import scene_refused
 from tomori.delivery.notices import KILL_FAILED, Notice
 from tomori.tools.registry import Tool
+from tomori.words import said
 from tomori_cog.chat import TomoriChat
 from tomori_cog.discord_io import call_failures, embed_for
 from tomori_cog.library import Library
+from tomori_cog.locales import of_interaction
 from tomori_cog.token_redaction import token_redaction
 
 log = logging.getLogger(__name__)
@@ -53,24 +55,27 @@ async def _scene(
         return await chat.start_scene(*where, user, request, interaction.id)
     except Exception:
         log.exception("/scene failed in channel %s", interaction.channel_id)
-        return scene_refused("the scene could not be started just now: please try again.")
+        return scene_refused(said("scene.not_started"))
 
 
 async def reply_in_time(
     library: Library, interaction: Any, answer: Coroutine[Any, Any, Notice], command: str
 ) -> None:
-    """Reply with the notice `answer` gives, ephemerally: at once if it comes within
-    `REPLY_WITHIN_S`, else after deferring, so Discord never drops the interaction."""
+    """Reply with the notice `answer` gives, ephemerally, in the language of whoever asked
+    (`tomori_cog.locales`): at once if it comes within `REPLY_WITHIN_S`, else after
+    deferring, so Discord never drops the interaction."""
     work = asyncio.ensure_future(answer)
     done, _ = await asyncio.wait({work}, timeout=REPLY_WITHIN_S)
+    locale = of_interaction(interaction)
     try:
         if work in done:
             await interaction.response.send_message(
-                embed=embed_for(library, work.result()), ephemeral=True
+                embed=embed_for(library, work.result(), locale), ephemeral=True
             )
         else:
             await library.defer(interaction)
-            await interaction.followup.send(embed=embed_for(library, await work), ephemeral=True)
+            answered = embed_for(library, await work, locale)
+            await interaction.followup.send(embed=answered, ephemeral=True)
     except call_failures(library) as error:
         log.warning("could not answer %s in channel %s: %s", command, interaction.channel_id, error)
     finally:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from tomori.words import Said, said, say
 from tomori_cog.library import Library
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ class Deliverability:
             return True
         if self._logged.get(channel.id, 0.0) <= now:
             self._logged[channel.id] = now + REFUSED_FOR_S
-            log.warning("not answering in channel %s: %s", channel.id, "; ".join(missing))
+            lacking = "; ".join(say(lack) for lack in missing)
+            log.warning("not answering in channel %s: %s", channel.id, lacking)
         return False
 
     def refused(self, channel_id: int) -> None:
@@ -71,9 +73,10 @@ class Deliverability:
                 del kept[channel_id]
 
 
-def missing_permissions(library: Library, channel: Any) -> list[str]:
-    """What the bot lacks to answer in a server channel; nothing for a DM, or when the library
-    does not know the bot's member (then a refused send tells)."""
+def missing_permissions(library: Library, channel: Any) -> list[Said]:
+    """What the bot lacks to answer in a server channel, as an admin is told it (`lacking.*`);
+    nothing for a DM, or when the library does not know the bot's member (then a refused send
+    tells)."""
     guild = getattr(channel, "guild", None)
     me = getattr(guild, "me", None) if guild is not None else None
     if me is None:
@@ -81,11 +84,11 @@ def missing_permissions(library: Library, channel: Any) -> list[str]:
     permissions = channel.permissions_for(me)
     thread = isinstance(channel, library.module.Thread)
     needed = ("send_messages_in_threads" if thread else "send_messages", "embed_links")
-    missing = [f"no {name} permission" for name in needed if not getattr(permissions, name)]
+    missing = [said(f"lacking.{name}") for name in needed if not getattr(permissions, name)]
     # nextcord calls it communication_disabled_until, discord.py timed_out_until
     until = getattr(me, "communication_disabled_until", None) or getattr(
         me, "timed_out_until", None
     )
     if until is not None and until > datetime.now(UTC):
-        missing.append("the bot is timed out in the server")
+        missing.append(said("lacking.timed_out"))
     return missing

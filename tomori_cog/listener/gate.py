@@ -20,6 +20,7 @@ from typing import Any
 
 from tomori.config.settings import Settings
 from tomori.delivery.notices import post_notice_safely
+from tomori.monitoring.why import Asked, Fate, FateSink, Step
 from tomori.policy.limit_store import DIRECT_MESSAGES, UserLimitStore
 from tomori.policy.limits import BotTurns, Refusal, UserLimits
 from tomori.store import Database
@@ -66,11 +67,14 @@ class AdmissionGate:
         self.deliverability = Deliverability(library)
         self._bot_turns = BotTurns.capped_at(settings.max_bot_turns)
         self._store: UserLimitStore | None = None
+        self._why: FateSink | None = None
         self._in_order = InArrivalOrder()
         self._unreadable_until = 0.0
 
-    def open(self, database: Database) -> None:
+    def open(self, database: Database, why: FateSink) -> None:
+        """`why` hears what the gate refused ("Why no answer?")."""
         self._store = UserLimitStore(database)
+        self._why = why
 
     def heard(self, message: Any) -> None:
         """Every message the bot sees: a human's ends the channel's run of bot turns."""
@@ -98,10 +102,12 @@ class AdmissionGate:
         """Whether the message may start a turn; its asker is told why not where due."""
         channel = message.channel
         if not self.deliverability.allows(channel):
+            self._note(message, str(asker.user_id), Step(Fate.CANNOT_POST))
             return False
         channel_id = str(channel.id)
         bot = not asker.human
         if bot and not self._bot_turns.allows(channel_id):
+            self._note(message, str(asker.user_id), Step(Fate.BOT_LOOP))
             log.info(
                 "message %s in channel %s: bots started %d turns in a row there; not answered",
                 message.id,
@@ -125,6 +131,7 @@ class AdmissionGate:
         """Whether a turn about to start (maybe from the queue) may still ask a model; `user`
         is its requester (for a proxy's repost, the member who wrote it)."""
         if not self.deliverability.allows(channel):
+            self._note(message, user, Step(Fate.CANNOT_POST))
             return False
         refusal = await self._judged(message, user, limits, surface_errors, arriving=False)
         if refusal is None:
@@ -178,9 +185,14 @@ class AdmissionGate:
             )
             return None
 
+    def _note(self, message: Any, user: str, step: Step) -> None:
+        if self._why is not None:
+            self._why.note(Asked(str(message.id), str(message.channel.id), user), step)
+
     async def _refused(
         self, message: Any, user: str, refusal: Refusal, surface_errors: bool
     ) -> None:
+        self._note(message, user, Step(Fate.REFUSED, refusal.limit, until=refusal.retry_at))
         log.info(
             "message %s in channel %s by %s: over the %s until %.0f; not answered%s",
             message.id,

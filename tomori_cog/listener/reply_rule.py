@@ -6,7 +6,8 @@ persona's trigger word is a direct trigger too, answered by those personas
 (`tomori.cast.personas.addressed`), read through the personas' cache. A message in a
 channel that answers every message (`TOMORI_CHANNELS`, or an admin's `/tomori autoreply`,
 which beats it) is answered silently: asked last, through its cache; if the store cannot
-answer, the environment decides.
+answer, the environment decides. A message not answered is so for a reason (`Unaddressed`),
+which "Why no answer?" tells.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from tomori.cast.personas import Persona, PersonaStore, addressed, shown_as
 from tomori.config.settings import Settings
+from tomori.monitoring.why import Unaddressed
 from tomori.turns import DIRECTLY, PASSIVELY, Addressed, ChannelConfig, TurnRequest
 from tomori_cog.library import Library
 
@@ -52,20 +54,27 @@ class ReplyRule:
 
     async def addressed(self, message: Any) -> TurnRequest | None:
         """How the message asks for a reply, and who answers it; None if it gets none."""
+        judged = await self.judged(message)
+        return None if isinstance(judged, Unaddressed) else judged
+
+    async def judged(self, message: Any) -> TurnRequest | Unaddressed:
+        """How the message asks for a reply, and who answers it; else why it gets none."""
         me = self._bot.user
         author = message.author
         if me is None or author.id == me.id:
-            return None
+            return Unaddressed.OWN
         if from_bot(message) and not self._settings.reply_to_bots:
-            return None
+            return Unaddressed.FROM_BOT
         if message.webhook_id and await self._own_webhook(message.webhook_id):
-            return None
+            return Unaddressed.PERSONA
         types = self._library.module.MessageType
         if message.type not in (types.default, types.reply):
-            return None
+            return Unaddressed.NOT_A_MESSAGE
         text = (message.content or "").strip()
-        if (not text and not message.attachments) or text.startswith("!"):
-            return None
+        if not text and not message.attachments:
+            return Unaddressed.EMPTY
+        if text.startswith("!"):
+            return Unaddressed.PREFIXED
         if message.guild is None or any(user.id == me.id for user in message.mentions):
             return DIRECTLY
         called, reply_to_persona = await self._personas_called(message, text)
@@ -74,7 +83,7 @@ class ReplyRule:
             return DIRECTLY  # a reply to the bot's own voice stays with it, whoever it names
         if called:
             return TurnRequest(Addressed.DIRECTLY, called)
-        return PASSIVELY if await self._answers_every_message(message) else None
+        return PASSIVELY if await self._answers_every_message(message) else Unaddressed.NOT_CALLED
 
     async def _personas_called(self, message: Any, text: str) -> tuple[tuple[str, ...], bool]:
         """The personas of the server the message calls: the one whose message it replies to

@@ -1,0 +1,180 @@
+"""A direct trigger shows its turn's progress as the bot's reactions, on the Discord-faithful
+REST server with each library's real client: queued, then working, then taken down once
+answered; a fast answer shows nothing but itself; a failure shows its mark, or its embed, or
+nothing, as the server's /tomori errors says; /tomori progress off shows none."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import new_snowflake
+from tests.support.llm_server import LLMServer, Reply, hold_until, sse
+from tests.support.openai_wire import chunk
+from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot
+from tests.support.scripts import answer, finished, http_error
+from tests.support.waiting import until
+from tests.support.world import CHANNEL_ID, Person
+from tomori.config.settings import ShowProgress
+from tomori.delivery.progress import MARKS, SHOW_AFTER_S, Stage
+
+QUEUED, WORKING, FAILED = MARKS[Stage.QUEUED], MARKS[Stage.WORKING], MARKS[Stage.FAILED]
+KEY_REFUSED = "Provider Refused the Key"
+
+
+async def started(open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path) -> RestBot:
+    """A bot whose server shows progress (the test settings turn it off), with first-token
+    budgets long enough for a model a test holds while it watches the marks."""
+    settings = settings_for(
+        tmp_path,
+        progress=ShowProgress.REACTIONS,
+        stream_first_token_timeout_ms=20_000,
+        stream_sdk_call_timeout_ms=20_000,
+    )
+    return await open_rest_bot(settings, chain_for(llm_server))
+
+
+def held(text: str, until_set: asyncio.Event) -> Reply:
+    """The model says nothing until the test sets `until_set`, then streams `text`."""
+    return Reply(body=[hold_until(until_set), sse(chunk(text)), *finished(text)])
+
+
+async def chosen(
+    bot: RestBot, subcommand: str, mode: str, *, permissions: int = MANAGE_GUILD
+) -> dict[str, Any]:
+    """An admin runs `/tomori <subcommand> mode:<mode>`."""
+    data = {
+        "id": str(new_snowflake()),
+        "name": "tomori",
+        "type": 1,
+        "options": [
+            {
+                "name": subcommand,
+                "type": 1,
+                "options": [{"name": "mode", "type": 3, "value": mode}],
+            }
+        ],
+    }
+    return await bot.command(data, permissions=permissions)
+
+
+def embed_titles(bot: RestBot) -> list[str]:
+    return [embed["title"] for message in bot.shown() for embed in message.embeds]
+
+
+async def test_a_queued_message_shows_queued_then_working_then_nothing_once_answered(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    first_go, second_go = asyncio.Event(), asyncio.Event()
+    llm_server.script(held("First answer.", first_go), held("Second answer.", second_go))
+
+    first = bot.say(f"{bot.mention()} the first question")
+    await until(lambda: server.reactions_on(first) == [WORKING])
+    second = bot.say(f"{bot.mention()} the second one", by=Person.BOB)
+    await until(lambda: server.reactions_on(second) == [QUEUED])
+    first_go.set()
+    await until(lambda: server.reactions_on(second) == [WORKING])
+    assert server.reactions_on(first) == []
+    second_go.set()
+    await bot.settled()
+
+    assert bot.contents() == ["First answer.", "Second answer."]
+    assert server.marks_of(first) == [f"+{WORKING}", f"-{WORKING}"]
+    assert server.marks_of(second) == [f"+{QUEUED}", f"+{WORKING}", f"-{QUEUED}", f"-{WORKING}"]
+    assert server.reactions_on(second) == []
+    assert server.rate_limited["user"] == server.rate_limited["global"] == 0
+
+
+async def test_a_fast_answer_shows_no_mark_and_progress_off_shows_none(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """An answer within a second shows no mark at all (no 💭 that vanishes as it lands); with
+    /tomori progress off, a turn held past a second shows none either."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    llm_server.script(answer("Quick."))
+    fast = bot.say(f"{bot.mention()} quick one")
+    await bot.settled()
+    assert bot.contents() == ["Quick."]
+    assert server.marks_of(fast) == []
+    assert server.requests_by_route["reaction"] == 0
+
+    assert (await chosen(bot, "progress", "off"))["type"] == 4
+    go = asyncio.Event()
+    llm_server.script(held("Slow.", go))
+    slow = bot.say(f"{bot.mention()} slow one")
+    await until(lambda: len(llm_server.requests) == 2)
+    await asyncio.sleep(SHOW_AFTER_S * 2)  # twice as long as a mark takes to show
+    go.set()
+    await bot.settled()
+    assert bot.contents() == ["Quick.", "Slow."]
+    assert server.marks_of(slow) == []
+    assert server.requests_by_route["reaction"] == 0
+
+
+async def test_a_failed_answer_is_told_as_the_servers_errors_setting_says(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+
+    async def fails() -> int:
+        llm_server.script(http_error(401))
+        message = bot.say(f"{bot.mention()} hello")
+        await bot.settled()
+        return message
+
+    replied = await fails()  # by default: the embed, and the failed mark
+    assert embed_titles(bot) == [KEY_REFUSED]
+    assert server.reactions_on(replied) == [FAILED]
+
+    assert (await chosen(bot, "errors", "react"))["type"] == 4
+    reacted = await fails()
+    assert embed_titles(bot) == [KEY_REFUSED]  # no new embed
+    assert server.reactions_on(reacted) == [FAILED]
+
+    assert (await chosen(bot, "errors", "silent"))["type"] == 4
+    silent = await fails()
+    assert embed_titles(bot) == [KEY_REFUSED]
+    assert server.marks_of(silent) == []
+
+    assert (await chosen(bot, "progress", "off"))["type"] == 4
+    assert (await chosen(bot, "errors", "react"))["type"] == 4
+    marked_alone = await fails()  # react shows the failed mark with progress off too
+    assert embed_titles(bot) == [KEY_REFUSED]
+    assert server.reactions_on(marked_alone) == [FAILED]
+
+    assert (await chosen(bot, "errors", "reply"))["type"] == 4
+    told = await fails()
+    assert embed_titles(bot) == [KEY_REFUSED, KEY_REFUSED]
+    assert server.marks_of(told) == []
+
+    shown = (await bot.tomori("show"))["data"]["embeds"][0]["description"]
+    assert "Progress: off (this server)" in shown
+    assert "Errors: reply (this server)" in shown
+
+
+async def test_a_channel_refusing_reactions_costs_one_request_and_answers_as_ever(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Without Add Reactions, the first mark is refused (403, an invalid request toward
+    Discord's ban): the channel shows no marks for a while, and answers as ever."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    server.refuse_reactions(CHANNEL_ID)
+    for n in (1, 2):
+        go = asyncio.Event()
+        llm_server.script(held(f"Answer {n}.", go))
+        bot.say(f"{bot.mention()} question {n}")
+        await until(lambda: server.requests_by_route["reaction"] == 1)
+        if n == 2:
+            await asyncio.sleep(SHOW_AFTER_S * 2)  # twice as long as a mark takes to show
+        go.set()
+        await bot.settled()
+    assert bot.contents() == ["Answer 1.", "Answer 2."]
+    assert server.requests_by_route["reaction"] == 1
+    assert server.reaction_log == []
