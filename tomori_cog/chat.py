@@ -102,7 +102,6 @@ class TomoriChat:
             locks=self._locks,
             held=self.command_held,
             persona_of=self._persona_of,
-            idle=self.wait_idle,
         )
         """The last answers' takes: the cogs' listener hands presses of their buttons here."""
         self.stop_buttons = StopButtons(library, self.stop_turn)
@@ -216,8 +215,11 @@ class TomoriChat:
         try:
             answered = await play(stage, surface, turn, guard)
         finally:
-            surface.release()
-            await self.takes.after_turn(turn, channel, answered)
+            buttoned = None
+            try:
+                buttoned = await self.takes.after_turn(turn, channel, answered)
+            finally:  # the take buttons' edit takes the Stop button off the message they go on
+                surface.release(buttoned)
 
     async def _persona_of(self, guild_id: str, key: str) -> Persona | None:
         personas = await (await self.ensure_started()).personas.of_server(guild_id)

@@ -203,11 +203,12 @@ class DiscordSurface:
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._parts.confirmations.ask(self._channel, ask)
 
-    def release(self) -> None:
+    def release(self, handed_over: str | None = None) -> None:
         """The turn is over: give back the image bytes its reading held, and take its last
-        answer's Stop button away."""
+        answer's Stop button away, unless it is on message `handed_over`, whose take buttons
+        replace it (`tomori_cog.takes`)."""
         self._images.release()
-        self._buttons.end()
+        self._buttons.end(handed_over)
 
     def progress(
         self, message_id: str, visible: frozenset[Stage], *, from_queue: bool

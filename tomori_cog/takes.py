@@ -12,10 +12,12 @@ messages posted after them, or the unused deleted) and moves the counter. Anyone
 or a moderator is told no, ephemerally. A new message in the channel (`heard`), or another
 turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
 
-Putting buttons on or taking them off is a component edit: it waits until the channel's turns
-are done (a channel takes a few writes every few seconds, and the next answer's text must not
-wait behind buttons), then in the request budget behind every answer's text (`Urgency.MORE`);
-the take's own text goes as a turn's would, and a swipe's as what its presser waits on.
+Putting buttons on or taking them off is a component tidy-up, as taking an ended answer's Stop
+button away is (`DiscordPacing.tidy`): behind every other request of the bot, and only when
+the channel's bucket has room to spare, so it never delays an answer's text. Where the buttons
+go on the message that shows the answer's Stop button, their edit takes that away too
+(`after_turn` names it: `tomori_cog.stop_buttons` makes no edit of its own there). The take's
+own text goes as a turn's would, and a swipe's as what its presser waits on.
 """
 
 from __future__ import annotations
@@ -53,20 +55,12 @@ from tomori.turns.takes import (
 )
 from tomori_cog.discord_io import LibraryPort, call_failures, find_channel
 from tomori_cog.library import Library
-from tomori_cog.pacing import DiscordPacing
+from tomori_cog.pacing import TIDY_WITHIN_S, DiscordPacing
 from tomori_cog.persona_port import PersonaPort
 from tomori_cog.reading.memory import RecentMessages
-from tomori_cog.webhooks import Webhooks
+from tomori_cog.webhooks import Webhooks, home_of
 
 log = logging.getLogger(__name__)
-
-SPARE_WRITES = 3
-"""Free writes a channel's bucket must hold before buttons go on or off: room left for a new
-answer's first and last text."""
-SPARE_POLL_S = 0.5
-SPARE_WAIT_S = 120.0
-"""How long buttons wait for that room; past it they are left as they are (a press of frozen
-ones is told so, and the buttons go with its answer)."""
 
 Held = Callable[[int, int, int], Awaitable[Notice | None]]
 """Why the asker may not start a turn now (their cooldown, their day's tokens), keyed by the
@@ -91,10 +85,8 @@ class AnswerTakes:
         locks: Callable[[], Awaitable[ChannelLocks]],
         held: Held,
         persona_of: PersonaOf,
-        idle: Callable[[int], Awaitable[None]],
     ) -> None:
-        """`locks` starts the cog if it is not yet, and gives its channel locks; `idle` waits
-        until a channel's turns are done."""
+        """`locks` starts the cog if it is not yet, and gives its channel locks."""
         self._bot = bot
         self._library = library
         self._pacing = pacing
@@ -105,18 +97,23 @@ class AnswerTakes:
         self._locks = locks
         self._held = held
         self._persona_of = persona_of
-        self._idle = idle
         self._store: TakeStore | None = None
         self._open: set[str] | None = None
         """The channels with takes not frozen (read once from the store, then kept)."""
         self._heard: dict[str, int] = {}
         """By channel, the newest message heard there that the cog did not post."""
         self._tasks: set[asyncio.Task[None]] = set()
-        """The freezes (`heard`) and button edits (`_once_idle`) under way."""
+        """The freezes (`heard`) and button edits (`_later`) under way."""
 
     def open(self, database: Database) -> None:
         self._store = TakeStore(database)
         self._open = None
+
+    async def settled(self) -> None:
+        """Wait until the freezes and button edits under way are done: for tests, which
+        `TomoriChat.wait_idle` does not hold up for a tidy-up."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def close(self) -> None:
         """Drop the button edits still waiting (before the database and the session close)."""
@@ -132,31 +129,35 @@ class AnswerTakes:
         take = TurnRequest.of(turn.trigger).take
         await self._freeze(channel, keep=None if take is None else take.answer_id)
 
-    async def after_turn(self, turn: Turn, channel: Any, answered: Answered | None) -> None:
-        """The answer a turn ended with gets its buttons, or a new take is kept and shown."""
+    async def after_turn(self, turn: Turn, channel: Any, answered: Answered | None) -> str | None:
+        """The answer a turn ended with gets its buttons, or a new take is kept and shown. The
+        message the buttons go on, if any: their edit takes its Stop button off too."""
         if self._store is None:
-            return
+            return None
         try:
             take = TurnRequest.of(turn.trigger).take
             if take is not None:
-                await self._made(self._store, channel, take, answered)
-            elif answered is not None:
-                await self._first(self._store, turn, channel, answered)
+                return await self._made(self._store, channel, take, answered)
+            if answered is not None:
+                return await self._first(self._store, turn, channel, answered)
         except Exception as error:
             if not self._store.is_database_error(error):
                 raise
             log.warning("channel %s: the answer's takes could not be kept: %r", channel.id, error)
+        return None
 
-    async def _first(self, store: TakeStore, turn: Turn, channel: Any, answered: Answered) -> None:
+    async def _first(
+        self, store: TakeStore, turn: Turn, channel: Any, answered: Answered
+    ) -> str | None:
         trigger, asker = turn.trigger.message_id, turn.trigger.requester_id
         if not answered.messages or trigger is None or asker is None:
-            return
+            return None
         if self._heard.get(str(channel.id), 0) > int(trigger):
-            return  # the channel went on while it answered
+            return None  # the channel went on while it answered
         guild = getattr(channel, "guild", None)
         guild_id = None if guild is None else str(guild.id)
         if not await self._config.swipes(guild_id):
-            return
+            return None
         messages = tuple(m.message_id for m in answered.messages)
         takes = Takes(
             messages[0],
@@ -172,41 +173,42 @@ class AnswerTakes:
         )
         await store.first(takes, [m.text for m in answered.messages], answered.usage)
         await self._opened(str(channel.id))
-        self._once_idle(channel, self._show(store, channel, takes))
+        return self._shown_later(store, channel, takes)
 
     async def _made(
         self, store: TakeStore, channel: Any, take: TakeAsk, answered: Answered | None
-    ) -> None:
+    ) -> str | None:
         """A new take's turn ended: kept and shown if it wrote anything (the answer's messages
         it did not need deleted), else the answer is as it was, its buttons back."""
         if answered is None or not answered.messages:
             if await store.not_made(take.answer_id):
                 found = await store.of(take.answer_id)
                 if found is not None:
-                    self._once_idle(channel, self._show(store, channel, found))
-            return
+                    return self._shown_later(store, channel, found)
+            return None
         messages = [m.message_id for m in answered.messages]
         unused = [m for m in take.messages if m not in messages]
         await self._delete(channel, take.persona, unused)
         takes = await store.made(
             take.answer_id, messages, [m.text for m in answered.messages], answered.usage
         )
-        if takes is not None:
-            self._once_idle(channel, self._show(store, channel, takes))
+        return None if takes is None else self._shown_later(store, channel, takes)
 
-    def _once_idle(self, channel: Any, tidy: Coroutine[Any, Any, None]) -> None:
-        """Put buttons on or take them off once the channel's turns are done: a component
-        edit spends one of the channel's few writes, which the next answer's text must never
-        wait behind."""
+    def _shown_later(self, store: TakeStore, channel: Any, takes: Takes) -> str | None:
+        """Show the takes' buttons (`_show`) without holding the turn; the message they go on,
+        None if they do not (the takes are not open)."""
+        if takes.state is not TakeState.OPEN:
+            return None
+        self._later(channel, self._show(store, channel, takes))
+        return takes.messages[-1]
+
+    def _later(self, channel: Any, edit: Coroutine[Any, Any, None]) -> None:
+        """Put buttons on or take them off in a task of its own: the turn or the message that
+        asked never waits for a tidy-up."""
 
         async def run() -> None:
             try:
-                await self._idle(int(channel.id))
-            except BaseException:
-                tidy.close()
-                raise
-            try:
-                await tidy
+                await edit
             except Exception as error:  # the store gone meanwhile: the next press says so
                 log.warning("channel %s: the buttons could not change: %r", channel.id, error)
 
@@ -256,7 +258,7 @@ class AnswerTakes:
             assert self._open is not None
             self._open.discard(channel_id)
         for takes in frozen:
-            self._once_idle(channel, self._components(channel, takes, takes.messages[-1], None))
+            self._later(channel, self._components(channel, takes, takes.messages[-1], None))
 
     async def _open_channels(self, store: TakeStore) -> set[str]:
         if self._open is None:
@@ -423,30 +425,28 @@ class AnswerTakes:
         return view
 
     async def _components(self, channel: Any, takes: Takes, message_id: str, view: Any) -> None:
-        """Put `view` on one of the answer's messages (None: take its buttons off). Buttons are
-        never worth a turn: whatever this edit meets is logged, and the turn goes on."""
+        """Put `view` on one of the answer's messages (None: take its buttons off), as a
+        tidy-up (`DiscordPacing.tidy`). Buttons are never worth a turn: whatever this edit
+        meets (a wait past `TIDY_WITHIN_S` too) is logged, and the turn goes on."""
         try:
-            if not await self._spare_write(channel.id):
-                log.info("channel %s: the takes' buttons wait no longer for room", channel.id)
-                return
-            await self._pacing.write(channel.id, Urgency.MORE)
-            if takes.persona is not None:
-                webhook = await self._webhooks.of(channel)
+            async with asyncio.timeout(TIDY_WITHIN_S):
+                webhook = None
+                if takes.persona is not None:
+                    webhook = await self._webhooks.of(channel)
+                await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
                 if webhook is not None:
-                    await self._stateful(webhook).edit_message(int(message_id), view=view)
-                    return
-            await channel.get_partial_message(int(message_id)).edit(view=view)
+                    await self._stateful(webhook).edit_message(
+                        int(message_id), view=view, **self._thread(channel)
+                    )
+                else:
+                    await channel.get_partial_message(int(message_id)).edit(view=view)
         except Exception as error:
             log.warning("channel %s: the takes' buttons could not change: %r", channel.id, error)
 
-    async def _spare_write(self, channel_id: int) -> bool:
-        """Wait until the channel's bucket has room to spare (`SPARE_WRITES`: an answer's text
-        that comes meanwhile still goes at once); False past `SPARE_WAIT_S`."""
-        for _ in range(int(SPARE_WAIT_S / SPARE_POLL_S)):
-            if self._pacing.spare_writes(channel_id) >= SPARE_WRITES:
-                return True
-            await asyncio.sleep(SPARE_POLL_S)
-        return False
+    def _thread(self, channel: Any) -> dict[str, Any]:
+        """What a webhook's request names when its message is in a thread (its parent owns
+        the webhook)."""
+        return {"thread": channel} if home_of(self._library, channel) is not channel else {}
 
     def _stateful(self, webhook: Any) -> Any:
         """The webhook with the bot's state, which nextcord wants before it edits components

@@ -17,6 +17,7 @@ from tests.support.scripts import answer
 from tests.support.waiting import until
 from tests.support.world import Person
 from tomori.turns.takes import PressRefusal
+from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
 
 MANAGE_MESSAGES = 1 << 13
 
@@ -28,6 +29,16 @@ def buttons(message: ChannelMessage) -> dict[str, dict[str, Any]]:
         for row in message.payload["components"]
         for button in row["components"]
     }
+
+
+def stop_buttons(message: ChannelMessage) -> list[str]:
+    """The custom ids of the Stop buttons the message shows."""
+    return [
+        str(button["custom_id"])
+        for row in message.payload["components"]
+        for button in row["components"]
+        if str(button["custom_id"]).startswith(STOP_PREFIX)
+    ]
 
 
 def counter(message: ChannelMessage) -> str:
@@ -64,8 +75,13 @@ async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_rea
     )
     llm_server.script(answer("First take."), answer("Second take."), answer("Then more."))
     bot.say(f"{bot.mention()} tell me something")
-    first = await showing(bot, "1/1")
+    await showing(bot, "1/1")
+    await bot.tidied()
+    [first] = bot.shown()  # as it stays once the answer's tidy-ups are done
     assert first.content == "First take."
+    assert counter(first) == "1/1"
+    assert not stop_buttons(first)  # the take buttons' edit took the Stop button off
+    assert bot.server.requests_by_route["message_edit"] == 1  # one edit did both
     assert buttons(first)["◀"]["disabled"]
     assert buttons(first)["▶"]["disabled"]
     again = regenerate(first)

@@ -370,6 +370,13 @@ class RestBot:
         for channel in channels or self.channel_ids:
             await self.chat.wait_idle(channel)
 
+    async def tidied(self) -> None:
+        """`settled`, and the answers' buttons as they end: Stop buttons taken away, take
+        buttons put on or off (tidy-ups, which wait for room to spare)."""
+        await self.settled()
+        await self.chat.takes.settled()
+        await self.chat.stop_buttons.settled()
+
     async def admitted(self) -> None:
         """Wait for the library's event handlers: every message so far reached the listener."""
         await events_handled(self.bot, self.library)

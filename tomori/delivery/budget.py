@@ -13,8 +13,8 @@ So the cog's own requests ask here first:
   coalesce while they wait: the writer composes its text only once its turn comes; they also
   wait out a backlog, since their answer's last text will carry them), then typing, then a
   trigger's progress marks (which wait out a backlog too), then tidy-ups (an ended answer's
-  Stop button taken away), which also wait for room to spare in their channel's bucket
-  holding no place in it (`ChannelPace.spare_in`).
+  Stop button taken away, an answer's take buttons put on or off), which also wait for room
+  to spare in their channel's bucket holding no place in it (`ChannelPace.spare_in`).
 - `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
   Discord would refuse it, and never waits for another channel's bucket.
 
@@ -248,15 +248,6 @@ class ChannelPace:
         """A request of `key` left now."""
         self._sent.setdefault(key, deque()).append(self._clock())
         self._forget_quiet()
-
-    def room(self, key: Hashable) -> int:
-        """How many more requests `key`'s bucket takes now (none while a waiter holds it)."""
-        lock = self._locks.get(key)
-        if lock is not None and lock.locked():
-            return 0
-        now = self._clock()
-        sent = [at for at in self._sent.get(key, ()) if at > now - self._window_s]
-        return max(0, self._limit - len(sent))
 
     def _due(self, key: Hashable, *, spaced: bool) -> float:
         """When `key`'s next request may leave (see `slot`)."""
