@@ -2,16 +2,25 @@
 library's real client: the last answer carries ◀ 1/1 ▶ Regenerate once it ends; Regenerate
 asks the model again with the same context and writes the new take into the answer; ◀ shows
 the first again, and the next turn's model is shown the take on display; another member's
-press is refused, a new message freezes the takes, and the takes survive a restart."""
+press is refused, a new message freezes the takes, a take of fewer or more messages deletes or
+posts the rest, swipes turn off per server, and a persona's takes survive a restart.
+
+Two tests, each a story through one bot, and each channel's bucket five times quicker than
+Discord's in the bot and the server alike (`tests/support/pace.py`): the subject here is what
+the buttons do, not Discord's pace, which tests/cog/test_stop_button.py and the limits bench
+hold the tidy-ups to."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.discord_rest import ChannelMessage
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteLimit
 from tests.support.llm_server import LLMServer
+from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
 from tests.support.scripts import answer
 from tests.support.waiting import until
@@ -20,6 +29,17 @@ from tomori.turns.takes import PressRefusal
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
 
 MANAGE_MESSAGES = 1 << 13
+WINDOW_S = 1.0
+"""Each channel's write bucket in these tests: Discord's five writes, in a second."""
+
+
+@pytest.fixture(autouse=True)
+def quick_channels(discord_rest: DiscordRestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot paces each channel by `WINDOW_S` (and a margin), and the server holds it to
+    that bucket: still refused past five writes in it."""
+    quicken_channel_pace(WINDOW_S * 1.05, monkeypatch)
+    for route in ("message_create", "message_edit", "message_delete"):
+        discord_rest.route_limits[route] = RouteLimit(5, WINDOW_S)
 
 
 def buttons(message: ChannelMessage) -> dict[str, dict[str, Any]]:
@@ -56,10 +76,11 @@ def previous(message: ChannelMessage) -> str:
 
 
 async def showing(bot: RestBot, count: str) -> ChannelMessage:
-    """The bot's message that shows the buttons at take `count`, once it does."""
+    """The bot's or a persona's message that shows the buttons at take `count`, once it
+    does."""
 
     def found() -> ChannelMessage | None:
-        return next((m for m in bot.shown() if counter(m) == count), None)
+        return next((m for m in posted(bot.server) if counter(m) == count), None)
 
     await until(lambda: found() is not None)
     message = found()
@@ -67,13 +88,24 @@ async def showing(bot: RestBot, count: str) -> ChannelMessage:
     return message
 
 
-async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_reads_it(
+async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
+    """Regenerate asks again with the same context, ◀ shows the first take and the next turn
+    reads it; another member is refused; the channel going on freezes the takes; a take of
+    fewer messages deletes the rest and one of more posts them; swipes turn off."""
     bot = await open_rest_bot(
         settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
     )
-    llm_server.script(answer("First take."), answer("Second take."), answer("Then more."))
+    long = "a" * 1_500 + "\n\n" + "b" * 1_500  # two messages of Discord's 2,000 characters
+    llm_server.script(
+        answer("First take."),
+        answer("Second take."),
+        answer("Then more."),
+        answer(long),
+        answer("Short."),
+        answer("No buttons."),
+    )
     bot.say(f"{bot.mention()} tell me something")
     await showing(bot, "1/1")
     await bot.tidied()
@@ -122,51 +154,20 @@ async def test_regenerate_asks_again_swipe_shows_the_first_and_the_next_turn_rea
     assert late["data"]["content"] == PressRefusal.FROZEN
     assert len(llm_server.requests) == 3
 
-
-async def test_takes_survive_a_restart_and_a_moderator_may_press(
-    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
-) -> None:
-    settings = settings_for(tmp_path, history_memory_channels=0)
-    bot = await open_rest_bot(settings, chain_for(llm_server))
-    llm_server.script(answer("Before the restart."), answer("After the restart."))
-    bot.say(f"{bot.mention()} hello")
-    first = await showing(bot, "1/1")
-    await bot.stop()
-
-    again = await open_rest_bot(settings, chain_for(llm_server))
-    by_a_moderator = regenerate(first)
-    pressed = await again.press(first, by_a_moderator, by=Person.BOB, permissions=MANAGE_MESSAGES)
-    assert pressed["type"] == 7
-    await again.settled()
-    second = await showing(again, "2/2")
-    assert second.content == "After the restart."
-    assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
-    await again.press(second, previous(second))
-    back = await showing(again, "1/2")
-    assert back.content == "Before the restart."
-
-
-async def test_a_take_of_fewer_messages_deletes_the_rest_and_swipes_can_be_turned_off(
-    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
-) -> None:
-    long = "a" * 1_500 + "\n\n" + "b" * 1_500  # two messages of Discord's 2,000 characters
-    bot = await open_rest_bot(
-        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
-    )
-    llm_server.script(answer(long), answer("Short."), answer("No buttons."))
+    # A take of fewer messages, then one of more: the buttons always on the last.
     bot.say(f"{bot.mention()} a long one")
-    first = await showing(bot, "1/1")
-    assert [m.content for m in bot.shown()] == ["a" * 1_500, "b" * 1_500]
-    assert first.id == bot.shown()[-1].id  # the buttons are on its last message
-    await bot.press(first, regenerate(first))
+    await until(lambda: len(bot.shown()) == 4 and counter(bot.shown()[-1]) == "1/1")
+    assert [m.content for m in bot.shown()[2:]] == ["a" * 1_500, "b" * 1_500]
+    long_first = bot.shown()[-1]
+    await bot.press(long_first, regenerate(long_first))
     await bot.settled()
     short = await showing(bot, "2/2")
-    assert [m.content for m in bot.shown()] == ["Short."]  # the second message deleted
+    assert [m.content for m in bot.shown()[2:]] == ["Short."]  # the second message deleted
     await bot.press(short, previous(short))
     back = await showing(bot, "1/2")
-    assert [m.content for m in bot.shown()] == ["a" * 1_500, "b" * 1_500]  # one posted again
+    assert [m.content for m in bot.shown()[2:]] == ["a" * 1_500, "b" * 1_500]  # posted again
     assert back.id == bot.shown()[-1].id
-    assert bot.shown()[0].payload["components"] == []
+    assert bot.shown()[2].payload["components"] == []
 
     off = {"name": "swipes", "type": 1, "options": [{"name": "enabled", "type": 5, "value": False}]}
     command = {"id": "1", "name": "tomori", "type": 1, "options": [off]}
@@ -177,34 +178,31 @@ async def test_a_take_of_fewer_messages_deletes_the_rest_and_swipes_can_be_turne
     await bot.settled()
     assert bot.contents()[-1] == "No buttons."
     await until(lambda: all(m.payload["components"] == [] for m in bot.shown()))  # frozen
-    assert len(llm_server.requests) == 3
+    await bot.tidied()
+    assert all(m.payload["components"] == [] for m in bot.shown())  # none came back
+    assert len(llm_server.requests) == 6
 
 
-async def test_a_personas_answer_has_takes_written_through_its_webhook(
+async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
+    """A persona's answer has takes, written through its webhook; they are in the database,
+    so after a restart a moderator's Regenerate works as before."""
     settings = settings_for(tmp_path, history_memory_channels=0)
     bot = await open_rest_bot(settings, chain_for(llm_server))
     bot.allow_webhooks()
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     llm_server.script(answer("Aria, once."), answer("Aria, twice."))
     bot.say("hi aria")
-    first = await showing_posted(bot, "1/1")
+    first = await showing(bot, "1/1")
     assert first.username == "Aria"
-    await bot.press(first, regenerate(first))
-    await bot.settled()
-    second = await showing_posted(bot, "2/2")
+    await bot.stop()
+
+    again = await open_rest_bot(settings, chain_for(llm_server))
+    by_a_moderator = regenerate(first)
+    pressed = await again.press(first, by_a_moderator, by=Person.BOB, permissions=MANAGE_MESSAGES)
+    assert pressed["type"] == 7
+    await again.settled()
+    second = await showing(again, "2/2")
     assert (second.id, second.content, second.username) == (first.id, "Aria, twice.", "Aria")
     assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
-
-
-async def showing_posted(bot: RestBot, count: str) -> ChannelMessage:
-    """The webhook's message that shows the buttons at take `count`, once it does."""
-
-    def found() -> ChannelMessage | None:
-        return next((m for m in posted(bot.server) if counter(m) == count), None)
-
-    await until(lambda: found() is not None)
-    message = found()
-    assert message is not None
-    return message
