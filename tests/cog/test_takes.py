@@ -187,7 +187,7 @@ async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     """A persona's answer has takes, written through its webhook; they are in the database,
-    so after a restart a moderator's Regenerate works as before."""
+    so after a restart a moderator's Regenerate and the asker's ◀ work as before."""
     settings = settings_for(tmp_path, history_memory_channels=0)
     bot = await open_rest_bot(settings, chain_for(llm_server))
     bot.allow_webhooks()
@@ -206,3 +206,6 @@ async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(
     second = await showing(again, "2/2")
     assert (second.id, second.content, second.username) == (first.id, "Aria, twice.", "Aria")
     assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
+    await again.press(second, previous(second))
+    back = await showing(again, "1/2")
+    assert (back.id, back.content) == (first.id, "Aria, once.")
