@@ -9,7 +9,8 @@ a turn under the channel's lock (`TakeAsk` in its `TurnRequest`); the turn write
 answer's messages (`tomori.turns.retake`), and `after_turn` keeps it and puts the buttons back,
 showing it. A press of ◀ or ▶ writes the stored take into the messages the same way (more
 messages posted after them, or the unused deleted) and moves the counter. Anyone but the asker
-or a moderator is told no, ephemerally. A new message in the channel (`heard`), or another
+or a moderator is told no, ephemerally, in their language (`of_interaction`); the buttons
+are labelled in the server's (`of_channel`). A new message in the channel (`heard`), or another
 turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
 
 Putting buttons on or taking them off is a component tidy-up, as taking an ended answer's Stop
@@ -37,9 +38,7 @@ from tomori.turns import Addressed, ChannelConfig, TurnRequest
 from tomori.turns.retake import TakePort
 from tomori.turns.take_store import TakeStore
 from tomori.turns.takes import (
-    NEXT_LABEL,
-    PREVIOUS_LABEL,
-    REGENERATE_LABEL,
+    LABELS,
     Answered,
     Press,
     PressRefusal,
@@ -53,8 +52,10 @@ from tomori.turns.takes import (
     refusal,
     swiped,
 )
+from tomori.words import Text, said, say
 from tomori_cog.discord_io import LibraryPort, call_failures, find_channel
 from tomori_cog.library import Library
+from tomori_cog.locales import of_channel, of_interaction
 from tomori_cog.pacing import TIDY_WITHIN_S, DiscordPacing
 from tomori_cog.persona_port import PersonaPort
 from tomori_cog.reading.memory import RecentMessages
@@ -288,11 +289,12 @@ class AnswerTakes:
         store = self._store
         assert store is not None
         takes = await store.of(answer_id)
-        why: str | None = refusal(takes, takes is None or await self._config.swipes(takes.guild_id))
-        if takes is not None and why is not PressRefusal.GONE:
+        refused = refusal(takes, takes is None or await self._config.swipes(takes.guild_id))
+        why: Text | None = None if refused is None else refused.words
+        if takes is not None and refused is not PressRefusal.GONE:
             manages = bool(getattr(interaction.permissions, "manage_messages", False))
             if not may_press(takes, str(interaction.user.id), manages, self._kill_policy):
-                why = PressRefusal.NOT_YOURS
+                why = PressRefusal.NOT_YOURS.words
         if why is None and takes is not None:
             if press is Press.REGENERATE:
                 why = await self._regenerate(store, interaction, takes)
@@ -302,15 +304,13 @@ class AnswerTakes:
             await self._tell(interaction, why)
         return True
 
-    async def _regenerate(
-        self, store: TakeStore, interaction: Any, takes: Takes
-    ) -> PressRefusal | str | None:
+    async def _regenerate(self, store: TakeStore, interaction: Any, takes: Takes) -> Text | None:
         if takes.guild_id is not None:
             held = await self._held(int(takes.guild_id), int(takes.asker_id), interaction.id)
             if held is not None:
-                return held.description
+                return held.in_locale(of_interaction(interaction)).description
         if not await store.begin_making(takes.answer_id):
-            return PressRefusal.MAKING
+            return PressRefusal.MAKING.words
         try:  # the buttons go while the take is made
             await interaction.response.edit_message(view=None)
         except call_failures(self._library) as error:
@@ -322,6 +322,7 @@ class AnswerTakes:
         log.info("regenerate in channel %s: %s", takes.channel_id, admission)
         if admission not in (Admission.STARTED, Admission.QUEUED):
             await store.not_made(takes.answer_id)
+            await self._follow_up(interaction, PressRefusal.NOT_QUEUED.words)
             channel = await find_channel(self._bot, self._library, int(takes.channel_id))
             if channel is not None:
                 await self._show(store, channel, takes)
@@ -329,13 +330,13 @@ class AnswerTakes:
 
     async def _swipe(
         self, store: TakeStore, interaction: Any, takes: Takes, press: Press
-    ) -> PressRefusal | None:
+    ) -> Text | None:
         index = swiped(takes, press)
         if index is None:
-            return PressRefusal.NO_MORE
+            return PressRefusal.NO_MORE.words
         parts = await store.parts(takes.answer_id, index)
         if not parts or not await store.begin_making(takes.answer_id):
-            return PressRefusal.MAKING
+            return PressRefusal.MAKING.words
         try:
             await interaction.response.defer()
         except call_failures(self._library) as error:
@@ -354,11 +355,21 @@ class AnswerTakes:
             await self._show(store, channel, shown)
         return None
 
-    async def _tell(self, interaction: Any, why: str) -> None:
+    async def _tell(self, interaction: Any, why: Text) -> None:
+        """Why the press did nothing, only to the presser, in their language."""
         try:
-            await interaction.response.send_message(str(why), ephemeral=True)
+            told = say(why, of_interaction(interaction))
+            await interaction.response.send_message(told, ephemeral=True)
         except call_failures(self._library) as error:
             log.warning("a press of a take button could not be answered: %s", error)
+
+    async def _follow_up(self, interaction: Any, why: Text) -> None:
+        """`_tell`, once the press was answered already (its buttons taken off)."""
+        try:
+            told = say(why, of_interaction(interaction))
+            await interaction.followup.send(told, ephemeral=True)
+        except call_failures(self._library) as error:
+            log.warning("a press of Regenerate could not be told why: %s", error)
 
     # -- the answer's messages ------------------------------------------------------------------
 
@@ -402,18 +413,23 @@ class AnswerTakes:
         if takes.state is not TakeState.OPEN:
             return
         last = takes.messages[-1]
-        await self._components(channel, takes, last, self._buttons(takes))
+        await self._components(channel, takes, last, self._buttons(takes, of_channel(channel)))
         now = await store.of(takes.answer_id)
         if now is None or now.state is TakeState.FROZEN:
             await self._components(channel, takes, last, None)
 
-    def _buttons(self, takes: Takes) -> Any:
+    def _buttons(self, takes: Takes, locale: str) -> Any:
+        """◀, the counter, ▶ and Regenerate, labelled in `locale` (the server's)."""
         answer = takes.answer_id
+
+        def label(press: Press) -> str:
+            return say(takes.counter if press is Press.COUNT else said(LABELS[press]), locale)
+
         view = self._library.buttons(
-            (PREVIOUS_LABEL, custom_id(answer, Press.PREVIOUS), "secondary"),
-            (takes.counter, custom_id(answer, Press.COUNT), "secondary"),
-            (NEXT_LABEL, custom_id(answer, Press.NEXT), "secondary"),
-            (REGENERATE_LABEL, custom_id(answer, Press.REGENERATE), "primary"),
+            (label(Press.PREVIOUS), custom_id(answer, Press.PREVIOUS), "secondary"),
+            (label(Press.COUNT), custom_id(answer, Press.COUNT), "secondary"),
+            (label(Press.NEXT), custom_id(answer, Press.NEXT), "secondary"),
+            (label(Press.REGENERATE), custom_id(answer, Press.REGENERATE), "primary"),
         )
         disabled = {custom_id(answer, Press.COUNT)}
         if takes.shown == 0:

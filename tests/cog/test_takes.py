@@ -3,7 +3,8 @@ library's real client: the last answer carries ◀ 1/1 ▶ Regenerate once it en
 asks the model again with the same context and writes the new take into the answer; ◀ shows
 the first again, and the next turn's model is shown the take on display; another member's
 press is refused, a new message freezes the takes, a take of fewer or more messages deletes or
-posts the rest, swipes turn off per server, and a persona's takes survive a restart.
+posts the rest, swipes turn off per server, and a persona's takes survive a restart. Every word
+of them is the catalog's: the labels in the server's language, a refusal in the presser's.
 
 Two tests, each a story through one bot, and each channel's bucket five times quicker than
 Discord's in the bot and the server alike (`tests/support/pace.py`): the subject here is what
@@ -26,6 +27,7 @@ from tests.support.scripts import answer
 from tests.support.waiting import until
 from tests.support.world import Person
 from tomori.turns.takes import PressRefusal
+from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
 
 MANAGE_MESSAGES = 1 << 13
@@ -43,12 +45,23 @@ def quick_channels(discord_rest: DiscordRestServer, monkeypatch: pytest.MonkeyPa
 
 
 def buttons(message: ChannelMessage) -> dict[str, dict[str, Any]]:
-    """The message's buttons, by label."""
+    """The message's take buttons, by what they do (the end of their custom id)."""
     return {
-        str(button["label"]): button
+        str(button["custom_id"]).rpartition(":")[2]: button
         for row in message.payload["components"]
         for button in row["components"]
     }
+
+
+def labels(message: ChannelMessage) -> list[str]:
+    return [str(b["label"]) for row in message.payload["components"] for b in row["components"]]
+
+
+def told(reply: dict[str, Any], refusal: PressRefusal, locale: str = "en") -> None:
+    """The press was answered with `refusal`'s words in `locale`, only to the presser."""
+    assert reply["type"] == 4
+    assert reply["data"]["flags"] & 64
+    assert reply["data"]["content"] == say(refusal.words, locale)
 
 
 def stop_buttons(message: ChannelMessage) -> list[str]:
@@ -63,16 +76,15 @@ def stop_buttons(message: ChannelMessage) -> list[str]:
 
 def counter(message: ChannelMessage) -> str:
     """Which take the answer shows ("2/3"): the label between ◀ and ▶."""
-    labels = [b["label"] for row in message.payload["components"] for b in row["components"]]
-    return str(labels[1]) if len(labels) == 4 else ""
+    return str(buttons(message)["count"]["label"]) if "count" in buttons(message) else ""
 
 
 def regenerate(message: ChannelMessage) -> str:
-    return str(buttons(message)["Regenerate"]["custom_id"])
+    return str(buttons(message)["regenerate"]["custom_id"])
 
 
 def previous(message: ChannelMessage) -> str:
-    return str(buttons(message)["◀"]["custom_id"])
+    return str(buttons(message)["previous"]["custom_id"])
 
 
 async def showing(bot: RestBot, count: str) -> ChannelMessage:
@@ -114,14 +126,15 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     assert counter(first) == "1/1"
     assert not stop_buttons(first)  # the take buttons' edit took the Stop button off
     assert bot.server.requests_by_route["message_edit"] == 1  # one edit did both
-    assert buttons(first)["◀"]["disabled"]
-    assert buttons(first)["▶"]["disabled"]
+    assert labels(first) == ["◀", "1/1", "▶", "Regenerate"]
+    assert buttons(first)["previous"]["disabled"]
+    assert buttons(first)["next"]["disabled"]
     again = regenerate(first)
 
-    refused = await bot.press(first, regenerate(first), by=Person.BOB)
-    assert refused["type"] == 4
-    assert refused["data"]["flags"] & 64
-    assert refused["data"]["content"] == PressRefusal.NOT_YOURS
+    told(await bot.press(first, again, by=Person.BOB), PressRefusal.NOT_YOURS)
+    in_japanese = await bot.press(first, again, by=Person.BOB, locale="ja")  # their language
+    told(in_japanese, PressRefusal.NOT_YOURS, "ja")
+    assert "モデレーター" in in_japanese["data"]["content"]
     assert len(llm_server.requests) == 1
 
     pressed = await bot.press(first, regenerate(first))
@@ -138,8 +151,8 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     assert swiped["type"] == 6
     back = await showing(bot, "1/2")
     assert back.content == "First take."
-    assert not buttons(back)["▶"]["disabled"]
-    assert buttons(back)["◀"]["disabled"]
+    assert not buttons(back)["next"]["disabled"]
+    assert buttons(back)["previous"]["disabled"]
 
     bot.say(f"{bot.mention()} and then?")
     await bot.settled()
@@ -150,8 +163,7 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     await until(lambda: answered.payload["components"] == [])  # frozen: the channel went on
     assert bot.contents() == ["First take.", "Then more."]
     assert (await showing(bot, "1/1")).content == "Then more."  # the new last answer's own
-    late = await bot.press(answered, again)
-    assert late["data"]["content"] == PressRefusal.FROZEN
+    told(await bot.press(answered, again), PressRefusal.FROZEN)
     assert len(llm_server.requests) == 3
 
     # A take of fewer messages, then one of more: the buttons always on the last.
@@ -171,9 +183,10 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
 
     off = {"name": "swipes", "type": 1, "options": [{"name": "enabled", "type": 5, "value": False}]}
     command = {"id": "1", "name": "tomori", "type": 1, "options": [off]}
-    await bot.command(command, permissions=MANAGE_GUILD)
-    refused = await bot.press(back, regenerate(back))
-    assert refused["data"]["content"] == PressRefusal.SWIPES_OFF
+    turned = await bot.command(command, permissions=MANAGE_GUILD, locale="ja")
+    [embed] = turned["data"]["embeds"]
+    assert embed["description"] == say(said("settings.swipes_off"), "ja")
+    told(await bot.press(back, regenerate(back)), PressRefusal.SWIPES_OFF)
     bot.say(f"{bot.mention()} again")
     await bot.settled()
     assert bot.contents()[-1] == "No buttons."
@@ -190,12 +203,14 @@ async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(
     so after a restart a moderator's Regenerate and the asker's ◀ work as before."""
     settings = settings_for(tmp_path, history_memory_channels=0)
     bot = await open_rest_bot(settings, chain_for(llm_server))
-    bot.allow_webhooks()
+    bot.prefers_locale("ja")  # the server's language labels the buttons
+    bot.allow_webhooks()  # after: the guild's update carries its channels as first declared
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     llm_server.script(answer("Aria, once."), answer("Aria, twice."))
     bot.say("hi aria")
     first = await showing(bot, "1/1")
     assert first.username == "Aria"
+    assert labels(first) == ["◀", "1/1", "▶", "再生成"]
     await bot.stop()
 
     again = await open_rest_bot(settings, chain_for(llm_server))

@@ -239,14 +239,17 @@ class RestBot:
         by: Person = Person.ALICE,
         roles: Sequence[int] = (),
         permissions: int = 0,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` (holding `roles`, and `permissions` in the channel) presses the button
-        `custom_id` of `message`: a component interaction. Returns the interaction callback's
-        body (`type`, `data`)."""
+        """`by` (holding `roles`, and `permissions` in the channel; their Discord set to
+        `locale`) presses the button `custom_id` of `message`: a component interaction.
+        Returns the interaction callback's body (`type`, `data`)."""
         channel = int(message.payload["channel_id"])
         data = {"custom_id": custom_id, "component_type": 2}
         extra = {"message": message.payload}
-        return await self._interaction(3, data, by, permissions, channel, roles=roles, extra=extra)
+        return await self._interaction(
+            3, data, by, permissions, channel, roles=roles, extra=extra, locale=locale
+        )
 
     # -- message commands (a message's context menu: Apps → its name) ---------------------------
 

@@ -188,15 +188,9 @@ def set_follow_ups(enabled: bool) -> Action:
 def set_swipes(enabled: bool) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         await target.overrides.set(Scope.SERVER, *keys(where), Overrides(swipes=enabled))
-        return done(f"Swipes in this server: {_swipes(enabled)}.")
+        return done(said("settings.swipes_on" if enabled else "settings.swipes_off"))
 
     return action
-
-
-def _swipes(enabled: bool) -> str:
-    if enabled:
-        return "on (the last answer carries Regenerate and ◀ ▶ for its asker)"
-    return "off (answers carry no Regenerate or ◀ ▶ from now on)"
 
 
 def set_progress(mode: str) -> Action:

@@ -17,6 +17,10 @@ messages it did not use. A swipe does the same with the stored take's texts.
 An answer has takes only where it was one answer to one message: a scene's lines, a
 `/respond`'s answer, and a turn several personas answered (each later one heard the earlier)
 carry no buttons, since asking again could not show their models the same context.
+
+Every word a reader sees of them is the catalog's (`tomori.words`): the buttons' labels and the
+counter (`LABELS`, `Takes.counter`), said in the server's language, and why a press is refused
+(`PressRefusal`), said in the presser's.
 """
 
 from __future__ import annotations
@@ -29,13 +33,10 @@ from typing import Any
 from tomori.config.settings import KillPolicy
 from tomori.delivery.port import DeliveredMessage
 from tomori.providers.base import Usage
+from tomori.words import Said, said
 
 CUSTOM_ID_PREFIX = "tomori:take:"
 """What every take button's custom id begins with: the cog's `on_interaction` routes by it."""
-
-REGENERATE_LABEL = "Regenerate"
-PREVIOUS_LABEL = "◀"
-NEXT_LABEL = "▶"
 
 
 class Press(StrEnum):
@@ -48,6 +49,14 @@ class Press(StrEnum):
     """The "2/3" between the arrows: shown, never pressed (it is disabled)."""
 
 
+LABELS: Mapping[Press, str] = {
+    Press.PREVIOUS: "button.take.previous",
+    Press.NEXT: "button.take.next",
+    Press.REGENERATE: "button.take.regenerate",
+}
+"""The words' key of each button's label (the counter's are `Takes.counter`)."""
+
+
 class TakeState(StrEnum):
     OPEN = "open"
     """Its buttons work."""
@@ -58,15 +67,19 @@ class TakeState(StrEnum):
 
 
 class PressRefusal(StrEnum):
-    """What a presser is told, ephemerally, when a press does nothing."""
+    """Why a press does nothing, as the presser is told (ephemerally): its words' key."""
 
-    NOT_YOURS = "Only the member this answer is for, or a moderator, may change its takes."
-    FROZEN = "The conversation went on: this answer stays as it is shown."
-    MAKING = "A new take of this answer is being written: wait for it."
-    SWIPES_OFF = "Swipes are off in this server."
-    GONE = "This answer's takes are no longer kept."
-    NO_MORE = "There is no take that way."
-    NOT_QUEUED = "A new take could not be asked for just now: try again in a moment."
+    NOT_YOURS = "reply.take.not_yours"
+    FROZEN = "reply.take.frozen"
+    MAKING = "reply.take.making"
+    SWIPES_OFF = "reply.take.swipes_off"
+    GONE = "reply.take.gone"
+    NO_MORE = "reply.take.no_more"
+    NOT_QUEUED = "reply.take.not_queued"
+
+    @property
+    def words(self) -> Said:
+        return said(self.value)
 
 
 def custom_id(answer_id: str, press: Press) -> str:
@@ -145,9 +158,9 @@ class Takes:
     state: TakeState
 
     @property
-    def counter(self) -> str:
+    def counter(self) -> Said:
         """Which take is shown, as the answer says it: "2/3"."""
-        return f"{self.shown + 1}/{self.count}"
+        return said("button.take.counter", shown=self.shown + 1, count=self.count)
 
     def ask(self) -> TakeAsk:
         return TakeAsk(self.answer_id, self.trigger_id, self.messages, self.persona)
