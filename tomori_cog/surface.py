@@ -26,6 +26,7 @@ from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
+from tomori.turns.request import TurnRequest
 from tomori.turns.surface import BOT_VOICE, Context, Reading, Speaker, Voice
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
@@ -157,7 +158,10 @@ class DiscordSurface:
         if limits.counts_tokens:  # the turn before this one recorded its tokens: count them
             await until_stopped(guard, self._metrics.flushed())
         requester = turn.trigger.requester_id or str(message.author.id)
-        return await parts.gate.may_start(self._channel, message, requester, surface_errors, limits)
+        retake = TurnRequest.of(turn.trigger).take is not None
+        return await parts.gate.may_start(
+            self._channel, message, requester, surface_errors, limits, retake=retake
+        )
 
     def deliverable(self) -> bool:
         return self._parts.gate.deliverability.allows(self._channel)

@@ -23,14 +23,24 @@ from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteL
 from tests.support.llm_server import LLMServer
 from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
-from tests.support.scripts import answer
+from tests.support.scripts import answer, http_error
 from tests.support.waiting import until
 from tests.support.world import Person
+from tomori.commands.table import WHY
 from tomori.turns.takes import PressRefusal
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
 
 MANAGE_MESSAGES = 1 << 13
+ERRORS_SILENT = {
+    "id": "2",
+    "name": "tomori",
+    "type": 1,
+    "options": [
+        {"name": "errors", "type": 1, "options": [{"name": "mode", "type": 3, "value": "silent"}]}
+    ],
+}
+"""/tomori errors mode:silent: a failed answer tells nothing in the channel."""
 WINDOW_S = 1.0
 """Each channel's write bucket in these tests: Discord's five writes, in a second."""
 
@@ -87,6 +97,13 @@ def previous(message: ChannelMessage) -> str:
     return str(buttons(message)["previous"]["custom_id"])
 
 
+async def why(bot: RestBot, message_id: int) -> str:
+    """What its sender is told of message `message_id` (Apps → Why no answer?)."""
+    reply = await bot.on_message(WHY.name, bot.payload_of(message_id))
+    [embed] = reply["data"]["embeds"]
+    return str(embed["description"])
+
+
 async def showing(bot: RestBot, count: str) -> ChannelMessage:
     """The bot's or a persona's message that shows the buttons at take `count`, once it
     does."""
@@ -104,21 +121,24 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
     """Regenerate asks again with the same context, ◀ shows the first take and the next turn
-    reads it; another member is refused; the channel going on freezes the takes; a take of
-    fewer messages deletes the rest and one of more posts them; swipes turn off."""
+    reads it; another member is refused; a regeneration that fails is no new message (no mark,
+    nothing in the message's "Why no answer?", the server's errors setting holds); the channel
+    going on freezes the takes; a take of fewer messages deletes the rest and one of more posts
+    them; swipes turn off."""
     bot = await open_rest_bot(
         settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
     )
     long = "a" * 1_500 + "\n\n" + "b" * 1_500  # two messages of Discord's 2,000 characters
     llm_server.script(
         answer("First take."),
+        http_error(429),
         answer("Second take."),
         answer("Then more."),
         answer(long),
         answer("Short."),
         answer("No buttons."),
     )
-    bot.say(f"{bot.mention()} tell me something")
+    asked = bot.say(f"{bot.mention()} tell me something")
     await showing(bot, "1/1")
     await bot.tidied()
     [first] = bot.shown()  # as it stays once the answer's tidy-ups are done
@@ -137,6 +157,22 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     assert "モデレーター" in in_japanese["data"]["content"]
     assert len(llm_server.requests) == 1
 
+    await bot.command(ERRORS_SILENT, permissions=MANAGE_GUILD)
+    failed = await bot.press(first, again)  # the model answers 429
+    assert failed["type"] == 7
+    await bot.settled()
+    await until(lambda: counter(bot.shown()[0]) == "1/1")  # the buttons back, as they were
+    await bot.tidied()
+    assert [(m.content, m.embeds) for m in bot.shown()] == [("First take.", [])]  # silent
+    assert bot.server.marks_of(asked) == []  # no new message: nothing marked on the asked one
+    assert await why(bot, asked) == (  # what became of the message itself, as before
+        "- Seen, and taken up at once.\n"
+        "- Model `openai:test-model`: answered.\n"
+        "- Delivered: 1 message.\n\n"
+        "Kept for a day; no message text is kept."
+    )
+    assert len(llm_server.requests) == 2
+
     pressed = await bot.press(first, regenerate(first))
     assert pressed["type"] == 7  # acknowledged at once: the buttons go while it is written
     assert pressed["data"]["components"] == []
@@ -145,7 +181,7 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     assert second.id == first.id  # the same message, its text replaced
     assert second.content == "Second take."
     assert [m.content for m in bot.shown()] == ["Second take."]
-    assert conversation(llm_server.requests[1]) == conversation(llm_server.requests[0])
+    assert conversation(llm_server.requests[2]) == conversation(llm_server.requests[0])
 
     swiped = await bot.press(second, previous(second))
     assert swiped["type"] == 6
@@ -156,7 +192,7 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
 
     bot.say(f"{bot.mention()} and then?")
     await bot.settled()
-    seen = conversation(llm_server.requests[2])
+    seen = conversation(llm_server.requests[3])
     assert ("assistant", "First take.") in seen
     assert not any("Second take." in content for _, content in seen)
     answered = next(m for m in bot.shown() if m.id == first.id)
@@ -164,7 +200,7 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     assert bot.contents() == ["First take.", "Then more."]
     assert (await showing(bot, "1/1")).content == "Then more."  # the new last answer's own
     told(await bot.press(answered, again), PressRefusal.FROZEN)
-    assert len(llm_server.requests) == 3
+    assert len(llm_server.requests) == 4
 
     # A take of fewer messages, then one of more: the buttons always on the last.
     bot.say(f"{bot.mention()} a long one")
@@ -193,7 +229,7 @@ async def test_regenerate_and_swipe_the_bots_answers_until_the_channel_goes_on(
     await until(lambda: all(m.payload["components"] == [] for m in bot.shown()))  # frozen
     await bot.tidied()
     assert all(m.payload["components"] == [] for m in bot.shown())  # none came back
-    assert len(llm_server.requests) == 6
+    assert len(llm_server.requests) == 7
 
 
 async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(

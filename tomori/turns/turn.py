@@ -101,13 +101,19 @@ async def _shown_on_trigger(
 ) -> None:
     """A direct trigger shows the turn's progress, and its server's errors setting decides
     whether a failure is told in the channel or only logged; an ambient trigger, a scene and a
-    /respond (no message to mark) show nothing and tell as before."""
+    /respond (no message to mark) show nothing and tell as before. A new take of an answer is
+    no new message: it marks nothing (its message shows how its first answer ended, and the
+    take is seen being written), and its message's account stays that of the message (it has
+    no `trigger_message_id`); the errors setting holds for it as for any direct turn, a
+    failure it does not reply with being logged (there is no new message to react on)."""
     message_id = state.trigger_message_id
-    if not request.surfaces_errors or message_id is None:
+    if not request.surfaces_errors or (message_id is None and request.take is None):
         return
     visibility = await stage.config.visibility(surface.guild_id)
     if not visibility.replies:
         state.notices = LoggedNotices(surface.channel_id)
+    if message_id is None:
+        return
     state.progress = surface.progress(message_id, visibility.stages, from_queue=turn.from_queue)
     state.progress.report(ProgressStage.WORKING)
 
