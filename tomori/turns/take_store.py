@@ -5,7 +5,9 @@ In the shared database, so a press works from any process and after a restart. E
 of state is one conditional statement (open to making, making to open), so two presses at
 once, or a press beside the message that freezes the takes, never both win. A frozen answer's
 texts are cleared: nothing shows them again, and the database keeps no more of the model's
-words than the channel does.
+words than the channel does. The retention sweep deletes a frozen answer a day after it froze,
+and takes left open (the last answer of a channel gone quiet) a month after their last take or
+swipe (`tomori.policy.retention`).
 """
 
 from __future__ import annotations
