@@ -26,6 +26,7 @@ only that name's `teardown` removes it.
 - `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses
+- `takes.py`          regenerate and swipe: the last answer's buttons and their presses
 - `stop_buttons.py`   each live answer's Stop button, its presses, and its tidy-up
 - `locales.py`        the language a reader gets: an interaction's, else its server's
 - `progress_marks.py` a trigger's progress as the bot's own reactions on it (`ProgressMarks`)

@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Any
 
+from tomori.cast.personas import Persona
 from tomori.cast.scenes import scene_accepted, scene_refused
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings, seconds
@@ -58,6 +59,7 @@ from tomori_cog.reading.message_tool import message_lookup_tool
 from tomori_cog.runtime import Runtime
 from tomori_cog.stop_buttons import StopButtons
 from tomori_cog.surface import DiscordParts, DiscordSurface
+from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,19 @@ class TomoriChat:
         gate = AdmissionGate(library, settings, self.pacing)
         self.confirmations = Confirmations(library, self.pacing)
         """Tool calls waiting for their asker's press: the cogs' listener hands presses here."""
+        self.takes = AnswerTakes(
+            bot,
+            library,
+            self.pacing,
+            self.memory,
+            self.webhooks,
+            self.config,
+            settings.kill_policy,
+            locks=self._locks,
+            held=self.command_held,
+            persona_of=self._persona_of,
+        )
+        """The last answers' takes: the cogs' listener hands presses of their buttons here."""
         self.stop_buttons = StopButtons(library, self.stop_turn)
         """Each answer's Stop button: the cogs' listener hands presses here."""
         self.marks = ProgressMarks(bot, library, self.pacing, self._locks)
@@ -105,6 +120,7 @@ class TomoriChat:
             self.webhooks,
             LiveMessages(seconds(settings.queue_max_age_ms)),
             self.confirmations,
+            self.takes,
             self.stop_buttons,
             self.marks,
         )
@@ -170,6 +186,7 @@ class TomoriChat:
         async with self._start_lock:
             self._closed = True
             self.proxies.close()
+            await self.takes.close()
             self.marks.close()
             if self._runtime is not None:  # forgotten only once closed: a close cut short by
                 await self._runtime.aclose()  # its caller's deadline is finished by the next
@@ -193,10 +210,20 @@ class TomoriChat:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
         surface = DiscordSurface(self._parts, stage.metrics, channel, turn)
+        await self.takes.before_turn(turn, channel)
+        answered = None
         try:
-            await play(stage, surface, turn, guard)
+            answered = await play(stage, surface, turn, guard)
         finally:
-            surface.release()
+            buttoned = None
+            try:
+                buttoned = await self.takes.after_turn(turn, channel, answered)
+            finally:  # the take buttons' edit takes the Stop button off the message they go on
+                surface.release(buttoned)
+
+    async def _persona_of(self, guild_id: str, key: str) -> Persona | None:
+        personas = await (await self.ensure_started()).personas.of_server(guild_id)
+        return next((persona for persona in personas if persona.key == key), None)
 
     @property
     def bot_name(self) -> str:

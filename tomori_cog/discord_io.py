@@ -259,7 +259,9 @@ class LibraryPort(PacedPort):
         await self._sent[message_id].edit(view=None)
 
     async def _revise(self, message_id: str, content: str) -> None:
-        await self._sent[message_id].edit(content=content, allowed_mentions=self._pings)
+        # one it did not send (a new take written into an answer's messages) by its ID
+        message = self._sent.get(message_id) or self._channel.get_partial_message(int(message_id))
+        await message.edit(content=content, allowed_mentions=self._pings)
 
 
 UNKNOWN_WEBHOOK = 10015

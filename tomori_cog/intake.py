@@ -77,6 +77,7 @@ class Intake:
             message
         )  # before any await: memory sees a channel's messages in order
         self._parts.gate.heard(message)
+        self._parts.takes.heard(message)  # a new message freezes the last answer's takes
         if self.proxies.is_repost(message):
             claimed = await self.proxies.claim(message)
             if claimed is not None:

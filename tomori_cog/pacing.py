@@ -33,6 +33,11 @@ WEBHOOK_WINDOW_S = 2.25
 """Discord's two seconds, and a margin for the clocks of two machines."""
 
 
+TIDY_WITHIN_S = 60.0
+"""How long a component tidy-up (`DiscordPacing.tidy`, then its edit) may wait; past it (a
+backlog that long) it is dropped: the buttons stay as they are, and a press on them is told
+what became of their answer."""
+
 REACTION_WRITES = 1
 """Reactions added or removed per `REACTION_WINDOW_S` in one channel: adding and removing
 share Discord's bucket, keyed by the channel."""
@@ -68,7 +73,8 @@ class DiscordPacing:
 
     async def tidy(self, channel_id: int, webhook_id: int | None = None) -> None:
         """Return when one component tidy-up of a message in `channel_id` (posted by
-        `webhook_id`, if one did) may leave now: behind every other request of the budget, then
+        `webhook_id`, if one did) may leave now (an ended answer's Stop button taken away, its
+        take buttons put on or off): behind every other request of the budget, then
         when the channel's bucket (and the webhook's) has room to spare, holding no place in
         either meanwhile, so it never delays a text."""
         await self.budget.take(Urgency.TIDY)

@@ -129,6 +129,7 @@ class PersonaPort:
         if shown is not None:
             await self._bot_port.edit(message_id, named(shown, content), urgency=urgency)
             return
+        await self._port()  # a message it did not post (a swipe writes a take back): its webhook
         if self._webhook is None:
             raise DeliveryFailed("the webhook that sent this message is gone")
         try:

@@ -91,6 +91,7 @@ class Runtime:
             why = WhyBook(database)
             stack.push_async_callback(why.close)
             parts.gate.open(database, why)
+            parts.takes.open(database)
             parts.config.start(database)
             stack.push_async_callback(parts.config.aclose)
             locks = ChannelLocks(

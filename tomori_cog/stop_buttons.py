@@ -14,8 +14,10 @@ database is slow.
 
 When the answer ends (the next persona speaks, or the turn is over) its button is taken away
 by an edit that waits behind every other request of the bot and never takes a text's place in
-its channel's bucket (`DiscordPacing.tidy`); a press on a button still shown after its turn
-ended (the edit not made yet, or its process gone) is told so, and the reply takes it away.
+its channel's bucket (`DiscordPacing.tidy`), unless the answer's take buttons go on that same
+message (`tomori_cog.takes`): their edit replaces the Stop button, one edit for both. A press
+on a button still shown after its turn ended (the edit not made yet, or its process gone) is
+told so, and the reply takes it away.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tomori.words import said, say
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.locales import of_interaction
+from tomori_cog.pacing import TIDY_WITHIN_S
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +42,6 @@ CUSTOM_ID_PREFIX = "tomori:stop:"
 ANSWER_WITHIN_S = 2.0
 """How long a press waits for its outcome before its reply is deferred (Discord drops an
 interaction not answered within 3 s)."""
-TIDY_WITHIN_S = 60.0
-"""How long an ended answer's button waits for its edit; past it (a backlog that long) it
-stays, and a press on it says the answer ended."""
 MOST_REMEMBERED = 1_000
 """Messages whose button a press took away, remembered so their answer's end does not edit
 them again."""
@@ -84,11 +84,12 @@ class AnswerButton:
             if self._ended:  # posted as the answer ended
                 self._buttons.tidy(port, message_id)
 
-    def end(self) -> None:
-        """The answer ended: its button goes (in a task of its own)."""
+    def end(self, handed_over: str | None = None) -> None:
+        """The answer ended: its button goes (in a task of its own), unless the message that
+        shows it is `handed_over`, whose next edit (its take buttons) replaces it."""
         if not self._ended:
             self._ended = True
-            if self._shown is not None:
+            if self._shown is not None and self._shown[1] != handed_over:
                 self._buttons.tidy(*self._shown)
 
 
@@ -106,9 +107,10 @@ class TurnButtons:
         self._current = AnswerButton(self._buttons, self._view)
         return self._current
 
-    def end(self) -> None:
+    def end(self, handed_over: str | None = None) -> None:
+        """The last answer ended (`AnswerButton.end`)."""
         if self._current is not None:
-            self._current.end()
+            self._current.end(handed_over)
 
 
 class StopButtons:
@@ -143,6 +145,12 @@ class StopButtons:
                 await port.unbutton(message_id)
         except failures as error:
             log.info("message %s keeps its Stop button: %r", message_id, error)
+
+    async def settled(self) -> None:
+        """Wait until every ended answer's button this process was told of is taken away
+        (or left, past `TIDY_WITHIN_S`): for tests, which `wait_idle` does not hold up."""
+        while self._tidying:
+            await asyncio.gather(*self._tidying, return_exceptions=True)
 
     async def close(self) -> None:
         """Stop tidying: a button left shown says its answer ended when pressed."""

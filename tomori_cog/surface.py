@@ -26,6 +26,7 @@ from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
+from tomori.turns.request import TurnRequest
 from tomori.turns.surface import BOT_VOICE, Context, Reading, Speaker, Voice
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing
@@ -40,6 +41,7 @@ from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
 from tomori_cog.stop_buttons import AnswerButton, StopButtons
+from tomori_cog.takes import AnswerTakes
 from tomori_cog.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class DiscordParts:
     webhooks: Webhooks
     live_messages: LiveMessages
     confirmations: Confirmations
+    takes: AnswerTakes
     stop_buttons: StopButtons
     marks: ProgressMarks
 
@@ -155,7 +158,10 @@ class DiscordSurface:
         if limits.counts_tokens:  # the turn before this one recorded its tokens: count them
             await until_stopped(guard, self._metrics.flushed())
         requester = turn.trigger.requester_id or str(message.author.id)
-        return await parts.gate.may_start(self._channel, message, requester, surface_errors, limits)
+        retake = TurnRequest.of(turn.trigger).take is not None
+        return await parts.gate.may_start(
+            self._channel, message, requester, surface_errors, limits, retake=retake
+        )
 
     def deliverable(self) -> bool:
         return self._parts.gate.deliverability.allows(self._channel)
@@ -201,11 +207,12 @@ class DiscordSurface:
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._parts.confirmations.ask(self._channel, ask)
 
-    def release(self) -> None:
+    def release(self, handed_over: str | None = None) -> None:
         """The turn is over: give back the image bytes its reading held, and take its last
-        answer's Stop button away."""
+        answer's Stop button away, unless it is on message `handed_over`, whose take buttons
+        replace it (`tomori_cog.takes`)."""
         self._images.release()
-        self._buttons.end()
+        self._buttons.end(handed_over)
 
     def progress(
         self, message_id: str, visible: frozenset[Stage], *, from_queue: bool

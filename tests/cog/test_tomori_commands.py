@@ -403,6 +403,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "scenes",
         "prefill",
         "followups",
+        "swipes",
         "progress",
         "errors",
     }

@@ -45,7 +45,8 @@ async def started(
 
 
 def is_prompt(message: ChannelMessage) -> bool:
-    """Whether the message asks for a confirmation (an answer's Stop button is no prompt)."""
+    """Whether the message asks for a confirmation (an answer's Stop or take buttons are no
+    prompt)."""
     return any(custom.startswith(CUSTOM_ID_PREFIX) for custom in buttons(message).values())
 
 

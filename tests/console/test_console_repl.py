@@ -102,6 +102,7 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
         "Limits: cooldown off, daily tokens per user off (the bot's settings)\n"
         "Scenes: on (the bot's settings)\n"
         "Follow-ups: on (the bot's settings)\n"
+        "Swipes: on (the bot's settings)\n"
         "Progress: reactions (the bot's settings)\n"
         "Errors: reply (the bot's settings)\n"
         "Prefill: none\n"

@@ -12,9 +12,18 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tomori.config.models import ModelChain
 from tomori.policy.limits import DAY_S
-from tomori.policy.retention import PERSONA_MESSAGES_KEPT_S, sweep
+from tomori.policy.retention import (
+    FROZEN,
+    PERSONA_MESSAGES_KEPT_S,
+    TAKES_FROZEN_KEPT_S,
+    TAKES_OPEN_KEPT_S,
+    sweep,
+)
+from tomori.providers.base import Usage
 from tomori.store import Database
 from tomori.turns.config import ChannelConfig
+from tomori.turns.take_store import TakeStore
+from tomori.turns.takes import Takes, TakeState
 
 HOUR_S = 3600.0
 ENDPOINT = "http://llm.example/v1"
@@ -110,6 +119,41 @@ async def test_persona_messages_are_kept_thirty_days(database: DatabaseUnderTest
         )
     assert (await sweep(opened, database.base, config_of(database))).persona_messages
     assert await database.rows("SELECT message_id FROM persona_messages") == [("recent",)]
+
+
+async def test_an_answers_takes_go_a_day_after_they_froze_or_a_month_after_their_last_press(
+    database: DatabaseUnderTest,
+) -> None:
+    """Each answer written as the cog writes it (its first take, a second, a freeze as its
+    channel goes on), then aged on the database's clock."""
+    assert TakeState.FROZEN.value == FROZEN  # the sweep names the state a layer below
+    opened, now = await opened_now(database)
+    store = TakeStore(opened)
+    ages = {
+        "frozen long ago": (True, TAKES_FROZEN_KEPT_S + HOUR_S),
+        "frozen lately": (True, TAKES_FROZEN_KEPT_S - HOUR_S),
+        "open, untouched a month": (False, TAKES_OPEN_KEPT_S + HOUR_S),
+        "open, pressed lately": (False, TAKES_FROZEN_KEPT_S + HOUR_S),
+    }
+    for n, (answer, (frozen, age)) in enumerate(ages.items()):
+        channel = f"channel-{n}"
+        takes = Takes(answer, channel, "g", "t", "u", None, (answer,), 0, 1, TakeState.OPEN)
+        await store.first(takes, ["First take."], Usage(10, 5))
+        await store.begin_making(answer)
+        await store.made(answer, [answer], ["Second take."], Usage(10, 5))
+        if frozen:
+            assert await store.freeze(channel)
+        await database.execute(
+            "UPDATE answer_takes SET updated_at = ? WHERE answer_id = ?", (now - age, answer)
+        )
+    assert (await sweep(opened, database.base, config_of(database))).answer_takes == 2
+    kept = ["frozen lately", "open, pressed lately"]
+    assert sorted(await database.rows("SELECT answer_id FROM answer_takes")) == [
+        (answer,) for answer in kept
+    ]
+    texts = await database.rows("SELECT DISTINCT answer_id FROM answer_take_texts")
+    assert sorted(texts) == [(answer,) for answer in kept]  # a gone answer's texts went too
+    assert await store.of("open, untouched a month") is None  # a press: no longer kept
 
 
 async def test_model_health_is_forgotten_for_models_no_process_asks_at_their_endpoint(

@@ -107,6 +107,8 @@ DEFAULT_ROUTE_LIMITS: Mapping[str, RouteLimit] = {
     "commands": RouteLimit(5, 1.0),
     "users_me": RouteLimit(5, 1.0),
     "gateway": RouteLimit(5, 1.0),
+    # -- takes (issue 36): a message's delete, 204 (docs: Channel, Delete Message) ----------
+    "message_delete": RouteLimit(5, 1.0),
     "reaction": RouteLimit(1, 0.25),
 }
 """The routes the server answers, by name, with their default bucket sizes."""
@@ -824,6 +826,11 @@ class DiscordRestServer:
         message = self._find(channel_id, int(p["message_id"]))
         if name == "message_edit":
             self._edit(message, body)
+        if name == "message_delete":  # takes (issue 36): the bot deletes its own
+            if message.author_id != int(self.bot_user["id"]):
+                raise _Answer(403, 50013, "Missing Permissions")
+            self.remove_message(channel_id, message.id)
+            return 204, None
         return 200, message.payload
 
     # -- reactions (issue 36, progress) ----------------------------------------------------------
@@ -1217,6 +1224,13 @@ _ROUTES: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = (
         "GET",
         ("channels", "{channel_id}", "messages", "{message_id}"),
         "message_get",
+        ("channel_id",),
+    ),
+    # -- takes (issue 36) --
+    (
+        "DELETE",
+        ("channels", "{channel_id}", "messages", "{message_id}"),
+        "message_delete",
         ("channel_id",),
     ),
     ("POST", ("channels", "{channel_id}", "typing"), "typing", ("channel_id",)),

@@ -348,7 +348,9 @@ async def start_dpy_bot(
 
     async def echoed_edit(channel_id: int, message_id: int, **fields: Any) -> Any:
         # dpytest's fake finds the message in its caller's locals: keep it there for it.
-        self = sys._getframe(1).f_locals.get("self")  # noqa: F841
+        self = sys._getframe(1).f_locals.get("self")
+        if isinstance(self, discord.PartialMessage):  # an edit by ID (takes): the message itself
+            self = bot._connection._get_message(message_id) or self
         data = await original_edit(channel_id, message_id, **fields)
         echo = {
             **data,

@@ -239,14 +239,17 @@ class RestBot:
         by: Person = Person.ALICE,
         roles: Sequence[int] = (),
         permissions: int = 0,
+        locale: str = "en-US",
     ) -> dict[str, Any]:
-        """`by` (holding `roles`, and `permissions` in the channel) presses the button
-        `custom_id` of `message`: a component interaction. Returns the interaction callback's
-        body (`type`, `data`)."""
+        """`by` (holding `roles`, and `permissions` in the channel; their Discord set to
+        `locale`) presses the button `custom_id` of `message`: a component interaction.
+        Returns the interaction callback's body (`type`, `data`)."""
         channel = int(message.payload["channel_id"])
         data = {"custom_id": custom_id, "component_type": 2}
         extra = {"message": message.payload}
-        return await self._interaction(3, data, by, permissions, channel, roles=roles, extra=extra)
+        return await self._interaction(
+            3, data, by, permissions, channel, roles=roles, extra=extra, locale=locale
+        )
 
     # -- message commands (a message's context menu: Apps → its name) ---------------------------
 
@@ -369,6 +372,13 @@ class RestBot:
         await self.admitted()
         for channel in channels or self.channel_ids:
             await self.chat.wait_idle(channel)
+
+    async def tidied(self) -> None:
+        """`settled`, and the answers' buttons as they end: Stop buttons taken away, take
+        buttons put on or off (tidy-ups, which wait for room to spare)."""
+        await self.settled()
+        await self.chat.takes.settled()
+        await self.chat.stop_buttons.settled()
 
     async def admitted(self) -> None:
         """Wait for the library's event handlers: every message so far reached the listener."""

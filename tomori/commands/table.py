@@ -306,6 +306,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: admin.set_follow_ups(given["enabled"]),
     ),
     _tomori(
+        "swipes",
+        "Whether the last answer carries Regenerate and ◀ ▶ to swipe between its takes",
+        _enabled("true: its asker (or a moderator) may ask again and swipe; false: no buttons"),
+        action=lambda given: admin.set_swipes(given["enabled"]),
+    ),
+    _tomori(
         "progress",
         "Show a message's progress as reactions on it (waiting, working, a tool), or not",
         Option(

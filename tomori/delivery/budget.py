@@ -13,8 +13,8 @@ So the cog's own requests ask here first:
   coalesce while they wait: the writer composes its text only once its turn comes; they also
   wait out a backlog, since their answer's last text will carry them), then typing, then a
   trigger's progress marks (which wait out a backlog too), then tidy-ups (an ended answer's
-  Stop button taken away), which also wait for room to spare in their channel's bucket
-  holding no place in it (`ChannelPace.spare_in`).
+  Stop button taken away, an answer's take buttons put on or off), which also wait for room
+  to spare in their channel's bucket holding no place in it (`ChannelPace.spare_in`).
 - `ChannelPace` keeps each channel within its own bucket, so a request never leaves while
   Discord would refuse it, and never waits for another channel's bucket.
 

@@ -185,6 +185,14 @@ def set_follow_ups(enabled: bool) -> Action:
     return action
 
 
+def set_swipes(enabled: bool) -> Action:
+    async def action(target: Administered, where: Where) -> Notice:
+        await target.overrides.set(Scope.SERVER, *keys(where), Overrides(swipes=enabled))
+        return done(said("settings.swipes_on" if enabled else "settings.swipes_off"))
+
+    return action
+
+
 def set_progress(mode: str) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         chosen = choice(ShowProgress)("mode", mode)  # Discord offers the choices; not trusted
@@ -290,6 +298,7 @@ def _shown(resolved: Resolved) -> str:
             f"Scenes: {'on' if resolved.scenes.value else 'off'} ({resolved.scenes.source})",
             f"Follow-ups: {'on' if resolved.follow_ups.value else 'off'}"
             f" ({resolved.follow_ups.source})",
+            f"Swipes: {'on' if resolved.swipes.value else 'off'} ({resolved.swipes.source})",
             f"Progress: {resolved.progress.value} ({resolved.progress.source})",
             f"Errors: {resolved.errors.value} ({resolved.errors.source})",
             begins,

@@ -1,6 +1,6 @@
 """Where `/tomori` keeps what it sets: `server_settings` and `channel_settings` (migration 0006;
-whether a server allows scenes since 0013, the prefill since 0014, its progress and errors
-settings since 0021).
+whether a server allows scenes since 0013, the prefill since 0014, swipes since 0020, its
+progress and errors settings since 0021).
 
 A turn reads its channel's values afresh (one query for both scopes), so a change made through
 any process sharing the database applies from the next turn. The reply rule asks for every
@@ -34,11 +34,20 @@ _SERVER_COLUMNS = (
     "scenes",
     "prefill",
     "follow_ups",
+    "swipes",
     "progress",
     "errors",
 )
 _NOT_THERE = {
-    "channel": ("cooldown_ms", "daily_tokens", "scenes", "follow_ups", "progress", "errors"),
+    "channel": (
+        "cooldown_ms",
+        "daily_tokens",
+        "scenes",
+        "follow_ups",
+        "swipes",
+        "progress",
+        "errors",
+    ),
     "server": ("autoreply",),
 }
 
@@ -188,6 +197,7 @@ def _overrides(row: Row) -> Overrides:
         scenes=_flag(row["scenes"]),
         prefill=row["prefill"],
         follow_ups=_flag(row["follow_ups"]),
+        swipes=_flag(row["swipes"]),
         progress=_chosen(ShowProgress, row["progress"]),
         errors=_chosen(ShowErrors, row["errors"]),
     )

@@ -56,6 +56,8 @@ class Overrides:
     """What the answers begin with (`/tomori prefill`), checked by `check_prefill`."""
     follow_ups: bool | None = None
     """A server's only: whether a message of the user being answered stops the answer."""
+    swipes: bool | None = None
+    """A server's only: whether the last answer carries Regenerate and ◀ ▶ (`turns.takes`)."""
     progress: ShowProgress | None = None
     """A server's only: whether its direct triggers show their turn's progress as reactions."""
     errors: ShowErrors | None = None
@@ -88,6 +90,8 @@ class Defaults:
     """None: the environment sets no prefill."""
     follow_ups: bool = True
     """`TOMORI_FOLLOW_UPS`."""
+    swipes: bool = True
+    """Swipes are on until a server's admins turn them off."""
     progress: ShowProgress = ShowProgress.REACTIONS
     """`TOMORI_PROGRESS`."""
     errors: ShowErrors = ShowErrors.REPLY
@@ -117,6 +121,8 @@ class Resolved:
     """"" is none."""
     follow_ups: Sourced[bool]
     """A server's only, like `cooldown_ms`."""
+    swipes: Sourced[bool]
+    """A server's only, like `cooldown_ms`."""
     progress: Sourced[ShowProgress]
     """A server's only, like `cooldown_ms`."""
     errors: Sourced[ShowErrors]
@@ -134,6 +140,7 @@ def resolve(channel: Overrides, server: Overrides, defaults: Defaults) -> Resolv
         scenes=_first(None, server.scenes, defaults.scenes),
         prefill=_first(channel.prefill, server.prefill, defaults.prefill),
         follow_ups=_first(None, server.follow_ups, defaults.follow_ups),
+        swipes=_first(None, server.swipes, defaults.swipes),
         progress=_first(None, server.progress, defaults.progress),
         errors=_first(None, server.errors, defaults.errors),
     )

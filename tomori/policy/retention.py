@@ -15,6 +15,11 @@ keeps to them.
   `UNPROBED_KEPT_S` overdue, which a process asking the model there never lets happen.
 - `message_fates`: a day (`why_book.KEPT_S`), and no more than `why_book.MAX_ROWS` rows, the
   newest kept: what "Why no answer?" tells of a message (`tomori.monitoring.why_book`).
+- `answer_takes` and `answer_take_texts` (`tomori.turns.take_store`): an answer's takes
+  (regenerate and swipe), `TAKES_FROZEN_KEPT_S` (a day) after the channel went on and froze
+  them, so a late press of their buttons is told the conversation went on; or, still open (the
+  last answer of a channel gone quiet), `TAKES_OPEN_KEPT_S` (30 days) after their last take or
+  swipe, texts and all; a press after that is told they are no longer kept.
 - `channel_webhooks`: not swept. Discord says when a channel, or the bot's place in a server,
   is gone, and the cog forgets its webhooks then (`tomori_cog.webhooks`).
 
@@ -45,6 +50,10 @@ SWEEP_INTERVAL_S = 3600.0
 SLICE_S = 3600.0
 """Rows by age are deleted an hour of them per transaction."""
 UNPROBED_KEPT_S = 3600.0
+TAKES_FROZEN_KEPT_S = DAY_S
+TAKES_OPEN_KEPT_S = 30 * DAY_S
+FROZEN = "frozen"
+"""A frozen answer's `answer_takes.state` (`tomori.turns.takes.TakeState.FROZEN`, a layer up)."""
 
 
 class Chains(Protocol):
@@ -69,6 +78,7 @@ class Swept:
     persona_messages: int = 0
     model_health: int = 0
     message_fates: int = 0
+    answer_takes: int = 0
 
     @property
     def any(self) -> bool:
@@ -79,6 +89,7 @@ class Swept:
                 self.persona_messages,
                 self.model_health,
                 self.message_fates,
+                self.answer_takes,
             )
         )
 
@@ -93,6 +104,7 @@ async def sweep(database: Database, settings: Settings, chains: Chains) -> Swept
         await _older_than(database, "persona_messages", "posted_at", PERSONA_MESSAGES_KEPT_S),
         await _unasked_models(database, chains),
         await why_book.sweep(database),
+        await _answer_takes(database),
     )
 
 
@@ -122,6 +134,20 @@ async def _idle_limits(database: Database, author_cooldown_s: float) -> int:
             " AND (quota_noticed_at IS NULL OR quota_noticed_at < ?)",
             (idle_since, idle_since, idle_since),
         )
+
+
+async def _answer_takes(database: Database) -> int:
+    """Delete the answers whose takes are kept no longer, with their texts."""
+    gone = "(state = ? AND updated_at < ?) OR (state <> ? AND updated_at < ?)"
+    async with database.transaction() as tx:
+        now = await tx.now()
+        ages = (FROZEN, now - TAKES_FROZEN_KEPT_S, FROZEN, now - TAKES_OPEN_KEPT_S)
+        await tx.execute(
+            "DELETE FROM answer_take_texts WHERE answer_id IN"
+            f" (SELECT answer_id FROM answer_takes WHERE {gone})",
+            ages,
+        )
+        return await tx.execute(f"DELETE FROM answer_takes WHERE {gone}", ages)
 
 
 async def _unasked_models(database: Database, chains: Chains) -> int:
@@ -166,12 +192,13 @@ class Retention:
         if swept.any:
             log.info(
                 "retention: deleted %d token usage rows, %d idle user limits, %d persona "
-                "messages, %d health marks of models no chain names and %d steps of messages'"
-                " ways",
+                "messages, %d health marks of models no chain names, %d steps of messages'"
+                " ways and %d answers' takes",
                 swept.token_usage,
                 swept.user_limits,
                 swept.persona_messages,
                 swept.model_health,
                 swept.message_fates,
+                swept.answer_takes,
             )
         await asyncio.sleep(SWEEP_INTERVAL_S)

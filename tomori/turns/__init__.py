@@ -17,6 +17,12 @@
                 and the console's)
 - `cleared.py`  who hears that another's /kill cleared what they had waiting, and how
 - `stopped.py`  the note a turn's model is given on the answers stops ended before it
+- `takes.py`    regenerate and swipe as rules: the buttons' custom ids, who may press, which
+                take a swipe shows, how an answer's messages come to show a take
+- `take_store.py` each answer's takes in the database (migration 0020), frozen as the
+                channel goes on
+- `retake.py`   a new take's turn: its context ends at the answered message, and it is written
+                into the answer's own messages (`TakePort`)
 """
 
 from tomori.turns.config import ChannelConfig, TurnConfig

@@ -148,6 +148,11 @@ class ChannelConfig:
         environment's), through the cache: asked for every message admitted."""
         return (await self._server(guild_id, "follow-up setting")).follow_ups.value
 
+    async def swipes(self, guild_id: int | str | None) -> bool:
+        """Whether a server's last answer carries Regenerate and ◀ ▶ (None: direct messages,
+        where they always do), through the cache: asked as each answer ends and each press."""
+        return (await self._server(guild_id, "swipes setting")).swipes.value
+
     async def visibility(self, guild_id: int | str | None) -> Visibility:
         """What a server's direct triggers show of their turns (None: direct messages, the
         environment's), through the cache: asked as each turn starts and as one is queued."""

@@ -32,6 +32,9 @@ from tomori.turns.surface import Context, Reading, Surface, Voice
 
 log = logging.getLogger(__name__)
 
+Spoken = tuple[Persona, TurnState, ChainResult]
+"""A persona's answer in a turn: the persona, the state it spoke in, how it ended."""
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Playing:
@@ -110,25 +113,29 @@ class Playing:
 
     async def answer_as(
         self, state: TurnState, cast: Sequence[Persona], brief: AnswerBrief
-    ) -> None:
+    ) -> list[Spoken]:
         """Each persona of `cast` answers in turn, drawing in those its answer names (see the
         module docstring). Each answer begins with its persona's prefill, else the channel's,
-        but for a `/respond` one, which is the first answer's alone."""
+        but for a `/respond` one, which is the first answer's alone. Returns who spoke, with
+        the state each spoke in and how it ended, in order."""
         channel = self.surface.channel_id
         waiting = deque(cast)
         said: list[tuple[Persona, str]] = []
+        spoken: list[Spoken] = []
         while waiting and self.goes_on(state):
             persona = waiting.popleft()
             speaking = state if not said else next_speaker(state)
             result = await self.speak(speaking, persona, said, brief)
+            spoken.append((persona, speaking, result))
             if result.unreachable:
-                return
+                return spoken
             said.append((persona, result.text))
             drawn = drawn_in(self.everyone, result.text, persona)
             budget = self.stage.drawn_in
             if drawn is not None and drawn not in waiting and budget.allows(channel):
                 budget.started(channel)
                 waiting.append(drawn)
+        return spoken
 
     async def play_scene(self, state: TurnState, scene: Scene) -> None:
         """The scene's lines, each persona in turn for each cycle: each line stands free (no

@@ -2,10 +2,11 @@
 
 A turn waits in the lock store (`Trigger.payload`, JSON) and may run after a restart or in
 another process, so everything it needs beyond its message rides along: how it was addressed
-(which decides whether its asker hears of failures), the personas that answer it, a scene, and
-a `/respond`'s own parts. `TurnRequest.encode` writes that JSON and `TurnRequest.decode` reads
-it back; nothing else touches a payload's keys. Rows written by earlier versions stay
-readable: a payload without `addressed` carries the older `surface_errors` flag.
+(which decides whether its asker hears of failures), the personas that answer it, a scene,
+a `/respond`'s own parts, and a new take's answer (`takes.TakeAsk`). `TurnRequest.encode`
+writes that JSON and `TurnRequest.decode` reads it back; nothing else touches a payload's keys.
+Rows written by earlier versions stay readable: a payload without `addressed` carries the
+older `surface_errors` flag.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tomori.locks import Trigger
 from tomori.prompt.conversation import spoken
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Role
+from tomori.turns.takes import TakeAsk
 
 
 class Addressed(StrEnum):
@@ -93,6 +95,9 @@ class TurnRequest:
     """The name keys of the personas that answer, in order (none: the bot)."""
     scene: Scene | None = None
     respond: Respond | None = None
+    take: TakeAsk | None = None
+    """A new take of an answer (`tomori.turns.takes`): its context ends at the answer's message,
+    and it is written into the answer's messages."""
 
     @property
     def surfaces_errors(self) -> bool:
@@ -136,6 +141,8 @@ class TurnRequest:
                 "prompt": respond.prompt,
                 "prefill": respond.prefill,
             }
+        if self.take is not None:
+            payload["take"] = self.take.encode()
         return payload
 
     @classmethod
@@ -160,7 +167,9 @@ class TurnRequest:
             respond = Respond(
                 str(parts.get("asker") or ""), parts.get("prompt"), parts.get("prefill")
             )
-        return cls(addressed, personas, scene, respond)
+        found_take = payload.get("take")
+        take = TakeAsk.decode(found_take) if isinstance(found_take, Mapping) else None
+        return cls(addressed, personas, scene, respond, take)
 
     @classmethod
     def of(cls, trigger: Trigger) -> TurnRequest:

@@ -14,7 +14,9 @@ trigger called (`cast.py`), or a scene's lines, each pass within what the asker'
 A direct trigger shows the turn's stage as it goes, and how it ended
 (`tomori.delivery.progress`); where its server says so, failures are only logged. What became
 of the turn's message (each model's part, a stop, what was delivered) is reported to its
-account as it goes (`tomori.monitoring.why`).
+account as it goes (`tomori.monitoring.why`). A new take of an answer (`tomori.turns.takes`)
+plays in the channel as that answer's turn saw it (`retake.py`), and `play` returns the one
+answer a turn gave to one message, which can have takes.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from tomori.monitoring.why import (
 from tomori.policy.turn_budget import TurnBudget
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
+from tomori.turns.retake import Retaking
 from tomori.turns.stage import Stage
 from tomori.turns.stopped import stopped_notices
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
+from tomori.turns.takes import Answered, used
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +65,12 @@ class _Prepared:
     """What the turn may spend of its asker's day (None: no daily token limit holds)."""
 
 
-async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> None:
-    """Run `turn` in `surface`'s channel (see the module docstring)."""
+async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> Answered | None:
+    """Run `turn` in `surface`'s channel (see the module docstring); the answer it ended
+    with, if that can have takes (`tomori.turns.takes`)."""
     request = TurnRequest.of(turn.trigger)
+    if request.take is not None:
+        surface = Retaking(surface, request.take)
     scene = request.scene
     state = TurnState(
         surface.channel_id,
@@ -80,10 +87,10 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
         asked = Asked(state.trigger_message_id, surface.channel_id, turn.trigger.requester_id)
         state.account = account = MessageAccount(asked, stage.why)
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
-        return  # scenes are played in a server's channels the bot may post in
+        return None  # scenes are played in a server's channels the bot may post in
     await _shown_on_trigger(stage, surface, turn, state, request)
     try:
-        await _played(stage, surface, turn, guard, state, request, account)
+        return await _played(stage, surface, turn, guard, state, request, account)
     finally:
         stopped = guard.stop_requested() or guard.stop_reason() is not None
         state.progress.report(ending(stopped=stopped, failed=state.failed or state.undelivered))
@@ -94,13 +101,19 @@ async def _shown_on_trigger(
 ) -> None:
     """A direct trigger shows the turn's progress, and its server's errors setting decides
     whether a failure is told in the channel or only logged; an ambient trigger, a scene and a
-    /respond (no message to mark) show nothing and tell as before."""
+    /respond (no message to mark) show nothing and tell as before. A new take of an answer is
+    no new message: it marks nothing (its message shows how its first answer ended, and the
+    take is seen being written), and its message's account stays that of the message (it has
+    no `trigger_message_id`); the errors setting holds for it as for any direct turn, a
+    failure it does not reply with being logged (there is no new message to react on)."""
     message_id = state.trigger_message_id
-    if not request.surfaces_errors or message_id is None:
+    if not request.surfaces_errors or (message_id is None and request.take is None):
         return
     visibility = await stage.config.visibility(surface.guild_id)
     if not visibility.replies:
         state.notices = LoggedNotices(surface.channel_id)
+    if message_id is None:
+        return
     state.progress = surface.progress(message_id, visibility.stages, from_queue=turn.from_queue)
     state.progress.report(ProgressStage.WORKING)
 
@@ -113,7 +126,7 @@ async def _played(
     state: TurnState,
     request: TurnRequest,
     account: MessageAccount | None,
-) -> None:
+) -> Answered | None:
     async with AsyncExitStack() as typing:
         try:
             prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
@@ -121,7 +134,7 @@ async def _played(
             log.info("turn %s stopped before any model was asked", turn.turn_id)
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
             _stopped(account, guard)
-            return
+            return None
         except Exception:
             state.failed = True
             stage.record_unasked(state, StreamStatus.ERROR)
@@ -134,15 +147,16 @@ async def _played(
             )
             if request.surfaces_errors:
                 await state.post_notice(GENERATION_ERROR)
-            return
+            return None
         if prepared is None:
-            return
-        result = await _answer(prepared, state, request)
+            return None
+        result, answered = await _answer(prepared, state, request)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
     if account is not None:
         _stopped(account, guard)
         _delivered(account, state, result)
+    return answered
 
 
 def _stopped(account: MessageAccount | None, guard: TurnGuard) -> None:
@@ -168,18 +182,29 @@ def _delivered(account: MessageAccount, state: TurnState, result: ChainResult | 
 
 async def _answer(
     prepared: _Prepared, state: TurnState, request: TurnRequest
-) -> ChainResult | None:
-    """The scene's lines, the personas' answers, or the bot's."""
+) -> tuple[ChainResult | None, Answered | None]:
+    """The scene's lines, the personas' answers, or the bot's: how the bot's chain ended
+    (None for a scene's or personas'), and the one answer it gave to one message, which can
+    have takes (none for a scene's, a `/respond`'s, or several)."""
     playing = prepared.playing
     stage, surface, config = playing.stage, playing.surface, playing.config
     if request.scene is not None:
         await playing.play_scene(state, request.scene)
-        return None
+        return None, None
     respond = request.respond
     brief = respond.brief(config.prefill) if respond else AnswerBrief(channel=config.prefill)
+    if prepared.cast and request.take is not None:  # that persona alone, drawing in none
+        persona = prepared.cast[0]
+        spoken = await playing.speak(state, persona, (), brief)
+        usage = used(list(spoken.usage().values()))
+        return None, Answered(persona.key, tuple(state.delivered), usage)
     if prepared.cast:
-        await playing.answer_as(state, prepared.cast, brief)
-        return None
+        answers = await playing.answer_as(state, prepared.cast, brief)
+        if respond is not None or len(answers) != 1:
+            return None, None
+        [(persona, speaking, spoken)] = answers
+        usage = used(list(spoken.usage().values()))
+        return None, Answered(persona.key, tuple(speaking.delivered), usage)
     result = await answer_turn(
         playing.turn,
         playing.guard,
@@ -197,7 +222,9 @@ async def _answer(
     )
     if result.forbidden:
         surface.refused()
-    return result
+    if respond is not None:
+        return result, None
+    return result, Answered(None, tuple(state.delivered), used(list(result.usage().values())))
 
 
 async def _told_if_spent(

@@ -148,6 +148,11 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         async def followups(self, interaction: Interaction, enabled: bool) -> None:
             await self.run(interaction, "tomori followups", enabled=enabled)
 
+        @tomori.command(**_declared("tomori swipes"))
+        @_as_declared("tomori swipes")
+        async def swipes(self, interaction: Interaction, enabled: bool) -> None:
+            await self.run(interaction, "tomori swipes", enabled=enabled)
+
         @tomori.command(**_declared("tomori progress"))
         @_as_declared("tomori progress")
         async def progress(self, interaction: Interaction, mode: ProgressMode) -> None:

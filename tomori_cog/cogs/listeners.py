@@ -45,10 +45,11 @@ class GatewayListeners:
 
     @listens
     async def on_interaction(self, interaction: Any) -> None:
-        """A press of a tool call's confirmation button or an answer's Stop button (the
-        commands have their own)."""
+        """A press of a tool call's confirmation button, an answer's Stop button, or its take
+        buttons (the commands have their own)."""
         await self.chat.confirmations.pressed(interaction)
         await self.chat.stop_buttons.pressed(interaction)
+        await self.chat.takes.pressed(interaction)
 
     @listens
     async def on_raw_message_edit(self, payload: Any) -> None:

@@ -127,6 +127,12 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         ) -> None:
             await self.run(interaction, "tomori followups", enabled=enabled)
 
+        @tomori.subcommand(**_declared("tomori swipes"))  # type: ignore[untyped-decorator]
+        async def swipes(
+            self, interaction: Interaction, enabled: bool = _option("tomori swipes", "enabled")
+        ) -> None:
+            await self.run(interaction, "tomori swipes", enabled=enabled)
+
         @tomori.subcommand(**_declared("tomori progress"))  # type: ignore[untyped-decorator]
         async def progress(
             self, interaction: Interaction, mode: str = _option("tomori progress", "mode")

@@ -126,17 +126,29 @@ class AdmissionGate:
         return True
 
     async def may_start(
-        self, channel: Any, message: Any, user: str, surface_errors: bool, limits: UserLimits
+        self,
+        channel: Any,
+        message: Any,
+        user: str,
+        surface_errors: bool,
+        limits: UserLimits,
+        *,
+        retake: bool = False,
     ) -> bool:
         """Whether a turn about to start (maybe from the queue) may still ask a model; `user`
-        is its requester (for a proxy's repost, the member who wrote it)."""
+        is its requester (for a proxy's repost, the member who wrote it). A new take of the
+        message's answer (`retake`) is held alike, but is no new message: what refuses it is
+        not added to the message's "Why no answer?" account, which tells what became of the
+        message itself."""
+        noted = not retake
         if not self.deliverability.allows(channel):
-            self._note(message, user, Step(Fate.CANNOT_POST))
+            if noted:
+                self._note(message, user, Step(Fate.CANNOT_POST))
             return False
         refusal = await self._judged(message, user, limits, surface_errors, arriving=False)
         if refusal is None:
             return True
-        await self._refused(message, user, refusal, surface_errors)
+        await self._refused(message, user, refusal, surface_errors, noted=noted)
         return False
 
     async def command_refusal(
@@ -190,9 +202,10 @@ class AdmissionGate:
             self._why.note(Asked(str(message.id), str(message.channel.id), user), step)
 
     async def _refused(
-        self, message: Any, user: str, refusal: Refusal, surface_errors: bool
+        self, message: Any, user: str, refusal: Refusal, surface_errors: bool, *, noted: bool = True
     ) -> None:
-        self._note(message, user, Step(Fate.REFUSED, refusal.limit, until=refusal.retry_at))
+        if noted:
+            self._note(message, user, Step(Fate.REFUSED, refusal.limit, until=refusal.retry_at))
         log.info(
             "message %s in channel %s by %s: over the %s until %.0f; not answered%s",
             message.id,

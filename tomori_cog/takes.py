@@ -1,0 +1,490 @@
+"""Regenerate and swipe on Discord (`tomori.turns.takes` holds the rules).
+
+Once the bot's (or a persona's) answer to a message ends, and nothing newer came in its
+channel, its last message gets a row of buttons: ◀, the take shown ("1/1", disabled), ▶ and
+Regenerate. The cog's `on_interaction` hands every press of them here (`pressed`), from any
+process and after a restart (the answer's takes are in the database). A press of Regenerate
+takes the buttons off (the press's own reply, within Discord's 3 s) and queues the new take as
+a turn under the channel's lock (`TakeAsk` in its `TurnRequest`); the turn writes it into the
+answer's messages (`tomori.turns.retake`), and `after_turn` keeps it and puts the buttons back,
+showing it. A press of ◀ or ▶ writes the stored take into the messages the same way (more
+messages posted after them, or the unused deleted) and moves the counter. Anyone but the asker
+or a moderator is told no, ephemerally, in their language (`of_interaction`); the buttons
+are labelled in the server's (`of_channel`). A new message in the channel (`heard`), or another
+turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
+
+Putting buttons on or taking them off is a component tidy-up, as taking an ended answer's Stop
+button away is (`DiscordPacing.tidy`): behind every other request of the bot, and only when
+the channel's bucket has room to spare, so it never delays an answer's text. Where the buttons
+go on the message that shows the answer's Stop button, their edit takes that away too
+(`after_turn` names it: `tomori_cog.stop_buttons` makes no edit of its own there). The take's
+own text goes as a turn's would, and a swipe's as what its presser waits on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
+
+from tomori.cast.personas import Persona
+from tomori.config.settings import KillPolicy
+from tomori.delivery.notices import Notice
+from tomori.delivery.port import ChannelPort, DeliveryError, Urgency
+from tomori.locks import Admission, ChannelLocks, Turn
+from tomori.store import Database
+from tomori.turns import Addressed, ChannelConfig, TurnRequest
+from tomori.turns.retake import TakePort
+from tomori.turns.take_store import TakeStore
+from tomori.turns.takes import (
+    LABELS,
+    Answered,
+    Press,
+    PressRefusal,
+    TakeAsk,
+    Takes,
+    TakeState,
+    custom_id,
+    layout,
+    may_press,
+    pressed,
+    refusal,
+    swiped,
+)
+from tomori.words import Text, said, say
+from tomori_cog.discord_io import LibraryPort, call_failures, find_channel
+from tomori_cog.library import Library
+from tomori_cog.locales import of_channel, of_interaction
+from tomori_cog.pacing import TIDY_WITHIN_S, DiscordPacing
+from tomori_cog.persona_port import PersonaPort
+from tomori_cog.reading.memory import RecentMessages
+from tomori_cog.webhooks import Webhooks, home_of
+
+log = logging.getLogger(__name__)
+
+Held = Callable[[int, int, int], Awaitable[Notice | None]]
+"""Why the asker may not start a turn now (their cooldown, their day's tokens), keyed by the
+press: `TomoriChat.command_held`."""
+PersonaOf = Callable[[str, str], Awaitable[Persona | None]]
+"""A server's persona by its name key (None: removed since)."""
+
+
+class AnswerTakes:
+    """The takes of the answers in this bot's channels (see the module docstring)."""
+
+    def __init__(
+        self,
+        bot: Any,
+        library: Library,
+        pacing: DiscordPacing,
+        memory: RecentMessages,
+        webhooks: Webhooks,
+        config: ChannelConfig,
+        kill_policy: KillPolicy,
+        *,
+        locks: Callable[[], Awaitable[ChannelLocks]],
+        held: Held,
+        persona_of: PersonaOf,
+    ) -> None:
+        """`locks` starts the cog if it is not yet, and gives its channel locks."""
+        self._bot = bot
+        self._library = library
+        self._pacing = pacing
+        self._memory = memory
+        self._webhooks = webhooks
+        self._config = config
+        self._kill_policy = kill_policy
+        self._locks = locks
+        self._held = held
+        self._persona_of = persona_of
+        self._store: TakeStore | None = None
+        self._open: set[str] | None = None
+        """The channels with takes not frozen (read once from the store, then kept)."""
+        self._heard: dict[str, int] = {}
+        """By channel, the newest message heard there that the cog did not post."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        """The freezes (`heard`) and button edits (`_later`) under way."""
+
+    def open(self, database: Database) -> None:
+        self._store = TakeStore(database)
+        self._open = None
+
+    async def settled(self) -> None:
+        """Wait until the freezes and button edits under way are done: for tests, which
+        `TomoriChat.wait_idle` does not hold up for a tidy-up."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Drop the button edits still waiting (before the database and the session close)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._store = None
+
+    # -- the answer's turn ----------------------------------------------------------------------
+
+    async def before_turn(self, turn: Turn, channel: Any) -> None:
+        """Another turn in the channel freezes its takes (a new take's turn, all but its own)."""
+        take = TurnRequest.of(turn.trigger).take
+        await self._freeze(channel, keep=None if take is None else take.answer_id)
+
+    async def after_turn(self, turn: Turn, channel: Any, answered: Answered | None) -> str | None:
+        """The answer a turn ended with gets its buttons, or a new take is kept and shown. The
+        message the buttons go on, if any: their edit takes its Stop button off too."""
+        if self._store is None:
+            return None
+        try:
+            take = TurnRequest.of(turn.trigger).take
+            if take is not None:
+                return await self._made(self._store, channel, take, answered)
+            if answered is not None:
+                return await self._first(self._store, turn, channel, answered)
+        except Exception as error:
+            if not self._store.is_database_error(error):
+                raise
+            log.warning("channel %s: the answer's takes could not be kept: %r", channel.id, error)
+        return None
+
+    async def _first(
+        self, store: TakeStore, turn: Turn, channel: Any, answered: Answered
+    ) -> str | None:
+        trigger, asker = turn.trigger.message_id, turn.trigger.requester_id
+        if not answered.messages or trigger is None or asker is None:
+            return None
+        if self._heard.get(str(channel.id), 0) > int(trigger):
+            return None  # the channel went on while it answered
+        guild = getattr(channel, "guild", None)
+        guild_id = None if guild is None else str(guild.id)
+        if not await self._config.swipes(guild_id):
+            return None
+        messages = tuple(m.message_id for m in answered.messages)
+        takes = Takes(
+            messages[0],
+            str(channel.id),
+            guild_id,
+            trigger,
+            asker,
+            answered.persona,
+            messages,
+            0,
+            1,
+            TakeState.OPEN,
+        )
+        await store.first(takes, [m.text for m in answered.messages], answered.usage)
+        await self._opened(str(channel.id))
+        return self._shown_later(store, channel, takes)
+
+    async def _made(
+        self, store: TakeStore, channel: Any, take: TakeAsk, answered: Answered | None
+    ) -> str | None:
+        """A new take's turn ended: kept and shown if it wrote anything (the answer's messages
+        it did not need deleted), else the answer is as it was, its buttons back."""
+        if answered is None or not answered.messages:
+            if await store.not_made(take.answer_id):
+                found = await store.of(take.answer_id)
+                if found is not None:
+                    return self._shown_later(store, channel, found)
+            return None
+        messages = [m.message_id for m in answered.messages]
+        unused = [m for m in take.messages if m not in messages]
+        await self._delete(channel, take.persona, unused)
+        takes = await store.made(
+            take.answer_id, messages, [m.text for m in answered.messages], answered.usage
+        )
+        return None if takes is None else self._shown_later(store, channel, takes)
+
+    def _shown_later(self, store: TakeStore, channel: Any, takes: Takes) -> str | None:
+        """Show the takes' buttons (`_show`) without holding the turn; the message they go on,
+        None if they do not (the takes are not open)."""
+        if takes.state is not TakeState.OPEN:
+            return None
+        self._later(channel, self._show(store, channel, takes))
+        return takes.messages[-1]
+
+    def _later(self, channel: Any, edit: Coroutine[Any, Any, None]) -> None:
+        """Put buttons on or take them off in a task of its own: the turn or the message that
+        asked never waits for a tidy-up."""
+
+        async def run() -> None:
+            try:
+                await edit
+            except Exception as error:  # the store gone meanwhile: the next press says so
+                log.warning("channel %s: the buttons could not change: %r", channel.id, error)
+
+        task = asyncio.create_task(run(), name="tomori-takes-buttons")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- the channel going on -------------------------------------------------------------------
+
+    def heard(self, message: Any) -> None:
+        """A message in a channel: one the cog did not post freezes the channel's takes. The
+        listener does not wait for it (a channel's messages stay in their order there)."""
+        me = self._bot.user
+        if me is not None and message.author.id == me.id:
+            return
+        if not getattr(message, "webhook_id", None):
+            self._went_on(message)
+        task = asyncio.create_task(self._heard_from(message), name="tomori-takes-freeze")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _went_on(self, message: Any) -> None:
+        channel_id = str(message.channel.id)
+        self._heard[channel_id] = max(self._heard.get(channel_id, 0), int(message.id))
+
+    async def _heard_from(self, message: Any) -> None:
+        webhook_id = getattr(message, "webhook_id", None)
+        if webhook_id:
+            if await self._webhooks.is_ours(webhook_id):
+                return  # a persona's answer
+            self._went_on(message)
+        await self._freeze(message.channel)
+
+    async def _freeze(self, channel: Any, keep: str | None = None) -> None:
+        store = self._store
+        channel_id = str(channel.id)
+        if store is None or channel_id not in await self._open_channels(store):
+            return
+        try:
+            frozen = await store.freeze(channel_id, keep)
+        except Exception as error:
+            if not store.is_database_error(error):
+                raise
+            log.warning("channel %s: takes could not be frozen: %r", channel_id, error)
+            return
+        if keep is None:
+            assert self._open is not None
+            self._open.discard(channel_id)
+        for takes in frozen:
+            self._later(channel, self._components(channel, takes, takes.messages[-1], None))
+
+    async def _open_channels(self, store: TakeStore) -> set[str]:
+        if self._open is None:
+            try:
+                self._open = await store.open_channels()
+            except Exception as error:
+                if not store.is_database_error(error):
+                    raise
+                log.warning("the channels with takes could not be read: %r", error)
+                return set()
+        return self._open
+
+    async def _opened(self, channel_id: str) -> None:
+        assert self._store is not None
+        (await self._open_channels(self._store)).add(channel_id)
+
+    # -- presses --------------------------------------------------------------------------------
+
+    async def pressed(self, interaction: Any) -> bool:
+        """Answer a press of a take button; False: the interaction is not one."""
+        data = getattr(interaction, "data", None) or {}
+        found = pressed(str(data.get("custom_id") or ""))
+        if found is None:
+            return False
+        answer_id, press = found
+        await self._locks()  # the cog started: its store open
+        store = self._store
+        assert store is not None
+        takes = await store.of(answer_id)
+        refused = refusal(takes, takes is None or await self._config.swipes(takes.guild_id))
+        why: Text | None = None if refused is None else refused.words
+        if takes is not None and refused is not PressRefusal.GONE:
+            manages = bool(getattr(interaction.permissions, "manage_messages", False))
+            if not may_press(takes, str(interaction.user.id), manages, self._kill_policy):
+                why = PressRefusal.NOT_YOURS.words
+        if why is None and takes is not None:
+            if press is Press.REGENERATE:
+                why = await self._regenerate(store, interaction, takes)
+            else:
+                why = await self._swipe(store, interaction, takes, press)
+        if why is not None:
+            await self._tell(interaction, why)
+        return True
+
+    async def _regenerate(self, store: TakeStore, interaction: Any, takes: Takes) -> Text | None:
+        if takes.guild_id is not None:
+            held = await self._held(int(takes.guild_id), int(takes.asker_id), interaction.id)
+            if held is not None:
+                return held.in_locale(of_interaction(interaction)).description
+        if not await store.begin_making(takes.answer_id):
+            return PressRefusal.MAKING.words
+        try:  # the buttons go while the take is made
+            await interaction.response.edit_message(view=None)
+        except call_failures(self._library) as error:
+            log.warning("a press of Regenerate could not be answered: %s", error)
+        personas = () if takes.persona is None else (takes.persona,)
+        request = TurnRequest(Addressed.DIRECTLY, personas, take=takes.ask())
+        locks = await self._locks()
+        admission = await locks.submit(request.trigger(takes.channel_id, None, takes.asker_id))
+        log.info("regenerate in channel %s: %s", takes.channel_id, admission)
+        if admission not in (Admission.STARTED, Admission.QUEUED):
+            await store.not_made(takes.answer_id)
+            await self._follow_up(interaction, PressRefusal.NOT_QUEUED.words)
+            channel = await find_channel(self._bot, self._library, int(takes.channel_id))
+            if channel is not None:
+                await self._show(store, channel, takes)
+        return None
+
+    async def _swipe(
+        self, store: TakeStore, interaction: Any, takes: Takes, press: Press
+    ) -> Text | None:
+        index = swiped(takes, press)
+        if index is None:
+            return PressRefusal.NO_MORE.words
+        parts = await store.parts(takes.answer_id, index)
+        if not parts or not await store.begin_making(takes.answer_id):
+            return PressRefusal.MAKING.words
+        try:
+            await interaction.response.defer()
+        except call_failures(self._library) as error:
+            log.warning("a swipe could not be answered: %s", error)
+        messages = list(takes.messages)
+        channel = await find_channel(self._bot, self._library, int(takes.channel_id))
+        try:
+            if channel is not None:
+                messages = await self._write(channel, takes, parts)
+        finally:
+            shown = await store.swiped(takes.answer_id, index, messages)
+        if channel is not None and shown is not None:
+            was_last = takes.messages[-1]
+            if was_last in shown.messages[:-1]:  # more messages now: its buttons move on
+                await self._components(channel, takes, was_last, None)
+            await self._show(store, channel, shown)
+        return None
+
+    async def _tell(self, interaction: Any, why: Text) -> None:
+        """Why the press did nothing, only to the presser, in their language."""
+        try:
+            told = say(why, of_interaction(interaction))
+            await interaction.response.send_message(told, ephemeral=True)
+        except call_failures(self._library) as error:
+            log.warning("a press of a take button could not be answered: %s", error)
+
+    async def _follow_up(self, interaction: Any, why: Text) -> None:
+        """`_tell`, once the press was answered already (its buttons taken off)."""
+        try:
+            told = say(why, of_interaction(interaction))
+            await interaction.followup.send(told, ephemeral=True)
+        except call_failures(self._library) as error:
+            log.warning("a press of Regenerate could not be told why: %s", error)
+
+    # -- the answer's messages ------------------------------------------------------------------
+
+    async def _write(self, channel: Any, takes: Takes, parts: Sequence[str]) -> list[str]:
+        """The answer's messages show `parts`: those it has edited in order, more posted
+        after them, the rest deleted (`layout`); the messages that show it now."""
+        planned = layout(takes.messages, parts)
+        port = TakePort(await self._port(channel, takes), takes.messages)
+        shown: list[str] = []
+        try:
+            for part in parts:
+                shown.append(await port.send(part, reply_to=None, urgency=Urgency.FIRST))
+        except DeliveryError as error:
+            log.warning("channel %s: a take could not be shown whole: %s", channel.id, error)
+            return shown + list(takes.messages[len(shown) :])
+        await self._delete(channel, takes.persona, planned.deleted)
+        return shown
+
+    async def _port(self, channel: Any, takes: Takes) -> ChannelPort:
+        """The port the answer's messages are written through: the bot's, or its persona's
+        (pinging nobody: a take shown again is no new mention)."""
+        bot_port = LibraryPort(self._library, channel, self._pacing, self._memory)
+        if takes.persona is None or takes.guild_id is None:
+            return bot_port
+        persona = await self._persona_of(takes.guild_id, takes.persona)
+        if persona is None:
+            return bot_port
+        return PersonaPort(
+            self._library,
+            channel,
+            self._pacing,
+            self._webhooks,
+            persona,
+            bot_port,
+            self._memory,
+        )
+
+    async def _show(self, store: TakeStore, channel: Any, takes: Takes) -> None:
+        """The buttons on the answer's last message, showing which take it is; taken off
+        again if the channel went on meanwhile (the freeze's edit may have landed first)."""
+        if takes.state is not TakeState.OPEN:
+            return
+        last = takes.messages[-1]
+        await self._components(channel, takes, last, self._buttons(takes, of_channel(channel)))
+        now = await store.of(takes.answer_id)
+        if now is None or now.state is TakeState.FROZEN:
+            await self._components(channel, takes, last, None)
+
+    def _buttons(self, takes: Takes, locale: str) -> Any:
+        """◀, the counter, ▶ and Regenerate, labelled in `locale` (the server's)."""
+        answer = takes.answer_id
+
+        def label(press: Press) -> str:
+            return say(takes.counter if press is Press.COUNT else said(LABELS[press]), locale)
+
+        view = self._library.buttons(
+            (label(Press.PREVIOUS), custom_id(answer, Press.PREVIOUS), "secondary"),
+            (label(Press.COUNT), custom_id(answer, Press.COUNT), "secondary"),
+            (label(Press.NEXT), custom_id(answer, Press.NEXT), "secondary"),
+            (label(Press.REGENERATE), custom_id(answer, Press.REGENERATE), "primary"),
+        )
+        disabled = {custom_id(answer, Press.COUNT)}
+        if takes.shown == 0:
+            disabled.add(custom_id(answer, Press.PREVIOUS))
+        if takes.shown == takes.count - 1:
+            disabled.add(custom_id(answer, Press.NEXT))
+        for item in view.children:
+            item.disabled = item.custom_id in disabled
+        return view
+
+    async def _components(self, channel: Any, takes: Takes, message_id: str, view: Any) -> None:
+        """Put `view` on one of the answer's messages (None: take its buttons off), as a
+        tidy-up (`DiscordPacing.tidy`). Buttons are never worth a turn: whatever this edit
+        meets (a wait past `TIDY_WITHIN_S` too) is logged, and the turn goes on."""
+        try:
+            async with asyncio.timeout(TIDY_WITHIN_S):
+                webhook = None
+                if takes.persona is not None:
+                    webhook = await self._webhooks.of(channel)
+                await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
+                if webhook is not None:
+                    await self._stateful(webhook).edit_message(
+                        int(message_id), view=view, **self._thread(channel)
+                    )
+                else:
+                    await channel.get_partial_message(int(message_id)).edit(view=view)
+        except Exception as error:
+            log.warning("channel %s: the takes' buttons could not change: %r", channel.id, error)
+
+    def _thread(self, channel: Any) -> dict[str, Any]:
+        """What a webhook's request names when its message is in a thread (its parent owns
+        the webhook)."""
+        return {"thread": channel} if home_of(self._library, channel) is not channel else {}
+
+    def _stateful(self, webhook: Any) -> Any:
+        """The webhook with the bot's state, which nextcord wants before it edits components
+        (its partial webhooks have none; discord.py's carry the client's)."""
+        if not self._library.is_nextcord:
+            return webhook
+        data = {"id": webhook.id, "type": 1, "token": webhook.token}
+        module = self._library.module
+        return module.Webhook(data, session=webhook.session, state=self._bot._connection)
+
+    async def _delete(self, channel: Any, persona: str | None, message_ids: Sequence[str]) -> None:
+        """Delete the answer's messages a take did not need."""
+        if not message_ids:
+            return
+        webhook = await self._webhooks.of(channel) if persona is not None else None
+        for message_id in message_ids:
+            try:
+                await self._pacing.write(channel.id, Urgency.LAST)
+                if webhook is not None:
+                    await webhook.delete_message(int(message_id))
+                else:
+                    await channel.get_partial_message(int(message_id)).delete()
+            except call_failures(self._library) as error:
+                log.warning("channel %s: message %s stays: %s", channel.id, message_id, error)
+        self._memory.deleted(channel.id, [int(m) for m in message_ids])
