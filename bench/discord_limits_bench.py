@@ -31,6 +31,15 @@ global limit after that; the floor max(2N/50, 6 + N/50) s is printed too.
 on every mention, taken down once answered, two reactions an answer on top of its text. The
 report then says how many marks were still on a mention when the run ended (none should be).
 
+Each answer's buttons change once it ends, behind every other request (`DiscordPacing.tidy`):
+its Stop button taken off its first message, its take buttons (◀ 1/1 ▶ Regenerate) put on its
+last. A worker waits for those edits too (bounded by `TIDY_WITHIN_S` and a margin) before it
+reports, so they are in the requests counted (and any 429 they meet); the report says how many
+component edits Discord took, how many Stop buttons were left on answers and how many answers
+lack their take buttons (none should), and when the last edit landed. An answer is complete
+when its text was (`ChannelMessage.text_at`): a later edit of its buttons alone does not move
+that time.
+
 `--llmcord PATH` runs llmcord's bot (one process, discord.py, its default embeds) from a
 checkout at PATH through the same harness at each `--channels` (bench/llmcord_worker.py); the
 bench fetches nothing, and without the path that row is skipped.
@@ -55,6 +64,9 @@ from tests.support.llm_server import Action, LLMServer, Reply, SeenRequest, at, 
 from tests.support.openai_wire import chunk
 from tests.support.rest_bots import declare_world, rest_server
 from tests.support.world import BOT_ID
+from tomori.turns.takes import CUSTOM_ID_PREFIX as TAKE_PREFIX
+from tomori_cog.pacing import TIDY_WITHIN_S
+from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
 
 HERE = Path(__file__).resolve().parent
 WORKER = "discord_limits_worker.py"
@@ -194,7 +206,9 @@ async def one_run(
             reports = []
             for worker in workers:
                 assert worker.stdout is not None
-                line = await asyncio.wait_for(worker.stdout.readline(), deadline + 60)
+                line = await asyncio.wait_for(
+                    worker.stdout.readline(), deadline + TIDY_WITHIN_S + 60
+                )
                 if not line:
                     raise RuntimeError(f"a worker stopped: {_tail(logs)}")
                 reports.append(json.loads(line))
@@ -205,7 +219,7 @@ async def one_run(
         for log in logs:
             log.close()
         await server.close()
-    return figures(server, channels, began, ended, reports, logins, before)
+    return figures(server, channels, began, ended, reports, logins, before, buttons=llmcord is None)
 
 
 async def _all_answered(server: DiscordRestServer, channels: list[int], until: float) -> None:
@@ -232,6 +246,16 @@ def _text(message: Any) -> str:
     return message.content or "".join(embed.get("description") or "" for embed in embeds)
 
 
+def _buttons(message: Any, prefix: str) -> int:
+    """How many of the message's buttons have a custom id starting with `prefix`."""
+    rows = message.payload.get("components") or []
+    return sum(
+        str(button.get("custom_id") or "").startswith(prefix)
+        for row in rows
+        for button in row.get("components") or []
+    )
+
+
 def shown_answer(server: DiscordRestServer, channel: int) -> str:
     return "".join(_text(m) for m in _answers(server, channel))
 
@@ -252,25 +276,32 @@ def figures(
     reports: list[dict[str, Any]],
     logins: int,
     before: Counter[str],
+    *,
+    buttons: bool = True,
 ) -> dict[str, Any]:
+    """What the run counted; with `buttons` (the cog's bot), the answers' buttons too."""
     expected = _squeezed(ANSWER)
     first_text: list[float] = []
     completion: list[float] = []
     complete = partial = lost = 0
-    marks_left = 0
+    marks_left = stop_left = untaken = 0
     for channel in channels:
         asked = [m for m in server.messages(channel) if m.author_id != BOT_ID][-1]
         marks_left += bool(server.reactions_on(asked.id))
         answers = _answers(server, channel)
+        stop_left += sum(bool(_buttons(m, STOP_PREFIX)) for m in answers)
         if not answers:
             lost += 1
             continue
+        untaken += not _buttons(answers[-1], TAKE_PREFIX)
         first_text.append(min(m.created_at for m in answers) - asked.created_at)
         if _squeezed(shown_answer(server, channel)) == expected:
             complete += 1
-            completion.append(max(m.changed_at for m in answers) - asked.created_at)
+            completion.append(max(m.text_at for m in answers) - asked.created_at)
         else:
             partial += 1
+    bot_messages = [m for c in channels for m in server.messages(c) if m.author_id == BOT_ID]
+    last_change = max((m.changed_at for m in bot_messages), default=None)
     seconds = ended - began
     n = len(channels)
     bound = 2 * n / server.global_limit
@@ -299,6 +330,11 @@ def figures(
         "lag_p99_ms": max(report["lag_p99_ms"] for report in reports),
         "reactions": (server.requests_by_route - before)["reaction"],
         "marks_left": marks_left,
+        "component_edits": server.component_edits if buttons else None,
+        "stop_buttons_left": stop_left if buttons else None,
+        "answers_without_take_buttons": untaken if buttons else None,
+        "tidied": all(report.get("tidied", True) for report in reports),
+        "last_change_s": None if last_change is None else last_change - began,
         "bound_s": bound,
         "all_done_s": all_done,
         "all_done_vs_bound": None if all_done is None else all_done / max(bound, MODEL_SECONDS),
@@ -339,6 +375,11 @@ def report(library: str, mode: str, processes: int, run: dict[str, Any], start: 
             f"  answers complete {run['complete']}, partial {run['partial']}, "
             f"lost {run['lost']}; event-loop lag p99 {run['lag_p99_ms']:.1f} ms; "
             f"reactions {run['reactions']}, marks left on mentions {run['marks_left']}",
+            f"  component edits {_fmt(run['component_edits'])}, Stop buttons left "
+            f"{_fmt(run['stop_buttons_left'])}, answers without their take buttons "
+            f"{_fmt(run['answers_without_take_buttons'])}; the last edit landed at "
+            f"{_fmt(run['last_change_s'], ' s', 1)}"
+            f"{'' if run['tidied'] else ' (the tidy-ups outlasted their wait)'}",
             f"  bound 2N/50 = {run['bound_s']:.1f} s; all complete at "
             f"{_fmt(run['all_done_s'], ' s', 1)} = "
             f"{_fmt(run['all_done_vs_bound'], 'x')} of max(bound, model time); "

@@ -8,7 +8,8 @@ the LLM server's URL, the database, this process's channels and the deadline. Th
 logs the bot in against the server (tests/support/rest_bots.py), prints `ready`, and waits
 for a line on stdin; then every channel's mention is posted to the server and reaches the bot
 as the gateway would deliver it, all at once. When every channel's turn has ended, or at the
-deadline, it prints one JSON line (`lag_p99_ms`, `settled`) and stops the bot.
+deadline, it waits (bounded) for the answers' buttons to change as they end (`tidy_ups`), then
+prints one JSON line (`lag_p99_ms`, `settled`, `tidied`) and stops the bot.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import Delivery, Settings, ShowProgress
 from tomori_cog import add_tomori
 from tomori_cog.chat import TomoriChat
+from tomori_cog.pacing import TIDY_WITHIN_S
 
 QUESTION = f"<@{BOT_ID}> tell me about the sea"
 EARLIER = "the tide is coming in"
@@ -111,9 +113,14 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
                         await service.wait_idle(channel)
             except TimeoutError:
                 settled = False
+            tidied = await tidy_ups(service)
         finally:
             watcher.cancel()
-            result = {"lag_p99_ms": percentile(lag, 0.99) * 1000, "settled": settled}
+            result = {
+                "lag_p99_ms": percentile(lag, 0.99) * 1000,
+                "settled": settled,
+                "tidied": tidied,
+            }
             print(json.dumps(result), flush=True)
             if config["library"] == "nextcord":
                 bot.remove_cog("Tomori")
@@ -124,6 +131,19 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
                 await bot.remove_cog("Tomori")
             await bot.http.close()
     return result
+
+
+async def tidy_ups(service: TomoriChat) -> bool:
+    """Wait for the answers' component tidy-ups, which no turn waits for: each ended answer's
+    Stop button taken off, the last answer's take buttons put on. Each gives up by itself past
+    `TIDY_WITHIN_S` (the button left as it is), so this wait is bounded by that and a margin;
+    False if it ran out (the bench then counts the buttons left)."""
+    try:
+        async with asyncio.timeout(TIDY_WITHIN_S + 15):
+            await asyncio.gather(service.takes.settled(), service.stop_buttons.settled())
+    except TimeoutError:
+        return False
+    return True
 
 
 async def said_before(bot: Any, channels: list[int], control: str) -> None:

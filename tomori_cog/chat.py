@@ -99,6 +99,7 @@ class TomoriChat:
             self.webhooks,
             self.config,
             settings.kill_policy,
+            settings.max_takes,
             locks=self._locks,
             held=self.command_held,
             persona_of=self._persona_of,

@@ -50,6 +50,7 @@ from tomori.turns.takes import (
     may_press,
     pressed,
     refusal,
+    regenerable,
     swiped,
 )
 from tomori.words import Text, said, say
@@ -82,12 +83,14 @@ class AnswerTakes:
         webhooks: Webhooks,
         config: ChannelConfig,
         kill_policy: KillPolicy,
+        most_takes: int,
         *,
         locks: Callable[[], Awaitable[ChannelLocks]],
         held: Held,
         persona_of: PersonaOf,
     ) -> None:
-        """`locks` starts the cog if it is not yet, and gives its channel locks."""
+        """`most_takes` is how many takes an answer keeps (`TOMORI_MAX_TAKES`); `locks`
+        starts the cog if it is not yet, and gives its channel locks."""
         self._bot = bot
         self._library = library
         self._pacing = pacing
@@ -95,6 +98,7 @@ class AnswerTakes:
         self._webhooks = webhooks
         self._config = config
         self._kill_policy = kill_policy
+        self._most_takes = most_takes
         self._locks = locks
         self._held = held
         self._persona_of = persona_of
@@ -305,12 +309,16 @@ class AnswerTakes:
         return True
 
     async def _regenerate(self, store: TakeStore, interaction: Any, takes: Takes) -> Text | None:
+        if not regenerable(takes, self._most_takes):
+            return PressRefusal.ENOUGH.words
         if takes.guild_id is not None:
             held = await self._held(int(takes.guild_id), int(takes.asker_id), interaction.id)
             if held is not None:
                 return held.in_locale(of_interaction(interaction)).description
-        if not await store.begin_making(takes.answer_id):
-            return PressRefusal.MAKING.words
+        if not await store.begin_making(takes.answer_id, below=self._most_takes):
+            now = await store.of(takes.answer_id)  # a take made since it was read counts
+            enough = now is not None and not regenerable(now, self._most_takes)
+            return (PressRefusal.ENOUGH if enough else PressRefusal.MAKING).words
         try:  # the buttons go while the take is made
             await interaction.response.edit_message(view=None)
         except call_failures(self._library) as error:

@@ -3,10 +3,11 @@ library's real client: the last answer carries ◀ 1/1 ▶ Regenerate once it en
 asks the model again with the same context and writes the new take into the answer; ◀ shows
 the first again, and the next turn's model is shown the take on display; another member's
 press is refused, a new message freezes the takes, a take of fewer or more messages deletes or
-posts the rest, swipes turn off per server, and a persona's takes survive a restart. Every word
-of them is the catalog's: the labels in the server's language, a refusal in the presser's.
+posts the rest, swipes turn off per server, a persona's takes survive a restart, and
+Regenerate past the takes an answer keeps is refused. Every word of them is the catalog's: the
+labels in the server's language, a refusal in the presser's.
 
-Two tests, each a story through one bot, and each channel's bucket five times quicker than
+Three tests, each a story through one bot, and each channel's bucket five times quicker than
 Discord's in the bot and the server alike (`tests/support/pace.py`): the subject here is what
 the buttons do, not Discord's pace, which tests/cog/test_stop_button.py and the limits bench
 hold the tidy-ups to."""
@@ -260,3 +261,27 @@ async def test_a_personas_takes_survive_a_restart_and_a_moderator_may_press(
     await again.press(second, previous(second))
     back = await showing(again, "1/2")
     assert (back.id, back.content) == (first.id, "Aria, once.")
+
+
+async def test_regenerate_past_the_answers_takes_is_refused_and_asks_no_model(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """An answer keeps at most `TOMORI_MAX_TAKES` takes: Regenerate past them is refused, only
+    to the presser and in their language, no model asked and the answer as it was; ◀ still
+    shows the takes it keeps."""
+    settings = settings_for(tmp_path, history_memory_channels=0, max_takes=2)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(answer("First take."), answer("Second take."), answer("One too many."))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.press(first, regenerate(first))
+    await bot.settled()
+    second = await showing(bot, "2/2")
+
+    told(await bot.press(second, regenerate(second)), PressRefusal.ENOUGH)
+    told(await bot.press(second, regenerate(second), locale="ja"), PressRefusal.ENOUGH, "ja")
+    await bot.settled()
+    assert len(llm_server.requests) == 2
+    assert [(m.content, counter(m)) for m in bot.shown()] == [("Second take.", "2/2")]
+    await bot.press(second, previous(second))
+    assert (await showing(bot, "1/2")).content == "First take."

@@ -167,6 +167,9 @@ class ChannelMessage:
     """When the server stored it (`time.monotonic()` of the server's process)."""
     changed_at: float = field(default_factory=time.monotonic)
     """When it was created or last edited."""
+    text_at: float = field(default_factory=time.monotonic)
+    """When it was created or its text (content, embeds) last edited: an edit of its
+    components alone (an answer's buttons) leaves it."""
     avatar_url: str | None = None
     """The avatar a webhook's execute asked for (Discord shows it as the author's)."""
 
@@ -447,6 +450,9 @@ class DiscordRestServer:
         """When each request of the token in the last second came (for `busiest_second`)."""
         self._busiest_span = 0
         self.requests_by_route: Counter[str] = Counter()
+        self.component_edits = 0
+        """Edits of a message's components alone (its text left as it is): buttons put on or
+        taken off."""
         self.rate_limited: Counter[str] = Counter({"global": 0, "user": 0, "shared": 0})
         """429s answered, by `X-RateLimit-Scope` (bans are counted in `banned_requests`).
         Discord answers `shared` for resources other bots share (emoji, for one) that the cog
@@ -1047,6 +1053,10 @@ class DiscordRestServer:
         message.payload_json = json.dumps(payload)
         message.versions.append(payload["content"])
         message.changed_at = time.monotonic()
+        if "content" in body or "embeds" in body:
+            message.text_at = message.changed_at
+        elif "components" in body:
+            self.component_edits += 1
 
     def _history(self, channel_id: int, query: Mapping[str, str]) -> list[dict[str, Any]]:
         """Newest first, as Discord answers: `limit` (1-100, 50) before, after or around."""

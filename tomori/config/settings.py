@@ -568,6 +568,14 @@ class Settings:
         "most tokens all of one server's members may spend together per UTC day (direct "
         "messages count as one server); 0 for no limit",
     )
+    max_takes: int = setting(
+        "TOMORI_MAX_TAKES",
+        10,
+        integer(2, unit="takes", maximum=100),
+        "most takes one answer keeps (its first and those Regenerate made): a press of "
+        "Regenerate past them is refused and asks no model, while ◀ ▶ still show them (a "
+        "server turns Regenerate off with /tomori swipes)",
+    )
     max_bot_turns: int = setting(
         "TOMORI_MAX_BOT_TURNS",
         3,

@@ -77,15 +77,23 @@ class TakeStore:
         )
         return tuple(json.loads(rows[0]["parts"])) if rows else ()
 
-    async def begin_making(self, answer_id: str) -> bool:
+    async def begin_making(self, answer_id: str, *, below: int | None = None) -> bool:
         """Open to making (a new take is asked for, or a swipe writes one); False if it was
-        not open. A take being made for longer than `MAKING_STALE_S` counts as open: its
-        turn was lost (dropped for age, or its process gone), and the answer is not stuck."""
+        not open, or (`below`: a new take) it keeps that many takes already, counted in the
+        same statement so that a take made meanwhile counts. A take being made for longer
+        than `MAKING_STALE_S` counts as open: its turn was lost (dropped for age, or its
+        process gone), and the answer is not stuck."""
+        counted = (
+            ""
+            if below is None
+            else " AND (SELECT COUNT(*) FROM answer_take_texts x"
+            " WHERE x.answer_id = answer_takes.answer_id) < ?"
+        )
         async with self._db.transaction() as tx:
             now = await tx.now()
             changed = await tx.execute(
                 "UPDATE answer_takes SET state = ?, updated_at = ? WHERE answer_id = ?"
-                " AND (state = ? OR (state = ? AND updated_at < ?))",
+                " AND (state = ? OR (state = ? AND updated_at < ?))" + counted,
                 (
                     TakeState.MAKING.value,
                     now,
@@ -93,6 +101,7 @@ class TakeStore:
                     TakeState.OPEN.value,
                     TakeState.MAKING.value,
                     now - MAKING_STALE_S,
+                    *(() if below is None else (below,)),
                 ),
             )
         return changed > 0

@@ -8,6 +8,9 @@ display, so that is what every later turn reads. Only the asker may press, or a 
 manage messages (or anyone, where `/kill` is anyone's: `KillPolicy`); a new message in the
 channel, or another turn there, freezes the takes as shown (the buttons go).
 
+An answer keeps at most `TOMORI_MAX_TAKES` takes (`regenerable`): Regenerate past them is
+refused, no model asked, and ◀ ▶ still show those it has.
+
 A new take is a turn (`TakeAsk` rides in its `TurnRequest`): it takes the channel's lock, counts
 its tokens against the asker's day, and streams into the answer's own messages (`retake.py`).
 A take that needs more messages than the answer has posts the rest after them (nothing newer
@@ -76,6 +79,8 @@ class PressRefusal(StrEnum):
     GONE = "reply.take.gone"
     NO_MORE = "reply.take.no_more"
     NOT_QUEUED = "reply.take.not_queued"
+    ENOUGH = "reply.take.enough"
+    """Regenerate, on an answer that keeps as many takes as it may (`TOMORI_MAX_TAKES`)."""
 
     @property
     def words(self) -> Said:
@@ -183,6 +188,12 @@ def refusal(takes: Takes | None, swipes_on: bool) -> PressRefusal | None:
     if takes.state is TakeState.MAKING:
         return PressRefusal.MAKING
     return None
+
+
+def regenerable(takes: Takes, most: int) -> bool:
+    """Whether Regenerate may make another take: an answer keeps at most `most`, so one
+    asker cannot ask its models again without end, nor the store keep their every text."""
+    return takes.count < most
 
 
 def swiped(takes: Takes, press: Press) -> int | None:
