@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 
-from tomori.delivery.budget import ChannelPace, RequestBudget, keep_shared
+from tomori.delivery.budget import ChannelPace, RequestBudget, Slot, keep_shared
 from tomori.delivery.port import Urgency
 from tomori.delivery.traffic import Traffic, TrafficReport
 from tomori_cog.buckets import scope_buckets
@@ -41,9 +42,12 @@ what became of their answer."""
 REACTION_WRITES = 1
 """Reactions added or removed per `REACTION_WINDOW_S` in one channel: adding and removing
 share Discord's bucket, keyed by the channel."""
-REACTION_WINDOW_S = 0.5
-"""Discord's quarter second (its headers have long said a second), doubled: a mark is never
-urgent, and two sent a quarter second apart may reach Discord closer on a loaded loop."""
+REACTION_WINDOW_S = 1.1
+"""The second Discord's headers announce for that bucket (its real one is a quarter second),
+and a tenth for the event loop, counted from the answer (`DiscordPacing.react`). A library
+holds a reaction that long after an answer that left the bucket empty, nextcord whatever the
+headers say, out of the pacer's sight; a removal on a route it has not linked to the add's
+yet is not held and left right behind a held add: a 429. A mark is never urgent."""
 
 
 class DiscordPacing:
@@ -91,11 +95,15 @@ class DiscordPacing:
         creation) may leave now."""
         await self.budget.take(urgency)
 
-    async def react(self, channel_id: int) -> None:
-        """Return when one reaction added or removed in `channel_id` may leave now: within
-        the channel's reaction bucket, last of all the bot's requests (`Urgency.REACTION`)."""
-        async with self._reaction_pace.slot(("reaction", channel_id)):
+    @asynccontextmanager
+    async def react(self, channel_id: int) -> AsyncIterator[Slot]:
+        """Enter when one reaction added or removed in `channel_id` may leave now: within the
+        channel's reaction bucket, last of all the bot's requests (`Urgency.REACTION`). The
+        block sends it, or says it sent none (`Slot.unused`); the bucket counts it from when
+        the block ends, its answer come, so the library never has one to hold."""
+        async with self._reaction_pace.slot(("reaction", channel_id)) as slot:
             await self.budget.take(Urgency.REACTION)
+            yield slot
 
     def may_type(self) -> bool:
         """Whether a typing indicator may go now: only when no request of the bot waits (it is

@@ -4,9 +4,10 @@
 message should show, it catches up in a task of its own: it waits for a reaction's place
 (`DiscordPacing.react`: the channel's reaction bucket, behind every other request of the bot),
 then sends what still differs, the new mark before the old one's removal, so a mark that
-waited while the turn moved on is never sent. `ProgressMarks` keeps one `Progress` per trigger
-in this process, so the stage the listener reports (queued) and the turn's stages reach the
-same one, and forgets it once its ending is shown.
+waited while the turn moved on is never sent. The channel's reaction bucket counts a change
+from when Discord answered it: the next waits a full window after. `ProgressMarks` keeps one
+`Progress` per trigger in this process, so the stage the listener reports (queued) and the
+turn's stages reach the same one, and forgets it once its ending is shown.
 
 A queued mark is sent only while the lock store still holds the message in its queue: its turn
 may have begun in another process meanwhile, which takes down a queued mark it may find
@@ -77,16 +78,18 @@ class TriggerMarks:
             while (step := self._step()) is not None:
                 if not owner.allowed(channel_id):
                     return
-                await owner.pacing.react(channel_id)
-                step = self._step()  # what waited may have changed meanwhile: only what differs
-                if step is None:
-                    return
-                add, mark = step
-                if add and mark == QUEUED_MARK and not await owner.still_queued(self):
-                    self._wanted = None
-                    continue
-                if not await self._send(add, mark):
-                    return
+                async with owner.pacing.react(channel_id) as slot:
+                    step = self._step()  # what waited may have changed: only what differs
+                    if step is None:
+                        slot.unused()
+                        return
+                    add, mark = step
+                    if add and mark == QUEUED_MARK and not await owner.still_queued(self):
+                        self._wanted = None
+                        slot.unused()
+                        continue
+                    if not await self._send(add, mark):
+                        return
         finally:
             self._task = None
             owner.tidy(self)

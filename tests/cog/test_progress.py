@@ -21,6 +21,7 @@ from tomori.config.settings import ShowProgress
 from tomori.delivery.progress import MARKS, SHOW_AFTER_S, Stage
 
 QUEUED, WORKING, FAILED = MARKS[Stage.QUEUED], MARKS[Stage.WORKING], MARKS[Stage.FAILED]
+STOPPED = MARKS[Stage.STOPPED]
 KEY_REFUSED = "Provider Refused the Key"
 
 
@@ -86,6 +87,28 @@ async def test_a_queued_message_shows_queued_then_working_then_nothing_once_answ
     assert server.marks_of(first) == [f"+{WORKING}", f"-{WORKING}"]
     assert server.marks_of(second) == [f"+{QUEUED}", f"+{WORKING}", f"-{QUEUED}", f"-{WORKING}"]
     assert server.reactions_on(second) == []
+    assert server.rate_limited["user"] == server.rate_limited["global"] == 0
+
+
+async def test_a_kill_just_after_the_working_mark_swaps_the_marks_without_a_429(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """/kill the moment 💭 lands: ⏹️ goes up and 💭 comes down in the channel's reaction
+    bucket, neither refused. (nextcord held the add a second on its own, out of the pacer's
+    sight, and the removal, on a route it had not linked yet, left right after it: a 429.)"""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    go = asyncio.Event()
+    llm_server.script(held("Never said.", go))
+    asked = bot.say(f"{bot.mention()} a long one")
+    await until(lambda: server.reactions_on(asked) == [WORKING])
+    await bot.kill()
+    go.set()
+    await bot.settled()
+
+    assert server.marks_of(asked) == [f"+{WORKING}", f"+{STOPPED}", f"-{WORKING}"]
+    assert server.reactions_on(asked) == [STOPPED]
+    assert server.rate_limited_by_route == {}
     assert server.rate_limited["user"] == server.rate_limited["global"] == 0
 
 

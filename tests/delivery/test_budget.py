@@ -123,6 +123,20 @@ async def test_a_channel_waits_for_its_own_bucket_and_never_for_anothers() -> No
     assert 0.25 <= time.monotonic() - started < 0.5  # its own bucket is
 
 
+async def test_a_request_counts_from_the_end_of_its_block_and_one_unsent_not_at_all() -> None:
+    pace = ChannelPace(limit=1, window_s=0.2)
+    async with pace.slot("reactions") as slot:
+        slot.unused()  # what waited was no longer worth sending
+    started = time.monotonic()
+    async with pace.slot("reactions"):
+        assert time.monotonic() - started < 0.02  # the unsent one took no room
+        await asyncio.sleep(0.3)  # the request, answered slowly
+    answered = time.monotonic()
+    async with pace.slot("reactions"):
+        pass
+    assert 0.18 <= time.monotonic() - answered < 0.4  # a window from the answer, not the start
+
+
 async def test_a_refusal_fills_the_channels_bucket_until_it_ends() -> None:
     pace = ChannelPace(limit=5, window_s=1.0)
     pace.back_off("refused", retry_after_s=0.2)

@@ -197,6 +197,17 @@ class RequestBudget:
             heapq.heappop(self._waiting).granted.set_result(None)
 
 
+@dataclass
+class Slot:
+    """One request's place in its key's bucket, for a `ChannelPace.slot` block."""
+
+    used: bool = True
+
+    def unused(self) -> None:
+        """The block sent nothing after all: its end takes no room in the bucket."""
+        self.used = False
+
+
 class ChannelPace:
     """Each channel's writes within its bucket: at most `limit` per `window_s`, per key."""
 
@@ -215,10 +226,11 @@ class ChannelPace:
         self._locks: dict[Hashable, asyncio.Lock] = {}
 
     @asynccontextmanager
-    async def slot(self, key: Hashable, *, spaced: bool = False) -> AsyncIterator[None]:
+    async def slot(self, key: Hashable, *, spaced: bool = False) -> AsyncIterator[Slot]:
         """Wait until `key`'s bucket has room for one more request, then hold the key while
         the caller waits for its turn in the token's budget; the request counts as sent when
-        the block ends (so the window runs from when it really leaves).
+        the block ends (so the window runs from when it really leaves), unless the block
+        found it had nothing to send (`Slot.unused`).
 
         A `spaced` request also waits for the bucket's steady pace (one per `window_s /
         limit`) since the key's last one, and leaves the window's last room free: an answer's
@@ -232,8 +244,10 @@ class ChannelPace:
                 if wait <= 0:
                     break
                 await asyncio.sleep(wait)
-            yield
-            self.took(key)
+            held = Slot()
+            yield held
+            if held.used:
+                self.took(key)
 
     def spare_in(self, key: Hashable) -> float:
         """How long until `key`'s bucket has room to spare (as for a `spaced` request) while
