@@ -5,9 +5,9 @@ member's message (answered as theirs), may be a stop word (it stops its user's a
 answered or not by the reply rule; one to answer passes the gate (deliverability, bot loops, the
 member's limits) in arrival order and is queued in the channel's lock as a `TurnRequest` (a
 direct one shows its queued mark once it waited a second). Edits and deletes reach a message
-still waiting for its turn; one dropped for age, or cleared by another's /kill, is told so, as
-its server's settings say. Each step of the way is noted for "Why no answer?"
-(`tomori.monitoring.why`).
+still waiting for its turn; one dropped for age, or cleared by a /kill or stop word, shows so,
+and its asker is told (unless the stop was theirs), as its server's settings say. Each step of
+the way is noted for "Why no answer?" (`tomori.monitoring.why`).
 """
 
 from __future__ import annotations
@@ -228,12 +228,15 @@ class Intake:
         )
         await post_notice_safely(notices, NOT_ANSWERED, trigger.channel_id)
 
-    async def tell_cleared(self, triggers: Sequence[Trigger]) -> None:
-        """Queued messages another's /kill cleared in one channel: who asked directly hears
-        so once, by a reply to their newest, or named in one notice (`tomori.turns.cleared`)."""
+    async def tell_cleared(self, triggers: Sequence[Trigger], by: str | None) -> None:
+        """Queued messages a /kill or stop word of `by` cleared in one channel: each direct one
+        shows it stopped; whose another's /kill cleared hears so once, by a reply to their
+        newest, or named in one notice (`tomori.turns.cleared`); `by` knows."""
+        others = [trigger for trigger in triggers if trigger.requester_id != by]
         for trigger in triggers:
-            self._note(trigger, Step(Fate.CLEARED))
-        askers = cleared_askers(triggers)
+            own = trigger.requester_id == by
+            self._note(trigger, Step(Fate.CLEARED_OWN if own else Fate.CLEARED))
+        askers = cleared_askers(others)
         channel_id = triggers[0].channel_id
         marked = [
             message_id

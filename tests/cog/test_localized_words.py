@@ -90,7 +90,7 @@ async def test_a_japanese_members_why_no_answer_is_told_in_japanese_with_no_mess
     assert account["description"] == (
         "- 受け取り、すぐに回答を始めました。\n"
         "- モデル `openai:test-model`: 429（レート制限）。\n"  # noqa: RUF001
-        "どのモデルも回答しませんでした。\n\n"
+        "- どのモデルも回答しませんでした。\n\n"
         "記録は1日保存されます。メッセージの本文は保存していません。"
     )
     not_for_the_bot = await why(unaddressed, "ja")
@@ -102,7 +102,7 @@ async def test_a_japanese_members_why_no_answer_is_told_in_japanese_with_no_mess
     assert in_english["description"] == (
         "- Seen, and taken up at once.\n"
         "- Model `openai:test-model`: 429 (rate limited).\n"
-        "No model answered it.\n\n"
+        "- No model answered it.\n\n"
         "Kept for a day; no message text is kept."
     )
 

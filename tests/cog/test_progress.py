@@ -1,7 +1,9 @@
 """A direct trigger shows its turn's progress as the bot's reactions, on the Discord-faithful
 REST server with each library's real client: queued, then working, then taken down once
 answered; a fast answer shows nothing but itself; a failure shows its mark, or its embed, or
-nothing, as the server's /tomori errors says; /tomori progress off shows none."""
+nothing, as the server's /tomori errors says; /tomori progress off shows none. A member's own
+/kill or stop word shows their cleared messages stopped, and "Why no answer?" says who cleared
+them; a message replaced by a follow-up shows nothing once stopped (the next answer covers it)."""
 
 from __future__ import annotations
 
@@ -9,23 +11,29 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import new_snowflake
 from tests.support.llm_server import LLMServer, Reply, hold_until, sse
 from tests.support.openai_wire import chunk
-from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot
+from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, said
 from tests.support.scripts import answer, finished, http_error
 from tests.support.waiting import until
 from tests.support.world import CHANNEL_ID, Person
+from tomori.commands import WHY
 from tomori.config.settings import ShowProgress
 from tomori.delivery.progress import MARKS, SHOW_AFTER_S, Stage
 
 QUEUED, WORKING, FAILED = MARKS[Stage.QUEUED], MARKS[Stage.WORKING], MARKS[Stage.FAILED]
 STOPPED = MARKS[Stage.STOPPED]
+MANAGE_MESSAGES = 1 << 13
 KEY_REFUSED = "Provider Refused the Key"
 
 
-async def started(open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path) -> RestBot:
+async def started(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, **settings_: Any
+) -> RestBot:
     """A bot whose server shows progress (the test settings turn it off), with first-token
     budgets long enough for a model a test holds while it watches the marks."""
     settings = settings_for(
@@ -33,6 +41,7 @@ async def started(open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: P
         progress=ShowProgress.REACTIONS,
         stream_first_token_timeout_ms=20_000,
         stream_sdk_call_timeout_ms=20_000,
+        **settings_,
     )
     return await open_rest_bot(settings, chain_for(llm_server))
 
@@ -201,3 +210,66 @@ async def test_a_channel_refusing_reactions_costs_one_request_and_answers_as_eve
     assert bot.contents() == ["Answer 1.", "Answer 2."]
     assert server.requests_by_route["reaction"] == 1
     assert server.reaction_log == []
+
+
+async def why(bot: RestBot, message_id: int) -> str:
+    """What its sender, Alice, is told when she asks "Why no answer?" of `message_id`."""
+    return said(await bot.on_message(WHY.name, bot.payload_of(message_id)))
+
+
+@pytest.mark.parametrize("stop", ["own /kill", "stop word", "moderator's /kill"])
+async def test_a_members_own_stop_shows_their_cleared_messages_stopped_and_says_so(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, stop: str
+) -> None:
+    """Alice's answer runs, Bob's message waits, and two more of hers (⏳); her own /kill, her
+    stop word, or her /kill as a moderator clears hers: each shows ⏹️ (no ⏳ left), and its
+    account says her own stop cleared it; the stopped answer's account does not say no model
+    answered. (Bob's, first in the queue, takes the channel as her turn ends.)"""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    server = bot.server
+    go = asyncio.Event()
+    llm_server.script(held("Never shown.", go), answer("For Bob."))
+    running = bot.say(f"{bot.mention()} the first question")
+    await until(lambda: server.reactions_on(running) == [WORKING])
+    bobs = bot.say(f"{bot.mention()} a question of Bob's", by=Person.BOB)
+    queued = [bot.say(f"{bot.mention()} then this"), bot.say(f"{bot.mention()} and this")]
+    await until(lambda: all(server.reactions_on(m) == [QUEUED] for m in (bobs, *queued)))
+
+    if stop == "stop word":
+        bot.say("stop")
+    else:
+        await bot.kill(permissions=MANAGE_MESSAGES if stop == "moderator's /kill" else 0)
+    await bot.settled()
+    stopped = (running, *queued)
+    await until(lambda: all(server.reactions_on(m) == [STOPPED] for m in stopped))
+    go.set()
+
+    assert all(server.marks_of(message)[-2:] == [f"+{STOPPED}", f"-{QUEUED}"] for message in queued)
+    for message in queued:
+        told = await why(bot, message)
+        assert "Cleared from the queue by its sender's own /kill or stop word." in told
+        assert "queued behind another answer" in told  # the step before it
+    assert "No model answered it." not in await why(bot, running)
+    cleared_bobs = stop == "moderator's /kill"
+    assert bot.contents() == ([] if cleared_bobs else ["For Bob."])
+
+
+async def test_a_message_replaced_by_a_follow_up_shows_nothing_once_the_next_answer_covers_it(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Alice writes again while her answer runs: that answer stops, and the next, to the
+    follow-up, covers both; the first message keeps no ⏹️ (it is answered)."""
+    bot = await started(open_rest_bot, llm_server, tmp_path, follow_ups=True)
+    server = bot.server
+    first_go = asyncio.Event()
+    llm_server.script(held("Never shown.", first_go), answer("Both answered."))
+    first = bot.say(f"{bot.mention()} the first question")
+    await until(lambda: server.reactions_on(first) == [WORKING])
+    follow_up = bot.say(f"{bot.mention()} and one more thing")
+    await bot.settled()  # both turns, and their marks
+    first_go.set()
+
+    assert bot.contents() == ["Both answered."]
+    assert server.reactions_on(first) == []
+    assert f"+{STOPPED}" not in server.marks_of(first)
+    assert server.reactions_on(follow_up) == []

@@ -120,4 +120,5 @@ async def test_an_answer_a_moderator_stopped_says_so_and_what_it_delivered(
     told = await why(bot, stopped)
     assert "stopped by a moderator's /kill" in told
     assert "Delivered: 1 message." in told
+    assert "No model answered it." not in told  # it was stopped, and delivered what it had
     assert "Cleared from the queue by another member's /kill." in await why(bot, cleared)

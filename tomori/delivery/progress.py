@@ -12,7 +12,8 @@ reaction a quarter second per channel), so:
 - an ending shows at once and is final. DONE removes the mark: the answer itself says the
   message was answered, and a ✅ under every message would be noise in a busy channel (and a
   request per turn). FAILED and STOPPED leave theirs: the channel shows nothing else of them
-  when the server's errors setting is `react`, and a stopped answer looks like a cut one;
+  when the server's errors setting is `react`, and a stopped answer looks like a cut one. A
+  turn replaced by a follow-up ends DONE: the next answer covers its question;
 - which stages show at all is the server's two settings (`Visibility`): progress `off` shows
   none but, with errors `react`, the failed mark; errors `silent` never shows the failed one.
 
@@ -93,8 +94,12 @@ class Visibility:
         return self.errors is ShowErrors.REPLY
 
 
-def ending(*, stopped: bool, failed: bool) -> Stage:
-    """How a turn ended, as its trigger shows it: a stop wins over a failure it caused."""
+def ending(*, stopped: bool, failed: bool, replaced: bool = False) -> Stage:
+    """How a turn ended, as its trigger shows it: a stop wins over a failure it caused. One
+    `replaced` by a follow-up ends as answered (no mark): the next answer, a reply to the
+    follow-up, covers its question, and the follow-up's own marks say how that went."""
+    if replaced:
+        return Stage.DONE
     if stopped:
         return Stage.STOPPED
     return Stage.FAILED if failed else Stage.DONE

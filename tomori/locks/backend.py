@@ -118,11 +118,11 @@ class LockBackend(Protocol):
         given_up_turn_id: str | None,
         *,
         clear_anyway: bool = False,
-    ) -> tuple[bool, list[str]]:
+    ) -> tuple[bool, list[Trigger]]:
         """A stop word, or their own /kill: if the channel's turn is `requester_id`'s, ask it
         to stop, keeping the others' queue, and clear what they queued (`clear_anyway`: even
-        when the turn running is another's). Returns whether it was theirs, and the messages
-        of their triggers it cleared."""
+        when the turn running is another's). Returns whether it was theirs, and their triggers
+        it cleared, oldest first."""
         ...
 
     async def stop_turn(

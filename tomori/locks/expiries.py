@@ -2,8 +2,8 @@
 transaction dropped their trigger), in tasks owned here, each awaited or cancelled at close.
 
 Dropped for age, or behind a stale lock, each trigger is told on its own (`ExpiryTeller`);
-cleared by another's /kill, the kill's triggers are told together (`ClearedTeller`), so that
-each member hears once however many they had waiting.
+cleared by a /kill or a stop word, the stop's triggers are told together (`ClearedTeller`), so
+that each member hears once however many they had waiting.
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ class ExpiryNotices:
         for trigger in triggers:
             self._start(partial(self._tell, trigger), trigger, "that it was dropped")
 
-    def cleared(self, triggers: Sequence[Trigger]) -> None:
-        """The others' triggers one /kill cleared, in one channel: told together, in a task."""
+    def cleared(self, triggers: Sequence[Trigger], by: str | None) -> None:
+        """The triggers one /kill or stop word of `by` cleared, in one channel: told together,
+        in a task."""
         if self._tell_cleared is not None and triggers:
             self._start(
-                partial(self._tell_cleared, triggers), triggers[0], "that a /kill cleared it"
+                partial(self._tell_cleared, triggers, by), triggers[0], "that a /kill cleared it"
             )
 
     def _start(self, tell: Callable[[], Awaitable[None]], trigger: Trigger, what: str) -> None:

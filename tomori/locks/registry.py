@@ -70,8 +70,8 @@ class ChannelLocks:
         tell_cleared: ClearedTeller | None = None,
     ) -> None:
         """`tell_expired` is told of each queued trigger dropped unanswered, and `tell_cleared`
-        of the others' triggers each /kill cleared, once across every process (the one whose
-        transaction dropped them), in tasks this registry owns."""
+        of the triggers each /kill or stop word cleared, once across every process (the one
+        whose transaction dropped them), in tasks this registry owns."""
         self._backend = backend
         self._lock_timeout_s = seconds(settings.channel_lock_timeout_ms)
         self._queue_max_age_s = seconds(settings.queue_max_age_ms)

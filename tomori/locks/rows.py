@@ -299,14 +299,21 @@ async def interrupt_theirs(tx: Transaction, channel_id: str, requester_id: str) 
     return None if row is None else str(row["owner"])
 
 
-async def discard_theirs(tx: Transaction, channel_id: str, requester_id: str) -> list[str]:
-    """Drop what `requester_id` queued in the channel; the messages of it (a /scene has none)."""
+async def discard_theirs(
+    tx: Transaction, channel_id: str, requester_id: str, now: float
+) -> list[Trigger]:
+    """Drop what `requester_id` queued in the channel; what it was, oldest first."""
     found = await tx.fetchall(
-        "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?"
-        " RETURNING message_id",
+        f"SELECT {QUEUED_TRIGGER} FROM queued_triggers"
+        " WHERE channel_id = ? AND requester_id = ? ORDER BY id",
         (channel_id, requester_id),
     )
-    return [row["message_id"] for row in found if row["message_id"] is not None]
+    if found:  # the transaction is the channel's: nothing was queued there meanwhile
+        await tx.execute(
+            "DELETE FROM queued_triggers WHERE channel_id = ? AND requester_id = ?",
+            (channel_id, requester_id),
+        )
+    return [trigger_from(channel_id, row, now) for row in found]
 
 
 async def interrupt(tx: Transaction, channel_id: str, reason: KillReason) -> None:

@@ -191,7 +191,7 @@ class SqlLockBackend:
         given_up_turn_id: str | None,
         *,
         clear_anyway: bool = False,
-    ) -> tuple[bool, list[str]]:
+    ) -> tuple[bool, list[Trigger]]:
         async with self._db.transaction(channel_id) as tx:
             now = await tx.now()
             verdict = await self._judge(tx, channel_id, given_up_turn_id, now)
@@ -202,7 +202,7 @@ class SqlLockBackend:
                 return False, []  # not their turn: the stop word is an ordinary message
             if owner is not None:
                 await self._announce_stop(tx, owner)
-            return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id)
+            return owner is not None, await rows.discard_theirs(tx, channel_id, requester_id, now)
 
     async def stop_turn(
         self,

@@ -1,12 +1,13 @@
 """/kill and stop words: who stops which turn, and whose queued messages go with it.
 
 A /kill (a moderator's, or anyone's under the `anyone` policy) stops the channel's running turn
-and clears its queue, and those whose messages it cleared are told (`tell_cleared`; the killer's
-own are not: they know); a member's own /kill and a stop word stop the answer to that member
-and clear only what they queued. Either way a message from before it, still on its way to the lock
-store (the database away, or the member's limits being read), is dropped as the queue it would
-have joined was (`came_before_a_kill`). The messages each stop cleared are remembered for the
-next turn's model (`StoppedAnswers`), as the stopped turn is by its release.
+and clears its queue; a member's own /kill and a stop word stop the answer to that member and
+clear only what they queued. Every message a stop cleared is shown so (`tell_cleared`: its
+mark, its account), and those whose messages another's /kill cleared are told. Either way a
+message from before it, still on its way to the lock store (the database away, or the member's
+limits being read), is dropped as the queue it would have joined was (`came_before_a_kill`).
+The messages each stop cleared are remembered for the next turn's model (`StoppedAnswers`), as
+the stopped turn is by its release.
 
 A press of an answer's Stop button stops the turn its button names and no other (a newer turn
 in the channel runs on), whichever process runs it: the lock row holds the running turn's id,
@@ -46,11 +47,11 @@ class Stops:
         until: Callable[[float], Callable[[], bool]],
         lock_timeout_s: float,
         settings: Settings,
-        tell_cleared: Callable[[Sequence[Trigger]], None],
+        tell_cleared: Callable[[Sequence[Trigger], str | None], None],
         stopped: StoppedAnswers,
     ) -> None:
-        """`tell_cleared` hears of the others' triggers each /kill cleared, at once (it tells
-        them in a task of its own)."""
+        """`tell_cleared` hears of the triggers each stop cleared and whose stop it was, at
+        once (it tells them in a task of its own)."""
         self._backend = backend
         self._stopped = stopped
         self._tell_cleared = tell_cleared
@@ -120,8 +121,7 @@ class Stops:
             stopped,
             len(cleared),
         )
-        self._remember_cleared(channel_id, [trigger.message_id for trigger in cleared])
-        self._tell_cleared([trigger for trigger in cleared if trigger.requester_id != requester_id])
+        self._cleared(channel_id, cleared, requester_id)
         return KillOutcome(stopped=stopped, cleared=len(cleared))
 
     async def stop_for(self, channel_id: str, requester_id: str) -> bool:
@@ -159,7 +159,8 @@ class Stops:
                         channel_id,
                         requester_id,
                         self._turns.given_up_in(channel_id),
-                        clear_anyway=own_kill,
+                        # their turn here stopped already: the channel may be another's now
+                        clear_anyway=own_kill or stopped_here,
                     ),
                     self._backend.is_transient,
                     keep_trying=self._until(deadline),
@@ -171,7 +172,7 @@ class Stops:
                 raise
             log.exception("could not clear the queue of %s in channel %s", requester_id, channel_id)
             return KillOutcome(stopped=stopped_here, cleared=0)
-        self._remember_cleared(channel_id, cleared)
+        self._cleared(channel_id, cleared, requester_id)
         if stopped or cleared:
             log.info(
                 "%s in channel %s by %s: stopped=%s, cleared %d of theirs",
@@ -235,7 +236,10 @@ class Stops:
         )
         return outcome
 
-    def _remember_cleared(self, channel_id: str, message_ids: Sequence[str | None]) -> None:
-        for message_id in message_ids:
-            if message_id is not None:
-                self._stopped.stopped(channel_id, StoppedAnswer(message_id, Stop.CLEARED))
+    def _cleared(self, channel_id: str, cleared: Sequence[Trigger], by: str | None) -> None:
+        """What a stop of `by` cleared: remembered for the next turn's model, and shown."""
+        for trigger in cleared:
+            if trigger.message_id is not None:
+                answer = StoppedAnswer(trigger.message_id, Stop.CLEARED)
+                self._stopped.stopped(channel_id, answer)
+        self._tell_cleared(cleared, by)

@@ -159,6 +159,8 @@ ExpiryTeller = Callable[[Trigger], Awaitable[None]]
 """Tells the asker that their queued trigger was dropped unanswered (too old to answer, or
 queued behind a lock that went stale): nothing a user asked for is dropped in silence."""
 
-ClearedTeller = Callable[[Sequence[Trigger]], Awaitable[None]]
-"""Tells those whose queued triggers one /kill cleared (in one channel, oldest first, the
-killer's own left out), together: each may hear once for the kill, however many they had."""
+ClearedTeller = Callable[[Sequence[Trigger], str | None], Awaitable[None]]
+"""Shows the triggers one /kill or stop word cleared (in one channel, oldest first) as
+cleared, and who cleared them (their own are among them: their marks and accounts say so;
+they are not told, they know); the others are told together: each may hear once for the
+kill, however many they had."""

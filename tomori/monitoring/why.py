@@ -44,6 +44,8 @@ class Fate(StrEnum):
     DROPPED_FOR_AGE = "dropped_for_age"
     CLEARED = "cleared"
     """By another's /kill (a moderator's, or anyone's under the `anyone` policy)."""
+    CLEARED_OWN = "cleared_own"
+    """By its asker's own /kill or stop word."""
     SKIPPED = "skipped"
     """`subject`: a model the turn skipped, its health poor."""
     TRIED = "tried"
@@ -269,10 +271,18 @@ def step_words(step: Step) -> Said:
 def told(steps: Sequence[Step]) -> Notice:
     """The account of a message the bot kept steps of."""
     lines = [said("why.step", step=step_words(step)) for step in steps]
-    outcomes = [step.outcome for step in steps if step.fate is Fate.TRIED]
-    if outcomes and ModelOutcome.ANSWERED not in outcomes:
-        lines.append(said("why.no_model_answered"))
+    if unanswered(steps):
+        lines.append(said("why.step", step=said("why.no_model_answered")))
     return _notice(said("why.account", steps=Lines(tuple(lines))))
+
+
+def unanswered(steps: Sequence[Step]) -> bool:
+    """Whether models were asked and none answered, nothing was delivered, and no stop says
+    why: an account says so, rather than leave a failure to be guessed."""
+    outcomes = [step.outcome for step in steps if step.fate is Fate.TRIED]
+    explained = {Fate.DELIVERED, Fate.STOPPED}
+    answered = ModelOutcome.ANSWERED in outcomes
+    return bool(outcomes) and not answered and not any(s.fate in explained for s in steps)
 
 
 def unaddressed(reason: Unaddressed) -> Notice:

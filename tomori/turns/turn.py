@@ -35,7 +35,7 @@ from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
-from tomori.locks import Turn, TurnGuard
+from tomori.locks import KillReason, Turn, TurnGuard
 from tomori.monitoring.why import (
     STOPS,
     Asked,
@@ -92,8 +92,11 @@ async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> 
     try:
         return await _played(stage, surface, turn, guard, state, request, account)
     finally:
-        stopped = guard.stop_requested() or guard.stop_reason() is not None
-        state.progress.report(ending(stopped=stopped, failed=state.failed or state.undelivered))
+        reason = guard.stop_reason()
+        stopped = guard.stop_requested() or reason is not None
+        failed = state.failed or state.undelivered
+        replaced = reason is KillReason.FOLLOW_UP
+        state.progress.report(ending(stopped=stopped, failed=failed, replaced=replaced))
 
 
 async def _shown_on_trigger(
