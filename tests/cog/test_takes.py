@@ -291,8 +291,9 @@ async def test_regenerate_past_the_answers_takes_is_refused_and_asks_no_model(
 async def test_a_regeneration_that_stalls_mid_stream_is_no_take_and_the_answer_shows_its_own(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    """A new take whose model stalls after some text did not end complete: it is not kept
-    (no "2/2"), and the answer's message shows the take it showed before, its buttons back."""
+    """A new take whose model stalls after some text, or that `/kill` stops mid-stream, did
+    not end complete: it is not kept (no "2/2"), and the answer's message shows the take it
+    showed before, its buttons back."""
     bot = await open_rest_bot(
         settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
     )
@@ -310,6 +311,15 @@ async def test_a_regeneration_that_stalls_mid_stream_is_no_take_and_the_answer_s
     [shown] = bot.shown()
     assert (shown.id, shown.content, counter(shown)) == (first.id, "First take.", "1/1")
     assert len(llm_server.requests) == 2
+
+    llm_server.script(stalled_after("Stopped half.\n\n"))  # and one /kill stops mid-stream
+    await bot.press(shown, regenerate(shown))
+    await until(lambda: any("Stopped half." in v for v in bot.shown()[0].versions))
+    await bot.kill()
+    await bot.settled()
+    await until(lambda: bot.shown()[0].content == "First take.")
+    await until(lambda: counter(bot.shown()[0]) == "1/1")
+    assert len(llm_server.requests) == 3
 
 
 async def test_a_regeneration_pressed_just_before_a_new_message_gives_up(
