@@ -211,10 +211,10 @@ class TomoriChat:
             log.warning("skipping turn %s: its channel is gone", turn.turn_id)
             return
         surface = DiscordSurface(self._parts, stage.metrics, channel, turn)
-        await self.takes.before_turn(turn, channel)
         answered = None
         try:
-            answered = await play(stage, surface, turn, guard)
+            if await self.takes.before_turn(turn, channel):  # else a new take given up
+                answered = await play(stage, surface, turn, guard)
         finally:
             buttoned = None
             try:

@@ -129,10 +129,31 @@ class AnswerTakes:
 
     # -- the answer's turn ----------------------------------------------------------------------
 
-    async def before_turn(self, turn: Turn, channel: Any) -> None:
-        """Another turn in the channel freezes its takes (a new take's turn, all but its own)."""
+    async def before_turn(self, turn: Turn, channel: Any) -> bool:
+        """Another turn in the channel freezes its takes (a new take's turn, all but its own).
+        False: the turn is a new take of an answer whose takes froze after its press (a new
+        message, or another turn, came first), and it gives up: it writes nothing over an
+        answer the channel has gone on from, and asks no model."""
         take = TurnRequest.of(turn.trigger).take
         await self._freeze(channel, keep=None if take is None else take.answer_id)
+        return take is None or await self._still_making(channel, take)
+
+    async def _still_making(self, channel: Any, take: TakeAsk) -> bool:
+        """Whether the answer's new take is still asked for: its takes are being made, and no
+        message the cog did not post came after the answer (its freeze may be under way)."""
+        store = self._store
+        if store is None:
+            return True
+        if take.messages and self._heard.get(str(channel.id), 0) > int(take.messages[-1]):
+            await self._freeze(channel)
+        try:
+            found = await store.of(take.answer_id)
+        except Exception as error:
+            if not store.is_database_error(error):
+                raise
+            log.warning("channel %s: the answer's takes could not be read: %r", channel.id, error)
+            return True
+        return found is not None and found.state is TakeState.MAKING
 
     async def after_turn(self, turn: Turn, channel: Any, answered: Answered | None) -> str | None:
         """The answer a turn ended with gets its buttons, or a new take is kept and shown. The
@@ -183,12 +204,15 @@ class AnswerTakes:
     async def _made(
         self, store: TakeStore, channel: Any, take: TakeAsk, answered: Answered | None
     ) -> str | None:
-        """A new take's turn ended: kept and shown if it wrote anything (the answer's messages
-        it did not need deleted), else the answer is as it was, its buttons back."""
-        if answered is None or not answered.messages:
+        """A new take's turn ended: kept and shown if it ended complete (the answer's messages
+        it did not need deleted), else the answer is as it was, its buttons back: what a
+        stalled, stopped or cut take wrote is replaced by the take shown before (`_undone`)."""
+        if answered is None or not answered.messages or not answered.complete:
             if await store.not_made(take.answer_id):
                 found = await store.of(take.answer_id)
                 if found is not None:
+                    if answered is not None and answered.messages:
+                        await self._undone(store, channel, found, answered)
                     return self._shown_later(store, channel, found)
             return None
         messages = [m.message_id for m in answered.messages]
@@ -198,6 +222,17 @@ class AnswerTakes:
             take.answer_id, messages, [m.text for m in answered.messages], answered.usage
         )
         return None if takes is None else self._shown_later(store, channel, takes)
+
+    async def _undone(
+        self, store: TakeStore, channel: Any, takes: Takes, answered: Answered
+    ) -> None:
+        """The answer's messages show the take shown before a new take that did not end
+        complete: those it edited written back, those it posted after them deleted."""
+        posted = [m.message_id for m in answered.messages if m.message_id not in takes.messages]
+        await self._delete(channel, takes.persona, posted)
+        parts = await store.parts(takes.answer_id, takes.shown)
+        if parts:
+            await self._write(channel, takes, parts)
 
     def _shown_later(self, store: TakeStore, channel: Any, takes: Takes) -> str | None:
         """Show the takes' buttons (`_show`) without holding the turn; the message they go on,

@@ -14,6 +14,7 @@ hold the tidy-ups to."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteL
 from tests.support.llm_server import LLMServer
 from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
-from tests.support.scripts import answer, http_error
+from tests.support.scripts import answer, http_error, stalled_after
 from tests.support.waiting import until
 from tests.support.world import Person
 from tomori.commands.table import WHY
@@ -285,3 +286,61 @@ async def test_regenerate_past_the_answers_takes_is_refused_and_asks_no_model(
     assert [(m.content, counter(m)) for m in bot.shown()] == [("Second take.", "2/2")]
     await bot.press(second, previous(second))
     assert (await showing(bot, "1/2")).content == "First take."
+
+
+async def test_a_regeneration_that_stalls_mid_stream_is_no_take_and_the_answer_shows_its_own(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """A new take whose model stalls after some text, or that `/kill` stops mid-stream, did
+    not end complete: it is not kept (no "2/2"), and the answer's message shows the take it
+    showed before, its buttons back."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    llm_server.script(answer("First take."), stalled_after("Half a take.\n\n"))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    await bot.command(ERRORS_SILENT, permissions=MANAGE_GUILD)
+    pressed = await bot.press(first, regenerate(first))
+    assert pressed["type"] == 7
+    await until(lambda: any("Half a take." in v for v in bot.shown()[0].versions))
+    await bot.settled()
+    await until(lambda: counter(bot.shown()[0]) == "1/1")  # the buttons back, as they were
+    await bot.tidied()
+    [shown] = bot.shown()
+    assert (shown.id, shown.content, counter(shown)) == (first.id, "First take.", "1/1")
+    assert len(llm_server.requests) == 2
+
+    llm_server.script(stalled_after("Stopped half.\n\n"))  # and one /kill stops mid-stream
+    await bot.press(shown, regenerate(shown))
+    await until(lambda: any("Stopped half." in v for v in bot.shown()[0].versions))
+    await bot.kill()
+    await bot.settled()
+    await until(lambda: bot.shown()[0].content == "First take.")
+    await until(lambda: counter(bot.shown()[0]) == "1/1")
+    assert len(llm_server.requests) == 3
+
+
+async def test_a_regeneration_pressed_just_before_a_new_message_gives_up(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Regenerate pressed a moment before another member's message: the channel went on, so
+    the new take's turn writes nothing over the answer above the new question, and asks no
+    model; the new message is answered below it."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    llm_server.script(answer("First take."), answer("For Bob."), answer("Second take."))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    press = asyncio.ensure_future(bot.press(first, regenerate(first)))
+    await asyncio.sleep(0)  # the press is sent: the message comes right after it
+    bot.say(f"{bot.mention()} and me?", by=Person.BOB)
+    assert (await press)["type"] == 7
+    await bot.settled()
+    await bot.tidied()
+    assert bot.contents() == ["First take.", "For Bob."]
+    assert len(llm_server.requests) == 2
+    assert bot.shown()[0].payload["components"] == []  # frozen: no buttons on it

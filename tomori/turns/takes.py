@@ -134,12 +134,14 @@ class TakeAsk:
 
 @dataclass(frozen=True, slots=True)
 class Answered:
-    """The answer a turn ended with, if it can have takes: who gave it, what it posted and
-    what it used (summed over the models asked)."""
+    """The answer a turn ended with, if it can have takes: who gave it, what it posted, what
+    it used (summed over the models asked), and whether it ended complete (not stalled,
+    stopped, failed or cut short: such a new take is not kept)."""
 
     persona: str | None
     messages: tuple[DeliveredMessage, ...]
     usage: Usage
+    complete: bool = True
 
 
 def used(usages: Sequence[Usage]) -> Usage:

@@ -200,7 +200,7 @@ async def _answer(
         persona = prepared.cast[0]
         spoken = await playing.speak(state, persona, (), brief)
         usage = used(list(spoken.usage().values()))
-        return None, Answered(persona.key, tuple(state.delivered), usage)
+        return None, Answered(persona.key, tuple(state.delivered), usage, _whole(spoken, state))
     if prepared.cast:
         answers = await playing.answer_as(state, prepared.cast, brief)
         if respond is not None or len(answers) != 1:
@@ -227,7 +227,14 @@ async def _answer(
         surface.refused()
     if respond is not None:
         return result, None
-    return result, Answered(None, tuple(state.delivered), used(list(result.usage().values())))
+    usage = used(list(result.usage().values()))
+    return result, Answered(None, tuple(state.delivered), usage, _whole(result, state))
+
+
+def _whole(result: ChainResult, state: TurnState) -> bool:
+    """Whether the answer ended complete: its chain completed and every part reached the
+    channel (a stall, a stop or a cut leaves a partial text, no take to keep)."""
+    return result.status is StreamStatus.COMPLETED and not state.undelivered
 
 
 async def _told_if_spent(
