@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cog.test_personas import started
 from tests.support.bots import ChatBot, OpenBot
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer, Reply, hold_until
 from tests.support.nextcord_fake import user_payload
+from tests.support.personas import reading_over_rest as started
 from tests.support.rest_bots import OpenRestBot, arrive, posted, user_message
 from tests.support.scripts import answer, stalled_after
 from tests.support.waiting import until

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cog.test_personas import settle, started
+from tests.cog.test_personas import settle
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
+from tests.support.personas import reading_over_rest as started
 from tests.support.rest_bots import OpenRestBot, posted
 from tests.support.scripts import answer, in_parts
 from tests.support.waiting import until

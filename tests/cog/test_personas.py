@@ -18,6 +18,7 @@ from tests.support.databases import DatabaseUnderTest, sqlite_database
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer
 from tests.support.llm_server import LLMServer, Reply, hold_until, sse
 from tests.support.openai_wire import chunk
+from tests.support.personas import personas_added, reading_over_rest
 from tests.support.rest_bots import (
     OpenRestBot,
     RestBot,
@@ -43,15 +44,6 @@ CAROL = 3_000_000_000_000_000_333
 DAVE = 3_000_000_000_000_000_444
 
 
-async def started(
-    open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path, **overrides: Any
-) -> RestBot:
-    """A bot whose turns read their history over REST (this server has no gateway to echo
-    the bot's own messages, which a turn on memory waits a moment for), unless told."""
-    settings = settings_for(tmp_path, **{"history_memory_channels": 0, **overrides})
-    return await open_rest_bot(settings, chain_for(llm))
-
-
 async def settle(bot: RestBot) -> None:
     async with asyncio.timeout(10):
         await bot.settled(CHANNEL_ID)
@@ -63,7 +55,7 @@ async def test_a_persona_added_by_command_answers_under_its_name_and_avatar_when
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path, history_memory_channels=500)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, history_memory_channels=500)
     bot.allow_webhooks()
     reply = await bot.persona(
         "add", name="Aria", prompt="You are Aria, a cheerful bard.", avatar=ARIA_AVATAR
@@ -105,9 +97,8 @@ async def test_the_webhooks_token_rests_sealed_in_the_database(
 ) -> None:
     """Read from the database file alone, the token would let anyone post in the channel
     under any name, @everyone included."""
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria")
     llm_server.script(answer("Hello!"))
     bot.say("hi aria")
     await settle(bot)
@@ -125,10 +116,8 @@ async def test_three_personas_named_at_once_answer_in_order_each_seeing_the_ones
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    for name in ("Aria", "Bex", "Cy"):
-        await bot.persona("add", name=name, prompt=f"You are {name}.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria", "Bex", "Cy")
     await bot.persona("add", name="Dot", prompt="You are Dot.", triggers="dotty, d0t")
     llm_server.script(answer("Cy here."), answer("Bex says hi."), answer("Aria waves."))
 
@@ -155,10 +144,8 @@ async def test_an_answer_naming_another_persona_draws_it_in_within_the_budget(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path, max_bot_turns=2)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
-    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, max_bot_turns=2)
+    await personas_added(bot, "Aria", "Bex")
     llm_server.script(
         answer("What do you think, Bex?"),
         answer("Aria, I agree."),
@@ -177,10 +164,8 @@ async def test_personas_stop_answering_once_the_servers_day_is_spent_and_say_so(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path, server_daily_tokens=12)
-    bot.allow_webhooks()
-    for name in ("Aria", "Bex", "Cy"):
-        await bot.persona("add", name=name, prompt=f"You are {name}.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, server_daily_tokens=12)
+    await personas_added(bot, "Aria", "Bex", "Cy")
     llm_server.script(answer("Cy here."), answer("Bex says hi."), answer("Aria waves."))
     bot.say("cy, bex and aria: good morning")
     await settle(bot)
@@ -199,7 +184,7 @@ async def test_without_manage_webhooks_a_persona_speaks_as_the_bot_with_its_name
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     llm_server.script(answer("Hi there."), answer("Again."))
     with caplog.at_level(logging.WARNING, logger="tomori_cog.webhooks"):
@@ -221,9 +206,8 @@ async def test_a_refused_webhook_falls_back_and_a_deleted_one_is_created_anew(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria")
     llm_server.script(answer("One."), answer("Again."), answer("Two."), answer("Three."))
 
     discord_rest.refuse_webhooks(CHANNEL_ID)  # the permission is cached; Discord says 403
@@ -257,9 +241,8 @@ async def test_a_long_persona_answer_keeps_to_the_webhooks_bucket(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria")
     paragraphs = [f"Verse {n}. " + "la " * 600 for n in range(6)]
     llm_server.script(answer("\n\n".join(paragraphs), pieces=40))
     bot.say("aria, the long song please")
@@ -325,9 +308,8 @@ async def test_a_persona_message_recorded_through_a_database_blip_is_answered_wh
 ) -> None:
     """Another connection holds SQLite's write lock past the busy timeout just as the persona's
     answer ends: the record of who posted it waits the blip out instead of being dropped."""
-    bot = await started(open_rest_bot, llm_server, tmp_path, db_busy_timeout_ms=100)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, db_busy_timeout_ms=100)
+    await personas_added(bot, "Aria")
     release = asyncio.Event()
     song = "A song for you."
     llm_server.script(
@@ -365,9 +347,8 @@ async def test_a_reply_to_a_persona_message_the_store_forgot_is_answered_by_the_
 ) -> None:
     """Its record gone (kept for a while only, or lost to an outage longer than a blip), a
     message the bot's webhook posted still names its persona: the reply is answered by it."""
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria")
     await bot.sprite("add", persona="Aria", label="happy", avatar=ARIA_AVATAR)
     llm_server.script(answer("Aria (happy): A song."), answer("Another song."))
     bot.say("Aria, sing")
@@ -393,7 +374,7 @@ async def test_the_webhooks_of_channels_discord_says_are_gone_are_forgotten(
     """A row per channel the personas ever spoke in would otherwise outlive the channels: a
     deleted channel's row goes (CHANNEL_DELETE), and every row of a server the bot left
     (GUILD_DELETE)."""
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     await bot.persona("add", name="Aria", prompt="You are Aria.")
     llm_server.script(answer("Hello here."), answer("Hello there."))
     for channel in CHANNEL_IDS[:2]:
@@ -418,7 +399,7 @@ async def test_the_webhooks_of_channels_discord_says_are_gone_are_forgotten(
 async def test_persona_commands_check_and_list(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     assert "Discord does not allow" in said(
         await bot.persona("add", name="discord fan", prompt="x")
     )
@@ -438,7 +419,7 @@ async def test_a_persona_cannot_pass_for_a_member_of_the_server(
     """No persona takes a member's name, as any of the names they go by here (alice's
     username; carol's nickname, global name and username), nor in letters that look alike (a
     capital I for the l, a 1 for the i); a name no member goes by is added."""
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     bot.member_joins(CAROL, "carol_1987", global_name="Caro", nick="Mira")
     for name in ("Alice", "AIice", "Mira", "M1ra", "Car0", "carol_1987"):
         refused = said(await bot.persona("add", name=name, prompt="I am them."))
@@ -456,7 +437,7 @@ async def test_a_persona_cannot_pass_for_the_bot_or_a_member_in_any_look_alike(
     """Letters of other scripts drawn as Latin ones (a Cherokee T; DAVE in Cherokee), small
     capitals, "rn" for an m, and the bot's name with a bot-ish word beside it all read as
     the bot, or as a member: each is refused."""
-    bot = await started(open_rest_bot, llm_server, tmp_path)
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     bot.member_joins(DAVE, "dave", global_name=None, nick=None)
     as_the_bot = (
         "\u13a2omori",  # Cherokee letter I, drawn as a T
@@ -513,9 +494,8 @@ async def test_no_log_line_carries_a_webhook_or_interaction_token(
     """Both libraries log each request's URL at DEBUG, and a webhook's URL holds its token (a
     key to post as any name in the channel), an interaction's reply URL the interaction's."""
     with caplog.at_level(logging.DEBUG):
-        bot = await started(open_rest_bot, llm_server, tmp_path)
-        bot.allow_webhooks()
-        said(await bot.persona("add", name="Aria", prompt="You are Aria."))
+        bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+        await personas_added(bot, "Aria")
         llm_server.script(answer("Hello from Aria."))
         bot.say("aria, hello")
         await settle(bot)
@@ -535,7 +515,8 @@ async def test_no_log_line_carries_a_webhook_or_interaction_token(
 async def test_a_personas_models_are_only_those_the_author_allows(
     open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)  # TOMORI_ALLOWED_MODELS unset
+    """TOMORI_ALLOWED_MODELS unset: admins may choose only the bot's own models."""
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
     refused = said(await bot.persona("add", name="Aria", prompt="x", models="openai:gpt-4o"))
     assert "openai:gpt-4o is not among the models this bot allows" in refused
     await bot.persona("add", name="Aria", prompt="You are Aria.")
@@ -554,10 +535,8 @@ async def test_kill_while_the_first_persona_speaks_stops_the_ones_after_it(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
-    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria", "Bex")
     verses = "\n\n".join(f"Verse {n}, la la la." for n in range(20))
     llm_server.script(answer(verses, pieces=20, gap=0.1), answer("Never said."))
     bot.say("aria then bex")
@@ -578,9 +557,8 @@ async def test_in_edit_mode_a_persona_grows_its_message_through_the_webhook(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path, delivery="edit")
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, delivery="edit")
+    await personas_added(bot, "Aria")
     llm_server.script(answer("First line.\nSecond line.\nThird line.", pieces=3, gap=0.4))
     bot.say("aria, three lines")
     await settle(bot)
@@ -596,10 +574,8 @@ async def test_the_bot_never_answers_its_own_personas_messages(
     discord_rest: DiscordRestServer,
     tmp_path: Path,
 ) -> None:
-    bot = await started(open_rest_bot, llm_server, tmp_path, reply_to_bots=True)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
-    await bot.persona("add", name="Bex", prompt="You are Bex.")
+    bot = await reading_over_rest(open_rest_bot, llm_server, tmp_path, reply_to_bots=True)
+    await personas_added(bot, "Aria", "Bex")
     llm_server.script(answer("Bex, say hi."), answer("Hi there."))  # Aria draws Bex in
     bot.say("aria?")
     await settle(bot)

@@ -23,7 +23,8 @@ from tests.support.waiting import until
 from tests.support.world import CHANNEL_ID, Person
 from tomori.commands import WHY
 from tomori.config.settings import ShowProgress
-from tomori.delivery.progress import MARKS, SHOW_AFTER_S, Stage
+from tomori.delivery.progress import MARKS, Stage
+from tomori_cog.progress_marks import TriggerMarks
 
 QUEUED, WORKING, FAILED = MARKS[Stage.QUEUED], MARKS[Stage.WORKING], MARKS[Stage.FAILED]
 STOPPED = MARKS[Stage.STOPPED]
@@ -44,6 +45,22 @@ async def started(
         **settings_,
     )
     return await open_rest_bot(settings, chain_for(llm_server))
+
+
+@pytest.fixture
+def due(monkeypatch: pytest.MonkeyPatch) -> set[int]:
+    """The triggers whose mark came due: their marks were told what to show (a mark, or none
+    where the server shows none), which a passing stage is only once it has lasted long enough.
+    A test asserting that no mark went up waits for that, then for `ProgressMarks.settled`."""
+    heard: set[int] = set()
+    show = TriggerMarks.show
+
+    def heard_show(port: TriggerMarks, mark: str | None) -> None:
+        heard.add(port.message_id)
+        show(port, mark)
+
+    monkeypatch.setattr(TriggerMarks, "show", heard_show)
+    return heard
 
 
 def held(text: str, until_set: asyncio.Event) -> Reply:
@@ -122,7 +139,10 @@ async def test_a_kill_just_after_the_working_mark_swaps_the_marks_without_a_429(
 
 
 async def test_a_fast_answer_shows_no_mark_and_progress_off_shows_none(
-    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    due: set[int],
 ) -> None:
     """An answer within a second shows no mark at all (no 💭 that vanishes as it lands); with
     /tomori progress off, a turn held past a second shows none either."""
@@ -139,8 +159,9 @@ async def test_a_fast_answer_shows_no_mark_and_progress_off_shows_none(
     go = asyncio.Event()
     llm_server.script(held("Slow.", go))
     slow = bot.say(f"{bot.mention()} slow one")
-    await until(lambda: len(llm_server.requests) == 2)
-    await asyncio.sleep(SHOW_AFTER_S * 2)  # twice as long as a mark takes to show
+    await until(lambda: slow in due)
+    await bot.chat.marks.settled(CHANNEL_ID)
+    assert server.requests_by_route["reaction"] == 0
     go.set()
     await bot.settled()
     assert bot.contents() == ["Quick.", "Slow."]
@@ -191,22 +212,29 @@ async def test_a_failed_answer_is_told_as_the_servers_errors_setting_says(
 
 
 async def test_a_channel_refusing_reactions_costs_one_request_and_answers_as_ever(
-    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    tmp_path: Path,
+    due: set[int],
 ) -> None:
     """Without Add Reactions, the first mark is refused (403, an invalid request toward
     Discord's ban): the channel shows no marks for a while, and answers as ever."""
     bot = await started(open_rest_bot, llm_server, tmp_path)
     server = bot.server
     server.refuse_reactions(CHANNEL_ID)
-    for n in (1, 2):
+
+    async def answered_once_its_mark_came_due(n: int) -> None:
         go = asyncio.Event()
         llm_server.script(held(f"Answer {n}.", go))
-        bot.say(f"{bot.mention()} question {n}")
-        await until(lambda: server.requests_by_route["reaction"] == 1)
-        if n == 2:
-            await asyncio.sleep(SHOW_AFTER_S * 2)  # twice as long as a mark takes to show
+        asked = bot.say(f"{bot.mention()} question {n}")
+        await until(lambda: asked in due)
+        await bot.chat.marks.settled(CHANNEL_ID)
+        assert server.requests_by_route["reaction"] == 1  # the first refused, no more sent
         go.set()
         await bot.settled()
+
+    for n in (1, 2):
+        await answered_once_its_mark_came_due(n)
     assert bot.contents() == ["Answer 1.", "Answer 2."]
     assert server.requests_by_route["reaction"] == 1
     assert server.reaction_log == []

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.cog.test_personas import settle, started
+from tests.cog.test_personas import settle
 from tests.support.discord_rest import DiscordRestServer, new_snowflake
 from tests.support.llm_server import LLMServer
+from tests.support.personas import reading_over_rest as started
 from tests.support.rest_bots import MANAGE_GUILD, RestBot, conversation, posted, said
 from tests.support.scripts import answer
 

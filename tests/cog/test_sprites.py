@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cog.test_personas import settle, started
+from tests.cog.test_personas import settle
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.llm_server import LLMServer
+from tests.support.personas import reading_over_rest as started
 from tests.support.rest_bots import OpenRestBot, conversation, posted, said
 from tests.support.scripts import answer
 

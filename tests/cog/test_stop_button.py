@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
-from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer
 from tests.support.llm_server import LLMServer, Reply, SeenConnection, hold_until, sse
 from tests.support.openai_wire import chunk
+from tests.support.personas import personas_added, reading_over_rest
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
 from tests.support.scripts import finished
 from tests.support.waiting import until
@@ -27,13 +26,8 @@ PATIENT = {"stream_first_token_timeout_ms": 60_000, "stream_sdk_call_timeout_ms"
 STOPPED_WITHIN_S = 1.0
 
 
-def settings(tmp_path: Path) -> Any:
-    """History read over REST (this server echoes no gateway event of the bot's own)."""
-    return settings_for(tmp_path, history_memory_channels=0, **PATIENT)
-
-
 async def started(open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path) -> RestBot:
-    return await open_rest_bot(settings(tmp_path), chain_for(llm))
+    return await reading_over_rest(open_rest_bot, llm, tmp_path, **PATIENT)
 
 
 def held(text: str, release: asyncio.Event) -> Reply:
@@ -201,8 +195,7 @@ async def test_a_personas_answer_carries_the_button_through_the_bots_own_webhook
     """Discord lets a webhook's messages carry buttons only when an application owns it: the
     bot's own does, and its persona's answer is stopped from it as the bot's is."""
     bot = await started(open_rest_bot, llm_server, tmp_path)
-    bot.allow_webhooks()
-    await bot.persona("add", name="Aria", prompt="You are Aria.")
+    await personas_added(bot, "Aria")
     release = asyncio.Event()
     llm_server.script(held("La la la, a song begins.", release))
     bot.say("Aria, sing for us")

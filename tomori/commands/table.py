@@ -175,6 +175,21 @@ def _tomori(
     return SlashCommand(("tomori", *path.split()), description, options, action=action)
 
 
+def _server_mode(
+    path: str,
+    description: str,
+    modes: type[StrEnum],
+    modes_description: str,
+    choose: Callable[[str], Action],
+) -> SlashCommand:
+    """A `/tomori` subcommand choosing one of a server's display `modes`: its one required
+    option, `mode`, offers their values, and its action is `choose` of the one given."""
+    mode = Option(
+        "mode", modes_description, required=True, choices=tuple(mode.value for mode in modes)
+    )
+    return _tomori(path, description, mode, action=lambda given: choose(given["mode"]))
+
+
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(("kill",), KILL_DESCRIPTION),
     SlashCommand(
@@ -311,27 +326,19 @@ COMMANDS: tuple[SlashCommand, ...] = (
         _enabled("true: its asker (or a moderator) may ask again and swipe; false: no buttons"),
         action=lambda given: admin.set_swipes(given["enabled"]),
     ),
-    _tomori(
+    _server_mode(
         "progress",
         "Show a message's progress as reactions on it (waiting, working, a tool), or not",
-        Option(
-            "mode",
-            "reactions (the default) or off",
-            required=True,
-            choices=tuple(mode.value for mode in ShowProgress),
-        ),
-        action=lambda given: admin.set_progress(given["mode"]),
+        ShowProgress,
+        "reactions (the default) or off",
+        admin.set_progress,
     ),
-    _tomori(
+    _server_mode(
         "errors",
         "How a message whose answer failed is told: an embed, a reaction, or nothing",
-        Option(
-            "mode",
-            "reply (an embed, the default), react (a warning reaction) or silent",
-            required=True,
-            choices=tuple(mode.value for mode in ShowErrors),
-        ),
-        action=lambda given: admin.set_errors(given["mode"]),
+        ShowErrors,
+        "reply (an embed, the default), react (a warning reaction) or silent",
+        admin.set_errors,
     ),
     _tomori(
         "tools",
