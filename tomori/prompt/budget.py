@@ -7,11 +7,13 @@ estimated by `tomori.prompt.tokens` scaled by the ratio learned of that model. A
 whatever it costs: the system items (the system prompt, the persona), the request-only notes,
 the tools and the turn's tool exchanges, and the items marked `pinned` (the trigger, the chain
 it replies to, what a /respond said, a prefill). The rest is the history, and while the
-request is too long, in this order:
-1. the text of the history's attachments is cut, oldest message first, each to no less than
-   a quarter of the room (the last one cut only as far as needed; a marker says so);
-2. history messages are left out, oldest first;
-3. the attachments of the pinned items (the trigger's own file) are cut the same way.
+request is too long:
+1. the text of the history's attachments may be cut, each to no less than a quarter of the
+   room (`FILE_SHARE`), before any message is left out: the oldest messages are left out only
+   as far as that is not enough;
+2. the attachments of the history left are cut that far, oldest message first, the last one
+   only as far as needed (a marker says the rest is left out);
+3. the attachments of the pinned items (the trigger's own file) are cut, as far as needed.
 What is left over then is sent as it is: the server's refusal, if it refuses, is retried
 tighter once and then handed to the next model (`tomori.generation.attempt`).
 """
@@ -58,18 +60,22 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
         return Fitted(request, room + over)
     history = [n for n, item in enumerate(request.context) if not _kept(item)]
     pinned = [n for n, item in enumerate(request.context) if _kept(item)]
-    cut = 0
-    for n in history:
-        over, cut = _cut_files(items, costs, n, over, cost, cut, keep=room // FILE_SHARE)
-        if over <= 0:
-            break
+    keep = room // FILE_SHARE
+    floors = {n: _floor(request.context[n], costs[n], cost, keep) for n in history}
+    at_floors = over - sum(costs[n] - floors[n] for n in history)
     left_out = 0
-    for n in history:
-        if over <= 0:
+    for n in history:  # those that cannot stay, even with every file cut as far as allowed
+        if at_floors <= 0:
             break
+        at_floors -= floors[n]
         over -= costs[n]
         items[n] = None
         left_out += 1
+    cut = 0
+    for n in history:
+        if over <= 0:
+            break
+        over, cut = _cut_files(items, costs, n, over, cost, cut, keep=keep)
     for n in pinned:
         if over <= 0:
             break
@@ -80,6 +86,13 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
 
 def _kept(item: ContextItem) -> bool:
     return item.pinned or item.role is Role.SYSTEM
+
+
+def _floor(item: ContextItem, full: int, cost: Callable[[ContextItem], int], keep: int) -> int:
+    """What `item` costs with its files cut as far as the first step cuts them."""
+    if item.files_at is None:
+        return full
+    return min(full, cost(replace(item, text=item.text[: item.files_at] + CUT_MARKER)) + keep)
 
 
 def _cut_files(
@@ -98,15 +111,15 @@ def _cut_files(
     if item is None or item.files_at is None:
         return over, cut
     head, files = item.text[: item.files_at], item.text[item.files_at :]
-    target = max(costs[n] - over, cost(replace(item, text=head + CUT_MARKER)) + keep)
-    low, high = 0, len(files)  # the most characters of `files` that fit: a binary search
-    while low < high:
-        middle = (low + high + 1) // 2
-        if cost(replace(item, text=head + files[:middle] + CUT_MARKER)) <= target:
-            low = middle
-        else:
-            high = middle - 1
-    shorter = replace(item, text=head + files[:low] + CUT_MARKER, files_at=None)
+    bare = cost(replace(item, text=head + CUT_MARKER))
+    target = max(costs[n] - over, bare + keep)
+    if costs[n] <= target:
+        return over, cut
+    # The share of the files' text that fits, as a first guess; then less until it does.
+    kept = int(len(files) * (target - bare) / max(1, costs[n] - bare))
+    while kept > 0 and cost(replace(item, text=head + files[:kept] + CUT_MARKER)) > target:
+        kept = kept * 9 // 10
+    shorter = replace(item, text=head + files[:kept] + CUT_MARKER, files_at=None)
     saved = costs[n] - cost(shorter)
     if saved <= 0:
         return over, cut
