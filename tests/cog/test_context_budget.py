@@ -1,7 +1,8 @@
 """A model's context budget through the cog, on both libraries: a long history and a long file
 sent to a small model are fitted to its context (the oldest history first, an attachment's
 text cut before a message is left out), never the system prompt, the persona or the trigger;
-a refusal that names a smaller context is asked once more, fitted to it, and answered.
+a refusal that names a smaller context is asked once more, fitted to it, and answered; an
+admin's chain may lower a model's context, never raise it past the author's.
 
 The model server counts tokens its own way (tests/support/token_window.py), refuses a request
 over its context as OpenAI does, and reports each request's tokens as usage.
@@ -23,6 +24,7 @@ from tests.support.files import FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, conversation, posted, user_message
 from tests.support.scripts import counted_answer
+from tests.support.tomori_commands import said
 from tests.support.world import CHANNEL_ID, Person
 from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
 from tomori.prompt.budget import CUT_MARKER
@@ -62,10 +64,10 @@ async def test_a_long_history_and_file_fit_a_small_model_keeping_the_prompt_and_
     assert small_model.counted[0] <= 2_000
     messages = small_model.requests[0].body["messages"]
     assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
-    said = shown(small_model)
-    assert said[-1] == "alice: @Tomori what went wrong last night?"
-    assert not any(text.startswith("bob: (0) ") for text in said)  # the oldest went first
-    [with_log] = [text for text in said if text.startswith("bob: the log from last night")]
+    texts = shown(small_model)
+    assert texts[-1] == "alice: @Tomori what went wrong last night?"
+    assert not any(text.startswith("bob: (0) ") for text in texts)  # the oldest went first
+    [with_log] = [text for text in texts if text.startswith("bob: the log from last night")]
     assert "line 0: the service" in with_log  # the file's start is kept, the rest cut
     assert with_log.endswith(CUT_MARKER)
     assert "line 199:" not in with_log
@@ -126,3 +128,32 @@ async def test_a_persona_answering_a_small_model_keeps_its_persona_whatever_the_
     assert seen[0] == ("system", "You are Aria, a cheerful bard.")
     assert seen[-1][1].endswith("ARIA, sing the harbour song")
     assert "(0) " not in "".join(text for _, text in seen)
+
+
+async def test_an_admins_chain_may_lower_a_models_context_never_raise_it(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """A larger request is the author's tokens: an admin's `+context` above the author's size
+    for the model is held to it, one below it is what the requests are fitted to."""
+    bot = await open_bot(
+        settings_for(tmp_path, history_limit=40),
+        chain_for(small_model, "openai:test-model+context=2000"),
+    )
+    said(await bot.tomori("model", models="openai:test-model+context=100000"))
+    _, shown = said(await bot.tomori("show"))
+    assert "Context: openai:test-model 2000 tokens (its +context), 500 of them" in shown
+    for n in range(30):
+        bot.seed(f"({n}) {OLD_LINE}", by=Person.BOB)
+    await bot.say(f"{bot.mention()} how long is it?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert await bot.contents() == [ANSWER]
+    assert small_model.counted[0] <= 2_000  # within the author's 2,000, not the admin's
+
+    said(await bot.tomori("model", models="openai:test-model+context=1000"))
+    _, shown = said(await bot.tomori("show"))
+    assert "Context: openai:test-model 1000 tokens (its +context), 250 of them" in shown
+    await bot.say(f"{bot.mention()} and now?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert small_model.counted[-1] <= 1_000 - 250

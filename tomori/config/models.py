@@ -46,7 +46,8 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "model whose server ignores a trailing assistant turn (a prefill is then an "
         "instruction); +context=N (or +context=Nk, thousands of 1024) after a model whose "
         "context holds N tokens (openai:llama3.2+context=8k): its requests are fitted to "
-        "it, whatever TOMORI_CONTEXT_TOKENS says",
+        "it, whatever TOMORI_CONTEXT_TOKENS says (an admin's chain may lower it, never raise "
+        "it)",
     ),
     (
         "OPENAI_API_KEY",

@@ -121,7 +121,7 @@ async def _run_check(
     finally:
         for provider in providers.values():
             await provider.aclose()
-    contexts = ContextBook(settings, served_elsewhere(chain, os.environ))
+    contexts = ContextBook(settings, served_elsewhere(chain, os.environ), chain.entries)
     for entry, result in zip(chain.entries, results, strict=True):
         print(result.line, file=out)
         print(f"        context: {contexts.budget(entry).described}", file=out)

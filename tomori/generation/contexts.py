@@ -1,10 +1,12 @@
 """Each model's context budget: how many tokens its requests may hold, and how they count.
 
-A model's context size is, first found first: its `TOMORI_MODELS` entry's `+context=N`, else
-`TOMORI_CONTEXT_TOKENS`, else the default for where it is served (`DEFAULT_CONTEXT_TOKENS`:
-large for OpenAI's and Gemini's own APIs, small for any other server, since a local server
-silently drops the start of what overflows it); a smaller size a server named in refusing a
-request (`providers.errors.overflow`) replaces it for the process's life. Of it, room is kept
+A model's context size is the author's for it, first found first: its `TOMORI_MODELS`
+entry's `+context=N`, else `TOMORI_CONTEXT_TOKENS`, else the default for where it is served
+(`OWN_API_CONTEXT_TOKENS` for OpenAI's and Gemini's own APIs, `OTHER_SERVER_CONTEXT_TOKENS` for
+any other server, since a local server silently drops the start of what overflows it). A
+chain a server's admins chose may say `+context=N` below that, never above: a larger request
+is the author's tokens. A smaller size a server named in refusing a request
+(`providers.errors.overflow`) replaces it for the process's life. Of it, room is kept
 for the answer: `TOMORI_MAX_OUTPUT_TOKENS` when set, else `ANSWER_SHARE` of the context (at
 most `ANSWER_TOKENS_MAX`), never more than half. The request gets the rest
 (`tomori.prompt.budget` fits it).
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from tomori.config.models import ModelChain, ModelEntry
@@ -75,11 +77,22 @@ class Budget:
 class ContextBook:
     """The context budgets of one process's models, and what their servers taught it."""
 
-    def __init__(self, settings: Settings, other_servers: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        other_servers: Collection[str] = (),
+        authors: Iterable[ModelEntry] = (),
+    ) -> None:
         """`other_servers`: the providers whose models another server serves than the
-        provider's own API (an `OPENAI_BASE_URL`)."""
+        provider's own API (an `OPENAI_BASE_URL`); `authors`: the entries of the author's own
+        chain (`TOMORI_MODELS`), whose `+context` is the author's word for its model."""
         self._settings = settings
         self._other_servers = frozenset(other_servers)
+        self._authors = {
+            entry.label: entry.context_tokens
+            for entry in authors
+            if entry.context_tokens is not None
+        }
         self._named: dict[str, int] = {}
         """By model label, the context size its server named in a refusal."""
         self._ratios: dict[str, deque[float]] = {}
@@ -151,8 +164,16 @@ class ContextBook:
         return fit
 
     def _configured(self, entry: ModelEntry) -> tuple[int, str]:
-        if entry.context_tokens is not None:
+        """The entry's own `+context`, up to the author's size for its model."""
+        size, source = self._authors_size(entry)
+        if entry.context_tokens is not None and entry.context_tokens <= size:
             return entry.context_tokens, "its +context"
+        return size, source
+
+    def _authors_size(self, entry: ModelEntry) -> tuple[int, str]:
+        own = self._authors.get(entry.label)
+        if own is not None:
+            return own, "its +context"
         if self._settings.context_tokens is not None:
             return self._settings.context_tokens, "TOMORI_CONTEXT_TOKENS"
         if entry.provider in self._other_servers:

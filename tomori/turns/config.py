@@ -62,7 +62,7 @@ class ChannelConfig:
         self.environ = os.environ if environ is None else environ
         self.store: OverrideStore | None = None
         self._providers: dict[str, Provider] = {}
-        self.contexts = ContextBook(settings, served_elsewhere(chain, self.environ))
+        self.contexts = ContextBook(settings, served_elsewhere(chain, self.environ), chain.entries)
         """Each model's context budget, and what its server taught it."""
 
     def start(self, database: Database) -> None:
