@@ -299,7 +299,9 @@ async def test_with_no_characters_allowed_a_text_file_is_named_and_not_read(
 async def test_a_hundred_files_in_the_history_send_the_newest_within_bounds_each_read_once(
     tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, files: FileServer
 ) -> None:
-    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server, SEEING))
+    # A model whose context holds them all: the files' own bounds are what is counted here.
+    settings = settings_for(tmp_path, context_tokens=1_000_000)
+    bot = await open_bot(settings, chain_for(llm_server, SEEING))
     for batch in range(10):  # ten messages of ten files, 15,000 characters each
         attached = [
             files.attachment(f"f{batch}-{n}.txt", f"f{batch}-{n} ".encode() * 3_000, "text/plain")

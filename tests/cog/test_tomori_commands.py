@@ -102,6 +102,10 @@ async def test_channel_beats_server_beats_environment(bot: ChatBot, llm_server: 
     assert model_and_prompt(await ask(bot, llm_server)) == ("test-model", DEFAULT_SYSTEM_PROMPT)
     _, shown = said(await bot.tomori("show"))
     assert "Models: openai:test-model (the bot's settings)" in shown
+    assert (  # the budget each model's requests are fitted to (a local server's, by default)
+        "Context: openai:test-model 4096 tokens (the default for a server of OPENAI_BASE_URL), "
+        "1024 of them kept for the answer" in shown
+    )
 
 
 async def test_a_bad_chain_or_a_too_long_prompt_is_refused_and_nothing_is_stored(

@@ -72,13 +72,38 @@ async def test_a_working_model_answers_and_the_check_passes(
     )
     assert lines[3].startswith("ok      openai:test-model: first token ")
     assert lines[3].endswith(" s")
-    assert lines[4] == "skipped discord: DISCORD_TOKEN is not set"
+    assert lines[4] == (  # a server of OPENAI_BASE_URL: a local model's context, by default
+        "        context: 4096 tokens (the default for a server of OPENAI_BASE_URL), 1024 of "
+        "them kept for the answer"
+    )
+    assert lines[5] == "skipped discord: DISCORD_TOKEN is not set"
     assert (tmp_path / "tomori.db").exists()
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
     assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
     offered = [tool["function"]["name"] for tool in sent["tools"]]
     assert offered == ["current_time", "read_message"]  # the tools a turn offers
+
+
+async def test_the_check_says_each_models_context_budget_in_force(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"), answer("ready"))
+    env = bot_environment(
+        llm_server,
+        tmp_path,
+        TOMORI_MODELS="openai:small+context=2k, openai:big",
+        TOMORI_CONTEXT_TOKENS="16000",
+        TOMORI_MAX_OUTPUT_TOKENS="500",
+    )
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 0, out + err
+    contexts = [line.strip() for line in out.splitlines() if "context:" in line]
+    assert contexts == [
+        "context: 2048 tokens (its +context), 500 of them kept for the answer",
+        "context: 16000 tokens (TOMORI_CONTEXT_TOKENS), 500 of them kept for the answer",
+    ]
 
 
 async def test_the_check_prints_the_authors_ceilings_in_force(

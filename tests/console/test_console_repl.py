@@ -98,6 +98,8 @@ async def test_tomori_model_and_prompt_apply_from_the_next_turn_and_show_says_so
         "[Tomori Settings] System prompt for this channel set (17 characters).\n"
         "[you #1] hello\n[tomori #2]\nArr.\n"
         "[Tomori in this channel] Models: openai:other-model (this channel)\n"
+        "Context: openai:other-model 4096 tokens (the default for a server of "
+        "OPENAI_BASE_URL), 1024 of them kept for the answer\n"
         "Answers every message: yes (the bot's settings)\n"
         "Limits: cooldown off, daily tokens per user off (the bot's settings)\n"
         "Scenes: on (the bot's settings)\n"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from tests.support.token_window import context_length_error, wire_tokens
+
 
 @dataclass(frozen=True)
 class Action:
@@ -117,9 +119,20 @@ class _ClientGone(Exception):
 
 
 class LLMServer:
-    def __init__(self, default: Callable[[SeenRequest], Reply] | None = None) -> None:
-        """`default` answers requests once the scripted replies run out (500 if not given)."""
+    def __init__(
+        self,
+        default: Callable[[SeenRequest], Reply] | None = None,
+        *,
+        context_tokens: int | None = None,
+    ) -> None:
+        """`default` answers requests once the scripted replies run out (500 if not given).
+        `context_tokens`: the model's context holds this many tokens, counted the server's own
+        way (`token_window.wire_tokens`); a chat request over it is refused as OpenAI refuses
+        one, and takes no scripted reply."""
         self._default = default or (lambda request: _unscripted())
+        self.context_tokens = context_tokens
+        self.counted: list[int] = []
+        """With `context_tokens`: each chat request's tokens, as this server counted them."""
         self._replies: deque[Reply] = deque()
         self.requests: list[SeenRequest] = []
         self.request_arrived = asyncio.Event()
@@ -167,7 +180,9 @@ class LLMServer:
                 request.connection = connection
                 self.requests.append(request)
                 self.request_arrived.set()
-                reply = self._replies.popleft() if self._replies else self._default(request)
+                reply = self._over_context(request)
+                if reply is None:
+                    reply = self._replies.popleft() if self._replies else self._default(request)
                 self.in_flight += 1
                 self.most_in_flight = max(self.most_in_flight, self.in_flight)
                 try:
@@ -183,6 +198,17 @@ class LLMServer:
             connection.mark_closed(by_client)
             writer.close()
             self._handlers.discard(task)
+
+    def _over_context(self, request: SeenRequest) -> Reply | None:
+        """The refusal of a chat request over the model's context, if it is one."""
+        if self.context_tokens is None or not request.path.endswith("/chat/completions"):
+            return None
+        tokens = wire_tokens(request.body)
+        self.counted.append(tokens)
+        answer_room = request.body.get("max_tokens") or request.body.get("max_completion_tokens")
+        if tokens + (answer_room or 0) <= self.context_tokens:
+            return None
+        return Reply(status=400, json_body=context_length_error(self.context_tokens, tokens))
 
     async def _respond(
         self, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

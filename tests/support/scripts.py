@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from tests.support.llm_server import Action, Reply, pause, sse, stall
+from collections.abc import Callable
+
+from tests.support.llm_server import Action, Reply, SeenRequest, pause, sse, stall
 from tests.support.openai_wire import chunk, tool_fragment, usage_chunk
+from tests.support.token_window import wire_tokens
 
 
 def finished(text: str) -> list[Action]:
@@ -67,3 +70,21 @@ def tool_call(
 
 def http_error(status: int) -> Reply:
     return Reply(status=status, json_body={"error": {"message": f"HTTP {status} from the model"}})
+
+
+def counted_answer(text: str) -> Callable[[SeenRequest], Reply]:
+    """Every request answered `text`, its usage the request's tokens as the server counts
+    them (`token_window.wire_tokens`), as an OpenAI-compatible server reports."""
+
+    def reply(request: SeenRequest) -> Reply:
+        prompt = wire_tokens(request.body)
+        return Reply(
+            body=[
+                sse(chunk(text)),
+                sse(chunk(finish="stop")),
+                sse(usage_chunk(prompt, max(1, len(text) // 4))),
+                sse("[DONE]"),
+            ]
+        )
+
+    return reply

@@ -120,9 +120,9 @@ def heard(said: Sequence[tuple[Persona, str]], speaker: Persona) -> tuple[Contex
     """What personas said earlier in the turn, as `speaker` sees it: its own lines as the
     assistant's turns, the others' under their names."""
     return tuple(
-        ContextItem(Role.ASSISTANT, text)
+        ContextItem(Role.ASSISTANT, text, pinned=True)
         if earlier.key == speaker.key
-        else ContextItem(Role.USER, f"{earlier.name}: {text}")
+        else ContextItem(Role.USER, f"{earlier.name}: {text}", pinned=True)
         for earlier, text in said
         if text.strip()
     )

@@ -54,6 +54,8 @@ class Said:
     text: str
     speaker: Speaker | None = None
     images: tuple[Image, ...] = ()
+    files_at: int | None = None
+    """Where its attachments' text begins in `text` (`ContextItem.files_at`)."""
 
 
 def named(said: Sequence[Said], answering: Iterable[Speaker] = ()) -> tuple[ContextItem, ...]:
@@ -65,9 +67,18 @@ def named(said: Sequence[Said], answering: Iterable[Speaker] = ()) -> tuple[Cont
             line.role,
             line.text if line.speaker is None else spoken(shown[line.speaker], line.text),
             line.images,
+            files_at=_files_at(line, shown),
         )
         for line in said
     )
+
+
+def _files_at(line: Said, shown: Mapping[Speaker, str]) -> int | None:
+    """Where `line`'s attachments begin once it is said under its speaker's label: `spoken`
+    writes its text's start as it writes the whole."""
+    if line.files_at is None or line.speaker is None:
+        return line.files_at
+    return len(spoken(shown[line.speaker], line.text[: line.files_at]))
 
 
 def labels(speakers: Iterable[Speaker]) -> Mapping[Speaker, str]:

@@ -29,7 +29,7 @@ from tomori.config.provider_kinds import (
     fits_a_header,
     redacted,
 )
-from tomori.config.settings import ConfigError
+from tomori.config.settings import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, ConfigError
 from tomori.providers.base import Provider
 
 MAX_FALLBACKS = 5
@@ -44,7 +44,10 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "to 5 fallbacks, each model once; providers: openai, gemini; +vision (once) after a "
         "model that takes images (openai:gpt-4o-mini+vision); +noprefill after an openai: "
         "model whose server ignores a trailing assistant turn (a prefill is then an "
-        "instruction)",
+        "instruction); +context=N (or +context=Nk, thousands of 1024) after a model whose "
+        "context holds N tokens (openai:llama3.2+context=8k): its requests are fitted to "
+        "it, whatever TOMORI_CONTEXT_TOKENS says (an admin's chain may lower it, never raise "
+        "it)",
     ),
     (
         "OPENAI_API_KEY",
@@ -82,7 +85,7 @@ MODEL_VARIABLES: tuple[tuple[str, str, str], ...] = (
 """(variable, default, what it does) for `--help` and docs/configuration.md."""
 
 
-_SUFFIX = re.compile(r"\s*\+\s*(vision|noprefill)$", re.IGNORECASE)
+_SUFFIX = re.compile(r"\s*\+\s*(vision|noprefill|context\s*=\s*(\d{1,8})\s*(k?))$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class ModelEntry:
     """Whether the model is sent images (`+vision` in its entry); `label` leaves it out."""
     no_prefill: bool = False
     """`+noprefill` in its entry: it takes no native prefill, whatever its provider does."""
+    context_tokens: int | None = None
+    """`+context=N` in its entry: the tokens its context holds (None: the bot's default)."""
 
     @property
     def label(self) -> str:
@@ -107,7 +112,8 @@ class ModelEntry:
     def written(self) -> str:
         """The entry as `TOMORI_MODELS` writes it, its suffixes included."""
         vision = "+vision" if self.vision else ""
-        return self.label + vision + ("+noprefill" if self.no_prefill else "")
+        context = "" if self.context_tokens is None else f"+context={self.context_tokens}"
+        return self.label + vision + ("+noprefill" if self.no_prefill else "") + context
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +254,12 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
     provider, colon, model = entry.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     suffixes: list[str] = []
+    context_tokens = None
     while (found := _SUFFIX.search(model)) is not None:
         suffix = found.group(1).lower()
+        if found.group(2) is not None:
+            suffix = "context"
+            context_tokens = _context_size(entry, source, int(found.group(2)), found.group(3))
         if suffix in suffixes:
             raise ConfigError(
                 f"{source} entry {entry!r} says +{suffix} twice: write it once, after the model"
@@ -271,7 +281,20 @@ def _parse_entry(piece: str, raw: str, source: str) -> ModelEntry:
             f"{source} entry {entry!r}: a model's name holds no spaces or control characters "
             f"(a misspelt option after it, or a stray character?)"
         )
-    return ModelEntry(provider, model, "vision" in suffixes, "noprefill" in suffixes)
+    return ModelEntry(
+        provider, model, "vision" in suffixes, "noprefill" in suffixes, context_tokens
+    )
+
+
+def _context_size(entry: str, source: str, number: int, thousands: str) -> int:
+    """The tokens `+context=N` (or `Nk`, thousands of 1024) gives, checked."""
+    tokens = number * (1024 if thousands else 1)
+    if not MIN_CONTEXT_TOKENS <= tokens <= MAX_CONTEXT_TOKENS:
+        raise ConfigError(
+            f"{source} entry {entry!r} says +context={tokens}: a context holds "
+            f"{MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS} tokens"
+        )
+    return tokens
 
 
 def _credentials_for(entry: ModelEntry, env: Mapping[str, str], source: str) -> Credentials:

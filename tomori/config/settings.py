@@ -240,6 +240,10 @@ same bound for `TOMORI_USER_COOLDOWN_MS` and a server's `/tomori limits`."""
 DAILY_TOKENS = integer(0, unit="tokens", maximum=1_000_000_000)
 """One user's most tokens per UTC day in a server, 0 for no limit (as `COOLDOWN_MS`)."""
 
+MIN_CONTEXT_TOKENS = 256
+"""The smallest context size a model may be given: less holds no system prompt and answer."""
+MAX_CONTEXT_TOKENS = 10_000_000
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -540,6 +544,16 @@ class Settings:
         "most tokens one model pass may write (unset: the provider's default), sent as "
         "openai's max_completion_tokens to api.openai.com and max_tokens to other servers, "
         "Gemini's max_output_tokens",
+    )
+    context_tokens: int | None = setting(
+        "TOMORI_CONTEXT_TOKENS",
+        None,
+        integer(MIN_CONTEXT_TOKENS, unit="tokens", maximum=MAX_CONTEXT_TOKENS),
+        "the context size (request and answer, in tokens) each model's request is fitted "
+        "to, the oldest history going first, unless its TOMORI_MODELS entry says "
+        "+context=N or its server named a smaller one; unset: 32768 for OpenAI's and "
+        "Gemini's own APIs, 4096 for any other server (OPENAI_BASE_URL: Ollama's default, "
+        "which silently drops the start of a longer request)",
     )
     temperature: float | None = setting(
         "TOMORI_TEMPERATURE",

@@ -110,7 +110,8 @@ class ConsoleChannel:
         until: int | None = None,
     ) -> tuple[ContextItem, ...]:
         """What the model is shown of this channel (see `history.context`)."""
-        return context(self.shown(trigger, waiting, settings, until), system_prompt, voice)
+        shown = self.shown(trigger, waiting, settings, until)
+        return context(shown, system_prompt, voice, trigger)
 
     def shown(
         self,

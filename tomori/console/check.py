@@ -3,9 +3,10 @@
 The settings were read already (a bad one stops `bot.py` with exit code 2). Here the MCP servers
 start while the database is opened and migrated, then every model of the chain is asked for a
 tiny streamed answer at once (`probe`), offered every tool a turn may offer (the built-in ones
-and the servers'), and one line per model says how it went, then one per MCP server. A
-front-end may add a check of its own (bot.py logs in to Discord when a token is set). Exit code
-0 when everything answered, 1 otherwise, 2 when the database cannot be used.
+and the servers'), and one line per model says how it went, with the context budget its
+requests are fitted to, then one per MCP server. A front-end may add a check of its own (bot.py
+logs in to Discord when a token is set). Exit code 0 when everything answered, 1 otherwise, 2
+when the database cannot be used.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TextIO
 from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.probe import probe
+from tomori.generation.contexts import ContextBook, served_elsewhere
 from tomori.providers.base import ToolSpec
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
@@ -119,8 +121,10 @@ async def _run_check(
     finally:
         for provider in providers.values():
             await provider.aclose()
-    for result in results:
+    contexts = ContextBook(settings, served_elsewhere(chain, os.environ), chain.entries)
+    for entry, result in zip(chain.entries, results, strict=True):
         print(result.line, file=out)
+        print(f"        context: {contexts.budget(entry).described}", file=out)
     out.flush()
     fine = all(result.answered for result in results) and not failed
     fine = _check_mcp(mcp, out) and fine

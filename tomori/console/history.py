@@ -5,7 +5,7 @@ a persona's own messages the assistant's, every other speaker named)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tomori.delivery.sprite_markers import wore_sprite
 from tomori.prompt.conversation import in_time_order, spoken
@@ -54,22 +54,27 @@ def in_view(
 
 
 def context(
-    shown: Iterable[ConsoleMessage], system_prompt: str, voice: str | None
+    shown: Iterable[ConsoleMessage],
+    system_prompt: str,
+    voice: str | None,
+    trigger: ConsoleMessage | None = None,
 ) -> tuple[ContextItem, ...]:
     """The system prompt, then `shown` as the model reads them. `voice` is the persona that
     answers (None: the bot): its own messages are the assistant's, any other speaker's are
-    named. A command typed (`/scene`) is left out, as Discord shows no message for it."""
+    named. A command typed (`/scene`) is left out, as Discord shows no message for it. The
+    `trigger` is sent whole whatever the model's context budget (`ContextItem.pinned`)."""
     items = [ContextItem(Role.SYSTEM, system_prompt)]
     for message in shown:
         text = message.text.strip()[:MAX_ITEM_CHARS]  # as Discord keeps a message's text
         if message.command:
             continue
         if message.from_bot and message.speaker == voice:
-            items.append(ContextItem(Role.ASSISTANT, text))
+            item = ContextItem(Role.ASSISTANT, text)
         elif message.from_bot and voice and wore_sprite(voice, message.speaker or ""):
-            items.append(ContextItem(Role.ASSISTANT, spoken(message.speaker or "", text)))
+            item = ContextItem(Role.ASSISTANT, spoken(message.speaker or "", text))
         elif message.from_bot:
-            items.append(ContextItem(Role.USER, spoken(message.speaker or "tomori", text)))
+            item = ContextItem(Role.USER, spoken(message.speaker or "tomori", text))
         else:
-            items.append(ContextItem(Role.USER, spoken(USER_NAME, text)))
+            item = ContextItem(Role.USER, spoken(USER_NAME, text))
+        items.append(replace(item, pinned=True) if message is trigger else item)
     return tuple(items)

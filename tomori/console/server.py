@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tomori.cast.personas import PersonaStore
-from tomori.config.models import ModelChain
+from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.settings import Settings
 from tomori.console.history import USER_NAME
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
+from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
@@ -113,6 +114,9 @@ class ConsoleServer:
 
     def defaults(self, where: Where) -> Defaults:
         return self.config.defaults(where.channel_id)
+
+    def context_budget(self, entry: ModelEntry) -> Budget:
+        return self.config.contexts.budget(entry)
 
     async def status(self, guild_id: str) -> ServerStatus:
         if self._database is None:

@@ -3,7 +3,8 @@
 From the top down, each calling the next:
 - `answering.py`   `answer_turn`: a turn's context answered into one channel (cog and console)
 - `chain.py`       `run_chain`: the models tried in order, errors held back while one is pending
-- `attempt.py`     one model's attempt, and the second try a failure may earn (images, 429)
+- `attempt.py`     one model's attempt, and the second try a failure may earn (images, 429,
+                   a context overflow)
 - `tool_loop.py`   `run_tool_loop`: stream, run the tools the model asks for, stream again
 - `stream_once.py` `stream_once`: one provider pass under the rolling timeout, killable at once
 - `provider_stream.py` the pass's generation task: the stream read, text to the writer
@@ -13,6 +14,7 @@ And what they share:
 - `results.py`     how a pass ended (`StreamResult`), and what a turn reports (usage, outcome)
 - `stoppable.py`   `until_stopped`: work of a turn that /kill stops at once
 - `health.py`      which models are worth asking: a model that stalled is skipped (the rule)
+- `contexts.py`    `ContextBook`: each model's context budget, and what its server taught it
 """
 
 from tomori.generation.answering import answer_turn

@@ -17,6 +17,7 @@ from tomori.delivery.port import ChannelPort
 from tomori.delivery.sprite_markers import Wardrobe
 from tomori.delivery.writer import ChannelWriter
 from tomori.generation.chain import ChainResult, run_chain
+from tomori.generation.contexts import ContextBook
 from tomori.generation.health import ModelHealth
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
@@ -46,6 +47,7 @@ async def answer_turn(
     health: ModelHealth | None = None,
     wardrobe: Wardrobe | None = None,
     prefill: Prefill | None = None,
+    contexts: ContextBook,
 ) -> ChainResult:
     """Run the chain on `context`, each pass writing into `port`; log how the turn ended.
 
@@ -55,7 +57,8 @@ async def answer_turn(
     The turn's first message marks it answered (`TurnGuard.mark_answered`): a turn cut short
     after that is never run again, one cut before it is; a tool call a stop cut short is told
     to the guard (`TurnGuard.cut_short`). `wardrobe`: the speaking persona's sprites, which
-    its markers switch between."""
+    its markers switch between; `contexts`: each model's context budget, which its requests
+    are fitted to."""
     state.on_first_message = guard.mark_answered
     result = await run_chain(
         entries,
@@ -82,6 +85,7 @@ async def answer_turn(
             ),
             requester_id=turn.trigger.requester_id,
             surface_errors=surface_errors,
+            contexts=contexts,
             opening=Opening(prefill) if prefill is not None else None,
         ),
         health,

@@ -1,5 +1,9 @@
 """One model's attempt at a turn: its tool loop, and the one second try a failure may earn.
 
+The model is sent the request fitted to its context budget (`contexts.ContextBook`), and
+what its server says the request came to teaches the budget how it counts. A refusal of the
+request as too long for the model's context is asked once more, fitted tighter (to the size
+the refusal named, or a smaller share), before the next model is.
 A model whose provider refuses the turn's images with a bad request that names them is asked
 once more without them (see `prompt.vision`). A model whose provider rate limits the request
 and says how long to wait (`Retry-After`) is waited for once, and asked once more, when the wait
@@ -44,12 +48,32 @@ def rate_limit_wait_s(settings: Settings) -> float:
 async def attempt_model(
     model: ModelEntry, provider: Provider, sent: StreamRequest, env: TurnEnvironment
 ) -> LoopResult:
-    """Run the model's tool loop on `sent`, and once more if its failure says it may help."""
+    """Run the model's tool loop on `sent` fitted to its budget, and once more if its
+    failure says it may help."""
     asked_at = time.monotonic()
-    loop = await run_tool_loop(provider, sent, env)
+    fit = env.contexts.fitted(model, sent)
+    loop = await run_tool_loop(provider, fit.request, env)
+    if loop.passes:
+        env.contexts.observed(model, fit.request, loop.passes[0].usage)
     error = loop.last.error if loop.last is not None else None
     if error is None or loop.text:
         return loop
+    tighter = env.contexts.tighter(model, sent, fit, error)
+    if tighter is not None:
+        log.warning(
+            "model %s refused a request of about %d tokens as too long%s; once more with about %d",
+            model.label,
+            fit.tokens,
+            detail(loop),
+            tighter.tokens,
+        )
+        again = await run_tool_loop(
+            provider, replace(tighter.request, tool_history=loop.tool_history), env
+        )
+        if again.passes:
+            env.contexts.observed(model, tighter.request, again.passes[0].usage)
+        return replace(again, passes=(*loop.passes, *again.passes))
+    sent = fit.request
     if refuses_images(error) and image_count(sent):
         log.warning("model %s refused the images%s; once more without", model.label, detail(loop))
         again = await run_tool_loop(

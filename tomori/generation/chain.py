@@ -307,6 +307,6 @@ def _continuing(request: StreamRequest, attempts: list[Attempt]) -> StreamReques
         return request
     return replace(
         request,
-        context=(*request.context, ContextItem(Role.ASSISTANT, shown)),
+        context=(*request.context, ContextItem(Role.ASSISTANT, shown, pinned=True)),
         request_notices=(*request.request_notices, ContextItem(Role.USER, CONTINUE_NOTICE)),
     )

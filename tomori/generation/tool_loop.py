@@ -20,6 +20,7 @@ from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
 from tomori.delivery.progress import Stage
+from tomori.generation.contexts import ContextBook
 from tomori.generation.results import StreamResult, StreamStatus, pass_usage, request_characters
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
@@ -65,6 +66,8 @@ class TurnEnvironment:
     open_writer: Callable[[], StreamWriter]
     requester_id: str | None
     surface_errors: bool
+    contexts: ContextBook
+    """Each model's context budget, which its requests are fitted to (`attempt`)."""
     opening: Opening | None = None
     """The answer's prefill, if it has one, and whether the answer has begun with it."""
 

@@ -17,13 +17,14 @@ from typing import Protocol
 from tomori.cast.personas import (
     PersonaStore,
 )
-from tomori.config.models import ModelChain
+from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.parsers import choice
 from tomori.config.scope import Scope
 from tomori.config.settings import ConfigError, ShowErrors, ShowProgress
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
+from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
 from tomori.monitoring.status import ServerStatus, describe
 from tomori.policy.override_store import OverrideStore
@@ -86,6 +87,10 @@ class Administered(Protocol):
 
     def defaults(self, where: Where) -> Defaults:
         """What applies where nothing is set: the bot's environment."""
+        ...
+
+    def context_budget(self, entry: ModelEntry) -> Budget:
+        """What `entry`'s requests are fitted to now (`tomori.generation.contexts`)."""
         ...
 
     async def status(self, guild_id: str) -> ServerStatus:
@@ -254,7 +259,18 @@ def reset(scope: str = "channel") -> Action:
 
 async def show(target: Administered, where: Where) -> Notice:
     resolved = await _resolved(target, where)
-    return Notice.of(said("title.in_this_channel"), _shown(resolved), NoticeColour.SUCCESS)
+    budgets = _budgets(target, resolved.models.value)
+    return Notice.of(said("title.in_this_channel"), _shown(resolved, budgets), NoticeColour.SUCCESS)
+
+
+def _budgets(target: Administered, models: str) -> str | None:
+    """The context budget each model of `models` is fitted to now; None if the chain can no
+    longer be used (a key gone since it was chosen: its turns say so)."""
+    try:
+        chain = target.check_models(models)
+    except ConfigError:
+        return None
+    return "; ".join(f"{e.label} {target.context_budget(e).described}" for e in chain.entries)
 
 
 async def status(target: Administered, where: Where) -> Notice:
@@ -282,7 +298,7 @@ def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" for line in text.splitlines() or [""])
 
 
-def _shown(resolved: Resolved) -> str:
+def _shown(resolved: Resolved, budgets: str | None) -> str:
     prefill = resolved.prefill
     if prefill.value:
         begins = f"Prefill, what answers begin with ({prefill.source}):\n{_quoted(prefill.value)}"
@@ -291,6 +307,7 @@ def _shown(resolved: Resolved) -> str:
     return "\n".join(
         (
             f"Models: {resolved.models.value} ({resolved.models.source})",
+            *((f"Context: {budgets}",) if budgets is not None else ()),
             f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
             f" ({resolved.autoreply.source})",
             f"Limits: {say(_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value))}"

@@ -6,6 +6,8 @@
 - `sniff.py`        what a file's bytes are: an image's type by its signature, text or not
 - `prefill.py`      a prefill per model (native or in words), notices before it, folded into tools
 - `opening.py`      `opened`: the posted answer begins with the prefill exactly once
+- `tokens.py`       a request's tokens, estimated with no download
+- `budget.py`       `fitted`: a request within a model's context (the rule for what goes)
 """
 
 from tomori.prompt.conversation import Unshown, in_time_order

@@ -65,7 +65,7 @@ def prefilled(request: StreamRequest, prefill: Prefill, *, native: bool) -> Stre
     if native:
         return replace(
             request,
-            context=(*request.context, ContextItem(Role.ASSISTANT, prefill.text)),
+            context=(*request.context, ContextItem(Role.ASSISTANT, prefill.text, pinned=True)),
             output_prefill=prefill.text,
         )
     notices = (*request.request_notices, instruction(prefill.text))

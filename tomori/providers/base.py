@@ -44,11 +44,21 @@ TOOL_IMAGES = "The images the tool {tool} returned:"
 
 @dataclass(frozen=True, slots=True)
 class ContextItem:
-    """One turn of the conversation as the model sees it."""
+    """One turn of the conversation as the model sees it.
+
+    `pinned` and `files_at` are read by the request budget alone (`tomori.prompt.budget`),
+    and left out of comparisons: they say how an item may be fitted, not what it says."""
 
     role: Role
     text: str
     images: tuple[Image, ...] = ()
+    pinned: bool = field(default=False, compare=False)
+    """Always sent whole: the turn's own (its trigger, the chain it replies to, what a
+    /respond said, a prefill, a partial answer a fallback goes on from). System items and
+    request notices are kept whatever this says."""
+    files_at: int | None = field(default=None, compare=False)
+    """Where the text of its message's attachments begins in `text`: the budget cuts that
+    before it leaves out whole messages."""
 
 
 class ArgumentsProblem(StrEnum):
@@ -189,7 +199,8 @@ class ProviderError(TomoriError):
     (`providers.errors.sanitised`), never shown to users. `retry_after_s` is the provider's
     Retry-After, where it sent one. `reason` is why a provider refused the content
     (`CONTENT_BLOCKED`), in its own words made fit to show the asker: one short sentence, no
-    key, no URL.
+    key, no URL. `code` is the provider's own code for the error, where it gave one
+    (`context_length_exceeded`).
     """
 
     def __init__(
@@ -201,6 +212,7 @@ class ProviderError(TomoriError):
         retry_after_s: float | None = None,
         detail: str = "",
         reason: str = "",
+        code: str = "",
     ) -> None:
         super().__init__(f"{kind}: {safe_message}")
         self.kind = kind
@@ -209,6 +221,7 @@ class ProviderError(TomoriError):
         self.retry_after_s = retry_after_s
         self.detail = detail
         self.reason = reason
+        self.code = code
 
 
 class Provider(Protocol):

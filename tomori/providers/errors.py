@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlsplit
 
 from tomori.providers.base import ProviderError, ProviderErrorKind
@@ -121,6 +122,7 @@ def status_error(
         status=status,
         retry_after_s=_retry_after(headers) if kind is ProviderErrorKind.RATE_LIMITED else None,
         detail=detail,
+        code=code or "",
     )
 
 
@@ -216,3 +218,55 @@ def refuses_images(error: ProviderError) -> bool:
     which no other bad request promises.
     """
     return error.kind is ProviderErrorKind.BAD_REQUEST and bool(_IMAGE_WORDS.search(error.detail))
+
+
+@dataclass(frozen=True, slots=True)
+class Overflow:
+    """A provider's refusal of a request longer than its model's context, and the numbers
+    it named, where it named them."""
+
+    context_tokens: int | None = None
+    """The tokens the model's context holds."""
+    sent_tokens: int | None = None
+    """The tokens the request's messages came to, as the server counted them."""
+
+
+OVERFLOW_CODES = frozenset({"context_length_exceeded"})
+"""OpenAI's code for it (llama.cpp's code is the status; its words say it)."""
+_OVERFLOW_WORDS = re.compile(
+    r"maximum context length|context (?:size|window|length)|input token count"
+    r"|prompt is too long|too many tokens",
+    re.IGNORECASE,
+)
+_CONTEXT_NAMED = (
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),  # OpenAI, vLLM
+    re.compile(r"available context size \((\d+) tokens\)", re.IGNORECASE),  # llama.cpp
+    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),  # Gemini
+)
+_SENT_NAMED = (
+    re.compile(r"\((\d+) in the messages", re.IGNORECASE),  # OpenAI, vLLM
+    re.compile(r"messages resulted in (\d+) tokens", re.IGNORECASE),  # OpenAI
+    re.compile(r"request has (\d+) input tokens", re.IGNORECASE),  # vLLM
+    re.compile(r"request \((\d+) tokens\) exceeds", re.IGNORECASE),  # llama.cpp
+    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),  # Gemini
+)
+
+
+def overflow(error: ProviderError) -> Overflow | None:
+    """The refusal of a request too long for the model's context, if `error` is one: a bad
+    request with OpenAI's `context_length_exceeded` code, or whose words say so (OpenAI's and
+    vLLM's "maximum context length is N tokens", llama.cpp's "exceeds the available context
+    size", Gemini's "The input token count (M) exceeds the maximum number of tokens allowed
+    (N)"). Unlike another bad request, a shorter request to the same model may well succeed."""
+    if error.kind is not ProviderErrorKind.BAD_REQUEST:
+        return None
+    if error.code not in OVERFLOW_CODES and not _OVERFLOW_WORDS.search(error.detail):
+        return None
+    return Overflow(_named(_CONTEXT_NAMED, error.detail), _named(_SENT_NAMED, error.detail))
+
+
+def _named(patterns: Iterable[re.Pattern[str]], detail: str) -> int | None:
+    for pattern in patterns:
+        if (found := pattern.search(detail)) is not None:
+            return int(found.group(1))
+    return None

@@ -21,6 +21,7 @@ from tomori.config.models import Credentials, ModelChain, ModelEntry
 from tomori.config.provider_kinds import PROVIDER_KINDS
 from tomori.config.settings import ConfigError, Settings
 from tomori.delivery.progress import Visibility
+from tomori.generation.contexts import ContextBook, served_elsewhere
 from tomori.policy.limits import UserLimits
 from tomori.policy.override_store import OverrideStore, SettingsUnavailable
 from tomori.policy.overrides import NOTHING, Defaults, Resolved, Source, check_models, resolve
@@ -61,6 +62,8 @@ class ChannelConfig:
         self.environ = os.environ if environ is None else environ
         self.store: OverrideStore | None = None
         self._providers: dict[str, Provider] = {}
+        self.contexts = ContextBook(settings, served_elsewhere(chain, self.environ), chain.entries)
+        """Each model's context budget, and what its server taught it."""
 
     def start(self, database: Database) -> None:
         self.store = OverrideStore(database)

@@ -101,6 +101,7 @@ class Playing:
                 request_notices=(*self.notices, *notices),
                 surface_errors=self.surface_errors,
                 health=self.stage.health,
+                contexts=self.stage.config.contexts,
                 wardrobe=speaker.wardrobe,
                 prefill=prefill,
             )

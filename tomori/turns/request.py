@@ -53,7 +53,11 @@ class Respond:
         """What its answers are asked: what the asker said, and its own prefill, which
         replaces the channel's (or server's) and the persona's for the answer it was given
         for (never joined to them)."""
-        said = (ContextItem(Role.USER, spoken(self.asker, self.prompt)),) if self.prompt else ()
+        said = (
+            (ContextItem(Role.USER, spoken(self.asker, self.prompt), pinned=True),)
+            if self.prompt
+            else ()
+        )
         given = Prefill(self.prefill, manual=True) if self.prefill else None
         return AnswerBrief(said, channel, given)
 

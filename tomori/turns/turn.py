@@ -221,6 +221,7 @@ async def _answer(
         request_notices=playing.notices,
         surface_errors=request.surfaces_errors,
         health=stage.health,
+        contexts=stage.config.contexts,
         prefill=brief.prefill_for(None, first=True),
     )
     if result.forbidden:

@@ -14,9 +14,10 @@ from typing import Any
 
 from tomori.cast.personas import PersonaStore
 from tomori.commands import table
-from tomori.config.models import ModelChain
+from tomori.config.models import ModelChain, ModelEntry
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
+from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
@@ -106,6 +107,9 @@ class ChatSettings:
 
     def defaults(self, where: Where) -> Defaults:
         return self._chat.config.defaults(int(where.channel_id))
+
+    def context_budget(self, entry: ModelEntry) -> Budget:
+        return self._chat.config.contexts.budget(entry)
 
     async def status(self, guild_id: str) -> ServerStatus:
         await self._runtime.metrics.flushed()

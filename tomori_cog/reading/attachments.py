@@ -73,6 +73,14 @@ class MessageParts:
         all of it its author's (said under their name, every further line indented)."""
         return "\n".join([_CUSTOM_EMOJI.sub(r":\1:", text), *self.sections]).strip()
 
+    def at(self, text: str) -> int | None:
+        """Where the files begin in `body(text)` (None: it has none): the request budget
+        cuts from there before it leaves out whole messages."""
+        if not self.sections:
+            return None
+        head = _CUSTOM_EMOJI.sub(r":\1:", text)
+        return len(head.lstrip()) + 1 if head.strip() else 0
+
 
 @dataclass(frozen=True, slots=True)
 class TurnAttachments:

@@ -94,13 +94,15 @@ class HistoryReader:
             recent = {message.id: message for message in await self._recent(channel, trigger)}
         else:
             recent = {message.id: message for message in window.before}
-        earlier = await self._reply_chain(channel, trigger, window)
+        chain = await self._reply_chain(channel, trigger, window)
+        earlier = list(chain)
         if queued:
             earlier += await self._answers_since(channel, trigger, window)
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
         shown = self._shown(in_time_order(recent.values(), earlier, trigger, waiting))
+        kept = [trigger, *chain, *([starter] if starter is not None else [])]
         attached = await read_attachments(
             shown,
             self._settings,
@@ -110,7 +112,7 @@ class HistoryReader:
             cache=self._files,
             hold=hold,
         )
-        return Shown(shown, attached)
+        return Shown(shown, attached, frozenset(message.id for message in kept))
 
     async def read_latest(
         self, channel: Any, waiting: Collection[str], *, images: bool, hold: ImageHold

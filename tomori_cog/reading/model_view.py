@@ -8,7 +8,7 @@ post), so that speakers whose names look alike are told apart (`tomori.cast.spea
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tomori.cast.personas import unnamed
@@ -45,6 +45,9 @@ class Shown:
 
     messages: list[Any]
     attached: TurnAttachments
+    kept: frozenset[int] = frozenset()
+    """The IDs of the messages the request budget always sends whole (`ContextItem.pinned`):
+    the trigger, the chain it replies to, a thread's starter."""
 
     @property
     def notices(self) -> Context:
@@ -66,10 +69,13 @@ class ModelView:
 
     def lines(self, shown: Shown, voice: Voice) -> list[tuple[str, ContextItem]]:
         """Each message shown as `voice` sees it (as `context` gives them), by its ID."""
-        said = [(str(m.id), self.said(m, shown.attached, voice)) for m in shown.messages]
+        said = [(m.id, self.said(m, shown.attached, voice)) for m in shown.messages]
         kept = [(message_id, line) for message_id, line in said if line is not None]
         items = named([line for _, line in kept], self._answering(voice))
-        return [(message_id, item) for (message_id, _), item in zip(kept, items, strict=True)]
+        return [
+            (str(message_id), replace(item, pinned=True) if message_id in shown.kept else item)
+            for (message_id, _), item in zip(kept, items, strict=True)
+        ]
 
     def said(self, message: Any, attached: TurnAttachments, voice: Voice) -> Said | None:
         """The one place a message becomes what the model sees of it; None if nothing.
@@ -107,7 +113,7 @@ class ModelView:
         if not shown.strip() and not files:
             return None
         author = _webhook(message.author) if message.webhook_id else _user(message.author)
-        return Said(Role.USER, files.body(shown), author, files.images)
+        return Said(Role.USER, files.body(shown), author, files.images, files.at(shown))
 
     def _answering(self, voice: Voice) -> tuple[Speaker, ...]:
         """Who the model answers as: no speaker may pass for it either."""

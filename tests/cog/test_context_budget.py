@@ -1,0 +1,159 @@
+"""A model's context budget through the cog, on both libraries: a long history and a long file
+sent to a small model are fitted to its context (the oldest history first, an attachment's
+text cut before a message is left out), never the system prompt, the persona or the trigger;
+a refusal that names a smaller context is asked once more, fitted to it, and answered; an
+admin's chain may lower a model's context, never raise it past the author's.
+
+The model server counts tokens its own way (tests/support/token_window.py), refuses a request
+over its context as OpenAI does, and reports each request's tokens as usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.bots import OpenBot
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.conversation import shown
+from tests.support.discord_rest import DiscordRestServer
+from tests.support.files import FileServer
+from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot, conversation, posted, user_message
+from tests.support.scripts import counted_answer
+from tests.support.tomori_commands import said
+from tests.support.world import CHANNEL_ID, Person
+from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
+from tomori.prompt.budget import CUT_MARKER
+
+ANSWER = "Here is what I make of it."
+OLD_LINE = "an old story about the harbour and its boats, told again at length " * 6
+"""About a hundred tokens, however counted: thirty of them overflow a 2,000-token model."""
+LOG = "".join(f"line {n}: the service answered slowly, retrying the request\n" for n in range(200))
+
+
+@pytest.fixture
+async def small_model() -> AsyncIterator[LLMServer]:
+    """A model whose context holds 2,000 tokens, answering every request that fits."""
+    server = LLMServer(default=counted_answer(ANSWER), context_tokens=2_000)
+    await server.start()
+    yield server
+    await server.close()
+
+
+async def test_a_long_history_and_file_fit_a_small_model_keeping_the_prompt_and_the_trigger(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    bot = await open_bot(
+        settings_for(tmp_path, history_limit=40),
+        chain_for(small_model, "openai:test-model+context=2000"),
+    )
+    for n in range(30):
+        bot.seed(f"({n}) {OLD_LINE}", by=Person.BOB)
+    log = files.attachment("service.log", LOG.encode(), "text/plain")
+    await bot.say("the log from last night", by=Person.BOB, attachments=[log])
+    await bot.say(f"{bot.mention()} what went wrong last night?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert await bot.contents() == [ANSWER]  # answered, at the first ask
+    assert len(small_model.requests) == 1
+    assert small_model.counted[0] <= 2_000
+    messages = small_model.requests[0].body["messages"]
+    assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
+    texts = shown(small_model)
+    assert texts[-1] == "alice: @Tomori what went wrong last night?"
+    assert not any(text.startswith("bob: (0) ") for text in texts)  # the oldest went first
+    [with_log] = [text for text in texts if text.startswith("bob: the log from last night")]
+    assert "line 0: the service" in with_log  # the file's start is kept, the rest cut
+    assert with_log.endswith(CUT_MARKER)
+    assert "line 199:" not in with_log
+
+
+async def test_a_refusal_naming_a_smaller_context_is_asked_again_fitted_to_it_and_answered(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """Told 2,000 tokens, the model holds 1,200: its refusal says so, and the turn asks it
+    once more within 1,200, and answers; the next turn fits at once."""
+    small_model.context_tokens = 1_200
+    bot = await open_bot(
+        settings_for(tmp_path, history_limit=40),
+        chain_for(small_model, "openai:test-model+context=2000"),
+    )
+    for n in range(30):
+        bot.seed(f"({n}) {OLD_LINE}", by=Person.BOB)
+    await bot.say(f"{bot.mention()} tell me the story")
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert await bot.contents() == [ANSWER]
+    assert len(small_model.requests) == 2
+    assert small_model.counted[0] > 1_200  # refused
+    assert small_model.counted[1] <= 1_200
+    assert shown(small_model, 1)[-1] == "alice: @Tomori tell me the story"
+
+    await bot.say(f"{bot.mention()} and again?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert len(small_model.requests) == 3  # learned: no refusal this time
+    assert small_model.counted[2] <= 1_200
+    assert (await bot.contents())[-1] == ANSWER
+
+
+async def test_a_persona_answering_a_small_model_keeps_its_persona_whatever_the_history(
+    open_rest_bot: OpenRestBot, discord_rest: DiscordRestServer, tmp_path: Path
+) -> None:
+    model = LLMServer(default=counted_answer("Aria sings."), context_tokens=1_000)
+    await model.start()
+    try:
+        settings = settings_for(tmp_path, history_memory_channels=0, history_limit=50)
+        bot = await open_rest_bot(settings, chain_for(model, "openai:test-model+context=1000"))
+        bot.allow_webhooks()
+        await bot.persona("add", name="Aria", prompt="You are Aria, a cheerful bard.")
+        for n in range(40):
+            discord_rest.add_message(user_message(f"({n}) {OLD_LINE}", channel=CHANNEL_ID))
+        bot.say("ARIA, sing the harbour song")
+        async with asyncio.timeout(10):
+            await bot.settled(CHANNEL_ID)
+    finally:
+        await model.close()
+
+    assert [m.content for m in posted(discord_rest)] == ["Aria sings."]
+    assert len(model.counted) == 1  # fitted at the first ask
+    assert model.counted[0] <= 1_000
+    seen = conversation(model.requests[0])
+    assert seen[0] == ("system", "You are Aria, a cheerful bard.")
+    assert seen[-1][1].endswith("ARIA, sing the harbour song")
+    assert "(0) " not in "".join(text for _, text in seen)
+
+
+async def test_an_admins_chain_may_lower_a_models_context_never_raise_it(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """A larger request is the author's tokens: an admin's `+context` above the author's size
+    for the model is held to it, one below it is what the requests are fitted to."""
+    bot = await open_bot(
+        settings_for(tmp_path, history_limit=40),
+        chain_for(small_model, "openai:test-model+context=2000"),
+    )
+    said(await bot.tomori("model", models="openai:test-model+context=100000"))
+    _, shown = said(await bot.tomori("show"))
+    assert "Context: openai:test-model 2000 tokens (its +context), 500 of them" in shown
+    for n in range(30):
+        bot.seed(f"({n}) {OLD_LINE}", by=Person.BOB)
+    await bot.say(f"{bot.mention()} how long is it?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert await bot.contents() == [ANSWER]
+    assert small_model.counted[0] <= 2_000  # within the author's 2,000, not the admin's
+
+    said(await bot.tomori("model", models="openai:test-model+context=1000"))
+    _, shown = said(await bot.tomori("show"))
+    assert "Context: openai:test-model 1000 tokens (its +context), 250 of them" in shown
+    await bot.say(f"{bot.mention()} and now?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+    assert small_model.counted[-1] <= 1_000 - 250

@@ -1,0 +1,127 @@
+"""The request fitted to a model's context: the one rule for what goes when it is too long.
+
+A model's context holds the request and the answer; a server handed more either refuses it or,
+worse, silently drops its start (Ollama), system prompt and persona first. So each model is
+sent the turn's context fitted to its room (`tomori.generation.contexts` says how much), as
+estimated by `tomori.prompt.tokens` scaled by the ratio learned of that model. Always sent,
+whatever it costs: the system items (the system prompt, the persona), the request-only notes,
+the tools and the turn's tool exchanges, and the items marked `pinned` (the trigger, the chain
+it replies to, what a /respond said, a prefill). The rest is the history, and while the
+request is too long:
+1. the text of the history's attachments may be cut, each to no less than a quarter of the
+   room (`FILE_SHARE`), before any message is left out: the oldest messages are left out only
+   as far as that is not enough;
+2. the attachments of the history left are cut that far, oldest message first, the last one
+   only as far as needed (a marker says the rest is left out);
+3. the attachments of the pinned items (the trigger's own file) are cut, as far as needed.
+What is left over then is sent as it is: the server's refusal, if it refuses, is retried
+tighter once and then handed to the next model (`tomori.generation.attempt`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tomori.prompt.conversation import CONTINUED
+from tomori.prompt.tokens import fixed_tokens, item_tokens, scaled
+from tomori.providers.base import ContextItem, Role, StreamRequest
+
+CUT_MARKER = f"\n{CONTINUED}[... the rest of the attached text is left out here: it did not fit]"
+"""What ends an attachment's text the budget cut, so the model knows there was more."""
+FILE_SHARE = 4
+"""A history message's attachments are cut to a quarter of the room before any message is
+left out: the file a question is about is most often just before it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A request as fitted, with what it cost and what fitting it took."""
+
+    request: StreamRequest
+    tokens: int
+    """Its tokens, as the model's server is estimated to count them."""
+    left_out: int = 0
+    """History messages left out."""
+    cut: int = 0
+    """Messages whose attachments' text was cut."""
+
+
+def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
+    """`request` within `room` tokens, counted at `ratio` (see the module docstring)."""
+
+    def cost(item: ContextItem) -> int:
+        return scaled(item_tokens(item), ratio)
+
+    items: list[ContextItem | None] = list(request.context)
+    costs = [cost(item) for item in request.context]
+    over = scaled(fixed_tokens(request), ratio) + sum(costs) - room
+    if over <= 0:
+        return Fitted(request, room + over)
+    history = [n for n, item in enumerate(request.context) if not _kept(item)]
+    pinned = [n for n, item in enumerate(request.context) if _kept(item)]
+    keep = room // FILE_SHARE
+    floors = {n: _floor(request.context[n], costs[n], cost, keep) for n in history}
+    at_floors = over - sum(costs[n] - floors[n] for n in history)
+    left_out = 0
+    for n in history:  # those that cannot stay, even with every file cut as far as allowed
+        if at_floors <= 0:
+            break
+        at_floors -= floors[n]
+        over -= costs[n]
+        items[n] = None
+        left_out += 1
+    cut = 0
+    for n in history:
+        if over <= 0:
+            break
+        over, cut = _cut_files(items, costs, n, over, cost, cut, keep=keep)
+    for n in pinned:
+        if over <= 0:
+            break
+        over, cut = _cut_files(items, costs, n, over, cost, cut, keep=0)
+    context = tuple(item for item in items if item is not None)
+    return Fitted(replace(request, context=context), room + over, left_out, cut)
+
+
+def _kept(item: ContextItem) -> bool:
+    return item.pinned or item.role is Role.SYSTEM
+
+
+def _floor(item: ContextItem, full: int, cost: Callable[[ContextItem], int], keep: int) -> int:
+    """What `item` costs with its files cut as far as the first step cuts them."""
+    if item.files_at is None:
+        return full
+    return min(full, cost(replace(item, text=item.text[: item.files_at] + CUT_MARKER)) + keep)
+
+
+def _cut_files(
+    items: list[ContextItem | None],
+    costs: list[int],
+    n: int,
+    over: int,
+    cost: Callable[[ContextItem], int],
+    cut: int,
+    *,
+    keep: int,
+) -> tuple[int, int]:
+    """Item `n` with its attachments' text cut as far as `over` needs, `keep` tokens of it
+    kept at least; what is still over, and how many items are cut now."""
+    item = items[n]
+    if item is None or item.files_at is None:
+        return over, cut
+    head, files = item.text[: item.files_at], item.text[item.files_at :]
+    bare = cost(replace(item, text=head + CUT_MARKER))
+    target = max(costs[n] - over, bare + keep)
+    if costs[n] <= target:
+        return over, cut
+    # The share of the files' text that fits, as a first guess; then less until it does.
+    kept = int(len(files) * (target - bare) / max(1, costs[n] - bare))
+    while kept > 0 and cost(replace(item, text=head + files[:kept] + CUT_MARKER)) > target:
+        kept = kept * 9 // 10
+    shorter = replace(item, text=head + files[:kept] + CUT_MARKER, files_at=None)
+    saved = costs[n] - cost(shorter)
+    if saved <= 0:
+        return over, cut
+    items[n], costs[n] = shorter, costs[n] - saved
+    return over - saved, cut + 1
