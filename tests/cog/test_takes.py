@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteLimit
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, hold_until
 from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
 from tests.support.scripts import answer, http_error, stalled_after
@@ -344,3 +344,36 @@ async def test_a_regeneration_pressed_just_before_a_new_message_gives_up(
     assert bot.contents() == ["First take.", "For Bob."]
     assert len(llm_server.requests) == 2
     assert bot.shown()[0].payload["components"] == []  # frozen: no buttons on it
+
+
+async def test_a_queued_questions_new_take_is_shown_the_answers_its_first_take_was(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Alice's question waited behind Bob's answer, and its first take was shown that answer
+    (posted after her question): a new take of hers is shown it too, and never the answer's
+    own text (what it replaces)."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    thinking = asyncio.Event()
+    llm_server.script(
+        Reply(body=[hold_until(thinking), *answer("For Bob.").body]),  # posted after Alice's
+        answer("First take."),
+        answer("Second take."),
+    )
+    bot.say(f"{bot.mention()} me first", by=Person.BOB)
+    await until(lambda: len(llm_server.requests) == 1)
+    bot.say(f"{bot.mention()} and me?")  # queued behind Bob's answer
+    await bot.admitted()
+    thinking.set()
+    first = await showing(bot, "1/1")
+    assert bot.contents() == ["For Bob.", "First take."]
+    assert ("assistant", "For Bob.") in conversation(llm_server.requests[1])
+
+    await bot.press(first, regenerate(first))
+    await bot.settled()
+    second = await showing(bot, "2/2")
+    assert (second.id, second.content) == (first.id, "Second take.")
+    seen = conversation(llm_server.requests[2])
+    assert seen == conversation(llm_server.requests[1])
+    assert not any("First take." in content for _, content in seen)
