@@ -377,3 +377,73 @@ async def test_a_queued_questions_new_take_is_shown_the_answers_its_first_take_w
     seen = conversation(llm_server.requests[2])
     assert seen == conversation(llm_server.requests[1])
     assert not any("First take." in content for _, content in seen)
+
+
+async def test_a_press_right_behind_a_new_message_is_told_the_answer_stays_as_shown(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Regenerate or ◀ pressed right behind another member's message in the channel (whose
+    freeze may still be under way) is told the conversation went on, never that a new take
+    is being written; no model is asked, and the answer stays as shown, without buttons."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    rounds = 4
+    llm_server.script(
+        answer("Answer 0."),
+        answer("Answer 0, again."),
+        *(answer(f"Answer {n}.") for n in range(1, rounds)),
+    )
+    for n in range(rounds):
+        bot.say(f"{bot.mention()} question {n}")
+        if n == 0:  # one answer with two takes, for ◀
+            first = await showing(bot, "1/1")
+            await bot.press(first, regenerate(first))
+            await bot.settled()
+            answered = await showing(bot, "2/2")
+            button = previous(answered)
+        else:
+            answered = await showing(bot, "1/1")
+            button = regenerate(answered)
+        await bot.tidied()
+        bot.say("nice", by=Person.BOB)  # not to the bot: it only freezes the takes
+        told(await bot.press(answered, button), PressRefusal.FROZEN)
+        await bot.tidied()
+        assert bot.shown()[-1].payload["components"] == []
+    assert len(llm_server.requests) == rounds + 1
+    assert bot.contents() == ["Answer 0, again.", *(f"Answer {n}." for n in range(1, rounds))]
+
+
+@pytest.mark.parametrize(
+    ("limit", "spent"),
+    [("user_daily_tokens", 5), ("user_cooldown_ms", 600_000)],
+    ids=["tokens", "cooldown"],
+)
+async def test_a_moderators_regenerate_held_by_the_askers_limit_names_whose_it_is(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, limit: str, spent: int
+) -> None:
+    """A new take counts against its asker: where their day's tokens are spent (or their
+    cooldown runs), a moderator's Regenerate is refused naming the asker, in the moderator's
+    language, never as if the limit were the moderator's own; the asker is told it is theirs.
+    No model is asked."""
+    settings = settings_for(tmp_path, history_memory_channels=0, **{limit: spent})
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(answer("First take."), answer("Never asked."))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    asker = f"<@{Person.ALICE.id}>"
+    for locale, yours in (("en", "You "), ("ja", "あなた")):
+        by_a_moderator = await bot.press(
+            first, regenerate(first), by=Person.BOB, permissions=MANAGE_MESSAGES, locale=locale
+        )
+        content = str(by_a_moderator["data"]["content"])
+        assert by_a_moderator["data"]["flags"] & 64
+        assert asker in content
+        assert yours not in content
+    by_the_asker = await bot.press(first, regenerate(first))
+    assert asker not in str(by_the_asker["data"]["content"])
+    assert "You " in str(by_the_asker["data"]["content"])
+    await bot.tidied()
+    assert len(llm_server.requests) == 1
+    assert [(m.content, counter(m)) for m in bot.shown()] == [("First take.", "1/1")]
