@@ -22,10 +22,11 @@ import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteLimit
-from tests.support.llm_server import LLMServer, Reply, hold_until
+from tests.support.llm_server import LLMServer, Reply, drop, hold_until, sse
+from tests.support.openai_wire import chunk
 from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
-from tests.support.scripts import answer, http_error, stalled_after
+from tests.support.scripts import answer, http_error, in_parts, stalled_after
 from tests.support.waiting import until
 from tests.support.world import Person
 from tomori.commands.table import WHY
@@ -447,3 +448,38 @@ async def test_a_moderators_regenerate_held_by_the_askers_limit_names_whose_it_i
     await bot.tidied()
     assert len(llm_server.requests) == 1
     assert [(m.content, counter(m)) for m in bot.shown()] == [("First take.", "1/1")]
+
+
+@pytest.mark.parametrize("cut", ["edit-failed", "stream-dropped"])
+async def test_a_regeneration_cut_short_is_no_take_and_the_answer_shows_its_own(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    cut: str,
+) -> None:
+    """A new take whose delivery is cut (Discord fails the edits that write it into the
+    answer, or the provider drops the stream after some text) did not end complete: it is
+    not kept as a take (no "2/2"), and the answer's messages show the take they showed
+    before, its buttons back, with nothing of the cut take left in the channel."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    first_take = "First part of the first take.\n\nSecond part of the first take."
+    llm_server.script(answer(first_take))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    await bot.command(ERRORS_SILENT, permissions=MANAGE_GUILD)
+    if cut == "edit-failed":
+        llm_server.script(in_parts("Cut take, first part.\n\n", "Cut take, second part.", gap=0.6))
+        discord_rest.fail_next("message_edit", times=2)
+    else:
+        llm_server.script(Reply(body=[sse(chunk("Cut take, first part.\n\n")), drop()]))
+    pressed = await bot.press(first, regenerate(first))
+    assert pressed["type"] == 7
+    await bot.settled()
+    await until(lambda: counter(bot.shown()[0]) == "1/1")  # the buttons back, as they were
+    await bot.tidied()
+    assert [(m.id, m.content, counter(m)) for m in bot.shown()] == [(first.id, first_take, "1/1")]
+    assert len(llm_server.requests) == 2
