@@ -483,3 +483,46 @@ async def test_a_regeneration_cut_short_is_no_take_and_the_answer_shows_its_own(
     await bot.tidied()
     assert [(m.id, m.content, counter(m)) for m in bot.shown()] == [(first.id, first_take, "1/1")]
     assert len(llm_server.requests) == 2
+
+
+@pytest.mark.parametrize("who", ["bot", "persona"])
+async def test_a_regeneration_carries_a_stop_button_that_stops_it(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, who: str
+) -> None:
+    """A regeneration is an answer like any other, the bot's or a persona's: while it is
+    written, the answer's first message carries its Stop button (in the edit that writes the
+    take's first text, no request of its own); a press stops it, the provider's stream
+    closed, and the answer shows the take it showed before, its take buttons back and the
+    Stop button gone."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    asked = f"{bot.mention()} tell me something"
+    if who == "persona":
+        bot.allow_webhooks()
+        await bot.persona("add", name="Aria", prompt="You are Aria.")
+        asked = "aria, tell me something"
+    llm_server.script(answer("First take."), stalled_after("Half a take.\n\n"))
+    bot.say(asked)
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    route = "message_edit" if who == "bot" else "webhook"
+    edits = bot.server.requests_by_route[route]
+    await bot.press(first, regenerate(first))
+    await until(lambda: bool(stop_buttons(posted(bot.server)[-1])))
+    writing = posted(bot.server)[-1]
+    assert (writing.id, writing.content) == (first.id, "Half a take.")
+    assert bot.server.requests_by_route[route] == edits + 1  # the text and the button at once
+    [stop] = stop_buttons(writing)
+    pressed = await bot.press(writing, stop)
+    assert pressed["type"] == 7  # stopped: the reply takes the Stop button away
+    connection = llm_server.requests[1].connection
+    assert connection is not None
+    await until(lambda: connection.closed_at is not None)
+    await bot.settled()
+    await until(lambda: counter(posted(bot.server)[-1]) == "1/1")
+    await bot.tidied()
+    shown = posted(bot.server)[-1]
+    assert (shown.id, shown.content, counter(shown)) == (first.id, "First take.", "1/1")
+    assert not stop_buttons(shown)
+    assert len(llm_server.requests) == 2
