@@ -4,10 +4,13 @@ asks the model again with the same context and writes the new take into the answ
 the first again, and the next turn's model is shown the take on display; another member's
 press is refused, a new message freezes the takes, a take of fewer or more messages deletes or
 posts the rest, swipes turn off per server, a persona's takes survive a restart, and
-Regenerate past the takes an answer keeps is refused. Every word of them is the catalog's: the
-labels in the server's language, a refusal in the presser's.
+Regenerate past the takes an answer keeps is refused. A new take of a queued question is shown
+what its first take was; a press right behind a new message is told the answer stays, and a
+moderator held by the asker's limit is told whose it is; a take whose delivery is cut, or
+whose Stop button is pressed, is no take. Every word of them is the catalog's: the labels in
+the server's language, a refusal in the presser's.
 
-Three tests, each a story through one bot, and each channel's bucket five times quicker than
+Each test a story through one bot, and each channel's bucket five times quicker than
 Discord's in the bot and the server alike (`tests/support/pace.py`): the subject here is what
 the buttons do, not Discord's pace, which tests/cog/test_stop_button.py and the limits bench
 hold the tidy-ups to."""
