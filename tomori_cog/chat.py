@@ -36,7 +36,7 @@ from tomori.monitoring.why import (
     told,
     unaddressed,
 )
-from tomori.policy.limits import BotTurns
+from tomori.policy.limits import BotTurns, Refusal
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog
@@ -101,7 +101,7 @@ class TomoriChat:
             settings.kill_policy,
             settings.max_takes,
             locks=self._locks,
-            held=self.command_held,
+            held=self.command_refusal,
             persona_of=self._persona_of,
         )
         """The last answers' takes: the cogs' listener hands presses of their buttons here."""
@@ -276,11 +276,18 @@ class TomoriChat:
         """Why a command that starts a turn (`/scene`, `/respond`) does not run now: the
         member's cooldown and daily tokens, and the server's budget, hold for it as for a
         message, whoever may run it (its tokens count as theirs); None if it may."""
+        refusal = await self.command_refusal(guild_id, user_id, interaction_id)
+        return None if refusal is None else refusal.notice
+
+    async def command_refusal(
+        self, guild_id: int, user_id: int, interaction_id: int
+    ) -> Refusal | None:
+        """`command_held`'s limit, for a caller that words it itself (a moderator's press of
+        Regenerate is held by its asker's limit: `tomori.turns.takes.held`)."""
         limits = await self.config.user_limits(guild_id)
-        refusal = await self._parts.gate.command_refusal(
+        return await self._parts.gate.command_refusal(
             guild_id, user_id, str(interaction_id), limits
         )
-        return None if refusal is None else refusal.notice
 
     # -- "Why no answer?" ---------------------------------------------------------------------
 

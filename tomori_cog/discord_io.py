@@ -164,13 +164,18 @@ class PacedPort:
         return message_id
 
     async def edit(self, message_id: str, content: str, *, urgency: Urgency) -> None:
+        """Change a message's text; the first write of an answer that posts none of its own (a
+        new take, written into the answer's messages) carries its Stop button too."""
         shown = as_shown(content)
+        view = None if self._button is None else self._button.wanted()
         try:
-            await self._change(message_id, shown, urgency)
+            await self._change(message_id, shown, urgency, view)
         except MaybeDelivered as failed:
             log.info("channel %s: an edit may not have landed: %s", self._channel.id, failed)
-            await self._change(message_id, shown, urgency)  # the whole text: landed, the same
+            await self._change(message_id, shown, urgency, view)  # the whole: landed, the same
         self._memory.wrote(self._channel.id, int(message_id), content, new=False)
+        if view is not None and self._button is not None:
+            self._button.posted(self, message_id)
 
     async def _create(
         self, shown: str, reply_to: str | None, nonce: str, urgency: Urgency, view: Any
@@ -180,11 +185,11 @@ class PacedPort:
         with self._remembered():
             return await self._post(shown, reply_to, nonce, view)
 
-    async def _change(self, message_id: str, shown: str, urgency: Urgency) -> None:
+    async def _change(self, message_id: str, shown: str, urgency: Urgency, view: Any) -> None:
         await self.writable(urgency)
         self._reserved = False
         with self._remembered():
-            await self._revise(message_id, shown)
+            await self._revise(message_id, shown, view)
 
     async def _landed(self, shown: str, asked_at: float, failed: MaybeDelivered) -> str | None:
         """After a create that may have landed: its message's ID if it is known to be in the
@@ -217,7 +222,9 @@ class PacedPort:
         """Create the message (carrying `view`'s buttons, unless None)."""
         raise NotImplementedError
 
-    async def _revise(self, message_id: str, content: str) -> None:
+    async def _revise(self, message_id: str, content: str, view: Any) -> None:
+        """Edit the message's text (and put `view`'s buttons on it, unless None: its buttons
+        stay as they are)."""
         raise NotImplementedError
 
 
@@ -256,12 +263,18 @@ class LibraryPort(PacedPort):
 
     async def unbutton(self, message_id: str) -> None:
         await self._pacing.tidy(self._channel.id)
-        await self._sent[message_id].edit(view=None)
+        await self._message(message_id).edit(view=None)
 
-    async def _revise(self, message_id: str, content: str) -> None:
-        # one it did not send (a new take written into an answer's messages) by its ID
-        message = self._sent.get(message_id) or self._channel.get_partial_message(int(message_id))
-        await message.edit(content=content, allowed_mentions=self._pings)
+    async def _revise(self, message_id: str, content: str, view: Any) -> None:
+        buttons = {} if view is None else {"view": view}
+        await self._message(message_id).edit(
+            content=content, allowed_mentions=self._pings, **buttons
+        )
+
+    def _message(self, message_id: str) -> Any:
+        """The message to edit: one it sent, or one it did not (a new take written into an
+        answer's messages) by its ID."""
+        return self._sent.get(message_id) or self._channel.get_partial_message(int(message_id))
 
 
 UNKNOWN_WEBHOOK = 10015

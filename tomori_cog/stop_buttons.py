@@ -2,7 +2,8 @@
 
 Each answer (the bot's, or a persona's through the bot's own webhook, whose messages Discord
 lets carry buttons because the application made it) carries a Stop button on its first
-message: the create that shows its first text carries it, so it costs no request of its own.
+message: the create that shows its first text carries it (for a new take, written into the
+answer's messages, the edit that shows its first text), so it costs no request of its own.
 Its custom id names the turn (`tomori:stop:<turn id>`), not anything this process holds: a
 press reaching any process of the bot, after a restart too, is judged against the lock row of
 the press's channel (`ChannelLocks.stop_turn`), which names the turn running there. It stops

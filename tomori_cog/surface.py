@@ -190,7 +190,13 @@ class DiscordSurface:
             await asyncio.gather(task, return_exceptions=True)
 
     async def read(
-        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+        self,
+        message: Any | None,
+        waiting: Collection[str],
+        *,
+        queued: bool,
+        images: bool,
+        before: str | None = None,
     ) -> Reading:
         history = self._parts.history
         if message is None:
@@ -199,7 +205,13 @@ class DiscordSurface:
             )
         else:
             shown = await history.read(
-                self._channel, message, waiting, queued=queued, images=images, hold=self._images
+                self._channel,
+                message,
+                waiting,
+                queued=queued,
+                before=before,
+                images=images,
+                hold=self._images,
             )
         self._involved = involved_in(shown.messages, message)
         return ChannelReading(shown, history, self._parts.bot.user)

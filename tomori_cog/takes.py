@@ -30,9 +30,9 @@ from typing import Any
 
 from tomori.cast.personas import Persona
 from tomori.config.settings import KillPolicy
-from tomori.delivery.notices import Notice
 from tomori.delivery.port import ChannelPort, DeliveryError, Urgency
 from tomori.locks import Admission, ChannelLocks, Turn
+from tomori.policy.limits import Refusal
 from tomori.store import Database
 from tomori.turns import Addressed, ChannelConfig, TurnRequest
 from tomori.turns.retake import TakePort
@@ -46,8 +46,10 @@ from tomori.turns.takes import (
     Takes,
     TakeState,
     custom_id,
+    held,
     layout,
     may_press,
+    not_begun,
     pressed,
     refusal,
     regenerable,
@@ -64,9 +66,9 @@ from tomori_cog.webhooks import Webhooks, home_of
 
 log = logging.getLogger(__name__)
 
-Held = Callable[[int, int, int], Awaitable[Notice | None]]
+Held = Callable[[int, int, int], Awaitable[Refusal | None]]
 """Why the asker may not start a turn now (their cooldown, their day's tokens), keyed by the
-press: `TomoriChat.command_held`."""
+press: `TomoriChat.command_refusal`."""
 PersonaOf = Callable[[str, str], Awaitable[Persona | None]]
 """A server's persona by its name key (None: removed since)."""
 
@@ -270,6 +272,12 @@ class AnswerTakes:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _went_on_before(self, takes: Takes, press_id: int) -> bool:
+        """Whether this process heard a message the cog did not post after the answer and
+        before the press (by Discord's ids: their time), whose freeze may still be under way.
+        A press that came first goes on: its turn gives up at its start (`_still_making`)."""
+        return int(takes.messages[-1]) < self._heard.get(takes.channel_id, 0) < press_id
+
     def _went_on(self, message: Any) -> None:
         channel_id = str(message.channel.id)
         self._heard[channel_id] = max(self._heard.get(channel_id, 0), int(message.id))
@@ -328,7 +336,9 @@ class AnswerTakes:
         store = self._store
         assert store is not None
         takes = await store.of(answer_id)
-        refused = refusal(takes, takes is None or await self._config.swipes(takes.guild_id))
+        swipes_on = takes is None or await self._config.swipes(takes.guild_id)
+        went_on = takes is not None and self._went_on_before(takes, int(interaction.id))
+        refused = refusal(takes, swipes_on, went_on)
         why: Text | None = None if refused is None else refused.words
         if takes is not None and refused is not PressRefusal.GONE:
             manages = bool(getattr(interaction.permissions, "manage_messages", False))
@@ -347,13 +357,12 @@ class AnswerTakes:
         if not regenerable(takes, self._most_takes):
             return PressRefusal.ENOUGH.words
         if takes.guild_id is not None:
-            held = await self._held(int(takes.guild_id), int(takes.asker_id), interaction.id)
-            if held is not None:
-                return held.in_locale(of_interaction(interaction)).description
+            refused = await self._held(int(takes.guild_id), int(takes.asker_id), interaction.id)
+            if refused is not None:
+                return held(refused, takes, str(interaction.user.id))
         if not await store.begin_making(takes.answer_id, below=self._most_takes):
-            now = await store.of(takes.answer_id)  # a take made since it was read counts
-            enough = now is not None and not regenerable(now, self._most_takes)
-            return (PressRefusal.ENOUGH if enough else PressRefusal.MAKING).words
+            now = await store.of(takes.answer_id)  # a take made, or a freeze, since it was read
+            return not_begun(now, self._most_takes).words
         try:  # the buttons go while the take is made
             await interaction.response.edit_message(view=None)
         except call_failures(self._library) as error:
@@ -379,7 +388,7 @@ class AnswerTakes:
             return PressRefusal.NO_MORE.words
         parts = await store.parts(takes.answer_id, index)
         if not parts or not await store.begin_making(takes.answer_id):
-            return PressRefusal.MAKING.words
+            return not_begun(await store.of(takes.answer_id)).words  # frozen since it was read?
         try:
             await interaction.response.defer()
         except call_failures(self._library) as error:

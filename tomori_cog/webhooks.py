@@ -296,10 +296,12 @@ class WebhookPort(PacedPort):
             raise failed from error
         return None
 
-    async def _revise(self, message_id: str, content: str) -> None:
+    async def _revise(self, message_id: str, content: str, view: Any) -> None:
+        buttons = {} if view is None else {"view": view}
         await self.webhook.edit_message(
             int(message_id),
             content=content,
             allowed_mentions=self._pings,
+            **buttons,
             **self._thread,
         )

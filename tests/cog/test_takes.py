@@ -4,10 +4,13 @@ asks the model again with the same context and writes the new take into the answ
 the first again, and the next turn's model is shown the take on display; another member's
 press is refused, a new message freezes the takes, a take of fewer or more messages deletes or
 posts the rest, swipes turn off per server, a persona's takes survive a restart, and
-Regenerate past the takes an answer keeps is refused. Every word of them is the catalog's: the
-labels in the server's language, a refusal in the presser's.
+Regenerate past the takes an answer keeps is refused. A new take of a queued question is shown
+what its first take was; a press right behind a new message is told the answer stays, and a
+moderator held by the asker's limit is told whose it is; a take whose delivery is cut, or
+whose Stop button is pressed, is no take. Every word of them is the catalog's: the labels in
+the server's language, a refusal in the presser's.
 
-Three tests, each a story through one bot, and each channel's bucket five times quicker than
+Each test a story through one bot, and each channel's bucket five times quicker than
 Discord's in the bot and the server alike (`tests/support/pace.py`): the subject here is what
 the buttons do, not Discord's pace, which tests/cog/test_stop_button.py and the limits bench
 hold the tidy-ups to."""
@@ -22,10 +25,11 @@ import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteLimit
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, Reply, drop, hold_until, sse
+from tests.support.openai_wire import chunk
 from tests.support.pace import quicken_channel_pace
 from tests.support.rest_bots import MANAGE_GUILD, OpenRestBot, RestBot, conversation, posted
-from tests.support.scripts import answer, http_error, stalled_after
+from tests.support.scripts import answer, http_error, in_parts, stalled_after
 from tests.support.waiting import until
 from tests.support.world import Person
 from tomori.commands.table import WHY
@@ -344,3 +348,184 @@ async def test_a_regeneration_pressed_just_before_a_new_message_gives_up(
     assert bot.contents() == ["First take.", "For Bob."]
     assert len(llm_server.requests) == 2
     assert bot.shown()[0].payload["components"] == []  # frozen: no buttons on it
+
+
+async def test_a_queued_questions_new_take_is_shown_the_answers_its_first_take_was(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Alice's question waited behind Bob's answer, and its first take was shown that answer
+    (posted after her question): a new take of hers is shown it too, and never the answer's
+    own text (what it replaces)."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    thinking = asyncio.Event()
+    llm_server.script(
+        Reply(body=[hold_until(thinking), *answer("For Bob.").body]),  # posted after Alice's
+        answer("First take."),
+        answer("Second take."),
+    )
+    bot.say(f"{bot.mention()} me first", by=Person.BOB)
+    await until(lambda: len(llm_server.requests) == 1)
+    bot.say(f"{bot.mention()} and me?")  # queued behind Bob's answer
+    await bot.admitted()
+    thinking.set()
+    first = await showing(bot, "1/1")
+    assert bot.contents() == ["For Bob.", "First take."]
+    assert ("assistant", "For Bob.") in conversation(llm_server.requests[1])
+
+    await bot.press(first, regenerate(first))
+    await bot.settled()
+    second = await showing(bot, "2/2")
+    assert (second.id, second.content) == (first.id, "Second take.")
+    seen = conversation(llm_server.requests[2])
+    assert seen == conversation(llm_server.requests[1])
+    assert not any("First take." in content for _, content in seen)
+
+
+async def test_a_press_right_behind_a_new_message_is_told_the_answer_stays_as_shown(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Regenerate or ◀ pressed right behind another member's message in the channel (whose
+    freeze may still be under way) is told the conversation went on, never that a new take
+    is being written; no model is asked, and the answer stays as shown, without buttons."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    rounds = 4
+    llm_server.script(
+        answer("Answer 0."),
+        answer("Answer 0, again."),
+        *(answer(f"Answer {n}.") for n in range(1, rounds)),
+    )
+    for n in range(rounds):
+        bot.say(f"{bot.mention()} question {n}")
+        if n == 0:  # one answer with two takes, for ◀
+            first = await showing(bot, "1/1")
+            await bot.press(first, regenerate(first))
+            await bot.settled()
+            answered = await showing(bot, "2/2")
+            button = previous(answered)
+        else:
+            answered = await showing(bot, "1/1")
+            button = regenerate(answered)
+        await bot.tidied()
+        bot.say("nice", by=Person.BOB)  # not to the bot: it only freezes the takes
+        told(await bot.press(answered, button), PressRefusal.FROZEN)
+        await bot.tidied()
+        assert bot.shown()[-1].payload["components"] == []
+    assert len(llm_server.requests) == rounds + 1
+    assert bot.contents() == ["Answer 0, again.", *(f"Answer {n}." for n in range(1, rounds))]
+
+
+@pytest.mark.parametrize(
+    ("limit", "spent"),
+    [("user_daily_tokens", 5), ("user_cooldown_ms", 600_000)],
+    ids=["tokens", "cooldown"],
+)
+async def test_a_moderators_regenerate_held_by_the_askers_limit_names_whose_it_is(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, limit: str, spent: int
+) -> None:
+    """A new take counts against its asker: where their day's tokens are spent (or their
+    cooldown runs), a moderator's Regenerate is refused naming the asker, in the moderator's
+    language, never as if the limit were the moderator's own; the asker is told it is theirs.
+    No model is asked."""
+    settings = settings_for(tmp_path, history_memory_channels=0, **{limit: spent})
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    llm_server.script(answer("First take."), answer("Never asked."))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    asker = f"<@{Person.ALICE.id}>"
+    for locale, yours in (("en", "You "), ("ja", "あなた")):
+        by_a_moderator = await bot.press(
+            first, regenerate(first), by=Person.BOB, permissions=MANAGE_MESSAGES, locale=locale
+        )
+        content = str(by_a_moderator["data"]["content"])
+        assert by_a_moderator["data"]["flags"] & 64
+        assert asker in content
+        assert yours not in content
+    by_the_asker = await bot.press(first, regenerate(first))
+    assert asker not in str(by_the_asker["data"]["content"])
+    assert "You " in str(by_the_asker["data"]["content"])
+    await bot.tidied()
+    assert len(llm_server.requests) == 1
+    assert [(m.content, counter(m)) for m in bot.shown()] == [("First take.", "1/1")]
+
+
+@pytest.mark.parametrize("cut", ["edit-failed", "stream-dropped"])
+async def test_a_regeneration_cut_short_is_no_take_and_the_answer_shows_its_own(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    cut: str,
+) -> None:
+    """A new take whose delivery is cut (Discord fails the edits that write it into the
+    answer, or the provider drops the stream after some text) did not end complete: it is
+    not kept as a take (no "2/2"), and the answer's messages show the take they showed
+    before, its buttons back, with nothing of the cut take left in the channel."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    first_take = "First part of the first take.\n\nSecond part of the first take."
+    llm_server.script(answer(first_take))
+    bot.say(f"{bot.mention()} tell me something")
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    await bot.command(ERRORS_SILENT, permissions=MANAGE_GUILD)
+    if cut == "edit-failed":
+        llm_server.script(in_parts("Cut take, first part.\n\n", "Cut take, second part.", gap=0.6))
+        discord_rest.fail_next("message_edit", times=2)
+    else:
+        llm_server.script(Reply(body=[sse(chunk("Cut take, first part.\n\n")), drop()]))
+    pressed = await bot.press(first, regenerate(first))
+    assert pressed["type"] == 7
+    await bot.settled()
+    await until(lambda: counter(bot.shown()[0]) == "1/1")  # the buttons back, as they were
+    await bot.tidied()
+    assert [(m.id, m.content, counter(m)) for m in bot.shown()] == [(first.id, first_take, "1/1")]
+    assert len(llm_server.requests) == 2
+
+
+@pytest.mark.parametrize("who", ["bot", "persona"])
+async def test_a_regeneration_carries_a_stop_button_that_stops_it(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, who: str
+) -> None:
+    """A regeneration is an answer like any other, the bot's or a persona's: while it is
+    written, the answer's first message carries its Stop button (in the edit that writes the
+    take's first text, no request of its own); a press stops it, the provider's stream
+    closed, and the answer shows the take it showed before, its take buttons back and the
+    Stop button gone."""
+    bot = await open_rest_bot(
+        settings_for(tmp_path, history_memory_channels=0), chain_for(llm_server)
+    )
+    asked = f"{bot.mention()} tell me something"
+    if who == "persona":
+        bot.allow_webhooks()
+        await bot.persona("add", name="Aria", prompt="You are Aria.")
+        asked = "aria, tell me something"
+    llm_server.script(answer("First take."), stalled_after("Half a take.\n\n"))
+    bot.say(asked)
+    first = await showing(bot, "1/1")
+    await bot.tidied()
+    route = "message_edit" if who == "bot" else "webhook"
+    edits = bot.server.requests_by_route[route]
+    await bot.press(first, regenerate(first))
+    await until(lambda: bool(stop_buttons(posted(bot.server)[-1])))
+    writing = posted(bot.server)[-1]
+    assert (writing.id, writing.content) == (first.id, "Half a take.")
+    assert bot.server.requests_by_route[route] == edits + 1  # the text and the button at once
+    [stop] = stop_buttons(writing)
+    pressed = await bot.press(writing, stop)
+    assert pressed["type"] == 7  # stopped: the reply takes the Stop button away
+    connection = llm_server.requests[1].connection
+    assert connection is not None
+    await until(lambda: connection.closed_at is not None)
+    await bot.settled()
+    await until(lambda: counter(posted(bot.server)[-1]) == "1/1")
+    await bot.tidied()
+    shown = posted(bot.server)[-1]
+    assert (shown.id, shown.content, counter(shown)) == (first.id, "First take.", "1/1")
+    assert not stop_buttons(shown)
+    assert len(llm_server.requests) == 2

@@ -133,8 +133,15 @@ class ConsoleSurface:
         yield  # the channel shows "typing" itself from the turn's start (`begin_turn`)
 
     async def read(
-        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+        self,
+        message: Any | None,
+        waiting: Collection[str],
+        *,
+        queued: bool,
+        images: bool,
+        before: str | None = None,
     ) -> Reading:
+        """`before` bounds a new take's reading: the console has no takes."""
         channel = self._channel
         return ConsoleReading(channel, message, waiting, self._settings, channel.next_number)
 

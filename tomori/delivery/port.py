@@ -51,6 +51,11 @@ class AnswerRecord(Protocol):
         apart from `feed`): the pass stops reading the model now, not at its next chunk."""
         ...
 
+    def lost_a_part(self) -> None:
+        """A message of the answer did not land (Discord failed it, asked twice): the rest
+        goes on, but what the channel shows is not the whole answer."""
+        ...
+
 
 class StreamWriter(Protocol):
     """Delivers one pass's text; every successful send is reported as progress."""

@@ -108,8 +108,12 @@ class Sender:
             self._wardrobe.wear(label)
 
     async def send(self, content: str) -> str | None:
-        """A new message; its ID, or None if it did not land."""
-        return await self._call(self._send, content)
+        """A new message; its ID, or None if it did not land (a part of the answer lost,
+        unless the pass was stopped: `AnswerRecord.lost_a_part`)."""
+        message_id = await self._call(self._send, content)
+        if message_id is None and not self._stopped:
+            self.answer.lost_a_part()
+        return message_id
 
     async def edit(self, message_id: str, content: str) -> bool:
         """A message sent before, now `content`; whether the edit landed."""

@@ -76,6 +76,9 @@ class TurnState:
     undelivered: bool = False
     """Discord did not take the rest of an answer within the delivery deadline: the answer
     shown is cut short, which a direct trigger is told once the chain ends."""
+    lost_parts: bool = False
+    """A message of the answer did not land (`lost_a_part`): the rest went on, but the
+    answer shown is not whole (a new take so delivered is no take to keep)."""
     metrics: MetricsSink | None = None
     guild_id: str | None = None
     """The server of the channel (None in a direct message), which its metrics are filed under."""
@@ -131,6 +134,9 @@ class TurnState:
         hook = self.on_ceiling
         if hook is not None:
             hook()
+
+    def lost_a_part(self) -> None:
+        self.lost_parts = True
 
     async def post_notice(self, notice: Notice) -> None:
         """Tell the channel; a notice that cannot be posted is logged, never raised over the

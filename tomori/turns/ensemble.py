@@ -176,4 +176,5 @@ def next_speaker(state: TurnState) -> TurnState:
         delivered=[],
         on_first_message=None,
         undelivered=False,
+        lost_parts=False,
     )

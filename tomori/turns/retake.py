@@ -1,9 +1,10 @@
 """A new take's turn, in the channel as the answer's own turn saw it (`tomori.turns.takes`).
 
 `Retaking` wraps the channel's surface for that turn: its trigger is the message the answer
-answers, read with the history before it alone (never what came after, the answer included:
-the model is shown what it was shown then), and the bot's and personas' ports write into the
-answer's messages (`TakePort`). Everything else is the channel's own.
+answers, read with the history before it and the answers since it that the first take was shown
+(never the answer itself nor what came after it: the model is shown what it was shown then),
+and the bot's and personas' ports write into the answer's messages (`TakePort`). Everything
+else is the channel's own.
 """
 
 from __future__ import annotations
@@ -93,11 +94,19 @@ class Retaking:
         return self._inner.typing(state)
 
     async def read(
-        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+        self,
+        message: Any | None,
+        waiting: Collection[str],
+        *,
+        queued: bool,
+        images: bool,
+        before: str | None = None,
     ) -> Reading:
-        """Up to the answered message alone, as if its turn had not waited (whose reading
-        would show the answers since it, this one among them)."""
-        return await self._inner.read(message, waiting, queued=False, images=images)
+        """Up to the answered message, and the answers since it posted before this answer's
+        first message: what its first take was shown (the answers to messages it waited
+        behind, if it did), never the answer itself nor anything after it."""
+        first = self._take.messages[0]
+        return await self._inner.read(message, waiting, queued=True, images=images, before=first)
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._inner.confirm(ask)

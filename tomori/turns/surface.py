@@ -142,11 +142,19 @@ class Surface(Protocol):
         ...
 
     async def read(
-        self, message: Any | None, waiting: Collection[str], *, queued: bool, images: bool
+        self,
+        message: Any | None,
+        waiting: Collection[str],
+        *,
+        queued: bool,
+        images: bool,
+        before: str | None = None,
     ) -> Reading:
         """What the model is shown of the channel up to `message` (None: up to now), the
         messages `waiting` in the queue left out; `queued`: the turn waited, and the answers
-        since its message are shown too; `images`: a model of the turn is sent images."""
+        since its message are shown too, those posted before message `before` alone if given
+        (a new take's: what its answer's first take was shown); `images`: a model of the turn
+        is sent images."""
         ...
 
     async def confirm(self, ask: ToolAsk) -> Verdict:

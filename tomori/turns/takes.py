@@ -28,6 +28,7 @@ counter (`LABELS`, `Takes.counter`), said in the server's language, and why a pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -35,8 +36,9 @@ from typing import Any
 
 from tomori.config.settings import KillPolicy
 from tomori.delivery.port import DeliveredMessage
+from tomori.policy.limits import Limit, Refusal
 from tomori.providers.base import Usage
-from tomori.words import Said, said
+from tomori.words import Said, Text, said
 
 CUSTOM_ID_PREFIX = "tomori:take:"
 """What every take button's custom id begins with: the cog's `on_interaction` routes by it."""
@@ -85,6 +87,14 @@ class PressRefusal(StrEnum):
     @property
     def words(self) -> Said:
         return said(self.value)
+
+
+ASKERS_LIMITS: Mapping[Limit, str] = {
+    Limit.QUOTA: "reply.take.askers_quota",
+    Limit.COOLDOWN: "reply.take.askers_cooldown",
+}
+"""The words' key of why another's press of Regenerate is held by the asker's own limit (the
+server's day of tokens is everyone's: its notice says so to anyone)."""
 
 
 def custom_id(answer_id: str, press: Press) -> str:
@@ -179,17 +189,42 @@ def may_press(takes: Takes, presser_id: str, can_manage_messages: bool, policy: 
     return presser_id == takes.asker_id or can_manage_messages or policy is KillPolicy.ANYONE
 
 
-def refusal(takes: Takes | None, swipes_on: bool) -> PressRefusal | None:
-    """Why no press of these takes is taken now, whoever presses; None if one may be."""
+def refusal(takes: Takes | None, swipes_on: bool, went_on: bool = False) -> PressRefusal | None:
+    """Why no press of these takes is taken now, whoever presses; None if one may be.
+    `went_on`: a message came after the answer, whose freeze may not have landed yet."""
     if takes is None:
         return PressRefusal.GONE
-    if takes.state is TakeState.FROZEN:
+    if takes.state is TakeState.FROZEN or went_on:
         return PressRefusal.FROZEN
     if not swipes_on:
         return PressRefusal.SWIPES_OFF
     if takes.state is TakeState.MAKING:
         return PressRefusal.MAKING
     return None
+
+
+def not_begun(now: Takes | None, most: int | None = None) -> PressRefusal:
+    """Why a press that found the takes open could not begin its take or swipe: what they
+    are now (gone, frozen by a message meanwhile, or, `most` given for Regenerate, keeping as
+    many takes as they may), else another press's take being written."""
+    if now is None:
+        return PressRefusal.GONE
+    if now.state is TakeState.FROZEN:
+        return PressRefusal.FROZEN
+    if most is not None and not regenerable(now, most):
+        return PressRefusal.ENOUGH
+    return PressRefusal.MAKING
+
+
+def held(refusal: Refusal, takes: Takes, presser_id: str) -> Text:
+    """Why Regenerate asks no model now, as its presser is told: a new take counts against
+    its asker, so the limit that holds it is the asker's, told to the asker as their own and
+    to a moderator naming the asker (never as if it were the moderator's)."""
+    key = ASKERS_LIMITS.get(refusal.limit)
+    notice = refusal.notice
+    if key is None or presser_id == takes.asker_id:
+        return notice.description if notice.words is None else notice.words[1]
+    return said(key, asker=takes.asker_id, at=math.ceil(refusal.retry_at))
 
 
 def regenerable(takes: Takes, most: int) -> bool:

@@ -234,8 +234,11 @@ async def _answer(
 
 def _whole(result: ChainResult, state: TurnState) -> bool:
     """Whether the answer ended complete: its chain completed and every part reached the
-    channel (a stall, a stop or a cut leaves a partial text, no take to keep)."""
-    return result.status is StreamStatus.COMPLETED and not state.undelivered
+    channel (a stall, a stop, a cut or a message Discord failed leaves a partial text, no
+    take to keep)."""
+    return (
+        result.status is StreamStatus.COMPLETED and not state.undelivered and not state.lost_parts
+    )
 
 
 async def _told_if_spent(

@@ -85,10 +85,12 @@ class HistoryReader:
         images: bool,
         hold: ImageHold,
         queued: bool = False,
+        before: str | None = None,
     ) -> Shown:
         """The messages `context` shows, with their attachments read: once for a turn, whoever
         answers it (`items` makes each voice's context of them); its images are held in
-        `hold`."""
+        `hold`. `queued`: the answers since the trigger too, those before message `before`
+        alone if given (`_answers_since`)."""
         window = await self._remembered(channel, trigger)
         if window is None:
             recent = {message.id: message for message in await self._recent(channel, trigger)}
@@ -97,7 +99,7 @@ class HistoryReader:
         chain = await self._reply_chain(channel, trigger, window)
         earlier = list(chain)
         if queued:
-            earlier += await self._answers_since(channel, trigger, window)
+            earlier += await self._answers_since(channel, trigger, window, before)
         starter = await self._thread_starter(channel, recent)
         if starter is not None:
             earlier.append(starter)
@@ -166,10 +168,14 @@ class HistoryReader:
         self._memory.read(reading, LATEST if trigger is None else trigger.id, limit, messages)
         return messages
 
-    async def _answers_since(self, channel: Any, trigger: Any, window: Window | None) -> list[Any]:
+    async def _answers_since(
+        self, channel: Any, trigger: Any, window: Window | None, before: str | None
+    ) -> list[Any]:
         """The cog's own messages posted after the trigger (the bot's and its personas'): the
         answers to the messages queued before it, and a scene played meanwhile, which the
-        model must see to go on from them, not answer them again."""
+        model must see to go on from them, not answer them again. With `before` (a new take's
+        first message), those posted before it alone: what the answer's first take was shown,
+        never the answer itself nor anything after it."""
         if window is not None:
             after = window.after[: self._settings.history_limit]
         else:
@@ -184,7 +190,8 @@ class HistoryReader:
             except call_failures(self._library) as error:
                 log.info("no answers since message %s: %r", trigger.id, error)
                 return []
-        return [message for message in after if await self._ours(message)]
+        bound = LATEST if before is None else int(before)
+        return [message for message in after if message.id < bound and await self._ours(message)]
 
     async def _ours(self, message: Any) -> bool:
         """Whether the cog posted the message: as the bot, or as a persona (its webhook)."""
