@@ -85,7 +85,7 @@ class Intake:
                 # the repost stands for it: not shown again, though the proxy may delete it late
                 self._parts.history.unshown.add(str(original.message_id))
                 asker = Asker(original.author_id, human=True)
-                if await self._stopped_by(message, asker):
+                if await self._stopped_by(message, asker, received_at):
                     return  # the member's stop word, its tags stripped by the proxy
                 if asked is not None:
                     await self._admit(message, asked, asker, received_at)
@@ -93,7 +93,7 @@ class Intake:
         asker = Asker.author_of(message)
         waits = asker.human and self.proxies.arrived(message)
         try:
-            addressed = await self._asked_by(message, asker)
+            addressed = await self._asked_by(message, asker, received_at)
         except BaseException:
             if waits:
                 self.proxies.forget(message)
@@ -104,12 +104,12 @@ class Intake:
             return
         await self._admit(message, addressed, asker, received_at)
 
-    async def _asked_by(self, message: Any, asker: Asker) -> TurnRequest | None:
+    async def _asked_by(self, message: Any, asker: Asker, received_at: float) -> TurnRequest | None:
         """How the message asks for a reply; None if it asks for none (a stop word that
         stopped an answer among them)."""
         if asker.human:
             self._drawn_in.human_spoke(str(message.channel.id))
-            if await self._stopped_by(message, asker):
+            if await self._stopped_by(message, asker, received_at):
                 return None
         return await self._reply_rule.addressed(message)
 
@@ -160,9 +160,10 @@ class Intake:
                 await post_notice_safely(notices, GENERATION_ERROR, trigger.channel_id)
         log.debug("message %s in channel %s: %s", message.id, message.channel.id, admission)
 
-    async def _stopped_by(self, message: Any, asker: Asker) -> bool:
+    async def _stopped_by(self, message: Any, asker: Asker, received_at: float) -> bool:
         """A stop word of the user being answered in the channel stops their answer and clears
-        what they queued (`TOMORI_STOP_WORDS`); anyone else's is an ordinary message."""
+        what they sent before it (`TOMORI_STOP_WORDS`), even what is still on its way to the
+        queue; anyone else's is an ordinary message."""
         if not is_stop_word(message.content or "", self._parts.settings.stop_words):
             return False
         locks = await self._locks()
@@ -171,7 +172,7 @@ class Intake:
         self._parts.history.unshown.add(str(message.id))
         stopped = False
         try:
-            stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id))
+            stopped = await locks.stop_for(str(message.channel.id), str(asker.user_id), received_at)
         finally:
             if not stopped:
                 self._parts.history.unshown.discard(str(message.id))

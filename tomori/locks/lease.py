@@ -1,11 +1,11 @@
 """A lease: what only the process running a turn knows of it, and the turn's guard.
 
 The database holds who owns a channel; the lease holds what cannot be written there: the
-turn's task, its kill callback, its watchdog tokens, and when it last made progress (on this
-process's monotonic clock, so a wall clock jump never makes a turn stale). Its state only moves
-forward: running, then maybe interrupted (its user's stop word or follow-up: the queue stays),
-then maybe stopping (/kill asked), then released (the channel is being handed on, or was taken
-from it). The generation code sees it only as a `TurnGuard`.
+turn's task, its kill callback, its watchdog tokens, the stops holding its hand-off, and when it
+last made progress (on this process's monotonic clock, so a wall clock jump never makes a turn
+stale). Its state only moves forward: running, then maybe interrupted (its user's stop word or
+follow-up: the queue stays), then maybe stopping (/kill asked), then released (the channel is
+being handed on, or was taken from it). The generation code sees it only as a `TurnGuard`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 
 from tomori.locks import rules
@@ -59,6 +60,9 @@ class Lease:
         self._stop_reason: KillReason | None = None
         self.cut_tool: str | None = None
         """The tool call the stop that ended the turn cut short, if any."""
+        self._hand_off_holds = 0
+        self._hand_off_free = asyncio.Event()
+        self._hand_off_free.set()
 
     # -- the turn's guard -------------------------------------------------------------------
 
@@ -149,6 +153,23 @@ class Lease:
             self._stop_reason = reason
             if self._kill is not None:
                 self._kill(reason)
+
+    @contextmanager
+    def hand_off_held(self) -> Iterator[None]:
+        """Hold the channel's hand-off while inside: a stop of the turn's own user clears
+        what they queued first, so the channel never goes to one of those messages."""
+        self._hand_off_holds += 1
+        self._hand_off_free.clear()
+        try:
+            yield
+        finally:
+            self._hand_off_holds -= 1
+            if not self._hand_off_holds:
+                self._hand_off_free.set()
+
+    async def hand_off_allowed(self) -> None:
+        """Return once no stop holds the channel's hand-off (`hand_off_held`)."""
+        await self._hand_off_free.wait()
 
     def release(self) -> bool:
         """Mark the lease released; True if it was stopped by /kill (its queue goes too)."""

@@ -9,7 +9,7 @@ what only this process can know of a turn lives in its `Lease`.
 A /kill may reach a process that does not run the channel's turn. It writes the stop request
 into the lock row, and the owner hears it (`StopRequestReader`) and stops the turn as a local
 /kill would. A turn stopped by /kill discards the queue when it releases, so the queue /kill
-just emptied is not refilled by what came before it (`Stops.came_before_a_kill`). It drops at
+just emptied is not refilled by what came before it (`Stops.dropped_for_a_kill`). It drops at
 once what is not on the wire, so it hands the channel on within milliseconds: a trigger that
 comes meanwhile waits for that (`UNWIND_WAIT_S` at most) and is then taken, not lost. One that
 finds another process's turn unwinding is ignored, as every trigger was while a kill unwound
@@ -197,11 +197,11 @@ class ChannelLocks:
             if lease is not None and lease.killed():
                 log.info("ignoring a message for channel %s: /kill is unwinding", channel_id)
                 return Admission.IGNORED
-        if self._stops.came_before_a_kill(trigger):
-            # It came before a /kill while the database was away: the queue /kill cleared
-            # would have held it.
+        if self._stops.dropped_for_a_kill(trigger):
+            # It came before a /kill (or its author's stop word) while the database was away
+            # or its limits were read: the queue that cleared would have held it.
             log.info(
-                "dropping message %s of channel %s: /kill came after it",
+                "dropping message %s of channel %s: a /kill or its author's stop came after it",
                 trigger.message_id,
                 channel_id,
             )
@@ -253,9 +253,11 @@ class ChannelLocks:
         """Clear the channel's queue and stop its running turn, if any (see `Stops.kill`)."""
         return await self._stops.kill(channel_id, requester_id)
 
-    async def stop_for(self, channel_id: str, requester_id: str) -> bool:
-        """A stop word of `requester_id` (see `Stops.stop_for`)."""
-        return await self._stops.stop_for(channel_id, requester_id)
+    async def stop_for(
+        self, channel_id: str, requester_id: str, said_at: float | None = None
+    ) -> bool:
+        """A stop word of `requester_id`, said at `said_at` (see `Stops.stop_for`)."""
+        return await self._stops.stop_for(channel_id, requester_id, said_at)
 
     async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
         """A member's own /kill (see `Stops.kill_own`)."""

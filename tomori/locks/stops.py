@@ -2,10 +2,13 @@
 
 A /kill (a moderator's, or anyone's under the `anyone` policy) stops the channel's running turn
 and clears its queue; a member's own /kill and a stop word stop the answer to that member and
-clear only what they queued. Every message a stop cleared is shown so (`tell_cleared`: its
-mark, its account), and those whose messages another's /kill cleared are told. Either way a
-message from before it, still on its way to the lock store (the database away, or the member's
-limits being read), is dropped as the queue it would have joined was (`came_before_a_kill`).
+clear only what they queued, in the same step that ends the stopped answer: its release
+hands the channel on only once the stop's clearing ran (`Lease.hand_off_held`), so never to one
+of their messages. Every message a stop cleared is shown so (`tell_cleared`: its mark, its
+account), and those whose messages another's /kill cleared are told. Either way a message from
+before it, still on its way to the lock store (the database away, or the member's limits being
+read), is dropped as the queue it would have joined was (`dropped_for_a_kill`), and shown
+cleared when its author's own stop dropped it.
 The messages each stop cleared are remembered for the next turn's model (`StoppedAnswers`), as
 the stopped turn is by its release.
 
@@ -64,17 +67,18 @@ class Stops:
         """Channel -> when its last /kill came: a message from before it, still waiting for
         the database, is dropped as the queue it would have joined was."""
         self._killed_by: dict[tuple[str, str | None], float] = {}
-        """(Channel, member) -> when the member's own last /kill came there: the same, for
-        their messages alone."""
+        """(Channel, member) -> when the member's own last /kill came there, or their stop
+        word that stopped their answer: the same, for their messages alone."""
 
-    def came_before_a_kill(self, trigger: Trigger) -> bool:
+    def dropped_for_a_kill(self, trigger: Trigger) -> bool:
         """Whether `trigger` arrived before a /kill that clears it (the channel's, or its
-        author's own)."""
-        killed_at = max(
-            self._killed_at.get(trigger.channel_id, -math.inf),
-            self._killed_by.get((trigger.channel_id, trigger.requester_id), -math.inf),
-        )
-        return trigger.received_at <= killed_at
+        author's own /kill or stop word): it is then dropped, and shown cleared if its
+        author's own stop clears it, as their queued messages are."""
+        channel_id, requester_id = trigger.channel_id, trigger.requester_id
+        if trigger.received_at <= self._killed_by.get((channel_id, requester_id), -math.inf):
+            self._cleared(channel_id, [trigger], requester_id)
+            return True
+        return trigger.received_at <= self._killed_at.get(channel_id, -math.inf)
 
     async def kill(self, channel_id: str, requester_id: str | None) -> KillOutcome:
         """Clear the channel's queue and stop its running turn, if any (`/kill`).
@@ -124,11 +128,15 @@ class Stops:
         self._cleared(channel_id, cleared, requester_id)
         return KillOutcome(stopped=stopped, cleared=len(cleared))
 
-    async def stop_for(self, channel_id: str, requester_id: str) -> bool:
-        """A stop word of `requester_id`: stop their turn running in the channel, here or in
-        another process, and clear what they queued (the others' queue stays); False if the
-        channel's turn is not theirs (the word is then an ordinary message)."""
-        outcome = await self._stop_theirs(channel_id, requester_id, own_kill=False)
+    async def stop_for(
+        self, channel_id: str, requester_id: str, said_at: float | None = None
+    ) -> bool:
+        """A stop word of `requester_id`, said at `said_at` (now if not given): stop their turn
+        running in the channel, here or in another process, and clear what they queued before
+        it (the others' queue stays); False if the channel's turn is not theirs (the word is
+        then an ordinary message)."""
+        said_at = time.time() if said_at is None else said_at
+        outcome = await self._stop_theirs(channel_id, requester_id, said_at, own_kill=False)
         return outcome.stopped
 
     async def kill_own(self, channel_id: str, requester_id: str) -> KillOutcome:
@@ -136,23 +144,52 @@ class Stops:
         queued, as a stop word does, whoever's turn runs; a message of theirs from before it,
         still waiting for the database or its limits, is dropped too. The others' stay."""
         now = time.time()
+        self._own_stop_at(channel_id, requester_id, now)
+        return await self._stop_theirs(channel_id, requester_id, now, own_kill=True)
+
+    def _own_stop_at(self, channel_id: str, requester_id: str, at: float) -> None:
+        """The member's own stop at `at` clears their messages from before it (a stop word's
+        only once it stopped their answer: else it is an ordinary message)."""
         if len(self._killed_by) > MAX_KILLS_KEPT:
-            old = now - self._queue_max_age_s
-            self._killed_by = {key: at for key, at in self._killed_by.items() if at > old}
-        self._killed_by[(channel_id, requester_id)] = now
-        return await self._stop_theirs(channel_id, requester_id, own_kill=True)
+            old = time.time() - self._queue_max_age_s
+            self._killed_by = {key: t for key, t in self._killed_by.items() if t > old}
+        key = (channel_id, requester_id)
+        self._killed_by[key] = max(at, self._killed_by.get(key, -math.inf))
 
     async def _stop_theirs(
-        self, channel_id: str, requester_id: str, *, own_kill: bool
+        self, channel_id: str, requester_id: str, said_at: float, *, own_kill: bool
     ) -> KillOutcome:
         lease = self._turns.lease(channel_id)
-        if lease is not None and lease.turn.trigger.requester_id == requester_id:
+        if lease is None or lease.turn.trigger.requester_id != requester_id:
+            return await self._clear_theirs(
+                channel_id, requester_id, said_at, own_kill=own_kill, stopped_here=False
+            )
+        # Its release hands the channel on only once their queue is cleared: never to one of
+        # the messages this stop clears.
+        with lease.hand_off_held():
             lease.interrupt(KillReason.STOP_WORD)  # at once; the transaction below may wait
-        stopped_here = lease is not None and lease.stop_reason() is KillReason.STOP_WORD
+            stopped_here = lease.stop_reason() is KillReason.STOP_WORD
+            return await self._clear_theirs(
+                channel_id, requester_id, said_at, own_kill=own_kill, stopped_here=stopped_here
+            )
+
+    async def _clear_theirs(
+        self,
+        channel_id: str,
+        requester_id: str,
+        said_at: float,
+        *,
+        own_kill: bool,
+        stopped_here: bool,
+    ) -> KillOutcome:
+        """The transaction of a member's own stop: their turn (wherever it runs) asked to
+        stop, and what they queued before it cleared."""
         what = "/kill by its user" if own_kill else "a stop word"
         deadline = time.time() + self._queue_max_age_s
         try:
             async with self._in_order.turn_of(channel_id):  # after what they sent before it
+                if stopped_here:  # theirs still on the way to the lock store go too
+                    self._own_stop_at(channel_id, requester_id, said_at)
                 stopped, cleared = await until_not_busy(
                     f"{what} in channel {channel_id}",
                     lambda: self._backend.stop_for(
@@ -165,6 +202,9 @@ class Stops:
                     self._backend.is_transient,
                     keep_trying=self._until(deadline),
                 )
+                if stopped:
+                    self._own_stop_at(channel_id, requester_id, said_at)
+                    self._stop_handed_to_them(channel_id, requester_id, said_at)
         except GaveUp:  # the database stayed away: what runs here stopped at least
             return KillOutcome(stopped=stopped_here, cleared=0)
         except Exception as error:
@@ -235,6 +275,16 @@ class Stops:
             outcome,
         )
         return outcome
+
+    def _stop_handed_to_them(self, channel_id: str, requester_id: str, said_at: float) -> None:
+        """A message of theirs from before the stop that the channel was handed to here first
+        (the stopped turn released before the stop came) stops at once, as its row says."""
+        running = self._turns.lease(channel_id)
+        if running is None:
+            return
+        trigger = running.turn.trigger
+        if trigger.requester_id == requester_id and trigger.received_at <= said_at:
+            running.interrupt(KillReason.STOP_WORD)
 
     def _cleared(self, channel_id: str, cleared: Sequence[Trigger], by: str | None) -> None:
         """What a stop of `by` cleared: remembered for the next turn's model, and shown."""

@@ -1,10 +1,11 @@
 """The turns one process runs: each in a task it owns, under a lease, released always.
 
 A turn's task serves it and, however it ends, hands the channel on (`LockBackend.hand_off`,
-retried while the database is busy or away); a turn a stop ended is remembered first, for the
-channel's next turn to tell its model (`StoppedAnswers`). A turn this process can no longer
-vouch for (stale, or taken over by another process) is abandoned: its stream and task are
-stopped and the turn remembered as given up, so its lock row reads as free (`rules.judge`).
+retried while the database is busy or away), once no stop of its own user holds the hand-off
+(their queue is cleared first); a turn a stop ended is remembered first, for the channel's next
+turn to tell its model (`StoppedAnswers`). A turn this process can no longer vouch for (stale,
+or taken over by another process) is abandoned: its stream and task are stopped and the turn
+remembered as given up, so its lock row reads as free (`rules.judge`).
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ class TurnSupervisor:
             # Closing does not wait on a database that stopped answering: the lock left
             # behind is recovered by the processes still running, or the next start.
             async with asyncio.timeout(CLOSING_GRACE_S if self._closing() else None):
+                # A stop of its own user clears their queue first (its retries end on closing).
+                await lease.hand_off_allowed()
                 following = await until_not_busy(
                     f"handing channel {channel_id} on",
                     lambda: self._backend.hand_off(
