@@ -27,6 +27,7 @@ from tomori.locks import (
     TurnGuard,
     lock_backend,
 )
+from tomori.memory.store import memory_store
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
 from tomori.monitoring.why_book import WhyBook
@@ -116,6 +117,7 @@ class Runtime:
                 drawn_in,
                 UserLimitStore(database),
                 why,
+                memory_store(database, settings),
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()

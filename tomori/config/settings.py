@@ -92,9 +92,12 @@ class ShowErrors(StrEnum):
 
 CURRENT_TIME_NAME = "current_time"
 READ_MESSAGE_NAME = "read_message"
-BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME)
+REMEMBER_NAME = "remember"
+FORGET_NAME = "forget"
+BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME, REMEMBER_NAME, FORGET_NAME)
 """The tools tomori-cog itself offers the model, by the names they are built with (the core
-builds `current_time`, the cog `read_message`, which reads Discord): named here, where
+builds `current_time` and, where `TOMORI_MEMORIES` is on, `remember` and `forget` for each
+turn's speaker; the cog `read_message`, which reads Discord): named here, where
 `TOMORI_TOOLS` is read, so renaming one renames it everywhere and none can drop out of the
 default set unnoticed."""
 

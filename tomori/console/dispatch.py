@@ -40,6 +40,7 @@ from tomori.delivery.notices import (
     Notice,
 )
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
+from tomori.memory.store import memory_store
 from tomori.policy.admin import perform
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limit_store import UserLimitStore
@@ -106,6 +107,7 @@ class Dispatcher:
             None,
             self._drawn_in,
             UserLimitStore(database),
+            memories=memory_store(database, settings),
         )
         self._outstanding: set[str] = set()
         """The messages admitted whose answer has not ended: what Ctrl+C stops, if any."""

@@ -12,15 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tomori.config.settings import FORGET_NAME, REMEMBER_NAME
 from tomori.memory.note import memory_note
 from tomori.memory.scopes import Place
 from tomori.memory.store import Memory, MemoryRefused, MemoryStore
 from tomori.providers.base import ContextItem, JsonObject
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
-
-REMEMBER_NAME = "remember"
-FORGET_NAME = "forget"
-NAMES = frozenset({REMEMBER_NAME, FORGET_NAME})
 
 REMEMBER_PARAMETERS: JsonObject = {
     "type": "object",
@@ -45,10 +42,15 @@ FORGET_PARAMETERS: JsonObject = {
 class TurnMemories:
     """One turn's memories: the note each speaker is shown, its tools, what they saved."""
 
-    def __init__(self, store: MemoryStore, place: Place, shown: int) -> None:
+    def __init__(
+        self, store: MemoryStore, place: Place, shown: int, offered: frozenset[str]
+    ) -> None:
+        """`shown`: memories in a note at most; `offered`: the built-in tools the author
+        offers (`TOMORI_TOOLS`), which may leave out `remember` and `forget`."""
         self._store = store
         self._place = place
         self._shown = shown
+        self._offered = offered
         self.saved: list[Memory] = []
 
     def place(self, persona: str | None) -> Place:
@@ -83,7 +85,7 @@ class TurnMemories:
             self.saved = [m for m in self.saved if m.memory_id != memory_id]
             return {"forgotten": memory_id}
 
-        return (
+        tools = (
             Tool(
                 REMEMBER_NAME,
                 "Remember a fact for later conversations (people see what you save, and can"
@@ -95,3 +97,4 @@ class TurnMemories:
                 FORGET_NAME, "Forget one of the memories you were shown.", FORGET_PARAMETERS, forget
             ),
         )
+        return tuple(tool for tool in tools if tool.name in self._offered)
