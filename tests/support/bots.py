@@ -101,6 +101,7 @@ class Registered:
     """An application command as the bot registers it with Discord."""
 
     default_member_permissions: int
+    """0: none are needed (Discord's null)."""
     guild_only: bool
     options: frozenset[str]
 
@@ -212,6 +213,13 @@ class ChatBot(ABC):
     ) -> dict[str, Any]:
         """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
 
+    @abstractmethod
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        """`by` (no permissions) runs `/memory <subcommand>`; return what was answered, with
+        any file it carried under "files" (name: bytes)."""
+
     # -- what happens to the guild ------------------------------------------------------------
 
     @abstractmethod
@@ -312,7 +320,7 @@ class ChatBot(ABC):
         """The application command `name` as the bot registers it."""
         payload = self.payload(name)
         return Registered(
-            default_member_permissions=int(payload["default_member_permissions"]),
+            default_member_permissions=int(payload.get("default_member_permissions") or 0),
             guild_only=guild_only(payload),
             options=frozenset(option["name"] for option in payload["options"]),
         )
@@ -427,6 +435,13 @@ class NextcordChat(ChatBot):
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
     ) -> dict[str, Any]:
         return await nextcord_tomori(self.nc, subcommand, channel=channel, **options)
+
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        return await nextcord_tomori(
+            self.nc, subcommand, top="memory", user=(by.id, by.username), permissions=0, **options
+        )
 
     def deny(self, permission: int) -> None:
         deny_send(self.nc, permission)
@@ -608,6 +623,14 @@ class DiscordpyChat(ChatBot):
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
     ) -> dict[str, Any]:
         return await dpy_tomori(self.dpy, subcommand, channel=channel, **options)
+
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        member = self._member(by)
+        return await dpy_tomori(
+            self.dpy, subcommand, top="memory", member=member, permissions=0, **options
+        )
 
     def deny(self, permission: int) -> None:
         back.get_state().parse_channel_update(channel_denying_the_bot(permission))

@@ -499,7 +499,10 @@ async def start_nextcord_bot(
         failure = fake.fail_interactions()
         if failure is not None:
             raise failure
-        fake.interaction_replies.append({"type": kwargs["type"], "data": kwargs.get("data") or {}})
+        reply = {"type": kwargs["type"], "data": kwargs.get("data") or {}}
+        if kwargs.get("files"):
+            reply["files"] = {file.filename: file.fp.read() for file in kwargs["files"]}
+        fake.interaction_replies.append(reply)
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
     if extension is None:

@@ -21,6 +21,7 @@ from tomori.console.history import USER_NAME
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.memory.store import MemoryStore, memory_store
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
@@ -66,6 +67,7 @@ class ConsoleServer:
         self._personas: PersonaStore | None = None
         self._switches: ToolSwitchStore | None = None
         self._metrics: Metrics | None = None
+        self._memories: MemoryStore | None = None
         builtin = (CURRENT_TIME,) if CURRENT_TIME.name in settings.tools else ()
         self.tools = BotTools(ToolRegistry(builtin), mcp_tools_for(settings, os.environ))
         """Its tools: `current_time` and the MCP servers of `TOMORI_MCP_CONFIG` (started
@@ -78,6 +80,7 @@ class ConsoleServer:
         self._personas = PersonaStore(database)
         self._metrics = Metrics(database)
         self._switches = ToolSwitchStore(database)
+        self._memories = memory_store(database, self._settings)
         if self.tools.mcp is not None:
             self.tools.mcp.start()
 
@@ -131,6 +134,11 @@ class ConsoleServer:
         if self._switches is None:
             raise RuntimeError("the console is not started")
         return self._switches
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        """The memories the console's turns and `/memory` read (None: `TOMORI_MEMORIES=0`)."""
+        return self._memories
 
     @property
     def bot_name(self) -> str:

@@ -16,7 +16,7 @@ from tomori.config.settings import FORGET_NAME, REMEMBER_NAME
 from tomori.memory.note import memory_note
 from tomori.memory.scopes import Place
 from tomori.memory.store import Memory, MemoryRefused, MemoryStore
-from tomori.providers.base import ContextItem, JsonObject
+from tomori.providers.base import ContextItem, JsonObject, ToolSpec
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
 
 REMEMBER_PARAMETERS: JsonObject = {
@@ -37,6 +37,14 @@ FORGET_PARAMETERS: JsonObject = {
     "properties": {"id": {"type": "integer", "description": "the memory's number, as shown"}},
     "required": ["id"],
 }
+REMEMBER = ToolSpec(
+    REMEMBER_NAME,
+    "Remember a fact for later conversations (people see what you save, and can erase it)."
+    " Save only what someone would want remembered.",
+    REMEMBER_PARAMETERS,
+)
+FORGET = ToolSpec(FORGET_NAME, "Forget one of the memories you were shown.", FORGET_PARAMETERS)
+"""What the model is offered (`--check` offers them too, with no turn to bind them to)."""
 
 
 class TurnMemories:
@@ -86,15 +94,7 @@ class TurnMemories:
             return {"forgotten": memory_id}
 
         tools = (
-            Tool(
-                REMEMBER_NAME,
-                "Remember a fact for later conversations (people see what you save, and can"
-                " erase it). Save only what someone would want remembered.",
-                REMEMBER_PARAMETERS,
-                remember,
-            ),
-            Tool(
-                FORGET_NAME, "Forget one of the memories you were shown.", FORGET_PARAMETERS, forget
-            ),
+            Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, remember),
+            Tool(FORGET.name, FORGET.description, FORGET.parameters, forget),
         )
         return tuple(tool for tool in tools if tool.name in self._offered)

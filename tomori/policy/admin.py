@@ -25,6 +25,7 @@ from tomori.delivery.notices import Notice, NoticeColour
 from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
+from tomori.memory.store import MemoryStore
 from tomori.monitoring.status import ServerStatus, describe
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import (
@@ -103,6 +104,11 @@ class Administered(Protocol):
 
     @property
     def tool_switches(self) -> ToolSwitchStore: ...
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        """The memories kept (None: `TOMORI_MEMORIES=0`)."""
+        ...
 
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         """The tools the bot could offer now in server `guild_id`, and its MCP servers'
