@@ -135,3 +135,15 @@ async def test_a_remember_past_the_bounds_fails_for_the_model_with_the_reason(
     assert kept["result"]["scope"] == "member"
     assert "already keeps 1 memories" in too_many["reason"]
     assert await database.rows("SELECT text FROM memories") == [("Alice likes tea",)]
+
+
+async def test_memories_the_database_cannot_read_leave_the_turn_answered_without_them(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
+    await database.execute("DROP TABLE memory_refusals")  # every memory read now fails
+    llm_server.script(answer("Still here."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    assert "Still here." in await bot.contents()
+    assert "what you remember here" not in last_request(llm_server)
