@@ -147,3 +147,23 @@ async def test_memories_the_database_cannot_read_leave_the_turn_answered_without
     await bot.settled()
     assert "Still here." in await bot.contents()
     assert "what you remember here" not in last_request(llm_server)
+
+
+async def test_a_direct_messages_memory_stays_in_it_and_a_servers_stays_out_of_it(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
+    llm_server.script(remember("Alice is planning a surprise party for Bob"), answer("Secret!"))
+    dm = await bot.say_directly("I'm planning a surprise party for Bob, remember it")
+    assert tool_results(llm_server)[0]["result"]["scope"] == "dm"
+    llm_server.script(remember("Alice's favourite colour is teal", call_id="r2"), answer("Teal."))
+    await bot.say(f"{bot.mention()} my favourite colour is teal, and is there a surprise party?")
+    await bot.settled()
+    assert "surprise party for Bob" not in last_request(llm_server)  # the DM's, in a server
+    llm_server.script(answer("Yes, the party."))
+    await bot.say_directly("what surprise am I planning? and what is my favourite colour?")
+    sent = last_request(llm_server)
+    assert "Alice is planning a surprise party for Bob" in sent
+    assert "teal" not in sent  # the server's, in a DM
+    rows = await database.rows("SELECT scope, guild_id, owner_id FROM memories ORDER BY memory_id")
+    assert rows == [("dm", "", str(dm)), ("member", str(GUILD_ID), str(Person.ALICE.id))]

@@ -58,6 +58,8 @@ from tomori.config.settings import Settings
 from tomori_cog.chat import TomoriChat
 
 Library = Literal["nextcord", "discordpy"]
+DIRECT_MESSAGES_BASE = 4_000_000_000_000_000_000
+"""Where the nextcord harness numbers a person's direct message channel with the bot."""
 LIBRARIES: tuple[Library, ...] = ("nextcord", "discordpy")
 
 
@@ -141,6 +143,11 @@ class ChatBot(ABC):
     ) -> Posted:
         """`by` posts a message; it arrives through the library's gateway path. `attachments`
         are Discord's attachment objects; `extra` any other field (`embeds`, `sticker_items`)."""
+
+    @abstractmethod
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        """`by` writes to the bot in a direct message, through the library's gateway path, and
+        the bot's turn there ends; return the direct message channel's ID."""
 
     @abstractmethod
     def seed(
@@ -382,6 +389,12 @@ class NextcordChat(ChatBot):
         )
         return Posted(int(payload["id"]), channel, payload)
 
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        channel = DIRECT_MESSAGES_BASE + by.id % 1_000_000
+        self.nc.say_directly(content, author=by.id, name=by.username, channel=channel)
+        await self.nc.settled((channel,))
+        return channel
+
     def seed(
         self,
         content: str,
@@ -567,6 +580,13 @@ class DiscordpyChat(ChatBot):
         payload.update(extra or {})
         self.dpy.arrive(payload)
         return Posted(int(payload["id"]), channel, payload)
+
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        member = self._member(by)
+        channel = await member.create_dm()
+        await dpytest.message(content, channel=channel, member=member)
+        await self.chat.wait_idle(channel.id)
+        return channel.id
 
     def seed(
         self,
