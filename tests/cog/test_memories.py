@@ -8,12 +8,14 @@ is told in the channel; a member who said no is remembered nothing, and the mode
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tests.support.bots import OpenBot
-from tests.support.cog_settings import SHORT_BUDGETS, chain_for
+from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
 from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer
+from tests.support.rest_bots import OpenRestBot
 from tests.support.scripts import answer, tool_call
 from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.memory import MemoryStore, Place, Scope
@@ -167,3 +169,26 @@ async def test_a_direct_messages_memory_stays_in_it_and_a_servers_stays_out_of_i
     assert "teal" not in sent  # the server's, in a DM
     rows = await database.rows("SELECT scope, guild_id, owner_id FROM memories ORDER BY memory_id")
     assert rows == [("dm", "", str(dm)), ("member", str(GUILD_ID), str(Person.ALICE.id))]
+
+
+async def test_a_personas_own_memory_is_shown_to_it_alone(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path, history_memory_channels=0)
+    bot = await open_rest_bot(settings, chain_for(llm_server))
+    bot.allow_webhooks()
+    await bot.persona("add", name="Aria", prompt="You are Aria, a bard.")
+    await bot.persona("add", name="Bex", prompt="You are Bex, a smith.")
+    llm_server.script(remember("I lost my lute in Osaka", about="self"), answer("Sad story."))
+    bot.say("aria, what happened to your lute?")
+    await bot.settled(CHANNEL_ID)
+    assert tool_results(llm_server)[0]["result"]["scope"] == "persona"
+    llm_server.script(answer("In Osaka."))
+    bot.say("aria, where was the lute lost?")
+    await bot.settled(CHANNEL_ID)
+    assert "I lost my lute in Osaka" in last_request(llm_server)
+    for asked in ("bex, where did the lute get lost?", f"{bot.mention()} where was the lute lost?"):
+        llm_server.script(answer("No idea."))
+        bot.say(asked)
+        await bot.settled(CHANNEL_ID)
+        assert "I lost my lute in Osaka" not in last_request(llm_server), asked

@@ -98,3 +98,15 @@ async def test_forget_all_leaves_nothing_in_the_rows_nor_the_search_entries(
         found = "SELECT memory_id FROM memories WHERE search @@ to_tsquery('simple', 'zebracorn')"
         assert await database.rows(found) == []
     assert await texts(store, HERE, "zebracorn") == []
+
+
+async def test_a_text_its_scope_keeps_already_is_not_kept_twice(
+    database: DatabaseUnderTest,
+) -> None:
+    store = await opened(database, per_scope=1)
+    first = await store.save(HERE, Scope.MEMBER, "alice likes  green tea")
+    again = await store.save(HERE, Scope.MEMBER, "alice likes green tea")  # not past the bound
+    assert again.memory_id == first.memory_id
+    other = await store.save(Place("1", "11", BOB), Scope.MEMBER, "alice likes green tea")
+    assert other.memory_id != first.memory_id  # Bob's scope keeps its own
+    assert len(await database.rows("SELECT memory_id FROM memories")) == 2

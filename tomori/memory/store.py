@@ -91,7 +91,8 @@ class MemoryStore:
     # -- what a turn does ---------------------------------------------------------------------
 
     async def save(self, place: Place, scope: Scope, text: str) -> Memory:
-        """Keep `text` in `scope` as saved at `place`, or raise `MemoryRefused` saying why."""
+        """Keep `text` in `scope` as saved at `place`, or raise `MemoryRefused` saying why; a
+        text the scope keeps already is not kept twice (the one kept is returned)."""
         text = " ".join(text.split())
         if not text:
             raise MemoryRefused("there is nothing to remember: give the fact as text")
@@ -103,6 +104,13 @@ class MemoryStore:
         guild_id, owner_id = place.owner(scope)
         async with self._db.transaction() as tx:
             await self._refuse_if_off(tx, place)
+            kept = await tx.fetchone(
+                f"SELECT {COLUMNS} FROM memories m WHERE m.guild_id = ? AND m.scope = ?"
+                " AND m.owner_id = ? AND m.text = ?",
+                (guild_id, scope.value, owner_id, text),
+            )
+            if kept is not None:  # a regenerated answer saving it again, say
+                return Memory.of(kept)
             row = await tx.fetchone(
                 "SELECT COUNT(*) AS kept FROM memories"
                 " WHERE guild_id = ? AND scope = ? AND owner_id = ?",
