@@ -340,5 +340,19 @@ def scope_name(scope: str) -> Said:
     return said("scope.server" if scope_of(scope) is Scope.SERVER else "scope.channel")
 
 
+def cut_lines(lines: Sequence[str], most_chars: int) -> str:
+    """`lines` one under another, as many as `most_chars` holds (an embed holds 4,096), then
+    one saying how many more there are."""
+    shown: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) > most_chars:
+            shown.append(f"… and {len(lines) - len(shown)} more")
+            break
+        shown.append(line)
+        used += len(line) + 1
+    return "\n".join(shown)
+
+
 def done(description: Text) -> Notice:
     return Notice.of(said("title.settings"), description, NoticeColour.SUCCESS)

@@ -19,7 +19,7 @@ from typing import Any
 
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.memory.store import Memory, MemoryStore, Refusal
-from tomori.policy.admin import Action, Administered, Where, done, refused
+from tomori.policy.admin import Action, Administered, Where, cut_lines, done, refused
 from tomori.words import said
 
 SHOWN_CHARS = 3_800
@@ -49,15 +49,7 @@ def listed(memories: Sequence[Memory], *, where: bool) -> str:
         if where:
             place = "DM, " if not memory.guild_id else f"server {memory.guild_id}, "
         lines.append(f"#{memory.memory_id} ({place}{memory.scope.value}): {memory.text}")
-    shown: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) > SHOWN_CHARS:
-            shown.append(f"… {len(lines) - len(shown)} more")
-            break
-        shown.append(line)
-        used += len(line) + 1
-    return "\n".join(shown)
+    return cut_lines(lines, SHOWN_CHARS)
 
 
 def exported(memories: Sequence[Memory]) -> bytes:
