@@ -166,3 +166,18 @@ async def test_memory_is_for_every_member_in_servers_and_direct_messages(
     assert not registered.default_member_permissions
     assert not registered.guild_only
     assert registered.options == {"list", "forget", "forget-all", "off", "on", "export"}
+
+
+async def test_an_admin_turns_a_memory_tool_off_in_a_channel_as_any_tool(
+    llm_server: LLMServer, open_bot: OpenBot, tmp_path: Path
+) -> None:
+    bot = await open_bot(settings_for(tmp_path), chain_for(llm_server))
+    _, listed = said(await bot.tomori("tools"))
+    assert "remember (built-in): on" in listed
+    assert "forget (built-in): on" in listed
+    await bot.tomori("tools", name="remember", offered=False)
+    llm_server.script(answer("Okay."))
+    await bot.say(f"{bot.mention()} hello")
+    await bot.settled()
+    offered = [tool["function"]["name"] for tool in llm_server.requests[-1].body["tools"]]
+    assert offered == ["current_time", "read_message", "forget"]

@@ -22,6 +22,7 @@ from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.health import Sick
 from tomori.memory.store import MemoryStore, memory_store
+from tomori.memory.tools import memory_tools
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
@@ -68,10 +69,11 @@ class ConsoleServer:
         self._switches: ToolSwitchStore | None = None
         self._metrics: Metrics | None = None
         self._memories: MemoryStore | None = None
-        builtin = (CURRENT_TIME,) if CURRENT_TIME.name in settings.tools else ()
-        self.tools = BotTools(ToolRegistry(builtin), mcp_tools_for(settings, os.environ))
-        """Its tools: `current_time` and the MCP servers of `TOMORI_MCP_CONFIG` (started
-        with the console, closed with it)."""
+        builtin = (CURRENT_TIME, *memory_tools(settings))
+        offered = (tool for tool in builtin if tool.name in settings.tools)
+        self.tools = BotTools(ToolRegistry(offered), mcp_tools_for(settings, os.environ))
+        """Its tools: `current_time`, the memory tools and the MCP servers of
+        `TOMORI_MCP_CONFIG` (started with the console, closed with it)."""
 
     def start(self, database: Database) -> None:
         self._database = database

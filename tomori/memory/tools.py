@@ -1,6 +1,8 @@
 """The `remember` and `forget` tools, and what one turn does with memories.
 
-`TurnMemories` is one turn's: its speakers' tools are bound to their `Place` (the server, the
+The bot's registry holds them unbound (`UNBOUND`), beside the other built-in tools, so
+`TOMORI_TOOLS` and `/tomori tools` choose them as any. `TurnMemories` is one turn's: its
+speakers' tools are bound to their `Place` (the server, the
 channel, the member answered, the persona speaking), so a call reads and writes only where
 the store's queries let that place (`tomori.memory.store`), whatever the model asks. What it
 saved is kept for the turn to show (every save is visible: `saved`). A refused call (a bound,
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tomori.config.settings import FORGET_NAME, REMEMBER_NAME
+from tomori.config.settings import FORGET_NAME, REMEMBER_NAME, Settings
 from tomori.memory.note import memory_note
 from tomori.memory.scopes import Place
 from tomori.memory.store import Memory, MemoryRefused, MemoryStore
@@ -50,15 +52,11 @@ FORGET = ToolSpec(FORGET_NAME, "Forget one of the memories you were shown.", FOR
 class TurnMemories:
     """One turn's memories: the note each speaker is shown, its tools, what they saved."""
 
-    def __init__(
-        self, store: MemoryStore, place: Place, shown: int, offered: frozenset[str]
-    ) -> None:
-        """`shown`: memories in a note at most; `offered`: the built-in tools the author
-        offers (`TOMORI_TOOLS`), which may leave out `remember` and `forget`."""
+    def __init__(self, store: MemoryStore, place: Place, shown: int) -> None:
+        """`shown`: memories in a note at most."""
         self._store = store
         self._place = place
         self._shown = shown
-        self._offered = offered
         self.saved: list[Memory] = []
 
     def place(self, persona: str | None) -> Place:
@@ -93,8 +91,26 @@ class TurnMemories:
             self.saved = [m for m in self.saved if m.memory_id != memory_id]
             return {"forgotten": memory_id}
 
-        tools = (
+        return (
             Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, remember),
             Tool(FORGET.name, FORGET.description, FORGET.parameters, forget),
         )
-        return tuple(tool for tool in tools if tool.name in self._offered)
+
+
+async def _unbound(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+    raise ToolFailure("nothing is remembered here")
+
+
+UNBOUND = (
+    Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, _unbound),
+    Tool(FORGET.name, FORGET.description, FORGET.parameters, _unbound),
+)
+"""The memory tools as the bot's registry holds them, beside the other built-in ones: listed
+by `/tomori tools`, switched off there like any, and bound to each speaker's place by its turn
+(`ToolRegistry.with_bound`); a turn with no place for them (no member asked) is offered none."""
+NAMES = frozenset({REMEMBER.name, FORGET.name})
+
+
+def memory_tools(settings: Settings) -> tuple[Tool, ...]:
+    """The memory tools a bot's registry holds: none with `TOMORI_MEMORIES=0`."""
+    return UNBOUND if settings.memories else ()

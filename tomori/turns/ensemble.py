@@ -24,6 +24,7 @@ from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
+from tomori.memory.tools import NAMES as MEMORY_TOOLS
 from tomori.memory.tools import TurnMemories
 from tomori.tools.registry import ToolRegistry
 from tomori.turns.config import TurnConfig
@@ -67,10 +68,10 @@ class Playing:
         return (*self.reading.notices, *self.stopped)
 
     def tools_of(self, persona: str | None) -> ToolRegistry:
-        """The tools `persona` (None: the bot) is offered: the turn's, and its memory tools."""
-        if self.memories is None:
-            return self.tools
-        return self.tools.for_turn(self.memories.tools(persona), lambda _: True)
+        """The tools `persona` (None: the bot) is offered: the turn's, its memory tools bound
+        to where it speaks (none where the turn has no memories)."""
+        bound = () if self.memories is None else self.memories.tools(persona)
+        return self.tools.with_bound(bound, MEMORY_TOOLS)
 
     async def remembered(self, persona: str | None) -> Context:
         """The note on what `persona` (None: the bot) remembers here; none if the database

@@ -71,8 +71,7 @@ class Stage:
         if self.memories is None or member_id is None:
             return None
         place = Place(guild_id, channel_id, member_id)
-        settings = self.settings
-        return TurnMemories(self.memories, place, settings.memories_per_turn, settings.tools)
+        return TurnMemories(self.memories, place, self.settings.memories_per_turn)
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read
