@@ -26,6 +26,7 @@ LAYERS = (
     "delivery",
     "prompt",
     "tools",
+    "memory",
     "generation",
     "cast",
     "monitoring",

@@ -21,6 +21,7 @@ standard library names keep that base too (`ConfigError` is a `ValueError`, `Sto
     ├── AnswerCut                the answer reached its ceiling: the pass stops reading
     ├── Stopped                  /kill stopped the work of a turn
     ├── ToolFailure              raised by a tool to tell the model why it could not do the job
+    ├── MemoryRefused            a memory the store will not save or forget (a bound, a no)
     ├── TooLarge                 a file was larger than its read bound (tomori_cog)
     ├── AlreadyLoaded            the bot already runs a Tomori cog (tomori_cog)
     └── UnsupportedBot           the bot is not a nextcord or discord.py bot (tomori_cog)

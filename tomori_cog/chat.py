@@ -28,6 +28,7 @@ from tomori.delivery.notices import (
     Notice,
 )
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard, TurnStop
+from tomori.memory.tools import memory_tools
 from tomori.monitoring.why import (
     NO_RECORD_NOTICE,
     NOT_YOURS,
@@ -75,7 +76,7 @@ class TomoriChat:
         self.config = ChannelConfig(settings, chain)
         self.pacing = DiscordPacing()
         self.webhooks = Webhooks(bot, library, self.pacing)
-        builtin = (CURRENT_TIME, message_lookup_tool(bot, library))
+        builtin = (CURRENT_TIME, message_lookup_tool(bot, library), *memory_tools(settings))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
         """Built-in tools and those the bot author registers."""
         mcp = mcp_tools_for(settings, os.environ)  # a bad file stops the cog loading here

@@ -16,6 +16,7 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.check import run_check
 from tomori.console.session import run_console
+from tomori.memory.tools import FORGET, REMEMBER
 from tomori.providers.base import ToolSpec
 from tomori.store import StoreError
 from tomori.tools.mcp import mcp_tools_for
@@ -84,5 +85,7 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
 
 
 def builtin_tools(settings: Settings) -> tuple[ToolSpec, ...]:
-    """The cog's built-in tools `TOMORI_TOOLS` names, as a turn in a channel offers them."""
-    return tuple(tool for tool in (CURRENT_TIME.spec, READ_MESSAGE) if tool.name in settings.tools)
+    """The cog's built-in tools `TOMORI_TOOLS` names, as a turn in a channel offers them (the
+    memory tools where `TOMORI_MEMORIES` is on)."""
+    builtin = (CURRENT_TIME.spec, READ_MESSAGE, *((REMEMBER, FORGET) if settings.memories else ()))
+    return tuple(tool for tool in builtin if tool.name in settings.tools)

@@ -27,6 +27,7 @@ from tomori.locks import (
     TurnGuard,
     lock_backend,
 )
+from tomori.memory.store import MemoryStore, memory_store
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
 from tomori.monitoring.why_book import WhyBook
@@ -58,6 +59,8 @@ class Runtime:
     tool_switches: ToolSwitchStore
     why: WhyBook
     """What became of each message, for "Why no answer?" (`tomori.monitoring.why_book`)."""
+    memories: MemoryStore | None
+    """The memories turns and `/memory` read (None: `TOMORI_MEMORIES=0`)."""
     _stack: AsyncExitStack
     _closing: asyncio.Task[None] | None = None
     """Closing, once begun: a caller cut short by its own deadline leaves it running, and the
@@ -104,6 +107,7 @@ class Runtime:
             retention.start()
             stack.push_async_callback(retention.close)
             tool_switches = ToolSwitchStore(database)
+            memories = memory_store(database, settings)
             stage = Stage(
                 settings,
                 locks,
@@ -116,6 +120,7 @@ class Runtime:
                 drawn_in,
                 UserLimitStore(database),
                 why,
+                memories,
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()
@@ -130,7 +135,15 @@ class Runtime:
             )
             stack.push_async_callback(_cancelled, sharing)
             runtime = cls(
-                database, locks, personas, metrics, health, tool_switches, why, stack.pop_all()
+                database,
+                locks,
+                personas,
+                metrics,
+                health,
+                tool_switches,
+                why,
+                memories,
+                stack.pop_all(),
             )
         log.info("tomori serving with %s", parts.config.chain.described)
         return runtime

@@ -410,6 +410,7 @@ async def test_the_group_is_for_servers_and_members_who_can_manage_them(bot: Cha
         "swipes",
         "progress",
         "errors",
+        "memory",
     }
     respond = bot.registered("respond")  # a prefill puts words in the bot's mouth
     assert respond.default_member_permissions == MANAGE_GUILD

@@ -82,7 +82,7 @@ async def test_a_working_model_answers_and_the_check_passes(
     assert sent["stream"] is True
     assert sent["temperature"] == 0.5  # asked as a channel's turn asks it
     offered = [tool["function"]["name"] for tool in sent["tools"]]
-    assert offered == ["current_time", "read_message"]  # the tools a turn offers
+    assert offered == ["current_time", "read_message", "remember", "forget"]  # as a turn offers
 
 
 async def test_the_check_says_each_models_context_budget_in_force(
@@ -163,7 +163,8 @@ async def test_each_dead_model_says_why_and_the_check_fails_without_a_secret(
     )
     assert failed[2] == (
         "FAILED  openai:no-tools: tools refused: the model takes no tools, and a turn offers it "
-        "2 tools (current_time, read_message), so every turn would fail on it: offer none "
+        "4 tools (current_time, read_message, remember, forget), so every turn would fail on it: "
+        "offer none "
         "(TOMORI_TOOLS names the built-in ones, the entries of TOMORI_MCP_CONFIG the MCP "
         "servers'), or choose a model that takes them: the provider said: this model does not "
         "support tools"

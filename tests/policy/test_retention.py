@@ -11,6 +11,8 @@ from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
 from tomori.config.models import ModelChain
+from tomori.memory import MemoryStore, Place, Scope
+from tomori.memory.store import Bounds
 from tomori.policy.limits import DAY_S
 from tomori.policy.retention import (
     FROZEN,
@@ -119,6 +121,29 @@ async def test_persona_messages_are_kept_thirty_days(database: DatabaseUnderTest
         )
     assert (await sweep(opened, database.base, config_of(database))).persona_messages
     assert await database.rows("SELECT message_id FROM persona_messages") == [("recent",)]
+
+
+async def test_memories_are_kept_their_days_with_their_search_entries(
+    database: DatabaseUnderTest,
+) -> None:
+    opened, now = await opened_now(database)
+    store = MemoryStore(opened, Bounds(300, 100))
+    place = Place("1", "11", "101")
+    for text in ("an old quokka fact", "a fresh wombat fact"):
+        await store.save(place, Scope.MEMBER, text)
+    await database.execute(
+        "UPDATE memories SET created_at = ? WHERE text = ?",
+        (now - 31 * DAY_S, "an old quokka fact"),
+    )
+    assert (
+        await sweep(opened, database.settings(memory_days=0), config_of(database))
+    ).memories == 0
+    swept = await sweep(opened, database.settings(memory_days=30), config_of(database))
+    assert swept.memories == 1
+    assert await database.rows("SELECT text FROM memories") == [("a fresh wombat fact",)]
+    assert [m.text for m in await store.recall(place, "quokka", 5)] == ["a fresh wombat fact"]
+    if database.engine == "sqlite":
+        assert await database.rows("SELECT text FROM memories_fts") == [("a fresh wombat fact",)]
 
 
 async def test_an_answers_takes_go_a_day_after_they_froze_or_a_month_after_their_last_press(

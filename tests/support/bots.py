@@ -58,6 +58,8 @@ from tomori.config.settings import Settings
 from tomori_cog.chat import TomoriChat
 
 Library = Literal["nextcord", "discordpy"]
+DIRECT_MESSAGES_BASE = 4_000_000_000_000_000_000
+"""Where the nextcord harness numbers a person's direct message channel with the bot."""
 LIBRARIES: tuple[Library, ...] = ("nextcord", "discordpy")
 
 
@@ -101,6 +103,7 @@ class Registered:
     """An application command as the bot registers it with Discord."""
 
     default_member_permissions: int
+    """0: none are needed (Discord's null)."""
     guild_only: bool
     options: frozenset[str]
 
@@ -140,6 +143,11 @@ class ChatBot(ABC):
     ) -> Posted:
         """`by` posts a message; it arrives through the library's gateway path. `attachments`
         are Discord's attachment objects; `extra` any other field (`embeds`, `sticker_items`)."""
+
+    @abstractmethod
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        """`by` writes to the bot in a direct message, through the library's gateway path, and
+        the bot's turn there ends; return the direct message channel's ID."""
 
     @abstractmethod
     def seed(
@@ -211,6 +219,13 @@ class ChatBot(ABC):
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
     ) -> dict[str, Any]:
         """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
+
+    @abstractmethod
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        """`by` (no permissions) runs `/memory <subcommand>`; return what was answered, with
+        any file it carried under "files" (name: bytes)."""
 
     # -- what happens to the guild ------------------------------------------------------------
 
@@ -312,7 +327,7 @@ class ChatBot(ABC):
         """The application command `name` as the bot registers it."""
         payload = self.payload(name)
         return Registered(
-            default_member_permissions=int(payload["default_member_permissions"]),
+            default_member_permissions=int(payload.get("default_member_permissions") or 0),
             guild_only=guild_only(payload),
             options=frozenset(option["name"] for option in payload["options"]),
         )
@@ -374,6 +389,12 @@ class NextcordChat(ChatBot):
         )
         return Posted(int(payload["id"]), channel, payload)
 
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        channel = DIRECT_MESSAGES_BASE + by.id % 1_000_000
+        self.nc.say_directly(content, author=by.id, name=by.username, channel=channel)
+        await self.nc.settled((channel,))
+        return channel
+
     def seed(
         self,
         content: str,
@@ -427,6 +448,13 @@ class NextcordChat(ChatBot):
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
     ) -> dict[str, Any]:
         return await nextcord_tomori(self.nc, subcommand, channel=channel, **options)
+
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        return await nextcord_tomori(
+            self.nc, subcommand, top="memory", user=(by.id, by.username), permissions=0, **options
+        )
 
     def deny(self, permission: int) -> None:
         deny_send(self.nc, permission)
@@ -553,6 +581,13 @@ class DiscordpyChat(ChatBot):
         self.dpy.arrive(payload)
         return Posted(int(payload["id"]), channel, payload)
 
+    async def say_directly(self, content: str, *, by: Person = Person.ALICE) -> int:
+        member = self._member(by)
+        channel = await member.create_dm()
+        await dpytest.message(content, channel=channel, member=member)
+        await self.chat.wait_idle(channel.id)
+        return channel.id
+
     def seed(
         self,
         content: str,
@@ -608,6 +643,14 @@ class DiscordpyChat(ChatBot):
         self, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
     ) -> dict[str, Any]:
         return await dpy_tomori(self.dpy, subcommand, channel=channel, **options)
+
+    async def memory(
+        self, subcommand: str, *, by: Person = Person.ALICE, **options: Any
+    ) -> dict[str, Any]:
+        member = self._member(by)
+        return await dpy_tomori(
+            self.dpy, subcommand, top="memory", member=member, permissions=0, **options
+        )
 
     def deny(self, permission: int) -> None:
         back.get_state().parse_channel_update(channel_denying_the_bot(permission))

@@ -369,6 +369,8 @@ async def start_dpy_bot(
         self: AsyncWebhookAdapter, interaction_id: int, token: str, **kwargs: Any
     ) -> dict[str, Any]:
         data = dict(kwargs["params"].payload or {})
+        if kwargs["params"].files:
+            data["files"] = {file.filename: file.fp.read() for file in kwargs["params"].files}
         harness.interaction_replies.append(data)
         flags = (data.get("data") or {}).get("flags", 0)
         return {

@@ -110,6 +110,8 @@ class FakeDiscord:
     """How many times one message was read by its ID."""
     """Seconds a message create waits before Discord answers it (a 429 waited out, a slow net)."""
     sent_event: asyncio.Event = field(default_factory=asyncio.Event)
+    direct: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The direct message channels Discord knows, by ID: the person at the other end."""
 
     @property
     def messages(self) -> dict[int, list[dict[str, Any]]]:
@@ -139,6 +141,10 @@ class FakeDiscord:
         if parts[0] == "channels":
             channel_id = int(parts[1])
             rest = parts[2:]
+            if not rest and route.method == "GET" and channel_id in self.direct:
+                return json.dumps(
+                    {"id": str(channel_id), "type": 1, "recipients": [self.direct[channel_id]]}
+                )
             if rest == ["typing"] and route.method == "POST":
                 failure = self.fail_typing()
                 if failure is not None:
@@ -175,6 +181,8 @@ class FakeDiscord:
         if reference:
             payload["message_reference"] = reference
             payload["type"] = 19
+        if channel_id in self.direct:
+            del payload["guild_id"]
         self.add(channel_id, payload)
         self._echo("MESSAGE_CREATE", payload)
         self.sent_event.set()
@@ -347,6 +355,16 @@ class NextcordBot:
         self.bot._connection.parsers["MESSAGE_CREATE"](copy.deepcopy(payload))
         return payload
 
+    def say_directly(self, content: str, *, author: int, name: str, channel: int) -> dict[str, Any]:
+        """A person writes to the bot in a direct message (`channel`): no guild, no member."""
+        person = user_payload(author, name)
+        self.discord.direct[channel] = person
+        payload = message_payload(channel, person, content)
+        del payload["guild_id"]
+        self.discord.add(channel, payload)
+        self.bot._connection.parsers["MESSAGE_CREATE"](copy.deepcopy(payload))
+        return payload
+
     async def settled(self, channels: tuple[int, ...] = CHANNEL_IDS) -> None:
         """Wait for nextcord's event tasks (the listener admitting the message), then the turns."""
         current = asyncio.current_task()
@@ -499,7 +517,10 @@ async def start_nextcord_bot(
         failure = fake.fail_interactions()
         if failure is not None:
             raise failure
-        fake.interaction_replies.append({"type": kwargs["type"], "data": kwargs.get("data") or {}})
+        reply = {"type": kwargs["type"], "data": kwargs.get("data") or {}}
+        if kwargs.get("files"):
+            reply["files"] = {file.filename: file.fp.read() for file in kwargs["files"]}
+        fake.interaction_replies.append(reply)
 
     monkeypatch.setattr(AsyncWebhookAdapter, "create_interaction_response", interaction_response)
     if extension is None:

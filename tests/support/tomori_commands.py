@@ -19,25 +19,38 @@ _ids = itertools.count(800_000_000_000_000_000)
 _TYPES = {str: 3, int: 4, bool: 5}
 
 
-def command_data(subcommand: str, **options: Any) -> dict[str, Any]:
+def command_data(subcommand: str, *, top: str = "tomori", **options: Any) -> dict[str, Any]:
+    """`/<top> <subcommand>`'s data; a subcommand of a group (`memory list`) is nested in the
+    group's option (type 2), as Discord nests it."""
     given = [
         {"name": name, "type": _TYPES[type(value)], "value": value}
         for name, value in options.items()
     ]
-    return {
-        "id": str(next(_ids)),
-        "name": "tomori",
-        "type": 1,
-        "options": [{"name": subcommand, "type": 1, "options": given}],
-    }
+    *groups, name = subcommand.split()
+    nested: dict[str, Any] = {"name": name, "type": 1, "options": given}
+    for group in reversed(groups):
+        nested = {"name": group, "type": 2, "options": [nested]}
+    return {"id": str(next(_ids)), "name": top, "type": 1, "options": [nested]}
 
 
 async def nextcord_tomori(
-    nc: NextcordBot, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
+    nc: NextcordBot,
+    subcommand: str,
+    *,
+    channel: int = CHANNEL_ID,
+    top: str = "tomori",
+    user: tuple[int, str] | None = None,
+    permissions: int = MANAGE_GUILD,
+    **options: Any,
 ) -> dict[str, Any]:
-    """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
-    payload = nc.kill_payload(permissions=MANAGE_GUILD, channel=channel)
-    payload["data"] = command_data(subcommand, **options)
+    """`/<top> <subcommand>` by a member with Manage Server (or `user`, an id and a name,
+    with `permissions`); return what was answered."""
+    payload = nc.kill_payload(permissions=permissions, channel=channel)
+    if user is not None:
+        payload = nc.kill_payload(
+            user=user[0], name=user[1], permissions=permissions, channel=channel
+        )
+    payload["data"] = command_data(subcommand, top=top, **options)
     before = len(nc.discord.interaction_replies)
     nc.bot._connection.parse_interaction_create(copy.deepcopy(payload))
     async with asyncio.timeout(5):
@@ -47,11 +60,19 @@ async def nextcord_tomori(
 
 
 async def dpy_tomori(
-    dpy: DpyBot, subcommand: str, *, channel: int = CHANNEL_ID, **options: Any
+    dpy: DpyBot,
+    subcommand: str,
+    *,
+    channel: int = CHANNEL_ID,
+    top: str = "tomori",
+    member: Any = None,
+    permissions: int = MANAGE_GUILD,
+    **options: Any,
 ) -> dict[str, Any]:
-    """`/tomori <subcommand>` by a member with Manage Server; return what was answered."""
-    data = command_data(subcommand, **options)
-    return await dpy.run_command(data, permissions=MANAGE_GUILD, channel_id=channel)
+    """`/<top> <subcommand>` by a member with Manage Server (or `member` with `permissions`);
+    return what was answered."""
+    data = command_data(subcommand, top=top, **options)
+    return await dpy.run_command(data, member, permissions=permissions, channel_id=channel)
 
 
 def said(reply: dict[str, Any]) -> tuple[str, str]:

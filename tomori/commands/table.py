@@ -27,7 +27,7 @@ from tomori.config.settings import ShowErrors, ShowProgress
 from tomori.delivery.notices import KILL_DESCRIPTION
 from tomori.delivery.sprite_markers import MAX_LABEL_CHARS
 from tomori.monitoring.why import MENU_NAME
-from tomori.policy import admin, cast_admin, tools_admin
+from tomori.policy import admin, cast_admin, memories, tools_admin
 from tomori.policy.admin import Action
 from tomori.policy.overrides import MAX_PROMPT_CHARS
 from tomori.prompt.prefill import MAX_PREFILL_CHARS
@@ -190,6 +190,32 @@ def _server_mode(
     return _tomori(path, description, mode, action=lambda given: choose(given["mode"]))
 
 
+def _memory(name: str, description: str, *options: Option) -> SlashCommand:
+    """A member's own `/memory` subcommand: each adapter runs it (`tomori.policy.memories.own`:
+    it acts on the member, anywhere, not on a server's settings)."""
+    return SlashCommand(("memory", name), description, options)
+
+
+MEMORY_ID = Option(
+    "id",
+    "the memory's number, as the list shows it",
+    OptionKind.WHOLE_NUMBER,
+    required=True,
+    min_value=1,
+    placeholder="n",
+)
+MEMORY_COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand(("memory",), "What Tomori remembers of you: see it, erase it, or turn it off"),
+    _memory("list", "List what is remembered of you, everywhere"),
+    _memory("forget", "Forget one of your memories", MEMORY_ID),
+    _memory("forget-all", "Forget everything remembered of you"),
+    _memory("off", "Remember nothing more of you, and show the model nothing remembered"),
+    _memory("on", "Remember things about you again"),
+    _memory("export", "Your memories as a file"),
+)
+"""`/memory`'s subcommands, in the table's order (their names, for the adapters)."""
+
+
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(("kill",), KILL_DESCRIPTION),
     SlashCommand(
@@ -247,6 +273,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         audience=Audience.SERVER_MANAGERS,  # a prefill puts words in the bot's mouth
         servers_only=True,
     ),
+    *MEMORY_COMMANDS,
     SlashCommand(
         ("tomori",),
         "Set how Tomori answers in this server and its channels",
@@ -355,6 +382,28 @@ COMMANDS: tuple[SlashCommand, ...] = (
         action=lambda given: tools_admin.tools(
             given.get("name"), given.get("offered"), _scope(given)
         ),
+    ),
+    _tomori("memory", "What Tomori remembers in this server", action=None),
+    _tomori(
+        "memory list",
+        "List the memories kept in this server",
+        action=lambda g: memories.server_list(),
+    ),
+    _tomori(
+        "memory forget",
+        "Forget one memory kept in this server",
+        MEMORY_ID,
+        action=lambda given: memories.server_forget(int(given["id"])),
+    ),
+    _tomori(
+        "memory off",
+        "Remember nothing in this server, and show the model nothing remembered here",
+        action=lambda given: memories.server_switch(on=False),
+    ),
+    _tomori(
+        "memory on",
+        "Remember things in this server again",
+        action=lambda given: memories.server_switch(on=True),
     ),
     _tomori("persona", "Characters that answer under their own name and avatar", action=None),
     _tomori(

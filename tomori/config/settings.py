@@ -92,9 +92,12 @@ class ShowErrors(StrEnum):
 
 CURRENT_TIME_NAME = "current_time"
 READ_MESSAGE_NAME = "read_message"
-BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME)
+REMEMBER_NAME = "remember"
+FORGET_NAME = "forget"
+BUILTIN_TOOLS = (CURRENT_TIME_NAME, READ_MESSAGE_NAME, REMEMBER_NAME, FORGET_NAME)
 """The tools tomori-cog itself offers the model, by the names they are built with (the core
-builds `current_time`, the cog `read_message`, which reads Discord): named here, where
+builds `current_time` and, where `TOMORI_MEMORIES` is on, `remember` and `forget` for each
+turn's speaker; the cog `read_message`, which reads Discord): named here, where
 `TOMORI_TOOLS` is read, so renaming one renames it everywhere and none can drop out of the
 default set unnoticed."""
 
@@ -612,6 +615,39 @@ class Settings:
         integer(2, unit="days", maximum=36_500),
         "how long the database keeps each turn's tokens (its token_usage table): the daily "
         "limits and /tomori status read one day back; keep them longer to bill from them",
+    )
+    memories: bool = setting(
+        "TOMORI_MEMORIES",
+        True,
+        flag,
+        "1: the model is offered remember and forget tools, and the memories found relevant "
+        "are shown to it before each turn (docs/privacy.md); 0: neither, and none is kept",
+    )
+    memory_chars: int = setting(
+        "TOMORI_MEMORY_CHARS",
+        300,
+        integer(20, unit="characters", maximum=4_000),
+        "most characters one memory may hold: a longer remember fails for the model, saying so",
+    )
+    memories_per_scope: int = setting(
+        "TOMORI_MEMORIES_PER_SCOPE",
+        100,
+        integer(1, unit="memories", maximum=10_000),
+        "most memories one scope keeps (a member in a server, a server, a persona in a server, "
+        "a direct message): a remember past it fails for the model until one is forgotten",
+    )
+    memories_per_turn: int = setting(
+        "TOMORI_MEMORIES_PER_TURN",
+        10,
+        integer(0, unit="memories", maximum=100),
+        "most memories shown to the model before a turn: those its message's words find, "
+        "then the newest",
+    )
+    memory_days: int = setting(
+        "TOMORI_MEMORY_DAYS",
+        365,
+        integer(0, unit="days", maximum=36_500),
+        "how long a memory is kept after it was saved; 0 keeps it until someone forgets it",
     )
 
     def __post_init__(self) -> None:

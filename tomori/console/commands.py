@@ -22,6 +22,7 @@ from typing import Any
 from tomori.cast.scenes import scene_refused
 from tomori.commands import COMMANDS, Option, OptionKind, action
 from tomori.commands import command as table_command
+from tomori.commands.table import MEMORY_COMMANDS
 from tomori.config.settings import ConfigError
 from tomori.delivery.notices import Notice
 from tomori.policy import admin
@@ -37,6 +38,7 @@ class Verb(StrEnum):
     TOMORI = "tomori"
     SCENE = "scene"
     RESPOND = "respond"
+    MEMORY = "memory"
     UNKNOWN = "unknown"
 
 
@@ -44,6 +46,7 @@ _KINDS = {"help": Verb.HELP, "exit": Verb.EXIT, "quit": Verb.EXIT, "kill": Verb.
 _KINDS["tomori"] = Verb.TOMORI
 _KINDS["scene"] = Verb.SCENE
 _KINDS["respond"] = Verb.RESPOND
+_KINDS["memory"] = Verb.MEMORY
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,7 @@ def help_text(stop_words: Collection[str]) -> str:
         ("/exit, /quit", "leave, once the answers are done (Ctrl+D too)"),
         (usage("scene"), _lowered(table_command("scene").description)),
         (usage("respond"), _lowered(table_command("respond").description)),
+        *((usage(command.name), _lowered(command.description)) for command in MEMORY_COMMANDS[1:]),
         *(
             (usage(f"tomori {name}"), _lowered(table_command(f"tomori {name}").description))
             for name in console_subcommands()
@@ -171,6 +175,21 @@ def tomori_action(rest: str) -> Action | Notice:
         return admin.refused(f"{said}They are: {usages}.")
     try:
         return action(f"tomori {name}", _given(f"tomori {name}", given))
+    except ConfigError as error:
+        return admin.refused(str(error))
+
+
+def memory_request(rest: str) -> tuple[str, dict[str, Any]] | Notice:
+    """`/memory <rest>` as the slash command's subcommand and options, or the notice that says
+    why it is not one."""
+    name, given = (*rest.split(maxsplit=1), "", "")[:2]
+    names = [command.path[1] for command in MEMORY_COMMANDS if len(command.path) == 2]
+    if name.lower() not in names:
+        usages = "; ".join(usage(f"memory {each}") for each in names)
+        said = f"/memory {name} is not a subcommand. " if name else ""
+        return admin.refused(f"{said}They are: {usages}.")
+    try:
+        return name.lower(), _given(f"memory {name.lower()}", given)
     except ConfigError as error:
         return admin.refused(str(error))
 

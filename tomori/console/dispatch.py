@@ -21,6 +21,7 @@ from tomori.console.commands import (
     as_message,
     command_in,
     help_text,
+    memory_request,
     respond_request,
     scene_request,
     tomori_action,
@@ -44,6 +45,7 @@ from tomori.policy.admin import perform
 from tomori.policy.interruptions import follow_up_key, is_stop_word
 from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
+from tomori.policy.memories import own
 from tomori.store import Database
 from tomori.turns import Addressed, Stage, TurnRequest, play
 from tomori.turns.commanded import respond_asked, scene_asked
@@ -106,6 +108,7 @@ class Dispatcher:
             None,
             self._drawn_in,
             UserLimitStore(database),
+            memories=server.memories,
         )
         self._outstanding: set[str] = set()
         """The messages admitted whose answer has not ended: what Ctrl+C stops, if any."""
@@ -148,9 +151,11 @@ class Dispatcher:
             await self._scene(text, command.rest, echo=echo)
         elif command.kind is Verb.RESPOND:
             await self._respond(text, command.rest, echo=echo)
+        elif command.kind is Verb.MEMORY:
+            await self._in_order()
+            await self._memory(command.rest)
         elif command.kind is Verb.TOMORI:
-            if not self._live:  # a script's setting applies after the messages written before it
-                await until_quit(self._quit, self.locks.wait_idle(self._channel.channel_id))
+            await self._in_order()
             action = tomori_action(command.rest)
             done = (
                 action if isinstance(action, Notice) else await perform(action, self._server, HERE)
@@ -160,6 +165,24 @@ class Dispatcher:
             self._channel.say(unknown_command(command))
         self.prompt_if_idle()
         return True
+
+    async def _in_order(self) -> None:
+        """Piped, a script's command applies after the messages written before it (a setting
+        to their answers, `/memory` to what they remembered)."""
+        if not self._live:
+            await until_quit(self._quit, self.locks.wait_idle(self._channel.channel_id))
+
+    async def _memory(self, rest: str) -> None:
+        """`/memory`: the person at the terminal's own memories, as the slash command's; an
+        export is shown as the file's text."""
+        asked = memory_request(rest)
+        if isinstance(asked, Notice):
+            self._channel.tell(asked)
+            return
+        answer = await own(self._server.memories, USER, *asked)
+        self._channel.tell(answer.notice)
+        if answer.file is not None:
+            self._channel.say(answer.file[1].decode())
 
     async def _submit(self, text: str, *, echo: bool, posted: ConsoleMessage | None = None) -> None:
         """A message to the model (`posted`: already in the channel, its number taken).

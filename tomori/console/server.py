@@ -22,6 +22,8 @@ from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
+from tomori.memory.store import MemoryStore, memory_store
+from tomori.memory.tools import memory_tools
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
@@ -67,10 +69,12 @@ class ConsoleServer:
         self._personas: PersonaStore | None = None
         self._switches: ToolSwitchStore | None = None
         self._metrics: Metrics | None = None
-        builtin = (CURRENT_TIME,) if CURRENT_TIME.name in settings.tools else ()
-        self.tools = BotTools(ToolRegistry(builtin), mcp_tools_for(settings, os.environ))
-        """Its tools: `current_time` and the MCP servers of `TOMORI_MCP_CONFIG` (started
-        with the console, closed with it)."""
+        self._memories: MemoryStore | None = None
+        builtin = (CURRENT_TIME, *memory_tools(settings))
+        offered = (tool for tool in builtin if tool.name in settings.tools)
+        self.tools = BotTools(ToolRegistry(offered), mcp_tools_for(settings, os.environ))
+        """Its tools: `current_time`, the memory tools and the MCP servers of
+        `TOMORI_MCP_CONFIG` (started with the console, closed with it)."""
 
     def start(self, database: Database) -> None:
         self._database = database
@@ -79,6 +83,7 @@ class ConsoleServer:
         self._personas = PersonaStore(database)
         self._metrics = Metrics(database)
         self._switches = ToolSwitchStore(database)
+        self._memories = memory_store(database, self._settings)
         if self.tools.mcp is not None:
             self.tools.mcp.start()
 
@@ -135,6 +140,11 @@ class ConsoleServer:
         if self._switches is None:
             raise RuntimeError("the console is not started")
         return self._switches
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        """The memories the console's turns and `/memory` read (None: `TOMORI_MEMORIES=0`)."""
+        return self._memories
 
     @property
     def bot_name(self) -> str:

@@ -152,6 +152,13 @@ TOOL_ERROR_LOOP = _notice("tool_error_loop", said("notice.tool_error_loop"), Not
 THINKING_LOOP = _notice("thinking_loop", said("notice.thinking_loop"), NoticeColour.WARNING)
 
 
+def memory_saved(memory_id: int, text: str) -> Notice:
+    """Told after an answer for each memory its turn saved: every save is visible, with the
+    way to erase it (`/memory forget`)."""
+    description = said("notice.memory_saved", id=memory_id, text=text)
+    return _notice("memory_saved", description, NoticeColour.SUCCESS)
+
+
 def fallback_used(answered_by: str, failed: list[str]) -> Notice:
     """The small notice shown when a fallback answered after earlier models failed."""
     chain = Listed(tuple(f"`{label}`" for label in failed), last=False)

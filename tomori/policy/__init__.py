@@ -11,6 +11,7 @@
 - `admin.py`          `/tomori`'s subcommands: checked, stored, answered (cogs and console)
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 - `tools_admin.py`    `/tomori tools`, the same way
+- `memories.py`       `/memory` (a member's own memories, anywhere) and `/tomori memory`
 - `retention.py`      how long the tables that grow with use keep their rows, and the sweep
 """
 

@@ -26,6 +26,7 @@ from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
+from tomori.memory.store import MemoryStore
 from tomori.monitoring.status import ServerStatus, describe
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import (
@@ -108,6 +109,11 @@ class Administered(Protocol):
 
     @property
     def tool_switches(self) -> ToolSwitchStore: ...
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        """The memories kept (None: `TOMORI_MEMORIES=0`)."""
+        ...
 
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         """The tools the bot could offer now in server `guild_id`, and its MCP servers'
@@ -349,6 +355,20 @@ def scope_of(scope: str) -> Scope:
 
 def scope_name(scope: str) -> Said:
     return said("scope.server" if scope_of(scope) is Scope.SERVER else "scope.channel")
+
+
+def cut_lines(lines: Sequence[str], most_chars: int) -> str:
+    """`lines` one under another, as many as `most_chars` holds (an embed holds 4,096), then
+    one saying how many more there are."""
+    shown: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) > most_chars:
+            shown.append(f"… and {len(lines) - len(shown)} more")
+            break
+        shown.append(line)
+        used += len(line) + 1
+    return "\n".join(shown)
 
 
 def done(description: Text) -> Notice:

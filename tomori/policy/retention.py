@@ -20,6 +20,9 @@ keeps to them.
   them, so a late press of their buttons is told the conversation went on; or, still open (the
   last answer of a channel gone quiet), `TAKES_OPEN_KEPT_S` (30 days) after their last take or
   swipe, texts and all; a press after that is told they are no longer kept.
+- `memories` (and their search entries): `TOMORI_MEMORY_DAYS` (365) after each was saved; 0
+  keeps them until someone forgets them (`/memory`, `/tomori memory`, the model's `forget`).
+  Swept whether or not memories are on now: turning them off keeps none longer.
 - `channel_webhooks`: not swept. Discord says when a channel, or the bot's place in a server,
   is gone, and the cog forgets its webhooks then (`tomori_cog.webhooks`).
 
@@ -39,6 +42,7 @@ from typing import Protocol
 
 from tomori.config.settings import Settings, seconds
 from tomori.locks.loops import BackgroundLoops
+from tomori.memory.store import Bounds, MemoryStore
 from tomori.monitoring import why_book
 from tomori.policy.limits import DAY_S
 from tomori.store import Database
@@ -79,6 +83,7 @@ class Swept:
     model_health: int = 0
     message_fates: int = 0
     answer_takes: int = 0
+    memories: int = 0
 
     @property
     def any(self) -> bool:
@@ -90,6 +95,7 @@ class Swept:
                 self.model_health,
                 self.message_fates,
                 self.answer_takes,
+                self.memories,
             )
         )
 
@@ -105,6 +111,7 @@ async def sweep(database: Database, settings: Settings, chains: Chains) -> Swept
         await _unasked_models(database, chains),
         await why_book.sweep(database),
         await _answer_takes(database),
+        await _memories(database, settings.memory_days),
     )
 
 
@@ -150,6 +157,12 @@ async def _answer_takes(database: Database) -> int:
         return await tx.execute(f"DELETE FROM answer_takes WHERE {gone}", ages)
 
 
+async def _memories(database: Database, days: int) -> int:
+    if not days:
+        return 0
+    return await MemoryStore(database, Bounds(0, 0)).older_than(days * DAY_S)
+
+
 async def _unasked_models(database: Database, chains: Chains) -> int:
     stored = await database.fetchall(
         "SELECT models FROM server_settings WHERE models IS NOT NULL"
@@ -193,12 +206,13 @@ class Retention:
             log.info(
                 "retention: deleted %d token usage rows, %d idle user limits, %d persona "
                 "messages, %d health marks of models no chain names, %d steps of messages'"
-                " ways and %d answers' takes",
+                " ways, %d answers' takes and %d memories",
                 swept.token_usage,
                 swept.user_limits,
                 swept.persona_messages,
                 swept.model_health,
                 swept.message_fates,
                 swept.answer_takes,
+                swept.memories,
             )
         await asyncio.sleep(SWEEP_INTERVAL_S)

@@ -13,6 +13,7 @@ from tomori.policy.admin import (
     Action,
     Administered,
     Where,
+    cut_lines,
     done,
     keys,
     refused,
@@ -64,12 +65,4 @@ def _tool_list(catalog: ToolCatalog, switches: Sequence[ToolSwitch]) -> str:
         lines.append(f"{tool.name} ({tool.origin}): {state}{why}")
     if catalog.servers:
         lines.append("MCP servers: " + "; ".join(f"{n} {s}" for n, s in catalog.servers))
-    shown: list[str] = []
-    used = 0
-    for line in lines or ["No tools: the model answers without any."]:
-        if used + len(line) > SHOWN_TOOLS_CHARS:
-            shown.append(f"… and {len(lines) - len(shown)} more")
-            break
-        shown.append(line)
-        used += len(line) + 1
-    return "\n".join(shown)
+    return cut_lines(lines or ["No tools: the model answers without any."], SHOWN_TOOLS_CHARS)

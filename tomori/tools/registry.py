@@ -6,7 +6,7 @@ the model reads) or raises; either way the tool loop reports back to the model a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -91,6 +91,20 @@ class ToolRegistry:
         `offered` allows: what one turn's model is offered."""
         turn = ToolRegistry()
         turn._tools = {tool.name: tool for tool in (*self._tools.values(), *extra) if offered(tool)}
+        turn._builtin = self._builtin & turn._tools.keys()
+        return turn
+
+    def with_bound(self, bound: Iterable[Tool], names: Collection[str]) -> ToolRegistry:
+        """This registry with its tools named in `names` (built in, but bound to a turn's
+        place: the memory tools) replaced by those of `bound`, and left out where `bound` has
+        none of that name."""
+        by_name = {tool.name: tool for tool in bound}
+        turn = ToolRegistry()
+        turn._tools = {
+            name: by_name.get(name, tool)
+            for name, tool in self._tools.items()
+            if name not in names or name in by_name
+        }
         turn._builtin = self._builtin & turn._tools.keys()
         return turn
 

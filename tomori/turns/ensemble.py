@@ -24,6 +24,8 @@ from tomori.generation.chain import ChainResult
 from tomori.generation.results import StreamStatus
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
+from tomori.memory.tools import NAMES as MEMORY_TOOLS
+from tomori.memory.tools import TurnMemories
 from tomori.tools.registry import ToolRegistry
 from tomori.turns.config import TurnConfig
 from tomori.turns.request import SCENE_LINE, AnswerBrief
@@ -54,12 +56,35 @@ class Playing:
     """By message ID, the persona that posted each of the cog's messages shown."""
     stopped: Context = ()
     """The note on the answers stops ended before the turn (`tomori.turns.stopped`)."""
+    memories: TurnMemories | None = None
+    """The turn's memories (None: memories are off, or no member asked)."""
+    asked: str = ""
+    """The words the turn was asked in, which find its relevant memories."""
 
     @property
     def notices(self) -> Context:
         """What every request of the turn is told beyond the messages: of their files, and of
         the answers stopped before it."""
         return (*self.reading.notices, *self.stopped)
+
+    def tools_of(self, persona: str | None) -> ToolRegistry:
+        """The tools `persona` (None: the bot) is offered: the turn's, its memory tools bound
+        to where it speaks (none where the turn has no memories)."""
+        bound = () if self.memories is None else self.memories.tools(persona)
+        return self.tools.with_bound(bound, MEMORY_TOOLS)
+
+    async def remembered(self, persona: str | None) -> Context:
+        """The note on what `persona` (None: the bot) remembers here; none if the database
+        cannot say now (logged: the turn goes on without them)."""
+        if self.memories is None:
+            return ()
+        try:
+            return await self.memories.note(persona, self.asked)
+        except Exception as error:
+            if not self.stage.limits.is_database_error(error):
+                raise
+            log.warning("channel %s: could not read memories: %r", self.surface.channel_id, error)
+            return ()
 
     def goes_on(self, state: TurnState) -> bool:
         """Whether another persona may speak: no /kill came, and the asker's tokens last."""
@@ -87,6 +112,7 @@ class Playing:
         context += heard(said, persona)
         prefill = brief.prefill_for(persona, first=not said)
         speaker = self.surface.speaker(persona)
+        remembered = await self.remembered(persona.key)
         try:
             result = await answer_turn(
                 self.turn,
@@ -95,10 +121,10 @@ class Playing:
                 speaker.port,
                 entries=own.entries,
                 providers=own.providers,
-                tools=self.tools,
+                tools=self.tools_of(persona.key),
                 settings=self.stage.settings,
                 context=context,
-                request_notices=(*self.notices, *notices),
+                request_notices=(*remembered, *self.notices, *notices),
                 surface_errors=self.surface_errors,
                 health=self.stage.health,
                 contexts=self.stage.config.contexts,

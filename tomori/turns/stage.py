@@ -20,6 +20,9 @@ from tomori.generation.health import ModelHealth
 from tomori.generation.results import StreamStatus, TurnOutcome
 from tomori.generation.state import TurnState
 from tomori.locks import ChannelLocks
+from tomori.memory.scopes import Place
+from tomori.memory.store import MemoryStore
+from tomori.memory.tools import TurnMemories
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.why import FateSink
 from tomori.policy.limit_store import UserLimitStore
@@ -57,6 +60,18 @@ class Stage:
     """Each member's tokens today, which a turn's budget starts from."""
     why: FateSink | None = None
     """Where each turn reports what became of its message (None: the console keeps none)."""
+    memories: MemoryStore | None = None
+    """The memories turns see and save (None: `TOMORI_MEMORIES=0`)."""
+
+    def memories_at(
+        self, guild_id: str | None, channel_id: str, member_id: str | None
+    ) -> TurnMemories | None:
+        """What a turn answering `member_id` here does with memories; None: memories are off,
+        or no member asked (nothing is remembered of no one)."""
+        if self.memories is None or member_id is None:
+            return None
+        place = Place(guild_id, channel_id, member_id)
+        return TurnMemories(self.memories, place, self.settings.memories_per_turn)
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:
         """The tools offered in this channel's turn, less those an admin turned off here (read

@@ -27,7 +27,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 from tomori.cast.personas import Persona
-from tomori.delivery.notices import GENERATION_ERROR
+from tomori.delivery.notices import GENERATION_ERROR, memory_saved, post_notice_safely
 from tomori.delivery.progress import LoggedNotices, ending
 from tomori.delivery.progress import Stage as ProgressStage
 from tomori.generation.answering import answer_turn
@@ -154,12 +154,23 @@ async def _played(
         if prepared is None:
             return None
         result, answered = await _answer(prepared, state, request)
+        await _saves_shown(prepared.playing)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
     if account is not None:
         _stopped(account, guard)
         _delivered(account, state, result)
     return answered
+
+
+async def _saves_shown(playing: Playing) -> None:
+    """Every memory the turn saved (and kept) is told in the channel, after its answer,
+    whatever the server's errors setting: a save is never silent."""
+    if playing.memories is None:
+        return
+    for memory in playing.memories.saved:
+        notice = memory_saved(memory.memory_id, memory.text)
+        await post_notice_safely(playing.surface.notices, notice, playing.surface.channel_id)
 
 
 def _stopped(account: MessageAccount | None, guard: TurnGuard) -> None:
@@ -215,10 +226,10 @@ async def _answer(
         surface.bot_port(),
         entries=config.entries,
         providers=config.providers,
-        tools=playing.tools,
+        tools=playing.tools_of(None),
         settings=stage.settings,
         context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
-        request_notices=playing.notices,
+        request_notices=(*await playing.remembered(None), *playing.notices),
         surface_errors=request.surfaces_errors,
         health=stage.health,
         contexts=stage.config.contexts,
@@ -257,6 +268,14 @@ async def _told_if_spent(
     )
     if surface_errors:
         await state.post_notice(refusal.notice)
+
+
+def _asked_in(reading: Reading, request: TurnRequest, message_id: str | None) -> str:
+    """The words the turn was asked in: its message as shown, or a /respond's prompt."""
+    if request.respond is not None:
+        return request.respond.prompt or ""
+    shown = None if message_id is None else reading.quoted(message_id)
+    return shown or ""
 
 
 async def _prepare(
@@ -335,5 +354,7 @@ async def _prepare(
         everyone,
         posters,
         stopped_notices(stopped, reading, turn.trigger.message_id),
+        stage.memories_at(surface.guild_id, channel_id, asker),
+        _asked_in(reading, request, turn.trigger.message_id),
     )
     return _Prepared(playing, () if request.scene is not None else cast, budget)

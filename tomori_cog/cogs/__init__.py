@@ -10,6 +10,7 @@
 - `admin.py`         /tomori: a subcommand's action built from its options, and answered
 - `respond.py`       /respond: a manual turn queued, and said so at once
 - `why.py`           "Why no answer?": a message's account, for its sender or a moderator
+- `memory.py`        /memory: a member's own memories, answered ephemerally (export as a file)
 """
 
 __all__: list[str] = []

@@ -19,6 +19,7 @@ from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
+from tomori.memory.store import MemoryStore
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import NOT_CHANGED, Action, Where, perform, refused
 from tomori.policy.override_store import OverrideStore
@@ -128,6 +129,10 @@ class ChatSettings:
 
     def tool_catalog(self, guild_id: str) -> ToolCatalog:
         return self._chat.tool_catalog(guild_id)
+
+    @property
+    def memories(self) -> MemoryStore | None:
+        return self._runtime.memories
 
 
 def names_of(members: Iterable[Any]) -> Iterator[str]:

@@ -24,6 +24,7 @@ from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin, discordpy_translator
 from tomori_cog.cogs.discordpy_translator import worded
 from tomori_cog.cogs.listeners import GatewayListeners
+from tomori_cog.cogs.memory import own_memory
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.cogs.why import why_no_answer
@@ -37,6 +38,7 @@ Prompt = app_commands.Range[str, 1, MAX_PROMPT_CHARS]
 Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
 Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
 Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
+MemoryId = app_commands.Range[int, 1, None]
 Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
 PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
 """Discord refuses a longer text before it reaches the bot; the action checks it again."""
@@ -92,6 +94,33 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             prefill: PrefillText | None = None,
         ) -> None:
             await respond_command(library, self.chat, interaction, persona, prompt, prefill)
+
+        memory = app_commands.Group(**_group("memory"))
+
+        @memory.command(**_declared("memory list"))
+        async def memory_list(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "list")
+
+        @memory.command(**_declared("memory forget"))
+        @_as_declared("memory forget")
+        async def memory_forget(self, interaction: Interaction, id: MemoryId) -> None:
+            await own_memory(library, self.chat, interaction, "forget", id=id)
+
+        @memory.command(**_declared("memory forget-all"))
+        async def memory_forget_all(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "forget-all")
+
+        @memory.command(**_declared("memory off"))
+        async def memory_off(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "off")
+
+        @memory.command(**_declared("memory on"))
+        async def memory_on(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "on")
+
+        @memory.command(**_declared("memory export"))
+        async def memory_export(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "export")
 
         tomori = app_commands.Group(**_group("tomori"))
 
@@ -173,6 +202,25 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             scope: Scope = "channel",
         ) -> None:
             await self.run(interaction, "tomori tools", name=name, offered=offered, scope=scope)
+
+        server_memory = app_commands.Group(**_group("tomori memory"), parent=tomori)
+
+        @server_memory.command(**_declared("tomori memory list"))
+        async def server_memory_list(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory list")
+
+        @server_memory.command(**_declared("tomori memory forget"))
+        @_as_declared("tomori memory forget")
+        async def server_memory_forget(self, interaction: Interaction, id: MemoryId) -> None:
+            await self.run(interaction, "tomori memory forget", id=id)
+
+        @server_memory.command(**_declared("tomori memory off"))
+        async def server_memory_off(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory off")
+
+        @server_memory.command(**_declared("tomori memory on"))
+        async def server_memory_on(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory on")
 
         persona = app_commands.Group(**_group("tomori persona"), parent=tomori)
 

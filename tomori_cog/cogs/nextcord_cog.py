@@ -18,6 +18,7 @@ from tomori.commands.table import Audience
 from tomori_cog.chat import TomoriChat
 from tomori_cog.cogs import admin
 from tomori_cog.cogs.listeners import GatewayListeners
+from tomori_cog.cogs.memory import own_memory
 from tomori_cog.cogs.respond import respond as respond_command
 from tomori_cog.cogs.shared import TomoriCogParts, respond_to_kill, respond_to_scene
 from tomori_cog.cogs.why import why_no_answer
@@ -62,6 +63,36 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             prefill: str | None = _option("respond", "prefill"),
         ) -> None:
             await respond_command(library, self.chat, interaction, persona, prompt, prefill)
+
+        @nextcord.slash_command(**_declared("memory"))  # type: ignore[untyped-decorator]
+        async def memory(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @memory.subcommand(**_declared("memory list"))  # type: ignore[untyped-decorator]
+        async def memory_list(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "list")
+
+        @memory.subcommand(**_declared("memory forget"))  # type: ignore[untyped-decorator]
+        async def memory_forget(
+            self, interaction: Interaction, id: int = _option("memory forget", "id")
+        ) -> None:
+            await own_memory(library, self.chat, interaction, "forget", id=id)
+
+        @memory.subcommand(**_declared("memory forget-all"))  # type: ignore[untyped-decorator]
+        async def memory_forget_all(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "forget-all")
+
+        @memory.subcommand(**_declared("memory off"))  # type: ignore[untyped-decorator]
+        async def memory_off(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "off")
+
+        @memory.subcommand(**_declared("memory on"))  # type: ignore[untyped-decorator]
+        async def memory_on(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "on")
+
+        @memory.subcommand(**_declared("memory export"))  # type: ignore[untyped-decorator]
+        async def memory_export(self, interaction: Interaction) -> None:
+            await own_memory(library, self.chat, interaction, "export")
 
         @nextcord.slash_command(**_declared("tomori"))  # type: ignore[untyped-decorator]
         async def tomori(self, interaction: Interaction) -> None:
@@ -154,6 +185,28 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             scope: str = _option("tomori tools", "scope"),
         ) -> None:
             await self.run(interaction, "tomori tools", name=name, offered=offered, scope=scope)
+
+        @tomori.subcommand(**_declared("tomori memory"))  # type: ignore[untyped-decorator]
+        async def server_memory(self, interaction: Interaction) -> None:
+            """The group: Discord runs only its subcommands."""
+
+        @server_memory.subcommand(**_declared("tomori memory list"))  # type: ignore[untyped-decorator]
+        async def server_memory_list(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory list")
+
+        @server_memory.subcommand(**_declared("tomori memory forget"))  # type: ignore[untyped-decorator]
+        async def server_memory_forget(
+            self, interaction: Interaction, id: int = _option("tomori memory forget", "id")
+        ) -> None:
+            await self.run(interaction, "tomori memory forget", id=id)
+
+        @server_memory.subcommand(**_declared("tomori memory off"))  # type: ignore[untyped-decorator]
+        async def server_memory_off(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory off")
+
+        @server_memory.subcommand(**_declared("tomori memory on"))  # type: ignore[untyped-decorator]
+        async def server_memory_on(self, interaction: Interaction) -> None:
+            await self.run(interaction, "tomori memory on")
 
         @tomori.subcommand(**_declared("tomori persona"))  # type: ignore[untyped-decorator]
         async def persona(self, interaction: Interaction) -> None:

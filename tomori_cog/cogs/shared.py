@@ -9,12 +9,14 @@ the outcome is not known within `REPLY_WITHIN_S`, the reply is deferred and sent
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from collections.abc import Coroutine
 from typing import Any
 
 from tomori.cast.scenes import scene_refused
 from tomori.delivery.notices import KILL_FAILED, Notice
+from tomori.policy.memories import Answer
 from tomori.tools.registry import Tool
 from tomori.words import said
 from tomori_cog.chat import TomoriChat
@@ -59,29 +61,42 @@ async def _scene(
 
 
 async def reply_in_time(
-    library: Library, interaction: Any, answer: Coroutine[Any, Any, Notice], command: str
+    library: Library,
+    interaction: Any,
+    answer: Coroutine[Any, Any, Notice | Answer],
+    command: str,
 ) -> None:
-    """Reply with the notice `answer` gives, ephemerally, in the language of whoever asked
-    (`tomori_cog.locales`): at once if it comes within `REPLY_WITHIN_S`, else after
-    deferring, so Discord never drops the interaction."""
+    """Reply with the notice `answer` gives (and its file, if it gives one), ephemerally, in
+    the language of whoever asked (`tomori_cog.locales`): at once if it comes within
+    `REPLY_WITHIN_S`, else after deferring, so Discord never drops the interaction."""
     work = asyncio.ensure_future(answer)
     done, _ = await asyncio.wait({work}, timeout=REPLY_WITHIN_S)
     locale = of_interaction(interaction)
     try:
         if work in done:
-            await interaction.response.send_message(
-                embed=embed_for(library, work.result(), locale), ephemeral=True
-            )
+            reply = _reply(library, work.result(), locale)
+            await interaction.response.send_message(**reply, ephemeral=True)
         else:
             await library.defer(interaction)
-            answered = embed_for(library, await work, locale)
-            await interaction.followup.send(embed=answered, ephemeral=True)
+            reply = _reply(library, await work, locale)
+            await interaction.followup.send(**reply, ephemeral=True)
     except call_failures(library) as error:
         log.warning("could not answer %s in channel %s: %s", command, interaction.channel_id, error)
     finally:
         if not work.done():
             work.cancel()
         await asyncio.gather(work, return_exceptions=True)
+
+
+def _reply(library: Library, answered: Notice | Answer, locale: str) -> dict[str, Any]:
+    """The embed (and the file) of an answer, as either library's send takes them."""
+    if isinstance(answered, Notice):
+        return {"embed": embed_for(library, answered, locale)}
+    reply: dict[str, Any] = {"embed": embed_for(library, answered.notice, locale)}
+    if answered.file is not None:
+        name, data = answered.file
+        reply["file"] = library.module.File(io.BytesIO(data), filename=name)
+    return reply
 
 
 async def _outcome(

@@ -1,0 +1,116 @@
+"""The `remember` and `forget` tools, and what one turn does with memories.
+
+The bot's registry holds them unbound (`UNBOUND`), beside the other built-in tools, so
+`TOMORI_TOOLS` and `/tomori tools` choose them as any. `TurnMemories` is one turn's: its
+speakers' tools are bound to their `Place` (the server, the
+channel, the member answered, the persona speaking), so a call reads and writes only where
+the store's queries let that place (`tomori.memory.store`), whatever the model asks. What it
+saved is kept for the turn to show (every save is visible: `saved`). A refused call (a bound,
+a member or server that said no) fails for the model with the store's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tomori.config.settings import FORGET_NAME, REMEMBER_NAME, Settings
+from tomori.memory.note import memory_note
+from tomori.memory.scopes import Place
+from tomori.memory.store import Memory, MemoryRefused, MemoryStore
+from tomori.providers.base import ContextItem, JsonObject, ToolSpec
+from tomori.tools.registry import Tool, ToolContext, ToolFailure
+
+REMEMBER_PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "description": "the fact, short and self-contained"},
+        "about": {
+            "type": "string",
+            "enum": ["member", "server", "self"],
+            "description": "member: the person you are answering (the default); server: this"
+            " server; self: you. In a direct message it is that conversation's alone.",
+        },
+    },
+    "required": ["text"],
+}
+FORGET_PARAMETERS: JsonObject = {
+    "type": "object",
+    "properties": {"id": {"type": "integer", "description": "the memory's number, as shown"}},
+    "required": ["id"],
+}
+REMEMBER = ToolSpec(
+    REMEMBER_NAME,
+    "Remember a fact for later conversations (people see what you save, and can erase it)."
+    " Save only what someone would want remembered.",
+    REMEMBER_PARAMETERS,
+)
+FORGET = ToolSpec(FORGET_NAME, "Forget one of the memories you were shown.", FORGET_PARAMETERS)
+"""What the model is offered (`--check` offers them too, with no turn to bind them to)."""
+
+
+class TurnMemories:
+    """One turn's memories: the note each speaker is shown, its tools, what they saved."""
+
+    def __init__(self, store: MemoryStore, place: Place, shown: int) -> None:
+        """`shown`: memories in a note at most."""
+        self._store = store
+        self._place = place
+        self._shown = shown
+        self.saved: list[Memory] = []
+
+    def place(self, persona: str | None) -> Place:
+        here = self._place
+        return Place(here.guild_id, here.channel_id, here.member_id, persona)
+
+    async def note(self, persona: str | None, text: str) -> tuple[ContextItem, ...]:
+        """What the speaker `persona` (None: the bot) is shown of its memories, found by
+        `text` (the trigger's words) and the newest."""
+        place = self.place(persona)
+        return memory_note(await self._store.recall(place, text, self._shown))
+
+    def tools(self, persona: str | None) -> tuple[Tool, ...]:
+        place = self.place(persona)
+
+        async def remember(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+            scope = place.scope_for(str(arguments.get("about") or "member"))
+            try:
+                memory = await self._store.save(place, scope, str(arguments.get("text") or ""))
+            except MemoryRefused as refused:
+                raise ToolFailure(str(refused)) from None
+            self.saved.append(memory)
+            return {"remembered": memory.memory_id, "scope": scope.value}
+
+        async def forget(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+            try:
+                memory_id = int(arguments.get("id"))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise ToolFailure("give the memory's number") from None
+            if not await self._store.forget_here(place, memory_id):
+                raise ToolFailure(f"there is no memory #{memory_id} you may forget here")
+            self.saved = [m for m in self.saved if m.memory_id != memory_id]
+            return {"forgotten": memory_id}
+
+        return (
+            Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, remember),
+            Tool(FORGET.name, FORGET.description, FORGET.parameters, forget),
+        )
+
+
+async def _unbound(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
+    raise ToolFailure("nothing is remembered here")
+
+
+UNBOUND = (
+    Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, _unbound),
+    Tool(FORGET.name, FORGET.description, FORGET.parameters, _unbound),
+)
+"""The memory tools as the bot's registry holds them, beside the other built-in ones: listed
+by `/tomori tools`, switched off there like any, and bound to each speaker's place by its turn
+(`ToolRegistry.with_bound`); a turn with no place for them (no member asked) is offered none."""
+NAMES = frozenset({REMEMBER.name, FORGET.name})
+
+
+def memory_tools(settings: Settings) -> tuple[Tool, ...]:
+    """The memory tools a bot's registry holds: none with `TOMORI_MEMORIES=0`."""
+    return UNBOUND if settings.memories else ()
