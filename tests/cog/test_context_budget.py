@@ -76,12 +76,12 @@ async def test_a_long_history_and_file_fit_a_small_model_keeping_the_prompt_and_
 async def test_a_refusal_naming_a_smaller_context_is_asked_again_fitted_to_it_and_answered(
     tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
 ) -> None:
-    """Told 2,000 tokens, the model holds 1,200: its refusal says so, and the turn asks it
+    """Told 4,000 tokens, the model holds 1,200: its refusal says so, and the turn asks it
     once more within 1,200, and answers; the next turn fits at once."""
     small_model.context_tokens = 1_200
     bot = await open_bot(
         settings_for(tmp_path, history_limit=40),
-        chain_for(small_model, "openai:test-model+context=2000"),
+        chain_for(small_model, "openai:test-model+context=4000"),
     )
     for n in range(30):
         bot.seed(f"({n}) {OLD_LINE}", by=Person.BOB)

@@ -51,6 +51,7 @@ async def attempt_model(
     """Run the model's tool loop on `sent` fitted to its budget, and once more if its
     failure says it may help."""
     asked_at = time.monotonic()
+    sent = replace(sent, tools=env.tools.specs())  # what the loop offers counts in the fit
     fit = env.contexts.fitted(model, sent)
     loop = await run_tool_loop(provider, fit.request, env)
     if loop.passes:

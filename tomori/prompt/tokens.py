@@ -16,7 +16,7 @@ import json
 import math
 import re
 
-from tomori.providers.base import ContextItem, StreamRequest
+from tomori.providers.base import ContextItem, StreamRequest, ToolSpec
 
 _LETTERS = re.compile(r"[A-Za-z]+")
 _DIGITS = re.compile(r"\d{1,3}")
@@ -55,11 +55,7 @@ def fixed_tokens(request: StreamRequest) -> int:
     """Everything of `request` beyond its context items: its notices, the tools offered, the
     tool exchanges of the turn so far, and the request's own share."""
     notices = sum(map(item_tokens, request.request_notices))
-    tools = sum(
-        MESSAGE_TOKENS
-        + text_tokens(f"{tool.name} {tool.description} {json.dumps(tool.parameters)}")
-        for tool in request.tools
-    )
+    tools = sum(MESSAGE_TOKENS + text_tokens(json.dumps(_wire(tool))) for tool in request.tools)
     exchanges = sum(
         2 * MESSAGE_TOKENS
         + text_tokens("".join(exchange.pre_tool_text))
@@ -69,6 +65,13 @@ def fixed_tokens(request: StreamRequest) -> int:
         for exchange in request.tool_history
     )
     return REQUEST_TOKENS + notices + tools + exchanges
+
+
+def _wire(tool: ToolSpec) -> dict[str, object]:
+    """A tool as a chat request offers it (OpenAI's shape; Gemini's declaration is alike): its
+    JSON punctuation is tokens too."""
+    described = {"name": tool.name, "description": tool.description}
+    return {"type": "function", "function": {**described, "parameters": tool.parameters}}
 
 
 def request_tokens(request: StreamRequest) -> int:
