@@ -149,7 +149,11 @@ async def test_a_kill_while_the_database_is_busy_waits_it_out_and_clears_the_que
     async with write_lock_held(db_path):  # held past the busy timeout, not past the reply's
         kill = asyncio.create_task(nc.kill())
         await until(lambda: logged(caplog, "retrying /kill")() or kill.done())
-        await until(logged(caplog, "handing channel"))  # the stopped turn waits to release
+        # the asker's own /kill stops their answer at once; its release waits for the
+        # clearing of their queue, which waits for the database
+        connection = llm_server.requests[0].connection
+        assert connection is not None
+        await until(lambda: connection.closed_by_client)
     reply = await kill
     await nc.settled()
     assert reply["data"]["embeds"][0]["title"] == KILL_STOPPED.title
