@@ -2,7 +2,8 @@
 library's real client: a press by its asker (or a moderator) stops that answer at once (the
 model's connection closed, what was posted kept) and no newer one, from any process of the bot
 on the database; anyone else is told why not, only they see it; and the button is gone once
-the answer ends (a press after says so)."""
+the answer ends (a press after says so); "Why no answer?" says whether its asker or a moderator
+pressed it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from tests.support.llm_server import LLMServer, Reply, SeenConnection, hold_unti
 from tests.support.openai_wire import chunk
 from tests.support.personas import personas_added, reading_over_rest
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
+from tests.support.rest_bots import said as ephemeral
 from tests.support.scripts import finished
 from tests.support.waiting import until
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.world import ALICE, BOB, CHANNEL_ID, Person
+from tomori.commands import WHY
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX
 
@@ -74,6 +77,12 @@ async def told_ephemerally(server: DiscordRestServer, before: set[str]) -> str:
     [message] = server.webhook_messages[token]
     assert message.payload["flags"] & 64
     return message.content
+
+
+async def account(bot: RestBot, message_id: int, *, locale: str = "en-US") -> str:
+    """What its asker is told, ephemerally, when they ask why of message `message_id`."""
+    reply = await bot.on_message(WHY.name, bot.payload_of(message_id), locale=locale)
+    return ephemeral(reply)
 
 
 async def test_its_asker_stops_an_answer_at_once_and_another_member_cannot(
@@ -170,7 +179,7 @@ async def test_a_press_reaching_another_process_stops_the_turn_the_first_runs(
     other = await started(open_rest_bot, llm_server, tmp_path)
     release = asyncio.Event()
     llm_server.script(held("A reply from the first process.", release))
-    runs.say(f"{runs.mention()} hello")
+    asked = runs.say(f"{runs.mention()} hello")
     message = await live(discord_rest)
     button = stop_id(message)
     assert button is not None
@@ -184,6 +193,8 @@ async def test_a_press_reaching_another_process_stops_the_turn_the_first_runs(
     await runs.settled()
     assert runs.contents() == ["A reply from the first process."]
     await until(lambda: not any(stop_id(m) for m in posted(discord_rest)))
+    told = "The answer was stopped by you, with its Stop button."  # the row said whose press
+    assert told in await account(runs, asked)
 
 
 async def test_a_personas_answer_carries_the_button_through_the_bots_own_webhook(
@@ -210,3 +221,43 @@ async def test_a_personas_answer_carries_the_button_through_the_bots_own_webhook
     await bot.settled()
     assert [m.content for m in posted(discord_rest)] == ["La la la, a song begins."]
     assert stop_id(now(discord_rest, message)) is None
+
+
+async def test_why_no_answer_says_whether_its_asker_or_a_moderator_pressed_stop(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Alice stops the first answer to her, a moderator the second: each message's account
+    says who, in the reader's language, and nothing of what was asked or answered."""
+    bot = await started(open_rest_bot, llm_server, tmp_path)
+    never = asyncio.Event()  # the presses stop both
+    llm_server.script(held("The first answer.", never), held("The second answer.", never))
+    own = bot.say(f"{bot.mention()} first question")
+    first = await live(discord_rest)
+    first_button = stop_id(first)
+    assert first_button is not None
+    assert (await bot.press(first, first_button))["type"] == 7
+    await bot.settled()
+    theirs = bot.say(f"{bot.mention()} second question")
+    second = await live(discord_rest, after=1)
+    second_button = stop_id(second)
+    assert second_button is not None
+    moderator = await bot.press(second, second_button, by=Person.BOB, permissions=MANAGE_MESSAGES)
+    assert moderator["type"] == 7
+    await bot.settled()
+    assert bot.contents() == ["The first answer.", "The second answer."]
+
+    by_asker = await account(bot, own)
+    assert "The answer was stopped by you, with its Stop button." in by_asker
+    by_moderator = await account(bot, theirs)
+    assert "The answer was stopped by a moderator, with its Stop button." in by_moderator
+    in_japanese = await account(bot, theirs, locale="ja")
+    assert "回答はモデレーターが「停止」ボタンで停止しました。" in in_japanese
+    assert "Delivered: 1 message." in by_asker
+    assert "Delivered: 1 message." in by_moderator
+    assert "投稿しました: メッセージ1件。" in in_japanese
+    for told in (by_asker, by_moderator, in_japanese):
+        for kept_out in ("question", "answer.", "alice", "bob", str(ALICE), str(BOB)):
+            assert kept_out not in told

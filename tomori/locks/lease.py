@@ -32,7 +32,8 @@ class LeaseState(StrEnum):
 
 _WHY_INTERRUPTED = {
     KillReason.FOLLOW_UP: "a follow-up came",
-    KillReason.STOP_BUTTON: "its Stop button was pressed",
+    KillReason.STOP_BUTTON: "its asker pressed its Stop button",
+    KillReason.MODERATORS_STOP_BUTTON: "a moderator pressed its Stop button",
 }
 
 

@@ -162,6 +162,14 @@ def pressed_stop(
     return TurnStop.STOPPED
 
 
+def button_stop(held: HeldTurn, presser_id: str) -> KillReason:
+    """Why a press of its Stop button stops `held`: its asker's own press, or another's (one
+    who may stop any answer): the turn's account says which, never who by name."""
+    if held.requester_id == presser_id:
+        return KillReason.STOP_BUTTON
+    return KillReason.MODERATORS_STOP_BUTTON
+
+
 def heartbeat_interval_s(lock_timeout_s: float) -> float:
     """How often a process says it is alive: three times per stale window, at most once a second."""
     return max(MIN_HEARTBEAT_INTERVAL_S, lock_timeout_s / 3)

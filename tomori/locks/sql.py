@@ -221,10 +221,10 @@ class SqlLockBackend:
             outcome = rules.pressed_stop(held, turn_id, presser_id, any_turn=any_turn)
             if outcome is not TurnStop.STOPPED or verdict is LockState.STOPPING or found is None:
                 return outcome  # (STOPPING: /kill is stopping it already)
-            owner, _, interrupted = found
+            owner, held_turn, interrupted = found
             if interrupted is None or not KillReason(interrupted).is_users_stop:
                 # over a follow-up's interruption too, which a turn calling tools ignores
-                await rows.interrupt(tx, channel_id, KillReason.STOP_BUTTON)
+                await rows.interrupt(tx, channel_id, rules.button_stop(held_turn, presser_id))
                 await self._announce_stop(tx, owner)
             return outcome
 

@@ -243,7 +243,8 @@ class Stops:
                 return here
             if here is TurnStop.STOPPED:
                 assert lease is not None
-                lease.interrupt(KillReason.STOP_BUTTON)  # at once; the transaction may wait
+                # at once; the transaction may wait
+                lease.interrupt(rules.button_stop(held, presser_id))
         deadline = time.time() + self._queue_max_age_s
         try:
             outcome = await until_not_busy(

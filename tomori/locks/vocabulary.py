@@ -24,14 +24,21 @@ class KillReason(StrEnum):
     FOLLOW_UP = "follow_up"
     """The turn's user wrote again: it stops, and their new message is answered next."""
     STOP_BUTTON = "stop_button"
-    """Someone who may stop it (its asker, or a moderator) pressed its answer's Stop button:
-    it stops as for /kill, and the queue stays (the press stops that turn alone)."""
+    """Its asker pressed its answer's Stop button: it stops as for /kill, and the queue stays
+    (the press stops that turn alone)."""
+    MODERATORS_STOP_BUTTON = "moderators_stop_button"
+    """Another who may stop any answer there (a moderator, or anyone under the `anyone`
+    policy) pressed its Stop button: as `STOP_BUTTON`; its account says who."""
 
     @property
     def is_users_stop(self) -> bool:
         """Whether someone asked the turn to stop (a stop word, its Stop button): its row
         takes no follow-up from then on, and a follow-up does not replace the stop."""
-        return self in (KillReason.STOP_WORD, KillReason.STOP_BUTTON)
+        return self in (
+            KillReason.STOP_WORD,
+            KillReason.STOP_BUTTON,
+            KillReason.MODERATORS_STOP_BUTTON,
+        )
 
 
 KillCallback = Callable[[KillReason], None]

@@ -80,8 +80,12 @@ class StoppedBy(StrEnum):
     """A /kill of a member who may stop any answer there."""
     FOLLOW_UP = "follow_up"
     """Replaced: the asker wrote again, and the next answer covers both."""
+    ASKER_BUTTON = "asker_button"
+    """Its Stop button, pressed by the asker."""
+    MODERATOR_BUTTON = "moderator_button"
+    """Its Stop button, pressed by another who may stop any answer there."""
     BUTTON = "button"
-    """Its Stop button, pressed by the asker or a member who may stop any answer there."""
+    """Its Stop button, by either: only in steps kept (for a day) before the presser was."""
 
 
 class Undelivered(StrEnum):
@@ -165,7 +169,8 @@ STOPS = {
     KillReason.KILL: StoppedBy.MODERATOR,
     KillReason.STOP_WORD: StoppedBy.ASKER,
     KillReason.FOLLOW_UP: StoppedBy.FOLLOW_UP,
-    KillReason.STOP_BUTTON: StoppedBy.BUTTON,
+    KillReason.STOP_BUTTON: StoppedBy.ASKER_BUTTON,
+    KillReason.MODERATORS_STOP_BUTTON: StoppedBy.MODERATOR_BUTTON,
 }
 
 
