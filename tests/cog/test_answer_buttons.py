@@ -1,0 +1,115 @@
+"""An answer's buttons are never lost to an edit of its components, on the Discord-faithful
+REST server with each library's real client: a second press of an answer's Stop button (a
+double click, a moderator at the same moment, a stale client) is told the answer ended and
+leaves its take buttons; the edits that take the Stop button off and put ◀ 1/1 ▶ Regenerate
+on are asked once more when Discord answers 5xx or never answers, as every write is; and the
+edit that puts back the take a stalled regeneration cut carries that take's text with its
+buttons, so the channel (and the next turn) never keeps the cut text under a counter that
+says otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cog_settings import chain_for, settings_for
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer
+from tests.support.llm_server import LLMServer, Reply, hold_until, sse
+from tests.support.openai_wire import chunk
+from tests.support.personas import personas_added
+from tests.support.rest_bots import OpenRestBot, RestBot, posted
+from tests.support.waiting import until
+from tomori.words import said, say
+from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
+
+PATIENT = {"stream_first_token_timeout_ms": 60_000, "stream_sdk_call_timeout_ms": 60_000}
+"""A held model is stopped by the test's press, never by its timeout."""
+
+
+def custom_ids(message: ChannelMessage) -> list[str]:
+    return [
+        str(button["custom_id"])
+        for row in message.payload["components"]
+        for button in row["components"]
+    ]
+
+
+def stop_buttons(message: ChannelMessage) -> list[str]:
+    return [c for c in custom_ids(message) if c.startswith(STOP_PREFIX)]
+
+
+def take_labels(message: ChannelMessage) -> list[str]:
+    """The take buttons' labels the message shows (◀, the counter, ▶, Regenerate)."""
+    return [
+        str(button["label"])
+        for row in message.payload["components"]
+        for button in row["components"]
+        if not str(button["custom_id"]).startswith(STOP_PREFIX)
+    ]
+
+
+TAKE_ONE = ["◀", "1/1", "▶", "Regenerate"]
+
+
+async def opened(open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path) -> RestBot:
+    settings = settings_for(tmp_path, history_memory_channels=0, **PATIENT)
+    return await open_rest_bot(settings, chain_for(llm))
+
+
+async def live(bot: RestBot) -> ChannelMessage:
+    """The message showing an answer's Stop button, once one does."""
+    await until(lambda: any(stop_buttons(m) for m in posted(bot.server)))
+    return next(m for m in posted(bot.server) if stop_buttons(m))
+
+
+def regenerate(message: ChannelMessage) -> str:
+    return next(c for c in custom_ids(message) if c.endswith(":regenerate"))
+
+
+def ended_told(reply: dict[str, Any], server: DiscordRestServer) -> bool:
+    """Whether the press was told, only to its presser, that the answer had ended."""
+    ended = say(said("reply.stop.ended"), "en")
+    data = reply.get("data") or {}
+    if reply["type"] == 4:
+        return bool(data["flags"] & 64) and data["content"] == ended
+    followed = [m for sent in server.webhook_messages.values() for m in sent]
+    return any(m.content == ended and m.payload["flags"] & 64 for m in followed)
+
+
+@pytest.mark.parametrize("who", ["bot", "persona"])
+async def test_a_second_press_of_stop_is_told_the_answer_ended_and_keeps_the_take_buttons(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path, who: str
+) -> None:
+    """Its asker presses an answer's Stop button: it stops, and its message gets ◀ 1/1 ▶
+    Regenerate in place of Stop. The same button pressed again (a double click, a stale
+    client) is told the answer has already ended, and the take buttons stay; the same for a
+    stopped regeneration, whose take buttons come back."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    asked = f"{bot.mention()} tell me something"
+    if who == "persona":
+        await personas_added(bot, "Aria")
+        asked = "aria, tell me something"
+    never = asyncio.Event()
+    llm_server.script(
+        Reply(body=[sse(chunk("Paragraph.\n\n")), hold_until(never)]),
+        Reply(body=[sse(chunk("Again.\n\n")), hold_until(never)]),
+    )
+    bot.say(asked)
+
+    for round_ in range(2):  # the answer, then its regeneration
+        message = await live(bot)
+        [stop] = stop_buttons(message)
+        assert (await bot.press(message, stop))["type"] == 7  # stopped
+        await bot.tidied()
+        assert take_labels(message) == TAKE_ONE
+        again = await bot.press(message, stop)  # a double click, a stale client
+        await bot.tidied()
+        assert ended_told(again, bot.server)
+        assert take_labels(message) == TAKE_ONE
+        assert not stop_buttons(message)
+        if round_ == 0:
+            assert (await bot.press(message, regenerate(message)))["type"] == 7
+    assert message.content == "Paragraph."
