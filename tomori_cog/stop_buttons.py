@@ -58,7 +58,8 @@ class Buttoned(Protocol):
     """A port that posted a message carrying a Stop button, and can take the button away."""
 
     async def unbutton(self, message_id: str) -> None:
-        """Wait for room (`DiscordPacing.tidy`), then take the message's buttons away."""
+        """Wait for room (`DiscordPacing.tidy`), then take the message's buttons away (asked
+        once more if Discord answered 5xx or not at all)."""
         ...
 
 

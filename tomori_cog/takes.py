@@ -56,7 +56,7 @@ from tomori.turns.takes import (
     swiped,
 )
 from tomori.words import Text, said, say
-from tomori_cog.discord_io import LibraryPort, call_failures, find_channel
+from tomori_cog.discord_io import LibraryPort, asked_once_more, call_failures, find_channel
 from tomori_cog.library import Library
 from tomori_cog.locales import of_channel, of_interaction
 from tomori_cog.pacing import TIDY_WITHIN_S, DiscordPacing
@@ -494,20 +494,25 @@ class AnswerTakes:
 
     async def _components(self, channel: Any, takes: Takes, message_id: str, view: Any) -> None:
         """Put `view` on one of the answer's messages (None: take its buttons off), as a
-        tidy-up (`DiscordPacing.tidy`). Buttons are never worth a turn: whatever this edit
+        tidy-up (`DiscordPacing.tidy`), asked once more if it may not have landed, as every
+        write is. Buttons are never worth a turn: whatever this edit
         meets (a wait past `TIDY_WITHIN_S` too) is logged, and the turn goes on."""
         try:
             async with asyncio.timeout(TIDY_WITHIN_S):
                 webhook = None
                 if takes.persona is not None:
                     webhook = await self._webhooks.of(channel)
-                await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
-                if webhook is not None:
-                    await self._stateful(webhook).edit_message(
-                        int(message_id), view=view, **self._thread(channel)
-                    )
-                else:
-                    await channel.get_partial_message(int(message_id)).edit(view=view)
+
+                async def edit() -> None:
+                    await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
+                    if webhook is not None:
+                        await self._stateful(webhook).edit_message(
+                            int(message_id), view=view, **self._thread(channel)
+                        )
+                    else:
+                        await channel.get_partial_message(int(message_id)).edit(view=view)
+
+                await asked_once_more(self._library, edit)
         except Exception as error:
             log.warning("channel %s: the takes' buttons could not change: %r", channel.id, error)
 

@@ -21,6 +21,7 @@ from tests.support.llm_server import LLMServer, Reply, hold_until, sse
 from tests.support.openai_wire import chunk
 from tests.support.personas import personas_added
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
+from tests.support.scripts import answer
 from tests.support.waiting import until
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
@@ -54,8 +55,10 @@ def take_labels(message: ChannelMessage) -> list[str]:
 TAKE_ONE = ["◀", "1/1", "▶", "Regenerate"]
 
 
-async def opened(open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path) -> RestBot:
-    settings = settings_for(tmp_path, history_memory_channels=0, **PATIENT)
+async def opened(
+    open_rest_bot: OpenRestBot, llm: LLMServer, tmp_path: Path, **overrides: object
+) -> RestBot:
+    settings = settings_for(tmp_path, **{"history_memory_channels": 0, **overrides})
     return await open_rest_bot(settings, chain_for(llm))
 
 
@@ -87,7 +90,7 @@ async def test_a_second_press_of_stop_is_told_the_answer_ended_and_keeps_the_tak
     Regenerate in place of Stop. The same button pressed again (a double click, a stale
     client) is told the answer has already ended, and the take buttons stay; the same for a
     stopped regeneration, whose take buttons come back."""
-    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    bot = await opened(open_rest_bot, llm_server, tmp_path, **PATIENT)
     asked = f"{bot.mention()} tell me something"
     if who == "persona":
         await personas_added(bot, "Aria")
@@ -113,3 +116,28 @@ async def test_a_second_press_of_stop_is_told_the_answer_ended_and_keeps_the_tak
         if round_ == 0:
             assert (await bot.press(message, regenerate(message)))["type"] == 7
     assert message.content == "Paragraph."
+
+
+@pytest.mark.parametrize("status", [503, None], ids=["503", "dropped"])
+async def test_the_edits_that_end_an_answers_buttons_are_asked_once_more(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    status: int | None,
+) -> None:
+    """An answer of three paragraphs carries its Stop button; as it ends, the next edit of a
+    message (the Stop button's removal, or the take buttons' edit) fails once, Discord
+    answering 503 or the connection dropped unanswered: asked once more, as every write is,
+    the answer ends with ◀ 1/1 ▶ Regenerate on its last message and no Stop button left."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    llm_server.script(answer("Para one.\n\nPara two.\n\nPara three.", pieces=6, gap=0.3))
+    bot.say(f"{bot.mention()} tell me something")
+    await live(bot)
+    discord_rest.fail_next("message_edit", status=status)
+    await bot.tidied()
+    assert discord_rest.failed["message_edit"] == 1
+    shown = posted(discord_rest)
+    assert "".join(m.content for m in shown).count("Para") == 3
+    assert take_labels(shown[-1]) == TAKE_ONE
+    assert not any(stop_buttons(m) for m in shown)
