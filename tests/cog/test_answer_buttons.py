@@ -5,7 +5,10 @@ leaves its take buttons; the edits that take the Stop button off and put ◀ 1/1
 on are asked once more when Discord answers 5xx or never answers, as every write is; and the
 edit that puts back the take a stalled regeneration cut carries that take's text with its
 buttons, so the channel (and the next turn) never keeps the cut text under a counter that
-says otherwise."""
+says otherwise.
+
+Each channel's bucket is five times quicker than Discord's in the bot and the server alike
+(`tests/support/pace.py`), as in tests/cog/test_takes.py."""
 
 from __future__ import annotations
 
@@ -16,15 +19,30 @@ from typing import Any
 import pytest
 
 from tests.support.cog_settings import chain_for, settings_for
-from tests.support.discord_rest import ChannelMessage, DiscordRestServer
-from tests.support.llm_server import LLMServer, Reply, hold_until, sse
+from tests.support.discord_rest import ChannelMessage, DiscordRestServer, RouteLimit
+from tests.support.llm_server import LLMServer, Reply, hold_until, pause, sse, stall
 from tests.support.openai_wire import chunk
+from tests.support.pace import quicken_channel_pace
 from tests.support.personas import personas_added
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
 from tests.support.scripts import answer
 from tests.support.waiting import until
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
+
+WINDOW_S = 1.0
+"""Each channel's write bucket in these tests: Discord's five writes, in a second."""
+
+
+@pytest.fixture(autouse=True)
+def quick_channels(discord_rest: DiscordRestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot paces each channel by `WINDOW_S` (and a margin), and the server holds it to
+    that bucket (the subject is the buttons, not Discord's pace): still refused past five
+    writes in it."""
+    quicken_channel_pace(WINDOW_S * 1.05, monkeypatch)
+    for route in ("message_create", "message_edit", "message_delete"):
+        discord_rest.route_limits[route] = RouteLimit(5, WINDOW_S)
+
 
 PATIENT = {"stream_first_token_timeout_ms": 60_000, "stream_sdk_call_timeout_ms": 60_000}
 """A held model is stopped by the test's press, never by its timeout."""
@@ -141,3 +159,56 @@ async def test_the_edits_that_end_an_answers_buttons_are_asked_once_more(
     assert "".join(m.content for m in shown).count("Para") == 3
     assert take_labels(shown[-1]) == TAKE_ONE
     assert not any(stop_buttons(m) for m in shown)
+
+
+STALLED = Reply(body=[sse(chunk("STALL partial line one.\n\n")), pause(0.3), stall()])
+"""A new take whose model sends a paragraph, then nothing more."""
+
+
+FAILED = {"buttons-once": 1, "text-twice": 2, "take-and-buttons": 3}
+"""How many of the answer's edits Discord fails, in each case."""
+
+
+@pytest.mark.parametrize("failing", list(FAILED))
+async def test_a_cut_regeneration_puts_back_its_answers_take_with_its_buttons(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    failing: str,
+) -> None:
+    """A regeneration is cut (its model stalls after a paragraph, or Discord fails the edits
+    that write it), and Discord fails edits of the answer as it is put back: once, the edit
+    that puts its buttons back (asked once more); twice, the edit that writes its text back
+    (the buttons' edit carries the text too); three times, the take's first edit, its second
+    asking, and the buttons' edit. Each time the answer ends showing the take it showed, with
+    ◀ 1/1 ▶ Regenerate and no Stop button, and the next turn's model reads that take."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    cut = answer("SECOND take.") if failing == "take-and-buttons" else STALLED
+    llm_server.script(answer("FIRST take."), cut, answer("Next answer."))
+    bot.say(f"{bot.mention()} tell me something")
+    await bot.tidied()
+    [message] = bot.shown()
+    assert take_labels(message) == TAKE_ONE
+    if failing == "take-and-buttons":
+        discord_rest.fail_next("message_edit", times=3)
+    assert (await bot.press(message, regenerate(message)))["type"] == 7
+    if failing != "take-and-buttons":
+        await until(lambda: "STALL partial line one." in message.versions)
+        if failing == "buttons-once":
+            discord_rest.fail_next("message_edit", after=1)
+        else:
+            discord_rest.fail_next("message_edit", times=2)
+    await bot.tidied()
+    shown = [m for m in bot.shown() if m.content]  # (the stall's notice: an embed after it)
+    assert [(m.content, take_labels(m), stop_buttons(m)) for m in shown] == [
+        ("FIRST take.", TAKE_ONE, [])
+    ]
+    assert discord_rest.failed["message_edit"] == FAILED[failing]
+
+    bot.say(f"{bot.mention()} and then?")
+    await bot.tidied()
+    said_before = [
+        m["content"] for m in llm_server.requests[-1].body["messages"] if m["role"] == "assistant"
+    ]
+    assert said_before[-1] == "FIRST take."
