@@ -25,7 +25,7 @@ from tests.support.openai_wire import chunk
 from tests.support.pace import quicken_channel_pace
 from tests.support.personas import personas_added
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
-from tests.support.scripts import answer
+from tests.support.scripts import answer, finished
 from tests.support.waiting import until
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
@@ -212,3 +212,29 @@ async def test_a_cut_regeneration_puts_back_its_answers_take_with_its_buttons(
         m["content"] for m in llm_server.requests[-1].body["messages"] if m["role"] == "assistant"
     ]
     assert said_before[-1] == "FIRST take."
+
+
+async def test_a_stop_button_left_on_an_ended_answer_goes_with_a_press_that_is_told_so(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+) -> None:
+    """Discord refuses (400) the edit that would put ◀ 1/1 ▶ Regenerate in the Stop button's
+    place, so the ended answer still shows Stop: a press is told the answer ended, and its
+    reply takes the button away."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path, **PATIENT)
+    release = asyncio.Event()
+    text = "Only paragraph."
+    llm_server.script(Reply(body=[sse(chunk(f"{text}\n\n")), hold_until(release), *finished(text)]))
+    bot.say(f"{bot.mention()} tell me something")
+    message = await live(bot)
+    discord_rest.fail_next("message_edit", status=400)
+    release.set()
+    await bot.tidied()
+    assert discord_rest.failed["message_edit"] == 1
+    [stop] = stop_buttons(message)
+    pressed = await bot.press(message, stop)
+    assert pressed["type"] == 7
+    assert pressed["data"]["components"] == []
+    await until(lambda: ended_told(pressed, discord_rest))
