@@ -9,8 +9,9 @@ message. A persona's webhook adds its own case: a 404 of an unknown webhook and 
 own failures (the bot's identity speaks instead), not the channel's. `delivery_errors` is that
 one translation, for the bot's messages, its notices and the webhooks' alike.
 
-A write that may have been delivered is asked once more (`PacedPort`), never twice over: an
-edit says the whole text, so asking again changes nothing if the first landed; a create by the
+A write that may have been delivered is asked once more (`PacedPort`; an edit of a message's
+buttons alone, `asked_once_more`), never twice over: an edit says the whole text (or the
+whole of its buttons), so asking again changes nothing if the first landed; a create by the
 bot carries a nonce Discord enforces (`Library.send`), so asked again it returns the message
 the first made, if it made one; Execute Webhook takes no nonce, so a persona's create is first
 looked for in the channel (`WebhookPort`).
@@ -27,7 +28,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -69,6 +70,31 @@ def call_failures(library: Library) -> tuple[type[BaseException], ...]:
     as ordinary as a 500, and letting it escape would end the turn with nothing said.
     """
     return (library.module.HTTPException, *CONNECTION_ERRORS)
+
+
+def may_have_landed(library: Library, error: BaseException) -> bool:
+    """Whether a write that raised `error` may have been done anyway: Discord failed (a 5xx
+    past the library's own retries) or never answered (the connection dropped, reset or
+    timed out)."""
+    if isinstance(error, CONNECTION_ERRORS):
+        return True
+    status = getattr(error, "status", None)
+    http_error = isinstance(error, library.module.HTTPException)
+    return http_error and isinstance(status, int) and status >= 500
+
+
+async def asked_once_more(library: Library, edit: Callable[[], Awaitable[None]]) -> None:
+    """Make `edit`, one of a message's components (the buttons an answer shows), asked once
+    more if it may not have landed, as every write is (`PacedPort`): it says the components
+    whole, so asked again it changes nothing if the first landed. What the second asking
+    meets, or any other failure, is raised."""
+    try:
+        await edit()
+    except call_failures(library) as error:
+        if not may_have_landed(library, error):
+            raise
+        log.info("an edit of a message's buttons may not have landed (%r): asked again", error)
+        await edit()
 
 
 MAX_PINGED = 100
@@ -215,7 +241,11 @@ class PacedPort:
 
     async def unbutton(self, message_id: str) -> None:
         """Take the buttons of `message_id` (which this port posted) away, once a tidy-up may
-        leave (`DiscordPacing.tidy`)."""
+        leave (`DiscordPacing.tidy`), asked once more if it may not have landed."""
+        await asked_once_more(self._library, lambda: self._unbutton(message_id))
+
+    async def _unbutton(self, message_id: str) -> None:
+        """Wait for room for a tidy-up, then edit the message's buttons away."""
         raise NotImplementedError
 
     async def _post(self, content: str, reply_to: str | None, nonce: str, view: Any) -> str:
@@ -261,7 +291,7 @@ class LibraryPort(PacedPort):
         self._sent[str(message.id)] = message
         return str(message.id)
 
-    async def unbutton(self, message_id: str) -> None:
+    async def _unbutton(self, message_id: str) -> None:
         await self._pacing.tidy(self._channel.id)
         await self._message(message_id).edit(view=None)
 
@@ -321,7 +351,7 @@ def delivery_errors(
             retry_after = float(getattr(error, "retry_after", None) or 1.0)
             rate_limited(retry_after)
             raise DeliveryRateLimited(retry_after) from error
-        if isinstance(status, int) and status >= 500:
+        if may_have_landed(library, error):
             raise MaybeDelivered(f"HTTP {status}") from error
         raise DeliveryFailed(f"HTTP {status}") from error
 

@@ -131,6 +131,23 @@ class Library:
             view.stop()  # discord.py stores a view sent unfinished
         return view
 
+    def buttons_but(self, message: Any, prefix: str) -> Any | None:
+        """The buttons `message` shows (as Discord sent it) but those whose custom id begins
+        with `prefix`, as a row to edit it with: an edit carries its components whole, so
+        taking one button away keeps the others only if they go with it. None: no other."""
+        kept = [
+            button
+            for row in getattr(message, "components", ())
+            for button in getattr(row, "children", ())
+            if getattr(button, "custom_id", None) and not button.custom_id.startswith(prefix)
+        ]
+        if not kept:
+            return None
+        view = self.buttons(*((b.label or "", b.custom_id, b.style.name) for b in kept))
+        for item, shown in zip(view.children, kept, strict=True):
+            item.disabled = bool(shown.disabled)
+        return view
+
     async def presser_roles(
         self, interaction: Any, read: Callable[[], Awaitable[None]]
     ) -> frozenset[str]:

@@ -18,7 +18,9 @@ by an edit that waits behind every other request of the bot and never takes a te
 its channel's bucket (`DiscordPacing.tidy`), unless the answer's take buttons go on that same
 message (`tomori_cog.takes`): their edit replaces the Stop button, one edit for both. A press
 on a button still shown after its turn ended (the edit not made yet, or its process gone) is
-told so, and the reply takes it away.
+told so, and the reply takes it away; a press on one a client still shows once it is gone (a
+double click, a stale client) is told so alone. Either way the message's other buttons (the
+answer's take buttons) stay: an edit carries the components whole.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class Buttoned(Protocol):
     """A port that posted a message carrying a Stop button, and can take the button away."""
 
     async def unbutton(self, message_id: str) -> None:
-        """Wait for room (`DiscordPacing.tidy`), then take the message's buttons away."""
+        """Wait for room (`DiscordPacing.tidy`), then take the message's buttons away (asked
+        once more if Discord answered 5xx or not at all)."""
         ...
 
 
@@ -197,17 +200,26 @@ class StopButtons:
             return TurnStop.FAILED
 
     async def _reply(self, interaction: Any, outcome: TurnStop) -> None:
-        """The press's reply: an update taking the button away when the turn stopped or had
-        ended (then the presser is told so), else a refusal only they see."""
-        if outcome in (TurnStop.STOPPED, TurnStop.ENDED):
-            await interaction.response.edit_message(view=None)
-            message = getattr(interaction, "message", None)
-            if message is not None:
-                self._remember_unbuttoned(str(message.id))
+        """The press's reply: when the turn stopped or had ended, an update taking the Stop
+        button away if the message still shows it (its other buttons, an answer's take
+        buttons, stay), and the presser told if it had ended; else a refusal only they see."""
+        if outcome not in (TurnStop.STOPPED, TurnStop.ENDED):
+            await interaction.response.send_message(_told(outcome, interaction), ephemeral=True)
+            return
+        message = getattr(interaction, "message", None)
+        if message is not None and _shows_stop(message):
+            await interaction.response.edit_message(view=self._rest(message))
+            self._remember_unbuttoned(str(message.id))
             if outcome is TurnStop.ENDED:
                 await interaction.followup.send(_told(outcome, interaction), ephemeral=True)
-            return
-        await interaction.response.send_message(_told(outcome, interaction), ephemeral=True)
+        elif outcome is TurnStop.ENDED:  # its button gone already: a double click, a stale client
+            await interaction.response.send_message(_told(outcome, interaction), ephemeral=True)
+        else:
+            await interaction.response.defer()  # nothing to take away: its message unchanged
+
+    def _rest(self, message: Any) -> Any | None:
+        """The buttons `message` keeps once its Stop button goes."""
+        return self._library.buttons_but(message, CUSTOM_ID_PREFIX)
 
     async def _follow_up(self, interaction: Any, outcome: TurnStop) -> None:
         """After a deferred reply: the presser is told what did not stop (a stopped turn's
@@ -219,6 +231,15 @@ class StopButtons:
         self._unbuttoned[message_id] = None
         while len(self._unbuttoned) > MOST_REMEMBERED:
             self._unbuttoned.popitem(last=False)
+
+
+def _shows_stop(message: Any) -> bool:
+    """Whether `message` (as Discord sent it with the press) shows a Stop button."""
+    return any(
+        str(getattr(button, "custom_id", None) or "").startswith(CUSTOM_ID_PREFIX)
+        for row in getattr(message, "components", ())
+        for button in getattr(row, "children", ())
+    )
 
 
 def _told(outcome: TurnStop, interaction: Any) -> str:

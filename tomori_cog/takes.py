@@ -28,9 +28,9 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
-from tomori.cast.personas import Persona
+from tomori.cast.personas import Persona, named
 from tomori.config.settings import KillPolicy
-from tomori.delivery.port import ChannelPort, DeliveryError, Urgency
+from tomori.delivery.port import ChannelPort, DeliveryError, Urgency, as_shown
 from tomori.locks import Admission, ChannelLocks, Turn
 from tomori.policy.limits import Refusal
 from tomori.store import Database
@@ -56,7 +56,13 @@ from tomori.turns.takes import (
     swiped,
 )
 from tomori.words import Text, said, say
-from tomori_cog.discord_io import LibraryPort, call_failures, find_channel
+from tomori_cog.discord_io import (
+    LibraryPort,
+    asked_once_more,
+    call_failures,
+    find_channel,
+    pings_for,
+)
 from tomori_cog.library import Library
 from tomori_cog.locales import of_channel, of_interaction
 from tomori_cog.pacing import TIDY_WITHIN_S, DiscordPacing
@@ -208,14 +214,19 @@ class AnswerTakes:
     ) -> str | None:
         """A new take's turn ended: kept and shown if it ended complete (the answer's messages
         it did not need deleted), else the answer is as it was, its buttons back: what a
-        stalled, stopped or cut take wrote is replaced by the take shown before (`_undone`)."""
+        stalled, stopped or cut take wrote is replaced by the take shown before (`_undone`),
+        and the edit that puts the buttons back carries its last message's text too, so the
+        counter never shows over a text that is not the take it counts (the text's own edit
+        failed, or a cut edit landed unanswered)."""
         if answered is None or not answered.messages or not answered.complete:
             if await store.not_made(take.answer_id):
                 found = await store.of(take.answer_id)
                 if found is not None:
+                    parts = await store.parts(found.answer_id, found.shown)
                     if answered is not None and answered.messages:
-                        await self._undone(store, channel, found, answered)
-                    return self._shown_later(store, channel, found)
+                        await self._undone(channel, found, answered, parts)
+                    last = parts[-1] if len(parts) == len(found.messages) else None
+                    return self._shown_later(store, channel, found, last)
             return None
         messages = [m.message_id for m in answered.messages]
         unused = [m for m in take.messages if m not in messages]
@@ -226,22 +237,23 @@ class AnswerTakes:
         return None if takes is None else self._shown_later(store, channel, takes)
 
     async def _undone(
-        self, store: TakeStore, channel: Any, takes: Takes, answered: Answered
+        self, channel: Any, takes: Takes, answered: Answered, parts: Sequence[str]
     ) -> None:
-        """The answer's messages show the take shown before a new take that did not end
-        complete: those it edited written back, those it posted after them deleted."""
+        """The answer's messages show the take shown before (`parts`) a new take that did not
+        end complete: those it edited written back, those it posted after them deleted."""
         posted = [m.message_id for m in answered.messages if m.message_id not in takes.messages]
         await self._delete(channel, takes.persona, posted)
-        parts = await store.parts(takes.answer_id, takes.shown)
         if parts:
             await self._write(channel, takes, parts)
 
-    def _shown_later(self, store: TakeStore, channel: Any, takes: Takes) -> str | None:
+    def _shown_later(
+        self, store: TakeStore, channel: Any, takes: Takes, text: str | None = None
+    ) -> str | None:
         """Show the takes' buttons (`_show`) without holding the turn; the message they go on,
         None if they do not (the takes are not open)."""
         if takes.state is not TakeState.OPEN:
             return None
-        self._later(channel, self._show(store, channel, takes))
+        self._later(channel, self._show(store, channel, takes, text))
         return takes.messages[-1]
 
     def _later(self, channel: Any, edit: Coroutine[Any, Any, None]) -> None:
@@ -459,13 +471,17 @@ class AnswerTakes:
             self._memory,
         )
 
-    async def _show(self, store: TakeStore, channel: Any, takes: Takes) -> None:
-        """The buttons on the answer's last message, showing which take it is; taken off
-        again if the channel went on meanwhile (the freeze's edit may have landed first)."""
+    async def _show(
+        self, store: TakeStore, channel: Any, takes: Takes, text: str | None = None
+    ) -> None:
+        """The buttons on the answer's last message, showing which take it is (with `text`,
+        its text, if given); taken off again if the channel went on meanwhile (the freeze's
+        edit may have landed first)."""
         if takes.state is not TakeState.OPEN:
             return
         last = takes.messages[-1]
-        await self._components(channel, takes, last, self._buttons(takes, of_channel(channel)))
+        view = self._buttons(takes, of_channel(channel))
+        await self._components(channel, takes, last, view, text)
         now = await store.of(takes.answer_id)
         if now is None or now.state is TakeState.FROZEN:
             await self._components(channel, takes, last, None)
@@ -492,24 +508,48 @@ class AnswerTakes:
             item.disabled = item.custom_id in disabled
         return view
 
-    async def _components(self, channel: Any, takes: Takes, message_id: str, view: Any) -> None:
-        """Put `view` on one of the answer's messages (None: take its buttons off), as a
-        tidy-up (`DiscordPacing.tidy`). Buttons are never worth a turn: whatever this edit
-        meets (a wait past `TIDY_WITHIN_S` too) is logged, and the turn goes on."""
+    async def _components(
+        self, channel: Any, takes: Takes, message_id: str, view: Any, text: str | None = None
+    ) -> None:
+        """Put `view` on one of the answer's messages (None: take its buttons off), and `text`
+        with them if given (the take they count, put back: `_made`), as a tidy-up
+        (`DiscordPacing.tidy`), asked once more if it may not have landed, as every write is.
+        Buttons are never worth a turn: whatever this edit meets (a wait past `TIDY_WITHIN_S`
+        too) is logged, and the turn goes on."""
         try:
             async with asyncio.timeout(TIDY_WITHIN_S):
                 webhook = None
                 if takes.persona is not None:
                     webhook = await self._webhooks.of(channel)
-                await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
-                if webhook is not None:
-                    await self._stateful(webhook).edit_message(
-                        int(message_id), view=view, **self._thread(channel)
-                    )
-                else:
-                    await channel.get_partial_message(int(message_id)).edit(view=view)
+                shown = {} if text is None else await self._text(takes, webhook, text)
+
+                async def edit() -> None:
+                    await self._pacing.tidy(channel.id, None if webhook is None else webhook.id)
+                    if webhook is not None:
+                        await self._stateful(webhook).edit_message(
+                            int(message_id), view=view, **shown, **self._thread(channel)
+                        )
+                    else:
+                        await channel.get_partial_message(int(message_id)).edit(view=view, **shown)
+
+                await asked_once_more(self._library, edit)
         except Exception as error:
+            if text is not None:
+                self._memory.forget(channel.id)  # it may show either text
             log.warning("channel %s: the takes' buttons could not change: %r", channel.id, error)
+            return
+        if text is not None:
+            self._memory.wrote(channel.id, int(message_id), text, new=False)
+
+    async def _text(self, takes: Takes, webhook: Any, text: str) -> dict[str, Any]:
+        """What an edit putting `text` back on one of the answer's messages carries: the text
+        as the answer's port wrote it (a persona without its webhook named before it), which
+        pings no one (a take shown again is no new mention)."""
+        if takes.persona is not None and webhook is None and takes.guild_id is not None:
+            persona = await self._persona_of(takes.guild_id, takes.persona)
+            if persona is not None:
+                text = named(persona.name, text)
+        return {"content": as_shown(text), "allowed_mentions": pings_for(self._library, ())}
 
     def _thread(self, channel: Any) -> dict[str, Any]:
         """What a webhook's request names when its message is in a thread (its parent owns

@@ -274,7 +274,7 @@ class WebhookPort(PacedPort):
         )
         return str(message.id)
 
-    async def unbutton(self, message_id: str) -> None:
+    async def _unbutton(self, message_id: str) -> None:
         await self._pacing.tidy(self._channel.id, self.webhook.id)
         await self.webhook.edit_message(int(message_id), view=None, **self._thread)
 
