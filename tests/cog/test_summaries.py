@@ -19,7 +19,7 @@ from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, stall
 from tests.support.scripts import answer
 from tests.support.waiting import until
-from tests.support.world import Person
+from tests.support.world import GUILD_ID, Person
 from tomori.config.settings import Settings
 from tomori.summary.folding import INSTRUCTION, NOTE_HEADER
 
@@ -94,7 +94,7 @@ async def test_a_long_channels_summary_is_shown_before_the_history_on_a_later_tu
     assert NOTE_HEADER in later
     assert "ferret fact 1" in later  # fell out of the window, shown in the summary
     assert later.index(NOTE_HEADER) < later.index(f"ferret fact {2 * WINDOW - 1}")  # before it
-    # The summary's tokens are the bot's: recorded with no member as their requester.
+    # The summary's tokens are the bot's: counted in the server's day, as no member's.
     await eventually(lambda: _bots_usage(database))
 
 
@@ -163,5 +163,5 @@ async def _lacks(database: DatabaseUnderTest, text: str) -> bool:
 
 
 async def _bots_usage(database: DatabaseUnderTest) -> bool:
-    rows = await database.rows("SELECT requester_id FROM token_usage WHERE requester_id IS NULL")
-    return bool(rows)
+    rows = await database.rows("SELECT guild_id FROM token_usage WHERE requester_id IS NULL")
+    return bool(rows) and all(guild == str(GUILD_ID) for (guild,) in rows)  # the server's day
