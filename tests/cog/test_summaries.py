@@ -98,6 +98,42 @@ async def test_a_long_channels_summary_is_shown_before_the_history_on_a_later_tu
     await eventually(lambda: _bots_usage(database))
 
 
+async def test_a_thread_has_a_summary_of_its_own(
+    database: DatabaseUnderTest, summarizer: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(windowed(database), chain_for(summarizer))
+    starter = bot.seed("release checklist for 2.0")
+    bot.open_thread(starter.id)  # a thread started from a message takes its ID
+    for n in range(2 * WINDOW):
+        bot.seed(f"channel talk {n}")
+    for n in range(2 * WINDOW):
+        bot.seed(f"thread step {n}", channel=starter.id)
+    await bot.say(f"{bot.mention()} what is left?", channel=starter.id)
+    await bot.settled(starter.id)
+    await eventually(lambda: _holds(database, "thread step 2"))
+    rows = await database.rows("SELECT channel_id, text FROM channel_summaries")
+    assert [channel for channel, _ in rows] == [str(starter.id)]
+    assert "channel talk" not in rows[0][1]
+    await bot.say(f"{bot.mention()} and in the channel?")
+    await bot.settled()
+    assert "thread step" not in turns(summarizer)[-1]  # the thread's summary stays in it
+
+
+async def test_with_summaries_off_no_summary_is_written_nor_asked_for(
+    database: DatabaseUnderTest, summarizer: LLMServer, open_bot: OpenBot
+) -> None:
+    settings = database.settings(**SHORT_BUDGETS, history_limit=WINDOW)  # summaries off
+    bot = await open_bot(settings, chain_for(summarizer))
+    for n in range(2 * WINDOW):
+        await bot.say(f"filler {n}", by=Person.BOB)
+    for _ in range(2):
+        await bot.say(f"{bot.mention()} hi")
+        await bot.settled()
+    assert not any(summarizing(r) for r in summarizer.requests)
+    assert NOTE_HEADER not in turns(summarizer)[-1]
+    assert await database.rows("SELECT text FROM channel_summaries") == []
+
+
 async def test_a_deleted_messages_text_leaves_the_summary(
     database: DatabaseUnderTest, summarizer: LLMServer, open_bot: OpenBot
 ) -> None:
