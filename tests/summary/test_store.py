@@ -42,3 +42,21 @@ async def test_a_deleted_message_or_a_forgotten_member_drops_the_summaries_that_
     rows = await database.rows("SELECT channel_id, text FROM channel_summaries")
     assert rows == [("13", "cid alone")]
     assert await database.rows("SELECT message_id FROM summary_sources") == [("301",)]
+
+
+async def test_a_fold_keeps_nothing_if_its_summary_was_dropped_or_written_meanwhile(
+    database: DatabaseUnderTest,
+) -> None:
+    store = SummaryStore(await database.open())
+    assert await store.save("1", "11", "first", [Said("101", "7", "a")])
+    began = await store.of("1", "11")
+    assert await store.drop_messages("11", ["101"]) == 1  # deleted as the fold ran
+    assert not await store.save("1", "11", "first, then more", [Said("102", "7", "b")], began)
+    assert await store.of("1", "11") is None
+    assert await store.save("1", "11", "again", [Said("102", "7", "b")])
+    again = await store.of("1", "11")
+    assert await store.save("1", "11", "and more", [Said("103", "7", "c")], again)
+    assert not await store.save("1", "11", "a late fold", [Said("103", "7", "c")], again)
+    latest = await store.of("1", "11")
+    assert latest is not None
+    assert latest.text == "and more"

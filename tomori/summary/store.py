@@ -55,12 +55,27 @@ class SummaryStore:
         return Summary(rows[0]["text"], rows[0]["through_id"]) if rows else None
 
     async def save(
-        self, guild_id: str | None, channel_id: str, text: str, covered: Sequence[Said]
-    ) -> None:
-        """Keep `text` as the channel's summary, now covering `covered` too."""
+        self,
+        guild_id: str | None,
+        channel_id: str,
+        text: str,
+        covered: Sequence[Said],
+        over: Summary | None = None,
+    ) -> bool:
+        """Keep `text` as the channel's summary, now covering `covered` too, if the summary
+        is still `over` (the one the fold began from; None: none): False, keeping nothing,
+        if it was dropped or written again meanwhile (by a delete, a forget, another
+        process's fold), which the text may not take into account."""
         guild = _where(guild_id)
         through = str(max(int(said.message_id) for said in covered))
         async with self._db.transaction() as tx:
+            rows = await tx.fetchall(
+                "SELECT through_id FROM channel_summaries WHERE guild_id = ? AND channel_id = ?",
+                (guild, channel_id),
+            )
+            now_over = rows[0]["through_id"] if rows else None
+            if now_over != (None if over is None else over.through_id):
+                return False
             now = await tx.now()
             await tx.execute(
                 "INSERT INTO channel_summaries (guild_id, channel_id, text, through_id,"
@@ -74,6 +89,7 @@ class SummaryStore:
                 " VALUES (?, ?, ?, ?) ON CONFLICT (guild_id, channel_id, message_id) DO NOTHING",
                 [(guild, channel_id, said.message_id, said.author_id) for said in covered],
             )
+        return True
 
     async def drop_messages(self, channel_id: str, message_ids: Collection[str]) -> int:
         """Drop the channel's summary if it covered one of `message_ids` (deleted)."""

@@ -151,7 +151,9 @@ class Summaries:
                 "channel %s: a message was deleted during its summary: kept none", where.channel_id
             )
             return
-        await self._store.save(where.guild_id, where.channel_id, text, said)
+        if not await self._store.save(where.guild_id, where.channel_id, text, said, summary):
+            log.info("channel %s: its summary changed as it was folded", where.channel_id)
+            return
         log.info("channel %s: summary now covers %d more messages", where.channel_id, len(said))
 
     async def _written(
