@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from tomori.cast.personas import Persona
@@ -179,6 +180,12 @@ class TomoriChat:
                     self.intake.tell_cleared,
                 )
             return self._runtime
+
+    def messages_deleted(self, channel_id: int, message_ids: Iterable[int]) -> None:
+        """Messages were deleted: the channel's summary that covered one is dropped."""
+        runtime = self._runtime
+        if runtime is not None and runtime.summaries is not None:
+            runtime.summaries.messages_deleted(str(channel_id), [str(i) for i in message_ids])
 
     async def _locks(self) -> ChannelLocks:
         return (await self.ensure_started()).locks

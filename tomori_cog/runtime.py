@@ -36,6 +36,7 @@ from tomori.policy.limits import BotTurns
 from tomori.policy.retention import Retention
 from tomori.store import Database
 from tomori.store.connect import open_database
+from tomori.summary import Summaries, SummaryStore
 from tomori.tools.registry import CURRENT_TIME
 from tomori.tools.switches import BotTools, ToolSwitchStore
 from tomori.turns import ChannelConfig, Stage
@@ -61,6 +62,8 @@ class Runtime:
     """What became of each message, for "Why no answer?" (`tomori.monitoring.why_book`)."""
     memories: MemoryStore | None
     """The memories turns and `/memory` read (None: `TOMORI_MEMORIES=0`)."""
+    summaries: Summaries | None
+    """The channel summaries, which a deleted message drops (None: `TOMORI_SUMMARIES=0`)."""
     _stack: AsyncExitStack
     _closing: asyncio.Task[None] | None = None
     """Closing, once begun: a caller cut short by its own deadline leaves it running, and the
@@ -108,6 +111,10 @@ class Runtime:
             stack.push_async_callback(retention.close)
             tool_switches = ToolSwitchStore(database)
             memories = memory_store(database, settings)
+            summaries = None
+            if settings.summaries:  # its folds end before the metrics and database close
+                summaries = Summaries(SummaryStore(database), settings, metrics)
+                stack.push_async_callback(summaries.aclose)
             stage = Stage(
                 settings,
                 locks,
@@ -121,6 +128,7 @@ class Runtime:
                 UserLimitStore(database),
                 why,
                 memories,
+                summaries,
             )
             if tools.mcp is not None:  # closed once no turn runs: nothing waits on a server then
                 tools.mcp.start()
@@ -143,6 +151,7 @@ class Runtime:
                 tool_switches,
                 why,
                 memories,
+                summaries,
                 stack.pop_all(),
             )
         log.info("tomori serving with %s", parts.config.chain.described)

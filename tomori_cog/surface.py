@@ -24,6 +24,7 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
+from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
 from tomori.turns.request import TurnRequest
@@ -37,6 +38,7 @@ from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.progress_marks import ProgressMarks
+from tomori_cog.reading.fallen_out import fallen_out
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
 from tomori_cog.reading.model_view import Shown
@@ -75,6 +77,8 @@ class ChannelReading:
     shown: Shown
     history: HistoryReader
     me: Any
+    earlier: Earlier | None = None
+    """How to read what fell out of the window (None: nothing did)."""
 
     @property
     def notices(self) -> Context:
@@ -94,6 +98,9 @@ class ChannelReading:
     def quoted(self, message_id: str) -> str | None:
         lines = self.history.view.lines(self.shown, BOT_VOICE)
         return next((item.text for shown_id, item in lines if shown_id == message_id), None)
+
+    def fallen_out(self) -> Earlier | None:
+        return self.earlier
 
 
 class DiscordSurface:
@@ -214,7 +221,10 @@ class DiscordSurface:
                 hold=self._images,
             )
         self._involved = involved_in(shown.messages, message)
-        return ChannelReading(shown, history, self._parts.bot.user)
+        parts = self._parts
+        window = parts.settings.history_limit
+        earlier = fallen_out(parts.library, parts.pacing, self._channel, shown, message, window)
+        return ChannelReading(shown, history, parts.bot.user, earlier)
 
     async def confirm(self, ask: ToolAsk) -> Verdict:
         return await self._parts.confirmations.ask(self._channel, ask)

@@ -23,6 +23,7 @@ from tomori.policy.retention import (
 )
 from tomori.providers.base import Usage
 from tomori.store import Database
+from tomori.summary.store import Said, SummaryStore
 from tomori.turns.config import ChannelConfig
 from tomori.turns.take_store import TakeStore
 from tomori.turns.takes import Takes, TakeState
@@ -144,6 +145,26 @@ async def test_memories_are_kept_their_days_with_their_search_entries(
     assert [m.text for m in await store.recall(place, "quokka", 5)] == ["a fresh wombat fact"]
     if database.engine == "sqlite":
         assert await database.rows("SELECT text FROM memories_fts") == [("a fresh wombat fact",)]
+
+
+async def test_a_channel_summary_is_kept_the_memories_days_after_it_was_last_written(
+    database: DatabaseUnderTest,
+) -> None:
+    opened, now = await opened_now(database)
+    store = SummaryStore(opened)
+    for channel, text in (("11", "an old summary"), ("12", "a fresh summary")):
+        await store.save("1", channel, text, [Said(channel + "0", "101", "bob: hi")])
+    await database.execute(
+        "UPDATE channel_summaries SET updated_at = ? WHERE text = ?",
+        (now - 31 * DAY_S, "an old summary"),
+    )
+    assert (
+        await sweep(opened, database.settings(memory_days=0), config_of(database))
+    ).summaries == 0
+    swept = await sweep(opened, database.settings(memory_days=30), config_of(database))
+    assert swept.summaries == 1
+    assert await database.rows("SELECT text FROM channel_summaries") == [("a fresh summary",)]
+    assert await database.rows("SELECT channel_id FROM summary_sources") == [("12",)]
 
 
 async def test_an_answers_takes_go_a_day_after_they_froze_or_a_month_after_their_last_press(

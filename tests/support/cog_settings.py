@@ -15,11 +15,13 @@ SHORT_BUDGETS: dict[str, object] = {
     "typing_keepalive_interval_ms": 50,
     "follow_ups": False,
     "progress": ShowProgress.OFF,
+    "summaries": False,
 }
 """Budgets short enough for a test, and follow-ups off unless a test turns them on (most tests
 send one user's messages in a row to watch the queue, which a follow-up would cut short);
-progress reactions off likewise (most tests count the requests a turn makes); merge them into
-any database's settings."""
+progress reactions off likewise (most tests count the requests a turn makes), and channel
+summaries too (their background requests would take replies scripted for turns); merge them
+into any database's settings."""
 
 
 def settings_for(tmp_path: Path, **overrides: object) -> Settings:

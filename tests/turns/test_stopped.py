@@ -32,6 +32,9 @@ class Shown:
     def quoted(self, message_id: str) -> str | None:
         return self.messages.get(message_id)
 
+    def fallen_out(self) -> None:
+        return None
+
 
 def test_a_stop_whose_message_the_turn_does_not_show_is_left_out() -> None:
     reading = Shown({"1": "alice: first", "3": "alice: third"})

@@ -206,6 +206,17 @@ def _application_ids(name: str, raw: str) -> frozenset[int]:
         ) from None
 
 
+def summary_model(name: str, raw: str) -> str:
+    """`provider:model` (as a `TOMORI_MODELS` entry names one, no suffix), or empty."""
+    label = raw.strip()
+    if not label:
+        return ""
+    provider, colon, model = label.partition(":")
+    if not colon or not provider.strip() or not model.strip() or "+" in model or "," in label:
+        raise refuse(name, raw, "provider:model (for example openai:gpt-4o-mini), or empty")
+    return f"{provider.strip().lower()}:{model.strip()}"
+
+
 def _plain_form(value: object, parsed: object) -> bool:
     """Whether `value` is the plain form of what its parser made from it: the text of a choice
     (`"edit"` for `Delivery.EDIT`), any collection of the right items (`[1, 2]` for
@@ -648,6 +659,28 @@ class Settings:
         365,
         integer(0, unit="days", maximum=36_500),
         "how long a memory is kept after it was saved; 0 keeps it until someone forgets it",
+    )
+    summaries: bool = setting(
+        "TOMORI_SUMMARIES",
+        True,
+        flag,
+        "1: what falls out of a channel's history window is folded, in the background, into a "
+        "short summary of that channel (a thread has its own) that later turns are shown "
+        "before the history (docs/privacy.md); 0: none is written, kept or shown",
+    )
+    summary_model: str = setting(
+        "TOMORI_SUMMARY_MODEL",
+        "",
+        summary_model,
+        "provider:model that writes the channel summaries, served by a provider the chain "
+        "uses (empty: the first model of the channel's chain)",
+    )
+    summary_tokens: int = setting(
+        "TOMORI_SUMMARY_TOKENS",
+        300,
+        integer(50, unit="tokens", maximum=4_000),
+        "most tokens a channel summary may be written in (the summarizing pass's answer); "
+        "its tokens count as the bot's in the server's daily limit, never a member's",
     )
 
     def __post_init__(self) -> None:

@@ -26,6 +26,7 @@ from tomori.delivery.progress import NO_PROGRESS, ProgressHook, Stage
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
+from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
 from tomori.turns.surface import Context, Reading, Speaker, Voice
 from tomori.words import say
@@ -68,6 +69,9 @@ class ConsoleReading:
         shown = self.channel.shown(self.trigger, self.waiting, self.settings, self.until)
         items = history.context([m for m in shown if str(m.id) == message_id], "", None)[1:]
         return items[0].text if items else None
+
+    def fallen_out(self) -> Earlier | None:
+        return None  # a rehearsal is short: the console keeps no channel summary
 
 
 YES = frozenset({"yes", "y", "allow"})

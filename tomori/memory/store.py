@@ -8,7 +8,8 @@ from the turns of a member who said no (`/memory off`), and none at all in a ser
 no (`/tomori memory off`). A save keeps to the bounds (`TOMORI_MEMORY_CHARS`,
 `TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise. Every
 delete removes the rows and their search entries in one transaction (`_delete`); on SQLite the
-search index is then merged, so no deleted word is left in it.
+search index is then merged, so no deleted word is left in it. A member's forget-all drops the
+channel summaries that covered their messages in that transaction too (`tomori.summary`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tomori.memory import search
 from tomori.memory.scopes import DM_GUILD, Place, Scope
 from tomori.store import Database, Row, Transaction
 from tomori.store.base import Params
+from tomori.summary.store import drop_member
 
 COLUMNS = "m.memory_id, m.scope, m.guild_id, m.owner_id, m.member_id, m.text, m.created_at"
 
@@ -203,8 +205,12 @@ class MemoryStore:
         return await self._delete("m.member_id = ? AND m.memory_id = ?", (member_id, memory_id)) > 0
 
     async def forget_all(self, member_id: str) -> int:
-        """Forget every memory saved from `member_id`'s turns; how many there were."""
-        return await self._delete("m.member_id = ?", (member_id,))
+        """Forget every memory saved from `member_id`'s turns, and (in the same transaction)
+        every channel summary that covered a message of theirs; how many memories there were."""
+        async with self._db.transaction() as tx:
+            forgotten = await self._delete_in(tx, "m.member_id = ?", (member_id,))
+            await drop_member(tx, member_id)
+            return forgotten
 
     # -- what a server's admins do -----------------------------------------------------------
 

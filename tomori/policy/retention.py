@@ -23,6 +23,8 @@ keeps to them.
 - `memories` (and their search entries): `TOMORI_MEMORY_DAYS` (365) after each was saved; 0
   keeps them until someone forgets them (`/memory`, `/tomori memory`, the model's `forget`).
   Swept whether or not memories are on now: turning them off keeps none longer.
+- `channel_summaries` (and the `summary_sources` each keeps, `tomori.summary`): as long as
+  memories, `TOMORI_MEMORY_DAYS` after each was last written; 0 keeps them until dropped.
 - `channel_webhooks`: not swept. Discord says when a channel, or the bot's place in a server,
   is gone, and the cog forgets its webhooks then (`tomori_cog.webhooks`).
 
@@ -46,6 +48,7 @@ from tomori.memory.store import Bounds, MemoryStore
 from tomori.monitoring import why_book
 from tomori.policy.limits import DAY_S
 from tomori.store import Database
+from tomori.summary.store import SummaryStore
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,7 @@ class Swept:
     message_fates: int = 0
     answer_takes: int = 0
     memories: int = 0
+    summaries: int = 0
 
     @property
     def any(self) -> bool:
@@ -96,6 +100,7 @@ class Swept:
                 self.message_fates,
                 self.answer_takes,
                 self.memories,
+                self.summaries,
             )
         )
 
@@ -112,6 +117,7 @@ async def sweep(database: Database, settings: Settings, chains: Chains) -> Swept
         await why_book.sweep(database),
         await _answer_takes(database),
         await _memories(database, settings.memory_days),
+        await _summaries(database, settings.memory_days),
     )
 
 
@@ -163,6 +169,12 @@ async def _memories(database: Database, days: int) -> int:
     return await MemoryStore(database, Bounds(0, 0)).older_than(days * DAY_S)
 
 
+async def _summaries(database: Database, days: int) -> int:
+    if not days:
+        return 0
+    return await SummaryStore(database).older_than(days * DAY_S)
+
+
 async def _unasked_models(database: Database, chains: Chains) -> int:
     stored = await database.fetchall(
         "SELECT models FROM server_settings WHERE models IS NOT NULL"
@@ -206,7 +218,7 @@ class Retention:
             log.info(
                 "retention: deleted %d token usage rows, %d idle user limits, %d persona "
                 "messages, %d health marks of models no chain names, %d steps of messages'"
-                " ways, %d answers' takes and %d memories",
+                " ways, %d answers' takes, %d memories and %d channel summaries",
                 swept.token_usage,
                 swept.user_limits,
                 swept.persona_messages,
@@ -214,5 +226,6 @@ class Retention:
                 swept.message_fates,
                 swept.answer_takes,
                 swept.memories,
+                swept.summaries,
             )
         await asyncio.sleep(SWEEP_INTERVAL_S)

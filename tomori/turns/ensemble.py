@@ -60,12 +60,19 @@ class Playing:
     """The turn's memories (None: memories are off, or no member asked)."""
     asked: str = ""
     """The words the turn was asked in, which find its relevant memories."""
+    summary: Context = ()
+    """The note on the channel's summary (`tomori.summary`), shown before the history."""
 
     @property
     def notices(self) -> Context:
         """What every request of the turn is told beyond the messages: of their files, and of
         the answers stopped before it."""
         return (*self.reading.notices, *self.stopped)
+
+    def shown(self, system_prompt: str, voice: Voice) -> Context:
+        """The system prompt, the channel's summary, then each message as `voice` sees it."""
+        system, *messages = self.reading.context(system_prompt, voice)
+        return (system, *self.summary, *messages)
 
     def tools_of(self, persona: str | None) -> ToolRegistry:
         """The tools `persona` (None: the bot) is offered: the turn's, its memory tools bound
@@ -107,7 +114,7 @@ class Playing:
         said before it in the turn. `notices` go in its request only; the answer begins with
         the prefill `brief` gives it (`AnswerBrief.prefill_for`)."""
         own = self.stage.config.for_persona(self.config, persona)
-        context = self.reading.context(own.system_prompt, self.voice(persona))
+        context = self.shown(own.system_prompt, self.voice(persona))
         context += brief.said
         context += heard(said, persona)
         prefill = brief.prefill_for(persona, first=not said)

@@ -29,9 +29,11 @@ from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.turn_budget import TurnBudget
 from tomori.store.retry import until_not_busy
+from tomori.summary.writer import Summaries, Where
 from tomori.tools.registry import ToolRegistry
 from tomori.tools.switches import BotTools, ToolSwitch, ToolSwitchStore
-from tomori.turns.config import ChannelConfig
+from tomori.turns.config import ChannelConfig, TurnConfig
+from tomori.turns.surface import Context, Reading
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,25 @@ class Stage:
     """Where each turn reports what became of its message (None: the console keeps none)."""
     memories: MemoryStore | None = None
     """The memories turns see and save (None: `TOMORI_MEMORIES=0`)."""
+    summaries: Summaries | None = None
+    """The channel summaries turns are shown and ask folds of (None: `TOMORI_SUMMARIES=0`)."""
+
+    async def summary(self, where: Where, reading: Reading, config: TurnConfig) -> Context:
+        """The note on the channel's summary, shown before its history; a fold of what fell
+        out of `reading`'s window is asked for, in the background. None if the database
+        cannot say now (logged: the turn goes on without it)."""
+        if self.summaries is None:
+            return ()
+        earlier = reading.fallen_out()
+        if earlier is not None:
+            self.summaries.fold_later(where, earlier, config.entries, config.providers)
+        try:
+            return await self.summaries.note(where.guild_id, where.channel_id)
+        except Exception as error:
+            if not self.limits.is_database_error(error):
+                raise
+            log.warning("channel %s: could not read its summary: %r", where.channel_id, error)
+            return ()
 
     def memories_at(
         self, guild_id: str | None, channel_id: str, member_id: str | None

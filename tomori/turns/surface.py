@@ -22,6 +22,7 @@ from tomori.delivery.sprite_markers import Wardrobe
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.providers.base import ContextItem, Role
+from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict
 
 Context = tuple[ContextItem, ...]
@@ -66,6 +67,11 @@ class Reading(Protocol):
         the reading shows it: how a note for the model names a message."""
         ...
 
+    def fallen_out(self) -> Earlier | None:
+        """How to read what fell out of the history window, for the channel summary (None:
+        the window held the whole channel, or this place keeps no summary)."""
+        ...
+
 
 class _NothingRead:
     """A reading of a channel with no message to show: the system prompt alone."""
@@ -81,6 +87,9 @@ class _NothingRead:
         return (ContextItem(Role.SYSTEM, system_prompt),)
 
     def quoted(self, message_id: str) -> str | None:
+        return None
+
+    def fallen_out(self) -> Earlier | None:
         return None
 
 

@@ -45,6 +45,7 @@ from tomori.monitoring.why import (
     Undelivered,
 )
 from tomori.policy.turn_budget import TurnBudget
+from tomori.summary.writer import Where
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.retake import Retaking
@@ -228,7 +229,7 @@ async def _answer(
         providers=config.providers,
         tools=playing.tools_of(None),
         settings=stage.settings,
-        context=playing.reading.context(config.system_prompt, BOT_VOICE) + brief.said,
+        context=playing.shown(config.system_prompt, BOT_VOICE) + brief.said,
         request_notices=(*await playing.remembered(None), *playing.notices),
         surface_errors=request.surfaces_errors,
         health=stage.health,
@@ -310,12 +311,12 @@ async def _prepare(
     if guard.stop_requested():  # /kill came while it waited: no typing, no read
         raise Stopped
     await typing.enter_async_context(surface.typing(state))  # reading files takes a while
-    where = (surface.guild_id, channel_id)
+    here = (surface.guild_id, channel_id)
     config = await until_stopped(
         guard,
-        stage.read(f"the settings of channel {channel_id}", lambda: stage.config.for_turn(*where)),
+        stage.read(f"the settings of channel {channel_id}", lambda: stage.config.for_turn(*here)),
     )
-    tools = await until_stopped(guard, stage.tools_for(*where))
+    tools = await until_stopped(guard, stage.tools_for(*here))
     asker = turn.trigger.requester_id
     budget = await until_stopped(guard, stage.budget(surface.guild_id, surface.limit_scope, asker))
     state.budget = budget
@@ -338,6 +339,8 @@ async def _prepare(
         reading = await until_stopped(
             guard, surface.read(message, waiting, queued=queued, images=images)
         )
+    where = Where(surface.guild_id, channel_id, surface.limit_scope)
+    summary = await until_stopped(guard, stage.summary(where, reading, config))
     posters: Mapping[str, str] = {}
     if cast:
         posters = await until_stopped(guard, stage.posters(reading.posted_by_us()))
@@ -356,5 +359,6 @@ async def _prepare(
         stopped_notices(stopped, reading, turn.trigger.message_id),
         stage.memories_at(surface.guild_id, channel_id, asker),
         _asked_in(reading, request, turn.trigger.message_id),
+        summary,
     )
     return _Prepared(playing, () if request.scene is not None else cast, budget)

@@ -60,11 +60,13 @@ class GatewayListeners:
     async def on_raw_message_delete(self, payload: Any) -> None:
         gateway.message_deleted(self.chat.memory, payload)
         self.chat.intake.messages_deleted((payload.message_id,))
+        self.chat.messages_deleted(payload.channel_id, (payload.message_id,))
 
     @listens
     async def on_raw_bulk_message_delete(self, payload: Any) -> None:
         gateway.messages_deleted(self.chat.memory, payload)
         self.chat.intake.messages_deleted(payload.message_ids)
+        self.chat.messages_deleted(payload.channel_id, payload.message_ids)
 
     @listens
     async def on_disconnect(self) -> None:
