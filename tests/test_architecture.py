@@ -26,6 +26,7 @@ LAYERS = (
     "delivery",
     "prompt",
     "tools",
+    "summary",
     "memory",
     "generation",
     "cast",

@@ -10,6 +10,7 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `delivery/`   text into Discord-shaped messages through a port; notices
 - `prompt/`     what the model is sent
 - `tools/`      tools a model may call: built in, from MCP servers, switched off by admins
+- `summary/`    each channel's summary of what fell out of its window, as stored
 - `memory/`     memories in scopes the store enforces: `remember`, `forget`, each turn's note
 - `generation/` answering a turn: the model chain, the tool loop, `stream_once`
 - `cast/`       personas, their sprites, and the scenes they play

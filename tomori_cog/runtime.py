@@ -36,10 +36,11 @@ from tomori.policy.limits import BotTurns
 from tomori.policy.retention import Retention
 from tomori.store import Database
 from tomori.store.connect import open_database
-from tomori.summary import Summaries, SummaryStore
+from tomori.summary import SummaryStore
 from tomori.tools.registry import CURRENT_TIME
 from tomori.tools.switches import BotTools, ToolSwitchStore
 from tomori.turns import ChannelConfig, Stage
+from tomori.turns.summaries import Summaries
 from tomori_cog.surface import DiscordParts
 
 log = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
 from tomori.monitoring.metrics import Metrics
-from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
 from tomori.turns.request import TurnRequest
+from tomori.turns.summaries import Earlier
 from tomori.turns.surface import BOT_VOICE, Context, Reading, Speaker, Voice
 from tomori_cog.confirmations import Confirmations
 from tomori_cog.discord_io import EmbedNotices, LibraryPort, call_failures, keep_typing

@@ -26,8 +26,8 @@ from tomori.delivery.progress import NO_PROGRESS, ProgressHook, Stage
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
-from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
+from tomori.turns.summaries import Earlier
 from tomori.turns.surface import Context, Reading, Speaker, Voice
 from tomori.words import say
 

@@ -5,7 +5,7 @@ reads another's (a direct message's server is ''). Each summary keeps which mess
 covers and who wrote them: a deleted message drops the summaries that covered it, and a
 member's `/memory forget-all` drops every summary that covered one of theirs, in the
 transaction that forgets their memories (`drop_member`). A dropped summary is folded again,
-from what is left in the channel, by the next turns (`tomori.summary.writer`).
+from what is left in the channel, by the next turns (`tomori.turns.summaries`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@
                 take a swipe shows, how an answer's messages come to show a take
 - `take_store.py` each answer's takes in the database (migration 0020), frozen as the
                 channel goes on
+- `summaries.py` `Summaries`: the background folds of what fell out of a channel's window (one
+                per channel at a time, each with its owner) and the note a turn is shown
 - `retake.py`   a new take's turn: its context ends at the answered message, and it is written
                 into the answer's own messages (`TakePort`)
 """

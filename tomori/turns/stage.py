@@ -29,10 +29,10 @@ from tomori.policy.limit_store import UserLimitStore
 from tomori.policy.limits import BotTurns
 from tomori.policy.turn_budget import TurnBudget
 from tomori.store.retry import until_not_busy
-from tomori.summary.writer import Summaries, Where
 from tomori.tools.registry import ToolRegistry
 from tomori.tools.switches import BotTools, ToolSwitch, ToolSwitchStore
 from tomori.turns.config import ChannelConfig, TurnConfig
+from tomori.turns.summaries import Summaries, Where
 from tomori.turns.surface import Context, Reading
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from tomori.delivery.sprite_markers import Wardrobe
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
 from tomori.providers.base import ContextItem, Role
-from tomori.summary.writer import Earlier
 from tomori.tools.confirmation import ToolAsk, Verdict
+from tomori.turns.summaries import Earlier
 
 Context = tuple[ContextItem, ...]
 

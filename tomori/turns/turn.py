@@ -45,12 +45,12 @@ from tomori.monitoring.why import (
     Undelivered,
 )
 from tomori.policy.turn_budget import TurnBudget
-from tomori.summary.writer import Where
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.retake import Retaking
 from tomori.turns.stage import Stage
 from tomori.turns.stopped import stopped_notices
+from tomori.turns.summaries import Where
 from tomori.turns.surface import BOT_VOICE, NOTHING_READ, Reading, Surface
 from tomori.turns.takes import Answered, used
 

@@ -11,6 +11,8 @@
 - `file_cache.py`   the files read lately, kept so the next turns do not download them again
 - `image_bytes.py`  the image bytes all turns hold at once, within their bound
 - `unreadable.py`   the files whose read failed or hung lately, which turns do not try again
+- `fallen_out.py`  the messages that fell out of a channel's window since its summary, read
+                    for the next fold (`tomori.turns.summaries`)
 - `message_tool.py` the built-in `read_message` tool (a message by link or ID)
 """
 

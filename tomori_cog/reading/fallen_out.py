@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tomori.summary.store import Said
-from tomori.summary.writer import Earlier
+from tomori.turns.summaries import Earlier
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
