@@ -202,13 +202,16 @@ class StopButtons:
     async def _reply(self, interaction: Any, outcome: TurnStop) -> None:
         """The press's reply: when the turn stopped or had ended, an update taking the Stop
         button away if the message still shows it (its other buttons, an answer's take
-        buttons, stay), and the presser told if it had ended; else a refusal only they see."""
+        buttons, stay), and the presser told if it had ended; else a refusal only they see.
+        Only the button pressed goes: a stale client's press of an earlier turn's Stop on a
+        message now showing a regeneration's leaves that one, which stops the new take."""
         if outcome not in (TurnStop.STOPPED, TurnStop.ENDED):
             await interaction.response.send_message(_told(outcome, interaction), ephemeral=True)
             return
         message = getattr(interaction, "message", None)
-        if message is not None and _shows_stop(message):
-            await interaction.response.edit_message(view=self._rest(message))
+        pressed_id = str((getattr(interaction, "data", None) or {}).get("custom_id") or "")
+        if message is not None and _shows(message, pressed_id):
+            await interaction.response.edit_message(view=self._rest(message, pressed_id))
             self._remember_unbuttoned(str(message.id))
             if outcome is TurnStop.ENDED:
                 await interaction.followup.send(_told(outcome, interaction), ephemeral=True)
@@ -217,9 +220,9 @@ class StopButtons:
         else:
             await interaction.response.defer()  # nothing to take away: its message unchanged
 
-    def _rest(self, message: Any) -> Any | None:
-        """The buttons `message` keeps once its Stop button goes."""
-        return self._library.buttons_but(message, CUSTOM_ID_PREFIX)
+    def _rest(self, message: Any, pressed_id: str) -> Any | None:
+        """The buttons `message` keeps once the Stop button pressed goes."""
+        return self._library.buttons_but(message, pressed_id)
 
     async def _follow_up(self, interaction: Any, outcome: TurnStop) -> None:
         """After a deferred reply: the presser is told what did not stop (a stopped turn's
@@ -233,10 +236,10 @@ class StopButtons:
             self._unbuttoned.popitem(last=False)
 
 
-def _shows_stop(message: Any) -> bool:
-    """Whether `message` (as Discord sent it with the press) shows a Stop button."""
-    return any(
-        str(getattr(button, "custom_id", None) or "").startswith(CUSTOM_ID_PREFIX)
+def _shows(message: Any, pressed_id: str) -> bool:
+    """Whether `message` (as Discord sent it with the press) shows the Stop button pressed."""
+    return pressed_id.startswith(CUSTOM_ID_PREFIX) and any(
+        getattr(button, "custom_id", None) == pressed_id
         for row in getattr(message, "components", ())
         for button in getattr(row, "children", ())
     )

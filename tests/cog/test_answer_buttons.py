@@ -238,3 +238,37 @@ async def test_a_stop_button_left_on_an_ended_answer_goes_with_a_press_that_is_t
     assert pressed["type"] == 7
     assert pressed["data"]["components"] == []
     await until(lambda: ended_told(pressed, discord_rest))
+
+
+async def test_a_stale_press_of_an_earlier_stop_leaves_the_regenerations_own(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """A client that still shows the answer's first Stop button presses it while a
+    regeneration runs in that message: the presser is told the answer ended, and the
+    regeneration's own Stop button stays, and stops it."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path, **PATIENT)
+    never = asyncio.Event()
+    llm_server.script(
+        answer("First take.", pieces=4, gap=0.3),
+        Reply(body=[sse(chunk("Again.\n\n")), hold_until(never)]),
+    )
+    bot.say(f"{bot.mention()} tell me something")
+    message = await live(bot)
+    [earlier] = stop_buttons(message)
+    await until(lambda: take_labels(message) == TAKE_ONE and not stop_buttons(message))
+
+    assert (await bot.press(message, regenerate(message)))["type"] == 7
+    await until(lambda: bool(stop_buttons(message)))
+    [own] = stop_buttons(message)
+    assert own != earlier
+    stale = await bot.press(message, earlier)  # its reply is what would edit the message
+    assert ended_told(stale, bot.server)
+    assert stop_buttons(message) == [own]  # the regeneration's stays
+
+    assert (await bot.press(message, own))["type"] == 7
+    connection = llm_server.requests[1].connection
+    assert connection is not None
+    await until(lambda: connection.closed_by_client)
+    await bot.tidied()
+    assert message.content == "First take."
+    assert take_labels(message) == TAKE_ONE
