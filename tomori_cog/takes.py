@@ -8,10 +8,12 @@ takes the buttons off (the press's own reply, within Discord's 3 s) and queues t
 a turn under the channel's lock (`TakeAsk` in its `TurnRequest`); the turn writes it into the
 answer's messages (`tomori.turns.retake`), and `after_turn` keeps it and puts the buttons back,
 showing it. A press of ◀ or ▶ writes the stored take into the messages the same way (more
-messages posted after them, or the unused deleted) and moves the counter. Anyone but the asker
-or a moderator is told no, ephemerally, in their language (`of_interaction`); the buttons
-are labelled in the server's (`of_channel`). A new message in the channel (`heard`), or another
-turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
+messages posted after them, or the unused deleted) and moves the counter; if Discord lost one
+of its writes, the take shown before is written back, the counter stays, and the presser is
+told. Anyone but the asker or a moderator is told no, ephemerally, in their language
+(`of_interaction`); the buttons are labelled in the server's (`of_channel`). A new message in
+the channel (`heard`), or another turn there (`before_turn`), freezes the takes as shown and
+takes the buttons away.
 
 Putting buttons on or taking them off is a component tidy-up, as taking an ended answer's Stop
 button away is (`DiscordPacing.tidy`): behind every other request of the bot, and only when
