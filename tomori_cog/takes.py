@@ -8,10 +8,12 @@ takes the buttons off (the press's own reply, within Discord's 3 s) and queues t
 a turn under the channel's lock (`TakeAsk` in its `TurnRequest`); the turn writes it into the
 answer's messages (`tomori.turns.retake`), and `after_turn` keeps it and puts the buttons back,
 showing it. A press of ◀ or ▶ writes the stored take into the messages the same way (more
-messages posted after them, or the unused deleted) and moves the counter. Anyone but the asker
-or a moderator is told no, ephemerally, in their language (`of_interaction`); the buttons
-are labelled in the server's (`of_channel`). A new message in the channel (`heard`), or another
-turn there (`before_turn`), freezes the takes as shown and takes the buttons away.
+messages posted after them, or the unused deleted) and moves the counter; if Discord lost one
+of its writes, the take shown before is written back, the counter stays, and the presser is
+told. Anyone but the asker or a moderator is told no, ephemerally, in their language
+(`of_interaction`); the buttons are labelled in the server's (`of_channel`). A new message in
+the channel (`heard`), or another turn there (`before_turn`), freezes the takes as shown and
+takes the buttons away.
 
 Putting buttons on or taking them off is a component tidy-up, as taking an ended answer's Stop
 button away is (`DiscordPacing.tidy`): behind every other request of the bot, and only when
@@ -399,24 +401,32 @@ class AnswerTakes:
         if index is None:
             return PressRefusal.NO_MORE.words
         parts = await store.parts(takes.answer_id, index)
+        was = await store.parts(takes.answer_id, takes.shown)
         if not parts or not await store.begin_making(takes.answer_id):
             return not_begun(await store.of(takes.answer_id)).words  # frozen since it was read?
         try:
             await interaction.response.defer()
         except call_failures(self._library) as error:
             log.warning("a swipe could not be answered: %s", error)
-        messages = list(takes.messages)
+        number, messages, last = index, list(takes.messages), None
         channel = await find_channel(self._bot, self._library, int(takes.channel_id))
         try:
-            if channel is not None:
-                messages = await self._write(channel, takes, parts)
+            written = None if channel is None else await self._write(channel, takes, parts)
+            if written is not None:
+                messages = written
+            elif channel is not None:  # Discord lost a write: the take shown before goes back
+                number = takes.shown
+                messages = (await self._write(channel, takes, was) if was else None) or messages
+                last = was[-1] if len(was) == len(messages) else None
         finally:
-            shown = await store.swiped(takes.answer_id, index, messages)
+            shown = await store.swiped(takes.answer_id, number, messages)
         if channel is not None and shown is not None:
             was_last = takes.messages[-1]
             if was_last in shown.messages[:-1]:  # more messages now: its buttons move on
                 await self._components(channel, takes, was_last, None)
-            await self._show(store, channel, shown)
+            await self._show(store, channel, shown, last)
+        if number != index:
+            await self._follow_up(interaction, PressRefusal.NOT_SHOWN.words)
         return None
 
     async def _tell(self, interaction: Any, why: Text) -> None:
@@ -428,18 +438,20 @@ class AnswerTakes:
             log.warning("a press of a take button could not be answered: %s", error)
 
     async def _follow_up(self, interaction: Any, why: Text) -> None:
-        """`_tell`, once the press was answered already (its buttons taken off)."""
+        """`_tell`, once the press was answered already (its buttons taken off, or deferred)."""
         try:
             told = say(why, of_interaction(interaction))
             await interaction.followup.send(told, ephemeral=True)
         except call_failures(self._library) as error:
-            log.warning("a press of Regenerate could not be told why: %s", error)
+            log.warning("a press of a take button could not be told why: %s", error)
 
     # -- the answer's messages ------------------------------------------------------------------
 
-    async def _write(self, channel: Any, takes: Takes, parts: Sequence[str]) -> list[str]:
+    async def _write(self, channel: Any, takes: Takes, parts: Sequence[str]) -> list[str] | None:
         """The answer's messages show `parts`: those it has edited in order, more posted
-        after them, the rest deleted (`layout`); the messages that show it now."""
+        after them, the rest deleted (`layout`); the messages that show it now. None: Discord
+        lost one of its writes (after the one asking again), and the answer's messages show
+        only some of `parts` (those it posted past them deleted again)."""
         planned = layout(takes.messages, parts)
         port = TakePort(await self._port(channel, takes), takes.messages)
         shown: list[str] = []
@@ -448,7 +460,8 @@ class AnswerTakes:
                 shown.append(await port.send(part, reply_to=None, urgency=Urgency.FIRST))
         except DeliveryError as error:
             log.warning("channel %s: a take could not be shown whole: %s", channel.id, error)
-            return shown + list(takes.messages[len(shown) :])
+            await self._delete(channel, takes.persona, shown[len(takes.messages) :])
+            return None
         await self._delete(channel, takes.persona, planned.deleted)
         return shown
 

@@ -5,7 +5,8 @@ leaves its take buttons; the edits that take the Stop button off and put ◀ 1/1
 on are asked once more when Discord answers 5xx or never answers, as every write is; and the
 edit that puts back the take a stalled regeneration cut carries that take's text with its
 buttons, so the channel (and the next turn) never keeps the cut text under a counter that
-says otherwise.
+says otherwise; a swipe Discord lost a write of is taken back to the take shown, its presser
+told.
 
 Each channel's bucket is five times quicker than Discord's in the bot and the server alike
 (`tests/support/pace.py`), as in tests/cog/test_takes.py."""
@@ -25,7 +26,7 @@ from tests.support.openai_wire import chunk
 from tests.support.pace import quicken_channel_pace
 from tests.support.personas import personas_added
 from tests.support.rest_bots import OpenRestBot, RestBot, posted
-from tests.support.scripts import answer, finished
+from tests.support.scripts import answer, finished, in_parts
 from tests.support.waiting import until
 from tomori.words import said, say
 from tomori_cog.stop_buttons import CUSTOM_ID_PREFIX as STOP_PREFIX
@@ -272,3 +273,69 @@ async def test_a_stale_press_of_an_earlier_stop_leaves_the_regenerations_own(
     await bot.tidied()
     assert message.content == "First take."
     assert take_labels(message) == TAKE_ONE
+
+
+TAKE_TWO = ["◀", "2/2", "▶", "Regenerate"]
+
+
+def told_after(server: DiscordRestServer, words: str) -> bool:
+    """Whether a press was told `words` in a follow-up only its presser sees."""
+    followed = [m for sent in server.webhook_messages.values() for m in sent]
+    return any(m.content == words and m.payload["flags"] & 64 for m in followed)
+
+
+def pressing(message: ChannelMessage, button: str) -> str:
+    return next(c for c in custom_ids(message) if c.endswith(f":{button}"))
+
+
+LOST = {
+    "edit": ("message_edit", ("ALPHA one.",)),
+    "post": ("message_create", ("ALPHA one.", "ALPHA two.", "ALPHA three.")),
+}
+"""The route whose two writes Discord fails as ◀ is pressed, and the take ◀ would show."""
+
+
+@pytest.mark.parametrize("lost", list(LOST))
+async def test_a_swipe_discord_lost_a_write_of_keeps_the_take_shown_and_tells_its_presser(
+    open_rest_bot: OpenRestBot,
+    llm_server: LLMServer,
+    discord_rest: DiscordRestServer,
+    tmp_path: Path,
+    lost: str,
+) -> None:
+    """An answer's second take shows, 2/2; its asker presses ◀, and Discord fails (5xx, asked
+    again, failed again) the edit that writes the first take, or the post of its second
+    message. The answer shows its second take under 2/2 still (any first-take text written
+    back), its presser is told, only them, that the swipe could not be shown, and the next
+    turn's model reads the take shown."""
+    route, first_take = LOST[lost]
+    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    llm_server.script(
+        in_parts(*(f"{part}\n\n" for part in first_take), gap=0.6),
+        answer("BETA only."),
+        answer("Next answer."),
+    )
+    bot.say(f"{bot.mention()} tell me something")
+    await bot.tidied()
+    assert [m.content for m in bot.shown()] == list(first_take)
+    last = bot.shown()[-1]
+    assert (await bot.press(last, regenerate(last)))["type"] == 7
+    await until(lambda: [take_labels(m) for m in bot.shown()] == [TAKE_TWO])
+    await bot.tidied()
+    [message] = bot.shown()
+    assert message.content == "BETA only."
+
+    discord_rest.fail_next(route, times=2)
+    await bot.press(message, pressing(message, "previous"))
+    not_shown = say(said("reply.take.not_shown"), "en")
+    await until(lambda: told_after(discord_rest, not_shown))
+    await bot.tidied()
+    assert discord_rest.failed[route] == 2
+    assert [(m.content, take_labels(m)) for m in bot.shown()] == [("BETA only.", TAKE_TWO)]
+
+    bot.say(f"{bot.mention()} and then?")
+    await bot.tidied()
+    said_before = [
+        m["content"] for m in llm_server.requests[-1].body["messages"] if m["role"] == "assistant"
+    ]
+    assert said_before[-1] == "BETA only."

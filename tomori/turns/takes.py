@@ -81,6 +81,8 @@ class PressRefusal(StrEnum):
     GONE = "reply.take.gone"
     NO_MORE = "reply.take.no_more"
     NOT_QUEUED = "reply.take.not_queued"
+    NOT_SHOWN = "reply.take.not_shown"
+    """◀ or ▶, whose take Discord did not take whole: the answer shows the take it showed."""
     ENOUGH = "reply.take.enough"
     """Regenerate, on an answer that keeps as many takes as it may (`TOMORI_MAX_TAKES`)."""
 
