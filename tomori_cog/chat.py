@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tomori.cast.personas import Persona
@@ -105,6 +105,7 @@ class TomoriChat:
             locks=self._locks,
             held=self.command_refusal,
             persona_of=self._persona_of,
+            persona_posted=self._persona_posted,
         )
         """The last answers' takes: the cogs' listener hands presses of their buttons here."""
         self.stop_buttons = StopButtons(library, self.stop_turn)
@@ -233,6 +234,12 @@ class TomoriChat:
     async def _persona_of(self, guild_id: str, key: str) -> Persona | None:
         personas = await (await self.ensure_started()).personas.of_server(guild_id)
         return next((persona for persona in personas if persona.key == key), None)
+
+    async def _persona_posted(
+        self, guild_id: str, channel_id: str, persona: Persona, message_ids: Sequence[str]
+    ) -> None:
+        personas = (await self.ensure_started()).personas
+        await personas.posted(guild_id, channel_id, persona, message_ids)
 
     @property
     def bot_name(self) -> str:

@@ -79,6 +79,9 @@ Held = Callable[[int, int, int], Awaitable[Refusal | None]]
 press: `TomoriChat.command_refusal`."""
 PersonaOf = Callable[[str, str], Awaitable[Persona | None]]
 """A server's persona by its name key (None: removed since)."""
+PersonaPosted = Callable[[str, str, Persona, Sequence[str]], Awaitable[None]]
+"""Keep that a persona posted these messages in a server's channel (the history then shows
+them as its own: `PersonaStore.posted`)."""
 
 
 class AnswerTakes:
@@ -98,6 +101,7 @@ class AnswerTakes:
         locks: Callable[[], Awaitable[ChannelLocks]],
         held: Held,
         persona_of: PersonaOf,
+        persona_posted: PersonaPosted,
     ) -> None:
         """`most_takes` is how many takes an answer keeps (`TOMORI_MAX_TAKES`); `locks`
         starts the cog if it is not yet, and gives its channel locks."""
@@ -112,6 +116,7 @@ class AnswerTakes:
         self._locks = locks
         self._held = held
         self._persona_of = persona_of
+        self._persona_posted = persona_posted
         self._store: TakeStore | None = None
         self._open: set[str] | None = None
         """The channels with takes not frozen (read once from the store, then kept)."""
@@ -463,7 +468,21 @@ class AnswerTakes:
             await self._delete(channel, takes.persona, shown[len(takes.messages) :])
             return None
         await self._delete(channel, takes.persona, planned.deleted)
+        await self._posted(channel, takes, [m for m in shown if m not in takes.messages])
         return shown
+
+    async def _posted(self, channel: Any, takes: Takes, message_ids: Sequence[str]) -> None:
+        """A persona's take posted past the answer's messages: those are its own too, or the
+        next turns would show them as an unknown webhook's. A database that fails is logged:
+        the take is shown all the same."""
+        if not message_ids or takes.persona is None or takes.guild_id is None:
+            return
+        try:
+            persona = await self._persona_of(takes.guild_id, takes.persona)
+            if persona is not None:
+                await self._persona_posted(takes.guild_id, str(channel.id), persona, message_ids)
+        except Exception:
+            log.exception("channel %s: could not record the messages of a take", channel.id)
 
     async def _port(self, channel: Any, takes: Takes) -> ChannelPort:
         """The port the answer's messages are written through: the bot's, or its persona's

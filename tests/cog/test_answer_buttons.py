@@ -339,3 +339,40 @@ async def test_a_swipe_discord_lost_a_write_of_keeps_the_take_shown_and_tells_it
         m["content"] for m in llm_server.requests[-1].body["messages"] if m["role"] == "assistant"
     ]
     assert said_before[-1] == "BETA only."
+
+
+async def test_a_personas_take_swiped_back_is_its_own_in_the_next_request(
+    open_rest_bot: OpenRestBot, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """A persona's answer in two messages, regenerated into one, then swiped back: the swipe
+    posts the take's second message again, through the persona's webhook, and the next turn's
+    model reads both as the persona's own answer, not as an unknown webhook's words."""
+    bot = await opened(open_rest_bot, llm_server, tmp_path)
+    await personas_added(bot, "Aria")
+    llm_server.script(
+        in_parts("Aria one.\n\n", "Aria two.\n\n", gap=0.6),
+        answer("Aria again."),
+        answer("Next answer."),
+    )
+    bot.say("aria, hello")
+    await bot.tidied()
+    assert [m.content for m in arias(bot)] == ["Aria one.", "Aria two."]
+    last = arias(bot)[-1]
+    assert (await bot.press(last, regenerate(last)))["type"] == 7
+    await until(lambda: [take_labels(m) for m in arias(bot)] == [TAKE_TWO])
+    await bot.tidied()
+    [message] = arias(bot)
+    await bot.press(message, pressing(message, "previous"))
+    await until(lambda: [m.content for m in arias(bot)] == ["Aria one.", "Aria two."])
+    await bot.tidied()
+
+    bot.say("aria, and then?")
+    await bot.tidied()
+    seen = [(m["role"], m["content"]) for m in llm_server.requests[-1].body["messages"]]
+    assert ("assistant", "Aria one.\nAria two.") in seen
+    assert not any("webhook" in text for _, text in seen)
+
+
+def arias(bot: RestBot) -> list[ChannelMessage]:
+    """The messages Aria (a persona, through the bot's webhook) shows."""
+    return [m for m in posted(bot.server) if m.username == "Aria"]
