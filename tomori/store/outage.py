@@ -5,6 +5,9 @@ While PostgreSQL restarts or its network is away, every statement of every loop 
 message fails, again and again, for the same few reasons. The store notes each failure here:
 the first of each kind (the error's type: refused, shutting down, timed out...) is logged, the
 rest are not, and the first success ends the outage with one line saying how long it lasted.
+An attempt that began before that success and fails after it (a connection asked for while the
+server was starting, refused once it is up) is late news of the outage that ended, not a new
+one: it is marked, not told.
 An error noted here is marked, so that whoever retries it (`tomori.store.retry`, the registry's
 loops, the metrics writer) and the driver's own pool log it quietly instead of again.
 """
@@ -34,15 +37,17 @@ class OutageLog:
         self._mask = mask
         self._since: float | None = None
         self._kinds: set[str] = set()
+        self._answered_at = float("-inf")
         self.reporting = False
         """False while the database is being opened: a failure then is the opening's error,
         which says it itself."""
 
-    def failed(self, error: BaseException) -> None:
-        """A statement or connection failed for a reason that passes (the caller retries)."""
+    def failed(self, error: BaseException, began: float) -> None:
+        """A statement or connection begun at `began` (`time.monotonic()`) failed for a reason
+        that passes (the caller retries)."""
         with contextlib.suppress(AttributeError):  # a type without attributes: logged again
             setattr(error, _MARK, True)
-        if not self.reporting:
+        if not self.reporting or began < self._answered_at:
             return
         if self._since is None:
             self._since = time.monotonic()
@@ -61,6 +66,7 @@ class OutageLog:
 
     def succeeded(self) -> None:
         """A statement or connection worked: the outage, if there was one, is over."""
+        self._answered_at = time.monotonic()
         if self._since is None:
             return
         # A warning, like the outage's start, so that a log kept at warnings shows the end too.

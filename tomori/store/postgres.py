@@ -25,6 +25,7 @@ import functools
 import logging
 import os
 import re
+import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -200,6 +201,7 @@ class PostgresDatabase:
         transaction on the server, which rolls it back (or, for a COMMIT already sent, keeps
         it) and frees its locks before another transaction sees them.
         """
+        began = time.monotonic()
         try:
             async with self._pool.acquire(timeout=COMMAND_TIMEOUT_S) as connection:
                 try:
@@ -209,7 +211,7 @@ class PostgresDatabase:
                     raise
         except Exception as error:
             if isinstance(error, TRANSIENT):
-                self._outage.failed(error)
+                self._outage.failed(error, began)
             raise
         self._outage.succeeded()
 
@@ -298,11 +300,12 @@ async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
 
 async def _connect(outage: OutageLog, *args: Any, **kwargs: Any) -> asyncpg.Connection[Any]:
     """`asyncpg.connect`, its passing failures noted in the outage log (the pool's too)."""
+    began = time.monotonic()
     try:
         connection: asyncpg.Connection[Any] = await asyncpg.connect(*args, **kwargs)
     except Exception as error:
         if isinstance(error, TRANSIENT):
-            outage.failed(error)
+            outage.failed(error, began)
         raise
     return connection
 
