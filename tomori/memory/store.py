@@ -9,7 +9,8 @@ no (`/tomori memory off`). A save keeps to the bounds (`TOMORI_MEMORY_CHARS`,
 `TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise. Every
 delete removes the rows and their search entries in one transaction (`_delete`); on SQLite the
 search index is then merged, so no deleted word is left in it. A member's forget-all drops the
-channel summaries that covered their messages in that transaction too (`tomori.summary`).
+channel summaries that covered their messages in that transaction too, and marks them so no
+summary takes their messages in again (`tomori.summary`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tomori.memory import search
 from tomori.memory.scopes import DM_GUILD, Place, Scope
 from tomori.store import Database, Row, Transaction
 from tomori.store.base import Params
-from tomori.summary.store import drop_member
+from tomori.summary.store import WRITES, drop_member
 
 COLUMNS = "m.memory_id, m.scope, m.guild_id, m.owner_id, m.member_id, m.text, m.created_at"
 
@@ -206,8 +207,9 @@ class MemoryStore:
 
     async def forget_all(self, member_id: str) -> int:
         """Forget every memory saved from `member_id`'s turns, and (in the same transaction)
-        every channel summary that covered a message of theirs; how many memories there were."""
-        async with self._db.transaction() as tx:
+        every channel summary that covered a message of theirs, marking them forgotten so no
+        fold takes their messages in again; how many memories there were."""
+        async with self._db.transaction(WRITES) as tx:
             forgotten = await self._delete_in(tx, "m.member_id = ?", (member_id,))
             await drop_member(tx, member_id)
             return forgotten
