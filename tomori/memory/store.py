@@ -6,7 +6,9 @@ conversation's alone; in a server, the server's own, those about the member the 
 another server's nor any direct message's; never those saved
 from the turns of a member who said no (`/memory off`), and none at all in a server that said
 no (`/tomori memory off`). A save keeps to the bounds (`TOMORI_MEMORY_CHARS`,
-`TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise. Every
+`TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise; none
+is made in a channel not everyone in its server may read (every scope of a server is shown in
+its other channels, so a staff channel's talk would leave it). Every
 delete removes the rows and their search entries in one transaction (`_delete`); on SQLite the
 search index is then merged, so no deleted word is left in it. A member's forget-all drops the
 channel summaries that covered their messages in that transaction too, and marks them so no
@@ -96,6 +98,11 @@ class MemoryStore:
     async def save(self, place: Place, scope: Scope, text: str) -> Memory:
         """Keep `text` in `scope` as saved at `place`, or raise `MemoryRefused` saying why; a
         text the scope keeps already is not kept twice (the one kept is returned)."""
+        if not place.shared:
+            raise MemoryRefused(
+                "not everyone in this server can read this channel, and what is remembered"
+                " here would be shown in the channels they read: nothing is remembered here"
+            )
         text = " ".join(text.split())
         if not text:
             raise MemoryRefused("there is nothing to remember: give the fact as text")

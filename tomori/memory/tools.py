@@ -12,6 +12,7 @@ a member or server that said no) fails for the model with the store's reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tomori.config.settings import FORGET_NAME, REMEMBER_NAME, Settings
@@ -60,8 +61,7 @@ class TurnMemories:
         self.saved: list[Memory] = []
 
     def place(self, persona: str | None) -> Place:
-        here = self._place
-        return Place(here.guild_id, here.channel_id, here.member_id, persona)
+        return replace(self._place, persona=persona)
 
     async def note(self, persona: str | None, text: str) -> tuple[ContextItem, ...]:
         """What the speaker `persona` (None: the bot) is shown of its memories, found by
