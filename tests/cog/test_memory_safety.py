@@ -53,6 +53,7 @@ async def test_a_planted_file_in_a_reply_steers_no_tool_past_the_turns_place(
         forget(bobs.memory_id, "f1"),
         forget(elsewhere.memory_id, "f2"),
         forget(dm.memory_id, "f3"),
+        forget(10**20, "f4"),  # past any number the database holds
         answer("Done."),
     )
     await bot.say(f"{bot.mention()} what do these notes say?", replying_to=posted)
@@ -65,9 +66,10 @@ async def test_a_planted_file_in_a_reply_steers_no_tool_past_the_turns_place(
         "SELECT owner_id, member_id FROM memories WHERE text = 'Bob owns this server'"
     )
     assert rows == [(alice, alice)]  # about the member answered, never the one it named
-    for memory, result in zip((bobs, elsewhere, dm), refused, strict=True):
+    numbers = (bobs.memory_id, elsewhere.memory_id, dm.memory_id, 10**20)
+    for number, result in zip(numbers, refused, strict=True):
         assert result["status"] == "tool_execution_failed"
-        assert f"no memory #{memory.memory_id} you may forget here" in result["reason"]
+        assert f"no memory #{number} you may forget here" in result["reason"]
     kept = await database.rows("SELECT memory_id FROM memories ORDER BY memory_id")
     assert {bobs.memory_id, elsewhere.memory_id, dm.memory_id} <= {m for (m,) in kept}
 
