@@ -38,6 +38,7 @@ from tomori_cog.locales import of_channel
 from tomori_cog.pacing import DiscordPacing
 from tomori_cog.persona_port import PersonaPort, wardrobe_of
 from tomori_cog.progress_marks import ProgressMarks
+from tomori_cog.reading.audience import everyone_reads
 from tomori_cog.reading.fallen_out import fallen_out
 from tomori_cog.reading.history import HistoryReader
 from tomori_cog.reading.memory import RecentMessages
@@ -131,6 +132,10 @@ class DiscordSurface:
     @property
     def limit_scope(self) -> str:
         return limit_scope(self._guild)
+
+    @property
+    def shared(self) -> bool:
+        return everyone_reads(self._parts.library, self._channel)
 
     async def trigger(self, turn: Turn) -> Any | None:
         """The trigger as the gateway showed it, else read again (a turn replayed after a

@@ -2,7 +2,8 @@
 sent to a small model are fitted to its context (the oldest history first, an attachment's
 text cut before a message is left out), never the system prompt, the persona or the trigger;
 a refusal that names a smaller context is asked once more, fitted to it, and answered; an
-admin's chain may lower a model's context, never raise it past the author's.
+admin's chain may lower a model's context, never raise it past the author's; every pass of the
+tool loop fits, a tool result too long for it cut with a note the model reads.
 
 The model server counts tokens its own way (tests/support/token_window.py), refuses a request
 over its context as OpenAI does, and reports each request's tokens as usage.
@@ -11,23 +12,25 @@ over its context as OpenAI does, and reports each request's tokens as usage.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.bots import OpenBot
+from tests.support.bots import OpenBot, Posted
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.conversation import shown
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.files import FileServer
 from tests.support.llm_server import LLMServer
 from tests.support.rest_bots import OpenRestBot, conversation, posted, user_message
-from tests.support.scripts import counted_answer
+from tests.support.scripts import counted_answer, tool_call
 from tests.support.tomori_commands import said
-from tests.support.world import CHANNEL_ID, Person
+from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
 from tomori.prompt.budget import CUT_MARKER
+from tomori.prompt.tool_cuts import CUT_NOTE
 
 ANSWER = "Here is what I make of it."
 OLD_LINE = "an old story about the harbour and its boats, told again at length " * 6
@@ -157,3 +160,52 @@ async def test_an_admins_chain_may_lower_a_models_context_never_raise_it(
     async with asyncio.timeout(10):
         await bot.settled()
     assert small_model.counted[-1] <= 1_000 - 250
+
+
+def page(name: str, words: int) -> str:
+    """A long public message, `name` first so the part of it kept is known."""
+    return f"{name}: " + " ".join(f"{name}-entry-{n} of the archive" for n in range(words))
+
+
+async def test_each_pass_of_the_tool_loop_fits_the_model_and_a_long_tool_result_is_cut(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """Three messages read with read_message hold more than a 2,000-token model: each pass
+    after a read is fitted again, the biggest result cut with a note the model reads, so the
+    model server refuses none of them and the answer is posted."""
+    public = CHANNEL_ID + 1
+    bot = await open_bot(
+        settings_for(tmp_path), chain_for(small_model, "openai:test-model+context=2000")
+    )
+    reads = [
+        bot.seed(page("alpha", 60), channel=public),
+        bot.seed(page("beta", 12), channel=public),
+        bot.seed(page("gamma", 60), channel=public),
+    ]
+    small_model.script(
+        *[
+            tool_call("read_message", json.dumps({"reference": link(posted)}), call_id=f"r{n}")
+            for n, posted in enumerate(reads)
+        ]
+    )
+    await bot.say(f"{bot.mention()} what do the three archive messages say?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert await bot.contents() == [ANSWER]
+    assert len(small_model.requests) == 4  # three reads and the answer, none refused
+    assert all(tokens <= 2_000 for tokens in small_model.counted)
+    last = small_model.requests[-1].body["messages"]
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    assert len(results) == 3
+    cut = [result for result in results if CUT_NOTE in result]  # the model is told of each
+    assert cut
+    assert CUT_NOTE not in results[1]
+    assert "beta-entry-11" in results[1]  # the smallest is whole
+    assert any("-entry-0 of the archive" in result for result in cut)  # a cut keeps the start
+    asked = [m["content"] for m in last if m["role"] == "user"][-1]
+    assert asked.endswith("what do the three archive messages say?")  # the trigger is kept
+
+
+def link(posted: Posted) -> str:
+    return f"https://discord.com/channels/{GUILD_ID}/{posted.channel}/{posted.id}"

@@ -153,7 +153,8 @@ async def test_a_channel_summary_is_kept_the_memories_days_after_it_was_last_wri
     opened, now = await opened_now(database)
     store = SummaryStore(opened)
     for channel, text in (("11", "an old summary"), ("12", "a fresh summary")):
-        await store.save("1", channel, text, [Said(channel + "0", "101", "bob: hi")])
+        said = [Said(channel + "0", "101", "bob: hi")]
+        await store.save("1", channel, text, said, await store.begin("1", channel))
     await database.execute(
         "UPDATE channel_summaries SET updated_at = ? WHERE text = ?",
         (now - 31 * DAY_S, "an old summary"),

@@ -111,6 +111,10 @@ class ConsoleSurface:
     def limit_scope(self) -> str:
         return SERVER
 
+    @property
+    def shared(self) -> bool:
+        return True  # its one member, you
+
     async def trigger(self, turn: Turn) -> ConsoleMessage | None:
         return self._channel.message(turn.trigger.message_id)
 

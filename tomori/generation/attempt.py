@@ -1,6 +1,7 @@
 """One model's attempt at a turn: its tool loop, and the one second try a failure may earn.
 
-The model is sent the request fitted to its context budget (`contexts.ContextBook`), and
+The model is sent the request fitted to its context budget (`contexts.ContextBook`), each pass
+of its tool loop fitted to the same room (a tool result that does not fit is cut), and
 what its server says the request came to teaches the budget how it counts. A refusal of the
 request as too long for the model's context is asked once more, fitted tighter (to the size
 the refusal named, or a smaller share), before the next model is.
@@ -53,7 +54,8 @@ async def attempt_model(
     asked_at = time.monotonic()
     sent = replace(sent, tools=env.tools.specs())  # what the loop offers counts in the fit
     fit = env.contexts.fitted(model, sent)
-    loop = await run_tool_loop(provider, fit.request, env)
+    each_pass = env.contexts.fitting(model, fit.room)
+    loop = await run_tool_loop(provider, fit.request, env, each_pass)
     if loop.passes:
         env.contexts.observed(model, fit.request, loop.passes[0].usage)
     error = loop.last.error if loop.last is not None else None
@@ -69,7 +71,10 @@ async def attempt_model(
             tighter.tokens,
         )
         again = await run_tool_loop(
-            provider, replace(tighter.request, tool_history=loop.tool_history), env
+            provider,
+            replace(tighter.request, tool_history=loop.tool_history),
+            env,
+            env.contexts.fitting(model, tighter.room),
         )
         if again.passes:
             env.contexts.observed(model, tighter.request, again.passes[0].usage)
@@ -78,7 +83,7 @@ async def attempt_model(
     if refuses_images(error) and image_count(sent):
         log.warning("model %s refused the images%s; once more without", model.label, detail(loop))
         again = await run_tool_loop(
-            provider, replace(without_images(sent), tool_history=loop.tool_history), env
+            provider, replace(without_images(sent), tool_history=loop.tool_history), env, each_pass
         )
         return replace(again, passes=(*loop.passes, *again.passes))
     first_token_by = asked_at + env.settings.first_token_budget_s
@@ -91,7 +96,7 @@ async def attempt_model(
         env.state.first_token_by = first_token_by
         try:
             again = await run_tool_loop(
-                provider, replace(sent, tool_history=loop.tool_history), env
+                provider, replace(sent, tool_history=loop.tool_history), env, each_pass
             )
         finally:
             env.state.first_token_by = None
@@ -110,7 +115,9 @@ async def attempt_model(
         )
     except Stopped:
         return replace(loop, status=StreamStatus.STOPPED_BY_USER)
-    again = await run_tool_loop(provider, replace(sent, tool_history=loop.tool_history), env)
+    again = await run_tool_loop(
+        provider, replace(sent, tool_history=loop.tool_history), env, each_pass
+    )
     return replace(again, passes=(*loop.passes, *again.passes))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from tomori.config.models import ModelChain, ModelEntry
@@ -34,6 +34,9 @@ from tomori.providers.base import ProviderError, StreamRequest, Usage
 from tomori.providers.errors import overflow
 
 log = logging.getLogger(__name__)
+
+Fit = Callable[[StreamRequest], StreamRequest]
+"""A request as one model is sent it: each pass of its tool loop goes through one."""
 
 OWN_API_CONTEXT_TOKENS = 32_768
 """The default for OpenAI's and Gemini's own APIs, whose models hold 128k tokens and more:
@@ -117,6 +120,10 @@ class ContextBook:
         """`request` as `entry` is sent it: within its budget's room."""
         return self._fitted(entry, request, self.budget(entry).room)
 
+    def fitting(self, entry: ModelEntry, room: int) -> Fit:
+        """How each pass of `entry`'s tool loop is fitted: to `room`, as its first was."""
+        return lambda request: self._fitted(entry, request, room).request
+
     def observed(self, entry: ModelEntry, sent: StreamRequest, usage: Usage | None) -> None:
         """Learn `entry`'s ratio from what its server said `sent` came to."""
         if usage is not None and usage.input_tokens > 0:
@@ -152,14 +159,15 @@ class ContextBook:
                 fit.tokens,
                 room,
             )
-        elif fit.left_out or fit.cut:
+        elif fit.left_out or fit.cut or fit.results_cut:
             log.info(
                 "the request to %s fits its room of %d tokens: %d history messages left "
-                "out, %d attachments cut",
+                "out, %d attachments and %d tool results cut",
                 entry.label,
                 room,
                 fit.left_out,
                 fit.cut,
+                fit.results_cut,
             )
         return fit
 

@@ -4,7 +4,9 @@ Each tool runs under the lock's watchdog (the first-token budget and the tool bu
 exceed the stale-lock window on purpose), bounded by `TOOL_EXECUTION_TIMEOUT_MS`, and in a task
 that `/kill` cancels through the same kill hook a stream uses. A call whose arguments arrived
 cut off is never run: a synthetic failure asks the model to issue it again. Each exchange keeps
-the text the model wrote before the call, so the next pass does not write it again. Each pass's
+the text the model wrote before the call, so the next pass does not write it again. Each pass
+is fitted to the model's context as the first was (`fit`), so a long tool result is cut rather
+than the next pass refused (`tomori.prompt.tool_cuts`). Each pass's
 tokens are charged to the turn's budget as it ends, and no pass starts once the budget is spent
 (`out_of_tokens`: the turn says so).
 """
@@ -20,7 +22,7 @@ from tomori.config.settings import Settings, seconds
 from tomori.delivery.notices import STILL_WORKING, THINKING_LOOP, TOOL_ERROR_LOOP
 from tomori.delivery.port import StreamWriter
 from tomori.delivery.progress import Stage
-from tomori.generation.contexts import ContextBook
+from tomori.generation.contexts import ContextBook, Fit
 from tomori.generation.results import StreamResult, StreamStatus, pass_usage, request_characters
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import Stopped, until_stopped
@@ -103,7 +105,7 @@ class _Outcome:
 
 
 async def run_tool_loop(
-    provider: Provider, request: StreamRequest, env: TurnEnvironment
+    provider: Provider, request: StreamRequest, env: TurnEnvironment, fit: Fit
 ) -> LoopResult:
     state, guard, settings, surface_errors = env.state, env.guard, env.settings, env.surface_errors
     history = list(request.tool_history)
@@ -122,7 +124,7 @@ async def run_tool_loop(
             await state.post_notice(STILL_WORKING)
         state.progress.report(Stage.WORKING)
         writer = env.open_writer()
-        sent = replace(request, tool_history=tuple(history), tools=specs)
+        sent = fit(replace(request, tool_history=tuple(history), tools=specs))
         if env.opening is not None and env.opening.begun:  # its text, shown, stands for it
             sent = without_prefill(sent, env.opening.prefill.text)
         try:

@@ -32,12 +32,15 @@ ABOUT = {"member": Scope.MEMBER, "server": Scope.SERVER, "self": Scope.PERSONA}
 @dataclass(frozen=True, slots=True)
 class Place:
     """Where one speaker of one turn is: the server (None: a direct message), the channel, the
-    member the turn answers, and the persona speaking (None: the bot)."""
+    member the turn answers, the persona speaking (None: the bot), and whether everyone in the
+    server may read the channel (a staff channel, a private thread: no; nothing is saved from
+    one, since every scope of a server is shown in its other channels)."""
 
     guild_id: str | None
     channel_id: str
     member_id: str
     persona: str | None = None
+    shared: bool = True
 
     @property
     def in_dm(self) -> bool:

@@ -6,10 +6,13 @@ conversation's alone; in a server, the server's own, those about the member the 
 another server's nor any direct message's; never those saved
 from the turns of a member who said no (`/memory off`), and none at all in a server that said
 no (`/tomori memory off`). A save keeps to the bounds (`TOMORI_MEMORY_CHARS`,
-`TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise. Every
+`TOMORI_MEMORIES_PER_SCOPE`) and to those refusals, and fails with the reason otherwise; none
+is made in a channel not everyone in its server may read (every scope of a server is shown in
+its other channels, so a staff channel's talk would leave it). Every
 delete removes the rows and their search entries in one transaction (`_delete`); on SQLite the
 search index is then merged, so no deleted word is left in it. A member's forget-all drops the
-channel summaries that covered their messages in that transaction too (`tomori.summary`).
+channel summaries that covered their messages in that transaction too, and marks them so no
+summary takes their messages in again (`tomori.summary`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tomori.memory import search
 from tomori.memory.scopes import DM_GUILD, Place, Scope
 from tomori.store import Database, Row, Transaction
 from tomori.store.base import Params
-from tomori.summary.store import drop_member
+from tomori.summary.store import WRITES, drop_member
 
 COLUMNS = "m.memory_id, m.scope, m.guild_id, m.owner_id, m.member_id, m.text, m.created_at"
 
@@ -95,6 +98,11 @@ class MemoryStore:
     async def save(self, place: Place, scope: Scope, text: str) -> Memory:
         """Keep `text` in `scope` as saved at `place`, or raise `MemoryRefused` saying why; a
         text the scope keeps already is not kept twice (the one kept is returned)."""
+        if not place.shared:
+            raise MemoryRefused(
+                "not everyone in this server can read this channel, and what is remembered"
+                " here would be shown in the channels they read: nothing is remembered here"
+            )
         text = " ".join(text.split())
         if not text:
             raise MemoryRefused("there is nothing to remember: give the fact as text")
@@ -206,8 +214,9 @@ class MemoryStore:
 
     async def forget_all(self, member_id: str) -> int:
         """Forget every memory saved from `member_id`'s turns, and (in the same transaction)
-        every channel summary that covered a message of theirs; how many memories there were."""
-        async with self._db.transaction() as tx:
+        every channel summary that covered a message of theirs, marking them forgotten so no
+        fold takes their messages in again; how many memories there were."""
+        async with self._db.transaction(WRITES) as tx:
             forgotten = await self._delete_in(tx, "m.member_id = ?", (member_id,))
             await drop_member(tx, member_id)
             return forgotten

@@ -12,6 +12,7 @@ a member or server that said no) fails for the model with the store's reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tomori.config.settings import FORGET_NAME, REMEMBER_NAME, Settings
@@ -49,6 +50,10 @@ FORGET = ToolSpec(FORGET_NAME, "Forget one of the memories you were shown.", FOR
 """What the model is offered (`--check` offers them too, with no turn to bind them to)."""
 
 
+ID_BOUND = 2**63
+"""Past any memory's number (a PostgreSQL bigint): a larger one names none, and is not asked."""
+
+
 class TurnMemories:
     """One turn's memories: the note each speaker is shown, its tools, what they saved."""
 
@@ -60,8 +65,7 @@ class TurnMemories:
         self.saved: list[Memory] = []
 
     def place(self, persona: str | None) -> Place:
-        here = self._place
-        return Place(here.guild_id, here.channel_id, here.member_id, persona)
+        return replace(self._place, persona=persona)
 
     async def note(self, persona: str | None, text: str) -> tuple[ContextItem, ...]:
         """What the speaker `persona` (None: the bot) is shown of its memories, found by
@@ -86,7 +90,7 @@ class TurnMemories:
                 memory_id = int(arguments.get("id"))  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 raise ToolFailure("give the memory's number") from None
-            if not await self._store.forget_here(place, memory_id):
+            if not 0 < memory_id < ID_BOUND or not await self._store.forget_here(place, memory_id):
                 raise ToolFailure(f"there is no memory #{memory_id} you may forget here")
             self.saved = [m for m in self.saved if m.memory_id != memory_id]
             return {"forgotten": memory_id}

@@ -25,6 +25,8 @@ keeps to them.
   Swept whether or not memories are on now: turning them off keeps none longer.
 - `channel_summaries` (and the `summary_sources` each keeps, `tomori.summary`): as long as
   memories, `TOMORI_MEMORY_DAYS` after each was last written; 0 keeps them until dropped.
+  A channel's count of deletes (`summary_changes`) goes with them that long after its last;
+  who asked to be forgotten (`summary_forgotten`) is kept always.
 - `channel_webhooks`: not swept. Discord says when a channel, or the bot's place in a server,
   is gone, and the cog forgets its webhooks then (`tomori_cog.webhooks`).
 

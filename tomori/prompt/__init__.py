@@ -8,6 +8,7 @@
 - `opening.py`      `opened`: the posted answer begins with the prefill exactly once
 - `tokens.py`       a request's tokens, estimated with no download
 - `budget.py`       `fitted`: a request within a model's context (the rule for what goes)
+- `tool_cuts.py`    a tool result cut to fit, with a note the model reads
 """
 
 from tomori.prompt.conversation import Unshown, in_time_order

@@ -5,15 +5,18 @@ worse, silently drops its start (Ollama), system prompt and persona first. So ea
 sent the turn's context fitted to its room (`tomori.generation.contexts` says how much), as
 estimated by `tomori.prompt.tokens` scaled by the ratio learned of that model. Always sent,
 whatever it costs: the system items (the system prompt, the persona), the request-only notes,
-the tools and the turn's tool exchanges, and the items marked `pinned` (the trigger, the chain
-it replies to, what a /respond said, a prefill). The rest is the history, and while the
-request is too long:
-1. the text of the history's attachments may be cut, each to no less than a quarter of the
-   room (`FILE_SHARE`), before any message is left out: the oldest messages are left out only
-   as far as that is not enough;
-2. the attachments of the history left are cut that far, oldest message first, the last one
+the tools, the turn's tool calls, and the items marked `pinned` (the trigger, the chain it
+replies to, what a /respond said, a prefill). Every pass of the tool loop is fitted so, its
+tool results with it. While the request is too long:
+1. the tool results over a quarter of the room (`FILE_SHARE`) are cut to it, the biggest
+   first, only as far as needed (`tomori.prompt.tool_cuts`: a note says the rest is left out);
+2. the text of the history's attachments may be cut, each to no less than a quarter of the
+   room, before any message is left out: the oldest messages are left out only as far as that
+   is not enough;
+3. the attachments of the history left are cut that far, oldest message first, the last one
    only as far as needed (a marker says the rest is left out);
-3. the attachments of the pinned items (the trigger's own file) are cut, as far as needed.
+4. the attachments of the pinned items (the trigger's own file) are cut, as far as needed;
+5. the tool results are cut further, the biggest first, as far as needed.
 What is left over then is sent as it is: the server's refusal, if it refuses, is retried
 tighter once and then handed to the next model (`tomori.generation.attempt`).
 """
@@ -24,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from tomori.prompt.conversation import CONTINUED
-from tomori.prompt.tokens import fixed_tokens, item_tokens, scaled
-from tomori.providers.base import ContextItem, Role, StreamRequest
+from tomori.prompt.tokens import exchange_tokens, fixed_tokens, item_tokens, scaled
+from tomori.prompt.tool_cuts import cut_results
+from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
 
 CUT_MARKER = f"\n{CONTINUED}[... the rest of the attached text is left out here: it did not fit]"
 """What ends an attachment's text the budget cut, so the model knows there was more."""
@@ -41,10 +45,14 @@ class Fitted:
     request: StreamRequest
     tokens: int
     """Its tokens, as the model's server is estimated to count them."""
+    room: int
+    """The tokens it was fitted to: each later pass of its tool loop is fitted to them too."""
     left_out: int = 0
     """History messages left out."""
     cut: int = 0
     """Messages whose attachments' text was cut."""
+    results_cut: int = 0
+    """Tool results cut."""
 
 
 def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
@@ -53,14 +61,18 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
     def cost(item: ContextItem) -> int:
         return scaled(item_tokens(item), ratio)
 
+    def exchange_cost(exchange: ToolExchange) -> int:
+        return scaled(exchange_tokens(exchange), ratio)
+
     items: list[ContextItem | None] = list(request.context)
     costs = [cost(item) for item in request.context]
     over = scaled(fixed_tokens(request), ratio) + sum(costs) - room
     if over <= 0:
-        return Fitted(request, room + over)
+        return Fitted(request, room + over, room)
+    keep = room // FILE_SHARE
+    exchanges, over = cut_results(request.tool_history, over, exchange_cost, keep=keep)
     history = [n for n, item in enumerate(request.context) if not _kept(item)]
     pinned = [n for n, item in enumerate(request.context) if _kept(item)]
-    keep = room // FILE_SHARE
     floors = {n: _floor(request.context[n], costs[n], cost, keep) for n in history}
     at_floors = over - sum(costs[n] - floors[n] for n in history)
     left_out = 0
@@ -80,8 +92,12 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
         if over <= 0:
             break
         over, cut = _cut_files(items, costs, n, over, cost, cut, keep=0)
+    exchanges, over = cut_results(exchanges, over, exchange_cost, keep=0)
     context = tuple(item for item in items if item is not None)
-    return Fitted(replace(request, context=context), room + over, left_out, cut)
+    fit = replace(request, context=context, tool_history=exchanges)
+    whole = request.tool_history
+    results_cut = sum(1 for new, old in zip(exchanges, whole, strict=True) if new is not old)
+    return Fitted(fit, room + over, room, left_out, cut, results_cut)
 
 
 def _kept(item: ContextItem) -> bool:

@@ -16,7 +16,7 @@ import json
 import math
 import re
 
-from tomori.providers.base import ContextItem, StreamRequest, ToolSpec
+from tomori.providers.base import ContextItem, StreamRequest, ToolExchange, ToolSpec
 
 _LETTERS = re.compile(r"[A-Za-z]+")
 _DIGITS = re.compile(r"\d{1,3}")
@@ -56,15 +56,19 @@ def fixed_tokens(request: StreamRequest) -> int:
     tool exchanges of the turn so far, and the request's own share."""
     notices = sum(map(item_tokens, request.request_notices))
     tools = sum(MESSAGE_TOKENS + text_tokens(json.dumps(_wire(tool))) for tool in request.tools)
-    exchanges = sum(
+    exchanges = sum(map(exchange_tokens, request.tool_history))
+    return REQUEST_TOKENS + notices + tools + exchanges
+
+
+def exchange_tokens(exchange: ToolExchange) -> int:
+    """One tool exchange's estimate: the call, its result and the text before it."""
+    return (
         2 * MESSAGE_TOKENS
         + text_tokens("".join(exchange.pre_tool_text))
         + text_tokens(f"{exchange.call.name} {exchange.call.raw_arguments}")
         + text_tokens(json.dumps(exchange.result, default=str))
         + IMAGE_TOKENS * len(exchange.images)
-        for exchange in request.tool_history
     )
-    return REQUEST_TOKENS + notices + tools + exchanges
 
 
 def _wire(tool: ToolSpec) -> dict[str, object]:

@@ -68,6 +68,10 @@ class Retaking:
         return self._inner.limit_scope
 
     @property
+    def shared(self) -> bool:
+        return self._inner.shared
+
+    @property
     def notices(self) -> NoticeSink:
         return self._inner.notices
 

@@ -85,13 +85,14 @@ class Stage:
             return ()
 
     def memories_at(
-        self, guild_id: str | None, channel_id: str, member_id: str | None
+        self, guild_id: str | None, channel_id: str, member_id: str | None, *, shared: bool
     ) -> TurnMemories | None:
-        """What a turn answering `member_id` here does with memories; None: memories are off,
-        or no member asked (nothing is remembered of no one)."""
+        """What a turn answering `member_id` here does with memories (`shared`: everyone in
+        the server may read the channel); None: memories are off, or no member asked (nothing
+        is remembered of no one)."""
         if self.memories is None or member_id is None:
             return None
-        place = Place(guild_id, channel_id, member_id)
+        place = Place(guild_id, channel_id, member_id, shared=shared)
         return TurnMemories(self.memories, place, self.settings.memories_per_turn)
 
     async def tools_for(self, guild_id: str | None, channel_id: str) -> ToolRegistry:

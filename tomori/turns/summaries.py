@@ -4,15 +4,18 @@ A turn that read a full history window asks for a fold (`fold_later`) and goes o
 runs as a task of its own, never on the answer's path, one per channel at a time (a turn
 that finds one running asks for none). It reads what fell out of the window since the
 summary's last message (`Earlier`: at most a window's worth, oldest first), asks a model to
-fold it into the summary so far, and keeps the result. The model is `TOMORI_SUMMARY_MODEL`
+fold it into the summary so far, and keeps the result; the messages of members who asked to
+be forgotten are left out. The model is `TOMORI_SUMMARY_MODEL`
 when its provider serves the channel's chain, else the chain's first; it writes at most
 `TOMORI_SUMMARY_TOKENS`, and its tokens count in the server's day as the bot's (no
 requester), never a member's. A fold that fails, or takes longer than `FOLD_TIMEOUT_S`, is
 logged and left: the next turn asks again.
 
 A deleted message drops the summaries that covered it (`messages_deleted`), and a fold under
-way in that channel keeps nothing (it may have read the message). `aclose` cancels and awaits
-every task, before the database closes.
+way in that channel keeps nothing (it may have read the message), nor does one that read a
+message of a member who asked to be forgotten meanwhile: the store's write checks both, in
+whichever process they happened (`SummaryStore.save`). `aclose` cancels and awaits every
+task, before the database closes.
 """
 
 from __future__ import annotations
@@ -58,8 +61,6 @@ class Summaries:
         self._metrics = metrics
         self._folding: dict[str, asyncio.Task[None]] = {}
         self._dropping: set[asyncio.Task[None]] = set()
-        self._changed: dict[str, int] = {}
-        """By channel, the deletes seen there: a fold that saw one start keeps nothing."""
 
     async def note(self, guild_id: str | None, channel_id: str) -> tuple[ContextItem, ...]:
         """The note on the channel's summary a turn is shown before its history."""
@@ -87,7 +88,6 @@ class Summaries:
 
     def messages_deleted(self, channel_id: str, message_ids: Collection[str]) -> None:
         """Drop the channel's summary if it covered one of `message_ids`, in the background."""
-        self._changed[channel_id] = self._changed.get(channel_id, 0) + 1
         task = asyncio.create_task(self._drop(channel_id, tuple(message_ids)))
         self._dropping.add(task)
         task.add_done_callback(self._dropping.discard)
@@ -121,12 +121,13 @@ class Summaries:
     async def _fold(
         self, where: Where, earlier: Earlier, entry: ModelEntry, provider: Provider
     ) -> None:
-        changed = self._changed.get(where.channel_id, 0)
         try:
             async with asyncio.timeout(FOLD_TIMEOUT_S):
-                summary = await self._store.of(where.guild_id, where.channel_id)
+                began = await self._store.begin(where.guild_id, where.channel_id)
+                summary = began.summary
                 after = None if summary is None else summary.through_id
-                said = await earlier(after, self._settings.history_limit)
+                read = await earlier(after, self._settings.history_limit)
+                said = await self._store.unforgotten(read)
                 if not said:
                     return
                 request = summarizing_request(
@@ -146,13 +147,15 @@ class Summaries:
                 "channel %s: %s wrote an empty summary: kept none", where.channel_id, entry.label
             )
             return
-        if self._changed.get(where.channel_id, 0) != changed:
+        through = read[-1].message_id  # what was left out is passed, not read again
+        if not await self._store.save(
+            where.guild_id, where.channel_id, text, said, began, through=through
+        ):
             log.info(
-                "channel %s: a message was deleted during its summary: kept none", where.channel_id
+                "channel %s: a message was deleted, a member forgotten or the summary written"
+                " as it was folded: kept none",
+                where.channel_id,
             )
-            return
-        if not await self._store.save(where.guild_id, where.channel_id, text, said, summary):
-            log.info("channel %s: its summary changed as it was folded", where.channel_id)
             return
         log.info("channel %s: summary now covers %d more messages", where.channel_id, len(said))
 

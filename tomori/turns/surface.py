@@ -121,6 +121,12 @@ class Surface(Protocol):
         ...
 
     @property
+    def shared(self) -> bool:
+        """Whether everyone in the server may read the channel (a direct message: yes): what
+        is remembered in one only some can read would be shown where everyone reads."""
+        ...
+
+    @property
     def notices(self) -> NoticeSink: ...
 
     async def trigger(self, turn: Turn) -> Any | None:

@@ -357,7 +357,7 @@ async def _prepare(
         everyone,
         posters,
         stopped_notices(stopped, reading, turn.trigger.message_id),
-        stage.memories_at(surface.guild_id, channel_id, asker),
+        stage.memories_at(surface.guild_id, channel_id, asker, shared=surface.shared),
         _asked_in(reading, request, turn.trigger.message_id),
         summary,
     )

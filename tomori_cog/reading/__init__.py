@@ -14,6 +14,7 @@
 - `fallen_out.py`  the messages that fell out of a channel's window since its summary, read
                     for the next fold (`tomori.turns.summaries`)
 - `message_tool.py` the built-in `read_message` tool (a message by link or ID)
+- `audience.py`     whether everyone in a server can read a channel (what may leave it)
 """
 
 __all__: list[str] = []

@@ -21,6 +21,7 @@ from tomori.providers.base import JsonObject, ToolSpec
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
+from tomori_cog.reading.audience import everyone_reads, private_thread
 
 READ_MESSAGE = ToolSpec(
     READ_MESSAGE_NAME,
@@ -80,9 +81,8 @@ def _audience_refusal(library: Library, here: Any, there: Any, asker: str | None
         return "the person asking cannot read that channel"
     if there is here:
         return None
-    if getattr(there, "type", None) == library.module.ChannelType.private_thread:
+    if private_thread(library, there):
         return "that message is in a private thread, which not everyone here can read"
-    everyone = there.permissions_for(guild.default_role)
-    if not (everyone.view_channel and everyone.read_message_history):
+    if not everyone_reads(library, there):
         return "that channel is not one everyone in this server can read"
     return None
