@@ -77,6 +77,10 @@ NOT_IN_A_CLONE = (".git", ".venv*", "build", "*.egg-info", "__pycache__", ".*_ca
 README = REPO / "README.md"
 
 
+ONE_WHEEL = pytest.mark.xdist_group("wheel")
+"""On the tests that read the wheel: one worker runs them all, so it is built once, not on each."""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
@@ -95,6 +99,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@ONE_WHEEL
 def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "tomori/py.typed" in names
@@ -104,6 +109,7 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 
+@ONE_WHEEL
 def test_the_wheel_ships_every_package_of_the_code_and_each_languages_words(wheel: Path) -> None:
     """setuptools ships only the packages pyproject.toml lists: one left out imports in a
     checkout and fails in a bot author's install."""
@@ -115,6 +121,7 @@ def test_the_wheel_ships_every_package_of_the_code_and_each_languages_words(whee
         assert f"tomori/words/{locale}.toml" in names
 
 
+@ONE_WHEEL
 def test_a_bot_authors_mypy_accepts_the_readmes_imports_and_snippets(
     wheel: Path, tmp_path: Path
 ) -> None:
@@ -185,6 +192,7 @@ def test_the_readmes_editable_install_is_seen_by_a_bot_authors_mypy(tmp_path: Pa
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@ONE_WHEEL
 def test_only_the_extras_bring_a_discord_library_and_the_gemini_sdk(wheel: Path) -> None:
     """A bot brings its own Discord library, and one that names no gemini: model does not carry
     google-genai: an install of the `discordpy` extra brings no nextcord."""
