@@ -29,6 +29,7 @@ from typing import Any
 
 from tomori.delivery.progress import QUEUED_MARK, SHOW_AFTER_S, Progress, Stage
 from tomori.locks import ChannelLocks
+from tomori.locks.settling import settle
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
 from tomori_cog.pacing import DiscordPacing
@@ -189,11 +190,7 @@ class ProgressMarks:
 
     async def settled(self, channel_id: int) -> None:
         """Wait until every mark of `channel_id` this process was told is on Discord."""
-        while True:
-            tasks = [task for task, channel in self._tasks.items() if channel == channel_id]
-            if not tasks:
-                return
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await settle(lambda: [task for task, at in self._tasks.items() if at == channel_id])
 
     def close(self) -> None:
         for task in self._tasks:

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from tomori.locks import TurnStop
+from tomori.locks.settling import settle
 from tomori.words import said, say
 from tomori_cog.discord_io import call_failures
 from tomori_cog.library import Library
@@ -153,8 +154,7 @@ class StopButtons:
     async def settled(self) -> None:
         """Wait until every ended answer's button this process was told of is taken away
         (or left, past `TIDY_WITHIN_S`): for tests, which `wait_idle` does not hold up."""
-        while self._tidying:
-            await asyncio.gather(*self._tidying, return_exceptions=True)
+        await settle(lambda: self._tidying)
 
     async def close(self) -> None:
         """Stop tidying: a button left shown says its answer ended when pressed."""

@@ -34,6 +34,7 @@ from tomori.cast.personas import Persona, named
 from tomori.config.settings import KillPolicy
 from tomori.delivery.port import ChannelPort, DeliveryError, Urgency, as_shown
 from tomori.locks import Admission, ChannelLocks, Turn
+from tomori.locks.settling import settle
 from tomori.policy.limits import Refusal
 from tomori.store import Database
 from tomori.turns import Addressed, ChannelConfig, TurnRequest
@@ -132,8 +133,7 @@ class AnswerTakes:
     async def settled(self) -> None:
         """Wait until the freezes and button edits under way are done: for tests, which
         `TomoriChat.wait_idle` does not hold up for a tidy-up."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await settle(lambda: self._tasks)
 
     async def close(self) -> None:
         """Drop the button edits still waiting (before the database and the session close)."""

@@ -7,6 +7,7 @@
 - `stops.py`      /kill, stop words and Stop buttons: which turn stops, whose queued messages go
 - `stopped.py`    what stops left unanswered in each channel, for the next turn's model
 - `supervisor.py` the turns a process runs: a task and a lease each, released always
+- `settling.py`   waiting until an owner's tasks have all ended, never spinning on ended ones
 - `recovery.py`   the channels no live process serves (a closed one's queues, a dead one's
                   locks), found by the heartbeat and served
 - `expiries.py`   who was dropped unanswered (too old, or cleared by another's /kill) hears

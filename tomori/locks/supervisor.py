@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from tomori.locks.backend import LockBackend
 from tomori.locks.lease import Lease, LeaseState
+from tomori.locks.settling import settle
 from tomori.locks.stopped import Stop, StoppedAnswer, StoppedAnswers
 from tomori.locks.upkeep import ProgressWriter, StopRequestReader
 from tomori.locks.vocabulary import KillReason, Turn, TurnRunner
@@ -69,10 +70,7 @@ class TurnSupervisor:
         for lease in list(self._leases.values()):
             if lease.task is not None and lease.state is not LeaseState.RELEASED:
                 lease.task.cancel()
-        # A task that just ended may still be in the set (its done callback not run yet);
-        # awaiting only ended tasks never yields, so it would never leave: skip them.
-        while running := [task for task in self._tasks if not task.done()]:
-            await asyncio.gather(*running, return_exceptions=True)
+        await settle(lambda: self._tasks)
 
     async def wait_idle(self, channel_id: str) -> None:
         """Wait until no turn runs or is handed on in the channel."""
