@@ -78,7 +78,7 @@ async def test_a_forget_reaches_what_the_turn_could_see_and_nothing_else(
     database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
 ) -> None:
     """A planted line in the history asks to forget the server's memory and Bob's: the
-    server's, which Alice's turn is shown, goes; Bob's stays."""
+    server's, which Alice's turn is shown, goes, and the channel is told; Bob's stays."""
     bot = await open_bot(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
     store = MemoryStore(await database.open(), Bounds(300, 100))
     here = Place(str(GUILD_ID), str(CHANNEL_ID), str(Person.BOB.id))
@@ -92,6 +92,7 @@ async def test_a_forget_reaches_what_the_turn_could_see_and_nothing_else(
     assert gone["result"] == {"forgotten": server.memory_id}
     assert "you may forget here" in refused["reason"]
     assert await database.rows("SELECT text FROM memories") == [("Bob is allergic to cats",)]
+    assert (await bot.embeds()).count("Forgotten") == 1  # the erase is told, as a save is
 
 
 async def test_nothing_is_remembered_in_a_channel_only_some_can_read(

@@ -159,6 +159,12 @@ def memory_saved(memory_id: int, text: str) -> Notice:
     return _notice("memory_saved", description, NoticeColour.SUCCESS)
 
 
+def memory_forgotten(memory_id: int) -> Notice:
+    """Told after an answer for each memory its turn forgot: erasing is as visible as saving."""
+    description = said("notice.memory_forgotten", id=memory_id)
+    return _notice("memory_forgotten", description, NoticeColour.WARNING)
+
+
 def fallback_used(answered_by: str, failed: list[str]) -> Notice:
     """The small notice shown when a fallback answered after earlier models failed."""
     chain = Listed(tuple(f"`{label}`" for label in failed), last=False)

@@ -5,7 +5,9 @@ The bot's registry holds them unbound (`UNBOUND`), beside the other built-in too
 speakers' tools are bound to their `Place` (the server, the
 channel, the member answered, the persona speaking), so a call reads and writes only where
 the store's queries let that place (`tomori.memory.store`), whatever the model asks. What it
-saved is kept for the turn to show (every save is visible: `saved`). A refused call (a bound,
+saved and forgot is kept for the turn to show (every save is visible: `saved`; and every
+forget, `forgotten`: a model a planted message steered to erase a server's memory does not do
+it unseen). A refused call (a bound,
 a member or server that said no) fails for the model with the store's reason.
 """
 
@@ -63,6 +65,8 @@ class TurnMemories:
         self._place = place
         self._shown = shown
         self.saved: list[Memory] = []
+        self.forgotten: list[int] = []
+        """The numbers of the memories from before this turn that it forgot."""
 
     def place(self, persona: str | None) -> Place:
         return replace(self._place, persona=persona)
@@ -92,7 +96,10 @@ class TurnMemories:
                 raise ToolFailure("give the memory's number") from None
             if not 0 < memory_id < ID_BOUND or not await self._store.forget_here(place, memory_id):
                 raise ToolFailure(f"there is no memory #{memory_id} you may forget here")
-            self.saved = [m for m in self.saved if m.memory_id != memory_id]
+            kept = [m for m in self.saved if m.memory_id != memory_id]
+            if len(kept) == len(self.saved):  # saved and forgotten in one turn: nothing to tell
+                self.forgotten.append(memory_id)
+            self.saved = kept
             return {"forgotten": memory_id}
 
         return (

@@ -27,7 +27,12 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 from tomori.cast.personas import Persona
-from tomori.delivery.notices import GENERATION_ERROR, memory_saved, post_notice_safely
+from tomori.delivery.notices import (
+    GENERATION_ERROR,
+    memory_forgotten,
+    memory_saved,
+    post_notice_safely,
+)
 from tomori.delivery.progress import LoggedNotices, ending
 from tomori.delivery.progress import Stage as ProgressStage
 from tomori.generation.answering import answer_turn
@@ -165,12 +170,13 @@ async def _played(
 
 
 async def _saves_shown(playing: Playing) -> None:
-    """Every memory the turn saved (and kept) is told in the channel, after its answer,
-    whatever the server's errors setting: a save is never silent."""
+    """Every memory the turn saved (and kept), and every one it forgot, is told in the
+    channel, after its answer, whatever the server's errors setting: neither is ever silent."""
     if playing.memories is None:
         return
-    for memory in playing.memories.saved:
-        notice = memory_saved(memory.memory_id, memory.text)
+    notices = [memory_saved(m.memory_id, m.text) for m in playing.memories.saved]
+    notices += [memory_forgotten(memory_id) for memory_id in playing.memories.forgotten]
+    for notice in notices:
         await post_notice_safely(playing.surface.notices, notice, playing.surface.channel_id)
 
 
