@@ -152,14 +152,15 @@ class ContextBook:
                 fit.tokens,
                 room,
             )
-        elif fit.left_out or fit.cut:
+        elif fit.left_out or fit.cut or fit.notes_cut:
             log.info(
                 "the request to %s fits its room of %d tokens: %d history messages left "
-                "out, %d attachments cut",
+                "out, %d attachments cut, %d notes cut to their share",
                 entry.label,
                 room,
                 fit.left_out,
                 fit.cut,
+                fit.notes_cut,
             )
         return fit
 

@@ -6,8 +6,10 @@ sent the turn's context fitted to its room (`tomori.generation.contexts` says ho
 estimated by `tomori.prompt.tokens` scaled by the ratio learned of that model. Always sent,
 whatever it costs: the system items (the system prompt, the persona), the request-only notes,
 the tools and the turn's tool exchanges, and the items marked `pinned` (the trigger, the chain
-it replies to, what a /respond said, a prefill). The rest is the history, and while the
-request is too long:
+it replies to, what a /respond said, a prefill). First, though, each of the bot's own notes
+(`ContextItem.note`: the memories, the channel's summary) is cut to `NOTE_SHARE` of the room,
+its last lines first (they are the least needed), so a small model still gets the trigger and
+the recent history. The rest is the history, and while the request is too long:
 1. the text of the history's attachments may be cut, each to no less than a quarter of the
    room (`FILE_SHARE`), before any message is left out: the oldest messages are left out only
    as far as that is not enough;
@@ -32,6 +34,15 @@ CUT_MARKER = f"\n{CONTINUED}[... the rest of the attached text is left out here:
 FILE_SHARE = 4
 """A history message's attachments are cut to a quarter of the room before any message is
 left out: the file a question is about is most often just before it."""
+NOTE_SHARE = 8
+"""Each of the bot's notes takes at most an eighth of the room: the memories and the summary
+together a quarter, leaving three quarters to the system prompt, the persona, the trigger and
+the recent history, which are what the answer is to. On a model of 2,000 tokens that is about
+190 tokens a note (two or three memories, a summary's first paragraph); on one of 32,768 it is
+3,584, more than ten memories of 300 characters or a 300-token summary take: the cap bites on
+small models alone."""
+NOTE_CUT = "…"
+"""What ends a note's line cut short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,8 @@ class Fitted:
     """History messages left out."""
     cut: int = 0
     """Messages whose attachments' text was cut."""
+    notes_cut: int = 0
+    """The bot's notes cut to their share of the room."""
 
 
 def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
@@ -53,11 +66,12 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
     def cost(item: ContextItem) -> int:
         return scaled(item_tokens(item), ratio)
 
+    request, notes_cut = _notes_cut(request, room // NOTE_SHARE, cost)
     items: list[ContextItem | None] = list(request.context)
     costs = [cost(item) for item in request.context]
     over = scaled(fixed_tokens(request), ratio) + sum(costs) - room
     if over <= 0:
-        return Fitted(request, room + over)
+        return Fitted(request, room + over, notes_cut=notes_cut)
     history = [n for n, item in enumerate(request.context) if not _kept(item)]
     pinned = [n for n, item in enumerate(request.context) if _kept(item)]
     keep = room // FILE_SHARE
@@ -81,7 +95,62 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
             break
         over, cut = _cut_files(items, costs, n, over, cost, cut, keep=0)
     context = tuple(item for item in items if item is not None)
-    return Fitted(replace(request, context=context), room + over, left_out, cut)
+    return Fitted(replace(request, context=context), room + over, left_out, cut, notes_cut)
+
+
+def _notes_cut(
+    request: StreamRequest, share: int, cost: Callable[[ContextItem], int]
+) -> tuple[StreamRequest, int]:
+    """`request` with each of its notes within `share` tokens (a note left with no line past
+    its header goes), and how many were cut."""
+    cut = 0
+
+    def capped(items: tuple[ContextItem, ...]) -> tuple[ContextItem, ...]:
+        nonlocal cut
+        kept: list[ContextItem] = []
+        for item in items:
+            if item.note and cost(item) > share:
+                cut += 1
+                shorter = _note_within(item, share, cost)
+                if shorter is None:
+                    continue
+                item = shorter
+            kept.append(item)
+        return tuple(kept)
+
+    context, notices = capped(request.context), capped(request.request_notices)
+    if not cut:
+        return request, 0
+    return replace(request, context=context, request_notices=notices), cut
+
+
+def _note_within(
+    item: ContextItem, share: int, cost: Callable[[ContextItem], int]
+) -> ContextItem | None:
+    """The note `item` with its header and as many of its next lines as fit `share`, the
+    line that does not fit cut at a word (`NOTE_CUT`); None if not a word of them fits."""
+    header, *lines = item.text.split("\n")
+
+    def costs(kept: list[str]) -> int:
+        return cost(replace(item, text="\n".join(kept)))
+
+    kept = [header]
+    for line in lines:
+        if costs([*kept, line]) <= share:
+            kept.append(line)
+            continue
+        words = line.split(" ")
+        fits, fails = 0, len(words)  # the most words of the line that fit, by halves
+        while fails - fits > 1:
+            middle = (fits + fails) // 2
+            if costs([*kept, " ".join(words[:middle]) + NOTE_CUT]) <= share:
+                fits = middle
+            else:
+                fails = middle
+        if fits:
+            kept.append(" ".join(words[:fits]) + NOTE_CUT)
+        break
+    return replace(item, text="\n".join(kept)) if len(kept) > 1 else None
 
 
 def _kept(item: ContextItem) -> bool:
