@@ -123,6 +123,10 @@ class ConsoleServer:
     def context_budget(self, entry: ModelEntry) -> Budget:
         return self.config.contexts.budget(entry)
 
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
     async def status(self, guild_id: str) -> ServerStatus:
         if self._database is None:
             raise RuntimeError("the console is not started")

@@ -29,6 +29,7 @@ from tomori.monitoring.metrics import Metrics
 from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import ContextItem, Provider, StreamRequest, TextDelta, UsageEvent
 from tomori.summary.folding import summarizing_request, summary_note
+from tomori.summary.model import summarizer
 from tomori.summary.store import Said, SummaryStore
 
 log = logging.getLogger(__name__)
@@ -101,22 +102,17 @@ class Summaries:
     def _model(
         self, entries: Sequence[ModelEntry], providers: Mapping[str, Provider]
     ) -> tuple[ModelEntry, Provider] | None:
-        named = self._settings.summary_model
-        if named:
-            provider_name, _, model = named.partition(":")
-            provider = providers.get(provider_name)
-            if provider is not None:
-                return ModelEntry(provider_name, model), provider
+        chosen = summarizer(self._settings, entries, providers)
+        if chosen is None:
+            return None
+        if chosen.unserved:
             log.warning(
                 "TOMORI_SUMMARY_MODEL %s: no provider of this chain serves it; the chain's "
                 "first model summarizes",
-                named,
+                self._settings.summary_model,
             )
-        for entry in entries[:1]:
-            provider = providers.get(entry.provider)
-            if provider is not None:
-                return entry, provider
-        return None
+        provider = providers.get(chosen.entry.provider)
+        return None if provider is None else (chosen.entry, provider)
 
     async def _fold(
         self, where: Where, earlier: Earlier, entry: ModelEntry, provider: Provider
