@@ -182,7 +182,10 @@ async def test_a_stalled_summary_never_holds_an_answer(
         await bot.say(f"{bot.mention()} quick question")
         await bot.settled()
         assert "Here!" in await bot.contents()
-        assert any(summarizing(r) for r in stalled.requests)
+        await until(lambda: any(summarizing(r) for r in stalled.requests))  # once answered
+        await bot.say(f"{bot.mention()} and another")
+        await bot.settled()
+        assert (await bot.contents()).count("Here!") == 2  # answered while the fold stalls
         assert stalled.in_flight == 1  # the summary still waits on its model
         await bot.stop()  # its owner cancels it: nothing is left running
         await until(lambda: stalled.in_flight == 0)

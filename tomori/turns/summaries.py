@@ -1,14 +1,14 @@
 """`Summaries`: the background folds that keep each channel's summary, and their owner.
 
-A turn that read a full history window asks for a fold (`fold_later`) and goes on: the fold
-runs as a task of its own, never on the answer's path, one per channel at a time (a turn
-that finds one running asks for none). It reads what fell out of the window since the
-summary's last message (`Earlier`: at most a window's worth, oldest first), asks a model to
-fold it into the summary so far, and keeps the result. The model is `TOMORI_SUMMARY_MODEL`
-when its provider serves the channel's chain, else the chain's first; it writes at most
-`TOMORI_SUMMARY_TOKENS`, and its tokens count in the server's day as the bot's (no
-requester), never a member's. A fold that fails, or takes longer than `FOLD_TIMEOUT_S`, is
-logged and left: the next turn asks again.
+A turn that read a full history window asks for a fold (`fold_later`) once its answers are
+written (`Stage.fold`), and goes on: the fold runs as a task of its own, never on the answer's
+path, one per channel at a time (a turn that finds one running asks for none). It reads what
+fell out of the window since the summary's last message (`Earlier`: at most a window's worth,
+oldest first), asks a model to fold it into the summary so far, and keeps the result. The
+model is `TOMORI_SUMMARY_MODEL` when its provider serves the channel's chain, else the
+chain's first (`tomori.summary.model`); it writes at most `TOMORI_SUMMARY_TOKENS`, and its
+tokens count in the server's day as the bot's (no requester), never a member's. A fold that
+fails, or takes longer than `FOLD_TIMEOUT_S`, is logged and left: the next turn asks again.
 
 A deleted message drops the summaries that covered it (`messages_deleted`), and a fold under
 way in that channel keeps nothing (it may have read the message). `aclose` cancels and awaits
