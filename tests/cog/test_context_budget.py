@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.bots import OpenBot, Posted
-from tests.support.cog_settings import chain_for, settings_for
+from tests.support.cog_settings import SHORT_BUDGETS, chain_for, settings_for
 from tests.support.conversation import shown
+from tests.support.databases import DatabaseUnderTest
 from tests.support.discord_rest import DiscordRestServer
 from tests.support.files import FileServer
 from tests.support.llm_server import LLMServer
@@ -29,8 +30,11 @@ from tests.support.scripts import counted_answer, tool_call
 from tests.support.tomori_commands import said
 from tests.support.world import CHANNEL_ID, GUILD_ID, Person
 from tomori.config.settings import DEFAULT_SYSTEM_PROMPT
+from tomori.memory import MemoryStore, Place, Scope
+from tomori.memory.store import Bounds
 from tomori.prompt.budget import CUT_MARKER
 from tomori.prompt.tool_cuts import CUT_NOTE
+from tomori.summary import Said, SummaryStore
 
 ANSWER = "Here is what I make of it."
 OLD_LINE = "an old story about the harbour and its boats, told again at length " * 6
@@ -209,3 +213,54 @@ async def test_each_pass_of_the_tool_loop_fits_the_model_and_a_long_tool_result_
 
 def link(posted: Posted) -> str:
     return f"https://discord.com/channels/{GUILD_ID}/{posted.channel}/{posted.id}"
+
+
+FILLER = (
+    "Alice mentioned once, at some length, the weather over the harbour that week: grey skies, "
+    "a cold wind from the north, boats kept in, and the long queue at the bakery by the pier {n}"
+)
+"""A memory of nearly 200 characters that no question here is about."""
+SUMMARY = "\n\n".join(
+    [
+        "Bob is planning the harbour festival for the first Saturday of June.",
+        *(f"Paragraph {n}: {OLD_LINE}" for n in range(4)),
+        "The last paragraph: the fireworks were cancelled.",
+    ]
+)
+"""A summary of a long channel, its first paragraph the one that matters."""
+
+
+async def test_the_memories_and_the_summary_take_their_share_of_a_small_model_and_no_more(
+    database: DatabaseUnderTest, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """A 2,000-token model: ten long memories and a long summary would take the whole room,
+    leaving out the recent history; each note is cut to an eighth of it instead, the memory
+    the question is about and the summary's start kept, and the recent history is sent."""
+    settings = database.settings(**{**SHORT_BUDGETS, "summaries": True}, history_limit=40)
+    bot = await open_bot(settings, chain_for(small_model, "openai:test-model+context=2000"))
+    opened = await database.open()
+    memories = MemoryStore(opened, Bounds(300, 100))
+    alice = Place(str(GUILD_ID), str(CHANNEL_ID), str(Person.ALICE.id))
+    await memories.save(alice, Scope.MEMBER, "Alice's cat is called Mochi and sleeps all day")
+    for n in range(9):
+        await memories.save(alice, Scope.MEMBER, FILLER.format(n=n))
+    covered = [Said("1", str(Person.BOB.id), "bob: the festival")]
+    await SummaryStore(opened).save(str(GUILD_ID), str(CHANNEL_ID), SUMMARY, covered)
+    for n in range(5):
+        bot.seed(f"({n}) recent: {OLD_LINE[:120]}", by=Person.BOB)
+    await bot.say(f"{bot.mention()} what is my cat called?")
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert await bot.contents() == [ANSWER]
+    assert len(small_model.requests) == 1
+    assert small_model.counted[0] <= 2_000
+    messages = small_model.requests[0].body["messages"]
+    assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
+    sent = json.dumps(messages, ensure_ascii=False)
+    assert "@Tomori what is my cat called?" in sent
+    assert all(f"({n}) recent: " in sent for n in range(5))  # the recent history, whole
+    assert "Alice's cat is called Mochi" in sent  # what the question is about, first
+    assert sent.count("the long queue at the bakery") < 9  # the rest cut to the share
+    assert "Bob is planning the harbour festival" in sent  # the summary's start
+    assert "the fireworks were cancelled" not in sent  # its end cut

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -182,12 +183,47 @@ async def test_a_stalled_summary_never_holds_an_answer(
         await bot.say(f"{bot.mention()} quick question")
         await bot.settled()
         assert "Here!" in await bot.contents()
-        assert any(summarizing(r) for r in stalled.requests)
+        await until(lambda: any(summarizing(r) for r in stalled.requests))  # once answered
+        await bot.say(f"{bot.mention()} and another")
+        await bot.settled()
+        assert (await bot.contents()).count("Here!") == 2  # answered while the fold stalls
         assert stalled.in_flight == 1  # the summary still waits on its model
         await bot.stop()  # its owner cancels it: nothing is left running
         await until(lambda: stalled.in_flight == 0)
     finally:
         await stalled.close()
+
+
+ANSWER_S = 0.4
+SLOW = "Here is the one."
+"""A turn's answer in the test below: sixteen characters, streamed in eight pieces, each
+after a pause of an eighth of `ANSWER_S`."""
+
+
+async def test_a_fold_is_asked_for_only_once_the_answer_is_written(
+    database: DatabaseUnderTest, open_bot: OpenBot
+) -> None:
+    """Started beside the answer, a fold's Discord read and model request share the bot's
+    process with it (about 20 ms of a local model's first text, bench/summary_bench.py): the
+    summarizing request comes after the answer's stream has ended."""
+    arrived: dict[str, float] = {}
+
+    def reply(request: SeenRequest) -> Reply:
+        arrived.setdefault("fold" if summarizing(request) else "turn", time.monotonic())
+        return folded(request) if summarizing(request) else answer(SLOW, gap=ANSWER_S / 8)
+
+    model = LLMServer(reply)
+    await model.start()
+    try:
+        bot = await open_bot(windowed(database), chain_for(model))
+        for n in range(2 * WINDOW):
+            await bot.say(f"filler {n}", by=Person.BOB)
+        await bot.say(f"{bot.mention()} quick question")
+        await bot.settled()
+        await until(lambda: "fold" in arrived)
+    finally:
+        await model.close()
+    assert arrived["fold"] - arrived["turn"] >= ANSWER_S  # the answer was whole by then
 
 
 async def _holds(database: DatabaseUnderTest, text: str) -> bool:

@@ -108,6 +108,39 @@ async def test_channel_beats_server_beats_environment(bot: ChatBot, llm_server: 
     )
 
 
+async def test_show_says_the_summaries_and_memories_in_force_beside_the_budget(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    """What a turn's model is shown beyond the messages, and its bounds: the summary's writer
+    (TOMORI_SUMMARY_MODEL, else the chain's first), the memories' bounds, and the server's
+    own no to memories."""
+    on = settings(database, summaries=True, summary_model="openai:summarizer", memory_days=0)
+    bot = await open_bot(on, chain_for(llm_server, "openai:test-model, openai:other"))
+    _, shown = said(await bot.tomori("show"))
+    assert (
+        "Summaries: on, written by openai:summarizer (TOMORI_SUMMARY_MODEL) in at most 300 "
+        "tokens (its note at most 1/8 of each model's room), kept until forgotten" in shown
+    )
+    assert (
+        "Memories: on, at most 10 shown a turn (its note at most 1/8 of each model's room), "
+        "100 kept per scope, 300 characters each, kept until forgotten" in shown
+    )
+    assert shown.index("Context: ") < shown.index("Summaries: ") < shown.index("Memories: ")
+    said(await bot.tomori("memory off"))
+    _, shown = said(await bot.tomori("show"))
+    assert "Memories: off in this server (/tomori memory off)" in shown
+
+
+async def test_show_says_summaries_and_memories_are_off_where_the_author_turned_them_off(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    off = settings(database, summaries=False, memories=False)
+    bot = await open_bot(off, chain_for(llm_server))
+    _, shown = said(await bot.tomori("show"))
+    assert "Summaries: off (TOMORI_SUMMARIES=0)" in shown
+    assert "Memories: off (TOMORI_MEMORIES=0)" in shown
+
+
 async def test_a_bad_chain_or_a_too_long_prompt_is_refused_and_nothing_is_stored(
     bot: ChatBot, llm_server: LLMServer, database: DatabaseUnderTest
 ) -> None:

@@ -76,7 +76,16 @@ async def test_a_working_model_answers_and_the_check_passes(
         "        context: 4096 tokens (the default for a server of OPENAI_BASE_URL), 1024 of "
         "them kept for the answer"
     )
-    assert lines[5] == "skipped discord: DISCORD_TOKEN is not set"
+    assert lines[5] == (  # what a turn is shown beyond its messages, and its bounds
+        "ok      summaries: on, written by openai:test-model (the chain's first model) in at "
+        "most 300 tokens (its note at most 1/8 of each model's room), kept 365 days after last "
+        "written"
+    )
+    assert lines[6] == (
+        "ok      memories: on, at most 10 shown a turn (its note at most 1/8 of each model's "
+        "room), 100 kept per scope, 300 characters each, kept 365 days after saved"
+    )
+    assert lines[7] == "skipped discord: DISCORD_TOKEN is not set"
     assert (tmp_path / "tomori.db").exists()
     sent = llm_server.requests[0].body
     assert sent["stream"] is True
@@ -104,6 +113,27 @@ async def test_the_check_says_each_models_context_budget_in_force(
         "context: 2048 tokens (its +context), 500 of them kept for the answer",
         "context: 16000 tokens (TOMORI_CONTEXT_TOKENS), 500 of them kept for the answer",
     ]
+
+
+async def test_the_check_says_the_summaries_and_memories_in_force_and_a_summary_model_unserved(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    llm_server.script(answer("ready"))
+    env = bot_environment(
+        llm_server,
+        tmp_path,
+        TOMORI_SUMMARY_MODEL="gemini:gemini-2.0-flash",  # no provider of the chain serves it
+        TOMORI_MEMORIES="0",
+    )
+    process = await start_bot("--check", env=env)
+    out, err = await finished(process)
+    assert process.returncode == 0, out + err  # a warning: the check still passes
+    lines = out.splitlines()
+    assert (
+        "warning summaries: on, written by openai:test-model (the chain's first model: no "
+        "provider of the chain serves TOMORI_SUMMARY_MODEL) in at most 300 tokens"
+    ) in out
+    assert "ok      memories: off (TOMORI_MEMORIES=0)" in lines
 
 
 async def test_the_check_prints_the_authors_ceilings_in_force(

@@ -31,16 +31,16 @@ async def test_a_place_sees_only_what_its_scopes_let_it(database: DatabaseUnderT
     await store.save(HERE, Scope.PERSONA, "mika once lost at chess")
     await store.save(Place("2", "21", ALICE), Scope.MEMBER, "alice in another server: tea")
     await store.save(Place(None, "31", ALICE), Scope.DM, "alice's secret, said in a DM: tea")
-    assert await texts(store, HERE) == [
-        "alice likes green tea",
-        "the server plays chess",
+    assert await texts(store, HERE) == [  # no words to find by: the newest first
         "mika once lost at chess",
+        "the server plays chess",
+        "alice likes green tea",
     ]
     bob_here = Place("1", "12", BOB)  # another member, the bot speaking
     assert await texts(store, bob_here, "tea chess") == ["the server plays chess"]
     assert await texts(store, Place("1", "11", ALICE, "rin"), "chess") == [
+        "the server plays chess",  # what the words find first, then the newest
         "alice likes green tea",
-        "the server plays chess",
     ]
     assert await texts(store, Place(None, "31", ALICE), "tea") == [
         "alice's secret, said in a DM: tea"
@@ -76,7 +76,7 @@ async def test_bounds_and_refusals_fail_a_save_with_the_reason(
     with pytest.raises(MemoryRefused, match="server turned memories off"):
         await store.save(HERE, Scope.PERSONA, "mika")
     await store.refuse(Refusal.SERVER, "1", False)
-    assert await texts(store, HERE) == ["short one", "own scope"]
+    assert await texts(store, HERE) == ["own scope", "short one"]
 
 
 async def test_forget_all_leaves_nothing_in_the_rows_nor_the_search_entries(

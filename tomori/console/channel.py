@@ -95,6 +95,10 @@ class ConsoleChannel:
         number = message_id or ""
         return self._messages.get(int(number)) if number.isascii() and number.isdigit() else None
 
+    def before(self, number: int) -> list[ConsoleMessage]:
+        """The channel's messages numbered before `number`, in order."""
+        return [message for message in self._messages.values() if message.id < number]
+
     def latest(self) -> ConsoleMessage | None:
         """The channel's last message a model may be shown (a command typed is none)."""
         shown = [m for m in self._messages.values() if not m.command]

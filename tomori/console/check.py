@@ -4,9 +4,9 @@ The settings were read already (a bad one stops `bot.py` with exit code 2). Here
 start while the database is opened and migrated, then every model of the chain is asked for a
 tiny streamed answer at once (`probe`), offered every tool a turn may offer (the built-in ones
 and the servers'), and one line per model says how it went, with the context budget its
-requests are fitted to, then one per MCP server. A front-end may add a check of its own (bot.py
-logs in to Discord when a token is set). Exit code 0 when everything answered, 1 otherwise, 2
-when the database cannot be used.
+requests are fitted to, then the channel summaries and the memories in force, then one per MCP
+server. A front-end may add a check of its own (bot.py logs in to Discord when a token is
+set). Exit code 0 when everything answered, 1 otherwise, 2 when the database cannot be used.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.console.probe import probe
 from tomori.generation.contexts import ContextBook, served_elsewhere
+from tomori.policy.notes import memories_in_force, summaries_in_force
 from tomori.providers.base import ToolSpec
 from tomori.providers.errors import sanitised
 from tomori.store import StoreError
@@ -125,6 +126,9 @@ async def _run_check(
     for entry, result in zip(chain.entries, results, strict=True):
         print(result.line, file=out)
         print(f"        context: {contexts.budget(entry).described}", file=out)
+    summaries, doubtful = summaries_in_force(settings, chain)
+    print(f"{'warning' if doubtful else 'ok     '} summaries: {summaries}", file=out)
+    print(f"ok      memories: {memories_in_force(settings)}", file=out)
     out.flush()
     fine = all(result.answered for result in results) and not failed
     fine = _check_mcp(mcp, out) and fine

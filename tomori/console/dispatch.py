@@ -109,6 +109,7 @@ class Dispatcher:
             self._drawn_in,
             UserLimitStore(database),
             memories=server.memories,
+            summaries=server.summaries,
         )
         self._outstanding: set[str] = set()
         """The messages admitted whose answer has not ended: what Ctrl+C stops, if any."""

@@ -5,7 +5,8 @@ so what `/tomori` stores there lasts the session. Each turn reads the values in 
 through the same `ChannelConfig` the cog's turns read (the model chain, its providers built the
 first time a chain names them, the system prompt, the prefill); a message is held to the
 server's cooldown and daily tokens as it is sent, and a queued one to the tokens again as its
-turn starts. The turns' tokens and outcomes are recorded, for the quota and `/tomori status`.
+turn starts. The turns' tokens and outcomes are recorded, for the quota and `/tomori status`;
+the memories and the channel's summary are kept as the cog keeps a server's.
 """
 
 from __future__ import annotations
@@ -32,16 +33,20 @@ from tomori.policy.limits import Refusal, UserLimits
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import Defaults, Resolved
 from tomori.store import Database
+from tomori.summary import SummaryStore
 from tomori.tools.mcp import mcp_tools_for
 from tomori.tools.registry import CURRENT_TIME, ToolRegistry
 from tomori.tools.switches import BotTools, ToolCatalog, ToolSwitchStore
 from tomori.turns import ChannelConfig
+from tomori.turns.summaries import Summaries
 
 SERVER = "console"
 CHANNEL = "console"
 HERE = Where(SERVER, CHANNEL)
 USER = "console"
 """The person at the terminal, as the lock store and the limits know them."""
+BOT = "tomori"
+"""The bot, as the console shows its messages (and the summaries' sources name it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,7 @@ class ConsoleServer:
         self._switches: ToolSwitchStore | None = None
         self._metrics: Metrics | None = None
         self._memories: MemoryStore | None = None
+        self._summaries: Summaries | None = None
         builtin = (CURRENT_TIME, *memory_tools(settings))
         offered = (tool for tool in builtin if tool.name in settings.tools)
         self.tools = BotTools(ToolRegistry(offered), mcp_tools_for(settings, os.environ))
@@ -84,10 +90,14 @@ class ConsoleServer:
         self._metrics = Metrics(database)
         self._switches = ToolSwitchStore(database)
         self._memories = memory_store(database, self._settings)
+        if self._settings.summaries:
+            self._summaries = Summaries(SummaryStore(database), self._settings, self._metrics)
         if self.tools.mcp is not None:
             self.tools.mcp.start()
 
     async def aclose(self) -> None:
+        if self._summaries is not None:  # its folds end before the metrics and database close
+            await self._summaries.aclose()
         if self.tools.mcp is not None:
             await self.tools.mcp.aclose()
         if self._metrics is not None:
@@ -123,6 +133,10 @@ class ConsoleServer:
     def context_budget(self, entry: ModelEntry) -> Budget:
         return self.config.contexts.budget(entry)
 
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
     async def status(self, guild_id: str) -> ServerStatus:
         if self._database is None:
             raise RuntimeError("the console is not started")
@@ -147,8 +161,14 @@ class ConsoleServer:
         return self._memories
 
     @property
+    def summaries(self) -> Summaries | None:
+        """The channel's summary, folded in the background as the session outgrows its window
+        (None: `TOMORI_SUMMARIES=0`)."""
+        return self._summaries
+
+    @property
     def bot_name(self) -> str:
-        return "tomori"  # as the console shows the bot's messages
+        return BOT
 
     def member_names(self, guild_id: str) -> tuple[str, ...]:
         return (USER_NAME,)  # its one member: you, as the model is shown your lines

@@ -2,8 +2,9 @@
 
 The turn is the core's (`tomori.turns.play`), the very one a Discord channel runs; this
 answers its questions about the terminal's one channel: the trigger is a numbered message
-there, the limits are the console server's, the history is the channel's own messages, and
-each persona's messages print under its name.
+there, the limits are the console server's, the history is the channel's own messages (and
+what fell out of its window, for the channel's summary), and each persona's messages print
+under its name.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from tomori.cast.sprites import wardrobe
 from tomori.config.settings import Settings
 from tomori.console import history
 from tomori.console.channel import ConsoleChannel
-from tomori.console.history import ConsoleMessage
-from tomori.console.server import CHANNEL, SERVER, ConsoleServer, Held
+from tomori.console.history import USER_NAME, ConsoleMessage
+from tomori.console.server import BOT, CHANNEL, SERVER, USER, ConsoleServer, Held
 from tomori.delivery.port import ChannelPort, Urgency
 from tomori.delivery.progress import NO_PROGRESS, ProgressHook, Stage
 from tomori.delivery.sprite_markers import sprite_name
 from tomori.generation.state import TurnState
 from tomori.locks import Turn, TurnGuard
+from tomori.prompt.conversation import spoken
+from tomori.summary import Said
 from tomori.tools.confirmation import ToolAsk, Verdict, before_asking
 from tomori.turns.summaries import Earlier
 from tomori.turns.surface import Context, Reading, Speaker, Voice
@@ -71,7 +74,30 @@ class ConsoleReading:
         return items[0].text if items else None
 
     def fallen_out(self) -> Earlier | None:
-        return None  # a rehearsal is short: the console keeps no channel summary
+        """What fell out of the window: the messages before its oldest, as the cog reads a
+        channel's (`tomori_cog.reading.fallen_out`); None when the window held them all."""
+        older = self.channel.before(self.until if self.trigger is None else self.trigger.id)
+        window = self.settings.history_limit
+        if len(older) <= window:
+            return None
+        out = older[: len(older) - window]
+
+        async def earlier(after: str | None, limit: int) -> Sequence[Said]:
+            if after is None:  # the first fold: the window's worth just before it
+                read = out[-limit:]
+            else:
+                read = [message for message in out if message.id > int(after)][:limit]
+            return [_said(message) for message in read if message.text.strip()]
+
+        return earlier
+
+
+def _said(message: ConsoleMessage) -> Said:
+    """A message of the console's as the summarizing model is shown it, and whose it is: the
+    person at the terminal's (their `/memory forget-all` drops what covered it), or the bot's."""
+    if not message.from_bot:
+        return Said(str(message.id), USER, spoken(USER_NAME, message.text))
+    return Said(str(message.id), BOT, spoken(message.speaker or BOT, message.text))
 
 
 YES = frozenset({"yes", "y", "allow"})

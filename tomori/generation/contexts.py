@@ -159,15 +159,16 @@ class ContextBook:
                 fit.tokens,
                 room,
             )
-        elif fit.left_out or fit.cut or fit.results_cut:
+        elif fit.left_out or fit.cut or fit.results_cut or fit.notes_cut:
             log.info(
                 "the request to %s fits its room of %d tokens: %d history messages left "
-                "out, %d attachments and %d tool results cut",
+                "out, %d attachments and %d tool results cut, %d notes cut to their share",
                 entry.label,
                 room,
                 fit.left_out,
                 fit.cut,
                 fit.results_cut,
+                fit.notes_cut,
             )
         return fit
 

@@ -1,7 +1,9 @@
 """The request-only note a turn's model is shown its memories in, before the conversation.
 
 It names each memory's id (the `forget` tool takes it) and what it is about, as the speaker
-sees it: the person being answered, the server, itself, or the conversation.
+sees it: the person being answered, the server, itself, or the conversation. The memories come
+most relevant first, then the newest, one a line: a small model's budget cuts the note from
+its last line (`ContextItem.note`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ def about(memory: Memory) -> str:
 
 
 def memory_note(memories: Sequence[Memory]) -> tuple[ContextItem, ...]:
-    """The note on `memories` for a speaker; none when there are none."""
+    """The note on `memories` (most needed first) for a speaker; none when there are none."""
     if not memories:
         return ()
     lines = [f"- #{m.memory_id} (about {about(m)}): {m.text}" for m in memories]
-    return (ContextItem(Role.USER, "\n".join([HEADER, *lines])),)
+    return (ContextItem(Role.USER, "\n".join([HEADER, *lines]), note=True),)

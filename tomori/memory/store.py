@@ -162,7 +162,8 @@ class MemoryStore:
 
     async def recall(self, place: Place, text: str, limit: int) -> list[Memory]:
         """The memories `place` may see that `text`'s words find, best first, then the newest,
-        `limit` in all, in the order they were saved."""
+        `limit` in all, in that order: the most needed first, as a small model's note is cut
+        from its end (`tomori.memory.note`)."""
         if limit <= 0:
             return []
         visible, params = _visible(place)
@@ -186,11 +187,11 @@ class MemoryStore:
             return []
         marks = ", ".join("?" for _ in chosen)
         rows = await self._db.fetchall(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.memory_id IN ({marks}) AND {visible}"
-            " ORDER BY m.created_at, m.memory_id",
+            f"SELECT {COLUMNS} FROM memories m WHERE m.memory_id IN ({marks}) AND {visible}",
             (*chosen, *params),
         )
-        return [Memory.of(row) for row in rows]
+        found = {int(row["memory_id"]): Memory.of(row) for row in rows}
+        return [found[memory_id] for memory_id in chosen if memory_id in found]
 
     async def forget_here(self, place: Place, memory_id: int) -> bool:
         """Forget a memory `place` may see (the model's `forget`); False if it sees none so."""

@@ -12,6 +12,7 @@
 - `cast_admin.py`     `/tomori persona` and `/tomori sprite`, the same way
 - `tools_admin.py`    `/tomori tools`, the same way
 - `memories.py`       `/memory` (a member's own memories, anywhere) and `/tomori memory`
+- `notes.py`          the summaries and memories in force, in words (`--check`, `/tomori show`)
 - `retention.py`      how long the tables that grow with use keep their rows, and the sweep
 """
 

@@ -20,14 +20,15 @@ from tomori.cast.personas import (
 from tomori.config.models import ModelChain, ModelEntry
 from tomori.config.parsers import choice
 from tomori.config.scope import Scope
-from tomori.config.settings import ConfigError, ShowErrors, ShowProgress
+from tomori.config.settings import ConfigError, Settings, ShowErrors, ShowProgress
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.delivery.progress import MARKS, Stage
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
-from tomori.memory.store import MemoryStore
+from tomori.memory.store import MemoryStore, Refusal
 from tomori.monitoring.status import ServerStatus, describe
+from tomori.policy.notes import memories_in_force, summaries_in_force
 from tomori.policy.override_store import OverrideStore
 from tomori.policy.overrides import (
     Defaults,
@@ -92,6 +93,11 @@ class Administered(Protocol):
 
     def context_budget(self, entry: ModelEntry) -> Budget:
         """What `entry`'s requests are fitted to now (`tomori.generation.contexts`)."""
+        ...
+
+    @property
+    def settings(self) -> Settings:
+        """The author's settings (what no server changes: the memories' and summaries')."""
         ...
 
     async def status(self, guild_id: str) -> ServerStatus:
@@ -265,18 +271,27 @@ def reset(scope: str = "channel") -> Action:
 
 async def show(target: Administered, where: Where) -> Notice:
     resolved = await _resolved(target, where)
-    budgets = _budgets(target, resolved.models.value)
-    return Notice.of(said("title.in_this_channel"), _shown(resolved, budgets), NoticeColour.SUCCESS)
+    in_force = await _in_force(target, where, resolved.models.value)
+    shown = _shown(resolved, in_force)
+    return Notice.of(said("title.in_this_channel"), shown, NoticeColour.SUCCESS)
 
 
-def _budgets(target: Administered, models: str) -> str | None:
-    """The context budget each model of `models` is fitted to now; None if the chain can no
-    longer be used (a key gone since it was chosen: its turns say so)."""
+async def _in_force(target: Administered, where: Where, models: str) -> tuple[str, ...]:
+    """The context budget each model of `models` is fitted to now, and what its turns are
+    shown of the channel's summary and of their memories; no budgets nor summaries if the
+    chain can no longer be used (a key gone since it was chosen: its turns say so)."""
+    settings = target.settings
+    refused = target.memories is not None and await target.memories.refuses(
+        Refusal.SERVER, where.guild_id
+    )
+    memories = f"Memories: {memories_in_force(settings, refused_here=refused)}"
     try:
         chain = target.check_models(models)
     except ConfigError:
-        return None
-    return "; ".join(f"{e.label} {target.context_budget(e).described}" for e in chain.entries)
+        return (memories,)
+    budgets = "; ".join(f"{e.label} {target.context_budget(e).described}" for e in chain.entries)
+    summaries, _ = summaries_in_force(settings, chain)
+    return f"Context: {budgets}", f"Summaries: {summaries}", memories
 
 
 async def status(target: Administered, where: Where) -> Notice:
@@ -304,7 +319,7 @@ def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" for line in text.splitlines() or [""])
 
 
-def _shown(resolved: Resolved, budgets: str | None) -> str:
+def _shown(resolved: Resolved, in_force: Sequence[str]) -> str:
     prefill = resolved.prefill
     if prefill.value:
         begins = f"Prefill, what answers begin with ({prefill.source}):\n{_quoted(prefill.value)}"
@@ -313,7 +328,7 @@ def _shown(resolved: Resolved, budgets: str | None) -> str:
     return "\n".join(
         (
             f"Models: {resolved.models.value} ({resolved.models.source})",
-            *((f"Context: {budgets}",) if budgets is not None else ()),
+            *in_force,
             f"Answers every message: {'yes' if resolved.autoreply.value else 'no'}"
             f" ({resolved.autoreply.source})",
             f"Limits: {say(_limits(resolved.cooldown_ms.value, resolved.daily_tokens.value))}"

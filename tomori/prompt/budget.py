@@ -7,7 +7,10 @@ estimated by `tomori.prompt.tokens` scaled by the ratio learned of that model. A
 whatever it costs: the system items (the system prompt, the persona), the request-only notes,
 the tools, the turn's tool calls, and the items marked `pinned` (the trigger, the chain it
 replies to, what a /respond said, a prefill). Every pass of the tool loop is fitted so, its
-tool results with it. While the request is too long:
+tool results with it. First, though, each of the bot's own notes (`ContextItem.note`: the
+memories, the channel's summary) is cut to `NOTE_SHARE` of the room, its last lines first
+(they are the least needed), so a small model still gets the trigger and the recent history.
+Then, while the request is too long:
 1. the tool results over a quarter of the room (`FILE_SHARE`) are cut to it, the biggest
    first, only as far as needed (`tomori.prompt.tool_cuts`: a note says the rest is left out);
 2. the text of the history's attachments may be cut, each to no less than a quarter of the
@@ -36,6 +39,15 @@ CUT_MARKER = f"\n{CONTINUED}[... the rest of the attached text is left out here:
 FILE_SHARE = 4
 """A history message's attachments are cut to a quarter of the room before any message is
 left out: the file a question is about is most often just before it."""
+NOTE_SHARE = 8
+"""Each of the bot's notes takes at most an eighth of the room: the memories and the summary
+together a quarter, leaving three quarters to the system prompt, the persona, the trigger and
+the recent history, which are what the answer is to. On a model of 2,000 tokens that is about
+190 tokens a note (two or three memories, a summary's first paragraph); on one of 32,768 it is
+3,584, more than ten memories of 300 characters or a 300-token summary take: the cap bites on
+small models alone."""
+NOTE_CUT = "…"
+"""What ends a note's line cut short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +65,8 @@ class Fitted:
     """Messages whose attachments' text was cut."""
     results_cut: int = 0
     """Tool results cut."""
+    notes_cut: int = 0
+    """The bot's notes cut to their share of the room."""
 
 
 def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
@@ -64,11 +78,12 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
     def exchange_cost(exchange: ToolExchange) -> int:
         return scaled(exchange_tokens(exchange), ratio)
 
+    request, notes_cut = _notes_cut(request, room // NOTE_SHARE, cost)
     items: list[ContextItem | None] = list(request.context)
     costs = [cost(item) for item in request.context]
     over = scaled(fixed_tokens(request), ratio) + sum(costs) - room
     if over <= 0:
-        return Fitted(request, room + over, room)
+        return Fitted(request, room + over, room, notes_cut=notes_cut)
     keep = room // FILE_SHARE
     exchanges, over = cut_results(request.tool_history, over, exchange_cost, keep=keep)
     history = [n for n, item in enumerate(request.context) if not _kept(item)]
@@ -97,7 +112,62 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
     fit = replace(request, context=context, tool_history=exchanges)
     whole = request.tool_history
     results_cut = sum(1 for new, old in zip(exchanges, whole, strict=True) if new is not old)
-    return Fitted(fit, room + over, room, left_out, cut, results_cut)
+    return Fitted(fit, room + over, room, left_out, cut, results_cut, notes_cut)
+
+
+def _notes_cut(
+    request: StreamRequest, share: int, cost: Callable[[ContextItem], int]
+) -> tuple[StreamRequest, int]:
+    """`request` with each of its notes within `share` tokens (a note left with no line past
+    its header goes), and how many were cut."""
+    cut = 0
+
+    def capped(items: tuple[ContextItem, ...]) -> tuple[ContextItem, ...]:
+        nonlocal cut
+        kept: list[ContextItem] = []
+        for item in items:
+            if item.note and cost(item) > share:
+                cut += 1
+                shorter = _note_within(item, share, cost)
+                if shorter is None:
+                    continue
+                item = shorter
+            kept.append(item)
+        return tuple(kept)
+
+    context, notices = capped(request.context), capped(request.request_notices)
+    if not cut:
+        return request, 0
+    return replace(request, context=context, request_notices=notices), cut
+
+
+def _note_within(
+    item: ContextItem, share: int, cost: Callable[[ContextItem], int]
+) -> ContextItem | None:
+    """The note `item` with its header and as many of its next lines as fit `share`, the
+    line that does not fit cut at a word (`NOTE_CUT`); None if not a word of them fits."""
+    header, *lines = item.text.split("\n")
+
+    def costs(kept: list[str]) -> int:
+        return cost(replace(item, text="\n".join(kept)))
+
+    kept = [header]
+    for line in lines:
+        if costs([*kept, line]) <= share:
+            kept.append(line)
+            continue
+        words = line.split(" ")
+        fits, fails = 0, len(words)  # the most words of the line that fit, by halves
+        while fails - fits > 1:
+            middle = (fits + fails) // 2
+            if costs([*kept, " ".join(words[:middle]) + NOTE_CUT]) <= share:
+                fits = middle
+            else:
+                fails = middle
+        if fits:
+            kept.append(" ".join(words[:fits]) + NOTE_CUT)
+        break
+    return replace(item, text="\n".join(kept)) if len(kept) > 1 else None
 
 
 def _kept(item: ContextItem) -> bool:

@@ -46,8 +46,9 @@ TOOL_IMAGES = "The images the tool {tool} returned:"
 class ContextItem:
     """One turn of the conversation as the model sees it.
 
-    `pinned` and `files_at` are read by the request budget alone (`tomori.prompt.budget`),
-    and left out of comparisons: they say how an item may be fitted, not what it says."""
+    `pinned`, `files_at` and `note` are read by the request budget alone
+    (`tomori.prompt.budget`), and left out of comparisons: they say how an item may be
+    fitted, not what it says."""
 
     role: Role
     text: str
@@ -59,6 +60,10 @@ class ContextItem:
     files_at: int | None = field(default=None, compare=False)
     """Where the text of its message's attachments begins in `text`: the budget cuts that
     before it leaves out whole messages."""
+    note: bool = field(default=False, compare=False)
+    """A note of the bot's (its memories, the channel's summary): its first line a header,
+    each further line less needed than the one before; the budget cuts it to its share of a
+    small model's room (`tomori.prompt.budget.NOTE_SHARE`)."""
 
 
 class ArgumentsProblem(StrEnum):

@@ -45,7 +45,8 @@ def said_line(said: Said) -> str:
 
 
 def summary_note(summary: Summary | None) -> tuple[ContextItem, ...]:
-    """The note a turn is shown its channel's summary in, before the history; none without one."""
+    """The note a turn is shown its channel's summary in, before the history; none without one.
+    A small model's budget cuts it from its end (`ContextItem.note`)."""
     if summary is None:
         return ()
-    return (ContextItem(Role.USER, f"{NOTE_HEADER}\n{summary.text}", pinned=True),)
+    return (ContextItem(Role.USER, f"{NOTE_HEADER}\n{summary.text}", pinned=True, note=True),)

@@ -65,6 +65,10 @@ class ChannelConfig:
         self.contexts = ContextBook(settings, served_elsewhere(chain, self.environ), chain.entries)
         """Each model's context budget, and what its server taught it."""
 
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
     def start(self, database: Database) -> None:
         self.store = OverrideStore(database)
         self._providers = self.chain.build_providers()

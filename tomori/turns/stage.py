@@ -67,15 +67,22 @@ class Stage:
     summaries: Summaries | None = None
     """The channel summaries turns are shown and ask folds of (None: `TOMORI_SUMMARIES=0`)."""
 
-    async def summary(self, where: Where, reading: Reading, config: TurnConfig) -> Context:
-        """The note on the channel's summary, shown before its history; a fold of what fell
-        out of `reading`'s window is asked for, in the background. None if the database
-        cannot say now (logged: the turn goes on without it)."""
+    def fold(self, where: Where, reading: Reading, config: TurnConfig) -> None:
+        """Ask for a fold of what fell out of `reading`'s window, in the background. A turn
+        asks once its answers are written: a fold started beside them would share the
+        process's loop with them (its Discord read, its model's request), and a summary
+        folded meanwhile is the next turn's to see anyway (`bench/summary_bench.py`)."""
         if self.summaries is None:
-            return ()
+            return
         earlier = reading.fallen_out()
         if earlier is not None:
             self.summaries.fold_later(where, earlier, config.entries, config.providers)
+
+    async def summary(self, where: Where) -> Context:
+        """The note on the channel's summary, shown before its history. None if the database
+        cannot say now (logged: the turn goes on without it)."""
+        if self.summaries is None:
+            return ()
         try:
             return await self.summaries.note(where.guild_id, where.channel_id)
         except Exception as error:

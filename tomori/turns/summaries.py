@@ -1,15 +1,15 @@
 """`Summaries`: the background folds that keep each channel's summary, and their owner.
 
-A turn that read a full history window asks for a fold (`fold_later`) and goes on: the fold
-runs as a task of its own, never on the answer's path, one per channel at a time (a turn
-that finds one running asks for none). It reads what fell out of the window since the
-summary's last message (`Earlier`: at most a window's worth, oldest first), asks a model to
-fold it into the summary so far, and keeps the result; the messages of members who asked to
-be forgotten are left out. The model is `TOMORI_SUMMARY_MODEL`
-when its provider serves the channel's chain, else the chain's first; it writes at most
-`TOMORI_SUMMARY_TOKENS`, and its tokens count in the server's day as the bot's (no
-requester), never a member's. A fold that fails, or takes longer than `FOLD_TIMEOUT_S`, is
-logged and left: the next turn asks again.
+A turn that read a full history window asks for a fold (`fold_later`) once its answers are
+written (`Stage.fold`), and goes on: the fold runs as a task of its own, never on the answer's
+path, one per channel at a time (a turn that finds one running asks for none). It reads what
+fell out of the window since the summary's last message (`Earlier`: at most a window's worth,
+oldest first), asks a model to fold it into the summary so far, and keeps the result; the
+messages of members who asked to be forgotten are left out. The model is
+`TOMORI_SUMMARY_MODEL` when its provider serves the channel's chain, else the chain's first
+(`tomori.summary.model`); it writes at most `TOMORI_SUMMARY_TOKENS`, and its tokens count in
+the server's day as the bot's (no requester), never a member's. A fold that fails, or takes
+longer than `FOLD_TIMEOUT_S`, is logged and left: the next turn asks again.
 
 A deleted message drops the summaries that covered it (`messages_deleted`), and a fold under
 way in that channel keeps nothing (it may have read the message), nor does one that read a
@@ -32,6 +32,7 @@ from tomori.monitoring.metrics import Metrics
 from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import ContextItem, Provider, StreamRequest, TextDelta, UsageEvent
 from tomori.summary.folding import summarizing_request, summary_note
+from tomori.summary.model import summarizer
 from tomori.summary.store import Said, SummaryStore
 
 log = logging.getLogger(__name__)
@@ -101,22 +102,17 @@ class Summaries:
     def _model(
         self, entries: Sequence[ModelEntry], providers: Mapping[str, Provider]
     ) -> tuple[ModelEntry, Provider] | None:
-        named = self._settings.summary_model
-        if named:
-            provider_name, _, model = named.partition(":")
-            provider = providers.get(provider_name)
-            if provider is not None:
-                return ModelEntry(provider_name, model), provider
+        chosen = summarizer(self._settings, entries, providers)
+        if chosen is None:
+            return None
+        if chosen.unserved:
             log.warning(
                 "TOMORI_SUMMARY_MODEL %s: no provider of this chain serves it; the chain's "
                 "first model summarizes",
-                named,
+                self._settings.summary_model,
             )
-        for entry in entries[:1]:
-            provider = providers.get(entry.provider)
-            if provider is not None:
-                return entry, provider
-        return None
+        provider = providers.get(chosen.entry.provider)
+        return None if provider is None else (chosen.entry, provider)
 
     async def _fold(
         self, where: Where, earlier: Earlier, entry: ModelEntry, provider: Provider

@@ -159,8 +159,13 @@ async def _played(
             return None
         if prepared is None:
             return None
-        result, answered = await _answer(prepared, state, request)
-        await _saves_shown(prepared.playing)
+        playing = prepared.playing
+        try:
+            result, answered = await _answer(prepared, state, request)
+        finally:
+            where = Where(surface.guild_id, surface.channel_id, surface.limit_scope)
+            stage.fold(where, playing.reading, playing.config)
+        await _saves_shown(playing)
         if prepared.budget is not None:
             await _told_if_spent(prepared.budget, state, turn, request.surfaces_errors)
     if account is not None:
@@ -346,7 +351,7 @@ async def _prepare(
             guard, surface.read(message, waiting, queued=queued, images=images)
         )
     where = Where(surface.guild_id, channel_id, surface.limit_scope)
-    summary = await until_stopped(guard, stage.summary(where, reading, config))
+    summary = await until_stopped(guard, stage.summary(where))
     posters: Mapping[str, str] = {}
     if cast:
         posters = await until_stopped(guard, stage.posters(reading.posted_by_us()))

@@ -15,6 +15,7 @@ from typing import Any
 from tomori.cast.personas import PersonaStore
 from tomori.commands import table
 from tomori.config.models import ModelChain, ModelEntry
+from tomori.config.settings import Settings
 from tomori.delivery.notices import Notice
 from tomori.delivery.traffic import TrafficReport
 from tomori.generation.contexts import Budget
@@ -111,6 +112,10 @@ class ChatSettings:
 
     def context_budget(self, entry: ModelEntry) -> Budget:
         return self._chat.config.contexts.budget(entry)
+
+    @property
+    def settings(self) -> Settings:
+        return self._chat.config.settings
 
     async def status(self, guild_id: str) -> ServerStatus:
         await self._runtime.metrics.flushed()
