@@ -245,7 +245,9 @@ async def test_the_memories_and_the_summary_take_their_share_of_a_small_model_an
     for n in range(9):
         await memories.save(alice, Scope.MEMBER, FILLER.format(n=n))
     covered = [Said("1", str(Person.BOB.id), "bob: the festival")]
-    await SummaryStore(opened).save(str(GUILD_ID), str(CHANNEL_ID), SUMMARY, covered)
+    summaries = SummaryStore(opened)
+    began = await summaries.begin(str(GUILD_ID), str(CHANNEL_ID))
+    await summaries.save(str(GUILD_ID), str(CHANNEL_ID), SUMMARY, covered, began)
     for n in range(5):
         bot.seed(f"({n}) recent: {OLD_LINE[:120]}", by=Person.BOB)
     await bot.say(f"{bot.mention()} what is my cat called?")
