@@ -19,6 +19,6 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `turns/`      the turn, written once against a `Surface`: its request, its configuration,
                 the bot's, the personas' or a scene's answers
 - `commands/`   every slash command declared once, for both libraries and the console
-- `console/`    `bot.py --console` and `--check`
+- `console/`    `tomori --console` and `--check`
 And `errors.py`: `TomoriError`, the root of every error raised.
 """

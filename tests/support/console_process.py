@@ -10,12 +10,11 @@ import asyncio
 import os
 import pty
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.support.bot_script import BOT, environment
+from tests.support.command import COMMAND, environment
 from tests.support.llm_server import LLMServer
 from tests.support.terminal_screen import on_screen
 
@@ -44,8 +43,7 @@ def bot_environment(server: LLMServer, tmp_path: Path, **env: str) -> dict[str, 
 async def start_bot(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
     """bot.py with `args`, its standard input, output and error piped to the test."""
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
+        *COMMAND,
         *args,
         env=env,
         stdin=subprocess.PIPE,
@@ -105,8 +103,7 @@ async def console_in_terminal(
     terminal, console_side = pty.openpty()
     os.set_blocking(terminal, False)
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
+        *COMMAND,
         "--console",
         env=env,
         stdin=console_side,
