@@ -20,6 +20,7 @@ from typing import Any
 from tomori.config.models import ModelChain
 from tomori.config.parsers import install_extra
 from tomori.config.settings import ConfigError, Settings
+from tomori.log_lines import log_handler
 from tomori.store import StoreError
 from tomori.tools.mcp import mcp_tools_for
 from tomori_cog.library import installed_library
@@ -85,9 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         print(refusal(error, os.environ), file=sys.stderr)
         return 2
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, handlers=[log_handler(settings.log_format)])
     logging.getLogger(f"{library}.client").addFilter(without_the_voice_warning)
     shared = shards_without_a_shared_database(os.environ, settings)
     if shared:
