@@ -238,3 +238,27 @@ async def test_a_start_warns_of_what_the_operator_meant_and_of_nothing_else(
         "TOMORI_HISTORY_LIMIT?",
     ]
     assert "voice will NOT be supported" not in err
+
+
+async def test_with_json_logs_every_line_the_command_writes_is_one_json_object(
+    tmp_path: Path,
+) -> None:
+    """TOMORI_LOG_FORMAT=json, as a collector reads the process's standard error: every line
+    from start to stop is an object with its time, level, logger and message (the warnings
+    among them), none of it plain text."""
+    _, err = await started_on_a_fake_gateway(
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_LOG_FORMAT="json",
+        TOMORI_HISTORY_LIMT="5",
+    )
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert lines
+    for line in lines:
+        assert {"time", "level", "logger", "message"} <= line.keys(), line
+    assert {
+        "level": "WARNING",
+        "logger": "tomori_cog",
+        "message": "TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did "
+        "you mean TOMORI_HISTORY_LIMIT?",
+    }.items() <= next(line for line in lines if "HISTORY_LIMT" in line["message"]).items()
+    assert "stop signal received: closing" in [line["message"] for line in lines]
