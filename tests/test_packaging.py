@@ -104,6 +104,14 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 
+def test_the_wheel_installs_the_tomori_command(wheel: Path) -> None:
+    """pip makes `tomori` from the wheel's entry points (.ci/wheel runs it installed)."""
+    archive = zipfile.ZipFile(wheel)
+    (points,) = [name for name in archive.namelist() if name.endswith("/entry_points.txt")]
+    assert "[console_scripts]\ntomori = tomori_cog.cli:entry" in archive.read(points).decode()
+    assert "tomori_cog/__main__.py" in archive.namelist()  # python -m tomori_cog
+
+
 def test_the_wheel_ships_every_package_of_the_code_and_each_languages_words(wheel: Path) -> None:
     """setuptools ships only the packages pyproject.toml lists: one left out imports in a
     checkout and fails in a bot author's install."""
