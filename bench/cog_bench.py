@@ -14,9 +14,10 @@ own).
 - Scale: 500 channels streaming at once at 20 chunks/s (every 10th stream stalls): event-loop
   lag p99, how late the stalled streams' timeouts fire past their budget, database writes and
   transactions per second, memory per active stream, and the full garbage collections that
-  ran and their longest pause. First as bot.py runs (the start-up heap frozen once the cog has
-  started), three times: the figures are the medians, and each run's p99 is printed too, as
-  with 50 stalled streams a p99 is close to the worst one and varies from run to run. Then
+  ran and their longest pause. First as the `tomori` command runs (the start-up heap frozen
+  once the cog has started), three times: the figures are the medians, and each run's p99 is
+  printed too, as with 50 stalled streams a p99 is close to the worst one and varies from run
+  to run. Then
   once without that freeze, as in a bot that does not call it.
 """
 
@@ -284,7 +285,7 @@ async def scale(folder: Path, *, frozen: bool, run: int = 0) -> ScaleRun:
     bot = await start_nextcord_bot(
         settings, chain(f"http://127.0.0.1:{port}"), NoPatch(), channel_ids=channels
     )
-    if frozen:  # what bot.py does once the cog has started
+    if frozen:  # what the `tomori` command does once the cog has started
         gc.collect()
         gc.freeze()
     statements: list[str] = []

@@ -157,7 +157,7 @@ async def scale(port: int, first: int, count: int, idle_ms: int) -> None:
     channels = tuple(range(first, first + count))
     bot = await start_nextcord_bot(settings, chain, NoPatch(), channel_ids=channels)
     gc.collect()
-    gc.freeze()  # what bot.py does once the cog has started
+    gc.freeze()  # what the `tomori` command does once the cog has started
     posted: dict[int, list[tuple[float, bool]]] = {}
     create = bot.discord._create
 

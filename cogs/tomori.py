@@ -1,4 +1,4 @@
-"""`bot.load_extension("cogs.tomori")` for bots run from this repository (as `bot.py` is).
+"""`bot.load_extension("cogs.tomori")` for bots run from this repository.
 
 An installed tomori-cog is loaded as `bot.load_extension("tomori_cog")`; this file only
 forwards to it, under its own name: the cog remembers which name loaded it, and only that

@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support.bot_script import BOT, environment
+from tests.support.command import command_without, environment
 from tests.support.markdown import python_block, sections
 from tests.support.paths import REPO
 from tomori.words import LOCALES
@@ -107,6 +107,15 @@ def test_the_wheel_ships_both_packages_typed_and_the_licence(wheel: Path) -> Non
     for engine in ("sqlite", "postgres"):  # the schema ships too
         assert f"tomori/migrations/{engine}/0001_channel_locks.sql" in names
     assert any(name.endswith("licenses/LICENSE") for name in names)
+
+
+@ONE_WHEEL
+def test_the_wheel_installs_the_tomori_command(wheel: Path) -> None:
+    """pip makes `tomori` from the wheel's entry points (.ci/wheel runs it installed)."""
+    archive = zipfile.ZipFile(wheel)
+    (points,) = [name for name in archive.namelist() if name.endswith("/entry_points.txt")]
+    assert "[console_scripts]\ntomori = tomori_cog.cli:entry" in archive.read(points).decode()
+    assert "tomori_cog/__main__.py" in archive.namelist()  # python -m tomori_cog
 
 
 @ONE_WHEEL
@@ -215,29 +224,10 @@ def test_only_the_extras_bring_a_discord_library_and_the_gemini_sdk(wheel: Path)
     assert "google-genai" in by_extra["gemini"]
 
 
-HIDING = """
-import runpy, sys
-
-class NotInstalled:
-    # What pip left out: the modules named on the command line cannot be found.
-    def find_spec(self, name, path=None, target=None):
-        if any(name == hidden or name.startswith(hidden + ".") for hidden in HIDDEN):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-HIDDEN = sys.argv[1].split(",")
-sys.meta_path.insert(0, NotInstalled())
-sys.argv = sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-"""bot.py run with the modules given as its first argument hidden, as an install without the
-extra that brings them leaves them."""
-
-
 def without(hidden: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """bot.py with `args` and `env`, as an install without the module `hidden` runs it."""
+    """The command with `args` and `env`, as an install without the module `hidden` runs it."""
     return subprocess.run(
-        [sys.executable, "-c", HIDING, hidden, str(BOT), *args],
+        [*command_without(hidden), *args],
         capture_output=True,
         text=True,
         env=environment(**env),
@@ -294,7 +284,9 @@ def test_postgresql_without_the_postgres_extra_stops_start_up_naming_the_extra(
     )
 
 
-def test_bot_py_without_nextcord_says_which_extra_brings_it(tmp_path: Path) -> None:
+def test_the_command_without_either_discord_library_says_which_extra_brings_one(
+    tmp_path: Path,
+) -> None:
     env = {
         "TOMORI_MODELS": "openai:m",
         "OPENAI_API_KEY": "k",
@@ -302,17 +294,18 @@ def test_bot_py_without_nextcord_says_which_extra_brings_it(tmp_path: Path) -> N
         "DISCORD_TOKEN": "x",
         "TOMORI_DB_PATH": str(tmp_path / "t.db"),
     }
-    ran = without("nextcord", **env)
+    ran = without("nextcord,discord", **env)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert ran.stderr == (
-        "error: bot.py runs on nextcord, which is not installed: pip install "
+        "error: the bot runs on nextcord or discord.py, and neither is installed: pip install "
         "'tomori-cog[nextcord]' (from a clone: pip install -e '.[nextcord]')\n"
     )
-    checked = without("nextcord", "--check", **env)
+    checked = without("nextcord,discord", "--check", **env)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert checked.stdout.splitlines()[-1] == (
-        "FAILED  discord: the login is checked with nextcord, which is not installed: pip "
-        "install 'tomori-cog[nextcord]' (from a clone: pip install -e '.[nextcord]')"
+        "FAILED  discord: the login is checked with the bot's Discord library, and neither "
+        "nextcord nor discord.py is installed: pip install 'tomori-cog[nextcord]' (from a "
+        "clone: pip install -e '.[nextcord]')"
     )
 
 

@@ -19,6 +19,8 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `turns/`      the turn, written once against a `Surface`: its request, its configuration,
                 the bot's, the personas' or a scene's answers
 - `commands/`   every slash command declared once, for both libraries and the console
-- `console/`    `bot.py --console` and `--check`
-And `errors.py`: `TomoriError`, the root of every error raised.
+- `console/`    `tomori --console` and `--check`
+And `errors.py`: `TomoriError`, the root of every error raised; `turn_log.py`: the fields of
+the turn a log line is about, which any layer may note; `log_lines.py`: the log's lines, text
+or JSON (`TOMORI_LOG_FORMAT`).
 """

@@ -32,9 +32,12 @@ only that name's `teardown` removes it.
 - `progress_marks.py` a trigger's progress as the bot's own reactions on it (`ProgressMarks`)
 - `token_redaction.py` Discord's webhook and interaction tokens kept out of every log line
 - `buckets.py`        nextcord's rate-limit buckets kept per channel, as Discord keys them
-- `modes.py`          what `bot.py --console` and `--check` run
-- `variables.py`      every variable bot.py reads, as `--help` and docs/configuration.md
-                      list them; bot.py's shards
+- `cli.py`            the `tomori` command: its modes, its exit (`__main__.py`: the same
+                      command as `python -m tomori_cog`)
+- `serving.py`        its run mode: a bot of the installed library, served until a signal
+- `modes.py`          what `tomori --console` and `--check` run
+- `variables.py`      every variable the command reads, as `--help` and
+                      docs/configuration.md list them; its shards
 - `discord_check.py`  `--check` with a token: login, the Message Content intent, the invite
 """
 

@@ -1,8 +1,9 @@
-"""`bot.py --check` with a `DISCORD_TOKEN`: the token logs in, and the application can serve.
+"""`tomori --check` with a `DISCORD_TOKEN`: the token logs in, and the application can serve.
 
-It logs in over HTTP only (no gateway connection), reads the application's flags for the
-Message Content intent, and builds the invite URL with the permissions the cog needs, all
-within `DISCORD_CHECK_WITHIN_S`: a Discord that does not answer fails the check, never hangs it.
+It logs in with the Discord library the bot runs on (nextcord, else discord.py), over HTTP
+only (no gateway connection), reads the application's flags for the Message Content intent,
+and builds the invite URL with the permissions the cog needs, all within
+`DISCORD_CHECK_WITHIN_S`: a Discord that does not answer fails the check, never hangs it.
 
 The permissions asked for, and why, are `INVITE_PERMISSIONS`: nothing the cog never does.
 """
@@ -10,11 +11,13 @@ The permissions asked for, and why, are `INVITE_PERMISSIONS`: nothing the cog ne
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Mapping
 from typing import Any, TextIO
 from urllib.parse import urlencode
 
-from tomori.config.parsers import install_extra, installed
+from tomori.config.parsers import install_extra
+from tomori_cog.library import installed_library
 
 DISCORD_CHECK_WITHIN_S = 15.0
 
@@ -51,21 +54,22 @@ def message_content_granted(application_flags: int) -> bool:
 
 
 async def check_discord(token: str, out: TextIO) -> bool:
-    """Log in with nextcord and print what a newcomer must know; True when all is in place
-    (or when there is no token: the bot cannot start without one, which it says itself)."""
+    """Log in with the installed Discord library and print what a newcomer must know; True
+    when all is in place (or when there is no token: the bot cannot start without one, which
+    it says itself)."""
     if not token:
         print("skipped discord: DISCORD_TOKEN is not set", file=out)
         return True
-    if not installed("nextcord"):
+    library = installed_library()
+    if library is None:
         print(
-            f"FAILED  discord: the login is checked with nextcord, which is not installed: "
-            f"{install_extra('nextcord')}",
+            f"FAILED  discord: the login is checked with the bot's Discord library, and neither "
+            f"nextcord nor discord.py is installed: {install_extra('nextcord')}",
             file=out,
         )
         return False
-    import nextcord
-
-    client = nextcord.Client(intents=nextcord.Intents.none())
+    discord: Any = importlib.import_module(library)
+    client = discord.Client(intents=discord.Intents.none())
     try:
         async with asyncio.timeout(DISCORD_CHECK_WITHIN_S):
             await client.login(token)
@@ -73,10 +77,10 @@ async def check_discord(token: str, out: TextIO) -> bool:
     except TimeoutError:
         print(f"FAILED  discord: no answer within {DISCORD_CHECK_WITHIN_S:g} s", file=out)
         return False
-    except nextcord.LoginFailure:
+    except discord.LoginFailure:
         print("FAILED  discord: the token was refused (401): check DISCORD_TOKEN", file=out)
         return False
-    except nextcord.HTTPException as error:
+    except discord.HTTPException as error:
         print(f"FAILED  discord: HTTP {error.status} while logging in", file=out)
         return False
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them

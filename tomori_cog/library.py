@@ -15,7 +15,18 @@ from typing import Any
 
 import aiohttp
 
+from tomori.config.parsers import installed
 from tomori.errors import TomoriError
+
+LIBRARIES = ("nextcord", "discord")
+"""The Discord libraries a bot of the `tomori` command can run on, by their module, in the
+order it prefers them: nextcord first, as the repository's bot always ran on it."""
+
+
+def installed_library() -> str | None:
+    """The module of the Discord library the `tomori` command runs a bot on, without importing
+    it (None: neither is installed)."""
+    return next((name for name in LIBRARIES if installed(name)), None)
 
 
 class UnsupportedBot(TomoriError, TypeError):

@@ -1,4 +1,4 @@
-"""What `bot.py --console` and `bot.py --check` run.
+"""What `tomori --console` and `tomori --check` run.
 
 Both read every setting first, as the bot does, so a bad one stops them with exit code 2 and
 one line naming it. Neither needs a `DISCORD_TOKEN`; `--check` uses one if it is set.
@@ -42,7 +42,8 @@ def console_main() -> int:
 def check_main(check_more: Callable[[], object] = lambda: None) -> int:
     """The settings, the database, every model and, with a token, Discord: 0 if all is well.
 
-    `check_more` checks the front-end's own settings (bot.py's shards), raising `ConfigError`."""
+    `check_more` checks the front-end's own settings (the command's shards and Discord
+    address), raising `ConfigError`."""
     return _run(check=True, check_more=check_more)
 
 

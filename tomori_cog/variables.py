@@ -1,9 +1,10 @@
-"""Every environment variable `bot.py` reads, in one list: `--help` and docs/configuration.md.
+"""Every environment variable the `tomori` command reads, in one list: `--help` and
+docs/configuration.md.
 
 The settings' rows are read from `Settings`' own fields and the model chain's from
-`tomori.config.models`; bot.py's own (its token and its shards) are declared here, beside
-`Shards`, which reads the shard variables. docs/configuration.md is the same list rendered as
-a page; after changing a declaration, regenerate it with
+`tomori.config.models`; the command's own (its token, its shards, its Discord address) are
+declared here, beside `Shards`, which reads the shard variables. docs/configuration.md is the
+same list rendered as a page; after changing a declaration, regenerate it with
 `python -m tomori_cog.variables > docs/configuration.md` (a test fails while it differs).
 """
 
@@ -37,8 +38,8 @@ BOT_VARIABLES: tuple[tuple[str, str, str], ...] = (
     (
         "DISCORD_SHARD_COUNT",
         "(none: one connection)",
-        "the application's shards, across every process (the same in each); set, bot.py runs "
-        f"nextcord's AutoShardedBot: {SHARD_COUNT.allowed}",
+        "the application's shards, across every process (the same in each); set, the command "
+        f"runs the library's AutoShardedBot: {SHARD_COUNT.allowed}",
     ),
     (
         "DISCORD_SHARD_IDS",
@@ -54,7 +55,8 @@ BOT_VARIABLES: tuple[tuple[str, str, str], ...] = (
         "version's path",
     ),
 )
-"""(variable, default, what it does) of bot.py's own variables, which the cog does not read."""
+"""(variable, default, what it does) of the command's own variables, which the cog does not
+read."""
 
 
 def api_base_from_env(environ: Mapping[str, str]) -> str | None:
@@ -109,7 +111,7 @@ class Shards(NamedTuple):
 
 
 def known_variables() -> tuple[str, ...]:
-    """Every variable bot.py and the cog read, in `--help`'s order, then the former names
+    """Every variable the command and the cog read, in `--help`'s order, then the former names
     still read."""
     return (
         *(name for name, _, _ in BOT_VARIABLES),
@@ -146,13 +148,13 @@ def unread_variables(environ: Mapping[str, str]) -> list[str]:
         close = difflib.get_close_matches(rest, list(kin), n=1, cutoff=CLOSE_ENOUGH[ours])
         if not close and not ours:
             continue
-        meant = f": did you mean {kin[close[0]]}?" if close else " (bot.py --help lists them)"
+        meant = f": did you mean {kin[close[0]]}?" if close else " (tomori --help lists them)"
         found.append(f"{name} is set, but tomori-cog reads no such variable{meant}")
     return found
 
 
 def refusal(error: Exception, environ: Mapping[str, str]) -> str:
-    """What bot.py prints for a setting that stops it: the error, then each variable set that
+    """What the command prints for a setting that stops it: the error, then each variable set that
     nothing reads (`TOMORI_MODEL` beside "TOMORI_MODELS is not set" says what went wrong)."""
     notes = [f"\nnote: {line}" for line in unread_variables(environ)]
     return f"error: {error}" + "".join(notes)
@@ -180,7 +182,7 @@ def _what(variable: Variable) -> str:
 
 
 def environment_help() -> str:
-    """`--help`'s list of variables: bot.py's own, then the models', then every setting with
+    """`--help`'s list of variables: the command's own, then the models', then every setting with
     the `Settings` field it fills."""
     rows = [*BOT_VARIABLES, *MODEL_VARIABLES]
     rows += [
@@ -200,19 +202,20 @@ PAGE_HEAD = """\
 <!-- Generated from the declarations in the code: edit those, then regenerate this page with
 `python -m tomori_cog.variables > docs/configuration.md` (a test fails while it differs). -->
 
-tomori-cog is configured by environment variables, read once at start-up; `python bot.py
---help` lists the same ones. A bad value stops start-up with one line naming the variable, the
-value and what is allowed (`bot.py` exits with code 2), never a silent fall-back to the
+tomori-cog is configured by environment variables, read once at start-up; `tomori --help`
+lists the same ones. A bad value stops start-up with one line naming the variable, the value
+and what is allowed (the `tomori` command exits with code 2), never a silent fall-back to the
 default. Numbers are ASCII digits: `²` or `①` are refused, as is a number past its ceiling.
 An optional variable set to nothing (`TOMORI_DB_URL=` in a `.env` file) is unset; any other
 variable set to nothing is refused, except the lists ({lists}), where nothing is an empty list.
 A switch is `1` or `0` (or `true` or `false`, in any case).
 
-## bot.py
+## The tomori command
 
-Read by `bot.py` alone; in your own bot, its token and sharding are yours to set (nextcord's
-and discord.py's `AutoShardedBot(shard_count=..., shard_ids=[...])` do what the two shard
-variables do here; see [Running on several machines](operations.md#running-on-several-machines)).
+Read by the `tomori` command alone (`python -m tomori_cog`, the container's entry point); in
+your own bot, its token and sharding are yours to set (nextcord's and discord.py's
+`AutoShardedBot(shard_count=..., shard_ids=[...])` do what the two shard variables do here;
+see [Running on several machines](operations.md#running-on-several-machines)).
 
 """
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.bot_script import run
+from tests.support.command import run
 from tomori.config.settings import VARIABLES, ConfigError, DatabaseUrl, Settings
 from tomori.store.connect import open_database
 

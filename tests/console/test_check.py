@@ -6,13 +6,12 @@ import asyncio
 import json
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.bot_script import BOT
+from tests.support.command import OTHER_LIBRARY, command_without
 from tests.support.console_process import SECRET_KEY, bot_environment, finished, start_bot
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, drop, sse
 from tests.support.mcp_servers import (
@@ -306,7 +305,7 @@ async def test_a_misspelled_variable_fails_the_check_naming_the_one_meant(
         "TOMORI_HISTORY_LIMIT?",
         "FAILED  TOMORI_MODEL is set, but tomori-cog reads no such variable: did you mean "
         "TOMORI_MODELS?",
-        "FAILED  TOMORI_SOMETHING is set, but tomori-cog reads no such variable (bot.py --help "
+        "FAILED  TOMORI_SOMETHING is set, but tomori-cog reads no such variable (tomori --help "
         "lists them)",
     ]
     assert "ok      openai:test-model: first token " in out
@@ -403,16 +402,11 @@ async def test_a_bad_setting_stops_the_check_naming_it(
     assert llm_server.requests == []
 
 
-LAUNCH_ON_FAKE_DISCORD = """
-import runpy, sys
-import nextcord.http
+QUICK_DISCORD_CHECK = """
 import tomori_cog.discord_check
-nextcord.http.Route.BASE = sys.argv[2]
 tomori_cog.discord_check.DISCORD_CHECK_WITHIN_S = 1.0
-sys.argv = [sys.argv[1], "--check"]
-runpy.run_path(sys.argv[0], run_name="__main__")
 """
-"""bot.py --check with nextcord's REST base pointed at the test's fake Discord."""
+"""The check's bound on Discord's answers, shortened for the test's Discord that never answers."""
 
 
 def fake_discord(
@@ -439,6 +433,7 @@ def fake_discord(
                 "bot_require_code_grant": False,
                 "verify_key": "k",
                 "flags": application_flags,
+                "owner": {"id": "7", "username": "author", "discriminator": "0", "avatar": None},
             }
             return Reply(json_body=application)
         return Reply(404, json_body={"message": "Unknown", "code": 0})
@@ -447,18 +442,26 @@ def fake_discord(
 
 
 async def check_on_fake_discord(
-    llm_server: LLMServer, tmp_path: Path, discord: LLMServer, token: str
+    llm_server: LLMServer,
+    tmp_path: Path,
+    discord: LLMServer,
+    token: str,
+    library: str = "nextcord",
 ) -> tuple[int | None, str, str, list[SeenRequest]]:
+    """`tomori --check` with DISCORD_API_URL at the test's Discord, on an install that has
+    `library` alone."""
     llm_server.script(answer("ready"))
     await discord.start()
     try:
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            LAUNCH_ON_FAKE_DISCORD,
-            str(BOT),
-            f"{discord.base_url}/api/v10",
-            env=bot_environment(llm_server, tmp_path, DISCORD_TOKEN=token),
+            *command_without(OTHER_LIBRARY[library], QUICK_DISCORD_CHECK),
+            "--check",
+            env=bot_environment(
+                llm_server,
+                tmp_path,
+                DISCORD_TOKEN=token,
+                DISCORD_API_URL=f"{discord.base_url}/api/v10",
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -469,11 +472,12 @@ async def check_on_fake_discord(
 
 
 async def test_with_a_token_it_logs_in_reads_the_intent_and_prints_the_invite(
-    llm_server: LLMServer, tmp_path: Path
+    llm_server: LLMServer, tmp_path: Path, library: str
 ) -> None:
+    """On either library, whichever the install has: the login needs no nextcord."""
     token = "discord-TOKEN-SECRET.0123456789"
     code, out, err, requests = await check_on_fake_discord(
-        llm_server, tmp_path, fake_discord(application_flags=1 << 19), token
+        llm_server, tmp_path, fake_discord(application_flags=1 << 19), token, library
     )
     assert code == 0, out + err
     assert out.splitlines()[-3:] == [
@@ -498,11 +502,11 @@ async def test_a_missing_message_content_intent_fails_the_check(
 
 
 async def test_a_refused_token_fails_the_check_in_one_line(
-    llm_server: LLMServer, tmp_path: Path
+    llm_server: LLMServer, tmp_path: Path, library: str
 ) -> None:
     token = "discord-TOKEN-SECRET.0123456789"
     code, out, err, _ = await check_on_fake_discord(
-        llm_server, tmp_path, fake_discord(application_flags=0, token_status=401), token
+        llm_server, tmp_path, fake_discord(application_flags=0, token_status=401), token, library
     )
     assert code == 1
     assert out.splitlines()[-1] == (

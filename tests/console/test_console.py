@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_script import run
+from tests.support.command import run
 from tests.support.console_process import (
     SECRET_KEY,
     bot_environment,

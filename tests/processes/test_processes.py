@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.bot_script import environment
+from tests.support.command import environment
 from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer, Reply, SeenRequest
 from tests.support.nextcord_fake import (

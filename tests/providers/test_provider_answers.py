@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.bot_script import run
 from tests.support.cog_settings import settings_for
+from tests.support.command import run
 from tests.support.gemini_wire import response, text_part
 from tests.support.llm_server import LLMServer, Reply, raw, raw_bytes, sse, stall
 from tests.support.nextcord_fake import CHANNEL_ID, NextcordBot, OpenNextcord

@@ -5,8 +5,9 @@ on the REST recorder, talking to the test's LLM server, driven through stdin.
 
 The database and every setting come from the environment, as a deployed bot reads them
 (`Settings.from_env()`: TOMORI_DB_URL for PostgreSQL, else TOMORI_DB_PATH). The bot runs under
-bot.py's own `serve`, standing for a bot connected to the gateway, so SIGTERM stops it the way
-a deploy stops bot.py: the cog closes (its turns end and release their locks), then the bot.
+the `tomori` command's own `serve`, standing for a bot connected to the gateway, so SIGTERM
+stops it the way a deploy stops the command: the cog closes (its turns end and release their
+locks), then the bot.
 
 SEEDS_JSON is a file of message payloads Discord already holds, stored before the cog starts
 (a restarted bot replays queued triggers at once and reads their messages).
@@ -35,12 +36,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import NextcordBot, member_payload, start_nextcord_bot
 from tests.support.pace import quicken_channel_pace
 from tests.support.world import GUILD_ID
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
+from tomori_cog.serving import serve
 
 
 class _Setattr:
@@ -80,7 +81,7 @@ async def main(base_url: str, known: list[dict[str, Any]]) -> None:
         await asyncio.Event().wait()  # connected to the gateway until the bot closes
 
     nc.bot.start = connected  # type: ignore[method-assign]
-    serving = asyncio.create_task(bot_script().serve(nc.bot, "token"))
+    serving = asyncio.create_task(serve(nc.bot, "token"))
     commands = asyncio.create_task(obey(nc))
     emit({"ready": True})
     await serving

@@ -1,4 +1,4 @@
-"""bot.py --console and --check as a newcomer runs them: a real process on the local LLM server.
+"""The tomori command's --console and --check as a newcomer runs them: a real process on the local LLM server.
 
 The process runs in the test's event loop as an asyncio subprocess, so the LLM server the
 test scripted (in the same loop) answers it while the test writes lines and reads output.
@@ -10,12 +10,11 @@ import asyncio
 import os
 import pty
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.support.bot_script import BOT, environment
+from tests.support.command import COMMAND, environment
 from tests.support.llm_server import LLMServer
 from tests.support.terminal_screen import on_screen
 
@@ -44,8 +43,7 @@ def bot_environment(server: LLMServer, tmp_path: Path, **env: str) -> dict[str, 
 async def start_bot(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
     """bot.py with `args`, its standard input, output and error piped to the test."""
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
+        *COMMAND,
         *args,
         env=env,
         stdin=subprocess.PIPE,
@@ -99,14 +97,13 @@ async def leave(process: asyncio.subprocess.Process, terminal: int, keys: bytes 
 async def console_in_terminal(
     env: dict[str, str],
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
-    """bot.py --console on a pty, as a person at a terminal runs it; the terminal's side of it.
+    """`tomori --console` on a pty, as a person at a terminal runs it; the terminal's side of it.
 
     The process is killed if the test left it running, and the pty closed."""
     terminal, console_side = pty.openpty()
     os.set_blocking(terminal, False)
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
+        *COMMAND,
         "--console",
         env=env,
         stdin=console_side,

@@ -1,4 +1,5 @@
-"""bot.py's `serve` on a connected bot, to stop with a signal: nextcord on fake Discord.
+"""The `tomori` command's `serve` on a connected bot, to stop with a signal: nextcord on fake
+Discord.
 
     python -m tests.support.serve_script LLM_BASE_URL DB_PATH {connected,mid-turn}
 
@@ -14,10 +15,10 @@ import os
 import sys
 
 from tests.support.bot_process import _Setattr
-from tests.support.bot_script import bot_script
 from tests.support.nextcord_fake import start_nextcord_bot
 from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
+from tomori_cog.serving import serve
 
 
 async def main(base_url: str, db_path: str, phase: str) -> None:
@@ -37,7 +38,7 @@ async def main(base_url: str, db_path: str, phase: str) -> None:
         await asyncio.Event().wait()  # connected to the gateway until the bot closes
 
     nc.bot.start = start  # type: ignore[method-assign]
-    serving = asyncio.create_task(bot_script().serve(nc.bot, "token"))
+    serving = asyncio.create_task(serve(nc.bot, "token"))
     await connected.wait()
     if phase == "mid-turn":
         nc.say(f"{nc.mention()} tell me everything")

@@ -51,6 +51,7 @@ __all__ = [
     "Delivery",
     "IntegerParser",
     "KillPolicy",
+    "LogFormat",
     "Settings",
     "Variable",
     "seconds",
@@ -77,6 +78,15 @@ class ShowProgress(StrEnum):
 
     REACTIONS = "reactions"
     OFF = "off"
+
+
+class LogFormat(StrEnum):
+    """How the `tomori` command writes its log lines (`tomori.log_lines`)."""
+
+    TEXT = "text"
+    """One line a person reads: time, level, logger, message."""
+    JSON = "json"
+    """One JSON object a line, with the fields of the turn a line is about, for a collector."""
 
 
 class ShowErrors(StrEnum):
@@ -466,6 +476,15 @@ class Settings:
         "once the model has finished, the wait for each Discord send still to land (a 429, a "
         "slow network; never below the edit interval); past it the rest is dropped with a log "
         "line, and a direct asker is told the answer was cut short (never a timeout notice)",
+    )
+    log_format: LogFormat = setting(
+        "TOMORI_LOG_FORMAT",
+        LogFormat.TEXT,
+        choice(LogFormat),
+        "how the tomori command writes its log (your own bot configures its own): text, a line "
+        "a person reads; json, one object a line with time, level, logger, message and the "
+        "turn's id, channel, model and outcome where a line is about a turn (never the words "
+        "of a message at INFO)",
     )
     max_answer_chars: int = setting(
         "TOMORI_MAX_ANSWER_CHARS",

@@ -1,4 +1,4 @@
-"""`bot.py --console` and `bot.py --check`: the core at work in a terminal, without Discord.
+"""`tomori --console` and `tomori --check`: the core at work in a terminal, without Discord.
 
 - `session.py`  `run_console`: the terminal read, Ctrl+C, the end of input, what closes when
 - `dispatch.py` what each message typed does: a turn queued in the channel's lock, a stop

@@ -1,12 +1,13 @@
-"""`python bot.py --check`: what would go wrong, found before any Discord user finds it.
+"""`tomori --check`: what would go wrong, found before any Discord user finds it.
 
-The settings were read already (a bad one stops `bot.py` with exit code 2). Here the MCP servers
-start while the database is opened and migrated, then every model of the chain is asked for a
-tiny streamed answer at once (`probe`), offered every tool a turn may offer (the built-in ones
-and the servers'), and one line per model says how it went, with the context budget its
+The settings were read already (a bad one stops the command with exit code 2). Here the MCP
+servers start while the database is opened and migrated, then every model of the chain is asked
+for a tiny streamed answer at once (`probe`), offered every tool a turn may offer (the built-in
+ones and the servers'), and one line per model says how it went, with the context budget its
 requests are fitted to, then the channel summaries and the memories in force, then one per MCP
-server. A front-end may add a check of its own (bot.py logs in to Discord when a token is
-set). Exit code 0 when everything answered, 1 otherwise, 2 when the database cannot be used.
+server. A front-end may add a check of its own (the `tomori` command logs in to Discord when a
+token is set). Exit code 0 when everything answered, 1 otherwise, 2 when the database cannot be
+used.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Lines from standard input, read without blocking the event loop, and stopped at exit.
 
 A thread reads, because standard input may be a terminal, a pipe or a plain file: the loop's
-own pipe transport takes no plain file (`python bot.py --console < questions.txt`), and it
+own pipe transport takes no plain file (`tomori --console < questions.txt`), and it
 would switch a terminal to non-blocking mode, which the terminal shares with standard output
 (a long answer's write could then fail). The thread waits in `select` on standard input and
 on a pipe of its own, so `stop` wakes it and joins it: no reader is left blocked at exit.

@@ -1,4 +1,4 @@
-"""`python bot.py --console`: the cog's own machinery answering in a terminal, no Discord needed.
+"""`tomori --console`: the cog's own machinery answering in a terminal, no Discord needed.
 
 What runs is what runs in a channel: the turn itself (`tomori.turns.play`, on the console's
 `Surface`), the settings, the store and its channel lock (so a line typed while an answer
@@ -16,7 +16,7 @@ answer a Discord channel, would drop their queues. `--check` opens the configure
 `/kill` at the prompt, or Ctrl+C while an answer streams, stops it as the slash command does
 (and clears the queue); Ctrl+C with a draft typed drops the draft; Ctrl+C with nothing to stop,
 or the end of input (Ctrl+D, `/exit`), ends the session, the latter once every answer is done,
-so `printf 'hello\\n' | python bot.py --console` prints the answer and exits. SIGTERM ends it
+so `printf 'hello\\n' | tomori --console` prints the answer and exits. SIGTERM ends it
 at once. In a terminal the console takes the keys itself (`terminal.py`): a paste is one
 message, the prompt names the number the message will get, and keys typed while an answer
 streams wait, unseen, for the next prompt (a message sent meanwhile is shown with its number,

@@ -27,6 +27,7 @@ from tomori.prompt.opening import Opening
 from tomori.prompt.prefill import Prefill
 from tomori.providers.base import ContextItem, Provider, StreamRequest
 from tomori.tools.registry import ToolRegistry
+from tomori.turn_log import note_outcome
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ async def answer_turn(
         guard.cut_short(tool)
     if state.undelivered and surface_errors and not guard.stop_requested():
         await state.post_notice(NOT_DELIVERED)
+    note_outcome(result.status)
     log.info(
         "turn %s in channel %s: %s after %s, %d characters delivered%s",
         turn.turn_id,

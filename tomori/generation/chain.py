@@ -67,6 +67,7 @@ from tomori.providers.base import (
     StreamRequest,
     Usage,
 )
+from tomori.turn_log import note_model
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,7 @@ async def _try_models(
                     state.account.skipped(model.label)
                 continue
             state.suppress_user_errors = fallback_pending or not surface_errors
+            note_model(model.label)
             provider = providers[model.provider]
             sent = shown_to(
                 _continuing(replace(request, model=model.model, tool_history=history), attempts),

@@ -50,6 +50,7 @@ from tomori.monitoring.why import (
     Undelivered,
 )
 from tomori.policy.turn_budget import TurnBudget
+from tomori.turn_log import note_outcome, turn_logged
 from tomori.turns.ensemble import Playing
 from tomori.turns.request import AnswerBrief, TurnRequest
 from tomori.turns.retake import Retaking
@@ -73,7 +74,13 @@ class _Prepared:
 
 async def play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> Answered | None:
     """Run `turn` in `surface`'s channel (see the module docstring); the answer it ended
-    with, if that can have takes (`tomori.turns.takes`)."""
+    with, if that can have takes (`tomori.turns.takes`). Every line it logs, in any task it
+    starts, is about this turn (`tomori.turn_log`)."""
+    with turn_logged(turn.turn_id, surface.channel_id):
+        return await _play(stage, surface, turn, guard)
+
+
+async def _play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) -> Answered | None:
     request = TurnRequest.of(turn.trigger)
     if request.take is not None:
         surface = Retaking(surface, request.take)
@@ -140,12 +147,14 @@ async def _played(
         try:
             prepared = await _prepare(stage, surface, turn, guard, state, request, typing)
         except Stopped:
+            note_outcome(StreamStatus.STOPPED_BY_USER)
             log.info("turn %s stopped before any model was asked", turn.turn_id)
             stage.record_unasked(state, StreamStatus.STOPPED_BY_USER)
             _stopped(account, guard)
             return None
         except Exception:
             state.failed = True
+            note_outcome(StreamStatus.ERROR)
             stage.record_unasked(state, StreamStatus.ERROR)
             if account is not None:
                 account.note(Step(Fate.FAILED))

@@ -1,4 +1,4 @@
-"""bot.py as a newcomer runs it: --help, no token, a bad setting."""
+"""The `tomori` command as a newcomer runs it: --help, no token, a bad setting, a stop signal."""
 
 from __future__ import annotations
 
@@ -16,16 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bot_script import BOT, bot_script, environment, run
 from tests.support.cog_settings import chain_for, settings_for
+from tests.support.command import COMMAND, RUN_COMMAND, environment, run
 from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import OpenNextcord
+from tests.support.paths import REPO
 from tests.support.scripts import stalled_after
 from tests.support.write_lock import write_lock_held
 from tomori.config.models import MODEL_VARIABLES
 from tomori.config.settings import VARIABLES, Settings
+from tomori_cog.serving import check_database, close_bot, freeze_start_up_heap
 
-pytestmark = pytest.mark.slow  # bot.py run as a process
+pytestmark = pytest.mark.slow  # the command run as a process
 
 
 def test_help_lists_every_variable() -> None:
@@ -70,7 +72,7 @@ def test_the_console_says_which_variable_set_is_read_by_nothing_before_the_chat(
     tmp_path: Path,
 ) -> None:
     ended = subprocess.run(
-        [sys.executable, str(BOT), "--console"],
+        [*COMMAND, "--console"],
         input="",
         capture_output=True,
         text=True,
@@ -115,13 +117,13 @@ def test_a_digit_like_value_stops_start_up_in_one_line_naming_it(variable: str, 
 
 
 async def launch_bot(launcher: str, target: str, tmp_path: Path) -> asyncio.subprocess.Process:
-    """bot.py started by `launcher` (Python code that patches the world, then runs bot.py with
-    `target`), with a good configuration on a database in `tmp_path`."""
+    """The command started by `launcher` (Python code that patches the world, then runs the
+    command with `target`), with a good configuration on a database in `tmp_path`."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         launcher,
-        str(BOT),
+        "tomori",
         target,
         env=environment(
             DISCORD_TOKEN="x",
@@ -135,7 +137,7 @@ async def launch_bot(launcher: str, target: str, tmp_path: Path) -> asyncio.subp
 
 
 def start_on(database: Path) -> subprocess.CompletedProcess[str]:
-    """bot.py started with a valid configuration on `database`."""
+    """The command started with a valid configuration on `database`."""
     return run(
         DISCORD_TOKEN="x",
         TOMORI_MODELS="openai:m",
@@ -179,7 +181,7 @@ def test_a_read_only_database_stops_start_up_and_nothing_is_written(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:
     database = tmp_path / "tomori.db"
-    asyncio.run(bot_script().check_database(Settings(db_path=database)))  # good, and current
+    asyncio.run(check_database(Settings(db_path=database)))  # good, and current
     content = database.read_bytes()
     read_only(database)
     result = start_on(database)
@@ -195,9 +197,8 @@ def test_a_read_only_database_stops_start_up_and_nothing_is_written(
 async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
-    script = bot_script()
     nc = await open_nextcord(settings_for(tmp_path), chain_for(llm_server))
-    script.freeze_start_up_heap(nc.bot)
+    freeze_start_up_heap(nc.bot)
     frozen_before = gc.get_freeze_count()
     try:
         nc.bot.dispatch("ready")
@@ -217,7 +218,6 @@ async def test_the_start_up_heap_is_frozen_once_when_the_bot_is_ready(
 async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
     tmp_path: Path, llm_server: LLMServer, open_nextcord: OpenNextcord
 ) -> None:
-    script = bot_script()
     nc = await open_nextcord(
         settings_for(tmp_path, db_busy_timeout_ms=5_000), chain_for(llm_server)
     )
@@ -228,23 +228,25 @@ async def test_the_bot_is_closed_even_when_the_cogs_close_overruns_its_time(
         while "First paragraph." not in nc.discord.contents():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
     async with write_lock_held(tmp_path / "tomori.db"):
-        await script.close_bot(nc.bot)
+        await close_bot(nc.bot)
     assert nc.bot.is_closed()  # the gateway and HTTP session are closed all the same
-    await service.close()  # what bot.py's exit cut short, so no thread outlives the test
+    await service.close()  # what the command's exit cut short, so no thread outlives the test
 
 
-LAUNCH_AGAINST = """
+LAUNCH_AGAINST = (
+    """
 import runpy, sys
 import nextcord.http
 nextcord.http.Route.BASE = sys.argv[2] + "/api/v10"  # Discord's REST API: the test's socket
 sys.argv = sys.argv[1:2]
-runpy.run_path(sys.argv[0], run_name="__main__")
 """
-"""bot.py exactly as `python bot.py` runs it, with Discord's address pointed at the test."""
+    + RUN_COMMAND
+)
+"""The command exactly as `tomori` runs it, with Discord's address pointed at the test."""
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-async def test_a_stop_signal_ends_bot_py_at_once_while_it_is_still_connecting(
+async def test_a_stop_signal_ends_the_command_at_once_while_it_is_still_connecting(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     connected = asyncio.Event()
@@ -289,7 +291,7 @@ async def test_a_stop_signal_ends_a_connected_bot_at_once_and_releases_its_locks
         llm_server.base_url,
         str(database),
         phase,
-        cwd=BOT.parent,
+        cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -325,7 +327,8 @@ def test_a_key_with_a_character_no_header_can_carry_stops_start_up_in_one_line()
     assert result.stderr.count("\n") == 1
 
 
-LAUNCH_WITH_DNS = """
+LAUNCH_WITH_DNS = (
+    """
 import runpy, socket, sys, time
 real_getaddrinfo = socket.getaddrinfo
 slow = sys.argv[2] == "slow"
@@ -340,9 +343,10 @@ def getaddrinfo(host, *args, **kwargs):
 
 socket.getaddrinfo = getaddrinfo
 sys.argv = sys.argv[1:2]
-runpy.run_path(sys.argv[0], run_name="__main__")
 """
-"""bot.py as `python bot.py` runs it, on a machine whose DNS fails Discord's names (slowly)."""
+    + RUN_COMMAND
+)
+"""The command as `tomori` runs it, on a machine whose DNS fails Discord's names (slowly)."""
 
 
 async def start_with_dns(tmp_path: Path, dns: str) -> asyncio.subprocess.Process:
@@ -350,7 +354,7 @@ async def start_with_dns(tmp_path: Path, dns: str) -> asyncio.subprocess.Process
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-async def test_a_stop_signal_ends_bot_py_at_once_while_discords_name_does_not_resolve(
+async def test_a_stop_signal_ends_the_command_at_once_while_discords_name_does_not_resolve(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     process = await start_with_dns(tmp_path, "slow")
@@ -370,7 +374,7 @@ async def test_a_stop_signal_ends_bot_py_at_once_while_discords_name_does_not_re
     assert "Traceback" not in err.decode()
 
 
-async def test_an_unreachable_discord_ends_bot_py_with_one_line(tmp_path: Path) -> None:
+async def test_an_unreachable_discord_ends_the_command_with_one_line(tmp_path: Path) -> None:
     process = await start_with_dns(tmp_path, "failing")
     try:
         async with asyncio.timeout(30):

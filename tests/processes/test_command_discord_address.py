@@ -1,5 +1,6 @@
-"""bot.py and `bot.py --check` reach Discord where DISCORD_API_URL says (a rate-limit proxy in
-front of the bot's processes), and a token Discord refuses is said in one line."""
+"""The `tomori` command and `tomori --check` reach Discord where DISCORD_API_URL says (a
+rate-limit proxy in front of the bot's processes), and a token Discord refuses is said in one
+line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.support.bot_script import run
+from tests.support.command import run
 
 
 @pytest.fixture
@@ -34,8 +35,8 @@ async def refusing_discord() -> AsyncIterator[tuple[str, list[str]]]:
     await runner.cleanup()
 
 
-async def bot_py(*args: str, **env: str) -> tuple[int, str, str]:
-    """bot.py as `run` starts it, in a thread: the test's Discord answers meanwhile."""
+async def command(*args: str, **env: str) -> tuple[int, str, str]:
+    """The command as `run` starts it, in a thread: the test's Discord answers meanwhile."""
     result = await asyncio.to_thread(run, *args, **env)
     return result.returncode, result.stdout, result.stderr
 
@@ -47,7 +48,7 @@ async def test_a_refused_token_stops_the_bot_with_one_line(
     refusing_discord: tuple[str, list[str]], tmp_path: Path
 ) -> None:
     api, asked = refusing_discord
-    code, _, err = await bot_py(
+    code, _, err = await command(
         **GOOD, DISCORD_TOKEN="bad", DISCORD_API_URL=api, TOMORI_DB_PATH=str(tmp_path / "t.db")
     )
     assert code == 2
@@ -60,7 +61,7 @@ async def test_the_check_logs_in_where_discord_api_url_says(
     refusing_discord: tuple[str, list[str]], tmp_path: Path
 ) -> None:
     api, asked = refusing_discord
-    code, out, _ = await bot_py(
+    code, out, _ = await command(
         "--check",
         **GOOD,
         DISCORD_TOKEN="bad",
@@ -74,6 +75,6 @@ async def test_the_check_logs_in_where_discord_api_url_says(
 
 
 async def test_the_check_refuses_a_discord_api_url_the_bot_would_refuse() -> None:
-    code, _, err = await bot_py("--check", **GOOD, DISCORD_API_URL="ftp://x/api/v10")
+    code, _, err = await command("--check", **GOOD, DISCORD_API_URL="ftp://x/api/v10")
     assert code == 2
     assert err.startswith("error: DISCORD_API_URL='ftp://x/api/v10' is not allowed")

@@ -1,5 +1,5 @@
-"""bot.py run as one of several processes that split a bot's shards: DISCORD_SHARD_COUNT and
-DISCORD_SHARD_IDS."""
+"""The `tomori` command run as one of several processes that split a bot's shards:
+DISCORD_SHARD_COUNT and DISCORD_SHARD_IDS."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from aiohttp import WSMsgType, web
 from nextcord.ext import commands
 
-from tests.support.bot_script import BOT, bot_script, environment, run
+from tests.support.command import OTHER_LIBRARY, command_without, environment, run
+from tomori_cog.serving import build_bot, close_bot
+from tomori_cog.variables import Shards
 
-pytestmark = pytest.mark.slow  # bot.py run as processes
+pytestmark = pytest.mark.slow  # the command run as processes
 
 GOOD = {"DISCORD_TOKEN": "x", "TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
 
@@ -48,8 +49,7 @@ async def test_the_bot_runs_the_shards_the_environment_names(
 ) -> None:
     for name, value in {**GOOD, "TOMORI_DB_PATH": str(tmp_path / "tomori.db")}.items():
         monkeypatch.setenv(name, value)  # what the cog reads as it loads
-    script = bot_script()
-    bot = script.build_bot(script.Shards.from_env(env))
+    bot = await build_bot("nextcord", Shards.from_env(env))
     try:
         if sharded:
             assert isinstance(bot, commands.AutoShardedBot)
@@ -59,7 +59,7 @@ async def test_the_bot_runs_the_shards_the_environment_names(
         assert getattr(bot, "shard_ids", None) == ids
         assert bot.get_cog("Tomori") is not None
     finally:
-        await script.close_bot(bot)
+        await close_bot(bot)
 
 
 @pytest.mark.parametrize(
@@ -106,10 +106,23 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
     assert not database.exists()  # stopped before the database, and before Discord
 
 
-async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
-    """bot.py started with `env` against a Discord of the test's, found where DISCORD_API_URL
-    says (as a rate-limit proxy would be): the shard its IDENTIFY names, and what it wrote to
-    standard error until SIGTERM ended it (with exit code 0)."""
+def gateway_at(library: str, url: str) -> str:
+    """Python lines that send discord.py's gateway connection to `url`: nextcord asks the REST
+    API where the gateway is, so DISCORD_API_URL already sends it to the test's; discord.py
+    connects to Discord's own gateway address when it is given its shards."""
+    if library == "nextcord":
+        return ""
+    return (
+        "import discord.gateway, yarl\n"
+        f"discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL({url!r})"
+    )
+
+
+async def started_on_a_fake_gateway(library: str = "nextcord", **env: str) -> tuple[object, str]:
+    """The command started with `env` against a Discord of the test's, found where
+    DISCORD_API_URL says (as a rate-limit proxy would be), on an install with `library` alone:
+    the shard its IDENTIFY names, and what it wrote to standard error until SIGTERM ended it
+    (with exit code 0)."""
     identified: asyncio.Queue[object] = asyncio.Queue()
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
@@ -118,6 +131,27 @@ async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
     async def me(request: web.Request) -> web.Response:
         user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None}
         return answer({**user, "bot": True})
+
+    async def application(request: web.Request) -> web.Response:  # discord.py's login reads it
+        owner = {"id": "7", "username": "author", "discriminator": "0", "avatar": None}
+        return answer(
+            {
+                "id": "1",
+                "name": "tomori",
+                "icon": None,
+                "description": "",
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "verify_key": "k",
+                "flags": 1 << 19,
+                "owner": owner,
+            }
+        )
+
+    async def commands_synced(request: web.Request) -> web.Response:
+        synced = await request.json()  # as Discord stores them: with their ids
+        stored = {"description": "", "application_id": "1", "version": "1"}  # menus' too
+        return answer([{**stored, **c, "id": str(10 + i)} for i, c in enumerate(synced)])
 
     async def gateway(request: web.Request) -> web.Response:
         return answer({"url": f"ws://127.0.0.1:{port}/ws"})
@@ -135,6 +169,8 @@ async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
     app = web.Application()
     app.router.add_get("/api/v10/users/@me", me)
     app.router.add_get("/api/v10/gateway", gateway)
+    app.router.add_get("/api/v10/oauth2/applications/@me", application)
+    app.router.add_put("/api/v10/applications/1/commands", commands_synced)
     app.router.add_get("/ws", websocket)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -142,8 +178,7 @@ async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
     await site.start()
     port = runner.addresses[0][1]
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(BOT),
+        *command_without(OTHER_LIBRARY[library], gateway_at(library, f"ws://127.0.0.1:{port}/ws")),
         env=environment(**GOOD, DISCORD_API_URL=f"http://127.0.0.1:{port}/api/v10/", **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -164,24 +199,29 @@ async def started_on_a_fake_gateway(**env: str) -> tuple[object, str]:
     return shard, err.decode()
 
 
-async def test_bot_py_identifies_to_the_gateway_as_the_shard_it_was_given(
-    tmp_path: Path,
+async def test_the_command_identifies_to_the_gateway_as_the_shard_it_was_given(
+    tmp_path: Path, library: str
 ) -> None:
     """What Discord sees of a process started with DISCORD_SHARD_IDS: its IDENTIFY names the
-    shard and the count, so the gateway sends it those shards' guilds and no other."""
+    shard and the count, so the gateway sends it those shards' guilds and no other; on either
+    library, whichever the install has."""
     shard, _ = await started_on_a_fake_gateway(
-        TOMORI_DB_PATH=str(tmp_path / "tomori.db"), DISCORD_SHARD_COUNT="4", DISCORD_SHARD_IDS="3"
+        library,
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        DISCORD_SHARD_COUNT="4",
+        DISCORD_SHARD_IDS="3",
     )
     assert shard == [3, 4]
 
 
 async def test_a_start_warns_of_what_the_operator_meant_and_of_nothing_else(
-    tmp_path: Path,
+    tmp_path: Path, library: str
 ) -> None:
     """Some of the shards on SQLite, which other machines cannot share, and a misspelled
-    variable are said in the log; nextcord's word that voice is unsupported (this bot never
+    variable are said in the log; the library's word that voice is unsupported (this bot never
     speaks) is not."""
     _, err = await started_on_a_fake_gateway(
+        library,
         TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
         TOMORI_DB_URL="",
         DISCORD_SHARD_COUNT="2",
@@ -197,4 +237,28 @@ async def test_a_start_warns_of_what_the_operator_meant_and_of_nothing_else(
         "TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did you mean "
         "TOMORI_HISTORY_LIMIT?",
     ]
-    assert "PyNaCl" not in err
+    assert "voice will NOT be supported" not in err
+
+
+async def test_with_json_logs_every_line_the_command_writes_is_one_json_object(
+    tmp_path: Path,
+) -> None:
+    """TOMORI_LOG_FORMAT=json, as a collector reads the process's standard error: every line
+    from start to stop is an object with its time, level, logger and message (the warnings
+    among them), none of it plain text."""
+    _, err = await started_on_a_fake_gateway(
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_LOG_FORMAT="json",
+        TOMORI_HISTORY_LIMT="5",
+    )
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert lines
+    for line in lines:
+        assert {"time", "level", "logger", "message"} <= line.keys(), line
+    assert {
+        "level": "WARNING",
+        "logger": "tomori_cog",
+        "message": "TOMORI_HISTORY_LIMT is set, but tomori-cog reads no such variable: did "
+        "you mean TOMORI_HISTORY_LIMIT?",
+    }.items() <= next(line for line in lines if "HISTORY_LIMT" in line["message"]).items()
+    assert "stop signal received: closing" in [line["message"] for line in lines]

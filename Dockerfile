@@ -1,0 +1,28 @@
+# The bot as a container (docs/operations.md, "A container"): `docker build -t tomori-cog .`
+# Stage one builds the wheel from this checkout; stage two installs it into a slim Python, run
+# by a user without rights, with `tomori` (the installed command) as its entry point.
+# .ci/wheel runs this file's pip steps in a fresh venv, so a step that breaks fails CI.
+
+FROM python:3.12-slim AS build
+COPY . /src
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels /src
+
+FROM python:3.12-slim
+# The extras to install with it: a Discord library (nextcord or discordpy), postgres for
+# TOMORI_DB_URL, and gemini or mcp where the bot uses them.
+ARG EXTRAS=nextcord,postgres
+ENV PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    TOMORI_DB_PATH=/data/tomori.db \
+    TOMORI_METRICS_ADDR=0.0.0.0:9464
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir "$(echo /wheels/tomori_cog-*.whl)[${EXTRAS}]" && rm -rf /wheels
+RUN useradd --create-home --uid 10001 tomori && mkdir /data && chown tomori /data
+USER tomori
+WORKDIR /home/tomori
+VOLUME /data
+EXPOSE 9464
+# The process answers /healthz where TOMORI_METRICS_ADDR says (slim has no curl: Python's own
+# client asks).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 CMD ["python", "-c", "import os, urllib.request; port = os.environ['TOMORI_METRICS_ADDR'].rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=4)"]
+ENTRYPOINT ["tomori"]
