@@ -1,4 +1,5 @@
-"""The tomori command's --console and --check as a newcomer runs them: a real process on the local LLM server.
+"""`tomori --console` and `--check` as a newcomer runs them: a real process on the local LLM
+server.
 
 The process runs in the test's event loop as an asyncio subprocess, so the LLM server the
 test scripted (in the same loop) answers it while the test writes lines and reads output.
