@@ -16,11 +16,13 @@ from typing import Any
 from tomori.config.models import ModelChain
 from tomori.config.parsers import install_extra, installed
 from tomori.config.settings import ConfigError, Settings
+from tomori.monitoring.serving import serving_metrics
 from tomori.store import StoreError
 from tomori.store.connect import open_database
 from tomori.tools.mcp import mcp_tools_for
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
+from tomori_cog.readiness import bot_readiness
 from tomori_cog.variables import (
     Shards,
     api_base_from_env,
@@ -181,8 +183,13 @@ def check_bot_settings() -> None:
     point_at(api_base_from_env(os.environ))
 
 
-async def run_bot(token: str, shards: Shards, api_base: str | None) -> None:
-    await serve(build_bot(shards, api_base), token)
+async def run_bot(token: str, shards: Shards, api_base: str | None, settings: Settings) -> None:
+    """The bot until it stops, with /metrics, /healthz and /readyz served for as long as the
+    process runs if `TOMORI_METRICS_ADDR` is set (docs/operations.md)."""
+    bot = build_bot(shards, api_base)
+    exporter = bot.get_cog(COG_NAME).chat.exporter
+    async with serving_metrics(settings, exporter, ready=lambda: bot_readiness(bot)):
+        await serve(bot, token)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,9 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     import nextcord
 
     try:
-        run_without_waiting_for_threads(run_bot(token, shards, api_base))
+        run_without_waiting_for_threads(run_bot(token, shards, api_base, settings))
     except nextcord.LoginFailure:
         print("error: Discord refused the token (401): check DISCORD_TOKEN", file=sys.stderr)
+        return 2
+    except ConfigError as error:  # TOMORI_METRICS_ADDR's port taken, say
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)
