@@ -22,7 +22,7 @@ from tomori.store.connect import open_database
 from tomori.tools.mcp import mcp_tools_for
 from tomori_cog.cogs.shared import COG_NAME
 from tomori_cog.modes import CHECK_HELP, CONSOLE_HELP, check_main, console_main
-from tomori_cog.readiness import bot_readiness
+from tomori_cog.readiness import readiness_of
 from tomori_cog.variables import (
     Shards,
     api_base_from_env,
@@ -188,7 +188,7 @@ async def run_bot(token: str, shards: Shards, api_base: str | None, settings: Se
     process runs if `TOMORI_METRICS_ADDR` is set (docs/operations.md)."""
     bot = build_bot(shards, api_base)
     exporter = bot.get_cog(COG_NAME).chat.exporter
-    async with serving_metrics(settings, exporter, ready=lambda: bot_readiness(bot)):
+    async with serving_metrics(settings, exporter, ready=readiness_of(bot)):
         await serve(bot, token)
 
 

@@ -18,7 +18,7 @@ from tests.support.scripts import answer, finished, silent
 from tests.support.waiting import until
 from tests.support.world import BOT_ID, CHANNEL_ID, GUILD_ID, Person
 from tomori.monitoring.serving import serving_metrics
-from tomori_cog.readiness import bot_readiness
+from tomori_cog.readiness import readiness_of
 
 MANAGE_MESSAGES = 1 << 13
 SECRET = "marmalade-zeppelin"
@@ -36,7 +36,7 @@ async def test_a_turn_moves_the_counters_a_scrape_reads_and_no_label_names_anyon
         Reply(body=[sse(chunk("Hello ")), hold_until(release), *finished("there.")]),
     )
     async with serving_metrics(
-        settings, bot.chat.exporter, ready=lambda: bot_readiness(bot.chat.bot)
+        settings, bot.chat.exporter, ready=readiness_of(bot.chat.bot)
     ) as url:
         assert url is not None
         assert await probe(url, "/healthz") == (200, "ok\n")
@@ -84,7 +84,7 @@ async def test_discords_answers_its_429s_by_scope_and_a_kill_are_counted(
             bot = await start_rest_bot(library, server, settings, chain_for(llm_server))
             try:
                 async with serving_metrics(
-                    settings, bot.chat.exporter, ready=lambda: bot_readiness(bot.bot)
+                    settings, bot.chat.exporter, ready=readiness_of(bot.bot)
                 ) as url:
                     assert url is not None
                     bot.say(f"{bot.mention()} hello")
