@@ -77,8 +77,8 @@ class TomoriChat:
         self._settings = settings
         self.config = ChannelConfig(settings, chain)
         self.exporter = exporter_for(settings)
-        """What `serving_metrics` serves for this cog: its own registry (None of it if
-        `TOMORI_METRICS_ADDR` is unset)."""
+        """What `serving_metrics` serves of this cog, on a registry of its own (`NO_EXPORT`,
+        which keeps nothing, if `TOMORI_METRICS_ADDR` is unset)."""
         self.pacing = DiscordPacing(self.exporter)
         self.webhooks = Webhooks(bot, library, self.pacing)
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library), *memory_tools(settings))

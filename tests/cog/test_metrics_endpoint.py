@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.support.bots import ChatBot, Library, OpenBot
+import pytest
+
+from tests.support.bots import ChatBot, Library, OpenBot, only_on
 from tests.support.cog_settings import chain_for, settings_for
 from tests.support.discord_rest import pointed_at
 from tests.support.llm_server import LLMServer, Reply, hold_until, sse
+from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
 from tests.support.openai_wire import chunk
 from tests.support.rest_bots import declare_world, rest_server, start_rest_bot
 from tests.support.scrapes import leaks, probe, scrape
-from tests.support.scripts import answer, finished, silent
+from tests.support.scripts import answer, finished, silent, tool_call
 from tests.support.waiting import until
 from tests.support.world import BOT_ID, CHANNEL_ID, GUILD_ID, Person
 from tomori.monitoring.serving import serving_metrics
@@ -104,3 +107,24 @@ async def test_discords_answers_its_429s_by_scope_and_a_kill_are_counted(
     assert scraped.value("tomori_kills_total", reason="kill") == 1
     assert scraped.value("tomori_turns_total", outcome="stopped") == 1
     assert scraped.value("tomori_turns_total", outcome="done") == 1
+
+
+@only_on("nextcord", "a tool call is the core's: the library only carries the message")
+async def test_an_mcp_call_is_counted_by_its_server_and_outcome_never_its_arguments(
+    tmp_path: Path, llm_server: LLMServer, open_bot: OpenBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ROOT_VARIABLE, str(ROOT))
+    config, _ = stdio_config(tmp_path)
+    settings = settings_for(tmp_path, mcp_config=config, metrics_addr="127.0.0.1:0")
+    bot = await open_bot(settings, chain_for(llm_server))
+    llm_server.script(tool_call("tests__echo", f'{{"text": "{SECRET}"}}'), answer("It echoed."))
+    async with serving_metrics(
+        settings, bot.chat.exporter, ready=readiness_of(bot.chat.bot)
+    ) as url:
+        assert url is not None
+        await bot.say(f"{bot.mention()} echo the word")
+        await bot.settled()
+        scraped = await scrape(url)
+    assert await bot.contents() == ["It echoed."]
+    assert scraped.value("tomori_mcp_calls_total", server="tests", outcome="used") == 1
+    assert leaks(scraped, [SECRET, "echo"]) == []

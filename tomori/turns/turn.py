@@ -16,7 +16,8 @@ A direct trigger shows the turn's stage as it goes, and how it ended
 of the turn's message (each model's part, a stop, what was delivered) is reported to its
 account as it goes (`tomori.monitoring.why`). A new take of an answer (`tomori.turns.takes`)
 plays in the channel as that answer's turn saw it (`retake.py`), and `play` returns the one
-answer a turn gave to one message, which can have takes.
+answer a turn gave to one message, which can have takes. How each turn ended, how long it and
+its first text took, and what stopped it go to the runtime's exporter (an operator's metrics).
 """
 
 from __future__ import annotations
