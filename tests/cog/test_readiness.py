@@ -1,6 +1,7 @@
 """/readyz as an orchestrator's probe meets it: 200 while the bot's gateway is connected and its
 database answers, 503 with the reason while either is away, and 200 again once it is back; a
-real gateway connection (tests/support/gateway.py) and a real PostgreSQL stopped and started."""
+real gateway connection (tests/support/gateway.py) and a real PostgreSQL stopped and started,
+whose errors meanwhile the metrics count."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.nextcord_fake import guild_payload
 from tests.support.postgres import PostgresServer
 from tests.support.rest_bots import BOT_USER, RestBot, start_rest_bot
-from tests.support.scrapes import probe
+from tests.support.scrapes import probe, scrape
 from tests.support.waiting import until
 from tests.support.world import BOT_ID
 from tomori.monitoring.serving import serving_metrics
@@ -86,6 +87,7 @@ async def test_readyz_follows_the_gateway_and_the_database_away_and_back(
             finally:
                 await pg_server.start()
             await readyz_until(url, 200)
+            assert (await scrape(url)).total("tomori_database_errors_total") >= 1
 
             await gateway.cut()
             assert "gateway" in await readyz_until(url, 503)
