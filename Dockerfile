@@ -9,8 +9,9 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels /src
 
 FROM python:3.12-slim
 # The extras to install with it: a Discord library (nextcord or discordpy), postgres for
-# TOMORI_DB_URL, and gemini or mcp where the bot uses them.
-ARG EXTRAS=nextcord,postgres
+# TOMORI_DB_URL, metrics for TOMORI_METRICS_ADDR (the health check asks it), and gemini or mcp
+# where the bot uses them.
+ARG EXTRAS=nextcord,postgres,metrics
 ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     TOMORI_DB_PATH=/data/tomori.db \

@@ -14,11 +14,6 @@ from pathlib import Path
 import yaml
 
 OURS = re.compile(r"\b(?:TOMORI|DISCORD|OPENAI)_[A-Z0-9_]+\b")
-PENDING = {"TOMORI_METRICS_ADDR"}
-"""Named by compose.yaml before docs/configuration.md lists it: issue 38's metrics server adds
-it to the settings' table (then this set goes)."""
-
-
 def named(value: object) -> set[str]:
     """Every variable of ours `value` (a parsed YAML tree) names, as a key or in a string."""
     if isinstance(value, dict):
@@ -35,7 +30,7 @@ def main(compose: Path, configuration: Path) -> int:
         print(f"{compose}: no tomori service", file=sys.stderr)
         return 1
     documented = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", configuration.read_text(), re.M))
-    unknown = sorted(named(tree) - documented - PENDING)
+    unknown = sorted(named(tree) - documented)
     if unknown:
         print(
             f"{compose} names variables {configuration} does not list: {unknown}", file=sys.stderr

@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support.command import command_without, environment
+from tests.support.command import HIDING, RUN_COMMAND, command_without, environment
 from tests.support.markdown import python_block, sections
 from tests.support.paths import REPO
 from tomori.words import LOCALES
@@ -222,6 +222,7 @@ def test_only_the_extras_bring_a_discord_library_and_the_gemini_sdk(wheel: Path)
     assert by_extra["nextcord"] == {"nextcord"}
     assert by_extra["discordpy"] == {"discord-py"}
     assert "google-genai" in by_extra["gemini"]
+    assert by_extra["metrics"] == {"prometheus-client"}
 
 
 def without(hidden: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -282,6 +283,56 @@ def test_postgresql_without_the_postgres_extra_stops_start_up_naming_the_extra(
         "driver, asyncpg, is missing): pip install 'tomori-cog[postgres]' (from a clone: pip "
         "install -e '.[postgres]')"
     )
+
+
+@pytest.mark.parametrize("mode", [(), ("--check",), ("--console",)])
+def test_metrics_without_the_metrics_extra_stop_start_up_naming_the_extra(
+    mode: tuple[str, ...], tmp_path: Path
+) -> None:
+    ran = without(
+        "prometheus_client",
+        *mode,
+        DISCORD_TOKEN="x",
+        TOMORI_DB_PATH=str(tmp_path / "t.db"),
+        TOMORI_MODELS="openai:m",
+        OPENAI_API_KEY="k",
+        OPENAI_BASE_URL=nowhere(),
+        TOMORI_METRICS_ADDR="127.0.0.1:9108",
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr == (
+        "error: TOMORI_METRICS_ADDR='127.0.0.1:9108' is not allowed: it needs the metrics "
+        "extra, which is not installed (its client, prometheus_client, is missing): pip install "
+        "'tomori-cog[metrics]' (from a clone: pip install -e '.[metrics]')\n"
+    )
+
+
+IMPORTING_ALL = """
+import importlib, pkgutil, sys
+import tomori, tomori_cog
+
+for package in (tomori, tomori_cog):
+    for found in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if found.name != "tomori.monitoring.prometheus":  # the extra's own module
+            importlib.import_module(found.name)
+print("imported")
+"""
+
+
+def test_every_module_but_the_exporters_own_imports_without_the_metrics_extra() -> None:
+    """prometheus_client stays optional: the core and the cog import without it."""
+    hider = HIDING.replace(RUN_COMMAND, "exec(sys.argv[0])")
+    ran = subprocess.run(
+        [sys.executable, "-c", hider, "prometheus_client", IMPORTING_ALL],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "imported\n"
 
 
 def test_the_command_without_either_discord_library_says_which_extra_brings_one(

@@ -23,6 +23,7 @@ only that name's `teardown` removes it.
                       remembered), the bot's port and notice sink over a library channel
 - `pacing.py`         `DiscordPacing`: the bot's requests under its budget, and what Discord
                       answered them (the `/tomori status` traffic line)
+- `readiness.py`      what `/readyz` asks of a bot: its gateway connected, its database answering
 - `webhooks.py`       the bot's webhook in each channel, and the port that posts by it
 - `persona_port.py`   a persona's port: by the webhook, else as the bot with its name shown
 - `confirmations.py`  a tool call's confirmation prompt, its buttons, and their presses

@@ -30,6 +30,7 @@ from tomori.delivery.notices import (
 )
 from tomori.locks import Admission, ChannelLocks, Turn, TurnGuard, TurnStop
 from tomori.memory.tools import memory_tools
+from tomori.monitoring.exporter import exporter_for
 from tomori.monitoring.why import (
     NO_RECORD_NOTICE,
     NOT_YOURS,
@@ -75,7 +76,10 @@ class TomoriChat:
         self.library = library
         self._settings = settings
         self.config = ChannelConfig(settings, chain)
-        self.pacing = DiscordPacing()
+        self.exporter = exporter_for(settings)
+        """What `serving_metrics` serves of this cog, on a registry of its own (`NO_EXPORT`,
+        which keeps nothing, if `TOMORI_METRICS_ADDR` is unset)."""
+        self.pacing = DiscordPacing(self.exporter)
         self.webhooks = Webhooks(bot, library, self.pacing)
         builtin = (CURRENT_TIME, message_lookup_tool(bot, library), *memory_tools(settings))
         self.tools = ToolRegistry(tool for tool in builtin if tool.name in settings.tools)
@@ -127,6 +131,7 @@ class TomoriChat:
             self.takes,
             self.stop_buttons,
             self.marks,
+            self.exporter,
         )
         self._drawn_in = BotTurns.capped_at(settings.max_bot_turns)
         """Personas drawn in by another's answer, per channel since a human last spoke."""

@@ -93,9 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(__name__).warning("%s", shared)
     discord: Any = importlib.import_module(library)
     try:
-        run_without_waiting_for_threads(run_bot(library, token, shards, api_base))
+        run_without_waiting_for_threads(run_bot(library, token, shards, api_base, settings))
     except discord.LoginFailure:
         print("error: Discord refused the token (401): check DISCORD_TOKEN", file=sys.stderr)
+        return 2
+    except ConfigError as error:  # TOMORI_METRICS_ADDR's port taken, say
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # aiohttp's connection errors, a failed DNS lookup among them
         print(f"error: could not reach Discord: {error}", file=sys.stderr)

@@ -78,7 +78,7 @@ def _run(*, check: bool, check_more: Callable[[], object] = lambda: None) -> int
         for line in unread_variables(os.environ):  # before the chat, which would hide it
             print(f"note: {line}", file=sys.stderr, flush=True)
         return asyncio.run(run_console(settings, chain))
-    except StoreError as error:
+    except (StoreError, ConfigError) as error:  # ConfigError: TOMORI_METRICS_ADDR's port taken
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

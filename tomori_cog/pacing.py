@@ -22,6 +22,7 @@ import aiohttp
 from tomori.delivery.budget import ChannelPace, RequestBudget, Slot, keep_shared
 from tomori.delivery.port import Urgency
 from tomori.delivery.traffic import Traffic, TrafficReport
+from tomori.monitoring.exporter import NO_EXPORT, Exporter
 from tomori_cog.buckets import scope_buckets
 from tomori_cog.library import Library
 
@@ -53,8 +54,9 @@ yet is not held and left right behind a held add: a 429. A mark is never urgent.
 class DiscordPacing:
     """This process's requests to Discord (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, exporter: Exporter = NO_EXPORT) -> None:
         self.budget = RequestBudget()
+        self._exporter = exporter
         self._pace = ChannelPace()
         self._webhook_pace = ChannelPace(WEBHOOK_WRITES, WEBHOOK_WINDOW_S)
         self._reaction_pace = ChannelPace(REACTION_WRITES, REACTION_WINDOW_S)
@@ -153,12 +155,15 @@ class DiscordPacing:
 
     def _trace(self) -> aiohttp.TraceConfig:
         traffic = self.traffic
+        exporter = self._exporter
 
         async def on_request_end(
             session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestEndParams
         ) -> None:
             response = params.response
-            traffic.seen(response.status, response.headers.get("X-RateLimit-Scope"))
+            scope = response.headers.get("X-RateLimit-Scope")
+            traffic.seen(response.status, scope)
+            exporter.discord_answered(response.status, scope)
             if response.status == 429:
                 log.warning(
                     "Discord refused %s %s: 429 (%s scope, retry after %ss)",

@@ -19,6 +19,7 @@ from tomori.cast.personas import PersonaStore
 from tomori.config.models import ModelEntry
 from tomori.config.settings import Settings, seconds
 from tomori.console.probe import probe
+from tomori.delivery.budget import RequestBudget
 from tomori.locks import (
     ChannelLocks,
     ClearedTeller,
@@ -28,6 +29,8 @@ from tomori.locks import (
     lock_backend,
 )
 from tomori.memory.store import MemoryStore, memory_store
+from tomori.monitoring.exporter import Exporter, Gauge
+from tomori.monitoring.levels import lock_levels
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.model_health import ModelHealthStore
 from tomori.monitoring.why_book import WhyBook
@@ -87,13 +90,14 @@ class Runtime:
         async def run_turn(turn: Turn, guard: TurnGuard) -> None:
             await play_turn(stage, turn, guard)  # the locks run none before `stage` is set
 
+        exporter = parts.exporter
         async with AsyncExitStack() as stack:
-            database = await open_database(settings)
+            database = await open_database(settings, failed=exporter.database_failed)
             stack.push_async_callback(database.close)
             personas = PersonaStore(database)
             parts.webhooks.open(database)
             stack.callback(parts.webhooks.close)
-            metrics = Metrics(database)
+            metrics = Metrics(database, exporter)
             stack.push_async_callback(metrics.close)
             why = WhyBook(database)
             stack.push_async_callback(why.close)
@@ -136,6 +140,7 @@ class Runtime:
                 stack.push_async_callback(tools.mcp.aclose)
             stack.callback(parts.pacing.budget.close)
             stack.push_async_callback(locks.close)
+            _export_levels(stack, exporter, locks, parts.pacing.budget)
             # Last: the locks run the turns they recover at once, with all of the above.
             await locks.start()
             parts.pacing.watch(parts.bot, parts.library)
@@ -163,6 +168,18 @@ class Runtime:
         if self._closing is None:
             self._closing = asyncio.create_task(self._stack.aclose(), name="tomori-close")
         await asyncio.shield(self._closing)
+
+
+def _export_levels(
+    stack: AsyncExitStack, exporter: Exporter, locks: ChannelLocks, budget: RequestBudget
+) -> None:
+    """The levels a scrape reads afresh, until the runtime closes."""
+
+    async def waiting() -> float:
+        return budget.waiting
+
+    stack.callback(lock_levels(locks, exporter))
+    stack.callback(exporter.reads(Gauge.REQUESTS_WAITING, waiting))
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

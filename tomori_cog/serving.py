@@ -18,8 +18,10 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tomori.config.settings import Settings
+from tomori.monitoring.serving import serving_metrics
 from tomori.store.connect import open_database
 from tomori_cog.cogs.shared import COG_NAME
+from tomori_cog.readiness import readiness_of
 from tomori_cog.variables import Shards
 
 log = logging.getLogger(__name__)
@@ -166,9 +168,14 @@ def point_at(library: str | None, api_base: str | None) -> None:
         importlib.import_module(f"{library}.http").Route.BASE = api_base
 
 
-async def run_bot(library: str, token: str, shards: Shards, api_base: str | None) -> None:
-    """The run mode's whole life in the loop: build the bot, serve it, close it.
-
-    Issue 38's metrics server (TOMORI_METRICS_ADDR) starts here, before the bot is built, and
-    stops after it is closed."""
-    await serve(await build_bot(library, shards, api_base), token)
+async def run_bot(
+    library: str, token: str, shards: Shards, api_base: str | None, settings: Settings
+) -> None:
+    """The run mode's whole life in the loop: build the bot, serve it, close it; with
+    /metrics, /healthz and /readyz served meanwhile if `TOMORI_METRICS_ADDR` is set (the
+    exporter is the cog's, so the server starts once the bot is built, and stops after it is
+    closed)."""
+    bot = await build_bot(library, shards, api_base)
+    exporter = bot.get_cog(COG_NAME).chat.exporter
+    async with serving_metrics(settings, exporter, ready=readiness_of(bot)):
+        await serve(bot, token)

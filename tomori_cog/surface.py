@@ -23,6 +23,7 @@ from tomori.delivery.progress import ProgressHook, Stage
 from tomori.generation.state import TurnState
 from tomori.generation.stoppable import until_stopped
 from tomori.locks import Turn, TurnGuard
+from tomori.monitoring.exporter import Exporter
 from tomori.monitoring.metrics import Metrics
 from tomori.tools.confirmation import ToolAsk, Verdict
 from tomori.turns.config import ChannelConfig
@@ -69,6 +70,8 @@ class DiscordParts:
     takes: AnswerTakes
     stop_buttons: StopButtons
     marks: ProgressMarks
+    exporter: Exporter
+    """Where the runtime reports what an operator's monitoring reads (`TOMORI_METRICS_ADDR`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

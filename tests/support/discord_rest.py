@@ -464,6 +464,8 @@ class DiscordRestServer:
 
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.gateway_url = "wss://gateway.invalid"
+        """Where `GET /gateway` sends a bot to connect (tests/support/gateway.py, if one runs)."""
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -791,7 +793,7 @@ class DiscordRestServer:
             return 200, self.bot_user
         if name == "gateway":
             return 200, {
-                "url": "wss://gateway.invalid",
+                "url": self.gateway_url,
                 "shards": 1,
                 "session_start_limit": {
                     "total": 1000,

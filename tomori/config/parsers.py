@@ -216,3 +216,35 @@ def installed(module: str) -> bool:
 def install_extra(extra: str) -> str:
     """How to install the package's `extra`, for an error that found it missing."""
     return f"pip install 'tomori-cog[{extra}]' (from a clone: pip install -e '.[{extra}]')"
+
+
+LISTEN_ADDRESS = "host:port (127.0.0.1:9108, 0.0.0.0:9108, [::]:9108; port 0 picks a free one)"
+
+
+def listen_address(name: str, raw: str) -> str:
+    """Accept `host:port` to serve on; refuse it while the `metrics` extra (prometheus_client)
+    is missing, which what is served there needs."""
+    text = raw.strip()
+    host, colon, port = text.rpartition(":")
+    bare = host.removeprefix("[").removesuffix("]")
+    if (
+        not colon
+        or not bare
+        or any(c.isspace() or c in "/@" for c in bare)
+        or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65_535)
+    ):
+        raise refuse(name, raw, LISTEN_ADDRESS)
+    if not installed("prometheus_client"):
+        raise refused(
+            name,
+            raw,
+            "it needs the metrics extra, which is not installed (its client, prometheus_client, "
+            f"is missing): {install_extra('metrics')}",
+        )
+    return text
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """The host and the port of an address `listen_address` accepted."""
+    host, _, port = address.rpartition(":")
+    return host.removeprefix("[").removesuffix("]"), int(port)

@@ -36,6 +36,7 @@ from tomori.config.parsers import (
     flag,
     integer,
     kind_of,
+    listen_address,
     refuse,
     same_kind,
     shown,
@@ -700,6 +701,15 @@ class Settings:
         integer(50, unit="tokens", maximum=4_000),
         "most tokens a channel summary may be written in (the summarizing pass's answer); "
         "its tokens count as the bot's in the server's daily limit, never a member's",
+    )
+    metrics_addr: str | None = setting(
+        "TOMORI_METRICS_ADDR",
+        None,
+        listen_address,
+        "host:port on which the bot serves /metrics (Prometheus text: counts, latencies and "
+        "queues, never message text nor a user, channel or server id), /healthz and /readyz "
+        "(the gateway connected and the database answering); unset serves nothing (needs the "
+        "metrics extra); 127.0.0.1 keeps it to this machine (docs/operations.md)",
     )
 
     def __post_init__(self) -> None:

@@ -25,6 +25,7 @@ from tomori.generation.contexts import Budget
 from tomori.generation.health import Sick
 from tomori.memory.store import MemoryStore, memory_store
 from tomori.memory.tools import memory_tools
+from tomori.monitoring.exporter import NO_EXPORT, Exporter
 from tomori.monitoring.metrics import Metrics
 from tomori.monitoring.status import ServerStatus, server_status
 from tomori.policy.admin import Where
@@ -82,12 +83,12 @@ class ConsoleServer:
         """Its tools: `current_time`, the memory tools and the MCP servers of
         `TOMORI_MCP_CONFIG` (started with the console, closed with it)."""
 
-    def start(self, database: Database) -> None:
+    def start(self, database: Database, exporter: Exporter = NO_EXPORT) -> None:
         self._database = database
         self.config.start(database)
         self._limits = UserLimitStore(database)
         self._personas = PersonaStore(database)
-        self._metrics = Metrics(database)
+        self._metrics = Metrics(database, exporter)
         self._switches = ToolSwitchStore(database)
         self._memories = memory_store(database, self._settings)
         if self._settings.summaries:

@@ -53,6 +53,9 @@ from tomori.console.terminal import (
     Typed,
     keys_mode,
 )
+from tomori.monitoring.exporter import Exporter, exporter_for
+from tomori.monitoring.levels import lock_levels
+from tomori.monitoring.serving import database_answers, serving_metrics
 from tomori.store import Database
 from tomori.store.connect import open_database
 
@@ -87,14 +90,26 @@ class ConsoleSession:
         """Kills Ctrl+C started: each is awaited before the session closes."""
 
     async def run(self) -> int:
+        """The session on a database of its own, serving metrics if `TOMORI_METRICS_ADDR` is
+        set (ready while its database answers: the console needs no gateway)."""
+        exporter = exporter_for(self._settings)
         with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
             own = replace(self._settings, db_path=Path(folder) / "console.db", db_url=None)
-            return await self._run_on(await open_database(own))
+            database = await open_database(own, failed=exporter.database_failed)
+            try:
+                async with serving_metrics(
+                    self._settings, exporter, ready=lambda: database_answers(database)
+                ) as url:
+                    if url is not None:
+                        print(f"note: serving /metrics at {url}", file=sys.stderr, flush=True)
+                    return await self._run_on(database, exporter)
+            finally:
+                await database.close()
 
-    async def _run_on(self, database: Database) -> int:
+    async def _run_on(self, database: Database, exporter: Exporter) -> int:
         loop = asyncio.get_running_loop()
         try:
-            self._server.start(database)
+            self._server.start(database, exporter)
             dispatcher = Dispatcher(
                 self._settings,
                 database,
@@ -105,6 +120,7 @@ class ConsoleSession:
                 live=self._live,
             )
             await dispatcher.locks.start()
+            stop_reading = lock_levels(dispatcher.locks, exporter)
             try:
                 loop.add_signal_handler(signal.SIGINT, self._interrupted, dispatcher)
                 for ending in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
@@ -123,10 +139,10 @@ class ConsoleSession:
                     loop.remove_signal_handler(signum)
                 for task in list(self._kills):
                     await asyncio.gather(task, return_exceptions=True)
+                stop_reading()
                 await dispatcher.close()
         finally:
             await self._server.aclose()
-            await database.close()
         return 0
 
     async def _serve(self, dispatcher: Dispatcher, reader: LineReader) -> None:

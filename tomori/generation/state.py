@@ -9,6 +9,7 @@ delivered, and the tokens it may still spend. Writers see it as an `AnswerRecord
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -28,7 +29,9 @@ class MetricsSink(Protocol):
 
     def record_outcome(self, outcome: TurnOutcome) -> None: ...
 
-    def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None: ...
+    def record_tool_call(
+        self, guild_id: str | None, tool: str, outcome: str, mcp_server: str | None = None
+    ) -> None: ...
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None: ...
 
@@ -99,6 +102,8 @@ class TurnState:
     account: TurnAccount | None = None
     """Where the turn reports what became of its message ("Why no answer?"); None for a
     command's turn, which has no message, and in the console."""
+    first_landed_at: float | None = None
+    """When the turn's first send or edit landed (`time.monotonic`): its first-text latency."""
 
     @property
     def reply_to(self) -> str | None:
@@ -114,6 +119,8 @@ class TurnState:
     def report_progress(self) -> None:
         """A send or edit landed: re-arms the pass's idle timer, and the first marks the turn
         answered."""
+        if self.first_landed_at is None:
+            self.first_landed_at = time.monotonic()
         hook = self.on_stream_progress
         if hook is not None:
             hook()

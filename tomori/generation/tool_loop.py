@@ -173,7 +173,9 @@ def _record(env: TurnEnvironment, call: ToolCall, outcome: str, started: float) 
         time.monotonic() - started,
     )
     if env.state.metrics is not None:
-        env.state.metrics.record_tool_call(env.state.guild_id, call.name, outcome)
+        tool = env.tools.get(call.name)
+        server = None if tool is None else tool.mcp_server
+        env.state.metrics.record_tool_call(env.state.guild_id, call.name, outcome, server)
 
 
 def _failure(call: ToolCall, reason: str, kind: str = "failed") -> _Outcome:

@@ -174,6 +174,10 @@ class LockBackend(Protocol):
 
     async def queued_message_ids(self, channel_id: str) -> set[str]: ...
 
+    async def queued_count(self) -> int:
+        """Triggers waiting in every channel's queue, of every process."""
+        ...
+
     async def has_room(self, channel_id: str, requester_id: str | None) -> bool:
         """Whether the member may queue one more message in the channel now: fewer than
         `TOMORI_QUEUE_PER_MEMBER` of theirs wait there (one more is refused as full)."""

@@ -286,6 +286,15 @@ class ChannelLocks:
             log.warning("who asked in channel %s is unknown while the database is away", channel_id)
             return None
 
+    @property
+    def running(self) -> int:
+        """The turns this process runs now."""
+        return self._turns.running
+
+    async def queued_count(self) -> int:
+        """Triggers waiting in every channel's queue, of every process (the queue's depth)."""
+        return await self._backend.queued_count()
+
     async def queued_message_ids(self, channel_id: str) -> set[str]:
         """Messages waiting for their own turn: a history built now must leave them out."""
         return await self._backend.queued_message_ids(channel_id)

@@ -355,6 +355,10 @@ class SqlLockBackend:
         )
         return found[0]["requester_id"] if found else None
 
+    async def queued_count(self) -> int:
+        found = await self._db.fetchall("SELECT COUNT(*) AS n FROM queued_triggers")
+        return int(found[0]["n"])
+
     async def queued_message_ids(self, channel_id: str) -> set[str]:
         found = await self._db.fetchall(
             "SELECT message_id FROM queued_triggers"

@@ -49,6 +49,11 @@ class TurnSupervisor:
         self.progress = ProgressWriter(backend, self._abandon_taken_over)
         self.stop_requests = StopRequestReader(backend, self._leases)
 
+    @property
+    def running(self) -> int:
+        """How many turns this process runs now."""
+        return len(self._leases)
+
     def lease(self, channel_id: str) -> Lease | None:
         """The lease of the turn this process runs in the channel, if any."""
         return self._leases.get(channel_id)

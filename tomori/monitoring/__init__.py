@@ -1,6 +1,10 @@
 """What the bot records of how its turns and models went, and what it tells of it.
 
 - `metrics.py`       stalls, tool failures, each turn's tokens and outcome, kept in the database
+- `exporter.py`      what an operator's monitoring reads (`TOMORI_METRICS_ADDR`), no-op by default
+- `prometheus.py`    that exporter for Prometheus, on a registry of its own (the metrics extra)
+- `levels.py`        the turns running and the queues' depth, read as each scrape begins
+- `serving.py`       `/metrics`, `/healthz` and `/readyz`, served while a run mode runs
 - `status.py`        `/tomori status`: a server's last day, counted from the metrics
 - `model_health.py`  the models turns skip for now, in the shared database, and their probes
 - `why.py`           "Why no answer?": what became of a message, step by step, as plain data;

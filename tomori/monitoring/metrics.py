@@ -9,7 +9,8 @@ written goes out in the next batch rather than waiting for the next call. `flush
 `counts()`, and `close()`) wait for that task, so they see everything recorded before they
 were called. Each count and each turn's usage is logged too. A batch the database refuses is
 logged and dropped: the turn it came from is over, and holding rows back for a database that
-may stay away would grow without bound.
+may stay away would grow without bound. What an operator's monitoring reads of the same
+(tokens, each model's part, MCP calls; never an id) goes to the `exporter` at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import astuple
 
 from tomori.generation.results import TurnOutcome, TurnUsage
+from tomori.monitoring.exporter import NO_EXPORT, Exporter
 from tomori.store import Database
 from tomori.store.outage import reported
 
@@ -32,8 +34,10 @@ OUTCOMES_KEPT_S = 2 * 24 * 3600.0
 
 
 class Metrics:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, exporter: Exporter = NO_EXPORT) -> None:
         self._db = database
+        self.exporter = exporter
+        """Where the runtime's turns report what an operator's monitoring reads."""
         self._pending: Counter[tuple[str, str]] = Counter()
         self._usage: list[TurnUsage] = []
         self._outcomes: list[TurnOutcome] = []
@@ -56,13 +60,18 @@ class Metrics:
             usage.output_tokens,
         )
         self._usage.append(usage)
+        self.exporter.tokens_used(usage.model, usage.input_tokens, usage.output_tokens)
         self._start_flush()
 
-    def record_tool_call(self, guild_id: str | None, tool: str, outcome: str) -> None:
+    def record_tool_call(
+        self, guild_id: str | None, tool: str, outcome: str, mcp_server: str | None = None
+    ) -> None:
         """One tool call's ending (used, failed, timed_out, refused, killed), counted as
         `tool_<outcome>` by tool and filed under its server for `/tomori status`; never its
-        arguments."""
+        arguments. A tool of an MCP server is exported by server, not by tool."""
         self.record(f"tool_{outcome}", tool)
+        if mcp_server is not None:
+            self.exporter.mcp_called(mcp_server, outcome)
         self._tool_calls.append((guild_id, tool, outcome))
 
     def record_sprites(self, guild_id: str | None, sprites: Sequence[str]) -> None:
@@ -77,6 +86,10 @@ class Metrics:
 
     def record_outcome(self, outcome: TurnOutcome) -> None:
         self._outcomes.append(outcome)
+        if outcome.model is not None:
+            self.exporter.model_ended(
+                outcome.model, outcome.outcome, outcome.phase, outcome.fallback
+            )
         self._start_flush()
 
     async def close(self) -> None:

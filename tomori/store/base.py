@@ -9,13 +9,20 @@ errors are worth another attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from tomori.errors import TomoriError
 
 Params = Sequence[Any]
+Failed = Callable[[BaseException], None]
+"""Told of each error of the database itself (a driver's error, never the caller's) that ended
+a statement or a transaction: what an operator's monitoring counts."""
+
+
+def unheard(error: BaseException) -> None:
+    """The default `Failed`: nobody counts the database's errors."""
 
 
 class Row(Protocol):

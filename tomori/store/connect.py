@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tomori.config.parsers import install_extra
 from tomori.config.settings import Settings
-from tomori.store.base import Database, StoreError
+from tomori.store.base import Database, Failed, StoreError, unheard
 from tomori.store.sqlite import SqliteDatabase
 
 POSTGRES_EXTRA = (
@@ -13,19 +13,19 @@ POSTGRES_EXTRA = (
 )
 
 
-async def open_database(settings: Settings) -> Database:
+async def open_database(settings: Settings, *, failed: Failed = unheard) -> Database:
     """PostgreSQL at `TOMORI_DB_URL` if set, else the SQLite file at `TOMORI_DB_PATH`; migrated,
-    and closed again if migrating fails."""
+    and closed again if migrating fails. `failed` is told of each of its errors."""
     database: Database
     if settings.db_url is not None:
         try:
             from tomori.store.postgres import PostgresDatabase
         except ImportError as error:
             raise StoreError(POSTGRES_EXTRA) from error
-        database = await PostgresDatabase.open(settings.db_url)
+        database = await PostgresDatabase.open(settings.db_url, failed)
     else:
         database = await SqliteDatabase.open(
-            settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms
+            settings.db_path, busy_timeout_ms=settings.db_busy_timeout_ms, failed=failed
         )
     try:
         await database.migrate()

@@ -40,7 +40,7 @@ from tomori.config.database_url import (
     tls_environment_problem,
     tls_from_environment,
 )
-from tomori.store.base import Params, Row, StoreError
+from tomori.store.base import Failed, Params, Row, StoreError, unheard
 from tomori.store.migrations import (
     number_migrations,
     shipped_migrations,
@@ -130,15 +130,22 @@ class PostgresTransaction:
 class PostgresDatabase:
     """A pool of connections to one PostgreSQL database."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], url: DatabaseUrl, outage: OutageLog) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool[Any],
+        url: DatabaseUrl,
+        outage: OutageLog,
+        failed: Failed = unheard,
+    ) -> None:
         self._pool = pool
+        self._failed = failed
         self._url = url
         self._outage = outage
         self._in_flight: set[asyncio.Future[None]] = set()
         outage.reporting = True
 
     @classmethod
-    async def open(cls, url: DatabaseUrl) -> PostgresDatabase:
+    async def open(cls, url: DatabaseUrl, failed: Failed = unheard) -> PostgresDatabase:
         """Connect to `url`, which errors name with its password masked.
 
         A server that cannot be reached, refuses the login or the TLS that `?sslmode=` asks
@@ -167,7 +174,7 @@ class PostgresDatabase:
                 f"the database {url} cannot be used ({why}): check TOMORI_DB_URL{also}, and that "
                 "the server is running, lets this user in and offers the TLS asked for"
             ) from None
-        return cls(pool, url, outage)
+        return cls(pool, url, outage, failed)
 
     @property
     def engine(self) -> str:
@@ -212,6 +219,8 @@ class PostgresDatabase:
         except Exception as error:
             if isinstance(error, TRANSIENT):
                 self._outage.failed(error, began)
+            if self.is_database_error(error):
+                self._failed(error)
             raise
         self._outage.succeeded()
 

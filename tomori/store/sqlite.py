@@ -32,7 +32,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from tomori.store.base import MigrationError, Params, Row, StoreError
+from tomori.store.base import Failed, MigrationError, Params, Row, StoreError, unheard
 from tomori.store.first_come import FirstComeLock
 from tomori.store.host_clock import HostClock, anchored, this_host
 from tomori.store.migrations import newer_than_known, number_migrations, shipped_migrations
@@ -74,9 +74,14 @@ class SqliteDatabase:
     """A serialised aiosqlite connection: single statements and explicit transactions."""
 
     def __init__(
-        self, connection: aiosqlite.Connection, path: str, clock: HostClock | None = None
+        self,
+        connection: aiosqlite.Connection,
+        path: str,
+        clock: HostClock | None = None,
+        failed: Failed = unheard,
     ) -> None:
         self._connection = connection
+        self._failed = failed
         self._path = path
         self._host_clock = this_host() if clock is None else clock
         self._clock: Callable[[], float] = _not_migrated
@@ -99,6 +104,7 @@ class SqliteDatabase:
         *,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         clock: HostClock | None = None,
+        failed: Failed = unheard,
     ) -> SqliteDatabase:
         """Open (or create) the database file in WAL mode with a busy timeout.
 
@@ -129,7 +135,7 @@ class SqliteDatabase:
         except BaseException:
             await connection.close()
             raise
-        return cls(connection, str(path), clock)
+        return cls(connection, str(path), clock, failed)
 
     @property
     def connection(self) -> aiosqlite.Connection:
@@ -159,7 +165,9 @@ class SqliteDatabase:
         await self._lock.acquire()
         try:
             yield self._connection
-        except BaseException:
+        except BaseException as error:
+            if isinstance(error, sqlite3.Error):
+                self._failed(error)
             settling = asyncio.create_task(self._settle(), name="tomori-sqlite-settle")
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)

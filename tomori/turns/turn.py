@@ -16,12 +16,14 @@ A direct trigger shows the turn's stage as it goes, and how it ended
 of the turn's message (each model's part, a stop, what was delivered) is reported to its
 account as it goes (`tomori.monitoring.why`). A new take of an answer (`tomori.turns.takes`)
 plays in the channel as that answer's turn saw it (`retake.py`), and `play` returns the one
-answer a turn gave to one message, which can have takes.
+answer a turn gave to one message, which can have takes. How each turn ended, how long it and
+its first text took, and what stopped it go to the runtime's exporter (an operator's metrics).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -101,6 +103,9 @@ async def _play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) ->
         state.account = account = MessageAccount(asked, stage.why)
     if scene is not None and (surface.guild_id is None or not surface.deliverable()):
         return None  # scenes are played in a server's channels the bot may post in
+    began = time.monotonic()
+    exporter = stage.metrics.exporter
+    exporter.turn_waited(time.time() - turn.trigger.received_at)
     await _shown_on_trigger(stage, surface, turn, state, request)
     try:
         return await _played(stage, surface, turn, guard, state, request, account)
@@ -109,7 +114,13 @@ async def _play(stage: Stage, surface: Surface, turn: Turn, guard: TurnGuard) ->
         stopped = guard.stop_requested() or reason is not None
         failed = state.failed or state.undelivered
         replaced = reason is KillReason.FOLLOW_UP
-        state.progress.report(ending(stopped=stopped, failed=failed, replaced=replaced))
+        ended = ending(stopped=stopped, failed=failed, replaced=replaced)
+        state.progress.report(ended)
+        landed = state.first_landed_at
+        first_text_s = None if landed is None else landed - began
+        exporter.turn_ended(ended, time.monotonic() - began, first_text_s)
+        if reason is not None:
+            exporter.killed(reason)
 
 
 async def _shown_on_trigger(

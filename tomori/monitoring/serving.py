@@ -1,0 +1,101 @@
+"""`/metrics`, `/healthz` and `/readyz` on `TOMORI_METRICS_ADDR`, served on the bot's own loop.
+
+The run mode (the bot, the console) opens `serving_metrics` around everything it runs, so
+`/healthz` answers from the start to the end of the process: 200 while it runs, whatever the
+bot is doing. `/readyz` asks `ready`, the run mode's own judgement (the gateway connected and
+the database answering, for the bot), within `READY_WITHIN_S`: 200 when it finds nothing wrong,
+503 with its reason when it does or takes too long, so an orchestrator routes around a bot
+that could not answer. `/metrics` is the exporter's scrape (`tomori.monitoring.exporter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from aiohttp import web
+
+from tomori.config.parsers import refused, split_address
+from tomori.config.settings import Settings
+from tomori.monitoring.exporter import Exporter
+from tomori.store import Database
+
+log = logging.getLogger(__name__)
+
+__all__ = ["READY_WITHIN_S", "Readiness", "database_answers", "serving_metrics"]
+
+Readiness = Callable[[], Awaitable[str | None]]
+"""None when ready; else why not, in a few words (`/readyz` answers 503 with them)."""
+READY_WITHIN_S = 2.0
+"""How long `/readyz` waits for its answer: past it, not ready (a database that takes longer
+to answer `SELECT 1` would not answer a turn either)."""
+
+
+@asynccontextmanager
+async def serving_metrics(
+    settings: Settings, exporter: Exporter, *, ready: Readiness
+) -> AsyncIterator[str | None]:
+    """Serve the endpoints on `TOMORI_METRICS_ADDR` while the block runs; yield their base
+    URL (the port the system chose, for `:0`), or None and serve nothing if it is unset."""
+    if settings.metrics_addr is None:
+        yield None
+        return
+    host, port = split_address(settings.metrics_addr)
+    runner = web.AppRunner(_app(exporter, ready), access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as error:  # the port taken, an address this machine does not have
+            raise refused(
+                "TOMORI_METRICS_ADDR", settings.metrics_addr, f"it cannot be served on ({error})"
+            ) from None
+        bound = runner.addresses[0]
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        url = f"http://{shown}:{bound[1]}"
+        log.info("serving /metrics, /healthz and /readyz at %s", url)
+        yield url
+    finally:
+        await runner.cleanup()
+
+
+def _app(exporter: Exporter, ready: Readiness) -> web.Application:
+    async def metrics(request: web.Request) -> web.Response:
+        page = await exporter.scrape()
+        return web.Response(body=page.body, headers={"Content-Type": page.content_type})
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(request: web.Request) -> web.Response:
+        try:
+            async with asyncio.timeout(READY_WITHIN_S):
+                why_not = await ready()
+        except TimeoutError:
+            why_not = f"no answer within {READY_WITHIN_S:g} s"
+        except Exception as error:
+            log.info("/readyz could not judge readiness: %r", error)
+            why_not = f"readiness unknown ({type(error).__name__})"
+        if why_not is None:
+            return web.Response(text="ready\n")
+        return web.Response(status=503, text=f"not ready: {why_not}\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+
+
+async def database_answers(database: Database) -> str | None:
+    """None if `database` answers a cheap query now; else why not, by its error's kind."""
+    try:
+        await database.fetchall("SELECT 1")
+    except Exception as error:
+        if not database.is_database_error(error):
+            raise
+        return f"the database does not answer ({type(error).__name__})"
+    return None
