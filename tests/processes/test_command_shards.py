@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import WSMsgType, web
+from aiohttp import ClientSession, WSMsgType, web
 from nextcord.ext import commands
 
 from tests.support.command import OTHER_LIBRARY, command_without, environment, run
@@ -118,11 +120,13 @@ def gateway_at(library: str, url: str) -> str:
     )
 
 
-async def started_on_a_fake_gateway(library: str = "nextcord", **env: str) -> tuple[object, str]:
+async def started_on_a_fake_gateway(
+    library: str = "nextcord", while_up: Callable[[], Awaitable[None]] | None = None, **env: str
+) -> tuple[object, str]:
     """The command started with `env` against a Discord of the test's, found where
     DISCORD_API_URL says (as a rate-limit proxy would be), on an install with `library` alone:
     the shard its IDENTIFY names, and what it wrote to standard error until SIGTERM ended it
-    (with exit code 0)."""
+    (with exit code 0); `while_up` is awaited once it has identified, before the SIGTERM."""
     identified: asyncio.Queue[object] = asyncio.Queue()
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
@@ -186,6 +190,8 @@ async def started_on_a_fake_gateway(library: str = "nextcord", **env: str) -> tu
     try:
         async with asyncio.timeout(30):
             shard = await identified.get()
+        if while_up is not None:
+            await while_up()
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(10):
             _, err = await process.communicate()
@@ -262,3 +268,35 @@ async def test_with_json_logs_every_line_the_command_writes_is_one_json_object(
         "you mean TOMORI_HISTORY_LIMIT?",
     }.items() <= next(line for line in lines if "HISTORY_LIMT" in line["message"]).items()
     assert "stop signal received: closing" in [line["message"] for line in lines]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_the_command_serves_health_and_metrics_where_tomori_metrics_addr_says(
+    tmp_path: Path,
+) -> None:
+    """What an operator's health check and Prometheus ask of a running `tomori`: /healthz
+    answers 200 while it runs, and /metrics serves the cog's series (the command starts the
+    server around the bot it builds)."""
+    address = f"127.0.0.1:{free_port()}"
+    seen: dict[str, tuple[int, str]] = {}
+
+    async def asked() -> None:
+        async with ClientSession() as session:
+            for path in ("/healthz", "/metrics"):
+                async with session.get(f"http://{address}{path}") as response:
+                    seen[path] = (response.status, await response.text())
+
+    await started_on_a_fake_gateway(
+        while_up=asked,
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_METRICS_ADDR=address,
+    )
+    assert seen["/healthz"][0] == 200
+    status, scraped = seen["/metrics"]
+    assert status == 200
+    assert "# TYPE tomori_turns_total counter" in scraped
