@@ -38,10 +38,15 @@ def summarizing(request: SeenRequest) -> bool:
 
 
 def folded(request: SeenRequest) -> Reply:
-    """The summarizing model's answer: the numbers of the lines it was given to take in."""
+    """The summarizing model's answer: the summary so far, then the start of each line it was
+    given to take in (a fold keeps what the summary held, as a model asked to is told to)."""
     (asked,) = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    before = asked.split("Summary so far:\n", 1)[1].split("\n\nMessages to take in", 1)[0]
     lines = asked.split("oldest first:\n", 1)[1].splitlines()
-    return answer("Earlier the user said: " + " / ".join(line[:12] for line in lines))
+    new = " / ".join(line[:12] for line in lines)
+    return answer(
+        f"{before} / {new}" if before != "(none yet)" else f"Earlier the user said: {new}"
+    )
 
 
 def turns(server: LLMServer) -> list[str]:
@@ -124,10 +129,13 @@ async def test_what_fell_out_of_a_long_sessions_window_is_summarized_for_a_later
     await model.start()
     try:
         async with session(model, tmp_path, monkeypatch, TOMORI_HISTORY_LIMIT="3") as console:
-            console.type(*(f"fact {n}: the harbour" for n in range(4)))
-            await until(lambda: console.rows("channel_summaries") == 1)  # in the background
+            # Five lines: the fifth has four messages before it, one more than its window,
+            # however the answers interleave (typed all before the first answer, the fourth's
+            # window held all three before it, and nothing fell out: no fold was asked).
+            console.type(*(f"fact {n}: the harbour" for n in range(5)))
+            await until(lambda: console.rows("channel_summaries") == 1, within=30)
             console.type("what did I say first?")
-            await until(lambda: "what did I say first?" in "".join(turns(model)))
+            await until(lambda: "what did I say first?" in "".join(turns(model)), within=30)
     finally:
         await model.close()
     asked = turns(model)[-1]
