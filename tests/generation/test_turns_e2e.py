@@ -26,7 +26,10 @@ from tomori.config.settings import Delivery
 from tomori.providers.base import JsonObject
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
 
-FAST = {"stream_first_token_timeout_ms": 300, "stream_sdk_call_timeout_ms": 300}
+FAST = {"stream_first_token_timeout_ms": 1000, "stream_sdk_call_timeout_ms": 300}
+"""A stall caught in 300 ms of silence mid-answer; a first token given a second, which a
+fallback answering at once takes well within even on a busy machine (at 300 ms, a fallback's
+first token came late under load and the turn ended with no answer)."""
 
 
 def two_models(server: LLMServer, first: str = "openai") -> ModelChain:
