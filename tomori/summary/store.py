@@ -9,7 +9,8 @@ takes in a message of theirs again (`unforgotten`), though Discord still holds i
 fold take in the messages of a member who turned memories off (`/memory off`), while it is
 off: who is left out is written once (`LEFT_OUT`). A dropped
 summary is folded again, from what is left in the channel, by the next turns
-(`tomori.turns.summaries`).
+(`tomori.turns.summaries`). Once a drop commits, the database is scrubbed (`Database.scrub`:
+on SQLite the `-wal` file still holds the dropped text until then).
 
 A fold reads, asks a model, then writes: a delete or a forget may land in between. So a fold
 `begin`s by reading the channel's summary and its count of deletes, and its `save` keeps
@@ -157,7 +158,10 @@ class SummaryStore:
                 " changes = summary_changes.changes + 1, changed_at = excluded.changed_at",
                 (channel_id, now),
             )
-            return await _drop(tx, covering, (channel_id, *message_ids))
+            dropped = await _drop(tx, covering, (channel_id, *message_ids))
+        if dropped:
+            await self._db.scrub()
+        return dropped
 
     async def older_than(self, kept_s: float) -> int:
         """Drop the summaries last written more than `kept_s` ago (the retention sweep)."""
@@ -165,7 +169,10 @@ class SummaryStore:
             cutoff = await tx.now() - kept_s
             await tx.execute("DELETE FROM summary_changes WHERE changed_at < ?", (cutoff,))
             covering = "SELECT guild_id, channel_id FROM channel_summaries WHERE updated_at < ?"
-            return await _drop(tx, covering, (cutoff,))
+            dropped = await _drop(tx, covering, (cutoff,))
+        if dropped:
+            await self._db.scrub()
+        return dropped
 
 
 async def drop_member(tx: Transaction, member_id: str) -> int:
