@@ -46,9 +46,9 @@ NOTE_SHARE = 8
 """Each of the bot's notes takes at most an eighth of the room: the memories and the summary
 together a quarter, leaving three quarters to the system prompt, the persona, the trigger and
 the recent history, which are what the answer is to. On a model of 2,000 tokens that is about
-190 tokens a note (two or three memories, a summary's first paragraph); on one of 32,768 it is
-3,584, more than ten memories of 300 characters or a 300-token summary take: the cap bites on
-small models alone."""
+190 tokens a note (one memory near its 300-character bound or about four short ones, a
+summary's first paragraph); on one of 32,768 it is 3,584, more than ten memories of 300
+characters or a 300-token summary take: the cap bites on small models alone."""
 NOTE_CUT = "…"
 """What ends a note's line cut short."""
 

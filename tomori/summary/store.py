@@ -7,16 +7,17 @@ member's `/memory forget-all` drops every summary that covered one of theirs, in
 transaction that forgets their memories (`drop_member`), and marks them forgotten: no fold
 takes in a message of theirs again (`unforgotten`), though Discord still holds it. Nor does a
 fold take in the messages of a member who turned memories off (`/memory off`), while it is
-off: who is left out is written once (`LEFT_OUT`). A dropped
-summary is folded again, from what is left in the channel, by the next turns
-(`tomori.turns.summaries`). Once a drop commits, the database is scrubbed (`Database.scrub`:
-on SQLite the `-wal` file still holds the dropped text until then).
+off: who is left out is written once (`LEFT_OUT`). A dropped summary is folded again, from
+what is left in the channel, by the next turns (`tomori.turns.summaries`), as a first fold:
+from the window's worth just before the window. Once a drop commits, the database is scrubbed
+(`Database.scrub`: on SQLite the `-wal` file still holds the dropped text until then).
 
 A fold reads, asks a model, then writes: a delete or a forget may land in between. So a fold
 `begin`s by reading the channel's summary and its count of deletes, and its `save` keeps
 nothing if, in the write's transaction, the summary or the count changed or an author of what
-it folded was forgotten. Every write here takes one lock (`WRITES`), so on PostgreSQL too a
-forget and a fold's write never interleave: whichever commits second sees the other's rows.
+it folded was forgotten (or turned memories off). Every write here takes one lock (`WRITES`),
+so on PostgreSQL too a forget and a fold's write never interleave: whichever commits second
+sees the other's rows.
 """
 
 from __future__ import annotations
