@@ -1,9 +1,11 @@
 """A model's context budget through the cog, on both libraries: a long history and a long file
 sent to a small model are fitted to its context (the oldest history first, an attachment's
-text cut before a message is left out), never the system prompt, the persona or the trigger;
-a refusal that names a smaller context is asked once more, fitted to it, and answered; an
-admin's chain may lower a model's context, never raise it past the author's; every pass of the
-tool loop fits, a tool result too long for it cut with a note the model reads.
+text, the trigger's own too, cut before a message is left out), never the system prompt, the
+persona or the trigger; a message longer than the whole context is told so, sent once; a
+refusal that names a smaller context is asked once more, fitted to
+it, and answered; an admin's chain may lower a model's context, never raise it past the
+author's; every pass of the tool loop fits, a tool result too long for it cut with a note the
+model reads.
 
 The model server counts tokens its own way (tests/support/token_window.py), refuses a request
 over its context as OpenAI does, and reports each request's tokens as usage.
@@ -78,6 +80,56 @@ async def test_a_long_history_and_file_fit_a_small_model_keeping_the_prompt_and_
     assert "line 0: the service" in with_log  # the file's start is kept, the rest cut
     assert with_log.endswith(CUT_MARKER)
     assert "line 199:" not in with_log
+
+
+async def test_a_big_file_on_the_message_answered_is_cut_before_the_history_is_left_out(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot, files: FileServer
+) -> None:
+    """35 short messages and a trigger carrying a file far bigger than the model: the file is
+    cut to its quarter of the room first, and only the oldest messages that still do not fit
+    are left out (all 35 went, the request using 1,036 of 1,500 tokens, before)."""
+    bot = await open_bot(
+        settings_for(tmp_path, history_limit=40),
+        chain_for(small_model, "openai:test-model+context=2000"),
+    )
+    for n in range(35):
+        bot.seed(f"H{n:02d}X the quick brown fox jumps over the lazy dog", by=Person.BOB)
+    notes = files.attachment("notes.txt", ("FILELINE " + LOG * 20).encode(), "text/plain")
+    await bot.say(f"{bot.mention()} read this", attachments=[notes])
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert await bot.contents() == [ANSWER]
+    assert len(small_model.requests) == 1
+    texts = shown(small_model)
+    assert texts[-1].startswith("alice: @Tomori read this")
+    assert "FILELINE" in texts[-1]  # the file's start is kept, the rest cut
+    assert texts[-1].endswith(CUT_MARKER)
+    kept = [n for n in range(35) if any(text.startswith(f"bob: H{n:02d}X") for text in texts)]
+    assert len(kept) >= 10  # what the file's quarter, the prompt and the tools leave: a dozen
+    assert kept == list(range(35 - len(kept), 35))  # the newest stay; only the oldest go
+
+
+async def test_a_message_longer_than_the_models_whole_context_is_told_so_and_sent_once(
+    tmp_path: Path, small_model: LLMServer, open_bot: OpenBot
+) -> None:
+    """Nothing can be cut from the message answered: its refusal is not asked again with the
+    very same request, and the asker is told their message is too long (before, the request
+    went twice and the channel read "An issue while trying to stream the response")."""
+    small_model.context_tokens = 1_000
+    bot = await open_bot(
+        settings_for(tmp_path), chain_for(small_model, "openai:test-model+context=1000")
+    )
+    long = "the quick brown fox jumps over the lazy dog while reading long texts " * 56
+    await bot.say(f"{bot.mention()} {long}")
+    async with asyncio.timeout(10):
+        await bot.settled()
+
+    assert small_model.counted[0] > 1_000  # refused as too long
+    assert len(small_model.requests) == 1  # and never sent again as it was
+    assert await bot.embeds() == ["Message Too Long"]
+    [notice] = [e for m in await bot.messages() for e in m.embeds]
+    assert "too long for the AI model to read" in notice["description"]
 
 
 async def test_a_refusal_naming_a_smaller_context_is_asked_again_fitted_to_it_and_answered(

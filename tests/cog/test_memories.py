@@ -2,7 +2,9 @@
 about a member is shown to it in a later turn answering that member, after the window moved
 past what was said, in that server only; never to a turn answering another member, nor in a
 server other than the one it was saved in, nor (a direct message's) in any server. Every save
-is told in the channel; a member who said no is remembered nothing, and the model is told why.
+is told in the channel; a member who said no is remembered nothing, and the model is told why;
+a call whose arguments the tools do not take (an id of 1.5 or true, an `about` of another
+name, a number as the text) fails for the model with what they take, and changes nothing.
 """
 
 from __future__ import annotations
@@ -192,3 +194,35 @@ async def test_a_personas_own_memory_is_shown_to_it_alone(
         bot.say(asked)
         await bot.settled(CHANNEL_ID)
         assert "I lost my lute in Osaka" not in last_request(llm_server), asked
+
+
+async def test_a_call_the_memory_tools_do_not_take_fails_for_the_model_saying_what_they_take(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
+    llm_server.script(remember("Alice likes tea"), answer("Noted."))
+    await bot.say(f"{bot.mention()} remember that I like tea")
+    await bot.settled()
+    [(tea,)] = await database.rows("SELECT memory_id FROM memories")
+    llm_server.script(
+        tool_call("forget", json.dumps({"id": tea + 0.5}), call_id="a"),
+        tool_call("forget", json.dumps({"id": True}), call_id="b"),
+        tool_call("remember", json.dumps({"text": "Alice is tall", "about": "bob"}), call_id="c"),
+        tool_call("remember", json.dumps({"text": 12345}), call_id="d"),
+        answer("Hmm."),
+    )
+    await bot.say(f"{bot.mention()} do odd things")
+    await bot.settled()
+    fraction, boolean, about, number = tool_results(llm_server)
+    assert f"{tea + 0.5} names none" in fraction["reason"]
+    assert "not true" in boolean["reason"]
+    assert "about is one of member, server, self" in about["reason"]
+    assert '"bob"' in about["reason"]
+    assert "string of words, not 12345" in number["reason"]
+    assert await database.rows("SELECT memory_id, text FROM memories") == [(tea, "Alice likes tea")]
+    # A number written as a string of digits, as models often quote them, is taken.
+    llm_server.script(tool_call("forget", json.dumps({"id": str(tea)})), answer("Forgotten."))
+    await bot.say(f"{bot.mention()} forget the tea")
+    await bot.settled()
+    assert tool_results(llm_server)[0]["result"] == {"forgotten": tea}
+    assert await database.rows("SELECT memory_id FROM memories") == []

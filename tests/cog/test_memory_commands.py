@@ -2,7 +2,8 @@
 member lists, exports and forgets what is remembered of them (never another member's), a
 forget-all leaves nothing of it in the database (rows and search entries) nor in the next
 request; a member's or a server's "off" makes the model's remember fail and hides what was
-remembered; a server's admins list and forget its memories."""
+remembered; a server's admins list and forget its memories; a long list is shown a page at a
+time."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from tests.support.databases import DatabaseUnderTest
 from tests.support.llm_server import LLMServer
 from tests.support.scripts import answer
 from tests.support.tomori_commands import said
-from tests.support.world import Person
+from tests.support.world import CHANNEL_ID, GUILD_ID, Person
+from tomori.memory import MemoryStore, Place, Scope
+from tomori.memory.store import Bounds
 
 ALICE = str(Person.ALICE.id)
 
@@ -181,3 +184,33 @@ async def test_an_admin_turns_a_memory_tool_off_in_a_channel_as_any_tool(
     await bot.settled()
     offered = [tool["function"]["name"] for tool in llm_server.requests[-1].body["tools"]]
     assert offered == ["current_time", "read_message", "forget"]
+
+
+async def test_a_long_list_is_shown_a_page_at_a_time_so_every_number_can_be_read(
+    database: DatabaseUnderTest, llm_server: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(database.settings(**SHORT_BUDGETS), chain_for(llm_server))
+    store = MemoryStore(await database.open(), Bounds(300, 100))
+    here = Place(str(GUILD_ID), str(CHANNEL_ID), ALICE)
+    for n in range(40):  # near the bound on a memory's length, as a chatty model saves them
+        await store.save(here, Scope.MEMBER, f"fact{n:02d}: " + "long words " * 26)
+    for command in ("/memory list", "/tomori memory list"):
+        first = await listing(bot, command)
+        assert first.endswith(f"page 1 of 4: `{command} page:2`")
+        pages = [first] + [await listing(bot, command, page=n) for n in (2, 3, 4)]
+        assert pages[1].endswith(f"page 2 of 4: `{command} page:3`")
+        assert pages[3].endswith("page 4 of 4")
+        assert all(len(page) <= 4_096 for page in pages)  # each fits an embed
+        shown = "\n".join(pages)
+        assert [n for n in range(40) if f"fact{n:02d}:" in shown] == list(range(40))
+        past = await listing(bot, command, page=5)
+        assert past == "There is no page 5: the last is page 4."
+
+
+async def listing(bot: ChatBot, command: str, page: int | None = None) -> str:
+    """What `command` (`/memory list` or `/tomori memory list`) answers, given `page` (None:
+    left out)."""
+    given = {} if page is None else {"page": page}
+    if command == "/memory list":
+        return said(await bot.memory("list", by=Person.ALICE, **given))[1]
+    return said(await bot.tomori("memory list", **given))[1]

@@ -2,7 +2,8 @@
 a long channel's window is folded, in the background, into a summary a later turn's request
 holds before the history; the summarizing request is the model server's to tell apart (its
 instruction); a deleted message's text leaves the summary, and so does a member's whole
-`/memory forget-all`; a summarizing request that stalls never holds a turn's answer.
+`/memory forget-all`; a member who turned memories off is in no summary; a summarizing
+request that stalls never holds a turn's answer.
 """
 
 from __future__ import annotations
@@ -169,6 +170,27 @@ async def test_forget_all_drops_every_summary_that_covered_the_members_messages(
     await bot.memory("forget-all", by=Person.BOB)
     assert await database.rows("SELECT text FROM channel_summaries") == []
     assert await database.rows("SELECT message_id FROM summary_sources") == []
+
+
+async def test_a_member_who_turned_memories_off_is_left_out_of_every_fold(
+    database: DatabaseUnderTest, summarizer: LLMServer, open_bot: OpenBot
+) -> None:
+    bot = await open_bot(windowed(database), chain_for(summarizer))
+    await bot.memory("off", by=Person.BOB)
+    for n in range(WINDOW):
+        await bot.say(f"Bob's pet is a newt named Quillon {n}", by=Person.BOB)
+        await bot.say(f"chatter {n}")
+    for n in range(WINDOW):
+        await bot.say(f"later {n}")
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    await eventually(lambda: _holds(database, "chatter 2"))
+    folds = [json.dumps(r.body, ensure_ascii=False) for r in summarizer.requests if summarizing(r)]
+    assert folds
+    assert not any("Quillon" in fold for fold in folds)  # the model never read them
+    assert "Quillon" not in await summary_text(database)
+    sources = await database.rows("SELECT author_id FROM summary_sources")
+    assert str(Person.BOB.id) not in {author for (author,) in sources}
 
 
 async def test_a_stalled_summary_never_holds_an_answer(

@@ -1,5 +1,6 @@
 """Memories in `python bot.py --console`: the model's remember is told in the terminal, a later
-turn is shown it, and `/memory` lists, exports and forgets it as the slash command does."""
+turn is shown it, and `/memory` lists (a page at a time), exports and forgets it as the slash
+command does."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ async def test_the_console_remembers_shows_and_forgets_as_a_channel_does(
         "my cat is called Mochi, remember it\n"
         "what is my cat called?\n"
         "/memory list\n"
+        "/memory list page:2\n"
         "/memory export\n"
         "/memory forget-all\n"
         "what is my cat called?\n"
@@ -36,5 +38,6 @@ async def test_the_console_remembers_shows_and_forgets_as_a_channel_does(
     assert "Remembered" in out
     assert "The user's cat is called Mochi" in json.dumps(llm_server.requests[2].body)
     assert out.count("The user's cat is called Mochi") >= 3  # the save, the list, the export
+    assert "There is no page 2: the last is page 1." in out  # the slash command's page option
     assert "1 memories forgotten" in out
     assert "The user's cat is called Mochi" not in json.dumps(llm_server.requests[3].body)

@@ -204,9 +204,18 @@ MEMORY_ID = Option(
     min_value=1,
     placeholder="n",
 )
+MEMORY_PAGE = Option(
+    "page",
+    "which page of the list to show, from 1 (the first, left out)",
+    OptionKind.WHOLE_NUMBER,
+    min_value=1,
+    placeholder="n",
+)
+"""A memory list's page (`tomori.policy.memories.listed`): a long list is shown a page at a
+time, so each memory's number can be read, to forget it."""
 MEMORY_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(("memory",), "What Tomori remembers of you: see it, erase it, or turn it off"),
-    _memory("list", "List what is remembered of you, everywhere"),
+    _memory("list", "List what is remembered of you, everywhere", MEMORY_PAGE),
     _memory("forget", "Forget one of your memories", MEMORY_ID),
     _memory("forget-all", "Forget everything remembered of you"),
     _memory("off", "Remember nothing more of you, and show the model nothing remembered"),
@@ -387,7 +396,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     _tomori(
         "memory list",
         "List the memories kept in this server",
-        action=lambda g: memories.server_list(),
+        MEMORY_PAGE,
+        action=lambda given: memories.server_list(int(given.get("page", 1))),
     ),
     _tomori(
         "memory forget",

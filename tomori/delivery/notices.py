@@ -89,6 +89,10 @@ def refused_by_provider(reason: str) -> Notice:
 
 EMPTY_RESPONSE = _notice("empty_response", said("notice.empty_response"), NoticeColour.WARNING)
 
+TOO_LONG = _notice("too_long", said("notice.too_long"), NoticeColour.WARNING)
+"""Told when the last model refused the request as too long for its context though nothing
+was left to cut: the message answered (with what it replies to) is what does not fit."""
+
 NOT_ANSWERED = _notice("not_answered", said("notice.not_answered"), NoticeColour.WARNING)
 """Told, as a reply, to a direct trigger dropped from the queue unanswered (too old by the time
 its turn came, or queued behind a turn that hung)."""

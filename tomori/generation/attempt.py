@@ -4,7 +4,9 @@ The model is sent the request fitted to its context budget (`contexts.ContextBoo
 of its tool loop fitted to the same room (a tool result that does not fit is cut), and
 what its server says the request came to teaches the budget how it counts. A refusal of the
 request as too long for the model's context is asked once more, fitted tighter (to the size
-the refusal named, or a smaller share), before the next model is.
+the refusal named, or a smaller share), before the next model is; unless the tighter fit is the
+very request refused (nothing is left to cut but what is always sent: the message answered is
+too long), which is never sent twice.
 A model whose provider refuses the turn's images with a bad request that names them is asked
 once more without them (see `prompt.vision`). A model whose provider rate limits the request
 and says how long to wait (`Retry-After`) is waited for once, and asked once more, when the wait
@@ -62,6 +64,15 @@ async def attempt_model(
     if error is None or loop.text:
         return loop
     tighter = env.contexts.tighter(model, sent, fit, error)
+    if tighter is not None and tighter.request == fit.request:
+        log.warning(
+            "model %s refused a request of about %d tokens as too long%s, and nothing of it is"
+            " left to cut: the message answered does not fit its context",
+            model.label,
+            fit.tokens,
+            detail(loop),
+        )
+        return loop
     if tighter is not None:
         log.warning(
             "model %s refused a request of about %d tokens as too long%s; once more with about %d",

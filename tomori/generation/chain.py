@@ -18,9 +18,10 @@ filter): the next model might answer what it refused, so the turn ends with the 
 reason told (`refused_by_provider`), never on a silent turn. When all fail, the
 last attempt says what the user is told, once, and never on a silent turn: a timeout notice
 (the last pass posts it itself), the error notice, or the "Empty Response" notice when the
-last model too answered nothing; earlier attempts' timeout notices stay stashed and are
-dropped. The tokens each model's provider reported are recorded with the turn, however
-it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
+last model too answered nothing, or the "Message Too Long" notice when it refused the request
+as too long for its context with nothing left to cut; earlier attempts' timeout notices stay
+stashed and are dropped. The tokens each model's provider reported are recorded with the turn,
+however it ended, and so is how each model's part ended (for `/tomori status`); a pass that answered
 but whose provider reported none is counted by its characters (`results.pass_usage`: the
 request it was sent in, what it wrote out), so a quota still holds on a server that never
 reports usage. Each model skipped or tried, and how its part ended, is reported to the
@@ -39,6 +40,8 @@ from tomori.delivery.notices import (
     GENERATION_ERROR,
     KEY_REFUSED,
     RATE_LIMITED,
+    TOO_LONG,
+    Notice,
     fallback_used,
     refused_by_provider,
 )
@@ -67,6 +70,7 @@ from tomori.providers.base import (
     StreamRequest,
     Usage,
 )
+from tomori.providers.errors import overflow
 from tomori.turn_log import note_model
 
 log = logging.getLogger(__name__)
@@ -83,7 +87,8 @@ ERROR_NOTICES = {
     ProviderErrorKind.RATE_LIMITED: RATE_LIMITED,
     ProviderErrorKind.AUTHENTICATION: KEY_REFUSED,
 }
-"""...or, for these provider errors, what is more use to the asker than "an issue"."""
+"""...or, for these provider errors, what is more use to the asker than "an issue"; and for a
+refusal of the request as too long for the model's context, `TOO_LONG` (`final_notice`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,13 +260,21 @@ async def _try_models(
     # Every model failed. The last attempt ran with errors surfaced (unless the turn is
     # silent), so stream_once already posted a timeout notice itself; the rest are ours.
     last = attempts[-1].result
-    notice = FINAL_NOTICES.get(last.status)
-    failure = last.last.error if last.last is not None else None
-    if failure is not None:
-        notice = ERROR_NOTICES.get(failure.kind, notice)
+    notice = final_notice(last)
     if surface_errors and notice is not None:
         await state.post_notice(notice)
     return ChainResult(last.status, tuple(attempts))
+
+
+def final_notice(last: LoopResult) -> Notice | None:
+    """What the asker is told when `last`, the chain's last attempt, failed too."""
+    notice = FINAL_NOTICES.get(last.status)
+    failure = last.last.error if last.last is not None else None
+    if failure is None:
+        return notice
+    if overflow(failure) is not None:  # the attempt cut all it could (`attempt_model`)
+        return TOO_LONG
+    return ERROR_NOTICES.get(failure.kind, notice)
 
 
 async def _fallback_answered(

@@ -10,9 +10,10 @@ no (`/tomori memory off`). A save keeps to the bounds (`TOMORI_MEMORY_CHARS`,
 is made in a channel not everyone in its server may read (every scope of a server is shown in
 its other channels, so a staff channel's talk would leave it). Every
 delete removes the rows and their search entries in one transaction (`_delete`); on SQLite the
-search index is then merged, so no deleted word is left in it. A member's forget-all drops the
-channel summaries that covered their messages in that transaction too, and marks them so no
-summary takes their messages in again (`tomori.summary`).
+search index is then merged, so no deleted word is left in it, and once it commits the `-wal`
+file is emptied into the database (`Database.scrub`), whose freed pages are zeroed. A member's
+forget-all drops the channel summaries that covered their messages in that transaction too,
+and marks them so no summary takes their messages in again (`tomori.summary`).
 """
 
 from __future__ import annotations
@@ -220,7 +221,8 @@ class MemoryStore:
         async with self._db.transaction(WRITES) as tx:
             forgotten = await self._delete_in(tx, "m.member_id = ?", (member_id,))
             await drop_member(tx, member_id)
-            return forgotten
+        await self._db.scrub()
+        return forgotten
 
     # -- what a server's admins do -----------------------------------------------------------
 
@@ -265,11 +267,17 @@ class MemoryStore:
         """Forget the memories saved more than `kept_s` ago (the retention sweep)."""
         async with self._db.transaction() as tx:
             cutoff = await tx.now() - kept_s
-            return await self._delete_in(tx, "m.created_at < ?", (cutoff,))
+            deleted = await self._delete_in(tx, "m.created_at < ?", (cutoff,))
+        if deleted:
+            await self._db.scrub()
+        return deleted
 
     async def _delete(self, where: str, params: Sequence[object]) -> int:
         async with self._db.transaction() as tx:
-            return await self._delete_in(tx, where, params)
+            deleted = await self._delete_in(tx, where, params)
+        if deleted:
+            await self._db.scrub()
+        return deleted
 
     async def _delete_in(self, tx: Transaction, where: str, params: Sequence[object]) -> int:
         """Delete the memories `where` holds for, with their search entries, in `tx`."""

@@ -8,18 +8,23 @@ the store's queries let that place (`tomori.memory.store`), whatever the model a
 saved and forgot is kept for the turn to show (every save is visible: `saved`; and every
 forget, `forgotten`: a model a planted message steered to erase a server's memory does not do
 it unseen). A refused call (a bound,
-a member or server that said no) fails for the model with the store's reason.
+a member or server that said no) fails for the model with the store's reason, and so does a
+call whose arguments are not what the tool takes (`_about`, `_text`, `_memory_id`): an `about`
+outside member, server and self, a text that is not a string, an id that is not a whole
+number (true, 1.5), each with what it may be.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from tomori.config.settings import FORGET_NAME, REMEMBER_NAME, Settings
 from tomori.memory.note import memory_note
-from tomori.memory.scopes import Place
+from tomori.memory.scopes import ABOUT, Place
 from tomori.memory.store import Memory, MemoryRefused, MemoryStore
 from tomori.providers.base import ContextItem, JsonObject, ToolSpec
 from tomori.tools.registry import Tool, ToolContext, ToolFailure
@@ -30,7 +35,7 @@ REMEMBER_PARAMETERS: JsonObject = {
         "text": {"type": "string", "description": "the fact, short and self-contained"},
         "about": {
             "type": "string",
-            "enum": ["member", "server", "self"],
+            "enum": list(ABOUT),
             "description": "member: the person you are answering (the default); server: this"
             " server; self: you. In a direct message it is that conversation's alone.",
         },
@@ -54,6 +59,8 @@ FORGET = ToolSpec(FORGET_NAME, "Forget one of the memories you were shown.", FOR
 
 ID_BOUND = 2**63
 """Past any memory's number (a PostgreSQL bigint): a larger one names none, and is not asked."""
+DIGITS = re.compile(r"[0-9]+")
+"""A memory's number written as a string: ASCII digits alone."""
 
 
 class TurnMemories:
@@ -81,19 +88,16 @@ class TurnMemories:
         place = self.place(persona)
 
         async def remember(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
-            scope = place.scope_for(str(arguments.get("about") or "member"))
+            scope = place.scope_for(_about(arguments.get("about")))
             try:
-                memory = await self._store.save(place, scope, str(arguments.get("text") or ""))
+                memory = await self._store.save(place, scope, _text(arguments.get("text")))
             except MemoryRefused as refused:
                 raise ToolFailure(str(refused)) from None
             self.saved.append(memory)
             return {"remembered": memory.memory_id, "scope": scope.value}
 
         async def forget(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:
-            try:
-                memory_id = int(arguments.get("id"))  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                raise ToolFailure("give the memory's number") from None
+            memory_id = _memory_id(arguments.get("id"))
             if not 0 < memory_id < ID_BOUND or not await self._store.forget_here(place, memory_id):
                 raise ToolFailure(f"there is no memory #{memory_id} you may forget here")
             kept = [m for m in self.saved if m.memory_id != memory_id]
@@ -106,6 +110,46 @@ class TurnMemories:
             Tool(REMEMBER.name, REMEMBER.description, REMEMBER.parameters, remember),
             Tool(FORGET.name, FORGET.description, FORGET.parameters, forget),
         )
+
+
+def _about(given: object) -> str:
+    """What a save is `about`: one of `ABOUT`, the person answered when left out; anything else
+    fails for the model saying what it may be (it was saved about the member, unasked)."""
+    if given is None or given == "":
+        return "member"
+    if isinstance(given, str) and given in ABOUT:
+        return given
+    raise ToolFailure(
+        f"about is one of {', '.join(ABOUT)} (member: the person you are answering; server:"
+        f" this server; self: you), not {json.dumps(given)}: nothing was remembered"
+    )
+
+
+def _text(given: object) -> str:
+    """The fact to remember: a string. A number or anything else fails for the model, which
+    then says the fact in words; the store refuses an empty one."""
+    if given is None:
+        return ""
+    if not isinstance(given, str):
+        raise ToolFailure(f"text is the fact as a string of words, not {json.dumps(given)}")
+    return given
+
+
+def _memory_id(given: object) -> int:
+    """A memory's number as the model wrote it: a JSON integer (1.0 too), or a string of
+    digits (models often quote numbers); never true or false, nor a number with a fraction,
+    which once erased the memory its whole part named."""
+    if isinstance(given, bool):
+        raise ToolFailure(f"id is a memory's number, such as 12, not {json.dumps(given)}")
+    if isinstance(given, int):
+        return given
+    if isinstance(given, float) and given.is_integer():
+        return int(given)
+    if isinstance(given, str) and DIGITS.fullmatch(given.strip()):
+        return int(given.strip())
+    if isinstance(given, float):
+        raise ToolFailure(f"id is a memory's whole number, such as 12: {given} names none")
+    raise ToolFailure("give the memory's number as the note shows it, such as 12")
 
 
 async def _unbound(context: ToolContext, arguments: Mapping[str, Any]) -> JsonObject:

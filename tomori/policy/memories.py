@@ -2,12 +2,12 @@
 server's admins do with the server's.
 
 A member's commands work anywhere (a server or a direct message) and act on every memory saved
-from their turns (`MemoryStore.of_member`): list, forget one, forget all, export them as a
-file, or say no (`off`: nothing more is remembered of them, and what was is not shown) and yes
-again. A server's admins list the memories kept in their server, forget one, or turn memories
-off there and on again; each is an `Action` like the rest of `/tomori` (`perform` runs it).
-Every answer is ephemeral; a forget removes the rows and their search entries in one
-transaction (`tomori.memory.store`).
+from their turns (`MemoryStore.of_member`): list (a page at a time), forget one, forget all,
+export them as a file, or say no (`off`: nothing more is remembered of them, and what was is
+not shown) and yes again. A server's admins list the memories kept in their server (a page at
+a time too), forget one, or turn memories off there and on again; each is an `Action` like the
+rest of `/tomori` (`perform` runs it). Every answer is ephemeral; a forget removes the rows and
+their search entries in one transaction (`tomori.memory.store`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from tomori.delivery.notices import Notice, NoticeColour
 from tomori.memory.store import Memory, MemoryStore, Refusal
-from tomori.policy.admin import Action, Administered, Where, cut_lines, done, refused
+from tomori.policy.admin import Action, Administered, Where, done, refused
 from tomori.words import said
 
 SHOWN_CHARS = 3_800
@@ -40,16 +40,45 @@ def _told(description: Any) -> Notice:
     return Notice.of(said("title.memories"), description, NoticeColour.SUCCESS)
 
 
-def listed(memories: Sequence[Memory], *, where: bool) -> str:
-    """One line per memory, newest last, cut to what an embed holds; `where`: say which
-    server (or direct message) each is kept in."""
+def listed(memories: Sequence[Memory], *, where: bool, page: int, command: str) -> Notice:
+    """Page `page` (from 1) of the list, one line per memory, newest last, each page what an
+    embed holds, and under it which page it is and the `command` that shows the next (none
+    under a list of one page); `where`: say which server (or direct message) each is kept
+    in. A page past the last is refused, saying which is the last."""
     lines = []
     for memory in memories:
         place = ""
         if where:
             place = "DM, " if not memory.guild_id else f"server {memory.guild_id}, "
         lines.append(f"#{memory.memory_id} ({place}{memory.scope.value}): {memory.text}")
-    return cut_lines(lines, SHOWN_CHARS)
+    pages = paged(lines, SHOWN_CHARS)
+    if page > len(pages):
+        return refused(said("memory.no_page", page=page, pages=len(pages)))
+    shown = "\n".join(pages[page - 1])
+    if len(pages) == 1:
+        return _told(shown)
+    if page == len(pages):
+        return _told(said("memory.page", lines=shown, page=page, pages=len(pages)))
+    footer = said(
+        "memory.next_page", lines=shown, page=page, pages=len(pages), command=command, next=page + 1
+    )
+    return _told(footer)
+
+
+def paged(lines: Sequence[str], most_chars: int) -> list[list[str]]:
+    """`lines` in order, in pages of at most `most_chars` each (a line longer than a page is
+    cut to it); one empty page for no lines."""
+    pages: list[list[str]] = [[]]
+    used = 0
+    for line in lines:
+        if len(line) > most_chars:
+            line = line[: most_chars - 1] + "…"
+        if pages[-1] and used + len(line) > most_chars:
+            pages.append([])
+            used = 0
+        pages[-1].append(line)
+        used += len(line) + 1
+    return pages
 
 
 def exported(memories: Sequence[Memory]) -> bytes:
@@ -78,7 +107,8 @@ async def own(
         memories = await store.of_member(member_id)
         if not memories:
             return Answer(_told(said("memory.none")))
-        return Answer(_told(listed(memories, where=True)))
+        page = int(given.get("page") or 1)
+        return Answer(listed(memories, where=True, page=page, command="/memory list"))
     if name == "forget":
         memory_id = int(given["id"])
         if await store.forget_own(member_id, memory_id):
@@ -97,7 +127,7 @@ async def own(
     raise KeyError(f"/memory {name}")
 
 
-def server_list() -> Action:
+def server_list(page: int) -> Action:
     async def action(target: Administered, where: Where) -> Notice:
         store = target.memories
         if store is None:
@@ -105,7 +135,7 @@ def server_list() -> Action:
         memories = await store.of_server(where.guild_id)
         if not memories:
             return _told(said("memory.server_none"))
-        return _told(listed(memories, where=False))
+        return listed(memories, where=False, page=page, command="/tomori memory list")
 
     return action
 

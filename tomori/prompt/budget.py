@@ -13,12 +13,14 @@ memories, the channel's summary) is cut to `NOTE_SHARE` of the room, its last li
 Then, while the request is too long:
 1. the tool results over a quarter of the room (`FILE_SHARE`) are cut to it, the biggest
    first, only as far as needed (`tomori.prompt.tool_cuts`: a note says the rest is left out);
-2. the text of the history's attachments may be cut, each to no less than a quarter of the
-   room, before any message is left out: the oldest messages are left out only as far as that
-   is not enough;
+2. the text of every attachment, the history's and the pinned items' (the trigger's own
+   file), may be cut, each to no less than a quarter of the room, before any message is left
+   out: the oldest messages are left out only as far as that is not enough;
 3. the attachments of the history left are cut that far, oldest message first, the last one
    only as far as needed (a marker says the rest is left out);
-4. the attachments of the pinned items (the trigger's own file) are cut, as far as needed;
+4. the attachments of the pinned items are cut as far as needed: to their quarter while any
+   history is left (step 2 left out none that their cut could spare), past it only when
+   none is;
 5. the tool results are cut further, the biggest first, as far as needed.
 What is left over then is sent as it is: the server's refusal, if it refuses, is retried
 tighter once and then handed to the next model (`tomori.generation.attempt`).
@@ -37,15 +39,16 @@ from tomori.providers.base import ContextItem, Role, StreamRequest, ToolExchange
 CUT_MARKER = f"\n{CONTINUED}[... the rest of the attached text is left out here: it did not fit]"
 """What ends an attachment's text the budget cut, so the model knows there was more."""
 FILE_SHARE = 4
-"""A history message's attachments are cut to a quarter of the room before any message is
-left out: the file a question is about is most often just before it."""
+"""A message's attachments (the history's and the trigger's own) are cut to a quarter of the
+room before any message is left out: the file a question is about is most often just before
+it, or on it, and a big one would otherwise push out the whole history."""
 NOTE_SHARE = 8
 """Each of the bot's notes takes at most an eighth of the room: the memories and the summary
 together a quarter, leaving three quarters to the system prompt, the persona, the trigger and
 the recent history, which are what the answer is to. On a model of 2,000 tokens that is about
-190 tokens a note (two or three memories, a summary's first paragraph); on one of 32,768 it is
-3,584, more than ten memories of 300 characters or a 300-token summary take: the cap bites on
-small models alone."""
+190 tokens a note (one memory near its 300-character bound or about four short ones, a
+summary's first paragraph); on one of 32,768 it is 3,584, more than ten memories of 300
+characters or a 300-token summary take: the cap bites on small models alone."""
 NOTE_CUT = "…"
 """What ends a note's line cut short."""
 
@@ -88,8 +91,8 @@ def fitted(request: StreamRequest, room: int, ratio: float = 1.0) -> Fitted:
     exchanges, over = cut_results(request.tool_history, over, exchange_cost, keep=keep)
     history = [n for n, item in enumerate(request.context) if not _kept(item)]
     pinned = [n for n, item in enumerate(request.context) if _kept(item)]
-    floors = {n: _floor(request.context[n], costs[n], cost, keep) for n in history}
-    at_floors = over - sum(costs[n] - floors[n] for n in history)
+    floors = {n: _floor(request.context[n], costs[n], cost, keep) for n in history + pinned}
+    at_floors = over - sum(costs[n] - floors[n] for n in history + pinned)
     left_out = 0
     for n in history:  # those that cannot stay, even with every file cut as far as allowed
         if at_floors <= 0:

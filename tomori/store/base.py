@@ -114,4 +114,9 @@ class Database(Protocol):
         """Return once every statement already waiting for this connection has run."""
         ...
 
+    async def scrub(self) -> None:
+        """After an erase: leave no copy of the deleted rows in the database's files beside
+        its live pages, as far as the engine lets a client (SQLite: the `-wal` file)."""
+        ...
+
     async def close(self) -> None: ...

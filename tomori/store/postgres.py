@@ -265,6 +265,11 @@ class PostgresDatabase:
         if self._in_flight:
             await asyncio.wait(set(self._in_flight), timeout=CLOSE_GRACE_S)
 
+    async def scrub(self) -> None:
+        """Nothing a client may do: a deleted row's old version stays in the table's pages
+        until autovacuum reuses them, and in the server's write-ahead log until it is
+        recycled; both are the server's (docs/privacy.md)."""
+
     async def close(self) -> None:
         """Close the pool; a server that stopped answering gets its connections cut instead of
         a goodbye, so closing the cog (or the bot) never waits on it."""

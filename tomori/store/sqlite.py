@@ -198,6 +198,27 @@ class SqliteDatabase:
         await self._lock.acquire(after_waiting=True)
         self._lock.release()
 
+    async def scrub(self) -> None:
+        """Copy the `-wal` file into the database and empty it (`wal_checkpoint(TRUNCATE)`).
+
+        A delete writes the pages it changed to the `-wal` file, after the frames that still
+        hold the deleted words, which stay there until a checkpoint; `secure_delete` (set at
+        open) zeroes what a delete frees in the file itself. A reader in another process
+        still on older pages keeps the checkpoint from finishing (after the busy timeout):
+        logged, and the next scrub, or SQLite's own checkpoint, ends it.
+        """
+        async with (
+            self._exclusive() as connection,
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor,
+        ):
+            row = await cursor.fetchone()
+        if row is not None and row[0]:
+            log.warning(
+                "%s: another process was reading, so the -wal file could not be emptied after"
+                " an erase: the next checkpoint empties it",
+                self._path,
+            )
+
     @asynccontextmanager
     async def transaction(self, key: str | None = None) -> AsyncIterator[SqliteTransaction]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back if the body raises.
@@ -266,7 +287,9 @@ async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
 
 
 async def _set_up(connection: aiosqlite.Connection, busy_timeout_s: float) -> None:
-    """WAL mode, NORMAL sync, and a read of the header (which fails if the file is not SQLite).
+    """WAL mode, NORMAL sync, deleted content zeroed (`secure_delete`, so an erased text
+    leaves the file's free pages too), and a read of the header (which fails if the file is not
+    SQLite).
 
     Several processes starting together on a new file all switch it to WAL, and SQLite does not
     wait out the busy timeout there: a connection that must raise its shared lock while another
@@ -276,7 +299,12 @@ async def _set_up(connection: aiosqlite.Connection, busy_timeout_s: float) -> No
     deadline = time.monotonic() + busy_timeout_s
     while True:
         try:
-            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "user_version"):
+            for pragma in (
+                "journal_mode = WAL",
+                "synchronous = NORMAL",
+                "secure_delete = ON",
+                "user_version",
+            ):
                 await _pragma(connection, pragma)
             return
         except sqlite3.OperationalError as error:

@@ -5,15 +5,19 @@ reads another's (a direct message's server is ''). Each summary keeps which mess
 covers and who wrote them: a deleted message drops the summaries that covered it, and a
 member's `/memory forget-all` drops every summary that covered one of theirs, in the
 transaction that forgets their memories (`drop_member`), and marks them forgotten: no fold
-takes in a message of theirs again (`unforgotten`), though Discord still holds it. A dropped
-summary is folded again, from what is left in the channel, by the next turns
-(`tomori.turns.summaries`).
+takes in a message of theirs again (`unforgotten`), though Discord still holds it. Nor does a
+fold take in the messages of a member who turned memories off (`/memory off`), while it is
+off: who is left out is written once (`LEFT_OUT`). A dropped summary is folded again, from
+what is left in the channel, by the next turns (`tomori.turns.summaries`), as a first fold:
+from the window's worth just before the window. Once a drop commits, the database is scrubbed
+(`Database.scrub`: on SQLite the `-wal` file still holds the dropped text until then).
 
 A fold reads, asks a model, then writes: a delete or a forget may land in between. So a fold
 `begin`s by reading the channel's summary and its count of deletes, and its `save` keeps
 nothing if, in the write's transaction, the summary or the count changed or an author of what
-it folded was forgotten. Every write here takes one lock (`WRITES`), so on PostgreSQL too a
-forget and a fold's write never interleave: whichever commits second sees the other's rows.
+it folded was forgotten (or turned memories off). Every write here takes one lock (`WRITES`),
+so on PostgreSQL too a forget and a fold's write never interleave: whichever commits second
+sees the other's rows.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from tomori.store import Database, Transaction
 DM_GUILD = ""
 WRITES = "tomori-channel-summaries"
 """The lock every write of summaries, and a member's forget, takes (see the module)."""
+
+LEFT_OUT = (
+    "SELECT member_id FROM summary_forgotten"
+    " UNION SELECT id FROM memory_refusals WHERE kind = 'member'"
+)
+"""The members no fold takes a message of: forgotten (forget-all), or who turned memories off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +90,16 @@ class SummaryStore:
             )
 
     async def unforgotten(self, said: Sequence[Said]) -> list[Said]:
-        """`said` less the messages of members who asked to be forgotten."""
+        """`said` less the messages of members left out (`LEFT_OUT`)."""
         authors = sorted({item.author_id for item in said})
         if not authors:
             return []
-        forgotten = await self._db.fetchall(
-            "SELECT member_id FROM summary_forgotten"
+        left_out = await self._db.fetchall(
+            f"SELECT member_id FROM ({LEFT_OUT}) AS left_out"
             f" WHERE member_id IN ({', '.join('?' for _ in authors)})",
             authors,
         )
-        gone = {row["member_id"] for row in forgotten}
+        gone = {row["member_id"] for row in left_out}
         return [item for item in said if item.author_id not in gone]
 
     async def save(
@@ -105,8 +115,8 @@ class SummaryStore:
         """Keep `text` as the channel's summary, now covering `covered` (and the messages read
         up to `through`, the newest of `covered` by default), unless what it `began` from
         changed meanwhile: the summary dropped or written again, a message of the channel
-        deleted, an author of `covered` forgotten. Then False, keeping nothing: the text may
-        hold what is gone."""
+        deleted, an author of `covered` forgotten or turning memories off. Then False, keeping
+        nothing: the text may hold what is gone."""
         guild = _where(guild_id)
         newest = through or max(covered, key=lambda said: int(said.message_id)).message_id
         async with self._db.transaction(WRITES) as tx:
@@ -114,7 +124,7 @@ class SummaryStore:
                 return False
             if await _changes(tx, channel_id) != began.changes:
                 return False
-            if await _any_forgotten(tx, {said.author_id for said in covered}):
+            if await _any_left_out(tx, {said.author_id for said in covered}):
                 return False
             now = await tx.now()
             await tx.execute(
@@ -149,7 +159,10 @@ class SummaryStore:
                 " changes = summary_changes.changes + 1, changed_at = excluded.changed_at",
                 (channel_id, now),
             )
-            return await _drop(tx, covering, (channel_id, *message_ids))
+            dropped = await _drop(tx, covering, (channel_id, *message_ids))
+        if dropped:
+            await self._db.scrub()
+        return dropped
 
     async def older_than(self, kept_s: float) -> int:
         """Drop the summaries last written more than `kept_s` ago (the retention sweep)."""
@@ -157,7 +170,10 @@ class SummaryStore:
             cutoff = await tx.now() - kept_s
             await tx.execute("DELETE FROM summary_changes WHERE changed_at < ?", (cutoff,))
             covering = "SELECT guild_id, channel_id FROM channel_summaries WHERE updated_at < ?"
-            return await _drop(tx, covering, (cutoff,))
+            dropped = await _drop(tx, covering, (cutoff,))
+        if dropped:
+            await self._db.scrub()
+        return dropped
 
 
 async def drop_member(tx: Transaction, member_id: str) -> int:
@@ -188,12 +204,12 @@ async def _changes(tx: Transaction, channel_id: str) -> int:
     return int(rows[0]["changes"]) if rows else 0
 
 
-async def _any_forgotten(tx: Transaction, authors: Collection[str]) -> bool:
+async def _any_left_out(tx: Transaction, authors: Collection[str]) -> bool:
     if not authors:
         return False
     marks = ", ".join("?" for _ in authors)
     rows = await tx.fetchall(
-        f"SELECT 1 FROM summary_forgotten WHERE member_id IN ({marks})", sorted(authors)
+        f"SELECT 1 FROM ({LEFT_OUT}) AS left_out WHERE member_id IN ({marks})", sorted(authors)
     )
     return bool(rows)
 

@@ -39,6 +39,7 @@ Name = app_commands.Range[str, 1, MAX_NAME_CHARS]
 Label = app_commands.Range[str, 1, MAX_LABEL_CHARS]
 Cycles = app_commands.Range[int, MIN_CYCLES, MAX_CYCLES]
 MemoryId = app_commands.Range[int, 1, None]
+Page = app_commands.Range[int, 1, None]
 Instructions = app_commands.Range[str, 1, MAX_INSTRUCTIONS_CHARS]
 PrefillText = app_commands.Range[str, 1, MAX_PREFILL_CHARS]
 """Discord refuses a longer text before it reaches the bot; the action checks it again."""
@@ -98,8 +99,9 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         memory = app_commands.Group(**_group("memory"))
 
         @memory.command(**_declared("memory list"))
-        async def memory_list(self, interaction: Interaction) -> None:
-            await own_memory(library, self.chat, interaction, "list")
+        @_as_declared("memory list")
+        async def memory_list(self, interaction: Interaction, page: Page | None = None) -> None:
+            await own_memory(library, self.chat, interaction, "list", page=page)
 
         @memory.command(**_declared("memory forget"))
         @_as_declared("memory forget")
@@ -206,8 +208,11 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
         server_memory = app_commands.Group(**_group("tomori memory"), parent=tomori)
 
         @server_memory.command(**_declared("tomori memory list"))
-        async def server_memory_list(self, interaction: Interaction) -> None:
-            await self.run(interaction, "tomori memory list")
+        @_as_declared("tomori memory list")
+        async def server_memory_list(
+            self, interaction: Interaction, page: Page | None = None
+        ) -> None:
+            await self.run(interaction, "tomori memory list", page=page)
 
         @server_memory.command(**_declared("tomori memory forget"))
         @_as_declared("tomori memory forget")

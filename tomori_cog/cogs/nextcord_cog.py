@@ -69,8 +69,10 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             """The group: Discord runs only its subcommands."""
 
         @memory.subcommand(**_declared("memory list"))  # type: ignore[untyped-decorator]
-        async def memory_list(self, interaction: Interaction) -> None:
-            await own_memory(library, self.chat, interaction, "list")
+        async def memory_list(
+            self, interaction: Interaction, page: int | None = _option("memory list", "page")
+        ) -> None:
+            await own_memory(library, self.chat, interaction, "list", page=page)
 
         @memory.subcommand(**_declared("memory forget"))  # type: ignore[untyped-decorator]
         async def memory_forget(
@@ -191,8 +193,12 @@ def build_cog(chat: TomoriChat, library: Library) -> commands.Cog:
             """The group: Discord runs only its subcommands."""
 
         @server_memory.subcommand(**_declared("tomori memory list"))  # type: ignore[untyped-decorator]
-        async def server_memory_list(self, interaction: Interaction) -> None:
-            await self.run(interaction, "tomori memory list")
+        async def server_memory_list(
+            self,
+            interaction: Interaction,
+            page: int | None = _option("tomori memory list", "page"),
+        ) -> None:
+            await self.run(interaction, "tomori memory list", page=page)
 
         @server_memory.subcommand(**_declared("tomori memory forget"))  # type: ignore[untyped-decorator]
         async def server_memory_forget(
