@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 
 OURS = re.compile(r"\b(?:TOMORI|DISCORD|OPENAI)_[A-Z0-9_]+\b")
+
+
 def named(value: object) -> set[str]:
     """Every variable of ours `value` (a parsed YAML tree) names, as a key or in a string."""
     if isinstance(value, dict):
