@@ -193,6 +193,34 @@ async def test_a_member_who_turned_memories_off_is_left_out_of_every_fold(
     assert str(Person.BOB.id) not in {author for (author,) in sources}
 
 
+async def test_a_burst_of_a_left_out_members_messages_does_not_stop_the_channels_summary(
+    database: DatabaseUnderTest, summarizer: LLMServer, open_bot: OpenBot
+) -> None:
+    """Bob turned memories off, then wrote more in a row than one fold reads: the folds pass
+    his messages by and go on to Alice's (each read the same three of his, kept nothing, and
+    the channel's summary stopped for everyone)."""
+    bot = await open_bot(windowed(database), chain_for(summarizer))
+    await bot.memory("off", by=Person.BOB)
+    for n in range(2 * WINDOW):
+        await bot.say(f"early {n}")
+    await bot.say(f"{bot.mention()} hi")
+    await bot.settled()
+    await eventually(lambda: _holds(database, "early"))
+    for n in range(WINDOW + 1):
+        await bot.say(f"Bob's burst {n}", by=Person.BOB)
+    for round_ in range(4):
+        for part in "abc":
+            await bot.say(f"round {round_} {part}")
+        await bot.say(f"{bot.mention()} and now?")
+        await bot.settled()
+
+    def folds() -> str:
+        return json.dumps([r.body for r in summarizer.requests if summarizing(r)])
+
+    await until(lambda: "round 0 a" in folds())  # the folds went on past Bob's burst
+    assert "burst" not in folds()
+
+
 async def test_a_stalled_summary_never_holds_an_answer(
     database: DatabaseUnderTest, open_bot: OpenBot
 ) -> None:

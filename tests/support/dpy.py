@@ -265,8 +265,13 @@ async def logs_from(
     around: int | None = None,
 ) -> list[dict[str, Any]]:
     """A channel's history read as Discord answers it: dpytest's own slices from a negative
-    index when fewer than `limit` messages precede `before`, and so drops the oldest."""
-    if after is not None or around is not None:
+    index when fewer than `limit` messages precede `before`, and so drops the oldest; and
+    reads `after` a message from that message itself (Discord's `after` leaves it out), failing
+    where it is gone. Discord answers the `limit` messages just after it, newest first."""
+    if after is not None and around is None:
+        later = [m for m in stored(channel_id) if int(m["id"]) > int(after)][:limit]
+        return later[::-1]
+    if around is not None:
         answered: list[dict[str, Any]] = await _dpytest_logs_from(
             http, channel_id, limit, before=before, after=after, around=around
         )

@@ -29,7 +29,7 @@ def summarizing_request(
     model: str, summary: Summary | None, said: Sequence[Said], answer_tokens: int
 ) -> StreamRequest:
     """The request that folds `said` into `summary` (None: the channel's first)."""
-    before = "(none yet)" if summary is None else summary.text
+    before = summary.text if summary is not None and summary.text else "(none yet)"
     lines = "\n".join(said_line(item) for item in said)
     asked = f"Summary so far:\n{before}\n\nMessages to take in, oldest first:\n{lines}"
     context = (
@@ -47,6 +47,6 @@ def said_line(said: Said) -> str:
 def summary_note(summary: Summary | None) -> tuple[ContextItem, ...]:
     """The note a turn is shown its channel's summary in, before the history; none without one.
     A small model's budget cuts it from its end (`ContextItem.note`)."""
-    if summary is None:
+    if summary is None or not summary.text:  # only left-out members' messages passed yet
         return ()
     return (ContextItem(Role.USER, f"{NOTE_HEADER}\n{summary.text}", pinned=True, note=True),)

@@ -33,7 +33,7 @@ from tomori.prompt.prefill import prepare_request
 from tomori.providers.base import ContextItem, Provider, StreamRequest, TextDelta, UsageEvent
 from tomori.summary.folding import summarizing_request, summary_note
 from tomori.summary.model import summarizer
-from tomori.summary.store import Said, SummaryStore
+from tomori.summary.store import Began, Said, SummaryStore
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,7 @@ class Summaries:
                 read = await earlier(after, self._settings.history_limit)
                 said = await self._store.unforgotten(read)
                 if not said:
+                    await self._passed(where, began, read)
                     return
                 request = summarizing_request(
                     entry.model, summary, said, self._settings.summary_tokens
@@ -154,6 +155,16 @@ class Summaries:
             )
             return
         log.info("channel %s: summary now covers %d more messages", where.channel_id, len(said))
+
+    async def _passed(self, where: Where, began: Began, read: Sequence[Said]) -> None:
+        """Move the summary past `read`, all of it left out (members who turned memories off
+        or asked to be forgotten), its text as it was: else each later fold read the same
+        messages again, and the channel's summary stopped for everyone."""
+        if not read:
+            return
+        text = "" if began.summary is None else began.summary.text
+        through = read[-1].message_id
+        await self._store.save(where.guild_id, where.channel_id, text, (), began, through=through)
 
     async def _written(
         self, where: Where, entry: ModelEntry, provider: Provider, request: StreamRequest
