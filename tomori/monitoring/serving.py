@@ -6,6 +6,12 @@ bot is doing. `/readyz` asks `ready`, the run mode's own judgement (the gateway 
 the database answering, for the bot), within `READY_WITHIN_S`: 200 when it finds nothing wrong,
 503 with its reason when it does or takes too long, so an orchestrator routes around a bot
 that could not answer. `/metrics` is the exporter's scrape (`tomori.monitoring.exporter`).
+
+The port may be open to anyone on the network, and each connection to it holds one of the
+process's file descriptors, which the bot's turns need too. So a connection must send a whole
+request within `READ_WITHIN_S` of opening or of its last answer (silent, half-sent and idle
+keep-alive connections are closed), and past `MAX_CONNECTIONS` open at once a new one is closed
+as soon as it is accepted.
 """
 
 from __future__ import annotations
@@ -20,17 +26,35 @@ from aiohttp import web
 from tomori.config.parsers import refused, split_address
 from tomori.config.settings import Settings
 from tomori.monitoring.exporter import Exporter
+from tomori.monitoring.serving_logs import accept_failures, once_a_minute
 from tomori.store import Database
 
 log = logging.getLogger(__name__)
 
-__all__ = ["READY_WITHIN_S", "Readiness", "database_answers", "serving_metrics"]
+__all__ = [
+    "MAX_CONNECTIONS",
+    "READY_WITHIN_S",
+    "READ_WITHIN_S",
+    "Readiness",
+    "database_answers",
+    "serving_metrics",
+]
 
 Readiness = Callable[[], Awaitable[str | None]]
 """None when ready; else why not, in a few words (`/readyz` answers 503 with them)."""
 READY_WITHIN_S = 2.0
 """How long `/readyz` waits for its answer: past it, not ready (a database that takes longer
 to answer `SELECT 1` would not answer a turn either)."""
+READ_WITHIN_S = 5.0
+"""How long a connection may go without a whole request: from its opening, or from its last
+answer (a keep-alive connection's idle time). A scrape sends its request at once."""
+MAX_CONNECTIONS = 32
+"""The most connections served at once (Prometheus and a health check use one each; a few
+scrapers more are plenty): one past it is closed as it is accepted, so that connections nobody
+uses cannot take the file descriptors a turn needs. A burst may briefly pass it by the
+listening socket's backlog, as many as are accepted before any is counted."""
+
+refusals = once_a_minute("tomori.monitoring.refused")
 
 
 @asynccontextmanager
@@ -43,23 +67,59 @@ async def serving_metrics(
         yield None
         return
     host, port = split_address(settings.metrics_addr)
-    runner = web.AppRunner(_app(exporter, ready), access_log=None, handle_signals=False)
+    runner = web.AppRunner(
+        _app(exporter, ready),
+        access_log=None,
+        handle_signals=False,
+        keepalive_timeout=READ_WITHIN_S,  # aiohttp arms it at a connection's opening too
+    )
     await runner.setup()
+    assert runner.server is not None  # set up
+    listening: asyncio.Server | None = None
+    accepting = accept_failures()
+    logging.getLogger("asyncio").addFilter(accepting)
     try:
-        site = web.TCPSite(runner, host, port)
         try:
-            await site.start()
+            listening = await asyncio.get_running_loop().create_server(
+                _capped(runner.server), host, port, backlog=MAX_CONNECTIONS
+            )
         except OSError as error:  # the port taken, an address this machine does not have
             raise refused(
                 "TOMORI_METRICS_ADDR", settings.metrics_addr, f"it cannot be served on ({error})"
             ) from None
-        bound = runner.addresses[0]
+        bound = listening.sockets[0].getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         url = f"http://{shown}:{bound[1]}"
         log.info("serving /metrics, /healthz and /readyz at %s", url)
         yield url
     finally:
-        await runner.cleanup()
+        if listening is not None:
+            listening.close()
+        await runner.cleanup()  # closes the connections left
+        logging.getLogger("asyncio").removeFilter(accepting)
+
+
+def _capped(server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
+    """`server`'s protocol factory, but a connection past `MAX_CONNECTIONS` is closed at once."""
+
+    def protocol() -> asyncio.BaseProtocol:
+        if len(server.connections) < MAX_CONNECTIONS:
+            return server()
+        refusals.warning(
+            "closed a connection to the metrics port: %d are open, the most it serves; "
+            "more in the next minute are closed without a word",
+            MAX_CONNECTIONS,
+        )
+        return _Closed()
+
+    return protocol
+
+
+class _Closed(asyncio.Protocol):
+    """A connection closed as soon as it is made."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
 
 
 def _app(exporter: Exporter, ready: Readiness) -> web.Application:
