@@ -61,11 +61,11 @@ async def test_a_console_turn_moves_the_counters_its_metrics_endpoint_serves(
     assert process.returncode == 0, out + err
 
 
-async def once_ended(url: str, within_s: float = 10) -> Scraped:
-    """The first scrape that counts the console's turn as ended (its answer is printed as it
+async def once_ended(url: str, within_s: float = 10, turns: int = 1) -> Scraped:
+    """The first scrape that counts the console's `turns` as ended (an answer is printed as it
     streams, a moment before the turn records how it ended)."""
     async with asyncio.timeout(within_s):
-        while not (scraped := await scrape(url)).total("tomori_turns_total"):  # noqa: ASYNC110
+        while (scraped := await scrape(url)).total("tomori_turns_total") < turns:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
     return scraped
 
@@ -123,3 +123,33 @@ FILES = 256
 async def _read_all(stream: asyncio.StreamReader | None) -> str:
     assert stream is not None
     return (await stream.read()).decode()
+
+
+async def test_a_model_an_admin_chose_is_counted_as_other_never_by_its_name(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """`TOMORI_ALLOWED_MODELS='openai:*'` lets an admin name any model: each would be a new
+    series, and its text (a mention, a key pasted by mistake) would show in every scrape."""
+    chosen = "openai:<@123456789012345678>sk-proj-LEAKY"
+    llm_server.script(answer("Chosen model speaking."), answer("Back to the author's."))
+    env = bot_environment(
+        llm_server, tmp_path, TOMORI_METRICS_ADDR="127.0.0.1:0", TOMORI_ALLOWED_MODELS="openai:*"
+    )
+    process = await start_bot("--console", env=env)
+    url = await served_at(process)
+    await type_line(process, f"/tomori model {chosen}")
+    await type_line(process, "who is answering?")
+    await read_until(process, "Chosen model speaking.")
+    await type_line(process, "/tomori model openai:test-model")
+    await type_line(process, "and now?")
+    await read_until(process, "Back to the author's.")
+    scraped = await once_ended(url, turns=2)
+    assert scraped.value("tomori_model_parts_total", model="other", outcome="completed") == 1
+    assert (
+        scraped.value("tomori_model_parts_total", model="openai:test-model", outcome="completed")
+        == 1
+    )
+    assert scraped.value("tomori_tokens_total", model="other", kind="completion") > 0
+    assert leaks(scraped, ["123456789012345678", "LEAKY", "<@"]) == []
+    out, err = await finished(process, stdin=b"")
+    assert process.returncode == 0, out + err

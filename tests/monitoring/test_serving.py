@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from tomori.config.models import ModelChain
 from tomori.config.settings import ConfigError, Settings
 from tomori.monitoring import serving
 from tomori.monitoring.exporter import exporter_for
 from tomori.monitoring.serving import serving_metrics
+
+CHAIN = ModelChain.parse("openai:m,openai:n", {"OPENAI_API_KEY": "sk-test"})
 
 
 async def test_a_port_another_process_holds_stops_start_up_naming_the_variable(
@@ -28,7 +31,7 @@ async def test_a_port_another_process_holds_stops_start_up_naming_the_variable(
             return None
 
         with pytest.raises(ConfigError) as refused:
-            async with serving_metrics(settings, exporter_for(settings), ready=ready):
+            async with serving_metrics(settings, exporter_for(settings, CHAIN), ready=ready):
                 pytest.fail("served on a port another process holds")
     assert str(refused.value).startswith(
         f"TOMORI_METRICS_ADDR={address!r} is not allowed: it cannot be served on ("
@@ -46,7 +49,7 @@ async def test_a_connection_without_a_whole_request_is_closed_within_the_read_bo
     async def ready() -> None:
         return None
 
-    async with serving_metrics(settings, exporter_for(settings), ready=ready) as url:
+    async with serving_metrics(settings, exporter_for(settings, CHAIN), ready=ready) as url:
         assert url is not None
         host, port = url.removeprefix("http://").rsplit(":", 1)
         silent = await asyncio.open_connection(host, int(port))

@@ -92,7 +92,7 @@ class ConsoleSession:
     async def run(self) -> int:
         """The session on a database of its own, serving metrics if `TOMORI_METRICS_ADDR` is
         set (ready while its database answers: the console needs no gateway)."""
-        exporter = exporter_for(self._settings)
+        exporter = exporter_for(self._settings, self._chain)
         with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
             own = replace(self._settings, db_path=Path(folder) / "console.db", db_url=None)
             database = await open_database(own, failed=exporter.database_failed)

@@ -15,7 +15,7 @@ import prometheus_client as client
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 
 from tomori.generation.results import StreamStatus
-from tomori.monitoring.exporter import Gauge, Read, Scrape
+from tomori.monitoring.exporter import OTHER_MODEL, Gauge, Read, Scrape
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,11 @@ SCOPES = frozenset({"global", "user", "shared"})
 
 
 class PrometheusExporter:
-    """`tomori.monitoring.exporter.Exporter` over a registry of its own."""
+    """`tomori.monitoring.exporter.Exporter` over a registry of its own; `models`: the model
+    labels it counts by name (the author's), every other model counted as `OTHER_MODEL`."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: frozenset[str]) -> None:
+        self._models = models
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self._turns = Counter(
             "tomori_turns", "Turns by how they ended.", ["outcome"], registry=registry
@@ -133,6 +135,7 @@ class PrometheusExporter:
         self._kills.labels(reason).inc()
 
     def model_ended(self, model: str, outcome: str, phase: str | None, fallback: bool) -> None:
+        model = self._label(model)
         self._model_parts.labels(model, outcome).inc()
         if outcome == StreamStatus.TIMEOUT:
             self._stalls.labels(model, phase or "unknown").inc()
@@ -140,8 +143,12 @@ class PrometheusExporter:
             self._fallbacks.labels(model).inc()
 
     def tokens_used(self, model: str, prompt: int, completion: int) -> None:
+        model = self._label(model)
         self._tokens.labels(model, "prompt").inc(prompt)
         self._tokens.labels(model, "completion").inc(completion)
+
+    def _label(self, model: str) -> str:
+        return model if model in self._models else OTHER_MODEL
 
     def mcp_called(self, server: str, outcome: str) -> None:
         self._mcp.labels(server, outcome).inc()
