@@ -7,21 +7,19 @@ import asyncio
 import json
 import signal
 import socket
-import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import ClientSession, WSMsgType, web
+from aiohttp import ClientSession
 from nextcord.ext import commands
 
-from tests.support.command import OTHER_LIBRARY, command_without, environment, run
+from tests.support.command import run
+from tests.support.fake_discord import GOOD, a_fake_discord, the_command_on
 from tomori_cog.serving import build_bot, close_bot
 from tomori_cog.variables import Shards
 
 pytestmark = pytest.mark.slow  # the command run as processes
-
-GOOD = {"DISCORD_TOKEN": "x", "TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
 
 
 def test_help_lists_the_shard_variables() -> None:
@@ -108,98 +106,29 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
     assert not database.exists()  # stopped before the database, and before Discord
 
 
-def gateway_at(library: str, url: str) -> str:
-    """Python lines that send discord.py's gateway connection to `url`: nextcord asks the REST
-    API where the gateway is, so DISCORD_API_URL already sends it to the test's; discord.py
-    connects to Discord's own gateway address when it is given its shards."""
-    if library == "nextcord":
-        return ""
-    return (
-        "import discord.gateway, yarl\n"
-        f"discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL({url!r})"
-    )
-
-
 async def started_on_a_fake_gateway(
-    library: str = "nextcord", while_up: Callable[[], Awaitable[None]] | None = None, **env: str
+    library: str = "nextcord",
+    while_up: Callable[[], Awaitable[None]] | None = None,
+    commands_status: int = 200,
+    **env: str,
 ) -> tuple[object, str]:
-    """The command started with `env` against a Discord of the test's, found where
-    DISCORD_API_URL says (as a rate-limit proxy would be), on an install with `library` alone:
-    the shard its IDENTIFY names, and what it wrote to standard error until SIGTERM ended it
-    (with exit code 0); `while_up` is awaited once it has identified, before the SIGTERM."""
-    identified: asyncio.Queue[object] = asyncio.Queue()
-
-    def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
-        return web.Response(body=json.dumps(data).encode(), content_type="application/json")
-
-    async def me(request: web.Request) -> web.Response:
-        user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None}
-        return answer({**user, "bot": True})
-
-    async def application(request: web.Request) -> web.Response:  # discord.py's login reads it
-        owner = {"id": "7", "username": "author", "discriminator": "0", "avatar": None}
-        return answer(
-            {
-                "id": "1",
-                "name": "tomori",
-                "icon": None,
-                "description": "",
-                "bot_public": True,
-                "bot_require_code_grant": False,
-                "verify_key": "k",
-                "flags": 1 << 19,
-                "owner": owner,
-            }
-        )
-
-    async def commands_synced(request: web.Request) -> web.Response:
-        synced = await request.json()  # as Discord stores them: with their ids
-        stored = {"description": "", "application_id": "1", "version": "1"}  # menus' too
-        return answer([{**stored, **c, "id": str(10 + i)} for i, c in enumerate(synced)])
-
-    async def gateway(request: web.Request) -> web.Response:
-        return answer({"url": f"ws://127.0.0.1:{port}/ws"})
-
-    async def websocket(request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        hello = {"op": 10, "s": None, "t": None, "d": {"heartbeat_interval": 45_000}}
-        await ws.send_str(json.dumps(hello))
-        async for message in ws:
-            if message.type == WSMsgType.TEXT and json.loads(message.data)["op"] == 2:
-                await identified.put(json.loads(message.data)["d"].get("shard"))
-        return ws
-
-    app = web.Application()
-    app.router.add_get("/api/v10/users/@me", me)
-    app.router.add_get("/api/v10/gateway", gateway)
-    app.router.add_get("/api/v10/oauth2/applications/@me", application)
-    app.router.add_put("/api/v10/applications/1/commands", commands_synced)
-    app.router.add_get("/ws", websocket)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    process = await asyncio.create_subprocess_exec(
-        *command_without(OTHER_LIBRARY[library], gateway_at(library, f"ws://127.0.0.1:{port}/ws")),
-        env=environment(**GOOD, DISCORD_API_URL=f"http://127.0.0.1:{port}/api/v10/", **env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        async with asyncio.timeout(30):
-            shard = await identified.get()
-        if while_up is not None:
-            await while_up()
-        process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(10):
-            _, err = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await runner.cleanup()
+    """The command started with `env` on `a_fake_discord`: the shard its IDENTIFY names, and
+    what it wrote to standard error until SIGTERM ended it (with exit code 0); `while_up` is
+    awaited once it has identified, before the SIGTERM."""
+    async with a_fake_discord(commands_status=commands_status) as (port, identified):
+        process = await the_command_on(port, library, **env)
+        try:
+            async with asyncio.timeout(30):
+                shard = await identified.get()
+            if while_up is not None:
+                await while_up()
+            process.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(10):
+                _, err = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
     assert process.returncode == 0, err.decode()
     assert "Traceback" not in err.decode()
     return shard, err.decode()
