@@ -87,9 +87,9 @@ async def test_a_missing_message_content_intent_stops_the_bot_with_one_line(
 ) -> None:
     """Discord closes the gateway with 4014 when the application was not granted the Message
     Content intent: the command says where to turn it on, and exits as for a refused token."""
-    async with a_fake_discord(close_identify_with=4014) as (port, identified):
+    async with a_fake_discord(close_identify_with=4014) as discord:
         process = await the_command_on(
-            port, library, TOMORI_DB_PATH=str(tmp_path / "t.db"), TOMORI_LOG_FORMAT=log_format
+            discord.port, library, TOMORI_DB_PATH=str(tmp_path / "t.db"), TOMORI_LOG_FORMAT=log_format
         )
         try:
             async with asyncio.timeout(30):
@@ -99,7 +99,7 @@ async def test_a_missing_message_content_intent_stops_the_bot_with_one_line(
                 process.kill()
                 await process.wait()
     err = raw.decode()
-    assert not identified.empty()  # it got as far as the gateway
+    assert not discord.identified.empty()  # it got as far as the gateway
     assert process.returncode == 2, err
     assert "Traceback" not in err
     assert err.splitlines()[-1] == INTENT_REFUSED

@@ -109,17 +109,16 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
 async def started_on_a_fake_gateway(
     library: str = "nextcord",
     while_up: Callable[[], Awaitable[None]] | None = None,
-    commands_status: int = 200,
     **env: str,
 ) -> tuple[object, str]:
     """The command started with `env` on `a_fake_discord`: the shard its IDENTIFY names, and
     what it wrote to standard error until SIGTERM ended it (with exit code 0); `while_up` is
     awaited once it has identified, before the SIGTERM."""
-    async with a_fake_discord(commands_status=commands_status) as (port, identified):
-        process = await the_command_on(port, library, **env)
+    async with a_fake_discord() as discord:
+        process = await the_command_on(discord.port, library, **env)
         try:
             async with asyncio.timeout(30):
-                shard = await identified.get()
+                shard = await discord.identified.get()
             if while_up is not None:
                 await while_up()
             process.send_signal(signal.SIGTERM)
@@ -130,7 +129,7 @@ async def started_on_a_fake_gateway(
                 process.kill()
                 await process.wait()
     assert process.returncode == 0, err.decode()
-    assert "Traceback" not in err.decode()
+    assert "Traceback" not in err.decode(), err.decode()
     return shard, err.decode()
 
 
@@ -229,3 +228,39 @@ async def test_the_command_serves_health_and_metrics_where_tomori_metrics_addr_s
     status, scraped = seen["/metrics"]
     assert status == 200
     assert "# TYPE tomori_turns_total counter" in scraped
+
+
+async def test_with_json_logs_an_error_in_a_library_event_is_a_json_line(
+    tmp_path: Path, library: str
+) -> None:
+    """Discord refuses the sync of the slash commands: the library's handler fails, and what
+    it says of it reaches the collector as a JSON line with its traceback (nextcord printed it
+    as text), while the bot runs on."""
+    async with a_fake_discord(commands_status=400, ready=True) as discord:
+        process = await the_command_on(
+            discord.port,
+            library,
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+            TOMORI_LOG_FORMAT="json",
+        )
+        assert process.stderr is not None
+        seen: list[str] = []
+        try:
+            async with asyncio.timeout(30):
+                await discord.synced.wait()
+                while not any("refused by the test" in line for line in seen):
+                    line = (await process.stderr.readline()).decode()
+                    assert line, f"the command ended: {seen}"
+                    seen.append(line)
+            assert process.returncode is None, seen  # the bot runs on
+            process.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(10):
+                _, rest = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    lines = [json.loads(line) for line in [*seen, *rest.decode().splitlines()]]
+    failed = next(line for line in lines if "refused by the test" in line.get("exception", ""))
+    assert failed["level"] == "ERROR"
+    assert process.returncode == 0

@@ -9,6 +9,7 @@ import json
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from aiohttp import WSMsgType, web
 
@@ -30,24 +31,46 @@ def gateway_at(library: str, url: str) -> str:
     )
 
 
+@dataclass
+class FakeDiscord:
+    port: int
+    identified: asyncio.Queue[object] = field(default_factory=asyncio.Queue)
+    """The shards the IDENTIFYs name, in turn."""
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a sync of the application's commands was answered."""
+
+
 @asynccontextmanager
 async def a_fake_discord(
-    close_identify_with: int | None = None, commands_status: int = 200
-) -> AsyncIterator[tuple[int, asyncio.Queue[object]]]:
+    close_identify_with: int | None = None, commands_status: int = 200, ready: bool = False
+) -> AsyncIterator[FakeDiscord]:
     """A Discord of the test's on 127.0.0.1, as much of it as the command needs to log in,
-    sync its commands and identify: its port, and a queue of the shards the IDENTIFYs name.
+    sync its commands and identify.
 
     `close_identify_with`: the gateway closes the connection with this code on IDENTIFY (4014:
-    a privileged intent the application was not granted); `commands_status`: what the commands'
-    sync is answered (500: Discord failing)."""
-    identified: asyncio.Queue[object] = asyncio.Queue()
+    a privileged intent the application was not granted); `commands_status`: the status the
+    commands' sync is answered (400: Discord refusing them); `ready`: READY (in no server)
+    answers an IDENTIFY, upon which nextcord syncs the commands (a stop signal may then cut
+    that sync, which logs its error)."""
+    discord = FakeDiscord(0)
 
     def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
         return web.Response(body=json.dumps(data).encode(), content_type="application/json")
 
+    user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None, "bot": True}
+    session = {  # in no server yet
+        "v": 10,
+        "user": user,
+        "guilds": [],
+        "session_id": "s",
+        "resume_gateway_url": "ws://127.0.0.1:1/ws",  # never resumed: closed with the test
+        "application": {"id": "1", "flags": 1 << 19},
+        "private_channels": [],
+        "relationships": [],
+    }
+
     async def me(request: web.Request) -> web.Response:
-        user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None}
-        return answer({**user, "bot": True})
+        return answer(user)
 
     async def application(request: web.Request) -> web.Response:  # discord.py's login reads it
         owner = {"id": "7", "username": "author", "discriminator": "0", "avatar": None}
@@ -65,17 +88,27 @@ async def a_fake_discord(
             }
         )
 
+    def refused() -> web.Response | None:
+        """The sync's failure, if the test asked for one (at its first request)."""
+        if commands_status == 200:
+            return None
+        asyncio.get_running_loop().call_soon(discord.synced.set)  # once answered
+        failed = {"message": f"{commands_status}: refused by the test", "code": 0}
+        return web.json_response(failed, status=commands_status)
+
+    async def commands_stored(request: web.Request) -> web.Response:  # nextcord compares first
+        return refused() or answer([])
+
     async def commands_synced(request: web.Request) -> web.Response:
         synced = await request.json()  # as Discord stores them: with their ids
-        if commands_status != 200:
-            return web.json_response(
-                {"message": "500: Internal Server Error", "code": 0}, status=commands_status
-            )
+        asyncio.get_running_loop().call_soon(discord.synced.set)  # once answered
+        if (failed := refused()) is not None:
+            return failed
         stored = {"description": "", "application_id": "1", "version": "1"}  # menus' too
         return answer([{**stored, **c, "id": str(10 + i)} for i, c in enumerate(synced)])
 
     async def gateway(request: web.Request) -> web.Response:
-        return answer({"url": f"ws://127.0.0.1:{port}/ws"})
+        return answer({"url": f"ws://127.0.0.1:{discord.port}/ws"})
 
     async def websocket(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
@@ -84,24 +117,27 @@ async def a_fake_discord(
         await ws.send_str(json.dumps(hello))
         async for message in ws:
             if message.type == WSMsgType.TEXT and json.loads(message.data)["op"] == 2:
-                await identified.put(json.loads(message.data)["d"].get("shard"))
+                await discord.identified.put(json.loads(message.data)["d"].get("shard"))
                 if close_identify_with is not None:
                     await ws.close(code=close_identify_with, message=b"Disallowed intent(s).")
+                elif ready:
+                    await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": 1, "d": session}))
         return ws
 
     app = web.Application()
     app.router.add_get("/api/v10/users/@me", me)
     app.router.add_get("/api/v10/gateway", gateway)
     app.router.add_get("/api/v10/oauth2/applications/@me", application)
+    app.router.add_get("/api/v10/applications/1/commands", commands_stored)
     app.router.add_put("/api/v10/applications/1/commands", commands_synced)
     app.router.add_get("/ws", websocket)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = runner.addresses[0][1]
+    discord.port = runner.addresses[0][1]
     try:
-        yield port, identified
+        yield discord
     finally:
         await runner.cleanup()
 
