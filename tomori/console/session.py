@@ -53,6 +53,7 @@ from tomori.console.terminal import (
     Typed,
     keys_mode,
 )
+from tomori.log_lines import log_handler
 from tomori.monitoring.exporter import Exporter, exporter_for
 from tomori.monitoring.levels import lock_levels
 from tomori.monitoring.serving import database_answers, serving_metrics
@@ -227,6 +228,9 @@ class ConsoleSession:
 
 async def run_console(settings: Settings, chain: ModelChain) -> int:
     """The console on standard input and output; interactive when standard input is a terminal."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    console_text = "%(levelname)s %(name)s: %(message)s"  # beside the answers: no time
+    logging.basicConfig(
+        level=logging.WARNING, handlers=[log_handler(settings.log_format, text=console_text)]
+    )
     session = ConsoleSession(settings, chain, sys.stdout, live=sys.stdin.isatty())
     return await session.run()

@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 
 from tomori.generation.results import StreamStatus
 from tomori.monitoring.exporter import OTHER_MODEL, Gauge, Read, Scrape
+from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,9 @@ class PrometheusExporter:
             ),
         }
         self._reads: dict[Gauge, Read] = {}
+        self._unread: set[Gauge] = set()
+        """The gauges whose last read failed: told once, not at every scrape of an outage
+        (nor at all if the database's outage log told it)."""
 
     def turn_ended(self, outcome: str, took_s: float, first_text_s: float | None) -> None:
         self._turns.labels(outcome).inc()
@@ -168,6 +172,7 @@ class PrometheusExporter:
         def stop() -> None:
             if self._reads.get(gauge) is read:
                 del self._reads[gauge]
+                self._unread.discard(gauge)
                 self._levels[gauge].set(0)
 
         return stop
@@ -177,8 +182,14 @@ class PrometheusExporter:
             try:
                 async with asyncio.timeout(READ_WITHIN_S):
                     self._levels[gauge].set(await read())
+                self._unread.discard(gauge)
             except Exception as error:
-                log.info(
-                    "could not read %s for a scrape (%r): it keeps its last value", gauge, error
-                )
+                if gauge not in self._unread and not reported(error):
+                    log.info(
+                        "could not read %s for a scrape (%r): it keeps its last value until "
+                        "a read works",
+                        gauge,
+                        error,
+                    )
+                self._unread.add(gauge)
         return Scrape(client.generate_latest(self.registry), CONTENT_TYPE_LATEST)
