@@ -264,3 +264,41 @@ async def test_with_json_logs_an_error_in_a_library_event_is_a_json_line(
     failed = next(line for line in lines if "refused by the test" in line.get("exception", ""))
     assert failed["level"] == "ERROR"
     assert process.returncode == 0
+
+
+async def test_malformed_requests_to_the_metrics_port_are_told_once_without_their_bytes(
+    tmp_path: Path,
+) -> None:
+    """Anyone who reaches the metrics port can send it garbage: twenty malformed requests (a
+    header past aiohttp's bound, a broken chunked body) make one INFO line naming the error's
+    kind, not twenty ERRORs with tracebacks echoing the sender's bytes."""
+    address = f"127.0.0.1:{free_port()}"
+    host, port = address.rsplit(":", 1)
+    long_header = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"A" * 9000 + b"STRANGER\r\n\r\n"
+    bad_chunk = (
+        b"POST /readyz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nSTRANGER\r\n"
+    )
+    answered: list[bytes] = []
+
+    async def sent_garbage() -> None:
+        for request in [long_header, bad_chunk] * 10:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(request)
+            async with asyncio.timeout(5):
+                answered.append(await reader.read())  # answered 400, then closed
+            writer.close()
+
+    _, err = await started_on_a_fake_gateway(
+        while_up=sent_garbage,
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_METRICS_ADDR=address,
+        TOMORI_LOG_FORMAT="json",
+    )
+    assert all(reply.split(b" ", 2)[1] == b"400" for reply in answered), answered
+    lines = [json.loads(line) for line in err.splitlines()]
+    told = [line for line in lines if "malformed request" in line["message"]]
+    assert len(told) == 1, told
+    assert told[0]["level"] == "INFO"
+    assert "exception" not in told[0]
+    assert "STRANGER" not in err
+    assert [line for line in lines if line["level"] == "ERROR"] == []

@@ -26,7 +26,7 @@ from aiohttp import web
 from tomori.config.parsers import refused, split_address
 from tomori.config.settings import Settings
 from tomori.monitoring.exporter import Exporter
-from tomori.monitoring.serving_logs import accept_failures, once_a_minute
+from tomori.monitoring.serving_logs import REFUSALS, REQUESTS, strangers_told_once_a_minute
 from tomori.store import Database
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,6 @@ scrapers more are plenty): one past it is closed as it is accepted, so that conn
 uses cannot take the file descriptors a turn needs. A burst may briefly pass it by the
 listening socket's backlog, as many as are accepted before any is counted."""
 
-refusals = once_a_minute("tomori.monitoring.refused")
-
 
 @asynccontextmanager
 async def serving_metrics(
@@ -72,31 +70,32 @@ async def serving_metrics(
         access_log=None,
         handle_signals=False,
         keepalive_timeout=READ_WITHIN_S,  # aiohttp arms it at a connection's opening too
+        logger=REQUESTS,
     )
     await runner.setup()
     assert runner.server is not None  # set up
     listening: asyncio.Server | None = None
-    accepting = accept_failures()
-    logging.getLogger("asyncio").addFilter(accepting)
-    try:
+    with strangers_told_once_a_minute():
         try:
-            listening = await asyncio.get_running_loop().create_server(
-                _capped(runner.server), host, port, backlog=MAX_CONNECTIONS
-            )
-        except OSError as error:  # the port taken, an address this machine does not have
-            raise refused(
-                "TOMORI_METRICS_ADDR", settings.metrics_addr, f"it cannot be served on ({error})"
-            ) from None
-        bound = listening.sockets[0].getsockname()
-        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        url = f"http://{shown}:{bound[1]}"
-        log.info("serving /metrics, /healthz and /readyz at %s", url)
-        yield url
-    finally:
-        if listening is not None:
-            listening.close()
-        await runner.cleanup()  # closes the connections left
-        logging.getLogger("asyncio").removeFilter(accepting)
+            try:
+                listening = await asyncio.get_running_loop().create_server(
+                    _capped(runner.server), host, port, backlog=MAX_CONNECTIONS
+                )
+            except OSError as error:  # the port taken, an address this machine does not have
+                raise refused(
+                    "TOMORI_METRICS_ADDR",
+                    settings.metrics_addr,
+                    f"it cannot be served on ({error})",
+                ) from None
+            bound = listening.sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            url = f"http://{shown}:{bound[1]}"
+            log.info("serving /metrics, /healthz and /readyz at %s", url)
+            yield url
+        finally:
+            if listening is not None:
+                listening.close()
+            await runner.cleanup()  # closes the connections left
 
 
 def _capped(server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
@@ -105,7 +104,7 @@ def _capped(server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
     def protocol() -> asyncio.BaseProtocol:
         if len(server.connections) < MAX_CONNECTIONS:
             return server()
-        refusals.warning(
+        REFUSALS.warning(
             "closed a connection to the metrics port: %d are open, the most it serves; "
             "more in the next minute are closed without a word",
             MAX_CONNECTIONS,
