@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from tomori.config.parsers import refused, split_address
 from tomori.config.settings import Settings
@@ -65,11 +67,12 @@ async def serving_metrics(
         yield None
         return
     host, port = split_address(settings.metrics_addr)
+    asked: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
     runner = web.AppRunner(
-        _app(exporter, ready),
+        _app(exporter, ready, asked),
         access_log=None,
         handle_signals=False,
-        keepalive_timeout=READ_WITHIN_S,  # aiohttp arms it at a connection's opening too
+        keepalive_timeout=READ_WITHIN_S,  # between requests (and, from 3.14.5, before the first)
         logger=REQUESTS,
     )
     await runner.setup()
@@ -79,7 +82,7 @@ async def serving_metrics(
         try:
             try:
                 listening = await asyncio.get_running_loop().create_server(
-                    _capped(runner.server), host, port, backlog=MAX_CONNECTIONS
+                    _capped(runner.server, asked), host, port, backlog=MAX_CONNECTIONS
                 )
             except OSError as error:  # the port taken, an address this machine does not have
                 raise refused(
@@ -98,12 +101,20 @@ async def serving_metrics(
             await runner.cleanup()  # closes the connections left
 
 
-def _capped(server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
-    """`server`'s protocol factory, but a connection past `MAX_CONNECTIONS` is closed at once."""
+def _capped(
+    server: web.Server, asked: weakref.WeakSet[asyncio.BaseTransport]
+) -> Callable[[], asyncio.BaseProtocol]:
+    """`server`'s protocol factory, but a connection past `MAX_CONNECTIONS` is closed at once,
+    and one that has not `asked` a whole request within `READ_WITHIN_S` is closed then (aiohttp
+    bounds a connection's idle time between requests, but before its first one only from 3.14.5
+    on)."""
+    loop = asyncio.get_running_loop()
 
     def protocol() -> asyncio.BaseProtocol:
         if len(server.connections) < MAX_CONNECTIONS:
-            return server()
+            handler = server()
+            loop.call_later(READ_WITHIN_S, _close_unless_asked, handler, asked)
+            return handler
         REFUSALS.warning(
             "closed a connection to the metrics port: %d are open, the most it serves; "
             "more in the next minute are closed without a word",
@@ -114,6 +125,14 @@ def _capped(server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
     return protocol
 
 
+def _close_unless_asked(
+    handler: web.RequestHandler, asked: weakref.WeakSet[asyncio.BaseTransport]
+) -> None:
+    transport = handler.transport
+    if transport is not None and transport not in asked:
+        transport.close()
+
+
 class _Closed(asyncio.Protocol):
     """A connection closed as soon as it is made."""
 
@@ -121,7 +140,17 @@ class _Closed(asyncio.Protocol):
         transport.close()
 
 
-def _app(exporter: Exporter, ready: Readiness) -> web.Application:
+def _app(
+    exporter: Exporter, ready: Readiness, asked: weakref.WeakSet[asyncio.BaseTransport]
+) -> web.Application:
+    """The endpoints; the connection of each request they are asked is noted in `asked`."""
+
+    @web.middleware
+    async def noted(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.transport is not None:
+            asked.add(request.transport)
+        return await handler(request)
+
     async def metrics(request: web.Request) -> web.Response:
         page = await exporter.scrape()
         return web.Response(body=page.body, headers={"Content-Type": page.content_type})
@@ -142,7 +171,7 @@ def _app(exporter: Exporter, ready: Readiness) -> web.Application:
             return web.Response(text="ready\n")
         return web.Response(status=503, text=f"not ready: {why_not}\n")
 
-    app = web.Application()
+    app = web.Application(middlewares=[noted])
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
