@@ -23,7 +23,7 @@ USER tomori
 WORKDIR /home/tomori
 VOLUME /data
 EXPOSE 9464
-# The process answers /healthz where TOMORI_METRICS_ADDR says (slim has no curl: Python's own
-# client asks).
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 CMD ["python", "-c", "import os, urllib.request; port = os.environ['TOMORI_METRICS_ADDR'].rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=4)"]
+# The process answers /healthz where TOMORI_METRICS_ADDR says; the check asks the loopback of
+# its family (127.0.0.1 for 0.0.0.0, ::1 for [::]) with Python's own client (slim has no curl).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 CMD ["python", "-m", "tomori.health_check"]
 ENTRYPOINT ["tomori"]

@@ -22,5 +22,5 @@ Packages, from the bottom up (each imports only those above it in this list):
 - `console/`    `tomori --console` and `--check`
 And `errors.py`: `TomoriError`, the root of every error raised; `turn_log.py`: the fields of
 the turn a log line is about, which any layer may note; `log_lines.py`: the log's lines, text
-or JSON (`TOMORI_LOG_FORMAT`).
+or JSON (`TOMORI_LOG_FORMAT`); `health_check.py`: the container's health check.
 """

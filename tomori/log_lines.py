@@ -41,12 +41,12 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
-def log_handler(format: LogFormat, stream: TextIO | None = None) -> logging.Handler:
+def log_handler(
+    format: LogFormat, stream: TextIO | None = None, text: str = TEXT_FORMAT
+) -> logging.Handler:
     """A handler writing to `stream` (standard error by default) in `format`, every record
-    given its turn's fields."""
+    given its turn's fields; `text` is the line of the text format (the console's is shorter)."""
     handler = logging.StreamHandler(stream)
     handler.addFilter(TurnFields())
-    handler.setFormatter(
-        JsonLines() if format is LogFormat.JSON else logging.Formatter(TEXT_FORMAT)
-    )
+    handler.setFormatter(JsonLines() if format is LogFormat.JSON else logging.Formatter(text))
     return handler

@@ -76,7 +76,7 @@ class TomoriChat:
         self.library = library
         self._settings = settings
         self.config = ChannelConfig(settings, chain)
-        self.exporter = exporter_for(settings)
+        self.exporter = exporter_for(settings, chain)
         """What `serving_metrics` serves of this cog, on a registry of its own (`NO_EXPORT`,
         which keeps nothing, if `TOMORI_METRICS_ADDR` is unset)."""
         self.pacing = DiscordPacing(self.exporter)

@@ -40,6 +40,11 @@ TOKEN_HELP = (
     "and run DISCORD_TOKEN=<its token> tomori (or try it first in this terminal: "
     "tomori --console)"
 )
+INTENT_HELP = (
+    "Discord refused the gateway connection (4014): the bot needs the Message Content intent; "
+    "turn it on at https://discord.com/developers/applications, in the application's "
+    "Bot > Privileged Gateway Intents"
+)
 NO_LIBRARY = (
     f"the bot runs on nextcord or discord.py, and neither is installed: {install_extra('nextcord')}"
 )
@@ -96,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         run_without_waiting_for_threads(run_bot(library, token, shards, api_base, settings))
     except discord.LoginFailure:
         print("error: Discord refused the token (401): check DISCORD_TOKEN", file=sys.stderr)
+        return 2
+    except discord.PrivilegedIntentsRequired:
+        print(f"error: {INTENT_HELP}", file=sys.stderr)
         return 2
     except ConfigError as error:  # TOMORI_METRICS_ADDR's port taken, say
         print(f"error: {error}", file=sys.stderr)

@@ -154,11 +154,29 @@ async def build_bot(library: str, shards: Shards, api_base: str | None = None) -
         bot = commands.AutoShardedBot(**options)
     if library == "nextcord":
         bot.load_extension(EXTENSION)  # nextcord syncs the slash commands when it connects
+        bot.on_error = logged_event_error
     else:
         await bot.load_extension(EXTENSION)
-        bot.setup_hook = lambda: bot.tree.sync()  # discord.py syncs them when asked, on login
+        bot.setup_hook = lambda: synced(bot, module.HTTPException)  # on login, when asked
     freeze_start_up_heap(bot)
     return bot
+
+
+async def logged_event_error(event: str, *args: Any, **kwargs: Any) -> None:
+    """nextcord's `on_error` for a failed event handler (its sync of the slash commands on
+    connect, say): logged with its traceback, so that the log stays in its format (JSON lines
+    stay JSON), where nextcord's own prints text to standard error. discord.py logs it already."""
+    log.exception("the Discord library's %s handler failed; the bot runs on", event)
+
+
+async def synced(bot: Any, refused: type[Exception]) -> None:
+    """discord.py's sync of the slash commands at login. Discord refusing or failing it
+    (`refused`: the library's `HTTPException`) is logged and the bot runs on with the commands
+    Discord has, as on nextcord, instead of ending the process with a traceback."""
+    try:
+        await bot.tree.sync()
+    except refused:
+        log.exception("could not sync the slash commands with Discord; the bot runs on")
 
 
 def point_at(library: str | None, api_base: str | None) -> None:

@@ -28,7 +28,14 @@ from tests.support.console_process import (
 from tests.support.llm_server import LLMServer, Reply, SeenRequest, pause, sse
 from tests.support.mcp_servers import ROOT, ROOT_VARIABLE, stdio_config
 from tests.support.openai_wire import chunk
-from tests.support.scripts import answer, in_parts, silent, stalled_after, tool_call
+from tests.support.scripts import (
+    answer,
+    http_error,
+    in_parts,
+    silent,
+    stalled_after,
+    tool_call,
+)
 from tests.support.terminal_screen import on_screen
 from tomori.config.settings import Settings
 from tomori.locks import ChannelLocks, Trigger, Turn, TurnGuard, lock_backend
@@ -332,3 +339,22 @@ async def test_a_closed_terminal_ends_the_console_and_removes_its_folder(
     _, err = await finished(process, within_s=10)
     assert process.returncode == 0, err
     assert list(temporary.iterdir()) == []
+
+
+async def test_with_json_logs_the_consoles_warnings_are_json_lines(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """TOMORI_LOG_FORMAT=json, as an operator tries the bot's logging in the console: a
+    model's failure is logged as the bot logs it, one JSON object a line."""
+    llm_server.script(http_error(500), http_error(500), answer("The second model's answer."))
+    env = bot_environment(
+        llm_server, tmp_path, TOMORI_MODELS="openai:first,openai:second", TOMORI_LOG_FORMAT="json"
+    )
+    process = await start_bot("--console", env=env)
+    out, err = await finished(process, b"hello\n")
+    assert process.returncode == 0, err
+    assert "The second model's answer." in out
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert any(line["level"] == "WARNING" and "openai:first" in line["message"] for line in lines)
+    for line in lines:
+        assert {"time", "level", "logger", "message"} <= line.keys(), line

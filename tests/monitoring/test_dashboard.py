@@ -10,9 +10,12 @@ from pathlib import Path
 
 from tests.support.paths import REPO
 from tests.support.scrapes import Scraped, scrape
+from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 from tomori.monitoring.exporter import Exporter, Gauge, exporter_for
 from tomori.monitoring.serving import serving_metrics
+
+CHAIN = ModelChain.parse("openai:m,openai:n", {"OPENAI_API_KEY": "sk-test"})
 
 NAME = re.compile(r"\btomori_[a-z_]+\b")
 HISTOGRAM_PARTS = ("_bucket", "_count", "_sum")
@@ -39,7 +42,7 @@ def every_series_counted_once(exporter: Exporter) -> None:
 
 async def served(tmp_path: Path) -> Scraped:
     settings = Settings(db_path=tmp_path / "t.db", metrics_addr="127.0.0.1:0")
-    exporter = exporter_for(settings)
+    exporter = exporter_for(settings, CHAIN)
     every_series_counted_once(exporter)
 
     async def ready() -> None:

@@ -1,6 +1,6 @@
 """The `tomori` command and `tomori --check` reach Discord where DISCORD_API_URL says (a
-rate-limit proxy in front of the bot's processes), and a token Discord refuses is said in one
-line."""
+rate-limit proxy in front of the bot's processes), and a token Discord refuses, or an intent
+it was not granted, is said in one line."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from tests.support.command import run
+from tests.support.fake_discord import a_fake_discord, the_command_on
 
 
 @pytest.fixture
@@ -78,3 +79,35 @@ async def test_the_check_refuses_a_discord_api_url_the_bot_would_refuse() -> Non
     code, _, err = await command("--check", **GOOD, DISCORD_API_URL="ftp://x/api/v10")
     assert code == 2
     assert err.startswith("error: DISCORD_API_URL='ftp://x/api/v10' is not allowed")
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+async def test_a_missing_message_content_intent_stops_the_bot_with_one_line(
+    tmp_path: Path, library: str, log_format: str
+) -> None:
+    """Discord closes the gateway with 4014 when the application was not granted the Message
+    Content intent: the command says where to turn it on, and exits as for a refused token."""
+    async with a_fake_discord(close_identify_with=4014) as discord:
+        process = await the_command_on(
+            discord.port, library, TOMORI_DB_PATH=str(tmp_path / "t.db"), TOMORI_LOG_FORMAT=log_format
+        )
+        try:
+            async with asyncio.timeout(30):
+                _, raw = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    err = raw.decode()
+    assert not discord.identified.empty()  # it got as far as the gateway
+    assert process.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == INTENT_REFUSED
+    assert err.count(INTENT_REFUSED) == 1
+
+
+INTENT_REFUSED = (
+    "error: Discord refused the gateway connection (4014): the bot needs the Message Content "
+    "intent; turn it on at https://discord.com/developers/applications, in the application's "
+    "Bot > Privileged Gateway Intents"
+)

@@ -7,21 +7,19 @@ import asyncio
 import json
 import signal
 import socket
-import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import ClientSession, WSMsgType, web
+from aiohttp import ClientSession
 from nextcord.ext import commands
 
-from tests.support.command import OTHER_LIBRARY, command_without, environment, run
+from tests.support.command import run
+from tests.support.fake_discord import GOOD, a_fake_discord, the_command_on
 from tomori_cog.serving import build_bot, close_bot
 from tomori_cog.variables import Shards
 
 pytestmark = pytest.mark.slow  # the command run as processes
-
-GOOD = {"DISCORD_TOKEN": "x", "TOMORI_MODELS": "openai:m", "OPENAI_API_KEY": "k"}
 
 
 def test_help_lists_the_shard_variables() -> None:
@@ -108,100 +106,30 @@ def test_a_bad_shard_setting_stops_start_up_naming_it_before_anything_is_opened(
     assert not database.exists()  # stopped before the database, and before Discord
 
 
-def gateway_at(library: str, url: str) -> str:
-    """Python lines that send discord.py's gateway connection to `url`: nextcord asks the REST
-    API where the gateway is, so DISCORD_API_URL already sends it to the test's; discord.py
-    connects to Discord's own gateway address when it is given its shards."""
-    if library == "nextcord":
-        return ""
-    return (
-        "import discord.gateway, yarl\n"
-        f"discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL({url!r})"
-    )
-
-
 async def started_on_a_fake_gateway(
-    library: str = "nextcord", while_up: Callable[[], Awaitable[None]] | None = None, **env: str
+    library: str = "nextcord",
+    while_up: Callable[[], Awaitable[None]] | None = None,
+    **env: str,
 ) -> tuple[object, str]:
-    """The command started with `env` against a Discord of the test's, found where
-    DISCORD_API_URL says (as a rate-limit proxy would be), on an install with `library` alone:
-    the shard its IDENTIFY names, and what it wrote to standard error until SIGTERM ended it
-    (with exit code 0); `while_up` is awaited once it has identified, before the SIGTERM."""
-    identified: asyncio.Queue[object] = asyncio.Queue()
-
-    def answer(data: object) -> web.Response:  # nextcord reads JSON only when it is this type
-        return web.Response(body=json.dumps(data).encode(), content_type="application/json")
-
-    async def me(request: web.Request) -> web.Response:
-        user = {"id": "1", "username": "tomori", "discriminator": "0", "avatar": None}
-        return answer({**user, "bot": True})
-
-    async def application(request: web.Request) -> web.Response:  # discord.py's login reads it
-        owner = {"id": "7", "username": "author", "discriminator": "0", "avatar": None}
-        return answer(
-            {
-                "id": "1",
-                "name": "tomori",
-                "icon": None,
-                "description": "",
-                "bot_public": True,
-                "bot_require_code_grant": False,
-                "verify_key": "k",
-                "flags": 1 << 19,
-                "owner": owner,
-            }
-        )
-
-    async def commands_synced(request: web.Request) -> web.Response:
-        synced = await request.json()  # as Discord stores them: with their ids
-        stored = {"description": "", "application_id": "1", "version": "1"}  # menus' too
-        return answer([{**stored, **c, "id": str(10 + i)} for i, c in enumerate(synced)])
-
-    async def gateway(request: web.Request) -> web.Response:
-        return answer({"url": f"ws://127.0.0.1:{port}/ws"})
-
-    async def websocket(request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        hello = {"op": 10, "s": None, "t": None, "d": {"heartbeat_interval": 45_000}}
-        await ws.send_str(json.dumps(hello))
-        async for message in ws:
-            if message.type == WSMsgType.TEXT and json.loads(message.data)["op"] == 2:
-                await identified.put(json.loads(message.data)["d"].get("shard"))
-        return ws
-
-    app = web.Application()
-    app.router.add_get("/api/v10/users/@me", me)
-    app.router.add_get("/api/v10/gateway", gateway)
-    app.router.add_get("/api/v10/oauth2/applications/@me", application)
-    app.router.add_put("/api/v10/applications/1/commands", commands_synced)
-    app.router.add_get("/ws", websocket)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    process = await asyncio.create_subprocess_exec(
-        *command_without(OTHER_LIBRARY[library], gateway_at(library, f"ws://127.0.0.1:{port}/ws")),
-        env=environment(**GOOD, DISCORD_API_URL=f"http://127.0.0.1:{port}/api/v10/", **env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        async with asyncio.timeout(30):
-            shard = await identified.get()
-        if while_up is not None:
-            await while_up()
-        process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(10):
-            _, err = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await runner.cleanup()
+    """The command started with `env` on `a_fake_discord`: the shard its IDENTIFY names, and
+    what it wrote to standard error until SIGTERM ended it (with exit code 0); `while_up` is
+    awaited once it has identified, before the SIGTERM."""
+    async with a_fake_discord() as discord:
+        process = await the_command_on(discord.port, library, **env)
+        try:
+            async with asyncio.timeout(30):
+                shard = await discord.identified.get()
+            if while_up is not None:
+                await while_up()
+            process.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(10):
+                _, err = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
     assert process.returncode == 0, err.decode()
-    assert "Traceback" not in err.decode()
+    assert "Traceback" not in err.decode(), err.decode()
     return shard, err.decode()
 
 
@@ -300,3 +228,77 @@ async def test_the_command_serves_health_and_metrics_where_tomori_metrics_addr_s
     status, scraped = seen["/metrics"]
     assert status == 200
     assert "# TYPE tomori_turns_total counter" in scraped
+
+
+async def test_with_json_logs_an_error_in_a_library_event_is_a_json_line(
+    tmp_path: Path, library: str
+) -> None:
+    """Discord refuses the sync of the slash commands: the library's handler fails, and what
+    it says of it reaches the collector as a JSON line with its traceback (nextcord printed it
+    as text), while the bot runs on."""
+    async with a_fake_discord(commands_status=400, ready=True) as discord:
+        process = await the_command_on(
+            discord.port,
+            library,
+            TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+            TOMORI_LOG_FORMAT="json",
+        )
+        assert process.stderr is not None
+        seen: list[str] = []
+        try:
+            async with asyncio.timeout(30):
+                await discord.synced.wait()
+                while not any("refused by the test" in line for line in seen):
+                    line = (await process.stderr.readline()).decode()
+                    assert line, f"the command ended: {seen}"
+                    seen.append(line)
+            assert process.returncode is None, seen  # the bot runs on
+            process.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(10):
+                _, rest = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    lines = [json.loads(line) for line in [*seen, *rest.decode().splitlines()]]
+    failed = next(line for line in lines if "refused by the test" in line.get("exception", ""))
+    assert failed["level"] == "ERROR"
+    assert process.returncode == 0
+
+
+async def test_malformed_requests_to_the_metrics_port_are_told_once_without_their_bytes(
+    tmp_path: Path,
+) -> None:
+    """Anyone who reaches the metrics port can send it garbage: twenty malformed requests (a
+    header past aiohttp's bound, a broken chunked body) make one INFO line naming the error's
+    kind, not twenty ERRORs with tracebacks echoing the sender's bytes."""
+    address = f"127.0.0.1:{free_port()}"
+    host, port = address.rsplit(":", 1)
+    long_header = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"A" * 9000 + b"STRANGER\r\n\r\n"
+    bad_chunk = (
+        b"POST /readyz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nSTRANGER\r\n"
+    )
+    answered: list[bytes] = []
+
+    async def sent_garbage() -> None:
+        for request in [long_header, bad_chunk] * 10:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(request)
+            async with asyncio.timeout(5):
+                answered.append(await reader.read())  # answered 400, then closed
+            writer.close()
+
+    _, err = await started_on_a_fake_gateway(
+        while_up=sent_garbage,
+        TOMORI_DB_PATH=str(tmp_path / "tomori.db"),
+        TOMORI_METRICS_ADDR=address,
+        TOMORI_LOG_FORMAT="json",
+    )
+    assert all(reply.split(b" ", 2)[1] == b"400" for reply in answered), answered
+    lines = [json.loads(line) for line in err.splitlines()]
+    told = [line for line in lines if "malformed request" in line["message"]]
+    assert len(told) == 1, told
+    assert told[0]["level"] == "INFO"
+    assert "exception" not in told[0]
+    assert "STRANGER" not in err
+    assert [line for line in lines if line["level"] == "ERROR"] == []

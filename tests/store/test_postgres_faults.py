@@ -37,6 +37,7 @@ from tests.support.registries import OpenRegistry, registries
 from tests.support.scripts import answer
 from tests.support.turns import HeldTurns, TurnBody, streaming
 from tests.support.waiting import until
+from tomori.delivery import budget
 from tomori.delivery.notices import GENERATION_ERROR
 from tomori.locks import Admission, ChannelLocks, Trigger, Turn, TurnGuard
 from tomori.store import postgres as postgres_store
@@ -509,3 +510,29 @@ async def test_a_kill_in_a_process_without_the_turn_works_while_the_server_is_do
         assert await other.requester_of(CHANNEL) is None  # not an error: /kill goes on
     finally:
         await pg_server.start()
+
+
+async def test_an_outage_is_told_once_not_at_every_count_of_the_processes_or_scrape(
+    open_bot: OpenBot,
+    pg_server: PostgresServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While PostgreSQL is away, the request budget's count of the bot's processes (every
+    second) and each scrape's read of the queues fail again and again: the log says each at
+    most once, beside the outage's own warning, instead of a line a second and a scrape."""
+    monkeypatch.setattr(budget, "SHARE_REFRESH_S", 0.05)
+    caplog.set_level(logging.INFO)
+    nc = await open_bot(metrics_addr="127.0.0.1:0")
+    await nc.chat.exporter.scrape()
+    await pg_server.stop()
+    try:
+        await until(lambda: any("is out of reach" in r.getMessage() for r in caplog.records))
+        for _ in range(3):
+            await nc.chat.exporter.scrape()
+        await asyncio.sleep(20 * budget.SHARE_REFRESH_S)  # twenty counts more, all failing
+    finally:
+        await pg_server.start()
+    said = [r.getMessage() for r in caplog.records]
+    assert len([m for m in said if m.startswith("could not count the bot's processes")]) <= 1
+    assert len([m for m in said if m.startswith("could not read turns_queued")]) <= 1

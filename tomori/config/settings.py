@@ -482,10 +482,10 @@ class Settings:
         "TOMORI_LOG_FORMAT",
         LogFormat.TEXT,
         choice(LogFormat),
-        "how the tomori command writes its log (your own bot configures its own): text, a line "
-        "a person reads; json, one object a line with time, level, logger, message and the "
-        "turn's id, channel, model and outcome where a line is about a turn (never the words "
-        "of a message at INFO)",
+        "how the tomori command (and --console) writes its log (your own bot configures its "
+        "own): text, a line a person reads; json, one object a line with time, level, logger, "
+        "message and the turn's id, channel, model and outcome where a line is about a turn "
+        "(never the words of a message at INFO)",
     )
     max_answer_chars: int = setting(
         "TOMORI_MAX_ANSWER_CHARS",

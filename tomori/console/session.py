@@ -53,6 +53,7 @@ from tomori.console.terminal import (
     Typed,
     keys_mode,
 )
+from tomori.log_lines import log_handler
 from tomori.monitoring.exporter import Exporter, exporter_for
 from tomori.monitoring.levels import lock_levels
 from tomori.monitoring.serving import database_answers, serving_metrics
@@ -92,7 +93,7 @@ class ConsoleSession:
     async def run(self) -> int:
         """The session on a database of its own, serving metrics if `TOMORI_METRICS_ADDR` is
         set (ready while its database answers: the console needs no gateway)."""
-        exporter = exporter_for(self._settings)
+        exporter = exporter_for(self._settings, self._chain)
         with tempfile.TemporaryDirectory(prefix="tomori-console-") as folder:
             own = replace(self._settings, db_path=Path(folder) / "console.db", db_url=None)
             database = await open_database(own, failed=exporter.database_failed)
@@ -227,6 +228,9 @@ class ConsoleSession:
 
 async def run_console(settings: Settings, chain: ModelChain) -> int:
     """The console on standard input and output; interactive when standard input is a terminal."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    console_text = "%(levelname)s %(name)s: %(message)s"  # beside the answers: no time
+    logging.basicConfig(
+        level=logging.WARNING, handlers=[log_handler(settings.log_format, text=console_text)]
+    )
     session = ConsoleSession(settings, chain, sys.stdout, live=sys.stdin.isatty())
     return await session.run()

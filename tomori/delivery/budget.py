@@ -35,6 +35,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from tomori.delivery.port import Urgency
+from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
 
@@ -302,15 +303,21 @@ async def keep_shared(budget: RequestBudget, live_processes: Callable[[], Awaita
     """Keep `budget` at this process's share of the token until cancelled.
 
     A failed count (the database is away) keeps the last share: the processes it counted are
-    still the best guess, and a share is never taken from a count that failed.
+    still the best guess, and a share is never taken from a count that failed. The failure is
+    told once until a count works again, and not at all when the database's outage log has
+    told it already: an outage would otherwise say it every second.
     """
+    failing = False
     while True:
         try:
             budget.share_with(await live_processes())
+            failing = False
         except Exception as error:
-            log.info(
-                "could not count the bot's processes (%r): keeping a share of 1/%d",
-                error,
-                budget.processes,
-            )
+            if not failing and not reported(error):
+                log.info(
+                    "could not count the bot's processes (%r): keeping a share of 1/%d",
+                    error,
+                    budget.processes,
+                )
+            failing = True
         await asyncio.sleep(SHARE_REFRESH_S)

@@ -9,7 +9,10 @@ metrics pays nothing and needs no client library. The Prometheus exporter
 Nothing reported here carries message text, nor a user, channel or server id: every label is
 drawn from a bounded set (an outcome, a kill reason, a model label of the author's chain, an MCP
 server of the author's config, a Discord rate-limit scope, a database error's class), so the
-number of series an operator stores stays bounded whatever the bot's servers do.
+number of series an operator stores stays bounded whatever the bot's servers do. A model is the
+one label a server could choose (an admin's `/tomori model`, where `TOMORI_ALLOWED_MODELS`
+allows a pattern): one the author did not configure is counted as `OTHER_MODEL`, so an admin's
+text never becomes a series, nor shows in a scrape.
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from tomori.config.models import ModelChain
 from tomori.config.settings import Settings
 
-__all__ = ["NO_EXPORT", "Exporter", "Gauge", "Scrape", "exporter_for"]
+__all__ = ["NO_EXPORT", "OTHER_MODEL", "Exporter", "Gauge", "Scrape", "exporter_for"]
+
+OTHER_MODEL = "other"
+"""The model label of every model the author's configuration does not name."""
 
 
 class Gauge(StrEnum):
@@ -129,11 +136,13 @@ class _NoExport:
 NO_EXPORT: Exporter = _NoExport()
 
 
-def exporter_for(settings: Settings) -> Exporter:
+def exporter_for(settings: Settings, chain: ModelChain) -> Exporter:
     """A Prometheus exporter with a registry of its own if `TOMORI_METRICS_ADDR` is set (two
-    bots in one process never share a series), else `NO_EXPORT`."""
+    bots in one process never share a series), else `NO_EXPORT`. Its model labels are those of
+    the author's `chain` and summary model; any other model counts as `OTHER_MODEL`."""
     if settings.metrics_addr is None:
         return NO_EXPORT
     from tomori.monitoring.prometheus import PrometheusExporter
 
-    return PrometheusExporter()
+    own = {entry.label for entry in chain.entries} | {settings.summary_model}
+    return PrometheusExporter(frozenset(own - {""}))

@@ -15,7 +15,8 @@ import prometheus_client as client
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 
 from tomori.generation.results import StreamStatus
-from tomori.monitoring.exporter import Gauge, Read, Scrape
+from tomori.monitoring.exporter import OTHER_MODEL, Gauge, Read, Scrape
+from tomori.store.outage import reported
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,11 @@ SCOPES = frozenset({"global", "user", "shared"})
 
 
 class PrometheusExporter:
-    """`tomori.monitoring.exporter.Exporter` over a registry of its own."""
+    """`tomori.monitoring.exporter.Exporter` over a registry of its own; `models`: the model
+    labels it counts by name (the author's), every other model counted as `OTHER_MODEL`."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: frozenset[str]) -> None:
+        self._models = models
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self._turns = Counter(
             "tomori_turns", "Turns by how they ended.", ["outcome"], registry=registry
@@ -119,6 +122,9 @@ class PrometheusExporter:
             ),
         }
         self._reads: dict[Gauge, Read] = {}
+        self._unread: set[Gauge] = set()
+        """The gauges whose last read failed: told once, not at every scrape of an outage
+        (nor at all if the database's outage log told it)."""
 
     def turn_ended(self, outcome: str, took_s: float, first_text_s: float | None) -> None:
         self._turns.labels(outcome).inc()
@@ -133,6 +139,7 @@ class PrometheusExporter:
         self._kills.labels(reason).inc()
 
     def model_ended(self, model: str, outcome: str, phase: str | None, fallback: bool) -> None:
+        model = self._label(model)
         self._model_parts.labels(model, outcome).inc()
         if outcome == StreamStatus.TIMEOUT:
             self._stalls.labels(model, phase or "unknown").inc()
@@ -140,8 +147,12 @@ class PrometheusExporter:
             self._fallbacks.labels(model).inc()
 
     def tokens_used(self, model: str, prompt: int, completion: int) -> None:
+        model = self._label(model)
         self._tokens.labels(model, "prompt").inc(prompt)
         self._tokens.labels(model, "completion").inc(completion)
+
+    def _label(self, model: str) -> str:
+        return model if model in self._models else OTHER_MODEL
 
     def mcp_called(self, server: str, outcome: str) -> None:
         self._mcp.labels(server, outcome).inc()
@@ -161,6 +172,7 @@ class PrometheusExporter:
         def stop() -> None:
             if self._reads.get(gauge) is read:
                 del self._reads[gauge]
+                self._unread.discard(gauge)
                 self._levels[gauge].set(0)
 
         return stop
@@ -170,8 +182,14 @@ class PrometheusExporter:
             try:
                 async with asyncio.timeout(READ_WITHIN_S):
                     self._levels[gauge].set(await read())
+                self._unread.discard(gauge)
             except Exception as error:
-                log.info(
-                    "could not read %s for a scrape (%r): it keeps its last value", gauge, error
-                )
+                if gauge not in self._unread and not reported(error):
+                    log.info(
+                        "could not read %s for a scrape (%r): it keeps its last value until "
+                        "a read works",
+                        gauge,
+                        error,
+                    )
+                self._unread.add(gauge)
         return Scrape(client.generate_latest(self.registry), CONTENT_TYPE_LATEST)
