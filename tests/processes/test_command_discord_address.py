@@ -89,7 +89,10 @@ async def test_a_missing_message_content_intent_stops_the_bot_with_one_line(
     Content intent: the command says where to turn it on, and exits as for a refused token."""
     async with a_fake_discord(close_identify_with=4014) as discord:
         process = await the_command_on(
-            discord.port, library, TOMORI_DB_PATH=str(tmp_path / "t.db"), TOMORI_LOG_FORMAT=log_format
+            discord.port,
+            library,
+            TOMORI_DB_PATH=str(tmp_path / "t.db"),
+            TOMORI_LOG_FORMAT=log_format,
         )
         try:
             async with asyncio.timeout(30):
